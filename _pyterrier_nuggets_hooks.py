@@ -1,0 +1,57 @@
+"""Start-up hook (loaded from ``pyterrier_nuggets_hooks.pth``): light, imports nothing heavy.
+
+ir_measures and ir_datasets have no plug-in entry points, so the plain ``ir_measures`` and ``ir_datasets``
+command lines cannot discover our measures and datasets by themselves. This hook watches for the first
+import of ``ir_measures`` (or ``ir_datasets``) and imports ``ir_measures_ext`` (or ``datasets_ext``)
+right after it, which registers them. Set ``PYTERRIER_NUGGETS_NO_HOOK=1`` to switch it off.
+"""
+import importlib.abc
+import importlib.util
+import os
+import sys
+
+EXTENSIONS = {"ir_measures": "ir_measures_ext", "ir_datasets": "datasets_ext"}
+
+
+class _ThenImport(importlib.abc.Loader):
+    """Wraps a module's loader: executes the module, then imports its extension."""
+
+    def __init__(self, loader, extension):
+        self.loader = loader
+        self.extension = extension
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        self.loader.exec_module(module)
+        try:
+            importlib.import_module(self.extension)
+        except ImportError as exc:  # a broken extension must not break the library it extends
+            print(f"[pyterrier-nuggets] could not load {self.extension}: {exc}", file=sys.stderr)
+
+    def __getattr__(self, name):
+        return getattr(self.loader, name)
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path, target=None):
+        extension = EXTENSIONS.get(fullname)
+        if extension is None:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                if spec.loader is not None:
+                    spec.loader = _ThenImport(spec.loader, extension)
+                return spec
+        return None
+
+
+def install() -> None:
+    if os.environ.get("PYTERRIER_NUGGETS_NO_HOOK"):
+        return
+    if not any(isinstance(f, _Finder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _Finder())

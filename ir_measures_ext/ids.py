@@ -1,0 +1,94 @@
+"""How nugget evaluation is written as qrels and runs (design.md decision 1): ids and grades.
+
+This is the one place that defines the mapping; the measures read it and every writer uses it.
+
+Nugget qrels: ``qid 0 NUGGET_ID REL`` with REL 2 = vital, 1 = okay.
+Evaluation run: ``qid Q0 ROW_ID rank SCORE tag``, one row per fact about the answer:
+
+==========================  ========================================================  =====================
+row id                      what the row says                                         score
+==========================  ========================================================  =====================
+``{qid}:n{i}``              assignment of nugget i (0-based position in the topic's   1.0 support,
+                            nugget list, as in the nugget file)                       0.5 partial_support,
+                                                                                      0.0 not_support
+``{qid}:s{j}:c{k}:{docno}`` support of answer sentence j (0-based) by its k-th         1.0 full, 0.5 partial,
+                            citation (0-based), the segment ``docno``                  0.0 no support
+``{qid}:s{j}:uncited``      answer sentence j has no citation                         0.0
+``{qid}:words``             the answer's length L in words                            L
+==========================  ========================================================  =====================
+
+Nugget ids keep the position in the *source* list, so dropping an invalid nugget never renumbers the
+others. Rows of other forms (e.g. retrieved segments) are ignored by the nugget and support measures.
+"""
+from __future__ import annotations
+
+import re
+from typing import NamedTuple, Optional
+
+VITAL = "vital"
+OKAY = "okay"
+IMPORTANCE_TO_GRADE = {VITAL: 2, OKAY: 1}
+GRADE_TO_IMPORTANCE = {v: k for k, v in IMPORTANCE_TO_GRADE.items()}
+
+SUPPORT = "support"
+PARTIAL_SUPPORT = "partial_support"
+NOT_SUPPORT = "not_support"
+ASSIGNMENT_TO_SCORE = {SUPPORT: 1.0, PARTIAL_SUPPORT: 0.5, NOT_SUPPORT: 0.0}
+SCORE_TO_ASSIGNMENT = {v: k for k, v in ASSIGNMENT_TO_SCORE.items()}
+
+FULL = "full"
+PARTIAL = "partial"
+NONE = "none"
+SUPPORT_LEVEL_TO_SCORE = {FULL: 1.0, PARTIAL: 0.5, NONE: 0.0}
+SCORE_TO_SUPPORT_LEVEL = {v: k for k, v in SUPPORT_LEVEL_TO_SCORE.items()}
+
+
+def nugget_id(qid: str, index: int) -> str:
+    """Id of the ``index``-th (0-based) nugget of topic ``qid``: ``{qid}:n{index}``."""
+    return f"{qid}:n{index}"
+
+
+def support_id(qid: str, sentence: int, citation: Optional[int], docno: Optional[str] = None) -> str:
+    """Id of a support row: ``{qid}:s{sentence}:c{citation}:{docno}``, or ``{qid}:s{sentence}:uncited``."""
+    if citation is None:
+        return f"{qid}:s{sentence}:uncited"
+    return f"{qid}:s{sentence}:c{citation}:{docno}"
+
+
+def words_id(qid: str) -> str:
+    """Id of the answer-length row: ``{qid}:words``."""
+    return f"{qid}:words"
+
+
+class RowKind(NamedTuple):
+    kind: str  # "nugget" | "support" | "uncited" | "words" | "other"
+    nugget: int = -1
+    sentence: int = -1
+    citation: int = -1
+    docno: str = ""
+
+
+_NUGGET = re.compile(r"n(\d+)")
+_SUPPORT = re.compile(r"s(\d+):c(\d+):(.+)", re.S)
+_UNCITED = re.compile(r"s(\d+):uncited")
+OTHER = RowKind("other")
+
+
+def parse_row_id(qid: str, row_id: str) -> RowKind:
+    """Classify a run row id of topic ``qid`` (see the module docstring). Unknown forms are ``other``."""
+    prefix = qid + ":"
+    if not row_id.startswith(prefix):
+        return OTHER
+    rest = row_id[len(prefix):]
+    if rest == "words":
+        return RowKind("words")
+    m = _NUGGET.fullmatch(rest)
+    if m:
+        return RowKind("nugget", nugget=int(m.group(1)))
+    m = _SUPPORT.fullmatch(rest)
+    if m:
+        return RowKind("support", sentence=int(m.group(1)), citation=int(m.group(2)), docno=m.group(3))
+    m = _UNCITED.fullmatch(rest)
+    if m:
+        return RowKind("uncited", sentence=int(m.group(1)))
+    return OTHER

@@ -1,0 +1,136 @@
+"""Typed records of nugget evaluation: nuggets, assignments, RAG answers, support judgments.
+
+Labels are validated on construction: an invalid label never becomes a record. Readers that meet invalid
+labels in real files report them through :class:`InvalidLabel` (see :mod:`pyterrier_nuggets.formats`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+from ir_measures_ext import ids
+
+IMPORTANCES = (ids.VITAL, ids.OKAY)
+ASSIGNMENTS = (ids.SUPPORT, ids.PARTIAL_SUPPORT, ids.NOT_SUPPORT)
+SUPPORT_LEVELS = (ids.FULL, ids.PARTIAL, ids.NONE)
+
+
+@dataclass(frozen=True)
+class Nugget:
+    """One nugget of a topic (seed 001 §3.1-3.2).
+
+    ``index`` is the nugget's 0-based position in its source list and makes its id, ``{qid}:n{index}``;
+    it stays fixed when other nuggets of the topic are dropped. ``provenance`` is free metadata (e.g.
+    ``{"source": "post-edit"}`` in TREC RAG 2025 nuggets, or the segment ids it was created from).
+    """
+
+    qid: str
+    index: int
+    text: str
+    importance: str
+    provenance: dict = field(default_factory=dict, compare=False, hash=False)
+
+    def __post_init__(self):
+        if self.importance not in IMPORTANCES:
+            raise ValueError(f"nugget importance must be one of {IMPORTANCES}, got {self.importance!r}")
+
+    @property
+    def id(self) -> str:
+        return ids.nugget_id(self.qid, self.index)
+
+    @property
+    def grade(self) -> int:
+        """Relevance in nugget qrels: 2 = vital, 1 = okay."""
+        return ids.IMPORTANCE_TO_GRADE[self.importance]
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """Whether an answer supports a nugget (seed 001 §3.3-3.4)."""
+
+    qid: str
+    nugget_index: int
+    assignment: str
+
+    def __post_init__(self):
+        if self.assignment not in ASSIGNMENTS:
+            raise ValueError(f"assignment must be one of {ASSIGNMENTS}, got {self.assignment!r}")
+
+    @property
+    def nugget_id(self) -> str:
+        return ids.nugget_id(self.qid, self.nugget_index)
+
+    @property
+    def score(self) -> float:
+        return ids.ASSIGNMENT_TO_SCORE[self.assignment]
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """One answer sentence; ``citations`` are 0-based indices into the answer's ``references``."""
+
+    text: str
+    citations: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A RAG answer as the TREC RAG 2024/2025 tracks define it (seed 001 §2): cited sentences + references.
+
+    ``run_id`` names the system; ``metadata`` keeps fields of the source format we do not interpret
+    (e.g. 2025 ``team_id``, ``type``), so writing back loses nothing.
+    """
+
+    qid: str
+    run_id: str
+    sentences: tuple[Sentence, ...]
+    references: tuple[str, ...] = ()
+    query: Optional[str] = None
+    metadata: dict = field(default_factory=dict, compare=False, hash=False)
+
+    def __post_init__(self):
+        for j, sentence in enumerate(self.sentences):
+            for c in sentence.citations:
+                if not (0 <= c < len(self.references)):
+                    raise ValueError(
+                        f"sentence {j} cites reference {c}, but the answer has {len(self.references)} references")
+
+    @property
+    def text(self) -> str:
+        """The answer as one string (sentences joined by a space), the ``qanswer`` column."""
+        return " ".join(s.text.strip() for s in self.sentences if s.text.strip())
+
+    def cited_docnos(self, j: int) -> list[str]:
+        return [self.references[c] for c in self.sentences[j].citations]
+
+
+@dataclass(frozen=True)
+class SupportJudgment:
+    """Support of one answer sentence by one cited segment (seed 004 §3.2): full / partial / none.
+
+    ``citation`` is the position of the citation within the sentence (0 = first), or ``None`` for a
+    sentence without citation (which counts as no support, seed 004 §3.4).
+    """
+
+    qid: str
+    sentence: int
+    citation: Optional[int]
+    docno: Optional[str]
+    support: str
+
+    def __post_init__(self):
+        if self.support not in SUPPORT_LEVELS:
+            raise ValueError(f"support must be one of {SUPPORT_LEVELS}, got {self.support!r}")
+        if self.citation is None and self.support != ids.NONE:
+            raise ValueError("a sentence without citation can only have support 'none'")
+
+    @property
+    def score(self) -> float:
+        return ids.SUPPORT_LEVEL_TO_SCORE[self.support]
+
+
+def nuggets_by_topic(nuggets: Sequence[Nugget]) -> dict[str, list[Nugget]]:
+    out: dict[str, list[Nugget]] = {}
+    for n in nuggets:
+        out.setdefault(n.qid, []).append(n)
+    return out
