@@ -23,7 +23,7 @@ others. Rows of other forms (e.g. retrieved segments) are ignored by the nugget 
 from __future__ import annotations
 
 import re
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 VITAL = "vital"
 OKAY = "okay"
@@ -48,7 +48,7 @@ def nugget_id(qid: str, index: int) -> str:
     return f"{qid}:n{index}"
 
 
-def support_id(qid: str, sentence: int, citation: Optional[int], docno: Optional[str] = None) -> str:
+def support_id(qid: str, sentence: int, citation: int | None, docno: str | None = None) -> str:
     """Id of a support row: ``{qid}:s{sentence}:c{citation}:{docno}``, or ``{qid}:s{sentence}:uncited``."""
     if citation is None:
         return f"{qid}:s{sentence}:uncited"

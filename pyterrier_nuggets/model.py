@@ -5,8 +5,8 @@ labels in real files report them through :class:`InvalidLabel` (see :mod:`pyterr
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
 
 from ir_measures_ext import ids
 
@@ -85,7 +85,7 @@ class Answer:
     run_id: str
     sentences: tuple[Sentence, ...]
     references: tuple[str, ...] = ()
-    query: Optional[str] = None
+    query: str | None = None
     metadata: dict = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self):
@@ -114,8 +114,8 @@ class SupportJudgment:
 
     qid: str
     sentence: int
-    citation: Optional[int]
-    docno: Optional[str]
+    citation: int | None
+    docno: str | None
     support: str
 
     def __post_init__(self):

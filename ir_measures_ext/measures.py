@@ -1,0 +1,127 @@
+"""The measures, as ir_measures declares them: name, parameters, formula and source. Computing is the
+provider's job (:mod:`ir_measures_ext.provider`); formulas are in :mod:`ir_measures_ext.scoring`.
+
+Inputs (design.md decision 1; row ids in :mod:`ir_measures_ext.ids`):
+- qrels: nugget qrels ``qid 0 {qid}:n{i} REL`` (2 vital, 1 okay); they define the topics and their nuggets.
+- run: an evaluation run; nugget rows ``{qid}:n{i}`` scored 1 / 0.5 / 0, support rows
+  ``{qid}:s{j}:c{k}:{docno}`` scored 1 / 0.5 / 0, ``{qid}:s{j}:uncited`` rows, and a ``{qid}:words`` row
+  (or a ``qanswer`` column when the run is a DataFrame, as in pt.Experiment).
+A topic of the qrels that is missing from the run scores 0 on every measure (an empty answer).
+"""
+from __future__ import annotations
+
+from ir_measures import measures
+
+_CITE = measures.ParamInfo(dtype=str, choices=("first", "all"), default="first",
+                           desc="which citations of a sentence are judged: 'first' (TREC 2024) or 'all'")
+
+
+class _NuggetMeasure(measures.Measure):
+    SUPPORTED_PARAMS: dict = {}
+    DEFAULT = 0.0
+
+
+class _V_strict(_NuggetMeasure):
+    """Vital Strict: fraction of vital nuggets the answer supports fully (seed 001 §3.5, primary metric).
+
+    V_strict = sum_i ss^v_i / |n^v|, ss = 1 for support, else 0. 0 when the topic has no vital nugget.
+    """
+
+    __name__ = "V_strict"
+    NAME = "V_strict"
+    PRETTY_NAME = "Vital strict nugget score"
+    SHORT_DESC = "Fraction of vital nuggets fully supported by the answer (TREC RAG 2024)."
+
+
+class _V(_NuggetMeasure):
+    """Vital: V = sum_i s^v_i / |n^v|, s = 1 support, 0.5 partial_support, 0 otherwise (seed 001 §3.5)."""
+
+    __name__ = "V"
+    NAME = "V"
+    PRETTY_NAME = "Vital nugget score"
+    SHORT_DESC = "Mean score of vital nuggets, partial support = 0.5 (TREC RAG 2024)."
+
+
+class _W_strict(_NuggetMeasure):
+    """Weighted Strict: (sum ss^v + 0.5 sum ss^o) / (|n^v| + 0.5 |n^o|) (seed 001 §3.5)."""
+
+    __name__ = "W_strict"
+    NAME = "W_strict"
+    PRETTY_NAME = "Weighted strict nugget score"
+    SHORT_DESC = "Full support only, vital nuggets weigh 1 and okay nuggets 0.5 (TREC RAG 2024)."
+
+
+class _W(_NuggetMeasure):
+    """Weighted: (sum s^v + 0.5 sum s^o) / (|n^v| + 0.5 |n^o|) (seed 001 §3.5)."""
+
+    __name__ = "W"
+    NAME = "W"
+    PRETTY_NAME = "Weighted nugget score"
+    SHORT_DESC = "Partial support = 0.5, vital nuggets weigh 1 and okay nuggets 0.5 (TREC RAG 2024)."
+
+
+class _A_strict(_NuggetMeasure):
+    """All Strict: A_strict = sum_i ss_i / N over all nuggets (seed 001 §3.5)."""
+
+    __name__ = "A_strict"
+    NAME = "A_strict"
+    PRETTY_NAME = "All strict nugget score"
+    SHORT_DESC = "Fraction of all nuggets fully supported by the answer (TREC RAG 2024)."
+
+
+class _A(_NuggetMeasure):
+    """All: A = sum_i s_i / N over all nuggets, partial_support = 0.5 (seed 001 §3.5)."""
+
+    __name__ = "A"
+    NAME = "A"
+    PRETTY_NAME = "All nugget score"
+    SHORT_DESC = "Mean score of all nuggets, partial support = 0.5 (TREC RAG 2024)."
+
+
+class _SupportP(_NuggetMeasure):
+    """Weighted support precision (seed 004 §3.4): sum of s(a_i, p_j) over judged (sentence, citation)
+    pairs / number of pairs; s = 1 full, 0.5 partial, 0 no support. ``cite='first'`` (default, as the
+    track did) counts each sentence's first citation only; ``cite='all'`` every judged citation.
+    Uncited sentences do not count. 0 when the answer has no citation."""
+
+    __name__ = "SupportP"
+    NAME = "SupportP"
+    SUPPORTED_PARAMS = {"cite": _CITE}
+    PRETTY_NAME = "Weighted support precision"
+    SHORT_DESC = "Weighted fraction of citations that support their sentence (TREC RAG 2024 support)."
+
+
+class _SupportR(_NuggetMeasure):
+    """Weighted support recall (seed 004 §3.4): sum over sentences of the support of its (first, or with
+    ``cite='all'`` best) citation / number of sentences; an uncited sentence scores 0."""
+
+    __name__ = "SupportR"
+    NAME = "SupportR"
+    SUPPORTED_PARAMS = {"cite": _CITE}
+    PRETTY_NAME = "Weighted support recall"
+    SHORT_DESC = "Weighted fraction of answer sentences supported by their citations (TREC RAG 2024 support)."
+
+
+class _AnswerWords(_NuggetMeasure):
+    """Answer length L: words of the answer after NFKC normalisation, split on whitespace, as the TREC RAG
+    validator counts (the x-axis of seed 001 Figure 7). Mean over topics when aggregated."""
+
+    __name__ = "AnswerWords"
+    NAME = "AnswerWords"
+    PRETTY_NAME = "Answer length (words)"
+    SHORT_DESC = "Words in the answer (NFKC, whitespace split), as the TREC RAG validator counts."
+
+
+V_strict = _V_strict()
+V = _V()
+W_strict = _W_strict()
+W = _W()
+A_strict = _A_strict()
+A = _A()
+SupportP = _SupportP()
+SupportR = _SupportR()
+AnswerWords = _AnswerWords()
+
+NUGGET_MEASURES = (V_strict, V, W_strict, W, A_strict, A)
+SUPPORT_MEASURES = (SupportP, SupportR)
+ALL_MEASURES = NUGGET_MEASURES + SUPPORT_MEASURES + (AnswerWords,)

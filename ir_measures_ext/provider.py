@@ -1,0 +1,204 @@
+"""The ir_measures provider that computes the nugget, support and answer-length measures.
+
+It reads nugget qrels and an evaluation run in any form ir_measures accepts (DataFrame, dict of dicts,
+iterable of Qrel / ScoredDoc named tuples, e.g. from ``ir_measures.read_trec_run``), finds the rows of
+each kind by their ids (:mod:`ir_measures_ext.ids`) and applies the formulas of
+:mod:`ir_measures_ext.scoring`. Rows of other kinds (retrieved segments, say) are ignored.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import ir_measures
+from ir_measures import Metric, providers
+
+from ir_measures_ext import ids, scoring
+from ir_measures_ext import measures as m
+
+_ASSIGNMENT_SCORES = frozenset(ids.ASSIGNMENT_TO_SCORE.values())
+_SUPPORT_SCORES = frozenset(ids.SUPPORT_LEVEL_TO_SCORE.values())
+
+
+def _iter_qrels(qrels) -> Iterator[tuple[str, str, int]]:
+    if isinstance(qrels, dict):
+        for qid, docs in qrels.items():
+            for doc_id, rel in docs.items():
+                yield str(qid), str(doc_id), rel
+    elif hasattr(qrels, "itertuples"):
+        cols = qrels.columns
+        for col in ("query_id", "doc_id", "relevance"):
+            if col not in cols:
+                raise ValueError(f"qrels DataFrame has no column {col!r} (columns: {list(cols)})")
+        yield from zip(qrels["query_id"].astype(str).tolist(), qrels["doc_id"].astype(str).tolist(),
+                       qrels["relevance"].tolist())
+    else:
+        for q in qrels:
+            yield str(q.query_id), str(q.doc_id), q.relevance
+
+
+def _iter_run(run) -> tuple[Iterator[tuple[str, str, float]], dict[str, str]]:
+    """Run rows as (qid, doc_id, score), plus the ``qanswer`` of each topic when the run carries one."""
+    if isinstance(run, dict):
+        rows = ((str(q), str(d), float(s)) for q, docs in run.items() for d, s in docs.items())
+        return rows, {}
+    if hasattr(run, "itertuples"):
+        cols = run.columns
+        for col in ("query_id", "doc_id", "score"):
+            if col not in cols:
+                raise ValueError(f"run DataFrame has no column {col!r} (columns: {list(cols)})")
+        answers: dict[str, str] = {}
+        if "qanswer" in cols:
+            for qid, text in zip(run["query_id"].astype(str).tolist(), run["qanswer"].tolist()):
+                if qid not in answers and isinstance(text, str):
+                    answers[qid] = text
+        rows = zip(run["query_id"].astype(str).tolist(), run["doc_id"].astype(str).tolist(),
+                   run["score"].astype(float).tolist())
+        return rows, answers
+    return ((str(r.query_id), str(r.doc_id), float(r.score)) for r in run), {}
+
+
+class _Topic:
+    __slots__ = ("assigned", "sentences", "words", "has_rows")
+
+    def __init__(self):
+        self.assigned: dict[str, float] = {}
+        self.sentences: dict[int, dict[int, float]] = {}  # sentence -> citation position -> score
+        self.words: float | None = None
+        self.has_rows = False
+
+
+class NuggetEvaluator(providers.Evaluator):
+    def __init__(self, measures, nuggets: dict[str, dict[str, int]], qids: set[str]):
+        super().__init__(measures, qids)
+        self.nuggets = nuggets
+        names = {x.NAME for x in measures}
+        self.want_nuggets = bool(names & {x.NAME for x in m.NUGGET_MEASURES})
+        self.want_support = bool(names & {x.NAME for x in m.SUPPORT_MEASURES})
+        self.want_words = m.AnswerWords.NAME in names
+
+    def _collect(self, run) -> tuple[dict[str, _Topic], dict[str, str]]:
+        rows, answers = _iter_run(run)
+        topics: dict[str, _Topic] = {}
+        nuggets = self.nuggets
+        parse_others = self.want_support or self.want_words
+        for qid, doc_id, score in rows:
+            grades = nuggets.get(qid)
+            if grades is None:
+                continue  # topic not in the qrels: not evaluated (as trec_eval does)
+            t = topics.get(qid)
+            if t is None:
+                t = topics[qid] = _Topic()
+            t.has_rows = True
+            if doc_id in grades:
+                if score not in _ASSIGNMENT_SCORES:
+                    raise ValueError(
+                        f"run row {qid} {doc_id}: assignment score {score!r} is not 1.0 (support), "
+                        "0.5 (partial_support) or 0.0 (not_support)")
+                old = t.assigned.get(doc_id)
+                if old is not None and old != score:
+                    raise ValueError(f"run has two different assignments for nugget {doc_id}: {old} and {score}")
+                t.assigned[doc_id] = score
+            elif parse_others:
+                kind = ids.parse_row_id(qid, doc_id)
+                if kind.kind == "support":
+                    if score not in _SUPPORT_SCORES:
+                        raise ValueError(f"run row {qid} {doc_id}: support score {score!r} is not 1.0 (full), "
+                                         "0.5 (partial) or 0.0 (none)")
+                    cites = t.sentences.setdefault(kind.sentence, {})
+                    if cites.get(kind.citation, score) != score:
+                        raise ValueError(f"run has two different support scores for {doc_id}")
+                    cites[kind.citation] = score
+                elif kind.kind == "uncited":
+                    t.sentences.setdefault(kind.sentence, {})
+                elif kind.kind == "words":
+                    t.words = score
+        for qid, text in answers.items():
+            if qid in nuggets:
+                t = topics.setdefault(qid, _Topic())
+                if t.words is None:
+                    t.words = float(scoring.answer_words(text))
+        return topics, answers
+
+    def _iter_calc(self, run) -> Iterator[Metric]:
+        topics, _ = self._collect(run)
+        for qid, t in topics.items():
+            if self.want_nuggets:
+                grades = self.nuggets[qid]
+                ns = scoring.nugget_scores([(g, t.assigned.get(d, 0.0)) for d, g in grades.items()])
+                for measure in self.measures:
+                    if measure.NAME in ns._fields:
+                        yield Metric(qid, measure, getattr(ns, measure.NAME))
+            if self.want_words:
+                if t.words is None:
+                    raise ValueError(
+                        f"AnswerWords: the run has rows for topic {qid} but no '{ids.words_id(qid)}' row and no "
+                        "qanswer column; write the run with the answers (pyterrier_nuggets.formats) or drop AnswerWords")
+                for measure in self.measures:
+                    if measure.NAME == m.AnswerWords.NAME:
+                        yield Metric(qid, measure, t.words)
+            if self.want_support:
+                yield from self._support(qid, t)
+
+    def _support(self, qid: str, t: _Topic) -> Iterator[Metric]:
+        if not t.sentences and t.words != 0:
+            raise ValueError(
+                f"SupportP/SupportR: the run has no support rows ('{qid}:s<j>:...') for topic {qid}; judge "
+                "the citations first (SupportJudge) or import support judgments, or drop the support measures")
+        n = max(t.sentences) + 1 if t.sentences else 0
+        missing = [j for j in range(n) if j not in t.sentences]
+        if missing:
+            raise ValueError(f"support rows of topic {qid} skip sentence(s) {missing}: every sentence needs a "
+                             "support row or an ':uncited' row, otherwise recall would be wrong")
+        per_sentence = [[c[k] for k in sorted(c)] for c in (t.sentences[j] for j in range(n))]
+        for measure in self.measures:
+            if measure.NAME in (m.SupportP.NAME, m.SupportR.NAME):
+                sc = scoring.support_scores(per_sentence, cite=measure["cite"])
+                yield Metric(qid, measure, sc.precision if measure.NAME == m.SupportP.NAME else sc.recall)
+
+
+class NuggetProvider(providers.Provider):
+    """Nugget scores (seed 001 §3.5), support precision/recall (seed 004 §3.4) and answer length."""
+
+    NAME = "nuggets"
+    SUPPORTED_MEASURES = [
+        m._V_strict(), m._V(), m._W_strict(), m._W(), m._A_strict(), m._A(),
+        m._SupportP(cite=providers.base.Any()), m._SupportR(cite=providers.base.Any()), m._AnswerWords(),
+    ]
+
+    def _evaluator(self, measures, qrels) -> NuggetEvaluator:
+        measures = list(measures)
+        nuggets: dict[str, dict[str, int]] = {}
+        for qid, doc_id, rel in _iter_qrels(qrels):
+            grades = nuggets.setdefault(qid, {})
+            if ids.parse_row_id(qid, doc_id).kind == "nugget":
+                if rel not in (ids.IMPORTANCE_TO_GRADE[ids.VITAL], ids.IMPORTANCE_TO_GRADE[ids.OKAY]):
+                    raise ValueError(f"nugget qrels: topic {qid}, nugget {doc_id} has relevance {rel!r}; "
+                                     "nugget qrels use 2 = vital, 1 = okay")
+                grades[doc_id] = int(rel)
+        return NuggetEvaluator(measures, nuggets, set(nuggets))
+
+
+provider = NuggetProvider()
+
+
+def register() -> None:
+    """Make the measures known to ir_measures (parse_measure, the CLI, ir_measures.calc). Idempotent; a
+    foreign measure or provider already registered under one of our names is a clear error."""
+    registry = ir_measures.measures.registry
+    for measure in m.ALL_MEASURES:
+        existing = registry.get(measure.NAME)
+        if existing is None:
+            registry[measure.NAME] = measure
+        elif type(existing).__module__ != type(measure).__module__ or type(existing).__name__ != type(measure).__name__:
+            raise RuntimeError(
+                f"ir_measures already has a measure named {measure.NAME!r} "
+                f"({type(existing).__module__}.{type(existing).__name__}); pyterrier-nuggets cannot register its "
+                f"{measure.NAME}. Uninstall or rename the other measure, or use ir_measures_ext.{measure.NAME} directly.")
+    existing = providers.registry.get(NuggetProvider.NAME)
+    if existing is not None and type(existing).__module__ != __name__:
+        raise RuntimeError(f"ir_measures already has a provider named {NuggetProvider.NAME!r} "
+                           f"({type(existing).__module__}); pyterrier-nuggets cannot register its own")
+    providers.registry[NuggetProvider.NAME] = provider
+    pipeline = ir_measures.DefaultPipeline.providers
+    pipeline[:] = [p for p in pipeline if getattr(p, "NAME", None) != NuggetProvider.NAME]
+    pipeline.insert(0, provider)
