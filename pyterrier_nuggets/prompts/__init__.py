@@ -1,0 +1,82 @@
+"""Prompt templates, kept as data files next to this module (one per figure of the seeds).
+
+A template file has optional ``#`` comment lines, then ``SYSTEM:`` and/or ``USER:`` lines, each
+followed by that message's text. ``{name}`` placeholders are filled by :meth:`PromptTemplate.render`;
+values are inserted verbatim (braces inside a query or a segment are never interpreted). To change a
+prompt, copy the file, edit it and pass its path (or a :class:`PromptTemplate`) as ``prompt=...``.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+PROMPT_DIR = Path(__file__).parent
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_ROLES = {"SYSTEM:": "system", "USER:": "user"}
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """Chat messages with ``{name}`` placeholders; ``source`` says where the template came from."""
+
+    messages: tuple[tuple[str, str], ...]
+    source: str = "<string>"
+
+    @classmethod
+    def parse(cls, text: str, source: str = "<string>") -> PromptTemplate:
+        messages: list[list] = []
+        lines = text.splitlines()
+        for lineno, line in enumerate(lines, 1):
+            if not messages and (line.startswith("#") or not line.strip()):
+                continue
+            role = _ROLES.get(line.strip())
+            if role is not None:
+                messages.append([role, []])
+            elif not messages:
+                raise ValueError(f"{source}:{lineno}: expected SYSTEM: or USER: before the prompt text")
+            else:
+                messages[-1][1].append(line)
+        if not messages:
+            raise ValueError(f"{source}: no SYSTEM: or USER: message")
+        return cls(tuple((role, "\n".join(body).strip("\n")) for role, body in messages), source)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> PromptTemplate:
+        path = Path(path)
+        return cls.parse(path.read_text(encoding="utf-8"), str(path))
+
+    @property
+    def placeholders(self) -> set[str]:
+        return {m.group(1) for _, text in self.messages for m in _PLACEHOLDER.finditer(text)}
+
+    def render(self, **values) -> list[dict]:
+        """The chat messages with every placeholder replaced; a missing value is an error."""
+        missing = self.placeholders - values.keys()
+        if missing:
+            raise KeyError(f"prompt {self.source} needs values for {sorted(missing)}")
+
+        def fill(text: str) -> str:
+            return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), text)
+
+        return [{"role": role, "content": fill(text)} for role, text in self.messages]
+
+    def __repr__(self) -> str:
+        return f"PromptTemplate({self.source!r})"
+
+
+def load_prompt(prompt: None | str | os.PathLike | PromptTemplate, default: str) -> PromptTemplate:
+    """``prompt`` as a template: ``None`` -> the packaged ``default`` file; a path; or a template."""
+    if prompt is None:
+        return PromptTemplate.load(PROMPT_DIR / default)
+    if isinstance(prompt, PromptTemplate):
+        return prompt
+    return PromptTemplate.load(prompt)
+
+
+NUGGET_CREATION = "nugget_creation.txt"
+NUGGET_SCORING = "nugget_scoring.txt"
+NUGGET_ASSIGNMENT = "nugget_assignment.txt"
+NUGGET_ASSIGNMENT_2GRADE = "nugget_assignment_2grade.txt"
+REASK = "reask.txt"
