@@ -19,12 +19,12 @@ from ir_measures_ext.measures import (
     W,
     W_strict,
 )
-from ir_measures_ext.provider import NuggetProvider, provider, register
+from ir_measures_ext.provider import NuggetProvider, nugget_provider, register
 
 register()
 
 __all__ = [
-    "ids", "scoring", "register", "provider", "NuggetProvider",
+    "ids", "scoring", "register", "nugget_provider", "NuggetProvider",
     "V_strict", "V", "W_strict", "W", "A_strict", "A", "SupportP", "SupportR", "AnswerWords",
     "NUGGET_MEASURES", "SUPPORT_MEASURES", "ALL_MEASURES",
 ]

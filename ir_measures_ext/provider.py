@@ -178,7 +178,7 @@ class NuggetProvider(providers.Provider):
         return NuggetEvaluator(measures, nuggets, set(nuggets))
 
 
-provider = NuggetProvider()
+nugget_provider = NuggetProvider()
 
 
 def register() -> None:
@@ -198,7 +198,7 @@ def register() -> None:
     if existing is not None and type(existing).__module__ != __name__:
         raise RuntimeError(f"ir_measures already has a provider named {NuggetProvider.NAME!r} "
                            f"({type(existing).__module__}); pyterrier-nuggets cannot register its own")
-    providers.registry[NuggetProvider.NAME] = provider
+    providers.registry[NuggetProvider.NAME] = nugget_provider
     pipeline = ir_measures.DefaultPipeline.providers
     pipeline[:] = [p for p in pipeline if getattr(p, "NAME", None) != NuggetProvider.NAME]
-    pipeline.insert(0, provider)
+    pipeline.insert(0, nugget_provider)
