@@ -4,6 +4,7 @@ import os
 
 import ir_measures
 import pytest
+
 from ir_measures_ext import A, AnswerWords, SupportP, SupportR, V_strict
 from pyterrier_nuggets import formats as F
 from pyterrier_nuggets.evaluation import evaluation_rows, score, score_assignments

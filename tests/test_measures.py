@@ -5,9 +5,9 @@ import subprocess
 import sys
 
 import ir_measures
-import ir_measures_ext
 import pytest
 from ir_measures import Qrel, ScoredDoc
+
 from ir_measures_ext import A, A_strict, AnswerWords, SupportP, SupportR, V, V_strict, W, W_strict
 
 QRELS = [

@@ -1,5 +1,6 @@
 """The formulas, by hand-worked examples (seed 001 §3.5, seed 004 §3.4)."""
 import pytest
+
 from ir_measures_ext.scoring import answer_words, nugget_scores, support_scores
 
 VITAL, OKAY = 2, 1
