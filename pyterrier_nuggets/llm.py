@@ -332,9 +332,11 @@ class LLMClient:
                     error = None
                 except _RETRYABLE as exc:
                     error = exc
-                except openai.OpenAIError as exc:
+                except openai.OpenAIError as exc:  # 4xx and the like: asking again would not help
                     self._count(failures=1)
                     return ChatResult(None, error=_describe_error(exc))
+                except (ValueError, TypeError) as exc:  # a malformed response body: retried like a 5xx
+                    error = RuntimeError(f"malformed response from the endpoint ({type(exc).__name__}: {exc})")
             if error is None:
                 return self._result(completion)
             wait = _retry_after(error)

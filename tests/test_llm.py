@@ -1,0 +1,212 @@
+"""The LLM client against the fake OpenAI-compatible server: cache, retries, timeouts, concurrency, secrets."""
+import json
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from pyterrier_nuggets.llm import LLMClient, ResponseCache, request_key
+from pyterrier_nuggets.parsing import OutputError, parse_labels
+from tests.fake_openai_server import FakeOpenAIServer, Reply
+
+SECRET = "sk-test-SECRET-never-stored-0123456789"
+MESSAGES = [{"role": "user", "content": "Say the list"}]
+
+
+def client(server, tmp_path, **kwargs):
+    kwargs.setdefault("cache", tmp_path / "cache.sqlite")
+    kwargs.setdefault("backoff", 0.01)
+    kwargs.setdefault("progress", False)
+    return LLMClient(model="fake-model", base_url=server.base_url, api_key=SECRET, **kwargs)
+
+
+def test_chat_counts_and_caches(tmp_path):
+    with FakeOpenAIServer(responder=lambda body: '["a", "b"]') as server:
+        llm = client(server, tmp_path)
+        first = llm.chat(MESSAGES)
+        assert first.ok and first.text == '["a", "b"]' and not first.cached
+        assert llm.stats["calls"] == 1 and llm.stats["prompt_tokens"] == 10 and llm.stats["completion_tokens"] == 5
+        again = client(server, tmp_path)  # a new client, as in a re-run
+        second = again.chat(MESSAGES)
+        assert second.cached and second.text == first.text
+        assert server.count == 1 and again.stats["calls"] == 0 and again.stats["cache_hits"] == 1
+
+
+def test_request_defaults_temperature_zero_and_seed(tmp_path):
+    with FakeOpenAIServer(responder=lambda body: "[]") as server:
+        client(server, tmp_path).chat(MESSAGES)
+        body = server.requests[0]
+        assert body["temperature"] == 0.0 and body["seed"] == 0 and body["model"] == "fake-model"
+        assert "response_format" not in body  # JSON schema only for the embedded model unless asked
+
+
+def test_cache_key_covers_every_parameter_but_not_the_key():
+    body = {"model": "m", "messages": MESSAGES, "temperature": 0.0}
+    assert request_key("e", body) == request_key("e", dict(body))
+    assert request_key("e", body) != request_key("e", {**body, "temperature": 0.5})
+    assert request_key("e", body) != request_key("e", {**body, "model": "other"})
+    assert request_key("e", body) != request_key("other-endpoint", body)
+
+
+def test_api_key_never_in_cache_repr_or_errors(tmp_path, capsys):
+    with FakeOpenAIServer(script=[Reply(status=401)], responder=lambda body: "[1]") as server:
+        llm = client(server, tmp_path, max_retries=0)
+        failed = llm.chat(MESSAGES)
+        ok = llm.chat([{"role": "user", "content": "other"}])
+        assert not failed.ok and ok.ok
+        assert server.headers[0]["authorization"] == f"Bearer {SECRET}"  # it is sent ...
+        # ... but it is nowhere else
+        for text in (repr(llm), failed.error, str(llm.stats), capsys.readouterr().out):
+            assert SECRET not in text
+        data = b"".join(p.read_bytes() for p in tmp_path.iterdir())
+        assert SECRET.encode() not in data and b"sk-test" not in data
+        with pytest.raises(TypeError):
+            import pickle
+            pickle.dumps(llm)
+
+
+def test_same_cache_for_different_keys(tmp_path):
+    with FakeOpenAIServer(responder=lambda body: "[]") as server:
+        client(server, tmp_path).chat(MESSAGES)
+        other = LLMClient(model="fake-model", base_url=server.base_url, api_key="another-key",
+                          cache=tmp_path / "cache.sqlite", progress=False)
+        assert other.chat(MESSAGES).cached and server.count == 1
+
+
+def test_429_retry_after_is_honoured(tmp_path):
+    script = [Reply(status=429, headers={"Retry-After": "0.5"})]
+    with FakeOpenAIServer(script=script, responder=lambda body: "[]") as server:
+        llm = client(server, tmp_path)
+        start = time.monotonic()
+        result = llm.chat(MESSAGES)
+        assert result.ok and time.monotonic() - start >= 0.5
+        assert server.count == 2 and llm.stats["retries"] == 1 and llm.stats["calls"] == 2
+
+
+def test_5xx_retried_with_backoff_then_gives_up(tmp_path):
+    with FakeOpenAIServer(responder=lambda body: Reply(status=500)) as server:
+        llm = client(server, tmp_path, max_retries=3)
+        result = llm.chat(MESSAGES)
+        assert not result.ok and "500" in result.error and "4 attempts" in result.error
+        assert server.count == 4 and llm.stats["failures"] == 1
+        assert len(ResponseCache(tmp_path / "cache.sqlite")) == 0  # failures are not cached: a re-run retries
+
+
+def test_503_then_success(tmp_path):
+    with FakeOpenAIServer(script=[Reply(status=503), Reply(status=502)], responder=lambda b: "[]") as server:
+        assert client(server, tmp_path).chat(MESSAGES).ok and server.count == 3
+
+
+def test_retries_bounded_in_time(tmp_path):
+    with FakeOpenAIServer(responder=lambda body: Reply(status=429, headers={"Retry-After": "30"})) as server:
+        llm = client(server, tmp_path, max_retries=100, max_retry_time=1.0, max_backoff=60)
+        start = time.monotonic()
+        result = llm.chat(MESSAGES)
+        assert not result.ok and time.monotonic() - start < 5 and server.count == 1
+
+
+def test_timeout_is_retried(tmp_path):
+    with FakeOpenAIServer(script=[Reply("[]", delay=3.0)], responder=lambda body: '["late"]') as server:
+        llm = client(server, tmp_path, timeout=0.5)
+        start = time.monotonic()
+        result = llm.chat(MESSAGES)
+        assert result.ok and result.text == '["late"]' and time.monotonic() - start < 2.5
+        assert llm.stats["retries"] == 1
+
+
+def test_client_errors_are_not_retried(tmp_path):
+    with FakeOpenAIServer(responder=lambda body: Reply(status=400)) as server:
+        llm = client(server, tmp_path)
+        result = llm.chat(MESSAGES)
+        assert not result.ok and "400" in result.error and server.count == 1
+
+
+def test_malformed_http_body_is_a_failure_not_a_crash(tmp_path):
+    with FakeOpenAIServer(responder=lambda body: Reply(raw_body=b"{this is not json")) as server:
+        llm = client(server, tmp_path, max_retries=1)
+        result = llm.chat(MESSAGES)
+        assert not result.ok
+
+
+def test_ask_reasks_after_invalid_output(tmp_path):
+    script = [Reply("Sure! Here are the labels: support, maybe"), Reply('["support", "sometimes"]'),
+              Reply('```python\n["support", "not_support"]\n```')]
+    with FakeOpenAIServer(script=script) as server:
+        llm = client(server, tmp_path)
+        out = llm.ask(MESSAGES, lambda t: parse_labels(t, 2, ("support", "not_support")),
+                      reask=lambda e: f"Wrong: {e}", max_reasks=2)
+        assert out.ok and out.value == ["support", "not_support"] and out.attempts == 3 and len(out.raw) == 3
+        assert "sometimes" in server.requests[2]["messages"][-1]["content"]  # the re-ask says what was wrong
+        # a re-run replays the whole exchange from the cache
+        again = client(server, tmp_path).ask(MESSAGES, lambda t: parse_labels(t, 2, ("support", "not_support")),
+                                             reask=lambda e: f"Wrong: {e}", max_reasks=2)
+        assert again.value == out.value and server.count == 3
+
+
+def test_ask_gives_up_with_raw_outputs(tmp_path):
+    with FakeOpenAIServer(responder=lambda body: '["support"]') as server:
+        out = client(server, tmp_path).ask(MESSAGES, lambda t: parse_labels(t, 3, ("support",)),
+                                           reask=lambda e: e, max_reasks=1)
+        assert not out.ok and "1 labels but there are 3" in out.error and out.raw == ['["support"]'] * 2
+        assert server.count == 2
+
+
+def test_ask_reports_api_failure(tmp_path):
+    with FakeOpenAIServer(responder=lambda body: Reply(status=500)) as server:
+        out = client(server, tmp_path, max_retries=0).ask(MESSAGES, json.loads, reask=str)
+        assert not out.ok and out.error.startswith("API call failed") and server.count == 1
+
+
+def test_map_runs_concurrently_and_in_order(tmp_path):
+    with FakeOpenAIServer(latency=0.2, responder=lambda body: json.dumps([body["messages"][0]["content"]])) as server:
+        llm = client(server, tmp_path, concurrency=8)
+        start = time.monotonic()
+        out = llm.map(lambda i: llm.chat([{"role": "user", "content": str(i)}]).text, range(16))
+        elapsed = time.monotonic() - start
+        assert out == [json.dumps([str(i)]) for i in range(16)]
+        assert elapsed < 0.2 * 16 / 3  # 16 calls of 0.2 s in about 2 rounds of 8
+
+
+def test_concurrency_is_bounded(tmp_path):
+    active, peak, lock = [0], [0], threading.Lock()
+
+    def responder(body):
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        time.sleep(0.05)
+        with lock:
+            active[0] -= 1
+        return "[]"
+
+    with FakeOpenAIServer(responder=responder) as server:
+        llm = client(server, tmp_path, concurrency=3)
+        # more threads than slots: the client's semaphore still bounds requests in flight
+        threads = [threading.Thread(target=llm.chat, args=([{"role": "user", "content": str(i)}],)) for i in range(12)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert server.count == 12 and peak[0] <= 3
+
+
+def test_cache_safe_across_processes(tmp_path):
+    path = tmp_path / "shared.sqlite"
+    code = ("import sys; from pyterrier_nuggets.llm import ResponseCache\n"
+            "c = ResponseCache(sys.argv[1])\n"
+            "for i in range(200): c.put(f'{sys.argv[2]}-{i}', {'i': i}, {'text': str(i)})\n")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(path), name]) for name in ("a", "b", "c")]
+    assert all(p.wait(60) == 0 for p in procs)
+    cache = ResponseCache(path)
+    assert len(cache) == 600 and cache.get("b-199") == {"text": "199"}
+
+
+def test_parse_labels_rejects_unknown_and_wrong_length():
+    assert parse_labels("['Support', 'partial support']", 2, ("support", "partial_support")) == \
+        ["support", "partial_support"]
+    with pytest.raises(OutputError, match="unknown labels"):
+        parse_labels('["support", "supported"]', 2, ("support", "not_support"))
+    with pytest.raises(OutputError, match="3 labels but there are 2"):
+        parse_labels('["support", "support", "support"]', 2, ("support",))
