@@ -1,0 +1,82 @@
+"""Where each dataset file comes from: public files with URL and md5, licensed files placed by the user.
+
+Every file has a fixed place under ``$IR_DATASETS_HOME/<dataset directory>/``. A public file found there is
+used as is (no network); otherwise ir_datasets' ``Download`` fetches it from its URL and verifies its md5.
+A licensed file must be placed there by the user; the error says exactly where. The home directory is read
+when a file is first needed (not at import), so ``IR_DATASETS_HOME`` can be set late.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import warnings
+from pathlib import Path
+
+import ir_datasets
+from ir_datasets.util import Download, RequestsDownload
+
+
+def _md5(path: Path) -> str:
+    h = hashlib.md5()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+class DatasetFile:
+    """One file of a dataset, at ``$IR_DATASETS_HOME/{directory}/{name}``: a download handle (``path()``,
+    ``stream()``) as ir_datasets' formats expect.
+
+    ``url`` + ``md5``: public file, downloaded and verified when absent. A copy placed by hand is accepted;
+    if its md5 differs from the pinned one a warning says so (the upstream file may have been updated).
+    ``md5=None`` means no pinned checksum is known. ``instructions``: licensed file, never downloaded.
+    """
+
+    def __init__(self, directory: str, name: str, url: str | None = None, md5: str | None = None,
+                 instructions: str | None = None):
+        if (url is None) == (instructions is None):
+            raise ValueError("give exactly one of url and instructions")
+        self.directory = directory
+        self.name = name
+        self.url = url
+        self.md5 = md5
+        self.instructions = instructions
+        self._checked: set[Path] = set()
+
+    def local_path(self) -> Path:
+        return Path(ir_datasets.util.home_path()) / self.directory / self.name
+
+    def path(self, force: bool = True) -> str:
+        local = self.local_path()
+        if not force:
+            return str(local)
+        if local.exists():
+            self._check_md5(local)
+            return str(local)
+        if self.instructions is not None:
+            raise FileNotFoundError(f"{local} not found. {self.instructions.format(path=local)}")
+        download = Download([RequestsDownload(self.url)], cache_path=str(local), expected_md5=self.md5)
+        try:
+            return download.path()
+        except Exception as e:
+            raise RuntimeError(f"could not download {self.url} ({type(e).__name__}: {e}). If you have a copy "
+                               f"of this file, put it at {local}"
+                               + (f" (md5 {self.md5})." if self.md5 else ".")) from e
+
+    def _check_md5(self, local: Path) -> None:
+        if self.md5 is None or local in self._checked or local.is_dir():
+            return
+        self._checked.add(local)
+        actual = _md5(local)
+        if actual != self.md5:
+            warnings.warn(f"{local} has md5 {actual}, not the expected {self.md5} of {self.url}; using it anyway "
+                          f"(delete it to download the expected version)", stacklevel=3)
+
+    @contextlib.contextmanager
+    def stream(self):
+        with open(self.path(), "rb") as f:
+            yield f
+
+    def __repr__(self) -> str:
+        return f"DatasetFile({self.directory!r}, {self.name!r}, url={self.url!r}, md5={self.md5!r})"

@@ -1,0 +1,237 @@
+"""TREC iKAT 2023 and 2024: one query per conversation turn, qrels, the 2023 PTKB qrels, and the
+ClueWeb22-B passage collection (licensed, placed by the user).
+
+=========================  ===================================================================================
+id                         provides
+=========================  ===================================================================================
+trec-ikat/2023             docs: ClueWeb22-B passages, queries: 332 turns of 25 conversations, qrels: NIST
+trec-ikat/2023/ptkb        queries: the same turns, qrels: relevance of each PTKB statement to each turn
+trec-ikat/2024             docs: ClueWeb22-B passages, queries: 218 turns of 17 conversations, qrels: NIST
+=========================  ===================================================================================
+
+Topic files: a JSON list of conversations ``{number, title, ptkb: {id: statement}, turns: [{turn_id,
+utterance, resolved_utterance, response, ptkb_provenance, response_provenance}]}``; ``number`` is a string
+like ``"9-1"`` in 2023 and an int in 2024. The query id of a turn is ``{number}_{turn_id}``.
+"""
+from __future__ import annotations
+
+import bz2
+import gzip
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+import ir_datasets
+from ir_datasets.formats import BaseDocs, BaseQueries, TrecQrels
+from ir_datasets.indices import PickleLz4FullStore
+
+from datasets_ext.files import DatasetFile
+from datasets_ext.registry import dataset, register
+
+NAME = "trec-ikat"
+IKAT_REPO = "https://raw.githubusercontent.com/irlabamsterdam/iKAT/main/"
+N_PASSAGES = 116_838_987
+PASSAGE_DIR = "clueweb22b-passages"
+
+PASSAGE_INSTRUCTIONS = """\
+The TREC iKAT ClueWeb22-B passage collection is licensed (ClueWeb22 licence from CMU, see
+https://lemurproject.org/clueweb22/ and https://www.trecikat.com/data/) and is not downloaded automatically.
+Put the passage files in JSONL format ({{"id": "clueweb22-...:N", "contents": ..., "url": ...}} one a line;
+plain, .gz or .bz2) in the directory
+
+    {directory}
+
+(a symbolic link to an existing copy works). They are read in name order. Lookups use an ir_datasets
+document store built from them on first use next to that directory.
+"""
+
+FILES = {
+    "2023-topics": DatasetFile(f"{NAME}/2023", "2023_test_topics.json", IKAT_REPO + "2023/data/2023_test_topics.json",
+                               "684fa0197cdec8c3cfb6a2e586ab83f6"),
+    "2023-qrels": DatasetFile(f"{NAME}/2023", "2023-qrels.all-turns.txt",
+                              "https://trec.nist.gov/data/ikat/2023-qrels.all-turns.txt",
+                              "79dc121bab25b2245e52a53263e5ad1f"),
+    "2023-ptkb-qrels": DatasetFile(f"{NAME}/2023", "ptkb_rel_nist", IKAT_REPO + "2023/evaluation/ptkb_rel_nist",
+                                   "ec27c9afd548f31aff6d6ba2b63e752c"),
+    "2024-topics": DatasetFile(f"{NAME}/2024", "2024_test_topics.json", IKAT_REPO + "2024/data/2024_test_topics.json",
+                               "ad45bc6e7add2081d69ea60a0a4d1203"),
+    "2024-qrels": DatasetFile(f"{NAME}/2024", "2024-qrels.txt", "https://trec.nist.gov/data/ikat/2024-qrels.txt",
+                              "57f958903ed1c12bbac207f62800814f"),
+}
+
+QRELS_DEFS = {g: f"NIST passage relevance grade {g} (0 = not relevant, higher = more relevant)" for g in range(5)}
+PTKB_QRELS_DEFS = {0: "PTKB statement not relevant to the turn", 1: "PTKB statement relevant to the turn"}
+
+
+class IkatQuery(NamedTuple):
+    """One conversation turn. ``context`` is the conversation so far: ``(utterance, response)`` of every
+    earlier turn of the same conversation; ``ptkb`` the user's PTKB as ``(statement id, statement)`` pairs."""
+    query_id: str
+    utterance: str
+    resolved_utterance: str
+    response: str
+    topic_number: str
+    turn_id: int
+    topic_title: str
+    ptkb: tuple[tuple[str, str], ...]
+    context: tuple[tuple[str, str], ...]
+    ptkb_provenance: tuple[str, ...]
+    response_provenance: tuple[str, ...]
+
+    def default_text(self) -> str:
+        return self.utterance
+
+
+def _require(obj: dict, key: str, types, where: str):
+    if key not in obj:
+        raise ValueError(f"{where}: field {key!r} missing")
+    value = obj[key]
+    if not isinstance(value, types) or isinstance(value, bool):
+        raise ValueError(f"{where}: field {key!r} has type {type(value).__name__}")
+    return value
+
+
+def parse_ikat_topics(data, label: str) -> Iterator[IkatQuery]:
+    """Turns of an iKAT topic file (already parsed JSON), in file order."""
+    if not isinstance(data, list):
+        raise ValueError(f"{label}: expected a JSON list of conversations")
+    for c, conv in enumerate(data):
+        where = f"{label}: conversation [{c}]"
+        if not isinstance(conv, dict):
+            raise ValueError(f"{where}: not an object")
+        number = str(_require(conv, "number", (str, int), where))
+        where = f"{label}: conversation {number}"
+        title = _require(conv, "title", str, where)
+        ptkb_raw = _require(conv, "ptkb", dict, where)
+        ptkb = tuple((str(k), str(v)) for k, v in ptkb_raw.items())
+        context: list[tuple[str, str]] = []
+        for t, turn in enumerate(_require(conv, "turns", list, where)):
+            twhere = f"{where} turn [{t}]"
+            if not isinstance(turn, dict):
+                raise ValueError(f"{twhere}: not an object")
+            turn_id = _require(turn, "turn_id", (int, str), twhere)
+            twhere = f"{where} turn {turn_id}"
+            utterance = _require(turn, "utterance", str, twhere)
+            response = _require(turn, "response", str, twhere)
+            yield IkatQuery(
+                f"{number}_{turn_id}", utterance, _require(turn, "resolved_utterance", str, twhere), response,
+                number, int(turn_id), title, ptkb, tuple(context),
+                tuple(str(p) for p in turn.get("ptkb_provenance") or ()),
+                tuple(str(p) for p in turn.get("response_provenance") or ()))
+            context.append((utterance, response))
+
+
+class IkatQueries(BaseQueries):
+    def __init__(self, dlc, namespace: str):
+        self._dlc = dlc
+        self._namespace = namespace
+
+    def queries_path(self) -> str:
+        return self._dlc.path()
+
+    def queries_iter(self) -> Iterator[IkatQuery]:
+        path = self._dlc.path()
+        with self._dlc.stream() as f:
+            try:
+                data = json.load(f)
+            except ValueError as e:
+                raise ValueError(f"{path}: not valid JSON ({e})") from e
+        yield from parse_ikat_topics(data, path)
+
+    def queries_cls(self):
+        return IkatQuery
+
+    def queries_namespace(self) -> str:
+        return self._namespace
+
+    def queries_lang(self) -> str:
+        return "en"
+
+
+class IkatPassage(NamedTuple):
+    doc_id: str
+    text: str
+    url: str
+
+    def default_text(self) -> str:
+        return self.text
+
+
+def _open_any(path: Path):
+    if path.name.endswith(".gz"):
+        return gzip.open(path, "rb")
+    if path.name.endswith(".bz2"):
+        return bz2.open(path, "rb")
+    return open(path, "rb")
+
+
+class IkatPassages(BaseDocs):
+    """The iKAT ClueWeb22-B passages from the user's JSONL files under ``$IR_DATASETS_HOME/trec-ikat/``."""
+
+    SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.bz2")
+
+    def _directory(self) -> Path:
+        return Path(ir_datasets.util.home_path()) / NAME / PASSAGE_DIR
+
+    def docs_path(self, force: bool = True) -> str:
+        if force:
+            self._files()
+        return str(self._directory())
+
+    def _files(self) -> list[Path]:
+        directory = self._directory()
+        files = sorted(p for p in directory.glob("*") if p.name.endswith(self.SUFFIXES)) if directory.is_dir() else []
+        if not files:
+            raise FileNotFoundError("trec-ikat: no ClueWeb22-B passage files found.\n"
+                                    + PASSAGE_INSTRUCTIONS.format(directory=directory))
+        return files
+
+    def docs_iter(self) -> Iterator[IkatPassage]:
+        for path in self._files():
+            with _open_any(path) as f:
+                for lineno, line in enumerate(f, start=1):
+                    if not line.strip():
+                        continue
+                    try:
+                        record = json.loads(line)
+                        yield IkatPassage(record["id"], record["contents"], record.get("url", ""))
+                    except (ValueError, KeyError) as e:
+                        raise ValueError(f"{path}:{lineno}: not an iKAT passage line ({type(e).__name__}: {e}); "
+                                         f"expected {{\"id\", \"contents\", \"url\"}}") from e
+
+    def docs_cls(self):
+        return IkatPassage
+
+    def docs_store(self, field: str = "doc_id", options=None):
+        kwargs = {} if options is None else {"options": options}
+        return PickleLz4FullStore(
+            path=str(self._directory()) + ".pklz4", init_iter_fn=self.docs_iter, data_cls=IkatPassage,
+            lookup_field=field, index_fields=["doc_id"], count_hint=N_PASSAGES, **kwargs)
+
+    def docs_count(self) -> int:
+        return N_PASSAGES
+
+    def docs_namespace(self) -> str:
+        return NAME
+
+    def docs_lang(self) -> str:
+        return "en"
+
+
+def register_all() -> list[str]:
+    """Register the iKAT ids that are not registered yet; returns those registered."""
+    passages = IkatPassages()
+    q2023 = IkatQueries(FILES["2023-topics"], f"{NAME}/2023")
+    q2024 = IkatQueries(FILES["2024-topics"], f"{NAME}/2024")
+    return register({
+        f"{NAME}/2023": dataset(passages, q2023, TrecQrels(FILES["2023-qrels"], QRELS_DEFS),
+                                desc="TREC iKAT 2023 test: one query per conversation turn (id {number}_{turn_id}), "
+                                     "NIST passage qrels, ClueWeb22-B passages (licensed)."),
+        f"{NAME}/2023/ptkb": dataset(q2023, TrecQrels(FILES["2023-ptkb-qrels"], PTKB_QRELS_DEFS),
+                                     desc="TREC iKAT 2023 PTKB statement ranking: qrels give the relevance of each "
+                                          "PTKB statement id (doc_id) to each turn."),
+        f"{NAME}/2024": dataset(passages, q2024, TrecQrels(FILES["2024-qrels"], QRELS_DEFS),
+                                desc="TREC iKAT 2024 test: one query per conversation turn (id {number}_{turn_id}), "
+                                     "NIST passage qrels, ClueWeb22-B passages (licensed)."),
+    })
