@@ -21,19 +21,20 @@ from pyterrier_nuggets.formats import (
 )
 from pyterrier_nuggets.model import Answer, Nugget, SupportJudgment
 
+_TO_IR_MEASURES = {"qid": "query_id", "docno": "doc_id", "label": "relevance"}
 
-def nugget_qrels_frame(nuggets: NuggetSet | Sequence[Nugget]) -> pd.DataFrame:
-    """Nugget qrels as an ir_measures DataFrame (query_id, doc_id, relevance)."""
+
+def nugget_qrels(nuggets: NuggetSet | Sequence[Nugget]) -> pd.DataFrame:
+    """Nugget qrels as a PyTerrier qrels frame (qid, docno, label): pass it to pt.Experiment."""
     if isinstance(nuggets, NuggetSet):
         nuggets = nuggets.nuggets
-    return pd.DataFrame({"query_id": [n.qid for n in nuggets], "doc_id": [n.id for n in nuggets],
-                         "relevance": [n.grade for n in nuggets]}, columns=["query_id", "doc_id", "relevance"])
+    return pd.DataFrame({"qid": [n.qid for n in nuggets], "docno": [n.id for n in nuggets],
+                         "label": [n.grade for n in nuggets]}, columns=["qid", "docno", "label"])
 
 
 def run_frame(rows: Iterable[Row]) -> pd.DataFrame:
-    """Evaluation-run rows as an ir_measures DataFrame (query_id, doc_id, score)."""
-    rows = list(rows)
-    return pd.DataFrame(rows, columns=["query_id", "doc_id", "score"])
+    """Evaluation-run rows as a PyTerrier result frame (qid, docno, score)."""
+    return pd.DataFrame(list(rows), columns=["qid", "docno", "score"])
 
 
 def evaluation_rows(assigned: Iterable[AssignedAnswer] = (), answers: Iterable[Answer] = (),
@@ -53,6 +54,10 @@ def score(qrels, run, measures: Sequence = ir_measures_ext.NUGGET_MEASURES) -> p
     """Per-topic scores: a DataFrame with columns qid, measure, value (one row per topic and measure of
     the qrels; a topic missing from the run scores 0)."""
     measures = [ir_measures.parse_measure(m) if isinstance(m, str) else m for m in measures]
+    if isinstance(qrels, pd.DataFrame):
+        qrels = qrels.rename(columns=_TO_IR_MEASURES)
+    if isinstance(run, pd.DataFrame):
+        run = run.rename(columns=_TO_IR_MEASURES)
     rows = [(r.query_id, str(r.measure), r.value) for r in ir_measures.iter_calc(measures, qrels, run)]
     return pd.DataFrame(rows, columns=["qid", "measure", "value"])
 
@@ -62,6 +67,6 @@ def score_assignments(assigned: Sequence[AssignedAnswer], measures: Sequence = i
     """Per-topic scores of one run's assigned answers (nuggets from the answers unless given), wide: one
     row per topic, one column per measure."""
     nuggets = nuggets or NuggetSet([n for a in assigned for n in a.nuggets])
-    long = score(nugget_qrels_frame(nuggets), run_frame(evaluation_rows(assigned)), measures)
+    long = score(nugget_qrels(nuggets), run_frame(evaluation_rows(assigned)), measures)
     wide = long.pivot(index="qid", columns="measure", values="value")
     return wide[[str(m) for m in measures]].reset_index()

@@ -1,0 +1,205 @@
+"""The joint table: retrieval effectiveness and answer scores of several systems side by side.
+
+For each system, retrieval measures (e.g. nDCG@10) are computed on the segments it retrieved against
+segment qrels, and answer measures (V_strict, A_strict, W, AnswerWords, SupportP, SupportR) on its
+evaluation run against nugget qrels, all through ir_measures. The table shows means over the topics of
+the qrels (a topic a system did not answer scores 0, as in ir_measures), with a paired t-test of each
+system against a baseline. Output as text, CSV, Markdown and LaTeX.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import ir_measures
+import pandas as pd
+
+import ir_measures_ext
+from pyterrier_nuggets.formats import atomic_write
+
+DEFAULT_RETRIEVAL_MEASURES = (ir_measures.nDCG @ 10,)
+DEFAULT_ANSWER_MEASURES = (ir_measures_ext.V_strict, ir_measures_ext.A_strict, ir_measures_ext.W,
+                           ir_measures_ext.SupportP, ir_measures_ext.SupportR, ir_measures_ext.AnswerWords)
+
+
+@dataclass
+class System:
+    """One system: its name, its evaluation run (nugget assignments, support, length rows) and optionally
+    the segments it retrieved. Runs are TREC run paths or DataFrames (PyTerrier or ir_measures columns)."""
+
+    name: str
+    evaluation: Any
+    retrieval: Any = None
+
+
+def _load_run(run):
+    if run is None or isinstance(run, pd.DataFrame) and run.empty:
+        return pd.DataFrame(columns=["query_id", "doc_id", "score"])
+    if isinstance(run, str):
+        return list(ir_measures.read_trec_run(run))
+    if isinstance(run, pd.DataFrame):
+        return run.rename(columns={"qid": "query_id", "docno": "doc_id"})
+    return run
+
+
+def _load_qrels(qrels):
+    if isinstance(qrels, str):
+        return list(ir_measures.read_trec_qrels(qrels))
+    if isinstance(qrels, pd.DataFrame):
+        return qrels.rename(columns={"qid": "query_id", "docno": "doc_id", "label": "relevance"})
+    return qrels
+
+
+def _per_query(measures, qrels, run) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for m in ir_measures.iter_calc(list(measures), qrels, run):
+        out.setdefault(str(m.measure), {})[m.query_id] = float(m.value)
+    return out
+
+
+def _paired_t_p(a: Sequence[float], b: Sequence[float]) -> float:
+    from scipy import stats
+    if len(a) < 2 or all(x == y for x, y in zip(a, b)):
+        return 1.0
+    with warnings.catch_warnings():  # constant differences: scipy warns, the p-value (0) is still right
+        warnings.simplefilter("ignore", RuntimeWarning)
+        p = stats.ttest_rel(a, b).pvalue
+    return 1.0 if p is None or math.isnan(p) else float(p)
+
+
+@dataclass
+class JointTable:
+    """Means per system and measure (``means``), per-topic values (``per_query``: system, qid, measure,
+    value) and p-values of the paired t-test against the baseline (``pvalues``)."""
+
+    means: pd.DataFrame
+    per_query: pd.DataFrame
+    pvalues: pd.DataFrame
+    baseline: str | None
+    alpha: float = 0.05
+    retrieval_measures: list[str] = field(default_factory=list)
+    digits: int = 4
+
+    def _cells(self) -> list[list[str]]:
+        rows = []
+        for name in self.means.index:
+            cells = [name]
+            for m in self.means.columns:
+                v = self.means.loc[name, m]
+                text = f"{v:.1f}" if m == "AnswerWords" else f"{v:.{self.digits}f}"
+                p = self.pvalues.loc[name, m] if name in self.pvalues.index else float("nan")
+                if self.baseline and name != self.baseline and not math.isnan(p) and p < self.alpha:
+                    text += "†"
+                cells.append(text)
+            rows.append(cells)
+        return rows
+
+    def _note(self) -> str:
+        n = self.per_query["qid"].nunique() if len(self.per_query) else 0
+        note = f"Means over {n} topics."
+        if self.baseline:
+            note += f" † = paired t-test against {self.baseline}, p < {self.alpha}."
+        return note
+
+    def to_text(self) -> str:
+        header = ["system"] + list(self.means.columns)
+        rows = self._cells()
+        widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
+        line = lambda r: "  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
+        return "\n".join([line(header), "  ".join("-" * w for w in widths)] + [line(r) for r in rows] + [self._note()])
+
+    def to_markdown(self) -> str:
+        header = ["system"] + list(self.means.columns)
+        out = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
+        out += ["| " + " | ".join(r) + " |" for r in self._cells()]
+        return "\n".join(out) + "\n\n" + self._note() + "\n"
+
+    def to_latex(self) -> str:
+        header = ["System"] + list(self.means.columns)
+        lines = [r"\begin{tabular}{l" + "r" * (len(header) - 1) + "}", r"\toprule",
+                 " & ".join(_latex(h) for h in header) + r" \\", r"\midrule"]
+        lines += [" & ".join(_latex(c) for c in r) + r" \\" for r in self._cells()]
+        lines += [r"\bottomrule", r"\end{tabular}", "% " + self._note()]
+        return "\n".join(lines) + "\n"
+
+    def to_csv(self) -> str:
+        frame = self.means.copy()
+        if self.baseline:
+            for m in self.means.columns:
+                frame[f"{m} p"] = self.pvalues[m]
+        return frame.reset_index().rename(columns={"index": "system"}).to_csv(index=False)
+
+    def write(self, prefix: str) -> list[str]:
+        """Write ``prefix.csv``, ``prefix.md``, ``prefix.tex`` (and ``prefix.perquery.csv``) atomically."""
+        paths = []
+        for suffix, text in ((".csv", self.to_csv()), (".md", self.to_markdown()), (".tex", self.to_latex()),
+                             (".perquery.csv", self.per_query.to_csv(index=False))):
+            with atomic_write(prefix + suffix) as f:
+                f.write(text)
+            paths.append(prefix + suffix)
+        return paths
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+
+def joint_table(systems: Sequence[System], nugget_qrels, segment_qrels=None,
+                answer_measures: Sequence = DEFAULT_ANSWER_MEASURES,
+                retrieval_measures: Sequence = DEFAULT_RETRIEVAL_MEASURES,
+                baseline: str | None = None, alpha: float = 0.05) -> JointTable:
+    """Score every system and put retrieval and answer measures in one table.
+
+    ``nugget_qrels`` / ``segment_qrels``: paths, DataFrames or ir_measures qrels. Retrieval measures
+    are skipped when ``segment_qrels`` is None. ``baseline``: a system name (default: the first).
+    """
+    if not systems:
+        raise ValueError("joint_table needs at least one system")
+    names = [s.name for s in systems]
+    if len(set(names)) != len(names):
+        raise ValueError(f"system names must be unique, got {names}")
+    parse = lambda ms: [ir_measures.parse_measure(m) if isinstance(m, str) else m for m in ms]  # noqa: E731
+    answer_measures, retrieval_measures = parse(answer_measures), parse(retrieval_measures)
+    if segment_qrels is None:
+        retrieval_measures = []
+    nq = _load_qrels(nugget_qrels)
+    sq = _load_qrels(segment_qrels) if segment_qrels is not None else None
+    columns = [str(m) for m in retrieval_measures] + [str(m) for m in answer_measures]
+    per: dict[str, dict[str, dict[str, float]]] = {}
+    for s in systems:
+        values: dict[str, dict[str, float]] = {}
+        if retrieval_measures:
+            if s.retrieval is None:
+                raise ValueError(f"system {s.name!r} has no retrieval run, but retrieval measures were asked for")
+            values.update(_per_query(retrieval_measures, sq, _load_run(s.retrieval)))
+        values.update(_per_query(answer_measures, nq, _load_run(s.evaluation)))
+        per[s.name] = values
+    rows = [(name, qid, m, v) for name, vals in per.items() for m, byq in vals.items() for qid, v in byq.items()]
+    per_query = pd.DataFrame(rows, columns=["system", "qid", "measure", "value"])
+    means = pd.DataFrame({m: [_mean(per[n].get(m, {})) for n in names] for m in columns}, index=names)
+    baseline = baseline or (names[0] if len(names) > 1 else None)
+    if baseline is not None and baseline not in names:
+        raise ValueError(f"baseline {baseline!r} is not one of the systems {names}")
+    pvalues = pd.DataFrame(index=names, columns=columns, dtype=float)
+    if baseline:
+        for n in names:
+            for m in columns:
+                base, other = per[baseline].get(m, {}), per[n].get(m, {})
+                qids = sorted(set(base) & set(other))
+                pvalues.loc[n, m] = float("nan") if n == baseline else _paired_t_p(
+                    [other[q] for q in qids], [base[q] for q in qids])
+    return JointTable(means, per_query, pvalues, baseline, alpha, [str(m) for m in retrieval_measures])
+
+
+_LATEX = {"\\": r"\textbackslash{}", "_": r"\_", "&": r"\&", "%": r"\%", "#": r"\#", "$": r"\$",
+          "{": r"\{", "}": r"\}", "†": r"$^\dagger$"}
+
+
+def _latex(text: str) -> str:
+    return "".join(_LATEX.get(c, c) for c in text)
+
+
+def _mean(byq: dict[str, float]) -> float:
+    return sum(byq.values()) / len(byq) if byq else float("nan")

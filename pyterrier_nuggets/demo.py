@@ -1,0 +1,39 @@
+"""The main job on the shipped sample (``pyterrier_nuggets/sample/rag-mini``): two RAG systems, their
+retrieved segments, answers, nugget assignments and support judgments, scored into the joint table.
+
+It turns the sample's files into what the measures read (nugget qrels and one evaluation run per
+system, written to the output directory) and prints the table of nDCG@10 and the answer scores.
+"""
+from __future__ import annotations
+
+import os
+from importlib import resources
+
+from pyterrier_nuggets import formats
+from pyterrier_nuggets.compare import JointTable, System, joint_table
+from pyterrier_nuggets.evaluation import evaluation_rows
+
+SAMPLE_DIR = str(resources.files("pyterrier_nuggets") / "sample" / "rag-mini")
+SYSTEMS = ("bm25-rag", "dense-rag")
+
+
+def export_system(sample_dir: str, name: str, out_dir: str) -> str:
+    """Write the evaluation run of one sample system; returns its path."""
+    assigned = formats.read_assignments(os.path.join(sample_dir, f"{name}.assignments.jsonl"))
+    answers = formats.read_answers(os.path.join(sample_dir, f"{name}.answers.jsonl"))
+    support = formats.read_support(os.path.join(sample_dir, f"{name}.support.jsonl"))
+    path = os.path.join(out_dir, f"{name}.eval.run")
+    formats.write_run(path, evaluation_rows(assigned.answers, answers, support), name)
+    return path
+
+
+def run_sample(out_dir: str, sample_dir: str = SAMPLE_DIR) -> JointTable:
+    os.makedirs(out_dir, exist_ok=True)
+    nuggets = formats.read_nuggets(os.path.join(sample_dir, "nuggets.jsonl"))
+    nugget_qrels = os.path.join(out_dir, "nuggets.qrels")
+    formats.write_nugget_qrels(nugget_qrels, nuggets)
+    systems = [System(name, export_system(sample_dir, name, out_dir),
+                      os.path.join(sample_dir, f"{name}.segments.run")) for name in SYSTEMS]
+    table = joint_table(systems, nugget_qrels, os.path.join(sample_dir, "segments.qrels"))
+    table.write(os.path.join(out_dir, "joint_table"))
+    return table
