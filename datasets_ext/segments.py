@@ -141,6 +141,8 @@ class IndexedShard:
         self.path = Path(path)
         self.index_path = Path(index_path)
         self.meta_path = self.index_path.with_name(self.index_path.name + ".json")
+        if spacing <= 32768:
+            raise ValueError(f"spacing must be more than the 32 KiB deflate window, not {spacing}")
         self.spacing = spacing
         self._file = None
 
