@@ -13,7 +13,6 @@ Topic files: a JSON list of conversations ``{number, title, ptkb: {id: statement
 utterance, resolved_utterance, response, ptkb_provenance, response_provenance}]}``; ``number`` is a string
 like ``"9-1"`` in 2023 and an int in 2024. The query id of a turn is ``{number}_{turn_id}``.
 """
-from __future__ import annotations
 
 import bz2
 import gzip

@@ -15,7 +15,6 @@ other nuggets keep their source position, so nothing is renumbered. The docs kee
 label as written. Anything else wrong (bad JSON, a missing or non-string field) is a ``ValueError`` naming
 file, line and field.
 """
-from __future__ import annotations
 
 import json
 import warnings
@@ -114,7 +113,7 @@ class NuggetQrels(BaseQrels):
 
 
 class _NuggetStore(Docstore):
-    def __init__(self, docs: NuggetDocs):
+    def __init__(self, docs: "NuggetDocs"):
         super().__init__(Nugget, "doc_id")
         self._docs = docs
         self._by_id: dict[str, Nugget] | None = None

@@ -9,7 +9,6 @@ stored, compressed, under ``$IR_DATASETS_HOME/msmarco-segment-v2.1/segment-index
 checked to carry the requested id; ids that cannot be found are reported (``SegmentsNotFound``), never
 silently dropped. See docs/datasets.md and docs/benchmarks.md for the figures behind the default spacing.
 """
-from __future__ import annotations
 
 import gzip
 import io
@@ -203,7 +202,7 @@ class SegmentDocstore(Docstore):
     ``"warn"`` issues one warning with the same list and goes on.
     """
 
-    def __init__(self, shards: SegmentShards, on_missing: str = "raise", open_shards: int = DEFAULT_OPEN_SHARDS):
+    def __init__(self, shards: "SegmentShards", on_missing: str = "raise", open_shards: int = DEFAULT_OPEN_SHARDS):
         super().__init__(MsMarcoV21Segment, "doc_id")
         if on_missing not in ("raise", "warn"):
             raise ValueError(f"on_missing must be 'raise' or 'warn', not {on_missing!r}")

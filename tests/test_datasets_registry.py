@@ -1,0 +1,151 @@
+"""The registered ids on a miniature IR_DATASETS_HOME: ir_datasets.load, pt.get_dataset('irds:...'), the
+``ir_datasets`` command line (export, lookup) and the ``ir_measures`` command line with nugget qrels.
+
+Files are resolved against IR_DATASETS_HOME when used, so in-process tests set it per test; the command
+lines run in subprocesses with it in their environment. No network: every file is in place.
+"""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import ir_datasets
+import pytest
+from datasets_fixtures import RAG24_TOPICS, build_home
+
+import datasets_ext
+from datasets_ext.nuggets import InvalidNuggetWarning
+
+BIN = Path(sys.executable).parent
+RAG24 = "msmarco-segment-v2.1/trec-rag-2024"
+RAG25 = "msmarco-segment-v2.1/trec-rag-2025"
+# the miniature files are not the published ones: their md5 differs on purpose
+pytestmark = pytest.mark.filterwarnings("ignore:.* has md5 .*:UserWarning")
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory):
+    home = tmp_path_factory.mktemp("irds_home")
+    return home, build_home(home)
+
+
+@pytest.fixture(autouse=True)
+def use_home(home, monkeypatch):
+    monkeypatch.setenv("IR_DATASETS_HOME", str(home[0]))
+
+
+def run(*args, home):
+    env = dict(os.environ, IR_DATASETS_HOME=str(home))
+    proc = subprocess.run([str(BIN / args[0]), *args[1:]], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def test_all_ids_registered():
+    for name in ["msmarco-segment-v2.1", RAG24, f"{RAG24}/umbrela", f"{RAG24}/nuggets-mistral", RAG25,
+                 f"{RAG25}/dev-nuggets", "trec-ikat/2023", "trec-ikat/2023/ptkb", "trec-ikat/2024"]:
+        assert name in ir_datasets.registry
+    # registering again is a no-op: upstream (or a first import) wins
+    assert datasets_ext.trec_rag.register_all() == [] and datasets_ext.ikat.register_all() == []
+
+
+def test_rag24(home):
+    ds = ir_datasets.load(RAG24)
+    assert [(q.query_id, q.text) for q in ds.queries_iter()] == RAG24_TOPICS  # CRLF stripped
+    qrels = list(ds.qrels_iter())
+    assert [(q.query_id, q.relevance, q.condition) for q in qrels] == [
+        ("2024-145979", 3, 1), ("2024-145979", 0, 4), ("2024-21669", 2, 5)]
+    seg = ds.docs_store().get(qrels[2].doc_id)
+    assert seg.doc_id == qrels[2].doc_id
+    umbrela = list(ir_datasets.load(f"{RAG24}/umbrela").qrels_iter())
+    assert [(q.query_id, q.relevance) for q in umbrela] == [("2024-145979", 2), ("2024-32912", 1)]
+
+
+def test_rag24_nugget_qrels_leave_out_invalid_labels_loudly():
+    ds = ir_datasets.load(f"{RAG24}/nuggets-mistral")
+    with pytest.warns(InvalidNuggetWarning, match=r"topic 2024-145979: 1 left out \(line 1 nugget 2 'failed'\)"):
+        qrels = [(q.query_id, q.doc_id, q.relevance) for q in ds.qrels_iter()]
+    # ids keep the position in the source list: nugget 2 is missing, nugget 3 keeps its number
+    assert qrels == [("2024-145979", "2024-145979:n0", 2), ("2024-145979", "2024-145979:n1", 1),
+                     ("2024-145979", "2024-145979:n3", 1), ("2024-21669", "2024-21669:n0", 2)]
+    nuggets = {n.doc_id: n for n in ds.docs_iter()}
+    assert nuggets["2024-145979:n2"].importance == "failed"  # docs keep every nugget as written
+    assert ds.docs_store().get("2024-145979:n3").text == "Supervision helps"
+
+
+def test_rag25():
+    ds = ir_datasets.load(RAG25)
+    assert [q.query_id for q in ds.queries_iter()] == ["464", "58"]
+    assert [(q.query_id, q.relevance) for q in ds.qrels_iter()] == [("58", 4), ("58", 0)]
+    assert len(ds.docs_store().get_many([q.doc_id for q in ds.qrels_iter()])) == 2
+    dev = ir_datasets.load(f"{RAG25}/dev-nuggets")
+    assert [q.query_id for q in dev.queries_iter()] == ["58"]
+    assert [(q.doc_id, q.relevance) for q in dev.qrels_iter()] == [("58:n0", 2), ("58:n1", 1)]
+    nugget = dev.docs_store().get("58:n1")
+    assert nugget.importance == "okay" and '"source": "post-edit"' in nugget.extra
+
+
+def test_ikat_queries_both_years():
+    q23 = list(ir_datasets.load("trec-ikat/2023").queries_iter())
+    assert [q.query_id for q in q23] == ["9-1_1", "9-1_2", "9-1_3", "10-1_1", "10-1_2", "10-1_3"]
+    third = q23[2]
+    assert third.topic_number == "9-1" and third.turn_id == 3 and third.topic_title == "Topic 9-1"
+    assert third.context == (("2023 question 1 of topic 9-1", "2023 answer 1 of topic 9-1"),
+                             ("2023 question 2 of topic 9-1", "2023 answer 2 of topic 9-1"))
+    assert q23[3].context == ()  # a new conversation starts empty
+    assert dict(third.ptkb) == {"1": "I'm vegetarian.", "2": "I live in Glasgow."}
+    assert third.resolved_utterance.startswith("2023 resolved") and third.ptkb_provenance == ("1",)
+    q24 = list(ir_datasets.load("trec-ikat/2024").queries_iter())
+    assert [q.query_id for q in q24][:3] == ["0_1", "0_2", "0_3"] and q24[0].topic_number == "0"
+    assert [(q.query_id, q.doc_id) for q in ir_datasets.load("trec-ikat/2023/ptkb").qrels_iter()][0] == ("9-1_1", "1")
+    assert [q.relevance for q in ir_datasets.load("trec-ikat/2024").qrels_iter()] == [3]
+
+
+def test_ikat_passages(home):
+    ds = ir_datasets.load("trec-ikat/2023")
+    docs = list(ds.docs_iter())
+    assert len(docs) == 6 and docs[0].doc_id == "clueweb22-en0000-00-00001:0"
+    assert ds.docs_store().get("clueweb22-en0000-00-00003:1").text == "passage 1 of document 3"
+
+
+def test_ikat_passages_missing_gives_instructions(tmp_path, monkeypatch):
+    monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="clueweb22b-passages"):
+        next(ir_datasets.load("trec-ikat/2024").docs_iter())
+
+
+def test_pyterrier(home):
+    pt = pytest.importorskip("pyterrier")
+    rag = pt.get_dataset(f"irds:{RAG24}")
+    topics = rag.get_topics()
+    assert list(topics.qid) == [q for q, _ in RAG24_TOPICS] and list(topics["query"]) == [t for _, t in RAG24_TOPICS]
+    qrels = rag.get_qrels()
+    assert list(qrels.label) == [3, 0, 2]
+    res = qrels[["qid", "docno"]]
+    with_text = pt.text.get_text(rag, ["title", "segment"])(res)
+    assert with_text.title.str.contains("café").all()
+    ikat = pt.get_dataset("irds:trec-ikat/2023").get_topics("resolved_utterance")
+    assert list(ikat.columns) == ["qid", "query"] and ikat["query"][0].startswith("2023 resolved")
+    nuggets = pt.get_dataset(f"irds:{RAG25}/dev-nuggets")
+    assert list(nuggets.get_qrels().docno) == ["58:n0", "58:n1"]
+    assert [d["docno"] for d in nuggets.get_corpus_iter(verbose=False)] == ["58:n0", "58:n1"]
+
+
+def test_ir_datasets_cli(home):
+    home_dir, ids = home
+    out = run("ir_datasets", "export", RAG24, "queries", home=home_dir).stdout
+    assert out.splitlines()[0] == f"{RAG24_TOPICS[0][0]}\t{RAG24_TOPICS[0][1]}"
+    out = run("ir_datasets", "lookup", "msmarco-segment-v2.1", ids[0][2], ids[59][0], home=home_dir).stdout
+    assert [line.split("\t")[0] for line in out.splitlines()] == [ids[0][2], ids[59][0]]
+    proc = run("ir_datasets", "lookup", "msmarco-segment-v2.1", "msmarco_v2.1_doc_00_0#0_7", home=home_dir)
+    assert proc.stdout == "" and "not found" in proc.stderr  # reported, not silently dropped
+    out = run("ir_datasets", "export", f"{RAG25}/dev-nuggets", "qrels", home=home_dir).stdout
+    assert out.split() == ["58", "0", "58:n0", "2", "58", "0", "58:n1", "1"]
+
+
+def test_ir_measures_cli_with_nugget_qrels(home, tmp_path):
+    run_file = tmp_path / "assignments.run"
+    run_file.write_text("58 Q0 58:n0 1 1.0 x\n58 Q0 58:n1 2 0.0 x\n")
+    # the nugget measures of ir_measures_ext read the nugget qrels by dataset id: vital n0 supported, okay n1 not
+    out = run("ir_measures", f"{RAG25}/dev-nuggets", str(run_file), "P@1", "V_strict", "A_strict", home=home[0]).stdout
+    assert out.split() == ["P@1", "1.0000", "V_strict", "1.0000", "A_strict", "0.5000"]
