@@ -1,4 +1,4 @@
-"""The main job on the shipped sample (``pyterrier_nuggets/sample/rag-mini``): two RAG systems, their
+"""The main job on the shipped sample (``pyterrier_nuggets/sample/rag_mini``): two RAG systems, their
 retrieved segments, answers, nugget assignments and support judgments, scored into the joint table.
 
 It turns the sample's files into what the measures read (nugget qrels and one evaluation run per
@@ -13,7 +13,7 @@ from pyterrier_nuggets import formats
 from pyterrier_nuggets.compare import JointTable, System, joint_table
 from pyterrier_nuggets.evaluation import evaluation_rows
 
-SAMPLE_DIR = str(resources.files("pyterrier_nuggets") / "sample" / "rag-mini")
+SAMPLE_DIR = str(resources.files("pyterrier_nuggets") / "sample" / "rag_mini")
 SYSTEMS = ("bm25-rag", "dense-rag")
 
 
