@@ -1,0 +1,373 @@
+"""Cited answer generation for retrieval-augmented generation (the TREC RAG 2024 task, seed 001 §2).
+
+:class:`CitedGenerator` turns a PyTerrier result frame (``qid, query, docno, text, rank/score``) into one
+answer per topic: sentences, each citing retrieved segments, at most 400 words and at most 20 references,
+citations being 0-based indices into the answer's references. As in the track's reference baselines, the
+LLM sees the top segments as numbered passages ``[1] text`` and cites them with ``[i]`` markers; the
+prompt is a template file (``prompts/cited_generation.txt``) that ``prompt=...`` overrides.
+
+The reply is parsed by pure functions (:func:`split_cited_sentences`, :func:`parse_cited_answer`):
+sentences are split at ``.``/``!``/``?`` followed by a capital, a digit or the end of a line, never after
+an abbreviation (``Dr.``, ``e.g.``, ``U.S.``, initials) or inside a number (``2.5``); citation markers
+right after a full stop belong to the sentence they close. Citations to passages that were not shown,
+and repeated citations within a sentence, are dropped and *reported* (``problems`` column, ``problems``
+attribute and :meth:`CitedGenerator.problem_summary`), as is a cut to the word limit.
+
+The output is the answer frame of :mod:`pyterrier_nuggets.formats` (``qid, query, run_id?, qanswer,
+sentences, references``) plus ``reference_texts`` (the texts of the references, for
+:class:`~pyterrier_nuggets.support.SupportJudge`) and ``problems``. Write it with
+``formats.write_answers_2024(path, formats.frame_to_answers(df))`` (or ``write_answers_2025``).
+"""
+from __future__ import annotations
+
+import functools
+import re
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+import pyterrier as pt
+
+from ir_measures_ext.scoring import answer_words
+from pyterrier_nuggets.llm import LLMClient
+from pyterrier_nuggets.model import Answer, Sentence
+from pyterrier_nuggets.nuggetize import Failure, _LLMTransformer
+from pyterrier_nuggets.parsing import OutputError
+from pyterrier_nuggets.prompts import load_prompt
+
+CITED_GENERATION = "cited_generation.txt"
+MAX_WORDS = 400  # seed 001 §2: answers of at most 400 words
+MAX_REFERENCES = 20  # TREC RAG 2024 guidelines: at most 20 references per answer
+GENERATION_COLUMNS = ["qid", "query", "qanswer", "sentences", "references", "reference_texts", "problems"]
+SEGMENT_COLUMNS = ("docno", "docid", "text", "title", "score", "rank", "label")
+
+REASK_GENERATION = ("Your answer could not be used: {error}. Answer the question again in complete sentences, "
+                    "citing the passages as [i].")
+
+
+# -------------------------------------------------------------------------------------- texts by id
+
+def fetch_texts(docstore: Any, docnos: Sequence[str]) -> dict[str, str]:
+    """Texts of ``docnos`` from a docstore: a mapping docno -> text (or document), an ir_datasets dataset
+    (its ``docs_store()``), or anything with ``get_many(docnos)`` returning a mapping (an ir_datasets
+    docs store, e.g. of ``msmarco-segment-v2.1``). A document's text is ``default_text()`` when it has one
+    (title and body for MS MARCO segments), else its ``text`` field. Missing docnos are an error."""
+    docnos = list(dict.fromkeys(str(d) for d in docnos))
+    if not docnos:
+        return {}
+    if docstore is None:
+        raise ValueError("the frame has no 'text' column and no docstore was given: pass docstore=... (a dict "
+                         "docno -> text, an ir_datasets dataset or docs store), or add text with "
+                         "pt.text.get_text(...)")
+    if hasattr(docstore, "docs_store") and not hasattr(docstore, "get_many"):
+        docstore = docstore.docs_store()
+    if isinstance(docstore, Mapping):
+        found = {d: docstore[d] for d in docnos if d in docstore}
+    elif hasattr(docstore, "get_many"):
+        found = dict(docstore.get_many(docnos))
+    else:
+        raise TypeError(f"docstore must be a mapping, an ir_datasets dataset or have get_many(); got "
+                        f"{type(docstore).__name__}")
+    missing = [d for d in docnos if d not in found]
+    if missing:
+        raise ValueError(f"{len(missing)} docno(s) not in the docstore, e.g. {missing[:5]}")
+    return {d: _doc_text(found[d]) for d in docnos}
+
+
+def _doc_text(doc: Any) -> str:
+    if isinstance(doc, str):
+        return doc
+    if hasattr(doc, "default_text"):
+        return str(doc.default_text())
+    if isinstance(doc, Mapping) and "text" in doc:
+        return str(doc["text"])
+    if hasattr(doc, "text"):
+        return str(doc.text)
+    raise TypeError(f"cannot get the text of a document of type {type(doc).__name__}")
+
+
+def segment_texts(df: pd.DataFrame, docstore: Any = None) -> list[str]:
+    """The text of each row of a result frame: its ``text`` column, else fetched from ``docstore``."""
+    if "text" in df.columns and df["text"].map(lambda t: isinstance(t, str)).all():
+        return [str(t) for t in df["text"]]
+    known = {}
+    if "text" in df.columns:
+        known = {str(d): t for d, t in zip(df["docno"], df["text"]) if isinstance(t, str)}
+    needed = [str(d) for d in df["docno"] if str(d) not in known]
+    known.update(fetch_texts(docstore, needed))
+    return [known[str(d)] for d in df["docno"]]
+
+
+# ---------------------------------------------------------------------------------- parsing answers
+
+_CITE = re.compile(r"\[\s*(?:passages?\s*|doc(?:ument)?s?\s*)?(\d+(?:\s*(?:,|;|-|–|and)\s*\d+)*)\s*\]", re.I)
+_END = re.compile(r"(?:\.{3}|[.!?]+)[\"'”’)]*")
+_LIST_MARKER = re.compile(r"^\s*(?:#{1,6}\s+|[-*•]\s+|\d{1,2}[.)]\s+)")
+_ABBREVIATIONS = frozenset("""
+mr mrs ms dr prof sr jr st vs mt ft no nos fig figs vol approx dept est gen gov sen rep rev col lt sgt capt cmdr
+jan feb mar apr jun jul aug sep sept oct nov dec inc ltd co corp bros ca cf al op ed eds p pp
+""".split())
+
+
+def _numbers(group: str) -> list[int]:
+    out: list[int] = []
+    for part in re.split(r"\s*(?:,|;|and)\s*", group):
+        bounds = re.split(r"\s*[-–]\s*", part.strip())
+        if len(bounds) == 2 and bounds[0].isdigit() and bounds[1].isdigit() and int(bounds[0]) <= int(bounds[1]) \
+                and int(bounds[1]) - int(bounds[0]) < 50:
+            out.extend(range(int(bounds[0]), int(bounds[1]) + 1))
+        else:
+            out.extend(int(b) for b in bounds if b.isdigit())
+    return out
+
+
+def _is_abbreviation(before: str) -> bool:
+    token = re.search(r"(\S+)$", before)
+    if token is None:
+        return False
+    word = token.group(1).lstrip("([\"'“‘")
+    if "." in word:  # e.g. "e.g", "U.S", "a.m"
+        return True
+    if len(word) == 1 and word.isalpha():  # an initial, "J. K. Rowling"
+        return True
+    return word.lower() in _ABBREVIATIONS
+
+
+def _sentence_ends(line: str) -> list[int]:
+    """Positions just after each sentence of ``line`` (its citation markers included). A sentence ends at
+    ``.``/``!``/``?`` followed by a capital, a digit, a quote or bracket, or by anything when citation
+    markers stand right before or after the full stop; never after an abbreviation or initial."""
+    ends = []
+    for m in _END.finditer(line):
+        j = m.end()
+        while True:  # citation markers after the full stop close this sentence
+            k = j
+            while k < len(line) and line[k].isspace():
+                k += 1
+            c = _CITE.match(line, k)
+            if c is None:
+                break
+            j = c.end()
+        rest = line[j:].lstrip()
+        if not rest:
+            ends.append(j)
+            continue
+        if j == m.end() and not line[j].isspace():  # "2.5", "example.com", "end.Next"
+            continue
+        if m.group(0).startswith(".") and not m.group(0).startswith("...") and _is_abbreviation(line[:m.start()]):
+            continue
+        cited = j > m.end() or line[:m.start()].rstrip().endswith("]")
+        if cited or rest[0].isupper() or rest[0].isdigit() or rest[0] in "\"'“‘([":
+            ends.append(j)
+    return ends
+
+
+def _clean(text: str) -> str:
+    text = " ".join(text.split())
+    text = re.sub(r"\s+([.,;:!?)])", r"\1", text)
+    return re.sub(r"\(\s*\)", "", text).strip()
+
+
+def split_cited_sentences(text: str) -> list[tuple[str, list[int]]]:
+    """Split an answer with ``[i]`` citation markers into ``(sentence text, cited numbers)``, numbers as
+    written, in order of appearance (duplicates kept; :func:`parse_cited_answer` reports them).
+
+    Lines are split first (a line break always ends a sentence; list and heading markers are dropped),
+    then each line at sentence ends. A "sentence" made only of citation markers adds them to the sentence
+    before it."""
+    out: list[tuple[str, list[int]]] = []
+    pending: list[int] = []  # markers before any sentence: they go to the first sentence
+    for raw_line in (text or "").splitlines():
+        line = _LIST_MARKER.sub("", raw_line).strip()
+        if not line:
+            continue
+        start = 0
+        for end in _sentence_ends(line) + [len(line)]:
+            piece = line[start:end]
+            start = end
+            if not piece.strip():
+                continue
+            numbers = [n for m in _CITE.finditer(piece) for n in _numbers(m.group(1))]
+            sentence = _clean(_CITE.sub(" ", piece))
+            if not re.search(r"\w", sentence):
+                (out[-1][1] if out else pending).extend(numbers)
+                continue
+            out.append((sentence, pending + numbers))
+            pending = []
+    return out
+
+
+def parse_cited_answer(text: str, passages: int, *, first: int = 1, max_words: int | None = MAX_WORDS
+                       ) -> tuple[list[Sentence], list[dict]]:
+    """Sentences with 0-based citations (passage number - ``first``) and the problems found.
+
+    Problems (dicts ``{"kind", "sentence", "detail"}``): ``out_of_range`` (a citation of a passage that
+    was not shown: dropped), ``duplicate`` (cited twice in a sentence: kept once), ``truncated`` (sentences
+    beyond ``max_words`` words dropped, or the first sentence cut), ``empty`` (no sentence at all)."""
+    problems: list[dict] = []
+    sentences: list[Sentence] = []
+    for j, (sentence, numbers) in enumerate(split_cited_sentences(text)):
+        cites: list[int] = []
+        for n in numbers:
+            c = n - first
+            if not 0 <= c < passages:
+                problems.append({"kind": "out_of_range", "sentence": j,
+                                 "detail": f"[{n}] is not one of the passages [{first}]-[{first + passages - 1}]"})
+            elif c in cites:
+                problems.append({"kind": "duplicate", "sentence": j, "detail": f"[{n}] cited again"})
+            else:
+                cites.append(c)
+        sentences.append(Sentence(sentence, tuple(cites)))
+    if max_words is not None:
+        kept, words = [], 0
+        for j, s in enumerate(sentences):
+            n = answer_words(s.text)
+            if words + n > max_words:
+                if not kept:
+                    kept.append(Sentence(" ".join(s.text.split()[:max_words]), s.citations))
+                    problems.append({"kind": "truncated", "sentence": j,
+                                     "detail": f"sentence of {n} words cut to the limit of {max_words}"})
+                    j += 1
+                dropped = len(sentences) - j
+                if dropped:
+                    problems.append({"kind": "truncated", "sentence": j, "detail": f"{dropped} sentence(s) "
+                                     f"from sentence {j} on dropped (limit {max_words} words)"})
+                break
+            kept.append(s)
+            words += n
+        sentences = kept
+    if not sentences:
+        problems.append({"kind": "empty", "sentence": None, "detail": "the answer has no sentence"})
+    return sentences, problems
+
+
+def _nonempty(text: str) -> str:
+    if not split_cited_sentences(text):
+        raise OutputError("the answer is empty; write the answer as sentences citing the passages")
+    return text
+
+
+def problem_summary(problems: Sequence[dict]) -> pd.DataFrame:
+    """Problems per topic and kind: ``qid, kind, count, first`` (the first problem's detail)."""
+    rows: dict = {}
+    for p in problems:
+        row = rows.setdefault((p["qid"], p["kind"]), {"qid": p["qid"], "kind": p["kind"], "count": 0,
+                                                      "first": p["detail"]})
+        row["count"] += 1
+    return pd.DataFrame(list(rows.values()), columns=["qid", "kind", "count", "first"])
+
+
+# ------------------------------------------------------------------------------------- transformer
+
+class CitedGenerator(_LLMTransformer):
+    """Retrieved segments -> one cited answer per topic (seed 001 §2), by an LLM (:class:`LLMClient`).
+
+    Input: a result frame ``qid, query, docno`` and ``text`` (else texts come from ``docstore``), ordered
+    by ``rank`` (else ``score``, else input order). The first ``k`` (default and maximum 20) segments of a
+    topic are the passages ``[1]..[k]`` of the prompt and the answer's references.
+
+    Output: one row per topic: ``qid, query, qanswer, sentences`` (list of ``{"text", "citations"}``,
+    0-based indices into ``references``), ``references`` (docnos), ``reference_texts``, ``problems`` (see
+    :func:`parse_cited_answer`), ``run_id`` when given, and the topic-level input columns.
+
+    ``on_failure``: ``"raise"`` (default, after all topics ran; the rest is cached) or ``"empty"``: a topic
+    whose generation failed gets an empty answer with a ``failed`` problem (it then scores 0), and the
+    failure is listed in ``failures``.
+    """
+
+    _stage = "answer generation"
+    _alternatives = "'empty' (a failed topic gets an empty answer, reported in its problems and .failures)"
+
+    def __init__(self, llm: LLMClient | None = None, *, k: int = MAX_REFERENCES, max_words: int = MAX_WORDS,
+                 docstore: Any = None, run_id: str | None = None, prompt=None, first: int = 1,
+                 max_tokens: int | None = None, max_reasks: int = 1, on_failure: str = "raise"):
+        if not 1 <= k <= MAX_REFERENCES:
+            raise ValueError(f"k must be between 1 and {MAX_REFERENCES} (the TREC RAG reference limit), got {k}")
+        if on_failure not in ("raise", "empty"):
+            raise ValueError(f"on_failure must be 'raise' or 'empty', got {on_failure!r}")
+        self.llm = llm
+        self.k = k
+        self.max_words = max_words
+        self.docstore = docstore
+        self.run_id = run_id
+        self.prompt = prompt
+        self.first = first
+        self.max_tokens = max_tokens
+        self.max_reasks = max_reasks
+        self.on_failure = on_failure
+        self._template = load_prompt(prompt, CITED_GENERATION)
+        self.problems: list[dict] = []
+        self._init_common()
+
+    def __repr__(self) -> str:
+        return (f"CitedGenerator(llm={self.llm!r}, k={self.k}, max_words={self.max_words}, run_id={self.run_id!r}, "
+                f"prompt={self._template.source!r})")
+
+    def _reask(self, error: str) -> str:
+        return REASK_GENERATION.format(error=error)
+
+    def problem_summary(self) -> pd.DataFrame:
+        """Problems of the last transform per topic and kind."""
+        return problem_summary(self.problems)
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        pt.validate.columns(inp, includes=["qid", "query", "docno"], context=self)
+        topic_columns = [c for c in inp.columns if c not in SEGMENT_COLUMNS and c not in GENERATION_COLUMNS
+                         and c != "run_id"]
+        columns = GENERATION_COLUMNS[:2] + (["run_id"] if self.run_id is not None or "run_id" in inp.columns
+                                            else []) + GENERATION_COLUMNS[2:] + topic_columns
+        self.problems = []
+        if inp.empty:
+            self.failures = []
+            return pd.DataFrame(columns=columns)
+        df = inp.reset_index(drop=True)
+        if "rank" in df.columns:
+            df = df.sort_values(["rank"], kind="stable")
+        elif "score" in df.columns:
+            df = df.sort_values(["score"], ascending=False, kind="stable")
+        df = df.groupby("qid", sort=False).head(self.k)
+        texts = segment_texts(df, self.docstore)
+        df = df.assign(_text=texts)
+        topics = []
+        for qid, group in df.groupby("qid", sort=False):
+            first = group.iloc[0]
+            extra = {c: first[c] for c in topic_columns}
+            if "run_id" in group.columns:
+                extra["run_id"] = first["run_id"]
+            topics.append((str(qid), str(first["query"]), tuple(str(d) for d in group["docno"]),
+                           tuple(" ".join(str(t).split()) for t in group["_text"]), extra))
+        llm = self._client()
+        outcomes = llm.map(functools.partial(self._generate, llm), topics, desc="generating answers", unit="topic")
+        rows, failures = [], []
+        for (qid, query, docnos, passages, extra), outcome in zip(topics, outcomes):
+            if outcome.ok:
+                sentences, problems = parse_cited_answer(outcome.value, len(docnos), first=self.first,
+                                                         max_words=self.max_words)
+            else:
+                failures.append(Failure("generate", qid, "answer", outcome.error, outcome.raw))
+                sentences, problems = [], [{"kind": "failed", "sentence": None, "detail": outcome.error}]
+            run_id = self.run_id if self.run_id is not None else extra.get("run_id", "run")
+            answer = Answer(qid=qid, run_id=str(run_id), sentences=tuple(sentences), references=docnos, query=query)
+            self.problems += [{"qid": qid, **p} for p in problems]
+            row = {"qid": qid, "query": query, "qanswer": answer.text,
+                   "sentences": [{"text": s.text, "citations": list(s.citations)} for s in sentences],
+                   "references": list(docnos), "reference_texts": list(passages), "problems": problems, **extra}
+            if self.run_id is not None:
+                row["run_id"] = self.run_id
+            rows.append(row)
+        self._finish(failures)
+        if self.problems:
+            summary = self.problem_summary()
+            warnings.warn(f"CitedGenerator: {len(self.problems)} problem(s) in {summary['qid'].nunique()} answer(s) "
+                          f"(see the 'problems' column and .problem_summary()):\n{summary.to_string(index=False)}",
+                          stacklevel=2)
+        return pd.DataFrame(rows, columns=columns)
+
+    def _generate(self, llm: LLMClient, topic):
+        qid, query, docnos, passages, _ = topic
+        context = "\n".join(f"[{i}] {text}" for i, text in enumerate(passages, self.first))
+        messages = self._template.render(query=query, context=context, count=len(passages), first=self.first,
+                                         last=self.first + len(passages) - 1, max_words=self.max_words)
+        return llm.ask(messages, _nonempty, reask=self._reask, max_reasks=self.max_reasks,
+                       max_tokens=self.max_tokens)
