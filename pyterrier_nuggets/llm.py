@@ -32,6 +32,7 @@ cache, retries, counters and output checks.
 """
 from __future__ import annotations
 
+import atexit
 import email.utils
 import hashlib
 import importlib.util
@@ -477,8 +478,18 @@ def _load_llama(path: str, n_ctx: int):
                                     verbose=False, seed=0)
         finally:
             llama_module.llama_cpp.llama_model_default_params = original
+        if not _models:
+            atexit.register(_close_models)
         _models[path] = (model, threading.Lock())
         return _models[path]
+
+
+def _close_models() -> None:
+    """Free the models before the interpreter tears down the library they live in."""
+    with _models_lock:
+        for model, _ in _models.values():
+            model.close()
+        _models.clear()
 
 
 class EmbeddedTransport(httpx2.BaseTransport):

@@ -190,7 +190,7 @@ class NuggetCreator(_LLMTransformer):
 
     def _schema(self) -> dict:
         # Used in JSON mode only (the embedded model): at least one nugget, words separated by single spaces.
-        word = "[^ ]+"
+        word = r'[^ "\\\n\t]{1,30}'  # no space, quote, backslash, newline or tab inside a word
         return {"type": "array", "minItems": 1, "maxItems": self.max_nuggets,
                 "items": {"type": "string", "pattern": f"^{word}( {word}){{0,{self.max_words - 1}}}$"}}
 

