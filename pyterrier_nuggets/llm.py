@@ -48,8 +48,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-import httpx2
 import openai
+
+try:  # the HTTP library of the openai SDK: httpx2 from openai 3, httpx before
+    import httpx2 as _http
+except ImportError:  # pragma: no cover - depends on the installed SDK
+    import httpx as _http
 
 from .parsing import OutputError
 
@@ -221,7 +225,7 @@ class LLMClient:
             self.base_url = EMBEDDED_BASE_URL
             self.model = model or EMBEDDED_MODEL
             transport = EmbeddedTransport(self.embedded_model_path)
-            http_client = httpx2.Client(transport=transport)
+            http_client = _http.Client(transport=transport)
             secret = "embedded"
             self.endpoint = f"embedded:{Path(self.embedded_model_path).name}"
             _announce_embedded()
@@ -492,7 +496,7 @@ def _close_models() -> None:
         _models.clear()
 
 
-class EmbeddedTransport(httpx2.BaseTransport):
+class EmbeddedTransport(_http.BaseTransport):
     """An HTTP transport for the openai SDK that answers ``POST /chat/completions`` in-process with llama.cpp.
 
     The model is loaded on first use and shared in the process; generation is serialised (llama.cpp
@@ -503,7 +507,7 @@ class EmbeddedTransport(httpx2.BaseTransport):
         self.model_path = model_path
         self.n_ctx = n_ctx
 
-    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+    def handle_request(self, request: _http.Request) -> _http.Response:
         if request.method != "POST" or not request.url.path.endswith("/chat/completions"):
             return self._json(404, {"error": {"message": f"not found: {request.method} {request.url.path}"}})
         body = json.loads(request.read())
@@ -519,6 +523,6 @@ class EmbeddedTransport(httpx2.BaseTransport):
         return self._json(200, completion)
 
     @staticmethod
-    def _json(status: int, payload: dict) -> httpx2.Response:
-        return httpx2.Response(status, headers={"content-type": "application/json"},
+    def _json(status: int, payload: dict) -> _http.Response:
+        return _http.Response(status, headers={"content-type": "application/json"},
                                content=json.dumps(payload).encode("utf-8"))
