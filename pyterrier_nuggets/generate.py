@@ -57,9 +57,9 @@ def fetch_texts(docstore: Any, docnos: Sequence[str]) -> dict[str, str]:
     if not docnos:
         return {}
     if docstore is None:
-        raise ValueError("the frame has no 'text' column and no docstore was given: pass docstore=... (a dict "
-                         "docno -> text, an ir_datasets dataset or docs store), or add text with "
-                         "pt.text.get_text(...)")
+        raise ValueError(f"{len(docnos)} segment(s) have no text in the frame (e.g. {docnos[0]!r}) and no docstore "
+                         "was given: pass docstore=... (a dict docno -> text, an ir_datasets dataset or docs "
+                         "store), or add a text column, e.g. with pt.text.get_text(...)")
     if hasattr(docstore, "docs_store") and not hasattr(docstore, "get_many"):
         docstore = docstore.docs_store()
     if isinstance(docstore, Mapping):

@@ -1,0 +1,261 @@
+"""Citation support judging (seed 004, Thakur et al., support evaluation for the TREC 2024 RAG Track).
+
+:class:`SupportJudge` asks an LLM, for each answer sentence and one cited segment at a time (seed 004
+§3.2 and footnote 2), whether the segment gives Full, Partial or No support, with the prompt of Figure 1
+(``prompts/support_judgment.txt``). As the track did (§3.3), only the first citation of each sentence is
+judged by default; ``citations="all"`` judges every citation. A sentence without citation is "no
+support" (§3.2) without a call.
+
+The judgments (:class:`~pyterrier_nuggets.model.SupportJudgment`) feed ``SupportP`` / ``SupportR``
+(§3.4, :mod:`ir_measures_ext`) through ``formats.support_rows`` / ``evaluation.evaluation_rows``, and are
+written with ``formats.write_support`` (JSONL, documented in docs/formats.md). Manual judgments in the
+same JSONL form are read with ``formats.read_support`` and turned into the same frame by
+:func:`judgments_to_frame`, so human and LLM support scores come from one scorer.
+
+A reply that is none of the three labels is re-asked, then recorded as a failure with its raw output:
+never scored as "no support".
+"""
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+from collections.abc import Iterable
+from typing import Any
+
+import pandas as pd
+import pyterrier as pt
+
+from ir_measures_ext import ids
+from pyterrier_nuggets.formats import write_support
+from pyterrier_nuggets.generate import fetch_texts
+from pyterrier_nuggets.llm import LLMClient
+from pyterrier_nuggets.model import SupportJudgment
+from pyterrier_nuggets.nuggetize import Failure, _LLMTransformer
+from pyterrier_nuggets.parsing import OutputError, strip_fences
+from pyterrier_nuggets.prompts import load_prompt
+
+SUPPORT_JUDGMENT = "support_judgment.txt"
+SUPPORT_COLUMNS = ["qid", "sentence", "citation", "docno", "support", "score"]
+FAILED = "failed"
+CITATION_MODES = ("first", "all")
+LABELS = {ids.FULL: "Full Support", ids.PARTIAL: "Partial Support", ids.NONE: "No Support"}
+REASK_SUPPORT = ("Your answer could not be used: {error}. Respond as either “Full Support”, “Partial Support”, "
+                 "or “No Support” with no additional information.")
+_STRUCTURED = ("sentences", "references", "reference_texts", "problems")
+
+_SYNONYMS = {
+    ids.FULL: {"full support", "full", "fully supported", "fully supports", "supported", "fs", "fullsupport"},
+    ids.PARTIAL: {"partial support", "partial", "partially supported", "partially supports", "ps",
+                  "partialsupport"},
+    ids.NONE: {"no support", "none", "no", "not supported", "unsupported", "ns", "nosupport"},
+}
+_MENTION = re.compile(r"\b(full|partial|no)\s*support\b")
+
+
+def _normalise(text: str) -> str:
+    text = re.sub(r"[_\-]+", " ", text.lower())
+    text = re.sub(r"[^a-z ]+", " ", text)
+    return " ".join(text.split())
+
+
+def parse_support(text: str) -> str:
+    """The support level in a judge's reply: ``"full"``, ``"partial"`` or ``"none"``.
+
+    Accepts the three labels of Figure 1 in any case or spelling ("Full Support", "full_support",
+    "**Partial Support**.", "FS"), a JSON string or a JSON object holding one label, and a reply that
+    mentions exactly one of the three labels among other words. Anything else is an :class:`OutputError`:
+    no reply is guessed, and none becomes "no support" by default."""
+    if text is None or not text.strip():
+        raise OutputError("the answer is empty")
+    body = strip_fences(text)
+    try:
+        value = json.loads(body)
+    except ValueError:
+        value = body
+    if isinstance(value, dict):
+        strings = [v for v in value.values() if isinstance(v, str)]
+        if len(strings) != 1:
+            raise OutputError("the answer is an object without exactly one label")
+        value = strings[0]
+    if not isinstance(value, str):
+        raise OutputError(f"the answer is a {type(value).__name__}, not a label")
+    norm = _normalise(value)
+    for level, words in _SYNONYMS.items():
+        if norm in words:
+            return level
+    mentioned = {m.group(1) for m in _MENTION.finditer(norm)}
+    if len(mentioned) == 1:
+        return {"full": ids.FULL, "partial": ids.PARTIAL, "no": ids.NONE}[mentioned.pop()]
+    if mentioned:
+        raise OutputError(f"the answer names several labels ({', '.join(sorted(mentioned))} support)")
+    raise OutputError(f"{value.strip()[:60]!r} is not one of the labels")
+
+
+def _schema() -> dict:
+    return {"type": "object", "properties": {"support": {"type": "string", "enum": list(LABELS.values())}},
+            "required": ["support"]}
+
+
+class SupportJudge(_LLMTransformer):
+    """Answer frame -> one row per judged (sentence, citation) and per uncited sentence (seed 004 §3.2).
+
+    Input: an answer frame (``qid, sentences, references``, as :class:`~pyterrier_nuggets.generate.
+    CitedGenerator` outputs or ``formats.answers_to_frame`` makes). Segment texts come from the
+    ``reference_texts`` column when present, else from ``docstore`` (see ``generate.fetch_texts``).
+
+    Output: ``qid, sentence, citation, docno, support, score`` (``support`` full / partial / none,
+    ``score`` 1 / 0.5 / 0; ``citation`` is the position within the sentence, None for an uncited
+    sentence) plus the answer's other columns (``run_id``, ``query``, ``qanswer``...), not the structured
+    ones. :func:`frame_to_judgments` gives the :class:`SupportJudgment` records.
+
+    ``on_failure``: ``"raise"`` (default; after all other judgments ran and were cached),
+    ``"exclude_answer"`` (an answer with a failed judgment gives no rows; reported) or ``"mark"`` (failed
+    rows kept with support ``failed`` and score NaN, for inspection only).
+    """
+
+    _stage = "support judgment"
+    _alternatives = ("'exclude_answer' (answers with a failed judgment give no rows, and are reported) or 'mark' "
+                     "(failed rows kept with support 'failed', score NaN)")
+
+    def __init__(self, llm: LLMClient | None = None, *, citations: str = "first", docstore: Any = None,
+                 prompt=None, max_reasks: int = 2, on_failure: str = "raise"):
+        if citations not in CITATION_MODES:
+            raise ValueError(f"citations must be one of {CITATION_MODES}, got {citations!r}")
+        if on_failure not in ("raise", "exclude_answer", "mark"):
+            raise ValueError(f"on_failure must be 'raise', 'exclude_answer' or 'mark', got {on_failure!r}")
+        self.llm = llm
+        self.citations = citations
+        self.docstore = docstore
+        self.prompt = prompt
+        self.max_reasks = max_reasks
+        self.on_failure = on_failure
+        self._template = load_prompt(prompt, SUPPORT_JUDGMENT)
+        self._memo: dict = {}
+        self._init_common()
+
+    def __repr__(self) -> str:
+        return f"SupportJudge(llm={self.llm!r}, citations={self.citations!r}, prompt={self._template.source!r})"
+
+    def _reask(self, error: str) -> str:
+        return REASK_SUPPORT.format(error=error)
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        pt.validate.columns(inp, includes=["qid", "sentences", "references"], context=self)
+        passthrough = [c for c in inp.columns if c not in SUPPORT_COLUMNS and c not in _STRUCTURED
+                       and c not in ("rank",)]
+        columns = SUPPORT_COLUMNS + passthrough
+        if inp.empty:
+            self.failures = []
+            return pd.DataFrame(columns=columns)
+        records = inp.to_dict("records")
+        texts = self._texts(records)
+        planned = []  # (answer index, sentence, citation position or None, docno, statement, passage)
+        for i, r in enumerate(records):
+            references = list(r["references"])
+            for j, s in enumerate(r["sentences"]):
+                cites = list(s["citations"])
+                if not cites:
+                    planned.append((i, j, None, None, None, None))
+                    continue
+                for k, c in enumerate(cites[:1] if self.citations == "first" else cites):
+                    if not 0 <= int(c) < len(references):
+                        raise ValueError(f"answer of topic {r['qid']}: sentence {j} cites reference {c}, but the "
+                                         f"answer has {len(references)} references")
+                    docno = str(references[int(c)])
+                    planned.append((i, j, k, docno, str(s["text"]), texts[(i, int(c))]))
+        tasks = list(dict.fromkeys((p[4], p[5]) for p in planned if p[2] is not None))
+        llm = self._client()
+        outcomes = dict(zip(tasks, llm.map(functools.partial(self._judge, llm), tasks, desc="judging support",
+                                           unit="call")))
+        failures, failed_answers, rows = [], set(), []
+        for i, j, k, docno, statement, passage in planned:
+            r = records[i]
+            if k is None:
+                support = ids.NONE
+            else:
+                outcome = outcomes[(statement, passage)]
+                if outcome.ok:
+                    support = outcome.value
+                else:
+                    support = FAILED
+                    run = f"run {r['run_id']}, " if "run_id" in r else ""
+                    failures.append(Failure("support", str(r["qid"]), f"{run}sentence {j}, citation {k} ({docno})",
+                                            outcome.error, outcome.raw))
+                    failed_answers.add(i)
+            rows.append({"qid": str(r["qid"]), "sentence": j, "citation": k, "docno": docno, "support": support,
+                         "score": ids.SUPPORT_LEVEL_TO_SCORE.get(support, math.nan),
+                         **{c: r[c] for c in passthrough if c != "qid"}, "_answer": i})
+        self._finish(failures)
+        if self.on_failure == "exclude_answer":
+            rows = [row for row in rows if row["_answer"] not in failed_answers]
+        for row in rows:
+            del row["_answer"]
+        return pd.DataFrame(rows, columns=columns)
+
+    def _texts(self, records: list[dict]) -> dict[tuple[int, int], str]:
+        """Text of each cited reference, by (answer index, reference index)."""
+        out, needed = {}, {}
+        for i, r in enumerate(records):
+            given = r.get("reference_texts")
+            given = list(given) if isinstance(given, (list, tuple)) else None
+            for s in r["sentences"]:
+                for c in s["citations"]:
+                    c = int(c)
+                    if given is not None and c < len(given) and isinstance(given[c], str):
+                        out[(i, c)] = given[c]
+                    elif 0 <= c < len(r["references"]):
+                        needed[(i, c)] = str(r["references"][c])
+        if needed:
+            fetched = fetch_texts(self.docstore, list(needed.values()))
+            out.update({key: fetched[d] for key, d in needed.items()})
+        return out
+
+    def _judge(self, llm: LLMClient, task):
+        statement, passage = task
+        key = (statement, passage, self._template)
+        if key in self._memo:
+            return self._memo[key]
+        messages = self._template.render(statement=statement, citation=" ".join(passage.split()))
+        outcome = llm.ask(messages, parse_support, reask=self._reask, max_reasks=self.max_reasks,
+                          json_schema=_schema())
+        if outcome.ok:
+            self._memo[key] = outcome
+        return outcome
+
+
+# --------------------------------------------------------------------------------------- conversions
+
+def frame_to_judgments(df: pd.DataFrame) -> list[SupportJudgment]:
+    """The output of :class:`SupportJudge` (or :func:`judgments_to_frame`) as :class:`SupportJudgment`
+    records, for ``formats.write_support`` and ``formats.support_rows``. Failed rows are an error: they
+    cannot be written or scored as a label."""
+    bad = df[~df["support"].isin(ids.SUPPORT_LEVEL_TO_SCORE)]
+    if len(bad):
+        row = bad.iloc[0]
+        raise ValueError(f"{len(bad)} row(s) have no valid support label (e.g. {row['support']!r} for topic "
+                         f"{row['qid']}, sentence {row['sentence']}); re-run the judge or drop those answers")
+    out = []
+    for r in df.to_dict("records"):
+        citation = r["citation"]
+        citation = None if citation is None or (isinstance(citation, float) and math.isnan(citation)) \
+            else int(citation)
+        docno = r["docno"] if isinstance(r["docno"], str) else None
+        out.append(SupportJudgment(str(r["qid"]), int(r["sentence"]), citation, docno, r["support"]))
+    return out
+
+
+def judgments_to_frame(judgments: Iterable[SupportJudgment], run_id: str | None = None) -> pd.DataFrame:
+    """Support judgments (e.g. manual ones from ``formats.read_support``) as the frame SupportJudge outputs."""
+    rows = [{"qid": j.qid, "sentence": j.sentence, "citation": j.citation, "docno": j.docno, "support": j.support,
+             "score": j.score, **({"run_id": run_id} if run_id is not None else {})} for j in judgments]
+    return pd.DataFrame(rows, columns=SUPPORT_COLUMNS + (["run_id"] if run_id is not None else []))
+
+
+def write_support_frame(path: str, df: pd.DataFrame) -> None:
+    """Write a SupportJudge frame as support-judgment JSONL (one file per run: ``run_id`` when single)."""
+    runs = sorted(set(df["run_id"])) if "run_id" in df.columns else []
+    if len(runs) > 1:
+        raise ValueError(f"judgments of several runs {runs}: write one support file per run")
+    write_support(path, frame_to_judgments(df), run_id=runs[0] if runs else None)
