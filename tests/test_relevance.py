@@ -1,0 +1,121 @@
+"""RelevanceJudge (UMBRELA style) against the fake OpenAI-compatible server; its qrels feed NuggetCreator."""
+import pandas as pd
+import pyterrier as pt
+import pytest
+
+from pyterrier_nuggets.llm import LLMClient
+from pyterrier_nuggets.nuggetize import NuggetCreator, NuggetizationError
+from pyterrier_nuggets.parsing import OutputError
+from pyterrier_nuggets.prompts import PROMPT_DIR
+from pyterrier_nuggets.relevance import RelevanceJudge, parse_grade, qrels_frame, write_qrels
+from tests.fake_openai_server import FakeOpenAIServer, Reply
+
+
+def grade_reply(body):
+    """Grade = the digit in the passage text ("Grade2 ..."), in the format the prompt asks for."""
+    prompt = body["messages"][-1]["content"]
+    if "Updated Nugget List:" in prompt:  # NuggetCreator: one nugget per passage line
+        context = prompt.split("Context:", 1)[1].split("Search Query:", 1)[0]
+        return str([line.split("] ", 1)[1][:30] for line in context.strip().splitlines()])
+    passage = prompt.split("Passage: ", 1)[1].split("\n", 1)[0]
+    return f"##final score: {passage[5]}"
+
+
+@pytest.fixture
+def server():
+    with FakeOpenAIServer(responder=grade_reply) as s:
+        yield s
+
+
+@pytest.fixture
+def llm(server, tmp_path):
+    return LLMClient(model="fake", base_url=server.base_url, api_key="k", cache=tmp_path / "cache.sqlite",
+                     backoff=0.01, progress=False)
+
+
+def segments(n=4):
+    return pd.DataFrame([{"qid": "q1", "query": "capital of france", "docno": f"d{i}", "score": 5.0 - i,
+                          "rank": i, "text": f"Grade{i % 4} passage {i}"} for i in range(n)])
+
+
+@pytest.mark.parametrize("reply, grade", [
+    ("##final score: 2", 2), ("## Final Score: 3", 3), ("M: 2, T: 1\n##final score: 1", 1),
+    ("final score 0", 0), ("**Final score:** 3", 3), ("2", 2), (" 3. ", 3), ('{"final score": 1}', 1),
+    ('{"score": 2}', 2), ("M: 3 T: 2 O: 2", 2), ("##final score: 1\n##final score: 2", 2), ("2.0", 2),
+])
+def test_parse_grade_accepts(reply, grade):
+    assert parse_grade(reply) == grade
+
+
+@pytest.mark.parametrize("reply", ["", "The passage is relevant.", "##final score: 5", "##final score: 1.5",
+                                   "-1", '{"reason": "x"}', "highly relevant", "[1, 2]"])
+def test_parse_grade_rejects_never_zero(reply):
+    with pytest.raises(OutputError):
+        parse_grade(reply)
+
+
+def test_prompt_template():
+    text = (PROMPT_DIR / "relevance_umbrela.txt").read_text()
+    assert "UMBRELA" in text and "##final score: score" in text and "{query}" in text and "{passage}" in text
+
+
+def test_judge_adds_labels_and_passes_columns(server, llm):
+    out = RelevanceJudge(llm)(segments())
+    assert server.count == 4 and list(out["label"]) == [0, 1, 2, 3]
+    assert list(out.columns) == ["qid", "query", "docno", "score", "rank", "text", "label"]
+    prompt = server.requests[0]["messages"][-1]["content"]
+    assert "Query: capital of france" in prompt and "Passage: Grade" in prompt
+    qrels = qrels_frame(out)
+    assert list(qrels.columns) == ["qid", "docno", "label"] and qrels["label"].dtype.kind == "i"
+
+
+def test_qrels_feed_nugget_creator_with_min_grade(server, llm, tmp_path):
+    pipeline = RelevanceJudge(llm) >> NuggetCreator(llm, min_grade=2)
+    nuggets = pipeline(segments())
+    creation = [b for b in server.requests if "Updated Nugget List:" in b["messages"][-1]["content"]]
+    context = creation[0]["messages"][-1]["content"]
+    assert "Grade2 passage 2" in context and "Grade3 passage 3" in context and "Grade1" not in context
+    assert len(nuggets) == 2
+    write_qrels(str(tmp_path / "q.qrels"), RelevanceJudge(llm)(segments()))
+    assert (tmp_path / "q.qrels").read_text().splitlines()[1] == "q1 0 d1 1"
+    assert len(pt.io.read_qrels(str(tmp_path / "q.qrels"))) == 4
+
+
+def test_docstore_and_dedup(server, llm):
+    df = segments(2).drop(columns=["text"])
+    df = pd.concat([df, df.assign(qid="q2")])  # same query and text: judged once
+    out = RelevanceJudge(llm, docstore={"d0": "Grade3 stored", "d1": "Grade1 stored"})(df)
+    assert list(out["label"]) == [3, 1, 3, 1] and server.count == 2
+
+
+def test_reply_without_grade_is_failure_not_zero(tmp_path):
+    with FakeOpenAIServer(responder=lambda body: "This passage is quite relevant.") as s:
+        llm = LLMClient(model="fake", base_url=s.base_url, api_key="k", cache=None, progress=False)
+        with pytest.raises(NuggetizationError, match="relevance judgment") as err:
+            RelevanceJudge(llm)(segments(2))
+        assert s.count == 4  # each segment asked, then re-asked once
+        assert "##final score" in s.requests[1]["messages"][-1]["content"]
+        assert err.value.failures[0].raw == ["This passage is quite relevant."] * 2
+        judge = RelevanceJudge(llm, on_failure="exclude")
+        with pytest.warns(UserWarning, match="failed"):
+            out = judge(segments(2))
+        assert out.empty and "label" in out.columns and len(judge.failures) == 2
+
+
+def test_partial_failures_excluded_others_kept(tmp_path):
+    def reply(body):
+        passage = body["messages"][-1]["content"].split("Passage: ", 1)[1]
+        return "##final score: 2" if "passage 0" in passage else Reply(status=400)
+    with FakeOpenAIServer(responder=reply) as s:
+        llm = LLMClient(model="fake", base_url=s.base_url, api_key="k", cache=None, progress=False)
+        with pytest.warns(UserWarning):
+            out = RelevanceJudge(llm, on_failure="exclude")(segments(3))
+    assert list(out["docno"]) == ["d0"] and list(out["label"]) == [2]
+
+
+def test_empty_frame_and_rerun(server, llm):
+    assert RelevanceJudge(llm)(segments().iloc[:0]).empty
+    RelevanceJudge(llm)(segments())
+    calls = server.count
+    RelevanceJudge(llm)(segments())
+    assert server.count == calls
