@@ -125,7 +125,7 @@ def test_fetch_texts_from_mapping_get_many_and_dataset():
 def test_generator_answer_frame(server, llm):
     out = CitedGenerator(llm, run_id="r1")(results(("q1", "q2"), n=4))
     assert server.count == 2
-    prompt = prompt_of(server.requests[0])
+    prompt = next(prompt_of(b) for b in server.requests if "query of q1" in prompt_of(b))
     assert "[1] Passage 0 of q1." in prompt and "[4] Passage 3 of q1." in prompt and "query of q1" in prompt
     assert "at most 400 words" in prompt
     assert list(out.columns[:8]) == ["qid", "query", "run_id", "qanswer", "sentences", "references",
