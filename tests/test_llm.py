@@ -210,3 +210,19 @@ def test_parse_labels_rejects_unknown_and_wrong_length():
         parse_labels('["support", "supported"]', 2, ("support", "not_support"))
     with pytest.raises(OutputError, match="3 labels but there are 2"):
         parse_labels('["support", "support", "support"]', 2, ("support",))
+
+
+@pytest.mark.parametrize("text", [
+    '["a", "b"]', "['a', 'b']", '```json\n["a", "b"]\n```', "```\n['a', 'b']\n```",
+    'Updated Nugget List: ["a", "b"] Hope this helps.', '{"nuggets": ["a", "b"]}', "('a', 'b')",
+])
+def test_parse_list_accepts_python_json_fenced(text):
+    from pyterrier_nuggets.parsing import parse_strings
+    assert parse_strings(text) == ["a", "b"]
+
+
+@pytest.mark.parametrize("text", ["", "no list here", '{"a": 1}', "[1, 2", '"just a string"'])
+def test_parse_list_rejects_non_lists(text):
+    from pyterrier_nuggets.parsing import parse_list
+    with pytest.raises(OutputError):
+        parse_list(text)
