@@ -19,8 +19,9 @@ import tempfile
 import time
 
 import ir_measures
-import ir_measures_ext
 import pandas as pd
+
+import ir_measures_ext
 from ir_measures_ext.scoring import nugget_scores
 
 
