@@ -112,7 +112,7 @@ def test_timeout_is_retried(tmp_path):
         llm = client(server, tmp_path, timeout=0.5)
         start = time.monotonic()
         result = llm.chat(MESSAGES)
-        assert result.ok and result.text == '["late"]' and time.monotonic() - start < 2.5
+        assert result.ok and result.text == '["late"]' and time.monotonic() - start < 2.9  # did not wait for the 3 s reply
         assert llm.stats["retries"] == 1
 
 
@@ -160,13 +160,24 @@ def test_ask_reports_api_failure(tmp_path):
 
 
 def test_map_runs_concurrently_and_in_order(tmp_path):
-    with FakeOpenAIServer(latency=0.2, responder=lambda body: json.dumps([body["messages"][0]["content"]])) as server:
+    # concurrency is observed on the server (requests in flight at once), not by wall time: timing
+    # assertions are flaky on a loaded 2-core machine (speed is measured in benchmarks/bench_llm.py)
+    active, peak, lock = [0], [0], threading.Lock()
+
+    def responder(body):
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        time.sleep(0.2)
+        with lock:
+            active[0] -= 1
+        return json.dumps([body["messages"][0]["content"]])
+
+    with FakeOpenAIServer(responder=responder) as server:
         llm = client(server, tmp_path, concurrency=8)
-        start = time.monotonic()
         out = llm.map(lambda i: llm.chat([{"role": "user", "content": str(i)}]).text, range(16))
-        elapsed = time.monotonic() - start
         assert out == [json.dumps([str(i)]) for i in range(16)]
-        assert elapsed < 0.2 * 16 / 3  # 16 calls of 0.2 s in about 2 rounds of 8
+        assert peak[0] >= 4  # many requests were in flight together (at most 8)
 
 
 def test_concurrency_is_bounded(tmp_path):
