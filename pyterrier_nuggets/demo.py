@@ -1,8 +1,10 @@
-"""The main job on the shipped sample (``pyterrier_nuggets/sample/rag_mini``): two RAG systems, their
-retrieved segments, answers, nugget assignments and support judgments, scored into the joint table.
+"""``pyterrier-nuggets demo``: the command-line face of the main job (:mod:`pyterrier_nuggets.main_job`),
+and the scoring of the small hand-made sample (``pyterrier_nuggets/sample/rag_mini``, ``demo
+--sample-only``): two RAG systems, their retrieved segments, answers, nugget assignments and support
+judgments made by hand, scored into the joint table (:func:`run_sample`).
 
-It turns the sample's files into what the measures read (nugget qrels and one evaluation run per
-system, written to the output directory) and prints the table of nDCG@10 and the answer scores.
+:func:`run_sample` turns the sample's files into what the measures read (nugget qrels and one evaluation
+run per system, written to the output directory) and returns the table of nDCG@10 and the answer scores.
 """
 from __future__ import annotations
 
@@ -79,9 +81,14 @@ def add_demo_arguments(p) -> None:
                    "or ~/.cache/pyterrier-nuggets/llm-cache.sqlite)")
     g.add_argument("--index-dir", metavar="DIR", help="where indexes are built and reused (default: "
                    "~/.cache/pyterrier-nuggets/indexes)")
+    g.add_argument("--max-nuggets", type=int, metavar="N", help="nuggets created per topic (default 30, of which "
+                   "20 are kept, as in TREC RAG 2024; 10 with the embedded model)")
     g.add_argument("--strict", action="store_true", help="stop at the first failed LLM step (default: report "
                    "failures and exclude the affected answers, never score them as 0)")
     g.add_argument("--no-plots", action="store_true", help="do not write the PNG plots")
+
+
+EMBEDDED_MAX_TOKENS = 256  # the embedded model rambles to its token limit; 256 tokens hold 10 nuggets or an answer
 
 
 def make_llm(base_url: str | None = None, model: str | None = None, concurrency: int = 8, cache: str | None = None):
@@ -96,7 +103,10 @@ def make_llm(base_url: str | None = None, model: str | None = None, concurrency:
         return LLMClient(model=model, base_url=base_url, api_key=os.environ.get(ENV_API_KEY) or "EMPTY", **kwargs)
     if model and not (os.environ.get(ENV_API_KEY) or os.environ.get(ENV_BASE_URL)):
         raise ValueError(f"--model {model}: no endpoint; give --base-url or set ${ENV_API_KEY} for the OpenAI API")
-    return LLMClient(model=model, **kwargs)
+    llm = LLMClient(model=model, **kwargs)
+    if llm.embedded:
+        llm.max_tokens = EMBEDDED_MAX_TOKENS
+    return llm
 
 
 def run_demo(args) -> int:
@@ -122,10 +132,12 @@ def run_demo(args) -> int:
     llm = make_llm(args.base_url, args.model, args.concurrency, args.llm_cache) if needs_llm else None
     result = run_main_job(collection, systems, args.out, llm=llm, nuggets_path=args.nuggets,
                           index_dir=args.index_dir, strict=args.strict, plots=not args.no_plots,
-                          log=lambda m: print(m, flush=True))
+                          max_nuggets=args.max_nuggets, log=lambda m: print(m, flush=True))
     print(f"\nJoint table ({result.condition}; {len(collection.topics)} topics; means, † = significantly different "
           "from the first system)")
     print(result.table.to_text())
+    for note in result.notes:
+        print(f"note: {note}")
     for r in result.systems:
         for note in r.notes:
             print(f"note: {r.spec.name}: {note}")

