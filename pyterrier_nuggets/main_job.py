@@ -378,6 +378,7 @@ def _evaluate_system(spec: SystemSpec, collection: Collection, nuggets: pd.DataF
     if spec.answers:
         imported = [a for a in formats.read_answers(spec.answers, run_id=spec.name) if a.qid in topics]
         answers = formats.answers_to_frame(imported)
+        answers["query"] = answers["qid"].map(dict(zip(collection.topics["qid"], collection.topics["query"])))
         notes.append(f"answers imported from {spec.answers}")
     elif retrieved is not None and not spec.assignments:
         generator = CitedGenerator(_need(llm), k=spec.k, docstore=collection.docstore, run_id=spec.name,

@@ -185,6 +185,14 @@ def test_imported_nuggets_and_assignments(llm, tmp_path, index_dir):
     assert result.condition == "imported nuggets / AutoAssign"
     assert sorted(result.nuggets["nugget_id"]) == ["t05:n0", "t05:n1"]
 
+    # imported answers (those just generated), assigned and judged by the LLM
+    answers_path = tmp_path / "a" / "bm25-k3.answers.jsonl"
+    result = run_main_job(collection, build_systems(answers=[f"mine={answers_path}"]), str(tmp_path / "c"), llm=llm,
+                          nuggets_path=nuggets_path, index_dir=index_dir, log=lambda m: None)
+    assert list(result.table.means.columns) == ["V_strict", "A_strict", "W", "SupportP", "SupportR", "AnswerWords"]
+    assert result.systems[0].notes == [f"answers imported from {answers_path}"]
+    assert result.table.means.loc["mine", "AnswerWords"] > 0
+
     # imported assignments: first nugget supported, second not -> V_strict = 1 (one vital, supported)
     assign = {"qid": "t05", "run_id": "manual", "query": "how is cheese made from milk",
               "answer_text": "Rennet makes milk proteins coagulate into curd.",
