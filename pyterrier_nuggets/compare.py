@@ -98,8 +98,17 @@ class JointTable:
         return rows
 
     def _note(self) -> str:
-        n = self.per_query["qid"].nunique() if len(self.per_query) else 0
-        note = f"Means over {n} topics."
+        counts = {m: 0 for m in self.means.columns}
+        if len(self.per_query):
+            counts.update(self.per_query.groupby("measure")["qid"].nunique().to_dict())
+        groups: dict[int, list[str]] = {}
+        for m in self.means.columns:
+            groups.setdefault(counts[m], []).append(m)
+        if len(groups) == 1:
+            note = f"Means over {next(iter(groups))} topics."
+        else:  # e.g. topics without nuggets: the nugget measures average over fewer topics
+            note = "Means over the topics of each measure's qrels: " + "; ".join(
+                f"{', '.join(ms)}: {n}" for n, ms in groups.items()) + "."
         if self.baseline:
             note += f" † = paired t-test against {self.baseline}, p < {self.alpha}."
         return note

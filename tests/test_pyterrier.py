@@ -107,3 +107,14 @@ def test_evaluation_rows_feed_pt_experiment_for_support():
     res = pt.Experiment([run_frame(rows)], pd.DataFrame({"qid": ["t1"], "query": ["a"]}),
                         nugget_qrels(NUGGETS[:4]), [SupportP])
     assert res.iloc[0]["SupportP"] == 0.5
+
+
+def test_joint_table_note_counts_topics_per_measure():
+    qrels = nugget_qrels(NUGGETS[:8])  # nuggets for t1 and t2 only
+    seg_qrels = pd.DataFrame({"qid": ["t1", "t2", "t3", "t4"], "docno": ["d1"] * 4, "label": [1] * 4})
+    seg = pd.DataFrame({"qid": ["t1", "t2", "t3", "t4"], "docno": ["d1"] * 4, "score": [1.0] * 4})
+    table = joint_table([System("a", WEAK, seg), System("b", STRONG, seg)], qrels, seg_qrels,
+                        answer_measures=[V_strict])
+    assert "nDCG@10: 4; V_strict: 2" in table.to_text()
+    single = joint_table([System("a", WEAK, seg)], qrels, None, answer_measures=[V_strict])
+    assert "Means over 2 topics." in single.to_text()
