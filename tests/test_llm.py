@@ -159,38 +159,37 @@ def test_ask_reports_api_failure(tmp_path):
         assert not out.ok and out.error.startswith("API call failed") and server.count == 1
 
 
+class InFlight:
+    """A fake-server responder that counts requests in flight and remembers the peak."""
+
+    def __init__(self, delay: float, reply=lambda body: "[]"):
+        self.delay, self.reply = delay, reply
+        self.active = self.peak = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, body):
+        with self.lock:
+            self.active += 1
+            self.peak = max(self.peak, self.active)
+        time.sleep(self.delay)
+        with self.lock:
+            self.active -= 1
+        return self.reply(body)
+
+
 def test_map_runs_concurrently_and_in_order(tmp_path):
     # concurrency is observed on the server (requests in flight at once), not by wall time: timing
     # assertions are flaky on a loaded 2-core machine (speed is measured in benchmarks/bench_llm.py)
-    active, peak, lock = [0], [0], threading.Lock()
-
-    def responder(body):
-        with lock:
-            active[0] += 1
-            peak[0] = max(peak[0], active[0])
-        time.sleep(0.2)
-        with lock:
-            active[0] -= 1
-        return json.dumps([body["messages"][0]["content"]])
-
+    responder = InFlight(0.2, lambda body: json.dumps([body["messages"][0]["content"]]))
     with FakeOpenAIServer(responder=responder) as server:
         llm = client(server, tmp_path, concurrency=8)
         out = llm.map(lambda i: llm.chat([{"role": "user", "content": str(i)}]).text, range(16))
         assert out == [json.dumps([str(i)]) for i in range(16)]
-        assert peak[0] >= 4  # many requests were in flight together (at most 8)
+        assert responder.peak >= 4  # many requests were in flight together (at most 8)
 
 
 def test_concurrency_is_bounded(tmp_path):
-    active, peak, lock = [0], [0], threading.Lock()
-
-    def responder(body):
-        with lock:
-            active[0] += 1
-            peak[0] = max(peak[0], active[0])
-        time.sleep(0.05)
-        with lock:
-            active[0] -= 1
-        return "[]"
+    responder = InFlight(0.05)
 
     with FakeOpenAIServer(responder=responder) as server:
         llm = client(server, tmp_path, concurrency=3)
@@ -200,7 +199,7 @@ def test_concurrency_is_bounded(tmp_path):
             t.start()
         for t in threads:
             t.join()
-        assert server.count == 12 and peak[0] <= 3
+        assert server.count == 12 and responder.peak <= 3
 
 
 def test_cache_safe_across_processes(tmp_path):
