@@ -8,6 +8,7 @@ import re
 
 import pandas as pd
 import pytest
+from embedded import needs_model
 
 from pyterrier_nuggets import cli, formats
 from pyterrier_nuggets.demo import make_llm
@@ -218,9 +219,9 @@ def test_imported_nuggets_and_assignments(llm, tmp_path, index_dir):
 # ------------------------------------------------------------------------------------ embedded model
 
 @pytest.mark.slow
+@needs_model
 def test_main_job_embedded_one_topic(tmp_path, index_dir, monkeypatch):
     """The real default: the embedded SmolLM2 model for every LLM step, on one topic, BM25 top 3."""
-    pytest.importorskip("llama_cpp")
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     llm = LLMClient(cache=tmp_path / "cache.sqlite", progress=False)

