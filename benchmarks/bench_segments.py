@@ -1,6 +1,6 @@
 """Benchmark of msmarco-segment-v2.1 lookups (datasets_ext.segments) on a synthetic shard.
 
-Writes a shard of at least ``--gb`` GB decompressed in the real format (datasets_ext.synthetic) under
+Writes a shard of at least ``--gb`` GB decompressed in the real format (benchmarks/synthetic.py) under
 ``--workdir`` (default /tmp), then measures for several checkpoint spacings: access-index build time and
 size, random lookups per second cold (fresh docstore: index loaded from disk, first lookups) and warm,
 and compares with the upper bound of decompressing the shard once and seeking in the plain file. Also
@@ -19,8 +19,9 @@ import sys
 import time
 from pathlib import Path
 
+from synthetic import write_segment_shard  # benchmarks/synthetic.py, next to this script
+
 from datasets_ext.segments import N_SHARDS, SHARD_DIR, SHARD_FILE, SegmentShards, parse_segment_id
-from datasets_ext.synthetic import write_segment_shard
 
 SHARD = 7
 

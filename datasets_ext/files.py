@@ -1,4 +1,5 @@
-"""Where each dataset file comes from: public files with URL and md5, licensed files placed by the user.
+"""Where each dataset file comes from: public files with URL and md5, licensed files placed by the user;
+and :func:`atomic_write`, the one way this distribution writes a file (pyterrier_nuggets uses it too).
 
 Every file has a fixed place under ``$IR_DATASETS_HOME/<dataset directory>/``. A public file found there is
 used as is (no network); otherwise ir_datasets' ``Download`` fetches it from its URL and verifies its md5.
@@ -9,11 +10,41 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
+import tempfile
 import warnings
 from pathlib import Path
 
 import ir_datasets
 from ir_datasets.util import Download, RequestsDownload
+
+
+def _current_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_FILE_MODE = 0o666 & ~_current_umask()  # what open() would give a new file (read once, at import)
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike, mode: str = "w"):
+    """Open a temporary file next to ``path``; it replaces ``path`` only if the block completes, so the file
+    is complete or absent (never half-written). The file gets the mode a plain ``open()`` would give it
+    (0666 less the umask), not the 0600 of a temporary file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix="." + path.name + ".", suffix=".tmp")
+    try:
+        os.fchmod(fd, _FILE_MODE)
+        with os.fdopen(fd, mode, encoding=None if "b" in mode else "utf-8") as f:
+            yield f
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _md5(path: Path) -> str:

@@ -13,9 +13,7 @@ silently dropped. See docs/datasets.md and docs/benchmarks.md for the figures be
 import gzip
 import io
 import json
-import os
 import re
-import tempfile
 import warnings
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
@@ -25,6 +23,8 @@ from typing import NamedTuple
 import ir_datasets
 from ir_datasets.formats import BaseDocs
 from ir_datasets.indices import Docstore
+
+from datasets_ext.files import atomic_write
 
 NAME = "msmarco-segment-v2.1"
 N_SHARDS = 60
@@ -116,19 +116,6 @@ class SegmentsNotFound(KeyError):
         return self.args[0]
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 class IndexedShard:
     """One gzip shard with random access by decompressed byte offset (indexed_gzip + a stored index).
 
@@ -161,10 +148,12 @@ class IndexedShard:
             f.build_full_index()
             buf = io.BytesIO()
             f.export_index(fileobj=buf)
-        _atomic_write(self.index_path, gzip.compress(buf.getvalue(), compresslevel=6, mtime=0))
+        with atomic_write(self.index_path, "wb") as f:
+            f.write(gzip.compress(buf.getvalue(), compresslevel=6, mtime=0))
         meta = {"format": _INDEX_FORMAT, "spacing": self.spacing, "shard_bytes": self.path.stat().st_size,
                 "shard": str(self.path)}
-        _atomic_write(self.meta_path, json.dumps(meta).encode())
+        with atomic_write(self.meta_path, "wb") as f:
+            f.write(json.dumps(meta).encode())
 
     def ensure_index(self) -> None:
         if not self._index_is_current():

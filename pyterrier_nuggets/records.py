@@ -1,11 +1,11 @@
 """Typed records of nugget evaluation: nuggets, assignments, RAG answers, support judgments.
 
 Labels are validated on construction: an invalid label never becomes a record. Readers that meet invalid
-labels in real files report them through :class:`InvalidLabel` (see :mod:`pyterrier_nuggets.formats`).
+labels in real files report them through ``InvalidLabel`` (see :mod:`pyterrier_nuggets.formats`). This
+module imports nothing of pyterrier or openai (design.md decision 6).
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ir_measures_ext import ids
@@ -20,18 +20,20 @@ class Nugget:
     """One nugget of a topic (seed 001 §3.1-3.2).
 
     ``index`` is the nugget's 0-based position in its source list and makes its id, ``{qid}:n{index}``;
-    it stays fixed when other nuggets of the topic are dropped. ``provenance`` is free metadata (e.g.
+    it stays fixed when other nuggets of the topic are dropped. ``importance`` is ``vital`` or ``okay``, or
+    ``None`` for a nugget not scored yet (``NuggetCreator`` output): such a nugget can be assigned but has
+    no grade, so it cannot be scored or written to nugget qrels. ``provenance`` is free metadata (e.g.
     ``{"source": "post-edit"}`` in TREC RAG 2025 nuggets, or the segment ids it was created from).
     """
 
     qid: str
     index: int
     text: str
-    importance: str
+    importance: str | None
     provenance: dict = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self):
-        if self.importance not in IMPORTANCES:
+        if self.importance is not None and self.importance not in IMPORTANCES:
             raise ValueError(f"nugget importance must be one of {IMPORTANCES}, got {self.importance!r}")
 
     @property
@@ -41,6 +43,9 @@ class Nugget:
     @property
     def grade(self) -> int:
         """Relevance in nugget qrels: 2 = vital, 1 = okay."""
+        if self.importance is None:
+            raise ValueError(f"nugget {self.id} has no importance yet: score it (NuggetScorer) or give it "
+                             "'vital' or 'okay' before scoring answers against it")
         return ids.IMPORTANCE_TO_GRADE[self.importance]
 
 
@@ -128,9 +133,3 @@ class SupportJudgment:
     def score(self) -> float:
         return ids.SUPPORT_LEVEL_TO_SCORE[self.support]
 
-
-def nuggets_by_topic(nuggets: Sequence[Nugget]) -> dict[str, list[Nugget]]:
-    out: dict[str, list[Nugget]] = {}
-    for n in nuggets:
-        out.setdefault(n.qid, []).append(n)
-    return out

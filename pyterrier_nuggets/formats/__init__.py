@@ -1,0 +1,91 @@
+"""Readers and writers of every file format the package reads or writes, and their DataFrame forms: one
+module per format family, every name also available here (``formats.read_nuggets``, ...).
+
+- :mod:`.nuggets`: nugget files (nuggetizer "create" JSONL, TREC RAG 2025 nuggets) and nugget qrels.
+- :mod:`.assignments`: assignment files (nuggetizer "assign" JSONL).
+- :mod:`.answers`: TREC RAG 2024 / 2025 answer files.
+- :mod:`.support`: support judgment JSONL.
+- :mod:`.trec`: TREC runs and qrels, the rows of an evaluation run (design.md decision 1).
+- :mod:`.frames`: the DataFrame forms and every frame <-> record conversion.
+- :mod:`.files`: what they share (errors naming file, line and field; invalid-label policies; JSONL;
+  atomic writes).
+
+Every reader names file, line and field in its errors. Invalid labels (real files contain importance
+"failed" and free-text assignment labels) are counted per topic and handled by an explicit policy:
+``on_invalid="refuse"`` (default) raises :class:`InvalidLabelsError` with the counts; ``"drop"`` removes
+those nuggets from their topic and says so in a warning and in the returned report. Nothing is ever
+counted as another label. Writers are atomic: a file is complete or absent. Nothing here imports
+pyterrier or openai (design.md decision 6).
+"""
+from pyterrier_nuggets.formats.answers import (
+    answer_2024_json,
+    answer_2025_json,
+    answer_sentences,
+    read_answers,
+    write_answers_2024,
+    write_answers_2025,
+)
+from pyterrier_nuggets.formats.assignments import AssignedAnswer, AssignmentSet, read_assignments, write_assignments
+from pyterrier_nuggets.formats.files import (
+    POLICIES,
+    InputError,
+    InvalidLabel,
+    InvalidLabelReport,
+    InvalidLabelsError,
+    atomic_write,
+    read_jsonl,
+    write_jsonl,
+)
+from pyterrier_nuggets.formats.frames import (
+    ANSWER_COLUMNS,
+    ASSIGNMENT_COLUMNS,
+    NUGGET_COLUMNS,
+    SUPPORT_COLUMNS,
+    answers_to_frame,
+    as_nugget_set,
+    assigned_answers_to_frame,
+    assignment_frame_to_answers,
+    frame_to_answers,
+    frame_to_judgments,
+    frame_to_nuggets,
+    judgments_to_frame,
+    nugget_qrels,
+    nuggets_to_frame,
+    qrels_frame,
+    run_frame,
+    write_support_frame,
+)
+from pyterrier_nuggets.formats.nuggets import (
+    NuggetSet,
+    read_nugget_qrels,
+    read_nuggets,
+    write_nugget_qrels,
+    write_nuggets,
+)
+from pyterrier_nuggets.formats.support import read_support, write_support
+from pyterrier_nuggets.formats.trec import (
+    Row,
+    assignment_rows,
+    evaluation_rows,
+    read_assignment_run,
+    support_rows,
+    words_rows,
+    write_assignment_run,
+    write_qrels,
+    write_run,
+)
+
+__all__ = [
+    "InputError", "InvalidLabel", "InvalidLabelReport", "InvalidLabelsError", "POLICIES",
+    "read_jsonl", "write_jsonl", "atomic_write",
+    "NuggetSet", "read_nuggets", "write_nuggets", "write_nugget_qrels", "read_nugget_qrels",
+    "AssignedAnswer", "AssignmentSet", "read_assignments", "write_assignments",
+    "read_answers", "write_answers_2024", "write_answers_2025", "answer_2024_json", "answer_2025_json",
+    "answer_sentences", "read_support", "write_support",
+    "Row", "assignment_rows", "words_rows", "support_rows", "evaluation_rows", "write_run", "write_qrels",
+    "write_assignment_run", "read_assignment_run",
+    "NUGGET_COLUMNS", "ANSWER_COLUMNS", "ASSIGNMENT_COLUMNS", "SUPPORT_COLUMNS", "nuggets_to_frame",
+    "frame_to_nuggets", "as_nugget_set", "nugget_qrels", "answers_to_frame", "frame_to_answers",
+    "assignment_frame_to_answers", "assigned_answers_to_frame", "frame_to_judgments", "judgments_to_frame",
+    "write_support_frame", "qrels_frame", "run_frame",
+]

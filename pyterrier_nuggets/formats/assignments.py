@@ -1,0 +1,79 @@
+"""Assignment files (JSONL, one answer a line): nuggetizer "assign" output ``{qid, query, run_id?,
+answer_text, nuggets:[{text, importance, assignment}]}``."""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from pyterrier_nuggets.formats.files import (
+    InputError,
+    InvalidLabelReport,
+    check_policy,
+    finish_report,
+    get_field,
+    get_qid,
+    read_jsonl,
+    write_jsonl,
+)
+from pyterrier_nuggets.formats.nuggets import NuggetSet, nugget_json, parse_nugget_list
+from pyterrier_nuggets.records import Assignment, Nugget
+
+
+@dataclass
+class AssignedAnswer:
+    """One answer with its nuggets and their assignments (a line of a nuggetizer "assign" file)."""
+
+    qid: str
+    run_id: str
+    answer_text: str
+    nuggets: list[Nugget]
+    assignments: list[Assignment]
+    query: str = ""
+
+
+@dataclass
+class AssignmentSet:
+    answers: list[AssignedAnswer]
+    invalid: InvalidLabelReport
+
+    def nugget_set(self) -> NuggetSet:
+        """The nuggets of each topic (from the first answer of that topic)."""
+        seen: dict[str, AssignedAnswer] = {}
+        for a in self.answers:
+            seen.setdefault(a.qid, a)
+        return NuggetSet([n for a in seen.values() for n in a.nuggets], {a.qid: a.query for a in seen.values()})
+
+
+def read_assignments(path: str, on_invalid: str = "refuse", run_id: str | None = None) -> AssignmentSet:
+    """Read a nuggetizer "assign" JSONL file. ``run_id`` names the run when lines have no ``run_id``."""
+    check_policy(on_invalid)
+    report = InvalidLabelReport(on_invalid)
+    answers = []
+    seen: dict[tuple[str, str], int] = {}
+    default_run = run_id or os.path.basename(path).split(".assignments")[0]
+    for line, obj in read_jsonl(path):
+        qid = get_qid(path, line, obj, "qid", "topic_id")
+        rid = str(obj.get("run_id") or default_run)
+        if (qid, rid) in seen:
+            raise InputError(path, line, "qid", f"topic {qid} of run {rid} already appeared at line {seen[qid, rid]}")
+        seen[qid, rid] = line
+        items = get_field(path, line, obj, "nuggets", list)
+        parsed = parse_nugget_list(path, line, qid, items, True, report)
+        answer_text = obj.get("answer_text", "")
+        if not isinstance(answer_text, str):
+            raise InputError(path, line, "answer_text", f"expected a string, got {type(answer_text).__name__}")
+        answers.append(AssignedAnswer(
+            qid=qid, run_id=rid, answer_text=answer_text, query=str(obj.get("query", "")),
+            nuggets=[n for n, _ in parsed],
+            assignments=[Assignment(qid, n.index, a) for n, a in parsed]))
+    finish_report(report)
+    return AssignmentSet(answers, report)
+
+
+def write_assignments(path: str, answers: Iterable[AssignedAnswer]) -> None:
+    def line(a: AssignedAnswer) -> dict:
+        by_index = {x.nugget_index: x.assignment for x in a.assignments}
+        return {"qid": a.qid, "query": a.query, "run_id": a.run_id, "answer_text": a.answer_text,
+                "nuggets": [{**nugget_json(n), "assignment": by_index[n.index]} for n in a.nuggets]}
+    write_jsonl(path, (line(a) for a in answers))

@@ -1,0 +1,148 @@
+"""What every reader and writer of :mod:`pyterrier_nuggets.formats` shares: the input error that names file,
+line and field; the invalid-label report and its policies; JSONL reading; typed field access; atomic
+writing (:func:`datasets_ext.files.atomic_write`, the one implementation of the distribution).
+"""
+from __future__ import annotations
+
+import json
+import warnings
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from datasets_ext.files import atomic_write
+
+__all__ = ["InputError", "InvalidLabel", "InvalidLabelReport", "InvalidLabelsError", "POLICIES", "check_policy",
+           "finish_report", "read_jsonl", "read_columns", "write_jsonl", "atomic_write", "get_field", "get_qid"]
+
+POLICIES = ("refuse", "drop")
+
+
+class InputError(ValueError):
+    """Bad input: says which file, line and field, what was wrong and what to do."""
+
+    def __init__(self, path: str, line: int | None, field_name: str | None, problem: str, fix: str = ""):
+        self.path, self.line, self.field, self.problem, self.fix = str(path), line, field_name, problem, fix
+        where = self.path + (f":{line}" if line is not None else "")
+        what = f" field {field_name!r}:" if field_name else ""
+        super().__init__(f"{where}:{what} {problem}" + (f" ({fix})" if fix else ""))
+
+
+@dataclass
+class InvalidLabel:
+    """One nugget whose importance or assignment label is not a valid one."""
+
+    path: str
+    line: int
+    qid: str
+    index: int
+    field: str
+    value: Any
+
+
+@dataclass
+class InvalidLabelReport:
+    """Invalid labels met while reading, per topic; what the policy did with them."""
+
+    policy: str
+    items: list[InvalidLabel] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def per_topic(self) -> dict[str, int]:
+        return dict(Counter(i.qid for i in self.items))
+
+    def summary(self) -> str:
+        if not self.items:
+            return "no invalid labels"
+        topics = self.per_topic()
+        values = Counter(f"{i.field}={i.value!r}" for i in self.items)
+        lines = [f"{len(self.items)} nugget(s) with invalid labels in {len(topics)} topic(s):"]
+        lines += [f"  topic {q}: {n}" for q, n in sorted(topics.items())]
+        lines.append("  labels: " + ", ".join(f"{v} x{n}" for v, n in values.most_common(10)))
+        first = self.items[0]
+        lines.append(f"  first at {first.path}:{first.line} (topic {first.qid}, nugget {first.index})")
+        return "\n".join(lines)
+
+
+class InvalidLabelsError(ValueError):
+    def __init__(self, report: InvalidLabelReport):
+        self.report = report
+        super().__init__(report.summary() + "\nvalid importances: vital, okay; valid assignments: support, "
+                         "partial_support, not_support. Fix the file, or read it with on_invalid='drop' to drop "
+                         "those nuggets from their topics (reported).")
+
+
+def check_policy(on_invalid: str) -> None:
+    if on_invalid not in POLICIES:
+        raise ValueError(f"on_invalid must be one of {POLICIES}, got {on_invalid!r}")
+
+
+def finish_report(report: InvalidLabelReport) -> None:
+    """Apply the report's policy once a file is read: refuse raises, drop warns."""
+    if not report:
+        return
+    if report.policy == "refuse":
+        raise InvalidLabelsError(report)
+    warnings.warn("dropped from their topics: " + report.summary(), stacklevel=3)
+
+
+def read_jsonl(path: str) -> Iterator[tuple[int, dict]]:
+    """(line number, object) for each non-blank line; a line that is not a JSON object is an InputError."""
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise InputError(path, lineno, None, f"not valid JSON ({e.msg} at column {e.colno})",
+                                 "each line must be one JSON object") from None
+            if not isinstance(obj, dict):
+                raise InputError(path, lineno, None, f"expected a JSON object, got {type(obj).__name__}")
+            yield lineno, obj
+
+
+def read_columns(path: str, columns: str) -> Iterator[tuple[int, list[str]]]:
+    """(line number, fields) for each non-blank line of a whitespace-separated file (TREC qrels and runs);
+    ``columns`` names the fields, e.g. ``"qid 0 nugget_id relevance"``. A line with another number of
+    fields is an InputError."""
+    n = len(columns.split())
+    with open(path, encoding="utf-8") as f:
+        for lineno, row in enumerate(f, 1):
+            parts = row.split()
+            if not parts:
+                continue
+            if len(parts) != n:
+                raise InputError(path, lineno, None, f"expected {n} columns '{columns}', got {len(parts)}")
+            yield lineno, parts
+
+
+def write_jsonl(path: str, objects: Iterable[dict]) -> None:
+    with atomic_write(path) as f:
+        for obj in objects:
+            f.write(json.dumps(obj, ensure_ascii=False) + "\n")
+
+
+def get_field(path: str, line: int, obj: dict, key: str, types: type | tuple, where: str = ""):
+    """``obj[key]``, which must exist and be of ``types``; else an InputError naming ``where + key``."""
+    if key not in obj:
+        raise InputError(path, line, where + key, "missing")
+    value = obj[key]
+    if not isinstance(value, types) or (isinstance(value, bool) and types is int):
+        names = types.__name__ if isinstance(types, type) else "/".join(t.__name__ for t in types)
+        raise InputError(path, line, where + key, f"expected {names}, got {type(value).__name__} {value!r:.60}")
+    return value
+
+
+def get_qid(path: str, line: int, obj: dict, *keys: str) -> str:
+    """The topic id under the first of ``keys`` present (a non-empty string or an int)."""
+    for key in keys:
+        if key in obj:
+            value = obj[key]
+            if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
+                return str(value)
+            raise InputError(path, line, key, f"expected a topic id (string), got {value!r:.60}")
+    raise InputError(path, line, keys[0], "missing")

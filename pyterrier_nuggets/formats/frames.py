@@ -1,0 +1,213 @@
+"""The DataFrame forms of the records, and every conversion between frames and records, in one place.
+
+| frame | columns |
+|---|---|
+| nugget frame | ``qid, query, nugget_index, nugget_id, nugget_text, importance, provenance`` |
+| answer frame | ``qid, query, run_id, qanswer, sentences, references`` |
+| assignment frame | ``qid, docno, score, assignment`` (+ the answer's columns), NuggetAssigner's output |
+| support frame | ``qid, sentence, citation, docno, support, score`` (+ ``run_id``...), SupportJudge's output |
+| qrels | ``qid, docno, label`` (PyTerrier's qrels columns) |
+| evaluation run | ``qid, docno, score`` |
+
+Nuggets come in three forms (a nugget frame, a :class:`NuggetSet`, a list of :class:`Nugget`);
+:func:`as_nugget_set` accepts all three, and :func:`nugget_qrels` makes nugget qrels from any of them.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import pandas as pd
+
+from ir_measures_ext import ids
+from pyterrier_nuggets.formats.answers import answer_sentences
+from pyterrier_nuggets.formats.assignments import AssignedAnswer
+from pyterrier_nuggets.formats.nuggets import NuggetSet
+from pyterrier_nuggets.formats.support import write_support
+from pyterrier_nuggets.formats.trec import Row
+from pyterrier_nuggets.records import Answer, Assignment, Nugget, Sentence, SupportJudgment
+
+NUGGET_COLUMNS = ["qid", "query", "nugget_index", "nugget_id", "nugget_text", "importance"]
+ANSWER_COLUMNS = ["qid", "query", "run_id", "qanswer", "sentences", "references"]
+ASSIGNMENT_COLUMNS = ["qid", "docno", "score", "assignment"]
+SUPPORT_COLUMNS = ["qid", "sentence", "citation", "docno", "support", "score"]
+QRELS_COLUMNS = ["qid", "docno", "label"]
+RUN_COLUMNS = ["qid", "docno", "score"]
+
+
+# ------------------------------------------------------------------------------------------- nuggets
+
+def nuggets_to_frame(nuggets: Any, queries: dict[str, str] | None = None) -> pd.DataFrame:
+    """The nugget frame: qid, query, nugget_index, nugget_id, nugget_text, importance, provenance."""
+    nugget_set = as_nugget_set(nuggets)
+    queries = {**nugget_set.queries, **(queries or {})}
+    ns = nugget_set.nuggets
+    return pd.DataFrame({
+        "qid": [n.qid for n in ns], "query": [queries.get(n.qid, "") for n in ns],
+        "nugget_index": [n.index for n in ns], "nugget_id": [n.id for n in ns],
+        "nugget_text": [n.text for n in ns], "importance": [n.importance for n in ns],
+        "provenance": [n.provenance for n in ns]}, columns=NUGGET_COLUMNS + ["provenance"])
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def frame_to_nuggets(df: pd.DataFrame) -> NuggetSet:
+    """A nugget frame as a NuggetSet. Needs ``qid, nugget_text``; ``nugget_index`` defaults to the position
+    within the topic, ``importance`` to None (not scored yet, as NuggetCreator outputs)."""
+    missing = [c for c in ("qid", "nugget_text") if c not in df.columns]
+    if missing:
+        raise ValueError(f"nugget frame lacks columns {missing} (has {list(df.columns)})")
+    df = df.reset_index(drop=True)
+    if "nugget_index" not in df.columns:
+        df = df.assign(nugget_index=df.groupby("qid", sort=False).cumcount())
+    nuggets = []
+    for i, row in enumerate(df.to_dict("records")):
+        importance = row.get("importance")
+        prov = row.get("provenance")
+        try:
+            nuggets.append(Nugget(str(row["qid"]), int(row["nugget_index"]), str(row["nugget_text"]),
+                                  None if _missing(importance) else importance, prov if isinstance(prov, dict) else {}))
+        except ValueError as e:
+            raise ValueError(f"nugget frame row {i} (topic {row['qid']}): {e}") from None
+    queries = {}
+    if "query" in df.columns:
+        queries = {str(q): t for q, t in zip(df["qid"], df["query"]) if isinstance(t, str)}
+    return NuggetSet(nuggets, queries)
+
+
+def as_nugget_set(nuggets: Any) -> NuggetSet:
+    """Nuggets in any of their forms (a nugget frame, a NuggetSet, Nugget records) as a NuggetSet."""
+    if isinstance(nuggets, NuggetSet):
+        return nuggets
+    if isinstance(nuggets, pd.DataFrame):
+        return frame_to_nuggets(nuggets)
+    nuggets = list(nuggets)
+    for n in nuggets:
+        if not isinstance(n, Nugget):
+            raise TypeError(f"nuggets must be a nugget frame, a NuggetSet or Nugget records, got {type(n).__name__}")
+    return NuggetSet(nuggets)
+
+
+def nugget_qrels(nuggets: Any) -> pd.DataFrame:
+    """Nugget qrels (design.md decision 1) with PyTerrier column names ``qid, docno, label`` (2 vital, 1 okay),
+    as ``pt.Experiment`` takes them, from nuggets in any form. Nuggets without a valid importance are an
+    error, never given a grade."""
+    ns = as_nugget_set(nuggets).nuggets
+    unscored = [n for n in ns if n.importance is None]
+    if unscored:
+        raise ValueError(f"{len(unscored)} nuggets have no valid importance (e.g. {unscored[0].id}): score them "
+                         "(NuggetScorer) or drop them explicitly")
+    return pd.DataFrame({"qid": [n.qid for n in ns], "docno": [n.id for n in ns], "label": [n.grade for n in ns]},
+                        columns=QRELS_COLUMNS)
+
+
+# ------------------------------------------------------------------------------------------- answers
+
+def answers_to_frame(answers: Iterable[Answer]) -> pd.DataFrame:
+    """The answer frame: qid, query, run_id, qanswer and the structured answer (``sentences``: list of
+    ``{"text", "citations"}`` with citations as indices into ``references``, a list of docnos)."""
+    rows = [{"qid": a.qid, "query": a.query or "", "run_id": a.run_id, "qanswer": a.text,
+             "sentences": answer_sentences(a), "references": list(a.references)} for a in answers]
+    return pd.DataFrame(rows, columns=ANSWER_COLUMNS)
+
+
+def frame_to_answers(df: pd.DataFrame, run_id: str = "run") -> list[Answer]:
+    missing = [c for c in ("qid", "sentences", "references") if c not in df.columns]
+    if missing:
+        raise ValueError(f"answer frame lacks columns {missing} (has {list(df.columns)})")
+    out = []
+    for i, row in enumerate(df.to_dict("records")):
+        try:
+            out.append(Answer(
+                qid=str(row["qid"]), run_id=str(row.get("run_id") or run_id),
+                sentences=tuple(Sentence(s["text"], tuple(int(c) for c in s["citations"])) for s in row["sentences"]),
+                references=tuple(row["references"]), query=row.get("query")))
+        except (ValueError, KeyError, TypeError) as e:
+            raise ValueError(f"answer frame row {i} (topic {row['qid']}): {e}") from None
+    return out
+
+
+# --------------------------------------------------------------------------------------- assignments
+
+def assignment_frame_to_answers(df: pd.DataFrame, nuggets: Any, run_id: str = "run") -> list[AssignedAnswer]:
+    """The output of ``NuggetAssigner`` as assigned answers (one per run and topic), ready for
+    ``formats.write_assignments`` (nuggetizer "assign" JSONL) and ``formats.write_assignment_run``.
+
+    ``nuggets``: the nuggets that were assigned, in any form (they must have importance).
+    Rows with assignment ``failed`` are an error: they cannot be written as a label.
+    """
+    by_id = {n.id: n for n in as_nugget_set(nuggets).nuggets}
+    queries = as_nugget_set(nuggets).queries
+    bad = df[~df["assignment"].isin(ids.ASSIGNMENT_TO_SCORE)]
+    if len(bad):
+        raise ValueError(f"{len(bad)} rows have no valid assignment (e.g. {bad.iloc[0]['assignment']!r} for "
+                         f"{bad.iloc[0]['docno']}); they cannot be written as labels")
+    if "run_id" not in df.columns:
+        df = df.assign(run_id=run_id)
+    out = []
+    for (rid, qid), group in df.groupby(["run_id", "qid"], sort=False):
+        assigned = [by_id[d] for d in group["docno"]]
+        query = group["query"].iloc[0] if "query" in group.columns else queries.get(str(qid), "")
+        out.append(AssignedAnswer(
+            qid=str(qid), run_id=str(rid), answer_text=str(group["qanswer"].iloc[0]), nuggets=assigned,
+            assignments=[Assignment(n.qid, n.index, a) for n, a in zip(assigned, group["assignment"])],
+            query=str(query or "")))
+    return out
+
+
+def assigned_answers_to_frame(answers: Sequence[AssignedAnswer]) -> pd.DataFrame:
+    """Imported (e.g. manual) assignments as the frame ``NuggetAssigner`` outputs, for the ManualAssign
+    conditions of seed 000 §4.3 in ``pt.Experiment`` (e.g. via ``pt.Transformer.from_df``)."""
+    rows = [{"qid": a.qid, "docno": x.nugget_id, "score": x.score, "assignment": x.assignment, "run_id": a.run_id,
+             "query": a.query, "qanswer": a.answer_text} for a in answers for x in a.assignments]
+    return pd.DataFrame(rows, columns=ASSIGNMENT_COLUMNS + ["run_id", "query", "qanswer"])
+
+
+# ------------------------------------------------------------------------------------------- support
+
+def frame_to_judgments(df: pd.DataFrame) -> list[SupportJudgment]:
+    """The output of ``SupportJudge`` (or :func:`judgments_to_frame`) as :class:`SupportJudgment` records,
+    for ``formats.write_support`` and ``formats.support_rows``. Failed rows are an error: they cannot be
+    written or scored as a label."""
+    bad = df[~df["support"].isin(ids.SUPPORT_LEVEL_TO_SCORE)]
+    if len(bad):
+        row = bad.iloc[0]
+        raise ValueError(f"{len(bad)} row(s) have no valid support label (e.g. {row['support']!r} for topic "
+                         f"{row['qid']}, sentence {row['sentence']}); re-run the judge or drop those answers")
+    out = []
+    for r in df.to_dict("records"):
+        citation = None if _missing(r["citation"]) else int(r["citation"])
+        docno = r["docno"] if isinstance(r["docno"], str) else None
+        out.append(SupportJudgment(str(r["qid"]), int(r["sentence"]), citation, docno, r["support"]))
+    return out
+
+
+def judgments_to_frame(judgments: Iterable[SupportJudgment], run_id: str | None = None) -> pd.DataFrame:
+    """Support judgments (e.g. manual ones from ``formats.read_support``) as the frame SupportJudge outputs."""
+    rows = [{"qid": j.qid, "sentence": j.sentence, "citation": j.citation, "docno": j.docno, "support": j.support,
+             "score": j.score, **({"run_id": run_id} if run_id is not None else {})} for j in judgments]
+    return pd.DataFrame(rows, columns=SUPPORT_COLUMNS + (["run_id"] if run_id is not None else []))
+
+
+def write_support_frame(path: str, df: pd.DataFrame) -> None:
+    """Write a SupportJudge frame as support-judgment JSONL (one file per run: ``run_id`` when single)."""
+    runs = sorted(set(df["run_id"])) if "run_id" in df.columns else []
+    if len(runs) > 1:
+        raise ValueError(f"judgments of several runs {runs}: write one support file per run")
+    write_support(path, frame_to_judgments(df), run_id=runs[0] if runs else None)
+
+
+# ------------------------------------------------------------------------------------- qrels and runs
+
+def qrels_frame(judged: pd.DataFrame, label_column: str = "label") -> pd.DataFrame:
+    """PyTerrier qrels (``qid, docno, label``) from a judged frame (e.g. RelevanceJudge output)."""
+    return pd.DataFrame({"qid": judged["qid"].astype(str), "docno": judged["docno"].astype(str),
+                         "label": judged[label_column].astype(int)}).reset_index(drop=True)
+
+
+def run_frame(rows: Iterable[Row]) -> pd.DataFrame:
+    """Evaluation-run rows as a PyTerrier result frame (qid, docno, score)."""
+    return pd.DataFrame(list(rows), columns=RUN_COLUMNS)

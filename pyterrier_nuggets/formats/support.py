@@ -1,0 +1,34 @@
+"""Support judgment files (JSONL, one judgment a line): ``{qid, run_id?, sentence, citation, docno,
+support}`` (seed 004 §3.2 labels full / partial / none)."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pyterrier_nuggets.formats.files import InputError, get_field, get_qid, read_jsonl, write_jsonl
+from pyterrier_nuggets.records import SUPPORT_LEVELS, SupportJudgment
+
+
+def read_support(path: str) -> list[SupportJudgment]:
+    """Support judgments ``{qid, run_id?, sentence, citation, docno, support}``; ``citation`` null and
+    ``support`` "none" for a sentence without citation. Human judgments use the same form."""
+    out = []
+    for line, obj in read_jsonl(path):
+        qid = get_qid(path, line, obj, "qid", "topic_id")
+        sentence = get_field(path, line, obj, "sentence", int)
+        citation = obj.get("citation")
+        if citation is not None and (isinstance(citation, bool) or not isinstance(citation, int)):
+            raise InputError(path, line, "citation", f"expected an int or null, got {citation!r:.60}")
+        support = obj.get("support")
+        if support not in SUPPORT_LEVELS:
+            raise InputError(path, line, "support", f"{support!r} is not one of {SUPPORT_LEVELS}")
+        docno = obj.get("docno")
+        try:
+            out.append(SupportJudgment(qid, sentence, citation, docno, support))
+        except ValueError as e:
+            raise InputError(path, line, "support", str(e)) from None
+    return out
+
+
+def write_support(path: str, judgments: Iterable[SupportJudgment], run_id: str | None = None) -> None:
+    write_jsonl(path, ({"qid": j.qid, **({"run_id": run_id} if run_id else {}), "sentence": j.sentence,
+                        "citation": j.citation, "docno": j.docno, "support": j.support} for j in judgments))

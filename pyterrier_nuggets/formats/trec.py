@@ -1,0 +1,111 @@
+"""TREC run and qrels files, and the rows of an *evaluation run* (design.md decision 1; ids in
+:mod:`ir_measures_ext.ids`): ``qid Q0 ROW_ID rank SCORE tag`` with one row per nugget assignment
+(``{qid}:n{i}``), per judged citation (``{qid}:s{j}:c{k}:{docno}``), per uncited sentence
+(``{qid}:s{j}:uncited``) and one answer-length row (``{qid}:words``)."""
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator
+
+from ir_measures_ext import ids
+from ir_measures_ext.scoring import answer_words
+from pyterrier_nuggets.formats.assignments import AssignedAnswer
+from pyterrier_nuggets.formats.files import InputError, atomic_write, read_columns
+from pyterrier_nuggets.formats.nuggets import NuggetSet
+from pyterrier_nuggets.records import Answer, Assignment, SupportJudgment
+
+Row = tuple[str, str, float]  # (qid, row id, score)
+
+
+def assignment_rows(assignments: Iterable[Assignment]) -> Iterator[Row]:
+    for a in assignments:
+        yield a.qid, a.nugget_id, a.score
+
+
+def words_rows(answers: Iterable[Answer | AssignedAnswer]) -> Iterator[Row]:
+    for a in answers:
+        text = a.text if isinstance(a, Answer) else a.answer_text
+        yield a.qid, ids.words_id(a.qid), float(answer_words(text))
+
+
+def support_rows(judgments: Iterable[SupportJudgment]) -> Iterator[Row]:
+    for j in judgments:
+        yield j.qid, ids.support_id(j.qid, j.sentence, j.citation, j.docno), j.score
+
+
+def evaluation_rows(assigned: Iterable[AssignedAnswer] = (), answers: Iterable[Answer] = (),
+                    support: Iterable[SupportJudgment] = ()) -> list[Row]:
+    """All rows of one run's evaluation run: nugget assignments, answer lengths, support judgments.
+    Answer lengths come from ``answers`` when given, else from the assigned answers' text."""
+    assigned, answers = list(assigned), list(answers)
+    rows: list[Row] = []
+    for a in assigned:
+        rows += assignment_rows(a.assignments)
+    rows += words_rows(answers if answers else assigned)
+    rows += support_rows(support)
+    return rows
+
+
+def write_run(path: str, rows: Iterable[Row], run_tag: str) -> None:
+    """A TREC run ``qid Q0 row_id rank score tag``; rank counts rows of a topic from 1, in given order."""
+    if not run_tag or any(c.isspace() for c in run_tag):
+        raise ValueError(f"run tag must be non-empty without whitespace, got {run_tag!r}")
+    ranks: Counter = Counter()
+    with atomic_write(path) as f:
+        for qid, row_id, score in rows:
+            if any(c.isspace() for c in row_id):
+                raise ValueError(f"row id {row_id!r} of topic {qid} contains whitespace; it cannot be written "
+                                 "in a TREC run")
+            ranks[qid] += 1
+            f.write(f"{qid} Q0 {row_id} {ranks[qid]} {score:g} {run_tag}\n")
+
+
+def write_qrels(path: str, rows: Iterable[tuple[str, str, int]]) -> None:
+    """A TREC qrels file ``qid 0 docno relevance``, one line per ``(qid, docno, relevance)``."""
+    with atomic_write(path) as f:
+        for qid, docno, label in rows:
+            f.write(f"{qid} 0 {docno} {label}\n")
+
+
+def write_assignment_run(path: str, answers: Iterable[AssignedAnswer], run_tag: str | None = None) -> None:
+    """The assignment run of decision 1 for answers of ONE run, with each answer's ``:words`` row."""
+    answers = list(answers)
+    tags = {a.run_id for a in answers}
+    if len(tags) > 1 and run_tag is None:
+        raise ValueError(f"answers of several runs {sorted(tags)}: write one assignment run per run")
+    tag = run_tag or (tags.pop() if tags else "run")
+
+    def rows():
+        for a in answers:
+            yield from assignment_rows(a.assignments)
+            yield from words_rows([a])
+    write_run(path, rows(), tag)
+
+
+def read_assignment_run(path: str, nuggets: NuggetSet, run_id: str | None = None) -> list[AssignedAnswer]:
+    """An assignment run back to assigned answers, with the nuggets (qrels + texts) it was made for.
+    A nugget without a row is not supported (decision 1); a row for an unknown nugget is an error."""
+    by_topic = nuggets.by_topic()
+    known = {n.id for n in nuggets.nuggets}
+    rows: dict[str, dict[int, str]] = {}
+    tag = run_id
+    for line, (qid, _, row_id, _, score, t) in read_columns(path, "qid Q0 id rank score tag"):
+        tag = tag or t
+        kind = ids.parse_row_id(qid, row_id)
+        if kind.kind != "nugget":
+            continue
+        if row_id not in known:
+            raise InputError(path, line, "doc_id", f"nugget {row_id} is not in the nugget qrels")
+        try:
+            label = ids.SCORE_TO_ASSIGNMENT[float(score)]
+        except (ValueError, KeyError):
+            raise InputError(path, line, "score", f"{score!r} is not 1 (support), 0.5 (partial_support) or "
+                             "0 (not_support)") from None
+        rows.setdefault(qid, {})[kind.nugget] = label
+    out = []
+    for qid, assigned in rows.items():
+        ns = by_topic.get(qid, [])
+        out.append(AssignedAnswer(
+            qid=qid, run_id=tag or "run", answer_text="", query=nuggets.queries.get(qid, ""), nuggets=ns,
+            assignments=[Assignment(qid, n.index, assigned.get(n.index, ids.NOT_SUPPORT)) for n in ns]))
+    return out
