@@ -75,8 +75,15 @@ def load_prompt(prompt: None | str | os.PathLike | PromptTemplate, default: str)
     return PromptTemplate.load(prompt)
 
 
+# The packaged prompt files, by the step that uses them (each file names its source in its comments).
 NUGGET_CREATION = "nugget_creation.txt"
 NUGGET_SCORING = "nugget_scoring.txt"
 NUGGET_ASSIGNMENT = "nugget_assignment.txt"
 NUGGET_ASSIGNMENT_2GRADE = "nugget_assignment_2grade.txt"
-REASK = "reask.txt"
+CITED_GENERATION = "cited_generation.txt"
+SUPPORT_JUDGMENT = "support_judgment.txt"
+RELEVANCE_UMBRELA = "relevance_umbrela.txt"
+REASK_LIST = "reask_list.txt"
+REASK_GENERATION = "reask_generation.txt"
+REASK_SUPPORT = "reask_support.txt"
+REASK_RELEVANCE = "reask_relevance.txt"

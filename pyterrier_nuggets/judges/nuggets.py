@@ -8,125 +8,27 @@
 
 Failures (an API call that failed after its retries, an output still invalid after the re-asks) are
 never scored and never dropped silently: each transformer records them in ``failures`` (with the raw
-outputs), summarises them per topic (:func:`failure_summary`) and applies an explicit ``on_failure``
-policy, by default ``"raise"`` once all other work is done (and cached).
+outputs), summarises them per topic and applies an explicit ``on_failure`` policy, by default ``"raise"``
+once all other work is done (and cached); see :mod:`pyterrier_nuggets.judges.base`.
 """
 from __future__ import annotations
 
 import functools
 import json
 import math
-import threading
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 import pyterrier as pt
 
 from ir_measures_ext import ids
-from pyterrier_nuggets.formats import AssignedAnswer, NuggetSet, frame_to_nuggets
+from pyterrier_nuggets.formats.frames import ASSIGNMENT_COLUMNS, NUGGET_COLUMNS, as_nugget_set
+from pyterrier_nuggets.judges.base import FAILED, Failure, LLMJudge
 from pyterrier_nuggets.llm import LLMClient
-from pyterrier_nuggets.model import Assignment, Nugget
-from pyterrier_nuggets.parsing import parse_labels, parse_strings
-from pyterrier_nuggets.prompts import (
-    NUGGET_ASSIGNMENT,
-    NUGGET_ASSIGNMENT_2GRADE,
-    NUGGET_CREATION,
-    NUGGET_SCORING,
-    REASK,
-    load_prompt,
-)
-
-NUGGET_COLUMNS = ["qid", "query", "nugget_index", "nugget_id", "nugget_text", "importance"]
-ASSIGNMENT_COLUMNS = ["qid", "docno", "score", "assignment"]
-FAILED = "failed"
-
-
-# ------------------------------------------------------------------------------------------ failures
-
-@dataclass
-class Failure:
-    """One unit of LLM work that did not give a usable answer."""
-
-    stage: str  # "create" | "score" | "assign"
-    qid: str
-    what: str  # which window / batch / answer
-    error: str
-    raw: list[str] = field(default_factory=list)
-
-
-class NuggetizationError(RuntimeError):
-    """Some LLM work failed and the policy is ``on_failure="raise"``; ``failures`` lists it all."""
-
-    def __init__(self, stage: str, failures: list[Failure], alternatives: str):
-        self.failures = failures
-        summary = failure_summary(failures)
-        super().__init__(
-            f"{len(failures)} {stage} step(s) failed on {summary['qid'].nunique()} topic(s); nothing was scored "
-            f"in their place.\n{summary.to_string(index=False)}\nThe successful work is cached: re-running only "
-            f"repeats the failed calls. To go on without them, pass on_failure={alternatives}. The raw outputs "
-            "are in this error's .failures.")
-
-
-def failure_summary(failures: Sequence[Failure]) -> pd.DataFrame:
-    """Failures per topic and stage: count, what failed, the first error."""
-    rows = {}
-    for f in failures:
-        row = rows.setdefault((f.qid, f.stage), {"qid": f.qid, "stage": f.stage, "failures": 0, "what": [],
-                                                 "first_error": f.error})
-        row["failures"] += 1
-        row["what"].append(f.what)
-    out = pd.DataFrame(list(rows.values()), columns=["qid", "stage", "failures", "what", "first_error"])
-    out["what"] = out["what"].map("; ".join)
-    return out
-
-
-def _check_policy(value: str, allowed: tuple[str, ...]) -> str:
-    if value not in allowed:
-        raise ValueError(f"on_failure must be one of {allowed}, got {value!r}")
-    return value
-
-
-class _LLMTransformer(pt.Transformer):
-    """Shared plumbing: a lazily created default client, failure bookkeeping, the re-ask prompt."""
-
-    llm: Any
-    on_failure: str
-    _stage = ""
-    _alternatives = ""
-
-    def _init_common(self):
-        self._default_llm = None
-        self._lock = threading.Lock()
-        self._reask_prompt = load_prompt(None, REASK)
-        self.failures: list[Failure] = []
-
-    def _client(self) -> LLMClient:
-        if self.llm is not None:
-            return self.llm
-        with self._lock:
-            if self._default_llm is None:
-                self._default_llm = LLMClient()
-            return self._default_llm
-
-    def _reask(self, error: str) -> str:
-        return self._reask_prompt.render(error=error)[-1]["content"]
-
-    def _finish(self, failures: list[Failure]) -> None:
-        self.failures = failures
-        if not failures:
-            return
-        if self.on_failure == "raise":
-            raise NuggetizationError(self._stage, failures, self._alternatives)
-        summary = failure_summary(failures)
-        warnings.warn(f"{type(self).__name__}: {len(failures)} failed step(s), policy on_failure="
-                      f"{self.on_failure!r}; see .failures\n{summary.to_string(index=False)}", stacklevel=3)
-
-    def failure_summary(self) -> pd.DataFrame:
-        """Per-topic summary of the failures of the last transform."""
-        return failure_summary(self.failures)
+from pyterrier_nuggets.llm.parsing import parse_labels, parse_strings
+from pyterrier_nuggets.prompts import NUGGET_ASSIGNMENT, NUGGET_ASSIGNMENT_2GRADE, NUGGET_CREATION, NUGGET_SCORING
 
 
 def _json_list(items: Sequence[str]) -> str:
@@ -141,14 +43,9 @@ def _labels_schema(labels: Sequence[str], n: int) -> dict:
     return {"type": "array", "items": {"type": "string", "enum": list(labels)}, "minItems": n, "maxItems": n}
 
 
-def _empty_like(inp: pd.DataFrame, columns: Sequence[str], drop: Sequence[str] = ()) -> pd.DataFrame:
-    keep = [c for c in inp.columns if c not in columns and c not in drop]
-    return pd.DataFrame(columns=[c for c in columns] + keep)
-
-
 # ------------------------------------------------------------------------------------------ creation
 
-class NuggetCreator(_LLMTransformer):
+class NuggetCreator(LLMJudge):
     """Iterative nugget creation from judged segments (seed 000 §4.1.1, Figure 1; seed 001 §3.1).
 
     Input: one row per judged segment, columns ``qid, query, text`` and the grade column (``label``, as
@@ -165,28 +62,23 @@ class NuggetCreator(_LLMTransformer):
     the running list as it was and is reported in ``failures``.
     """
 
-    _stage = "nugget creation"
-    _alternatives = "'continue' (a failed window leaves the running list unchanged, and is reported)"
+    step = "create"
+    step_name = "nugget creation"
+    repr_params = ("min_grade", "window", "max_nuggets", "max_words")
+    failure_policies = {"raise": "stop with an error once all topics ran",
+                        "continue": "a failed window leaves the running list unchanged, and is reported"}
+    default_prompt = NUGGET_CREATION
 
     def __init__(self, llm: LLMClient | None = None, *, min_grade: int | None = 1, window: int = 10,
                  max_nuggets: int = 30, max_words: int = 12, grade_column: str = "label", prompt=None,
                  max_reasks: int = 2, on_failure: str = "raise"):
-        self.llm = llm
         self.min_grade = min_grade
         self.window = window
         self.max_nuggets = max_nuggets
         self.max_words = max_words
         self.grade_column = grade_column
-        self.prompt = prompt
-        self.max_reasks = max_reasks
-        self.on_failure = _check_policy(on_failure, ("raise", "continue"))
-        self._template = load_prompt(prompt, NUGGET_CREATION)
-        self._memo: dict = {}
-        self._init_common()
-
-    def __repr__(self) -> str:
-        return (f"NuggetCreator(llm={self.llm!r}, min_grade={self.min_grade}, window={self.window}, "
-                f"max_nuggets={self.max_nuggets}, max_words={self.max_words}, prompt={self._template.source!r})")
+        self.setup(llm, prompt, max_reasks, on_failure)
+        self._topic_memo: dict = {}  # a topic's whole chain of windows, once it succeeded
 
     def _schema(self) -> dict:
         # Used in JSON mode only (the embedded model): at least one nugget, words separated by single spaces.
@@ -202,8 +94,7 @@ class NuggetCreator(_LLMTransformer):
         out_columns = NUGGET_COLUMNS + topic_columns
         failures: list[Failure] = []
         if inp.empty:
-            self.failures = []
-            return pd.DataFrame(columns=out_columns)
+            return self.nothing_to_do(out_columns)
         df = inp
         if self.min_grade is not None:
             grades = pd.to_numeric(df[self.grade_column], errors="coerce")
@@ -217,7 +108,7 @@ class NuggetCreator(_LLMTransformer):
         if no_segments:
             warnings.warn(f"NuggetCreator: {len(no_segments)} topic(s) have no judged segment with grade >= "
                           f"{self.min_grade}, so no nuggets: {', '.join(no_segments[:10])}", stacklevel=2)
-        llm = self._client()
+        llm = self.client()
         results = llm.map(functools.partial(self._create, llm), topics, desc="creating nuggets", unit="topic")
         rows = []
         for (qid, query, _, extra), (nuggets, topic_failures) in zip(topics, results):
@@ -225,38 +116,37 @@ class NuggetCreator(_LLMTransformer):
             for i, text in enumerate(nuggets):
                 rows.append({"qid": qid, "query": query, "nugget_index": i, "nugget_id": ids.nugget_id(qid, i),
                              "nugget_text": text, "importance": None, **extra})
-        self._finish(failures)
+        self.finish(failures)
         return pd.DataFrame(rows, columns=out_columns)
 
     def _create(self, llm: LLMClient, topic) -> tuple[list[str], list[Failure]]:
         qid, query, segments, _ = topic
         key = (qid, query, segments)
-        if key in self._memo:
-            return self._memo[key]
+        if key in self._topic_memo:
+            return self._topic_memo[key]
         parse = functools.partial(parse_strings, max_items=self.max_nuggets, max_words=self.max_words)
         nuggets: list[str] = []
         failures = []
         for start in range(0, len(segments), self.window):
             window = segments[start:start + self.window]
             context = "\n".join(f"[{i}] {text}" for i, text in enumerate(window, 1))
-            messages = self._template.render(query=query, context=context, nuggets=_json_list(nuggets),
-                                             nugget_count=len(nuggets), max_words=self.max_words,
-                                             max_nuggets=self.max_nuggets)
-            outcome = llm.ask(messages, parse, reask=self._reask, max_reasks=self.max_reasks,
-                              json_schema=self._schema())
+            messages = self.template.render(query=query, context=context, nuggets=_json_list(nuggets),
+                                            nugget_count=len(nuggets), max_words=self.max_words,
+                                            max_nuggets=self.max_nuggets)
+            outcome = self.ask(llm, messages, parse, json_schema=self._schema())
             if outcome.ok:
                 nuggets = outcome.value
             else:
-                failures.append(Failure("create", qid, f"segments {start + 1}-{start + len(window)}",
+                failures.append(Failure(self.step, qid, f"segments {start + 1}-{start + len(window)}",
                                         outcome.error, outcome.raw))
         if not failures:  # failed windows are tried again on the next transform
-            self._memo[key] = (nuggets, failures)
+            self._topic_memo[key] = (nuggets, failures)
         return nuggets, failures
 
 
 # ------------------------------------------------------------------------------------------- scoring
 
-class NuggetScorer(_LLMTransformer):
+class NuggetScorer(LLMJudge):
     """Importance labels vital / okay (seed 000 §4.1.1, Figure 2; seed 001 §3.1), ``batch_size`` (10)
     nuggets per call; then the nuggets of each topic are sorted vital first (stable within a label) and
     the first ``keep`` (20; ``None`` keeps all) are kept and renumbered: ``nugget_index`` is the position
@@ -269,30 +159,24 @@ class NuggetScorer(_LLMTransformer):
     are left out of the topic's list (listed in ``failures``), never given a label they did not get.
     """
 
-    _stage = "nugget scoring"
-    _alternatives = "'exclude' (nuggets without importance are left out of the nugget list, and reported)"
+    step = "score"
+    step_name = "nugget scoring"
+    repr_params = ("batch_size", "keep")
+    failure_policies = {"raise": "stop with an error once all batches ran",
+                        "exclude": "nuggets without importance are left out of the nugget list, and reported"}
+    default_prompt = NUGGET_SCORING
 
     def __init__(self, llm: LLMClient | None = None, *, batch_size: int = 10, keep: int | None = 20, prompt=None,
                  max_reasks: int = 2, on_failure: str = "raise"):
-        self.llm = llm
         self.batch_size = batch_size
         self.keep = keep
-        self.prompt = prompt
-        self.max_reasks = max_reasks
-        self.on_failure = _check_policy(on_failure, ("raise", "exclude"))
-        self._template = load_prompt(prompt, NUGGET_SCORING)
-        self._init_common()
-
-    def __repr__(self) -> str:
-        return (f"NuggetScorer(llm={self.llm!r}, batch_size={self.batch_size}, keep={self.keep}, "
-                f"prompt={self._template.source!r})")
+        self.setup(llm, prompt, max_reasks, on_failure)
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.columns(inp, includes=["qid", "query", "nugget_text"], context=self)
         columns = list(dict.fromkeys(NUGGET_COLUMNS + list(inp.columns)))
         if inp.empty:
-            self.failures = []
-            return pd.DataFrame(columns=columns)
+            return self.nothing_to_do(columns)
         df = inp.reset_index(drop=True)
         if "nugget_index" in df.columns:
             df = df.sort_values(["nugget_index"], kind="stable")
@@ -303,7 +187,7 @@ class NuggetScorer(_LLMTransformer):
             texts = [str(t) for t in group["nugget_text"]]
             for start in range(0, len(texts), self.batch_size):
                 tasks.append((qid, query, start, tuple(texts[start:start + self.batch_size])))
-        llm = self._client()
+        llm = self.client()
         outcomes = llm.map(functools.partial(self._score, llm), tasks, desc="scoring nuggets", unit="call")
         labels: dict[tuple[str, int], str] = {}
         failures = []
@@ -311,9 +195,9 @@ class NuggetScorer(_LLMTransformer):
             if outcome.ok:
                 labels.update({(qid, start + i): label for i, label in enumerate(outcome.value)})
             else:
-                failures.append(Failure("score", qid, f"nuggets {start}-{start + len(batch) - 1}", outcome.error,
+                failures.append(Failure(self.step, qid, f"nuggets {start}-{start + len(batch) - 1}", outcome.error,
                                         outcome.raw))
-        self._finish(failures)
+        self.finish(failures)
         parts = []
         for qid, group in topics:
             group = group.copy()
@@ -331,41 +215,24 @@ class NuggetScorer(_LLMTransformer):
 
     def _score(self, llm: LLMClient, task):
         qid, query, start, batch = task
-        messages = self._template.render(count=len(batch), query=query, nuggets=_json_list(batch))
+        messages = self.template.render(count=len(batch), query=query, nuggets=_json_list(batch))
         allowed = (ids.VITAL, ids.OKAY)
-        return llm.ask(messages, functools.partial(parse_labels, n=len(batch), allowed=allowed),
-                       reask=self._reask, max_reasks=self.max_reasks, json_schema=_labels_schema(allowed, len(batch)))
+        return self.ask(llm, messages, functools.partial(parse_labels, n=len(batch), allowed=allowed),
+                        json_schema=_labels_schema(allowed, len(batch)))
 
 
 # ---------------------------------------------------------------------------------------- assignment
 
-def _nugget_lists(nuggets) -> dict[str, tuple[str, list[tuple[int, str]]]]:
-    """qid -> (query, [(nugget_index, nugget_text)]) from a nugget frame, a NuggetSet or Nuggets."""
+def _topic_lists(nuggets: Any) -> dict[str, tuple[str, list[tuple[int, str]]]]:
+    """qid -> (query, [(nugget_index, nugget_text)] in index order), from nuggets in any form."""
+    nugget_set = as_nugget_set(nuggets)
     out: dict[str, tuple[str, list[tuple[int, str]]]] = {}
-    if isinstance(nuggets, pd.DataFrame):
-        missing = [c for c in ("qid", "nugget_text") if c not in nuggets.columns]
-        if missing:
-            raise ValueError(f"nugget frame lacks columns {missing} (has {list(nuggets.columns)})")
-        df = nuggets.reset_index(drop=True)
-        if "nugget_index" not in df.columns:
-            df = df.assign(nugget_index=df.groupby("qid", sort=False).cumcount())
-        for row in df.sort_values("nugget_index", kind="stable").itertuples(index=False):
-            query = getattr(row, "query", "") if "query" in df.columns else ""
-            entry = out.setdefault(str(row.qid), (str(query or ""), []))
-            entry[1].append((int(row.nugget_index), str(row.nugget_text)))
-        return out
-    queries = {}
-    if isinstance(nuggets, NuggetSet):
-        queries = nuggets.queries
-        nuggets = nuggets.nuggets
-    for n in sorted(nuggets, key=lambda n: n.index):
-        if not isinstance(n, Nugget):
-            raise TypeError(f"nuggets must be a nugget frame, a NuggetSet or Nugget records, got {type(n).__name__}")
-        out.setdefault(n.qid, (queries.get(n.qid, ""), []))[1].append((n.index, n.text))
+    for n in sorted(nugget_set.nuggets, key=lambda n: n.index):
+        out.setdefault(n.qid, (nugget_set.queries.get(n.qid, ""), []))[1].append((n.index, n.text))
     return out
 
 
-class NuggetAssigner(_LLMTransformer):
+class NuggetAssigner(LLMJudge):
     """Nugget assignment against whole answers (seed 000 §4.2.1, Figure 3; seed 001 §3.3), listwise,
     ``batch_size`` (10) nuggets per call. ``grades=3``: support / partial_support / not_support;
     ``grades=2``: support / not_support (prompt ``nugget_assignment_2grade.txt``).
@@ -386,32 +253,29 @@ class NuggetAssigner(_LLMTransformer):
     inspection; do not pass such a frame to the measures).
     """
 
-    _stage = "nugget assignment"
-    _alternatives = ("'exclude_answer' (answers with a failed nugget give no rows, and are reported) or 'mark' "
-                     "(failed rows kept with assignment 'failed', score NaN)")
+    step = "assign"
+    step_name = "nugget assignment"
+    repr_params = ("grades", "batch_size")
+    failure_policies = {"raise": "stop with an error once all answers ran",
+                        "exclude_answer": "answers with a failed nugget give no rows, and are reported",
+                        "mark": "failed rows kept with assignment 'failed', score NaN"}
 
     def __init__(self, nuggets, llm: LLMClient | None = None, *, grades: int = 3, batch_size: int = 10,
                  prompt=None, max_reasks: int = 2, on_failure: str = "raise"):
         if grades not in (2, 3):
             raise ValueError(f"grades must be 2 or 3, got {grades!r}")
         self.nuggets = nuggets
-        self.llm = llm
         self.grades = grades
         self.batch_size = batch_size
-        self.prompt = prompt
-        self.max_reasks = max_reasks
-        self.on_failure = _check_policy(on_failure, ("raise", "exclude_answer", "mark"))
         self.labels = ((ids.SUPPORT, ids.PARTIAL_SUPPORT, ids.NOT_SUPPORT) if grades == 3
                        else (ids.SUPPORT, ids.NOT_SUPPORT))
-        self._template = load_prompt(prompt, NUGGET_ASSIGNMENT if grades == 3 else NUGGET_ASSIGNMENT_2GRADE)
-        self._lists = _nugget_lists(nuggets)
-        self._memo: dict = {}
-        self._init_common()
+        self.default_prompt = NUGGET_ASSIGNMENT if grades == 3 else NUGGET_ASSIGNMENT_2GRADE
+        self.setup(llm, prompt, max_reasks, on_failure)
+        self._lists = _topic_lists(nuggets)
 
-    def __repr__(self) -> str:
+    def repr_prefix(self) -> list[str]:
         n = sum(len(v[1]) for v in self._lists.values())
-        return (f"NuggetAssigner(<{n} nuggets of {len(self._lists)} topics>, llm={self.llm!r}, grades={self.grades}, "
-                f"batch_size={self.batch_size}, prompt={self._template.source!r})")
+        return [f"<{n} nuggets of {len(self._lists)} topics>"]
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.columns(inp, includes=["qid", "qanswer"], context=self)
@@ -419,8 +283,7 @@ class NuggetAssigner(_LLMTransformer):
         passthrough = [c for c in inp.columns if c not in owned]
         columns = ASSIGNMENT_COLUMNS + [c for c in passthrough if c != "qid"]
         if inp.empty:
-            self.failures = []
-            return pd.DataFrame(columns=columns)
+            return self.nothing_to_do(columns)
         records = inp[passthrough].to_dict("records")
         keys = []
         for r in records:
@@ -433,7 +296,7 @@ class NuggetAssigner(_LLMTransformer):
             texts = [t for _, t in self._lists.get(key[0], ("", []))[1]]
             for start in range(0, len(texts), self.batch_size):
                 tasks.append((key, start, tuple(texts[start:start + self.batch_size])))
-        llm = self._client()
+        llm = self.client()
         outcomes = llm.map(functools.partial(self._assign, llm), tasks, desc="assigning nuggets", unit="call")
         labels: dict = {}
         failed: dict = {}
@@ -447,9 +310,9 @@ class NuggetAssigner(_LLMTransformer):
             for (fkey, start), (batch, outcome) in failed.items():
                 if fkey == key:
                     run = f"run {r['run_id']}, " if "run_id" in r else ""
-                    failures.append(Failure("assign", key[0], f"{run}answer {_short(key[2])!r}, nuggets "
+                    failures.append(Failure(self.step, key[0], f"{run}answer {_short(key[2])!r}, nuggets "
                                             f"{start}-{start + len(batch) - 1}", outcome.error, outcome.raw))
-        self._finish(failures)
+        self.finish(failures)
         rows = []
         for r, key in zip(records, keys):
             nuggets = self._lists.get(key[0], ("", []))[1]
@@ -465,68 +328,10 @@ class NuggetAssigner(_LLMTransformer):
 
     def _assign(self, llm: LLMClient, task):
         (qid, query, answer), start, batch = task
-        memo_key = (qid, query, answer, batch, self._template)
-        if memo_key in self._memo:
-            return self._memo[memo_key]
-        messages = self._template.render(count=len(batch), query=query, answer=answer, nuggets=_json_list(batch))
-        outcome = llm.ask(messages, functools.partial(parse_labels, n=len(batch), allowed=self.labels),
-                          reask=self._reask, max_reasks=self.max_reasks,
-                          json_schema=_labels_schema(self.labels, len(batch)))
-        if outcome.ok:
-            self._memo[memo_key] = outcome
-        return outcome
+        messages = self.template.render(count=len(batch), query=query, answer=answer, nuggets=_json_list(batch))
+        return self.ask(llm, messages, functools.partial(parse_labels, n=len(batch), allowed=self.labels),
+                        memo_key=(qid, query, answer, batch), json_schema=_labels_schema(self.labels, len(batch)))
 
 
 def _short(text: str, n: int = 40) -> str:
     return text if len(text) <= n else text[:n - 3] + "..."
-
-
-# --------------------------------------------------------------------------------------- conversions
-
-def assignment_frame_to_answers(df: pd.DataFrame, nuggets, run_id: str = "run") -> list[AssignedAnswer]:
-    """The output of :class:`NuggetAssigner` as assigned answers (one per run and topic), ready for
-    ``formats.write_assignments`` (nuggetizer "assign" JSONL) and ``formats.write_assignment_run``.
-
-    ``nuggets``: the nugget frame, NuggetSet or Nugget list that was assigned (it must have importance).
-    Rows with assignment ``failed`` are an error: they cannot be written as a label.
-    """
-    if isinstance(nuggets, pd.DataFrame):
-        nuggets = frame_to_nuggets(nuggets)
-    if not isinstance(nuggets, NuggetSet):
-        nuggets = NuggetSet(list(nuggets))
-    by_id = {n.id: n for n in nuggets.nuggets}
-    bad = df[~df["assignment"].isin(ids.ASSIGNMENT_TO_SCORE)]
-    if len(bad):
-        raise ValueError(f"{len(bad)} rows have no valid assignment (e.g. {bad.iloc[0]['assignment']!r} for "
-                         f"{bad.iloc[0]['docno']}); they cannot be written as labels")
-    if "run_id" not in df.columns:
-        df = df.assign(run_id=run_id)
-    out = []
-    for (rid, qid), group in df.groupby(["run_id", "qid"], sort=False):
-        assigned = [by_id[d] for d in group["docno"]]
-        query = group["query"].iloc[0] if "query" in group.columns else nuggets.queries.get(str(qid), "")
-        out.append(AssignedAnswer(
-            qid=str(qid), run_id=str(rid), answer_text=str(group["qanswer"].iloc[0]), nuggets=assigned,
-            assignments=[Assignment(n.qid, n.index, a) for n, a in zip(assigned, group["assignment"])],
-            query=str(query or "")))
-    return out
-
-
-def assigned_answers_to_frame(answers: Sequence[AssignedAnswer]) -> pd.DataFrame:
-    """Imported (e.g. manual) assignments as the frame :class:`NuggetAssigner` outputs, for the
-    ManualAssign conditions of seed 000 §4.3 in ``pt.Experiment`` (e.g. via ``pt.Transformer.from_df``)."""
-    rows = [{"qid": a.qid, "docno": x.nugget_id, "score": x.score, "assignment": x.assignment, "run_id": a.run_id,
-             "query": a.query, "qanswer": a.answer_text} for a in answers for x in a.assignments]
-    return pd.DataFrame(rows, columns=ASSIGNMENT_COLUMNS + ["run_id", "query", "qanswer"])
-
-
-def nugget_qrels_frame(nuggets: pd.DataFrame) -> pd.DataFrame:
-    """Nugget qrels (design.md decision 1) from a nugget frame, with PyTerrier column names ``qid, docno,
-    label`` (2 vital, 1 okay), as ``pt.Experiment`` takes them. Nuggets without a valid importance are an
-    error, never given a grade."""
-    bad = nuggets[~nuggets["importance"].isin(ids.IMPORTANCE_TO_GRADE)]
-    if len(bad):
-        raise ValueError(f"{len(bad)} nuggets have no valid importance (e.g. {bad.iloc[0]['importance']!r} for "
-                         f"{bad.iloc[0]['nugget_id']}): score them (NuggetScorer) or drop them explicitly")
-    return pd.DataFrame({"qid": nuggets["qid"].astype(str), "docno": nuggets["nugget_id"].astype(str),
-                         "label": nuggets["importance"].map(ids.IMPORTANCE_TO_GRADE).astype(int)})

@@ -15,7 +15,7 @@ attribute and :meth:`CitedGenerator.problem_summary`), as is a cut to the word l
 
 The output is the answer frame of :mod:`pyterrier_nuggets.formats` (``qid, query, run_id?, qanswer,
 sentences, references``) plus ``reference_texts`` (the texts of the references, for
-:class:`~pyterrier_nuggets.support.SupportJudge`) and ``problems``. Write it with
+:class:`~pyterrier_nuggets.judges.support.SupportJudge`) and ``problems``. Write it with
 ``formats.write_answers_2024(path, formats.frame_to_answers(df))`` (or ``write_answers_2025``).
 """
 from __future__ import annotations
@@ -23,80 +23,24 @@ from __future__ import annotations
 import functools
 import re
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
 import pyterrier as pt
 
 from ir_measures_ext.scoring import answer_words
+from pyterrier_nuggets.docstore import segment_texts
+from pyterrier_nuggets.judges.base import Failure, LLMJudge
 from pyterrier_nuggets.llm import LLMClient
-from pyterrier_nuggets.model import Answer, Sentence
-from pyterrier_nuggets.nuggetize import Failure, _LLMTransformer
-from pyterrier_nuggets.parsing import OutputError
-from pyterrier_nuggets.prompts import load_prompt
+from pyterrier_nuggets.llm.parsing import OutputError
+from pyterrier_nuggets.prompts import CITED_GENERATION, REASK_GENERATION
+from pyterrier_nuggets.records import Answer, Sentence
 
-CITED_GENERATION = "cited_generation.txt"
 MAX_WORDS = 400  # seed 001 §2: answers of at most 400 words
 MAX_REFERENCES = 20  # TREC RAG 2024 guidelines: at most 20 references per answer
 GENERATION_COLUMNS = ["qid", "query", "qanswer", "sentences", "references", "reference_texts", "problems"]
 SEGMENT_COLUMNS = ("docno", "docid", "text", "title", "score", "rank", "label")
-
-REASK_GENERATION = ("Your answer could not be used: {error}. Answer the question again in complete sentences, "
-                    "citing the passages as [i].")
-
-
-# -------------------------------------------------------------------------------------- texts by id
-
-def fetch_texts(docstore: Any, docnos: Sequence[str]) -> dict[str, str]:
-    """Texts of ``docnos`` from a docstore: a mapping docno -> text (or document), an ir_datasets dataset
-    (its ``docs_store()``), or anything with ``get_many(docnos)`` returning a mapping (an ir_datasets
-    docs store, e.g. of ``msmarco-segment-v2.1``). A document's text is ``default_text()`` when it has one
-    (title and body for MS MARCO segments), else its ``text`` field. Missing docnos are an error."""
-    docnos = list(dict.fromkeys(str(d) for d in docnos))
-    if not docnos:
-        return {}
-    if docstore is None:
-        raise ValueError(f"{len(docnos)} segment(s) have no text in the frame (e.g. {docnos[0]!r}) and no docstore "
-                         "was given: pass docstore=... (a dict docno -> text, an ir_datasets dataset or docs "
-                         "store), or add a text column, e.g. with pt.text.get_text(...)")
-    if hasattr(docstore, "docs_store") and not hasattr(docstore, "get_many"):
-        docstore = docstore.docs_store()
-    if isinstance(docstore, Mapping):
-        found = {d: docstore[d] for d in docnos if d in docstore}
-    elif hasattr(docstore, "get_many"):
-        found = dict(docstore.get_many(docnos))
-    else:
-        raise TypeError(f"docstore must be a mapping, an ir_datasets dataset or have get_many(); got "
-                        f"{type(docstore).__name__}")
-    missing = [d for d in docnos if d not in found]
-    if missing:
-        raise ValueError(f"{len(missing)} docno(s) not in the docstore, e.g. {missing[:5]}")
-    return {d: _doc_text(found[d]) for d in docnos}
-
-
-def _doc_text(doc: Any) -> str:
-    if isinstance(doc, str):
-        return doc
-    if hasattr(doc, "default_text"):
-        return str(doc.default_text())
-    if isinstance(doc, Mapping) and "text" in doc:
-        return str(doc["text"])
-    if hasattr(doc, "text"):
-        return str(doc.text)
-    raise TypeError(f"cannot get the text of a document of type {type(doc).__name__}")
-
-
-def segment_texts(df: pd.DataFrame, docstore: Any = None) -> list[str]:
-    """The text of each row of a result frame: its ``text`` column, else fetched from ``docstore``."""
-    if "text" in df.columns and df["text"].map(lambda t: isinstance(t, str)).all():
-        return [str(t) for t in df["text"]]
-    known = {}
-    if "text" in df.columns:
-        known = {str(d): t for d, t in zip(df["docno"], df["text"]) if isinstance(t, str)}
-    needed = [str(d) for d in df["docno"] if str(d) not in known]
-    known.update(fetch_texts(docstore, needed))
-    return [known[str(d)] for d in df["docno"]]
 
 
 # ---------------------------------------------------------------------------------- parsing answers
@@ -260,7 +204,7 @@ def problem_summary(problems: Sequence[dict]) -> pd.DataFrame:
 
 # ------------------------------------------------------------------------------------- transformer
 
-class CitedGenerator(_LLMTransformer):
+class CitedGenerator(LLMJudge):
     """Retrieved segments -> one cited answer per topic (seed 001 §2), by an LLM (:class:`LLMClient`).
 
     Input: a result frame ``qid, query, docno`` and ``text`` (else texts come from ``docstore``), ordered
@@ -276,36 +220,27 @@ class CitedGenerator(_LLMTransformer):
     failure is listed in ``failures``.
     """
 
-    _stage = "answer generation"
-    _alternatives = "'empty' (a failed topic gets an empty answer, reported in its problems and .failures)"
+    step = "generate"
+    step_name = "answer generation"
+    repr_params = ("k", "max_words", "run_id")
+    failure_policies = {"raise": "stop with an error once all topics ran",
+                        "empty": "a failed topic gets an empty answer, reported in its problems and .failures"}
+    default_prompt = CITED_GENERATION
+    reask_prompt = REASK_GENERATION
 
     def __init__(self, llm: LLMClient | None = None, *, k: int = MAX_REFERENCES, max_words: int = MAX_WORDS,
                  docstore: Any = None, run_id: str | None = None, prompt=None, first: int = 1,
                  max_tokens: int | None = None, max_reasks: int = 1, on_failure: str = "raise"):
         if not 1 <= k <= MAX_REFERENCES:
             raise ValueError(f"k must be between 1 and {MAX_REFERENCES} (the TREC RAG reference limit), got {k}")
-        if on_failure not in ("raise", "empty"):
-            raise ValueError(f"on_failure must be 'raise' or 'empty', got {on_failure!r}")
-        self.llm = llm
         self.k = k
         self.max_words = max_words
         self.docstore = docstore
         self.run_id = run_id
-        self.prompt = prompt
         self.first = first
         self.max_tokens = max_tokens
-        self.max_reasks = max_reasks
-        self.on_failure = on_failure
-        self._template = load_prompt(prompt, CITED_GENERATION)
+        self.setup(llm, prompt, max_reasks, on_failure)
         self.problems: list[dict] = []
-        self._init_common()
-
-    def __repr__(self) -> str:
-        return (f"CitedGenerator(llm={self.llm!r}, k={self.k}, max_words={self.max_words}, run_id={self.run_id!r}, "
-                f"prompt={self._template.source!r})")
-
-    def _reask(self, error: str) -> str:
-        return REASK_GENERATION.format(error=error)
 
     def problem_summary(self) -> pd.DataFrame:
         """Problems of the last transform per topic and kind."""
@@ -319,8 +254,7 @@ class CitedGenerator(_LLMTransformer):
                                             else []) + GENERATION_COLUMNS[2:] + topic_columns
         self.problems = []
         if inp.empty:
-            self.failures = []
-            return pd.DataFrame(columns=columns)
+            return self.nothing_to_do(columns)
         df = inp.reset_index(drop=True)
         if "rank" in df.columns:
             df = df.sort_values(["rank"], kind="stable")
@@ -337,7 +271,7 @@ class CitedGenerator(_LLMTransformer):
                 extra["run_id"] = first["run_id"]
             topics.append((str(qid), str(first["query"]), tuple(str(d) for d in group["docno"]),
                            tuple(" ".join(str(t).split()) for t in group["_text"]), extra))
-        llm = self._client()
+        llm = self.client()
         outcomes = llm.map(functools.partial(self._generate, llm), topics, desc="generating answers", unit="topic")
         rows, failures = [], []
         for (qid, query, docnos, passages, extra), outcome in zip(topics, outcomes):
@@ -345,7 +279,7 @@ class CitedGenerator(_LLMTransformer):
                 sentences, problems = parse_cited_answer(outcome.value, len(docnos), first=self.first,
                                                          max_words=self.max_words)
             else:
-                failures.append(Failure("generate", qid, "answer", outcome.error, outcome.raw))
+                failures.append(Failure(self.step, qid, "answer", outcome.error, outcome.raw))
                 sentences, problems = [], [{"kind": "failed", "sentence": None, "detail": outcome.error}]
             run_id = self.run_id if self.run_id is not None else extra.get("run_id", "run")
             answer = Answer(qid=qid, run_id=str(run_id), sentences=tuple(sentences), references=docnos, query=query)
@@ -356,7 +290,7 @@ class CitedGenerator(_LLMTransformer):
             if self.run_id is not None:
                 row["run_id"] = self.run_id
             rows.append(row)
-        self._finish(failures)
+        self.finish(failures)
         if self.problems:
             summary = self.problem_summary()
             warnings.warn(f"CitedGenerator: {len(self.problems)} problem(s) in {summary['qid'].nunique()} answer(s) "
@@ -367,7 +301,6 @@ class CitedGenerator(_LLMTransformer):
     def _generate(self, llm: LLMClient, topic):
         qid, query, docnos, passages, _ = topic
         context = "\n".join(f"[{i}] {text}" for i, text in enumerate(passages, self.first))
-        messages = self._template.render(query=query, context=context, count=len(passages), first=self.first,
-                                         last=self.first + len(passages) - 1, max_words=self.max_words)
-        return llm.ask(messages, _nonempty, reask=self._reask, max_reasks=self.max_reasks,
-                       max_tokens=self.max_tokens)
+        messages = self.template.render(query=query, context=context, count=len(passages), first=self.first,
+                                        last=self.first + len(passages) - 1, max_words=self.max_words)
+        return self.ask(llm, messages, _nonempty, max_tokens=self.max_tokens)

@@ -6,11 +6,11 @@
 judged by default; ``citations="all"`` judges every citation. A sentence without citation is "no
 support" (§3.2) without a call.
 
-The judgments (:class:`~pyterrier_nuggets.model.SupportJudgment`) feed ``SupportP`` / ``SupportR``
-(§3.4, :mod:`ir_measures_ext`) through ``formats.support_rows`` / ``evaluation.evaluation_rows``, and are
+The judgments (:class:`~pyterrier_nuggets.records.SupportJudgment`) feed ``SupportP`` / ``SupportR``
+(§3.4, :mod:`ir_measures_ext`) through ``formats.support_rows`` / ``formats.evaluation_rows``, and are
 written with ``formats.write_support`` (JSONL, documented in docs/formats.md). Manual judgments in the
 same JSONL form are read with ``formats.read_support`` and turned into the same frame by
-:func:`judgments_to_frame`, so human and LLM support scores come from one scorer.
+``formats.judgments_to_frame``, so human and LLM support scores come from one scorer.
 
 A reply that is none of the three labels is re-asked, then recorded as a failure with its raw output:
 never scored as "no support".
@@ -21,28 +21,21 @@ import functools
 import json
 import math
 import re
-from collections.abc import Iterable
 from typing import Any
 
 import pandas as pd
 import pyterrier as pt
 
 from ir_measures_ext import ids
-from pyterrier_nuggets.formats import write_support
-from pyterrier_nuggets.generate import fetch_texts
+from pyterrier_nuggets.docstore import fetch_texts
+from pyterrier_nuggets.formats.frames import SUPPORT_COLUMNS
+from pyterrier_nuggets.judges.base import FAILED, Failure, LLMJudge
 from pyterrier_nuggets.llm import LLMClient
-from pyterrier_nuggets.model import SupportJudgment
-from pyterrier_nuggets.nuggetize import Failure, _LLMTransformer
-from pyterrier_nuggets.parsing import OutputError, strip_fences
-from pyterrier_nuggets.prompts import load_prompt
+from pyterrier_nuggets.llm.parsing import OutputError, strip_fences
+from pyterrier_nuggets.prompts import REASK_SUPPORT, SUPPORT_JUDGMENT
 
-SUPPORT_JUDGMENT = "support_judgment.txt"
-SUPPORT_COLUMNS = ["qid", "sentence", "citation", "docno", "support", "score"]
-FAILED = "failed"
 CITATION_MODES = ("first", "all")
 LABELS = {ids.FULL: "Full Support", ids.PARTIAL: "Partial Support", ids.NONE: "No Support"}
-REASK_SUPPORT = ("Your answer could not be used: {error}. Respond as either “Full Support”, “Partial Support”, "
-                 "or “No Support” with no additional information.")
 _STRUCTURED = ("sentences", "references", "reference_texts", "problems")
 
 _SYNONYMS = {
@@ -98,48 +91,39 @@ def _schema() -> dict:
             "required": ["support"]}
 
 
-class SupportJudge(_LLMTransformer):
+class SupportJudge(LLMJudge):
     """Answer frame -> one row per judged (sentence, citation) and per uncited sentence (seed 004 §3.2).
 
-    Input: an answer frame (``qid, sentences, references``, as :class:`~pyterrier_nuggets.generate.
+    Input: an answer frame (``qid, sentences, references``, as :class:`~pyterrier_nuggets.judges.generation.
     CitedGenerator` outputs or ``formats.answers_to_frame`` makes). Segment texts come from the
-    ``reference_texts`` column when present, else from ``docstore`` (see ``generate.fetch_texts``).
+    ``reference_texts`` column when present, else from ``docstore`` (see ``docstore.fetch_texts``).
 
     Output: ``qid, sentence, citation, docno, support, score`` (``support`` full / partial / none,
     ``score`` 1 / 0.5 / 0; ``citation`` is the position within the sentence, None for an uncited
     sentence) plus the answer's other columns (``run_id``, ``query``, ``qanswer``...), not the structured
-    ones. :func:`frame_to_judgments` gives the :class:`SupportJudgment` records.
+    ones. ``formats.frame_to_judgments`` gives the ``SupportJudgment`` records.
 
     ``on_failure``: ``"raise"`` (default; after all other judgments ran and were cached),
     ``"exclude_answer"`` (an answer with a failed judgment gives no rows; reported) or ``"mark"`` (failed
     rows kept with support ``failed`` and score NaN, for inspection only).
     """
 
-    _stage = "support judgment"
-    _alternatives = ("'exclude_answer' (answers with a failed judgment give no rows, and are reported) or 'mark' "
-                     "(failed rows kept with support 'failed', score NaN)")
+    step = "support"
+    step_name = "support judgment"
+    repr_params = ("citations",)
+    failure_policies = {"raise": "stop with an error once all other judgments ran",
+                        "exclude_answer": "answers with a failed judgment give no rows, and are reported",
+                        "mark": "failed rows kept with support 'failed', score NaN"}
+    default_prompt = SUPPORT_JUDGMENT
+    reask_prompt = REASK_SUPPORT
 
     def __init__(self, llm: LLMClient | None = None, *, citations: str = "first", docstore: Any = None,
                  prompt=None, max_reasks: int = 2, on_failure: str = "raise"):
         if citations not in CITATION_MODES:
             raise ValueError(f"citations must be one of {CITATION_MODES}, got {citations!r}")
-        if on_failure not in ("raise", "exclude_answer", "mark"):
-            raise ValueError(f"on_failure must be 'raise', 'exclude_answer' or 'mark', got {on_failure!r}")
-        self.llm = llm
         self.citations = citations
         self.docstore = docstore
-        self.prompt = prompt
-        self.max_reasks = max_reasks
-        self.on_failure = on_failure
-        self._template = load_prompt(prompt, SUPPORT_JUDGMENT)
-        self._memo: dict = {}
-        self._init_common()
-
-    def __repr__(self) -> str:
-        return f"SupportJudge(llm={self.llm!r}, citations={self.citations!r}, prompt={self._template.source!r})"
-
-    def _reask(self, error: str) -> str:
-        return REASK_SUPPORT.format(error=error)
+        self.setup(llm, prompt, max_reasks, on_failure)
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.columns(inp, includes=["qid", "sentences", "references"], context=self)
@@ -147,8 +131,7 @@ class SupportJudge(_LLMTransformer):
                        and c not in ("rank",)]
         columns = SUPPORT_COLUMNS + passthrough
         if inp.empty:
-            self.failures = []
-            return pd.DataFrame(columns=columns)
+            return self.nothing_to_do(columns)
         records = inp.to_dict("records")
         texts = self._texts(records)
         planned = []  # (answer index, sentence, citation position or None, docno, statement, passage)
@@ -166,7 +149,7 @@ class SupportJudge(_LLMTransformer):
                     docno = str(references[int(c)])
                     planned.append((i, j, k, docno, str(s["text"]), texts[(i, int(c))]))
         tasks = list(dict.fromkeys((p[4], p[5]) for p in planned if p[2] is not None))
-        llm = self._client()
+        llm = self.client()
         outcomes = dict(zip(tasks, llm.map(functools.partial(self._judge, llm), tasks, desc="judging support",
                                            unit="call")))
         failures, failed_answers, rows = [], set(), []
@@ -181,13 +164,13 @@ class SupportJudge(_LLMTransformer):
                 else:
                     support = FAILED
                     run = f"run {r['run_id']}, " if "run_id" in r else ""
-                    failures.append(Failure("support", str(r["qid"]), f"{run}sentence {j}, citation {k} ({docno})",
+                    failures.append(Failure(self.step, str(r["qid"]), f"{run}sentence {j}, citation {k} ({docno})",
                                             outcome.error, outcome.raw))
                     failed_answers.add(i)
             rows.append({"qid": str(r["qid"]), "sentence": j, "citation": k, "docno": docno, "support": support,
                          "score": ids.SUPPORT_LEVEL_TO_SCORE.get(support, math.nan),
                          **{c: r[c] for c in passthrough if c != "qid"}, "_answer": i})
-        self._finish(failures)
+        self.finish(failures)
         if self.on_failure == "exclude_answer":
             rows = [row for row in rows if row["_answer"] not in failed_answers]
         for row in rows:
@@ -214,48 +197,5 @@ class SupportJudge(_LLMTransformer):
 
     def _judge(self, llm: LLMClient, task):
         statement, passage = task
-        key = (statement, passage, self._template)
-        if key in self._memo:
-            return self._memo[key]
-        messages = self._template.render(statement=statement, citation=" ".join(passage.split()))
-        outcome = llm.ask(messages, parse_support, reask=self._reask, max_reasks=self.max_reasks,
-                          json_schema=_schema())
-        if outcome.ok:
-            self._memo[key] = outcome
-        return outcome
-
-
-# --------------------------------------------------------------------------------------- conversions
-
-def frame_to_judgments(df: pd.DataFrame) -> list[SupportJudgment]:
-    """The output of :class:`SupportJudge` (or :func:`judgments_to_frame`) as :class:`SupportJudgment`
-    records, for ``formats.write_support`` and ``formats.support_rows``. Failed rows are an error: they
-    cannot be written or scored as a label."""
-    bad = df[~df["support"].isin(ids.SUPPORT_LEVEL_TO_SCORE)]
-    if len(bad):
-        row = bad.iloc[0]
-        raise ValueError(f"{len(bad)} row(s) have no valid support label (e.g. {row['support']!r} for topic "
-                         f"{row['qid']}, sentence {row['sentence']}); re-run the judge or drop those answers")
-    out = []
-    for r in df.to_dict("records"):
-        citation = r["citation"]
-        citation = None if citation is None or (isinstance(citation, float) and math.isnan(citation)) \
-            else int(citation)
-        docno = r["docno"] if isinstance(r["docno"], str) else None
-        out.append(SupportJudgment(str(r["qid"]), int(r["sentence"]), citation, docno, r["support"]))
-    return out
-
-
-def judgments_to_frame(judgments: Iterable[SupportJudgment], run_id: str | None = None) -> pd.DataFrame:
-    """Support judgments (e.g. manual ones from ``formats.read_support``) as the frame SupportJudge outputs."""
-    rows = [{"qid": j.qid, "sentence": j.sentence, "citation": j.citation, "docno": j.docno, "support": j.support,
-             "score": j.score, **({"run_id": run_id} if run_id is not None else {})} for j in judgments]
-    return pd.DataFrame(rows, columns=SUPPORT_COLUMNS + (["run_id"] if run_id is not None else []))
-
-
-def write_support_frame(path: str, df: pd.DataFrame) -> None:
-    """Write a SupportJudge frame as support-judgment JSONL (one file per run: ``run_id`` when single)."""
-    runs = sorted(set(df["run_id"])) if "run_id" in df.columns else []
-    if len(runs) > 1:
-        raise ValueError(f"judgments of several runs {runs}: write one support file per run")
-    write_support(path, frame_to_judgments(df), run_id=runs[0] if runs else None)
+        messages = self.template.render(statement=statement, citation=" ".join(passage.split()))
+        return self.ask(llm, messages, parse_support, memo_key=(statement, passage), json_schema=_schema())

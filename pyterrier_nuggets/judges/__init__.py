@@ -1,0 +1,18 @@
+"""Every transformer that asks an LLM to decide something (design.md decision 7), on one base.
+
+- :mod:`.base`: :class:`LLMJudge` (client, prompts, ask/parse/re-ask, failure policies), :class:`Failure`,
+  :class:`LLMStepError`.
+- :mod:`.nuggets`: the AutoNuggetizer, :class:`NuggetCreator`, :class:`NuggetScorer`,
+  :class:`NuggetAssigner` (seed 000 §4.1-4.2, seed 001 §3.1-3.3).
+- :mod:`.generation`: :class:`CitedGenerator` (seed 001 §2) and the parsing of cited answers.
+- :mod:`.support`: :class:`SupportJudge` (seed 004 §3.2).
+- :mod:`.relevance`: :class:`RelevanceJudge` (UMBRELA-style grades, seed 000 §4.1.1).
+"""
+from pyterrier_nuggets.judges.base import FAILED, Failure, LLMJudge, LLMStepError, NuggetizationError, failure_summary
+from pyterrier_nuggets.judges.generation import CitedGenerator
+from pyterrier_nuggets.judges.nuggets import NuggetAssigner, NuggetCreator, NuggetScorer
+from pyterrier_nuggets.judges.relevance import RelevanceJudge
+from pyterrier_nuggets.judges.support import SupportJudge
+
+__all__ = ["LLMJudge", "Failure", "LLMStepError", "NuggetizationError", "failure_summary", "FAILED",
+           "NuggetCreator", "NuggetScorer", "NuggetAssigner", "CitedGenerator", "SupportJudge", "RelevanceJudge"]

@@ -1,0 +1,167 @@
+"""The one base of every transformer that asks an LLM (design.md decision 7): :class:`LLMJudge`.
+
+A judge declares, as class attributes, its ``step`` (short name in :class:`Failure` records), its
+``step_name`` (in messages), its ``failure_policies`` (``on_failure`` values and what each does; the
+first is the default), its default prompt file and its re-ask prompt file. The base gives it:
+
+- the LLM client (the one passed, else a default :class:`LLMClient` created on first use);
+- :meth:`LLMJudge.ask`: ask with the response cache, parse strictly, re-ask with the re-ask prompt on
+  unusable output, memoise successes within the transformer (failures are asked again next time);
+- :meth:`LLMJudge.finish`: the ``on_failure`` policy applied once all work is done (and cached):
+  ``"raise"`` raises :class:`LLMStepError` listing every failure; other policies warn, and the judge
+  does what its policy says (exclude, mark, ...);
+- ``failures`` and :meth:`LLMJudge.failure_summary` (per topic) after every transform.
+
+Failed LLM work is never scored as a label and never dropped silently.
+"""
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pandas as pd
+import pyterrier as pt
+
+from pyterrier_nuggets.llm import LLMClient, Outcome
+from pyterrier_nuggets.prompts import REASK_LIST, load_prompt
+
+FAILED = "failed"  # the label of a failed judgment in frames kept for inspection (on_failure="mark")
+
+
+@dataclass
+class Failure:
+    """One unit of LLM work that did not give a usable answer."""
+
+    stage: str  # the judge's ``step``: "create", "score", "assign", "generate", "support", "relevance"
+    qid: str
+    what: str  # which window / batch / answer / citation
+    error: str
+    raw: list[str] = field(default_factory=list)
+
+
+def failure_summary(failures: Sequence[Failure]) -> pd.DataFrame:
+    """Failures per topic and stage: count, what failed, the first error."""
+    rows = {}
+    for f in failures:
+        row = rows.setdefault((f.qid, f.stage), {"qid": f.qid, "stage": f.stage, "failures": 0, "what": [],
+                                                 "first_error": f.error})
+        row["failures"] += 1
+        row["what"].append(f.what)
+    out = pd.DataFrame(list(rows.values()), columns=["qid", "stage", "failures", "what", "first_error"])
+    out["what"] = out["what"].map("; ".join)
+    return out
+
+
+class LLMStepError(RuntimeError):
+    """Some LLM work failed and the policy is ``on_failure="raise"``; ``failures`` lists it all."""
+
+    def __init__(self, step_name: str, failures: list[Failure], alternatives: str):
+        self.failures = failures
+        summary = failure_summary(failures)
+        super().__init__(
+            f"{len(failures)} {step_name} step(s) failed on {summary['qid'].nunique()} topic(s); nothing was scored "
+            f"in their place.\n{summary.to_string(index=False)}\nThe successful work is cached: re-running only "
+            f"repeats the failed calls. To go on without them, pass on_failure={alternatives}. The raw outputs "
+            "are in this error's .failures.")
+
+
+NuggetizationError = LLMStepError  # the name of the first release, kept for user code that catches it
+
+
+class LLMJudge(pt.Transformer):
+    """Base of the transformers that ask an LLM; see the module docstring. A subclass sets the class
+    attributes below, calls :meth:`setup` in its constructor and uses :meth:`ask` and :meth:`finish`."""
+
+    step: ClassVar[str] = ""
+    step_name: ClassVar[str] = ""
+    failure_policies: ClassVar[dict[str, str]] = {"raise": "stop with an error once all other work is done"}
+    default_prompt: ClassVar[str] = ""
+    reask_prompt: ClassVar[str] = REASK_LIST
+
+    repr_params: ClassVar[tuple[str, ...]] = ()  # the attributes that name the judge's setting in its repr
+
+    llm: Any
+    prompt: Any
+    max_reasks: int
+    on_failure: str
+
+    def setup(self, llm: LLMClient | None, prompt: Any, max_reasks: int, on_failure: str) -> None:
+        """Store the common arguments (as attributes of the same name) and prepare the prompts."""
+        if on_failure not in self.failure_policies:
+            raise ValueError(f"on_failure must be one of {tuple(self.failure_policies)}, got {on_failure!r}")
+        self.llm = llm
+        self.prompt = prompt
+        self.max_reasks = max_reasks
+        self.on_failure = on_failure
+        self.template = load_prompt(prompt, self.default_prompt)
+        self._reask_template = load_prompt(None, self.reask_prompt)
+        self._default_llm = None
+        self._lock = threading.Lock()
+        self._memo: dict = {}
+        self.failures: list[Failure] = []
+
+    def __repr__(self) -> str:
+        """Short (it names the system in pt.Experiment when ``names=`` is omitted): the setting, the model
+        name and the prompt file when it is not the packaged one."""
+        parts = self.repr_prefix() + [f"{name}={getattr(self, name)!r}" for name in self.repr_params]
+        if self.llm is not None:
+            parts.append(f"llm={getattr(self.llm, 'model', self.llm)!r}")
+        if self.prompt is not None:
+            parts.append(f"prompt={Path(self.template.source).name!r}")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+    def repr_prefix(self) -> list[str]:
+        return []
+
+    def nothing_to_do(self, columns: Sequence[str]) -> pd.DataFrame:
+        """The empty output of an empty input (no LLM work, no failures)."""
+        self.failures = []
+        return pd.DataFrame(columns=list(columns))
+
+    def client(self) -> LLMClient:
+        """The LLM client: the one given, else a default one created on first use."""
+        if self.llm is not None:
+            return self.llm
+        with self._lock:
+            if self._default_llm is None:
+                self._default_llm = LLMClient()
+            return self._default_llm
+
+    def reask(self, error: str) -> str:
+        """The follow-up message after an unusable answer (the re-ask prompt file, filled with ``error``)."""
+        return self._reask_template.render(error=error)[-1]["content"]
+
+    def ask(self, llm: LLMClient, messages: list[dict], parse: Callable[[str], Any], *, memo_key: Any = None,
+            json_schema: dict | None = None, **params) -> Outcome:
+        """Ask with the response cache, parse, re-ask up to ``max_reasks`` times; a success is memoised under
+        ``memo_key`` (when given) for the lifetime of the transformer, a failure is asked again next time."""
+        if memo_key is not None and memo_key in self._memo:
+            return self._memo[memo_key]
+        outcome = llm.ask(messages, parse, reask=self.reask, max_reasks=self.max_reasks, json_schema=json_schema,
+                          **params)
+        if outcome.ok and memo_key is not None:
+            self._memo[memo_key] = outcome
+        return outcome
+
+    def alternatives(self) -> str:
+        """The policies other than ``raise``, as an error message offers them."""
+        return " or ".join(f"{name!r} ({what})" for name, what in self.failure_policies.items() if name != "raise")
+
+    def finish(self, failures: list[Failure]) -> None:
+        """Record the failures of this transform and apply the ``on_failure`` policy."""
+        self.failures = failures
+        if not failures:
+            return
+        if self.on_failure == "raise":
+            raise LLMStepError(self.step_name, failures, self.alternatives())
+        summary = failure_summary(failures)
+        warnings.warn(f"{type(self).__name__}: {len(failures)} failed step(s), policy on_failure="
+                      f"{self.on_failure!r}; see .failures\n{summary.to_string(index=False)}", stacklevel=3)
+
+    def failure_summary(self) -> pd.DataFrame:
+        """Per-topic summary of the failures of the last transform."""
+        return failure_summary(self.failures)
