@@ -1,5 +1,6 @@
 """ir_measures measures for RAG answers: the TREC RAG 2024 nugget scores (V_strict, V, W_strict, W,
-A_strict, A), weighted citation support precision and recall (SupportP, SupportR) and AnswerWords.
+A_strict, A), weighted citation support precision and recall (SupportP, SupportR) and AnswerWords; and
+Segments(measure=...), any retrieval measure on the segment rows of a run that also holds evaluation rows.
 
 Importing this package registers them with ir_measures. It imports nothing but ir_measures (no
 pyterrier, no openai): the ``ir_measures`` command line loads it.
@@ -12,6 +13,7 @@ from ir_measures_ext.measures import (
     A,
     A_strict,
     AnswerWords,
+    Segments,
     SupportP,
     SupportR,
     V,
@@ -19,12 +21,12 @@ from ir_measures_ext.measures import (
     W,
     W_strict,
 )
-from ir_measures_ext.provider import NuggetProvider, nugget_provider, register
+from ir_measures_ext.provider import NuggetProvider, SegmentsProvider, nugget_provider, register, segments_provider
 
 register()
 
 __all__ = [
-    "ids", "scoring", "register", "nugget_provider", "NuggetProvider",
-    "V_strict", "V", "W_strict", "W", "A_strict", "A", "SupportP", "SupportR", "AnswerWords",
+    "ids", "scoring", "register", "nugget_provider", "NuggetProvider", "segments_provider", "SegmentsProvider",
+    "V_strict", "V", "W_strict", "W", "A_strict", "A", "SupportP", "SupportR", "AnswerWords", "Segments",
     "NUGGET_MEASURES", "SUPPORT_MEASURES", "ALL_MEASURES",
 ]

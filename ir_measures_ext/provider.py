@@ -1,6 +1,7 @@
-"""The ir_measures provider that computes the nugget, support and answer-length measures.
+"""The ir_measures providers of this package: :class:`NuggetProvider` computes the nugget, support and
+answer-length measures; :class:`SegmentsProvider` computes any measure on the segment rows only.
 
-It reads nugget qrels and an evaluation run in any form ir_measures accepts (DataFrame, dict of dicts,
+The nugget provider reads nugget qrels and an evaluation run in any form ir_measures accepts (DataFrame, dict of dicts,
 iterable of Qrel / ScoredDoc named tuples, e.g. from ``ir_measures.read_trec_run``), finds the rows of
 each kind by their ids (:mod:`ir_measures_ext.ids`) and applies the formulas of
 :mod:`ir_measures_ext.scoring`. Rows of other kinds (retrieved segments, say) are ignored.
@@ -181,11 +182,47 @@ class NuggetProvider(providers.Provider):
 nugget_provider = NuggetProvider()
 
 
+def _is_segment(qid: str, doc_id: str) -> bool:
+    return ids.parse_row_id(qid, doc_id).kind == "other"
+
+
+class SegmentsEvaluator(providers.Evaluator):
+    def __init__(self, measures, qrels):
+        rows = list(_iter_qrels(qrels))
+        super().__init__(measures, {q for q, _, _ in rows})
+        self.inner = {m: m.inner() for m in measures}
+        segment_qrels = [ir_measures.Qrel(q, d, r) for q, d, r in rows if _is_segment(q, d)]
+        self.evaluator = ir_measures.evaluator(list(set(self.inner.values())), segment_qrels)
+
+    def _iter_calc(self, run) -> Iterator[Metric]:
+        rows, _ = _iter_run(run)
+        segments = [ir_measures.ScoredDoc(q, d, s) for q, d, s in rows if _is_segment(q, d)]
+        by_inner: dict = {}
+        for outer, inner in self.inner.items():
+            by_inner.setdefault(inner, []).append(outer)
+        for metric in self.evaluator.iter_calc(segments):
+            for outer in by_inner.get(metric.measure, ()):
+                yield Metric(metric.query_id, outer, metric.value)
+
+
+class SegmentsProvider(providers.Provider):
+    """``Segments(measure=...)``: the wrapped measure on segment rows and segment qrels only."""
+
+    NAME = "segments"
+    SUPPORTED_MEASURES = [m._Segments(measure=providers.base.Any(required=True), cutoff=providers.base.Any())]
+
+    def _evaluator(self, measures, qrels) -> SegmentsEvaluator:
+        return SegmentsEvaluator(list(measures), qrels)
+
+
+segments_provider = SegmentsProvider()
+
+
 def register() -> None:
     """Make the measures known to ir_measures (parse_measure, the CLI, ir_measures.calc). Idempotent; a
     foreign measure or provider already registered under one of our names is a clear error."""
     registry = ir_measures.measures.registry
-    for measure in m.ALL_MEASURES:
+    for measure in m.REGISTERED:
         existing = registry.get(measure.NAME)
         if existing is None:
             registry[measure.NAME] = measure
@@ -194,11 +231,13 @@ def register() -> None:
                 f"ir_measures already has a measure named {measure.NAME!r} "
                 f"({type(existing).__module__}.{type(existing).__name__}); pyterrier-nuggets cannot register its "
                 f"{measure.NAME}. Uninstall or rename the other measure, or use ir_measures_ext.{measure.NAME} directly.")
-    existing = providers.registry.get(NuggetProvider.NAME)
-    if existing is not None and type(existing).__module__ != __name__:
-        raise RuntimeError(f"ir_measures already has a provider named {NuggetProvider.NAME!r} "
-                           f"({type(existing).__module__}); pyterrier-nuggets cannot register its own")
-    providers.registry[NuggetProvider.NAME] = nugget_provider
+    ours = (nugget_provider, segments_provider)
+    for provider in ours:
+        existing = providers.registry.get(provider.NAME)
+        if existing is not None and type(existing).__module__ != __name__:
+            raise RuntimeError(f"ir_measures already has a provider named {provider.NAME!r} "
+                               f"({type(existing).__module__}); pyterrier-nuggets cannot register its own")
+        providers.registry[provider.NAME] = provider
     pipeline = ir_measures.DefaultPipeline.providers
-    pipeline[:] = [p for p in pipeline if getattr(p, "NAME", None) != NuggetProvider.NAME]
-    pipeline.insert(0, nugget_provider)
+    pipeline[:] = [p for p in pipeline if getattr(p, "NAME", None) not in {p.NAME for p in ours}]
+    pipeline[:0] = list(ours)

@@ -10,10 +10,12 @@ import unicodedata
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from ir_measures_ext import ids
+
 PARTIAL_CREDIT = 0.5  # seed 001 eq. (1): partial_support scores 0.5 in the non-strict scores
 OKAY_WEIGHT = 0.5  # seed 001 §3.5 "Weighted Score": vital nuggets weigh 1, okay nuggets 0.5
-VITAL_GRADE = 2
-OKAY_GRADE = 1
+VITAL_GRADE = ids.IMPORTANCE_TO_GRADE[ids.VITAL]  # 2, the relevance of a vital nugget in nugget qrels
+OKAY_GRADE = ids.IMPORTANCE_TO_GRADE[ids.OKAY]  # 1
 
 
 class NuggetScores(NamedTuple):

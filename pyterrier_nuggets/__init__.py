@@ -2,27 +2,45 @@
 
 ``import pyterrier as pt`` exposes this package as ``pt.nuggets``. The measures themselves
 (``V_strict``, ``V``, ``W_strict``, ``W``, ``A_strict``, ``A``, ``SupportP``, ``SupportR``,
-``AnswerWords``) live in :mod:`ir_measures_ext` and are re-exported here for pt.Experiment.
+``AnswerWords``, ``Segments``) live in :mod:`ir_measures_ext` and are re-exported here for pt.Experiment.
+The layout is described in docs/architecture.md.
 """
-from ir_measures_ext import A, A_strict, AnswerWords, SupportP, SupportR, V, V_strict, W, W_strict
+from ir_measures_ext import A, A_strict, AnswerWords, Segments, SupportP, SupportR, V, V_strict, W, W_strict
 from pyterrier_nuggets import formats
-from pyterrier_nuggets.compare import JointTable, System, joint_table
-from pyterrier_nuggets.evaluation import evaluation_rows, nugget_qrels, run_frame, score, score_assignments
-from pyterrier_nuggets.generate import CitedGenerator
+from pyterrier_nuggets.evaluation import (
+    RAG_MEASURES,
+    JointTable,
+    RAGEvaluation,
+    System,
+    evaluation_rows,
+    joint_table,
+    nugget_qrels,
+    rag_qrels,
+    run_frame,
+    score,
+    score_assignments,
+)
+from pyterrier_nuggets.judges import (
+    CitedGenerator,
+    LLMJudge,
+    LLMStepError,
+    NuggetAssigner,
+    NuggetCreator,
+    NuggetizationError,
+    NuggetScorer,
+    RelevanceJudge,
+    SupportJudge,
+)
 from pyterrier_nuggets.llm import LLMClient
-from pyterrier_nuggets.model import Answer, Assignment, Nugget, Sentence, SupportJudgment
-from pyterrier_nuggets.nuggetize import NuggetAssigner, NuggetCreator, NuggetScorer
-from pyterrier_nuggets.rag_eval import RAG_MEASURES, RAGEvaluation, Segments, rag_qrels
-from pyterrier_nuggets.relevance import RelevanceJudge
-from pyterrier_nuggets.support import SupportJudge
+from pyterrier_nuggets.records import Answer, Assignment, Nugget, Sentence, SupportJudgment
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "V_strict", "V", "W_strict", "W", "A_strict", "A", "SupportP", "SupportR", "AnswerWords",
+    "V_strict", "V", "W_strict", "W", "A_strict", "A", "SupportP", "SupportR", "AnswerWords", "Segments",
     "formats", "Nugget", "Assignment", "Answer", "Sentence", "SupportJudgment",
     "nugget_qrels", "run_frame", "evaluation_rows", "score", "score_assignments",
     "System", "JointTable", "joint_table",
-    "LLMClient", "NuggetCreator", "NuggetScorer", "NuggetAssigner",
-    "CitedGenerator", "SupportJudge", "RelevanceJudge", "RAGEvaluation", "Segments", "rag_qrels", "RAG_MEASURES",
+    "LLMClient", "LLMJudge", "LLMStepError", "NuggetizationError", "NuggetCreator", "NuggetScorer", "NuggetAssigner",
+    "CitedGenerator", "SupportJudge", "RelevanceJudge", "RAGEvaluation", "rag_qrels", "RAG_MEASURES",
 ]

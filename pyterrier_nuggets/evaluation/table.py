@@ -3,13 +3,13 @@
 For each system, retrieval measures (e.g. nDCG@10) are computed on the segments it retrieved against
 segment qrels, and answer measures (V_strict, A_strict, W, AnswerWords, SupportP, SupportR) on its
 evaluation run against nugget qrels, all through ir_measures. The table shows means over the topics of
-the qrels (a topic a system did not answer scores 0, as in ir_measures), with a paired t-test of each
-system against a baseline. Output as text, CSV, Markdown and LaTeX.
+the qrels (a topic a system did not answer scores 0, as in ir_measures), with a paired test of each
+system against a baseline (:mod:`.statistics`: t-test or Wilcoxon, optionally corrected for multiple
+comparisons as pt.Experiment does). Output as text, CSV, Markdown and LaTeX.
 """
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,12 +17,9 @@ from typing import Any
 import ir_measures
 import pandas as pd
 
-import ir_measures_ext
+from pyterrier_nuggets.evaluation import statistics
+from pyterrier_nuggets.evaluation.measures import ANSWER_MEASURES, RETRIEVAL_MEASURES
 from pyterrier_nuggets.formats import atomic_write
-
-DEFAULT_RETRIEVAL_MEASURES = (ir_measures.nDCG @ 10,)
-DEFAULT_ANSWER_MEASURES = (ir_measures_ext.V_strict, ir_measures_ext.A_strict, ir_measures_ext.W,
-                           ir_measures_ext.SupportP, ir_measures_ext.SupportR, ir_measures_ext.AnswerWords)
 
 
 @dataclass
@@ -60,26 +57,18 @@ def _per_query(measures, qrels, run) -> dict[str, dict[str, float]]:
     return out
 
 
-def _paired_t_p(a: Sequence[float], b: Sequence[float]) -> float:
-    from scipy import stats
-    if len(a) < 2 or all(x == y for x, y in zip(a, b)):
-        return 1.0
-    with warnings.catch_warnings():  # constant differences: scipy warns, the p-value (0) is still right
-        warnings.simplefilter("ignore", RuntimeWarning)
-        p = stats.ttest_rel(a, b).pvalue
-    return 1.0 if p is None or math.isnan(p) else float(p)
-
-
 @dataclass
 class JointTable:
     """Means per system and measure (``means``), per-topic values (``per_query``: system, qid, measure,
-    value) and p-values of the paired t-test against the baseline (``pvalues``)."""
+    value) and p-values of the paired test against the baseline (``pvalues``, after ``correction``)."""
 
     means: pd.DataFrame
     per_query: pd.DataFrame
     pvalues: pd.DataFrame
     baseline: str | None
     alpha: float = 0.05
+    test: str = "t"
+    correction: str | None = None
     retrieval_measures: list[str] = field(default_factory=list)
     digits: int = 4
 
@@ -110,7 +99,9 @@ class JointTable:
             note = "Means over the topics of each measure's qrels: " + "; ".join(
                 f"{', '.join(ms)}: {n}" for n, ms in groups.items()) + "."
         if self.baseline:
-            note += f" † = paired t-test against {self.baseline}, p < {self.alpha}."
+            test = "paired t-test" if self.test == "t" else "Wilcoxon signed-rank test"
+            corrected = f", {self.correction}-corrected over the table" if self.correction else ""
+            note += f" † = {test} against {self.baseline}, p < {self.alpha}{corrected}."
         return note
 
     def to_text(self) -> str:
@@ -156,13 +147,16 @@ class JointTable:
 
 
 def joint_table(systems: Sequence[System], nugget_qrels, segment_qrels=None,
-                answer_measures: Sequence = DEFAULT_ANSWER_MEASURES,
-                retrieval_measures: Sequence = DEFAULT_RETRIEVAL_MEASURES,
-                baseline: str | None = None, alpha: float = 0.05) -> JointTable:
+                answer_measures: Sequence = ANSWER_MEASURES,
+                retrieval_measures: Sequence = RETRIEVAL_MEASURES,
+                baseline: str | None = None, alpha: float = 0.05, test: str = "t",
+                correction: str | None = None) -> JointTable:
     """Score every system and put retrieval and answer measures in one table.
 
     ``nugget_qrels`` / ``segment_qrels``: paths, DataFrames or ir_measures qrels. Retrieval measures
     are skipped when ``segment_qrels`` is None. ``baseline``: a system name (default: the first).
+    ``test``: ``"t"`` (paired t-test) or ``"wilcoxon"``; ``correction``: a multiple-testing correction of
+    :data:`.statistics.CORRECTIONS` (e.g. ``"bonferroni"``, ``"holm"``) over all tests of the table.
     """
     if not systems:
         raise ValueError("joint_table needs at least one system")
@@ -197,9 +191,12 @@ def joint_table(systems: Sequence[System], nugget_qrels, segment_qrels=None,
             for m in columns:
                 base, other = per[baseline].get(m, {}), per[n].get(m, {})
                 qids = sorted(set(base) & set(other))
-                pvalues.loc[n, m] = float("nan") if n == baseline else _paired_t_p(
-                    [other[q] for q in qids], [base[q] for q in qids])
-    return JointTable(means, per_query, pvalues, baseline, alpha, [str(m) for m in retrieval_measures])
+                pvalues.loc[n, m] = float("nan") if n == baseline else statistics.paired_test(
+                    [other[q] for q in qids], [base[q] for q in qids], test)
+        flat = statistics.correct(pvalues.to_numpy().ravel().tolist(), correction, alpha)
+        pvalues = pd.DataFrame(pd.Series(flat).to_numpy().reshape(pvalues.shape), index=names, columns=columns)
+    return JointTable(means, per_query, pvalues, baseline, alpha, test, correction,
+                      [str(m) for m in retrieval_measures])
 
 
 _LATEX = {"\\": r"\textbackslash{}", "_": r"\_", "&": r"\&", "%": r"\%", "#": r"\#", "$": r"\$",

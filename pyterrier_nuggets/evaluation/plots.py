@@ -13,7 +13,7 @@ import os
 
 import pandas as pd
 
-from pyterrier_nuggets.compare import JointTable
+from pyterrier_nuggets.evaluation.table import JointTable
 from pyterrier_nuggets.formats import atomic_write
 
 NDCG = "nDCG@10"

@@ -1,51 +1,31 @@
-"""``pyterrier-nuggets demo``: the command-line face of the main job (:mod:`pyterrier_nuggets.main_job`),
-and the scoring of the small hand-made sample (``pyterrier_nuggets/sample/rag_mini``, ``demo
---sample-only``): two RAG systems, their retrieved segments, answers, nugget assignments and support
-judgments made by hand, scored into the joint table (:func:`run_sample`).
-
-:func:`run_sample` turns the sample's files into what the measures read (nugget qrels and one evaluation
-run per system, written to the output directory) and returns the table of nDCG@10 and the answer scores.
-"""
+"""``pyterrier-nuggets demo``: the command-line face of the main job (:mod:`pyterrier_nuggets.pipeline`)."""
 from __future__ import annotations
 
 import os
-from importlib import resources
-
-from pyterrier_nuggets import formats
-from pyterrier_nuggets.compare import JointTable, System, joint_table
-from pyterrier_nuggets.evaluation import evaluation_rows
-
-SAMPLE_DIR = str(resources.files("pyterrier_nuggets") / "sample" / "rag_mini")
-SYSTEMS = ("bm25-rag", "dense-rag")
 
 
-def export_system(sample_dir: str, name: str, out_dir: str) -> str:
-    """Write the evaluation run of one sample system; returns its path."""
-    assigned = formats.read_assignments(os.path.join(sample_dir, f"{name}.assignments.jsonl"))
-    answers = formats.read_answers(os.path.join(sample_dir, f"{name}.answers.jsonl"))
-    support = formats.read_support(os.path.join(sample_dir, f"{name}.support.jsonl"))
-    path = os.path.join(out_dir, f"{name}.eval.run")
-    formats.write_run(path, evaluation_rows(assigned.answers, answers, support), name)
-    return path
+def add_parser(sub) -> None:
+    p = sub.add_parser("demo", help="the main job: retrieve, generate, nuggetize, assign, judge support, "
+                       "print the joint table and write plots (the shipped sample by default)")
+    add_demo_arguments(p)
+    p.set_defaults(func=run)
 
 
-def run_sample(out_dir: str, sample_dir: str = SAMPLE_DIR) -> JointTable:
-    os.makedirs(out_dir, exist_ok=True)
-    nuggets = formats.read_nuggets(os.path.join(sample_dir, "nuggets.jsonl"))
-    nugget_qrels = os.path.join(out_dir, "nuggets.qrels")
-    formats.write_nugget_qrels(nugget_qrels, nuggets)
-    systems = [System(name, export_system(sample_dir, name, out_dir),
-                      os.path.join(sample_dir, f"{name}.segments.run")) for name in SYSTEMS]
-    table = joint_table(systems, nugget_qrels, os.path.join(sample_dir, "segments.qrels"))
-    table.write(os.path.join(out_dir, "joint_table"))
-    return table
+def run(args) -> int:
+    if args.sample_only:
+        from pyterrier_nuggets.pipeline import run_sample
+        table = run_sample(args.out)
+        print("Joint table of the hand-made sample (3 topics, 2 systems, assignments and support made by hand; "
+              "see docs/getting-started.md)")
+        print(table.to_text())
+        print(f"\nwritten: {args.out}/joint_table.csv, .md, .tex, .perquery.csv and the nugget qrels / evaluation runs")
+        return 0
+    return run_demo(args)
 
-
-# ------------------------------------------------------------------------------ the main job's CLI
 
 def add_demo_arguments(p) -> None:
     """The options of ``pyterrier-nuggets demo`` (documented in docs/cli.md)."""
-    from pyterrier_nuggets.main_job import DEFAULT_SYSTEMS
+    from pyterrier_nuggets.pipeline.systems import DEFAULT_SYSTEMS
     p.add_argument("--out", default="out/demo", help="output directory (default: out/demo)")
     p.add_argument("--sample-only", action="store_true",
                    help="only score the small hand-made sample (rag_mini: files of answers, assignments and "
@@ -111,12 +91,7 @@ def make_llm(base_url: str | None = None, model: str | None = None, concurrency:
 
 def run_demo(args) -> int:
     """``pyterrier-nuggets demo`` without ``--sample-only``: the main job, printed and written to ``--out``."""
-    from pyterrier_nuggets.main_job import (
-        build_systems,
-        dataset_collection,
-        run_main_job,
-        sample_collection,
-    )
+    from pyterrier_nuggets.pipeline import build_systems, dataset_collection, run_main_job, sample_collection
     if args.dataset and args.collection:
         raise ValueError("give --dataset or --collection, not both")
     systems = build_systems(args.system, args.run, args.answers, args.assignments, k=args.k)

@@ -1,0 +1,37 @@
+"""Scoring through ir_measures: nugget qrels + an evaluation run (design.md decision 1) -> per-topic values
+of the measures of ir_measures_ext. There is no formula here: the formulas live in
+``ir_measures_ext.scoring``; qrels and runs are built by :mod:`pyterrier_nuggets.formats`.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import ir_measures
+import pandas as pd
+
+from pyterrier_nuggets.evaluation.measures import NUGGET_MEASURES
+from pyterrier_nuggets.formats import AssignedAnswer, NuggetSet, evaluation_rows, nugget_qrels, run_frame
+
+_TO_IR_MEASURES = {"qid": "query_id", "docno": "doc_id", "label": "relevance"}
+
+
+def score(qrels, run, measures: Sequence = NUGGET_MEASURES) -> pd.DataFrame:
+    """Per-topic scores: a DataFrame with columns qid, measure, value (one row per topic and measure of
+    the qrels; a topic missing from the run scores 0)."""
+    measures = [ir_measures.parse_measure(m) if isinstance(m, str) else m for m in measures]
+    if isinstance(qrels, pd.DataFrame):
+        qrels = qrels.rename(columns=_TO_IR_MEASURES)
+    if isinstance(run, pd.DataFrame):
+        run = run.rename(columns=_TO_IR_MEASURES)
+    rows = [(r.query_id, str(r.measure), r.value) for r in ir_measures.iter_calc(measures, qrels, run)]
+    return pd.DataFrame(rows, columns=["qid", "measure", "value"])
+
+
+def score_assignments(assigned: Sequence[AssignedAnswer], measures: Sequence = NUGGET_MEASURES,
+                      nuggets: NuggetSet | None = None) -> pd.DataFrame:
+    """Per-topic scores of one run's assigned answers (nuggets from the answers unless given), wide: one
+    row per topic, one column per measure."""
+    nuggets = nuggets or NuggetSet([n for a in assigned for n in a.nuggets])
+    long = score(nugget_qrels(nuggets), run_frame(evaluation_rows(assigned)), measures)
+    wide = long.pivot(index="qid", columns="measure", values="value")
+    return wide[[str(m) for m in measures]].reset_index()

@@ -1,0 +1,24 @@
+"""The main job as a library: collections, systems, retrievers and the orchestration of a whole evaluation.
+
+- :mod:`.collections`: :class:`Collection`, :func:`sample_collection`, :func:`dataset_collection`.
+- :mod:`.systems`: :class:`SystemSpec`, :func:`parse_system`, :func:`build_systems`.
+- :mod:`.retrievers`: PISA BM25 and dense retrieval, indexed once; imported runs.
+- :mod:`.main_job`: :func:`run_main_job`, :func:`create_nuggets`.
+- :mod:`.sample`: the hand-made scoring sample (:func:`run_sample`).
+"""
+from pyterrier_nuggets.pipeline.collections import SAMPLE_COLLECTION, Collection, dataset_collection, sample_collection
+from pyterrier_nuggets.pipeline.main_job import (
+    MainJobResult,
+    SystemResult,
+    create_nuggets,
+    evaluation_condition,
+    run_main_job,
+)
+from pyterrier_nuggets.pipeline.retrievers import bm25_retriever, dense_retriever, retrieve
+from pyterrier_nuggets.pipeline.sample import SAMPLE_DIR, run_sample
+from pyterrier_nuggets.pipeline.systems import DEFAULT_SYSTEMS, SystemSpec, build_systems, parse_system
+
+__all__ = ["Collection", "SAMPLE_COLLECTION", "sample_collection", "dataset_collection", "SystemSpec",
+           "parse_system", "build_systems", "DEFAULT_SYSTEMS", "bm25_retriever", "dense_retriever", "retrieve",
+           "run_main_job", "create_nuggets", "evaluation_condition", "MainJobResult", "SystemResult",
+           "run_sample", "SAMPLE_DIR"]

@@ -1,0 +1,85 @@
+"""What the main job evaluates on: topics, segment qrels and a docstore, from the sample shipped with the
+package, a folder of the same form, or an ir_datasets dataset."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import pandas as pd
+
+from pyterrier_nuggets import formats
+
+SAMPLE_COLLECTION = str(resources.files("pyterrier_nuggets") / "sample" / "collection")
+
+
+@dataclass
+class Collection:
+    """What the main job evaluates on: topics (``qid, query``), segment qrels (``qid, docno, label``), a
+    docstore (mapping docno -> text or anything ``generate.fetch_texts`` reads) and, for indexing, a
+    function that yields ``{"docno", "text"}`` dicts. ``key`` names its indexes in the cache."""
+
+    name: str
+    topics: pd.DataFrame
+    qrels: pd.DataFrame
+    docstore: Any
+    docs: Callable[[], Iterable[dict]] | None = None
+    key: str = ""
+
+
+def _select_topics(topics: pd.DataFrame, qrels: pd.DataFrame, qids: Sequence[str] | None,
+                   max_topics: int | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    if qids:
+        unknown = sorted(set(qids) - set(topics["qid"]))
+        if unknown:
+            raise ValueError(f"unknown topic id(s) {unknown}; the collection has e.g. {list(topics['qid'][:5])}")
+        topics = topics[topics["qid"].isin(qids)]
+    if max_topics is not None:
+        topics = topics.head(max_topics)
+    return topics.reset_index(drop=True), qrels[qrels["qid"].isin(topics["qid"])].reset_index(drop=True)
+
+
+def sample_collection(path: str = SAMPLE_COLLECTION, qids: Sequence[str] | None = None,
+                      max_topics: int | None = None) -> Collection:
+    """The sample shipped with the package (``sample/collection``: 215 passages, 12 topics, graded qrels)
+    or a folder of the same form (``docs.jsonl``, ``topics.tsv``, ``segments.qrels``)."""
+    docs: dict[str, str] = {}
+    for line, obj in formats.read_jsonl(os.path.join(path, "docs.jsonl")):
+        if not isinstance(obj.get("docno"), str) or not isinstance(obj.get("text"), str):
+            raise formats.InputError(f"{path}/docs.jsonl:{line}: needs string fields 'docno' and 'text'")
+        docs[obj["docno"]] = obj["text"]
+    topics = pd.read_csv(os.path.join(path, "topics.tsv"), sep="\t", names=["qid", "query"], dtype=str)
+    qrels = pd.read_csv(os.path.join(path, "segments.qrels"), sep=r"\s+", names=["qid", "iter", "docno", "label"],
+                        dtype={"qid": str, "docno": str, "label": int})[["qid", "docno", "label"]]
+    topics, qrels = _select_topics(topics, qrels, qids, max_topics)
+    digest = hashlib.sha1(json.dumps(sorted(docs.items())).encode()).hexdigest()[:12]
+    name = "sample" if os.path.samefile(path, SAMPLE_COLLECTION) else os.path.basename(os.path.normpath(path))
+    return Collection(name, topics, qrels, docs,
+                      lambda: ({"docno": d, "text": t} for d, t in docs.items()), f"docs-{digest}")
+
+
+def dataset_collection(dataset_id: str, qids: Sequence[str] | None = None,
+                       max_topics: int | None = None) -> Collection:
+    """An ir_datasets dataset (e.g. ``msmarco-segment-v2.1/trec-rag-2024``; importing ``datasets_ext``
+    registers the TREC RAG and iKAT ids): its queries, qrels and docs store. Indexing it is only needed
+    for the built-in retrievers; with ``--run`` files only the segments that are used are looked up."""
+    import ir_datasets
+
+    import datasets_ext  # noqa: F401 - registers the dataset ids
+
+    ds = ir_datasets.load(dataset_id)
+    topics = pd.DataFrame([(q.query_id, q.default_text()) for q in ds.queries_iter()], columns=["qid", "query"])
+    qrels = pd.DataFrame([(q.query_id, q.doc_id, int(q.relevance)) for q in ds.qrels_iter()] if ds.has_qrels()
+                         else [], columns=["qid", "docno", "label"])
+    topics, qrels = _select_topics(topics, qrels, qids, max_topics)
+
+    def docs():
+        for d in ds.docs_iter():
+            yield {"docno": d.doc_id, "text": d.default_text()}
+
+    key = "ds-" + dataset_id.split("/")[0].replace("/", "_")
+    return Collection(dataset_id, topics, qrels, ds.docs_store(), docs, key)

@@ -1,0 +1,268 @@
+"""The main job: a whole retrieval-augmented generation evaluation in one call (``pyterrier-nuggets demo``).
+
+For each system: retrieve segments (:mod:`.retrievers`: PISA BM25, dense retrieval with pyterrier-dr, or
+an imported run), generate a cited answer per topic (:class:`~pyterrier_nuggets.judges.CitedGenerator`),
+and evaluate it through the package's one evaluation route
+(:func:`~pyterrier_nuggets.evaluation.evaluate_answers`: the topic's nuggets assigned by
+:class:`~pyterrier_nuggets.judges.NuggetAssigner`, citations judged by
+:class:`~pyterrier_nuggets.judges.SupportJudge`). The nuggets are created once per topic from the judged
+segments (``NuggetCreator >> NuggetScorer``, seed 000 §4.1.1) or imported. Everything ends in the joint
+table of :mod:`pyterrier_nuggets.evaluation.table` and in the plots of
+:mod:`pyterrier_nuggets.evaluation.plots`.
+
+Each step can be replaced by a file (the evaluation conditions of seed 000 §4.3): a retrieval run, an
+answer file, a nugget file, an assignment file. With no endpoint configured the LLM steps run on the
+embedded SmolLM2-135M model: plumbing for a first run, not a judge.
+"""
+from __future__ import annotations
+
+import os
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+import pyterrier as pt
+
+from pyterrier_nuggets import formats
+from pyterrier_nuggets.docstore import fetch_texts
+from pyterrier_nuggets.evaluation import ANSWER_MEASURES, JointTable, System, evaluate_answers, joint_table
+from pyterrier_nuggets.judges import CitedGenerator, NuggetAssigner, NuggetCreator, NuggetScorer, SupportJudge
+from pyterrier_nuggets.llm import LLMClient
+from pyterrier_nuggets.pipeline.collections import Collection
+from pyterrier_nuggets.pipeline.retrievers import default_index_dir, retrieve
+from pyterrier_nuggets.pipeline.systems import SystemSpec
+
+EMBEDDED_MAX_NUGGETS = 10  # the embedded model fills every list to the limit: keep its runs short
+
+
+def create_nuggets(collection: Collection, llm: LLMClient, strict: bool = False, max_nuggets: int = 30,
+                   keep: int | None = 20, notes: list[str] | None = None) -> pd.DataFrame:
+    """AutoNuggets (seed 000 §4.1.1): nuggets from the segments judged >= 1 (at most ``max_nuggets``, 30 in
+    the paper), scored vital/okay, the first ``keep`` (20) kept."""
+    judged = collection.qrels[collection.qrels["label"] >= 1]
+    judged = judged.merge(collection.topics, on="qid")
+    texts = fetch_texts(collection.docstore, judged["docno"].tolist())
+    judged = judged.assign(text=judged["docno"].map(texts))
+    # the most relevant segments first: they start the running nugget list
+    judged = judged.sort_values(["qid", "label"], ascending=[True, False], kind="stable")
+    creator = NuggetCreator(llm, max_nuggets=max_nuggets, on_failure="raise" if strict else "continue")
+    scorer = NuggetScorer(llm, keep=keep, on_failure="raise" if strict else "exclude")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # failures are summarised in ``notes``
+        nuggets = scorer(creator(judged[["qid", "query", "docno", "text", "label"]]))
+    if notes is not None:
+        if creator.failures:
+            notes.append(f"nugget creation: {len(creator.failures)} failed window(s) of "
+                         f"{len({f.qid for f in creator.failures})} topic(s)")
+        if scorer.failures:
+            notes.append(f"nugget scoring: {len(scorer.failures)} nugget batch(es) without importance, left out")
+        missing = sorted(set(collection.topics["qid"]) - set(nuggets["qid"]))
+        if missing:
+            notes.append(f"{len(missing)} topic(s) have no nuggets, so no nugget scores: {', '.join(missing)}")
+    return nuggets
+
+
+def topic_nuggets(nugget_set: formats.NuggetSet, topics: pd.DataFrame) -> pd.DataFrame:
+    """The nugget frame of the collection's topics (queries from the nugget file, else from the topics)."""
+    frame = formats.nuggets_to_frame(nugget_set, dict(zip(topics["qid"], topics["query"])) | nugget_set.queries)
+    return frame[frame["qid"].isin(topics["qid"])].reset_index(drop=True)
+
+
+# ------------------------------------------------------------------------------------------ the job
+
+@dataclass
+class SystemResult:
+    spec: SystemSpec
+    retrieved: pd.DataFrame | None
+    answers: pd.DataFrame | None
+    evaluation: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class MainJobResult:
+    table: JointTable
+    systems: list[SystemResult]
+    nuggets: pd.DataFrame
+    condition: str
+    files: list[str]
+    llm_stats: dict
+    seconds: float
+    notes: list[str] = field(default_factory=list)
+
+
+def evaluation_condition(nugget_source: str, systems: Sequence[SystemSpec]) -> str:
+    """The seed 000 §4.3 condition: nugget source x assignment source."""
+    nuggets = "AutoNuggets" if nugget_source == "auto" else "imported nuggets"
+    assign = sorted({"AutoAssign" if s.assignment_source == "LLM" else "imported assignments" for s in systems})
+    return f"{nuggets} / {' + '.join(assign)}"
+
+
+def _evaluate_system(spec: SystemSpec, collection: Collection, nuggets: pd.DataFrame, nugget_set: formats.NuggetSet,
+                     llm: LLMClient | None, index_dir, retrieved_cache: dict, out_dir: str, strict: bool,
+                     files: list[str]) -> SystemResult:
+    notes: list[str] = []
+    retrieved = retrieve(spec, collection, index_dir, retrieved_cache)
+    if retrieved is not None:
+        path = os.path.join(out_dir, f"{spec.name}.segments.run")
+        pt.io.write_results(retrieved.assign(run_id=spec.name)[["qid", "docno", "score", "rank"]], path,
+                            run_name=spec.name)
+        files.append(path)
+    topics = set(collection.topics["qid"])
+    answers = None
+    if spec.answers:
+        imported = [a for a in formats.read_answers(spec.answers, run_id=spec.name) if a.qid in topics]
+        answers = formats.answers_to_frame(imported)
+        answers["query"] = answers["qid"].map(dict(zip(collection.topics["qid"], collection.topics["query"])))
+        notes.append(f"answers imported from {spec.answers}")
+    elif retrieved is not None and not spec.assignments:
+        generator = CitedGenerator(_need(llm), k=spec.k, docstore=collection.docstore, run_id=spec.name,
+                                   on_failure="raise" if strict else "empty")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # problems are counted below
+            answers = generator(retrieved)
+        if generator.problems:
+            notes.append(f"generation: {len(generator.problems)} problem(s) in "
+                         f"{len({p['qid'] for p in generator.problems})} answer(s) (see NAME.answers.jsonl)")
+    if answers is not None:
+        path = os.path.join(out_dir, f"{spec.name}.answers.jsonl")
+        formats.write_answers_2024(path, formats.frame_to_answers(answers, spec.name))
+        files.append(path)
+
+    rows = pd.DataFrame(columns=["qid", "docno", "score"])
+    excluded: set[str] = set()  # answers with a failed LLM step: no rows at all (scored as unanswered)
+    imported_rows: list[formats.Row] = []
+    assigner = judge = None
+    if spec.assignments:
+        assigned_answers = [a for a in formats.read_assignments(spec.assignments, run_id=spec.name).answers
+                            if a.qid in topics]
+        imported_rows = [r for a in assigned_answers for r in formats.assignment_rows(a.assignments)]
+        notes.append(f"assignments imported from {spec.assignments}")
+    else:
+        assigner = NuggetAssigner(nuggets, _need(llm), on_failure="raise" if strict else "exclude_answer")
+    if answers is not None:
+        judge = SupportJudge(_need(llm), docstore=collection.docstore,
+                             on_failure="raise" if strict else "exclude_answer")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # failures are summarised in the notes
+            evaluated = evaluate_answers(answers, assigner, judge)
+        rows = evaluated.rows
+    else:
+        rows = pd.DataFrame(formats.words_rows(assigned_answers), columns=["qid", "docno", "score"])
+        notes.append("no answers: citations not judged; give --answers NAME=PATH for SupportP/SupportR")
+    if assigner is not None:
+        if assigner.failures:
+            excluded |= {f.qid for f in assigner.failures}
+            notes.append(f"assignment: {len(assigner.failures)} failed step(s)")
+        assigned_answers = formats.assignment_frame_to_answers(evaluated.assigned, nugget_set, spec.name)
+        path = os.path.join(out_dir, f"{spec.name}.assignments.jsonl")
+        formats.write_assignments(path, assigned_answers)
+        files.append(path)
+    if judge is not None:
+        if judge.failures:
+            excluded |= {f.qid for f in judge.failures}
+            notes.append(f"support: {len(judge.failures)} failed judgment(s)")
+        path = os.path.join(out_dir, f"{spec.name}.support.jsonl")
+        formats.write_support(path, formats.frame_to_judgments(evaluated.support), spec.name)
+        files.append(path)
+    rows = imported_rows + [(str(q), str(d), float(s)) for q, d, s in zip(rows["qid"], rows["docno"], rows["score"])]
+    if excluded:
+        rows = [r for r in rows if r[0] not in excluded]
+        notes.append(f"{len(excluded)} answer(s) excluded after failed LLM steps, scored as unanswered (0): "
+                     f"{', '.join(sorted(excluded))}")
+    evaluation = pd.DataFrame(rows, columns=["qid", "docno", "score"])
+    path = os.path.join(out_dir, f"{spec.name}.eval.run")
+    formats.write_run(path, rows, spec.name)
+    files.append(path)
+    return SystemResult(spec, retrieved, answers, evaluation, notes)
+
+
+def _need(llm: LLMClient | None) -> LLMClient:
+    if llm is None:
+        raise ValueError("this step needs an LLM, but none was configured")
+    return llm
+
+
+def run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir: str, *,
+                 llm: LLMClient | None = None, nuggets_path: str | None = None,
+                 index_dir: str | os.PathLike | None = None, strict: bool = False, plots: bool = True,
+                 max_nuggets: int | None = None, log: Callable[[str], None] = print) -> MainJobResult:
+    """Evaluate ``systems`` on ``collection`` end to end and write everything to ``out_dir``: per system
+    the segments run, answers, assignments, support judgments and evaluation run; the nuggets and their
+    qrels; the joint table (``joint_table.csv/.md/.tex/.perquery.csv``) and the plots.
+
+    ``llm`` (default: ``LLMClient()``, the configured endpoint or the embedded model) is created only when
+    a step needs it. ``nuggets_path``: imported nuggets (nugget JSONL); without it the nuggets of imported
+    assignment files are used, else they are created from the qrels. ``strict``: any failed LLM step
+    raises (default: failures are reported and the affected answers excluded, never scored as 0).
+    ``max_nuggets``: nuggets created per topic (default 30 as in seed 000, at most 20 kept; with the
+    embedded model 10, all kept, so that a first run on a laptop stays within minutes).
+    """
+    start = time.time()
+    os.makedirs(out_dir, exist_ok=True)
+    index_dir = Path(index_dir) if index_dir is not None else default_index_dir()
+    files: list[str] = []
+    notes: list[str] = []
+    creates_nuggets = nuggets_path is None and not any(s.assignments for s in systems)
+    # every system without imported assignments is assigned by the LLM; every answer is judged for support
+    needs_llm = creates_nuggets or any(not s.assignments or s.answers for s in systems)
+    if llm is None and needs_llm:
+        llm = LLMClient()
+    log(f"collection: {collection.name}, {len(collection.topics)} topics; systems: "
+        f"{', '.join(s.name for s in systems)}; LLM: {llm.endpoint + ' ' + str(llm.model) if llm else 'none'}")
+
+    # nuggets: imported file, the nuggets of imported assignments, or AutoNuggets from the qrels
+    imported = [s for s in systems if s.assignments]
+    if nuggets_path:
+        nugget_set, source = formats.read_nuggets(nuggets_path), "imported"
+        nuggets = topic_nuggets(nugget_set, collection.topics)
+        log(f"nuggets: imported from {nuggets_path}")
+    elif imported:
+        nugget_set = formats.read_assignments(imported[0].assignments).nugget_set()
+        nuggets, source = topic_nuggets(nugget_set, collection.topics), "imported"
+        log(f"nuggets: those of {imported[0].assignments}")
+    else:
+        log("nuggets: creating them from the judged segments (NuggetCreator >> NuggetScorer)")
+        if max_nuggets is None:
+            max_nuggets = EMBEDDED_MAX_NUGGETS if llm is not None and llm.embedded else 30
+        nuggets = create_nuggets(collection, _need(llm), strict, max_nuggets, min(20, max_nuggets), notes)
+        source = "auto"
+        nugget_set = formats.frame_to_nuggets(nuggets) if len(nuggets) else formats.NuggetSet([])
+    if nuggets.empty:
+        raise ValueError("no nuggets for the selected topics: nothing to score the answers against")
+    condition = evaluation_condition(source, systems)
+    path = os.path.join(out_dir, "nuggets.jsonl")
+    formats.write_nuggets(path, nugget_set, dict(zip(collection.topics["qid"], collection.topics["query"])))
+    nugget_qrels = formats.nugget_qrels(nuggets)
+    qrels_path = os.path.join(out_dir, "nuggets.qrels")
+    formats.write_nugget_qrels(qrels_path, nugget_set)
+    files += [path, qrels_path]
+
+    results = []
+    retrieved_cache: dict = {}
+    for spec in systems:
+        log(f"system {spec.name}: " + ", ".join(
+            x for x in (f"{spec.retriever} top {spec.k}" if spec.retriever else "", spec.run and f"run {spec.run}",
+                        spec.answers and f"answers {spec.answers}", spec.assignments and f"assignments "
+                        f"{spec.assignments}") if x))
+        results.append(_evaluate_system(spec, collection, nuggets, nugget_set, llm, index_dir, retrieved_cache,
+                                        out_dir, strict, files))
+
+    has_retrieval = all(r.retrieved is not None for r in results) and not collection.qrels.empty
+    measures = list(ANSWER_MEASURES)
+    if any(r.answers is None for r in results):  # imported assignments without answers: nothing to judge
+        measures = [m for m in measures if m.NAME not in ("SupportP", "SupportR")]
+        log("SupportP/SupportR left out: a system has no answers whose citations could be judged")
+    if not has_retrieval:
+        log("nDCG@10 left out: a system has no retrieved segments (give --run NAME=PATH) or there are no qrels")
+    table = joint_table([System(r.spec.name, r.evaluation, r.retrieved if has_retrieval else None) for r in results],
+                        nugget_qrels, collection.qrels if has_retrieval else None, answer_measures=measures)
+    files += table.write(os.path.join(out_dir, "joint_table"))
+    if plots:
+        from pyterrier_nuggets.evaluation.plots import write_plots
+        files += write_plots(table, out_dir)
+    stats = dict(llm.stats) if llm is not None else {}
+    return MainJobResult(table, results, nuggets, condition, files, stats, time.time() - start, notes)

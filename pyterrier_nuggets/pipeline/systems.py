@@ -1,0 +1,78 @@
+"""The systems of the main job, as the command line names them: ``[NAME=]RETRIEVER:K`` and files that
+replace a step (``--run``, ``--answers``, ``--assignments``)."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+RETRIEVERS = ("bm25", "dense")
+DEFAULT_SYSTEMS = ("bm25:5", "dense:5")
+
+
+@dataclass
+class SystemSpec:
+    """One system of the main job. ``retriever`` is ``bm25``, ``dense`` or None (then ``run`` must give the
+    retrieved segments, or ``answers`` / ``assignments`` the answers); ``k`` segments go to the generator.
+    ``run``, ``answers`` and ``assignments`` are files that replace the matching step."""
+
+    name: str
+    retriever: str | None = None
+    k: int = 5
+    run: str | None = None
+    answers: str | None = None
+    assignments: str | None = None
+
+    @property
+    def assignment_source(self) -> str:
+        return "imported" if self.assignments else "LLM"
+
+
+def parse_system(spec: str) -> SystemSpec:
+    """``RETRIEVER:K`` or ``NAME=RETRIEVER:K`` (``bm25:5``, ``dense:10``, ``bm25-k3=bm25:3``); the name
+    defaults to ``RETRIEVER-kK``."""
+    name, _, rest = spec.rpartition("=")
+    retriever, _, k = rest.partition(":")
+    if retriever not in RETRIEVERS:
+        raise ValueError(f"system {spec!r}: retriever must be one of {RETRIEVERS} (imported runs: --run NAME=PATH)")
+    try:
+        k = int(k) if k else 5
+    except ValueError:
+        raise ValueError(f"system {spec!r}: K must be a number of segments, e.g. bm25:5") from None
+    if not 1 <= k <= 20:
+        raise ValueError(f"system {spec!r}: K must be between 1 and 20 (the TREC RAG reference limit)")
+    return SystemSpec(name or f"{retriever}-k{k}", retriever, k)
+
+
+def parse_named_path(value: str, option: str) -> tuple[str, str]:
+    """``NAME=PATH`` of ``--run``, ``--answers`` and ``--assignments``."""
+    name, sep, path = value.partition("=")
+    if not sep or not name or not path:
+        raise ValueError(f"{option} takes NAME=PATH, got {value!r}")
+    return name, path
+
+
+def build_systems(specs: Sequence[str] = (), runs: Sequence[str] = (), answers: Sequence[str] = (),
+                  assignments: Sequence[str] = (), k: int = 5) -> list[SystemSpec]:
+    """Systems from the command line: ``specs`` (``--system``) plus one per name of ``runs``, ``answers``,
+    ``assignments`` (``NAME=PATH``; files of one name make one system). With none of them, the defaults
+    (BM25 and dense, top 5 segments each)."""
+    systems: dict[str, SystemSpec] = {}
+    for spec in specs:
+        s = parse_system(spec)
+        if s.name in systems:
+            raise ValueError(f"two systems are named {s.name!r}; name them: NAME=RETRIEVER:K")
+        systems[s.name] = s
+    for option, values, attr in (("--run", runs, "run"), ("--answers", answers, "answers"),
+                                 ("--assignments", assignments, "assignments")):
+        for value in values:
+            name, path = parse_named_path(value, option)
+            s = systems.setdefault(name, SystemSpec(name, None, k))
+            if getattr(s, attr):
+                raise ValueError(f"{option}: system {name!r} was given twice")
+            setattr(s, attr, path)
+    if not systems:
+        systems = {s.name: s for s in map(parse_system, DEFAULT_SYSTEMS)}
+    for s in systems.values():
+        if s.retriever is None and not (s.run or s.answers or s.assignments):
+            raise ValueError(f"system {s.name!r} has nothing to evaluate")
+    return list(systems.values())
