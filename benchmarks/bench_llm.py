@@ -22,8 +22,9 @@ import pandas as pd
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import ir_measures_ext  # noqa: E402
+from pyterrier_nuggets.formats import nugget_qrels  # noqa: E402
+from pyterrier_nuggets.judges import NuggetAssigner, NuggetCreator, NuggetScorer  # noqa: E402
 from pyterrier_nuggets.llm import LLMClient  # noqa: E402
-from pyterrier_nuggets.nuggetize import NuggetAssigner, NuggetCreator, NuggetScorer, nugget_qrels_frame  # noqa: E402
 from tests.fake_openai_server import FakeOpenAIServer  # noqa: E402
 
 WORDS = ("river bridge castle museum harbour market garden tower canal library station forest valley "
@@ -52,7 +53,7 @@ def run_once(server: FakeOpenAIServer, cache: str, concurrency: int, judged: pd.
     nuggets = (NuggetCreator(llm) >> NuggetScorer(llm))(judged)
     assigned = NuggetAssigner(nuggets, llm)(answers)
     wall = time.perf_counter() - start
-    qrels = nugget_qrels_frame(nuggets).rename(columns={"qid": "query_id", "docno": "doc_id", "label": "relevance"})
+    qrels = nugget_qrels(nuggets).rename(columns={"qid": "query_id", "docno": "doc_id", "label": "relevance"})
     scores = {}
     for run_id, group in assigned.groupby("run_id"):
         run = group.rename(columns={"qid": "query_id", "docno": "doc_id"})[["query_id", "doc_id", "score"]]

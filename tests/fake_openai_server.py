@@ -5,7 +5,8 @@ Standard library only (``http.server`` in a thread). It counts requests and answ
 
 1. the next scripted :class:`Reply` of ``script`` (a queue; e.g. a 429 with Retry-After, then a 500);
 2. ``responder(body)`` if given: a string (the assistant's content) or a :class:`Reply`;
-3. :func:`auto_reply`: plausible, valid AutoNuggetizer output read off the prompt (deterministic).
+3. :func:`auto_reply`: plausible, valid output read off the prompt (deterministic): AutoNuggetizer lists,
+   support labels by word overlap, cited answers copied from the passages.
 
 ``latency`` seconds are slept before every reply (requests are served concurrently), so a client's
 parallelism shows in wall time.
@@ -52,12 +53,34 @@ def _after(label: str, text: str) -> str:
     return m.group(1) if m else ""
 
 
+def support_reply(prompt: str) -> str:
+    """Support judge (seed 004 Figure 1 prompt): Full Support if every word of more than 3 letters of the
+    statement is in the passage, Partial Support if some are, else No Support."""
+    statement = prompt.split("Statement: ", 1)[1].split("\nCitation: ", 1)[0]
+    passage = prompt.split("\nCitation: ", 1)[1].lower()
+    words = [w.strip(".,").lower() for w in statement.split() if len(w) > 3]
+    found = sum(w in passage for w in words)
+    return "Full Support" if found == len(words) else "Partial Support" if found else "No Support"
+
+
+def generation_reply(prompt: str) -> str:
+    """Cited generator: the first sentence of passages [1] and [2], each citing its passage, and one
+    uncited sentence."""
+    passages = re.findall(r"^\[(\d+)\] (.*)$", prompt, re.M)
+    sentences = [f"{text.split('. ')[0].rstrip('.')} [{number}]." for number, text in passages[:2]]
+    return " ".join(sentences + ["That is all I know."])
+
+
 def auto_reply(body: dict) -> str:
-    """Valid output for the AutoNuggetizer prompts, derived deterministically from the prompt."""
+    """Valid output for the package's prompts, derived deterministically from the prompt."""
     prompt = body["messages"][-1]["content"]
     if len(body["messages"]) > 2:  # a re-ask: answer the first user message instead
         prompt = body["messages"][1]["content"] if body["messages"][0]["role"] == "system" else \
             body["messages"][0]["content"]
+    if "Statement: " in prompt:
+        return support_reply(prompt)
+    if "Passages:" in prompt:
+        return generation_reply(prompt)
     if "Updated Nugget List:" in prompt:
         nuggets = json.loads(_after("Initial Nugget List:", prompt) or "[]")
         context = prompt.split("Context:", 1)[1].split("Search Query:", 1)[0]

@@ -8,7 +8,7 @@ import pytest
 from ir_measures_ext import A, AnswerWords, SupportP, SupportR, V_strict
 from pyterrier_nuggets import formats as F
 from pyterrier_nuggets.evaluation import evaluation_rows, score, score_assignments
-from pyterrier_nuggets.model import Answer, Nugget, Sentence, SupportJudgment
+from pyterrier_nuggets.records import Answer, Nugget, Sentence, SupportJudgment
 
 
 def jsonl(path, objs):

@@ -5,28 +5,17 @@ import pandas as pd
 import pytest
 
 from pyterrier_nuggets import formats
-from pyterrier_nuggets.generate import (
-    CitedGenerator,
-    fetch_texts,
-    parse_cited_answer,
-    split_cited_sentences,
-)
+from pyterrier_nuggets.docstore import fetch_texts
+from pyterrier_nuggets.judges import NuggetizationError
+from pyterrier_nuggets.judges.generation import CitedGenerator, parse_cited_answer, split_cited_sentences
 from pyterrier_nuggets.llm import LLMClient
-from pyterrier_nuggets.model import Sentence
-from pyterrier_nuggets.nuggetize import NuggetizationError
+from pyterrier_nuggets.records import Sentence
 from tests.fake_openai_server import FakeOpenAIServer, Reply
 
 
 @pytest.fixture
-def server():
-    with FakeOpenAIServer(responder=lambda body: "Paris is the capital of France [1]. It is large [2].") as s:
-        yield s
-
-
-@pytest.fixture
-def llm(server, tmp_path):
-    return LLMClient(model="fake", base_url=server.base_url, api_key="k", cache=tmp_path / "cache.sqlite",
-                     backoff=0.01, progress=False)
+def responder():
+    return lambda body: "Paris is the capital of France [1]. It is large [2]."
 
 
 def results(qids=("q1",), n=3, text=True):

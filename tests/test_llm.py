@@ -8,7 +8,7 @@ import time
 import pytest
 
 from pyterrier_nuggets.llm import LLMClient, ResponseCache, request_key
-from pyterrier_nuggets.parsing import OutputError, parse_labels
+from pyterrier_nuggets.llm.parsing import OutputError, parse_labels
 from tests.fake_openai_server import FakeOpenAIServer, Reply
 
 SECRET = "sk-test-SECRET-never-stored-0123456789"
@@ -227,12 +227,12 @@ def test_parse_labels_rejects_unknown_and_wrong_length():
     'Updated Nugget List: ["a", "b"] Hope this helps.', '{"nuggets": ["a", "b"]}', "('a', 'b')",
 ])
 def test_parse_list_accepts_python_json_fenced(text):
-    from pyterrier_nuggets.parsing import parse_strings
+    from pyterrier_nuggets.llm.parsing import parse_strings
     assert parse_strings(text) == ["a", "b"]
 
 
 @pytest.mark.parametrize("text", ["", "no list here", '{"a": 1}', "[1, 2", '"just a string"'])
 def test_parse_list_rejects_non_lists(text):
-    from pyterrier_nuggets.parsing import parse_list
+    from pyterrier_nuggets.llm.parsing import parse_list
     with pytest.raises(OutputError):
         parse_list(text)

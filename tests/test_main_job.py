@@ -4,16 +4,16 @@ table, plots), the imported-nugget and imported-assignment conditions, and one t
 model (slow)."""
 import json
 import os
-import re
 
 import pandas as pd
 import pytest
 from embedded import needs_model
 
 from pyterrier_nuggets import cli, formats
-from pyterrier_nuggets.demo import make_llm
+from pyterrier_nuggets.cli.demo import make_llm
+from pyterrier_nuggets.evaluation.plots import pareto_front
 from pyterrier_nuggets.llm import LLMClient
-from pyterrier_nuggets.main_job import (
+from pyterrier_nuggets.pipeline import (
     SAMPLE_COLLECTION,
     SystemSpec,
     build_systems,
@@ -22,41 +22,13 @@ from pyterrier_nuggets.main_job import (
     run_main_job,
     sample_collection,
 )
-from pyterrier_nuggets.model import Nugget
-from pyterrier_nuggets.plots import pareto_front
-from tests.fake_openai_server import FakeOpenAIServer, auto_reply
+from pyterrier_nuggets.records import Nugget
 
 TOPICS = ["t01", "t07"]
 
 
-def reply(body):
-    """Generation: two cited sentences copied from passages [1] and [2]; support: word overlap; the
-    AutoNuggetizer prompts: the fake server's automatic replies."""
-    prompt = body["messages"][-1]["content"]
-    if "Statement: " in prompt:
-        statement = prompt.split("Statement: ", 1)[1].split("\nCitation: ", 1)[0]
-        passage = prompt.split("\nCitation: ", 1)[1].lower()
-        words = [w.strip(".,").lower() for w in statement.split() if len(w) > 3]
-        found = sum(w in passage for w in words)
-        return "Full Support" if found == len(words) else "Partial Support" if found else "No Support"
-    if "Passages:" in prompt:
-        passages = re.findall(r"^\[(\d+)\] (.*)$", prompt, re.M)
-        first = passages[0][1].split(". ")[0].rstrip(".")
-        second = passages[1][1].split(". ")[0].rstrip(".")
-        return f"{first} [1]. {second} [2]. That is all I know."
-    return auto_reply(body)
-
-
-@pytest.fixture(scope="module")
-def server():
-    with FakeOpenAIServer(responder=reply) as s:
-        yield s
-
-
-@pytest.fixture
-def llm(server, tmp_path):
-    return LLMClient(model="fake", base_url=server.base_url, api_key="k", cache=tmp_path / "cache.sqlite",
-                     progress=False)
+# Generation: two cited sentences copied from passages [1] and [2]; support: word overlap; the
+# AutoNuggetizer prompts: the fake server's automatic replies (the conftest's default server).
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +68,7 @@ def test_condition_names():
 
 def test_cli_options_parse(monkeypatch):
     seen = {}
-    monkeypatch.setattr("pyterrier_nuggets.demo.run_demo", lambda args: seen.setdefault("args", args) and 0)
+    monkeypatch.setattr("pyterrier_nuggets.cli.demo.run_demo", lambda args: seen.setdefault("args", args) and 0)
     cli.main(["demo", "--dataset", "msmarco-segment-v2.1/trec-rag-2024", "--system", "bm25:3", "--run",
               "x=x.run", "--answers", "x=x.jsonl", "--nuggets", "n.jsonl", "--base-url", "http://127.0.0.1:1/v1",
               "--model", "m", "--topics", "t1", "t2", "--strict", "--no-plots"])

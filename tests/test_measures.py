@@ -136,3 +136,51 @@ def test_plain_ir_measures_cli_scores_nugget_files_and_ndcg(tmp_path):
     out = subprocess.run(_cli() + [seg_qrels, seg_run, "nDCG@10"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert float(out.stdout.split()[-1]) > 0.9
+
+
+# ---------------------------------------------------------------------------------------- Segments
+
+SEG_QRELS = [Qrel("q1", "d1", 2), Qrel("q1", "d2", 0), Qrel("q1", "d3", 1), Qrel("q1", "d7", 3),
+             Qrel("q2", "d4", 1), Qrel("q2", "d9", 2)]
+SEG_RUN = [ScoredDoc("q1", f"d{i}", 10.0 - i) for i in (3, 2, 5, 1, 6)] + \
+          [ScoredDoc("q2", f"d{i}", 5.0 - i / 10) for i in (8, 4, 1)]
+# the same run with the answers' evaluation rows mixed in, some scored above every segment (a words row
+# scores the answer length), and the nugget qrels added to the qrels
+MIXED_RUN = SEG_RUN + [ScoredDoc("q1", "q1:words", 99.0), ScoredDoc("q1", "q1:n0", 1.0),
+                       ScoredDoc("q1", "q1:s0:c0:d1", 1.0), ScoredDoc("q2", "q2:words", 57.0)]
+MIXED_QRELS = SEG_QRELS + [Qrel("q1", "q1:n0", 2), Qrel("q1", "q1:n1", 1), Qrel("q2", "q2:n0", 2)]
+
+
+@pytest.mark.parametrize("name", ["nDCG@10", "P@5", "R@100", "AP", "P(rel=2)@5"])
+def test_segments_equals_the_wrapped_measure_on_segment_rows(name):
+    from ir_measures_ext import Segments
+    inner = ir_measures.parse_measure(name)
+    expected = per_query([inner], SEG_QRELS, SEG_RUN)
+    for outer in (Segments(inner), Segments(name), ir_measures.parse_measure(f"Segments(measure={name!r})")):
+        got = per_query([outer], MIXED_QRELS, MIXED_RUN)
+        assert {q: v for (q, _), v in got.items()} == pytest.approx({q: v for (q, _), v in expected.items()})
+        assert str(outer) == f"Segments({inner})"
+    if name in ("nDCG@10", "AP"):  # without the wrapper the evaluation rows and nugget qrels change the value
+        assert per_query([inner], MIXED_QRELS, MIXED_RUN) != pytest.approx(expected)
+
+
+def test_segments_cutoff_form_and_errors():
+    from ir_measures_ext import Segments
+    assert ir_measures.parse_measure("Segments(measure='nDCG')@10") == Segments("nDCG@10")
+    with pytest.raises(NameError):
+        Segments("NoSuchMeasure@3")
+    with pytest.raises(ValueError, match="cannot wrap Segments"):
+        Segments("Segments(measure='P@5')")
+
+
+def test_segments_on_the_plain_ir_measures_cli(tmp_path):
+    qrels = _write(tmp_path / "rag.qrels", [f"{q.query_id} 0 {q.doc_id} {q.relevance}" for q in MIXED_QRELS])
+    run = _write(tmp_path / "rag.run", [f"{d.query_id} Q0 {d.doc_id} {i} {d.score} sys"
+                                        for i, d in enumerate(MIXED_RUN)])
+    out = subprocess.run(_cli() + [qrels, run, "-q", "Segments(measure='nDCG@10')", "Segments(measure='P')@5"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    got = {tuple(line.split("\t")[:2]): float(line.split("\t")[2]) for line in out.stdout.splitlines()}
+    expected = per_query([ir_measures.nDCG @ 10, ir_measures.P @ 5], SEG_QRELS, SEG_RUN)
+    assert got["q1", "Segments(nDCG@10)"] == pytest.approx(expected["q1", "nDCG@10"], abs=1e-4)
+    assert got["q2", "Segments(P@5)"] == pytest.approx(expected["q2", "P@5"], abs=1e-4)

@@ -9,30 +9,11 @@ import pytest
 
 import ir_measures_ext
 from pyterrier_nuggets import formats
+from pyterrier_nuggets.formats import assigned_answers_to_frame, assignment_frame_to_answers, nugget_qrels
+from pyterrier_nuggets.judges import NuggetAssigner, NuggetCreator, NuggetizationError, NuggetScorer
 from pyterrier_nuggets.llm import LLMClient
-from pyterrier_nuggets.nuggetize import (
-    NuggetAssigner,
-    NuggetCreator,
-    NuggetizationError,
-    NuggetScorer,
-    assigned_answers_to_frame,
-    assignment_frame_to_answers,
-    nugget_qrels_frame,
-)
 from pyterrier_nuggets.prompts import PROMPT_DIR, PromptTemplate
-from tests.fake_openai_server import FakeOpenAIServer, Reply, auto_reply
-
-
-@pytest.fixture
-def server():
-    with FakeOpenAIServer() as s:
-        yield s
-
-
-@pytest.fixture
-def llm(server, tmp_path):
-    return LLMClient(model="fake", base_url=server.base_url, api_key="k", cache=tmp_path / "cache.sqlite",
-                     backoff=0.01, progress=False)
+from tests.fake_openai_server import Reply, auto_reply
 
 
 def segments(qid="q1", n=25, query="what is the capital of france"):
@@ -274,7 +255,7 @@ def test_full_pipeline_rerun_makes_no_calls(server, tmp_path):
 
 def test_experiment_scores_assigner_output(server, llm):
     nuggets = scored_nuggets()
-    qrels = nugget_qrels_frame(nuggets)
+    qrels = nugget_qrels(nuggets)
     topics = pd.DataFrame([{"qid": "q1", "query": "what is the capital of france"}])
     runs = [pt.Transformer.from_df(answers()[answers()["run_id"] == r]) >> NuggetAssigner(nuggets, llm)
             for r in ("runA", "runC")]

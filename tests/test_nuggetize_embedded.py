@@ -14,8 +14,9 @@ pytestmark = pytest.mark.slow
 
 @needs_model
 def test_embedded_model_end_to_end(tmp_path, capsys):
+    from pyterrier_nuggets.formats import nugget_qrels
+    from pyterrier_nuggets.judges import NuggetAssigner, NuggetCreator, NuggetScorer
     from pyterrier_nuggets.llm import LLMClient
-    from pyterrier_nuggets.nuggetize import NuggetAssigner, NuggetCreator, NuggetScorer, nugget_qrels_frame
 
     llm = LLMClient(embedded=True, cache=tmp_path / "cache.sqlite", progress=False, concurrency=2, max_tokens=200)
     assert "tiny model" in capsys.readouterr().err or llm.embedded  # said once per process
@@ -40,7 +41,7 @@ def test_embedded_model_end_to_end(tmp_path, capsys):
     assert calls >= 3 and llm.stats["completion_tokens"] > 0
     table = pt.Experiment(
         [pt.Transformer.from_df(answers[answers["run_id"] == r]) >> NuggetAssigner(nuggets, llm) for r in ("good", "bad")],
-        judged[["qid", "query"]].drop_duplicates(), nugget_qrels_frame(nuggets),
+        judged[["qid", "query"]].drop_duplicates(), nugget_qrels(nuggets),
         [ir_measures_ext.V_strict, ir_measures_ext.A], names=["good", "bad"])
     assert list(table["name"]) == ["good", "bad"] and table["A"].between(0, 1).all()
     assert llm.stats["calls"] == calls  # everything came from the cache

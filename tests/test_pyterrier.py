@@ -7,10 +7,9 @@ import pytest
 
 from pyterrier_nuggets import A_strict, AnswerWords, SupportP, V_strict, W, formats
 from pyterrier_nuggets.cli import main as cli_main
-from pyterrier_nuggets.compare import System, joint_table
-from pyterrier_nuggets.demo import SAMPLE_DIR, run_sample
-from pyterrier_nuggets.evaluation import evaluation_rows, nugget_qrels, run_frame
-from pyterrier_nuggets.model import Assignment, Nugget
+from pyterrier_nuggets.evaluation import System, evaluation_rows, joint_table, nugget_qrels, run_frame
+from pyterrier_nuggets.pipeline import SAMPLE_DIR, run_sample
+from pyterrier_nuggets.records import Assignment, Nugget
 
 NUGGETS = [Nugget(q, i, f"fact {i}", "vital" if i < 2 else "okay") for q in ("t1", "t2", "t3", "t4") for i in range(4)]
 

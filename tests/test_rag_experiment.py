@@ -10,13 +10,11 @@ from embedded import needs_model
 
 import ir_measures_ext
 from pyterrier_nuggets import formats
-from pyterrier_nuggets.evaluation import run_frame, score
-from pyterrier_nuggets.generate import CitedGenerator
+from pyterrier_nuggets.evaluation import RAG_MEASURES, RAGEvaluation, Segments, rag_qrels, run_frame, score
+from pyterrier_nuggets.formats import frame_to_judgments, nugget_qrels
+from pyterrier_nuggets.judges import CitedGenerator, NuggetAssigner, SupportJudge
 from pyterrier_nuggets.llm import LLMClient
-from pyterrier_nuggets.nuggetize import NuggetAssigner, nugget_qrels_frame
-from pyterrier_nuggets.rag_eval import RAG_MEASURES, RAGEvaluation, Segments, rag_qrels
-from pyterrier_nuggets.support import SupportJudge, frame_to_judgments
-from tests.fake_openai_server import FakeOpenAIServer, auto_reply
+from tests.fake_openai_server import auto_reply
 
 nDCG10 = ir_measures.nDCG @ 10
 
@@ -42,29 +40,16 @@ POOR = [5, 6, 2, 7, 8, 9, 10, 11, 3, 4, 1, 0]  # one relevant segment at rank 3,
 
 def reply(body):
     prompt = body["messages"][-1]["content"]
-    if "Statement: " in prompt:  # support judge (seed 004 Figure 1)
-        statement = prompt.split("Statement: ", 1)[1].split("\nCitation: ", 1)[0]
-        passage = prompt.split("\nCitation: ", 1)[1].lower()
-        words = [w.strip(".,").lower() for w in statement.split() if len(w) > 3]
-        found = sum(w in passage for w in words)
-        return "Full Support" if found == len(words) else "Partial Support" if found else "No Support"
     if "Passages:" in prompt:  # generator: one sentence per passage 1 and 2, and an uncited one
         passages = re.findall(r"^\[(\d+)\] (.*)$", prompt, re.M)
         first, second = passages[0][1], passages[1][1]
         return f"{first.rstrip('.')} [1]. {second.rstrip('.')} [2][1]. That is all."
-    return auto_reply(body)  # nugget assignment
-
-
-@pytest.fixture(scope="module")
-def server():
-    with FakeOpenAIServer(responder=reply) as s:
-        yield s
+    return auto_reply(body)  # support judge (word overlap) and nugget assignment
 
 
 @pytest.fixture
-def llm(server, tmp_path):
-    return LLMClient(model="fake", base_url=server.base_url, api_key="k", cache=tmp_path / "cache.sqlite",
-                     progress=False)
+def responder():
+    return reply
 
 
 @pytest.fixture
@@ -106,7 +91,7 @@ def test_one_experiment_two_pipelines(llm, nuggets, segment_qrels, tmp_path):
     table = pt.Experiment(pipelines, TOPICS, qrels, measures, names=["good", "poor"], baseline=0,
                           save_dir=str(tmp_path))
     perquery = pd.read_csv(tmp_path / "perquery.csv", dtype={"qid": str})
-    names = ["Segments(nDCG@10)", "V_strict", "A_strict", "SupportP", "SupportR", "AnswerWords"]
+    names = ["Segments(nDCG@10)", "V_strict", "A_strict", "W", "SupportP", "SupportR", "AnswerWords"]
     assert list(table["name"]) == ["good", "poor"]
     for name in names:
         assert name in table.columns and f"{name} p-value" in table.columns
@@ -134,11 +119,11 @@ def test_one_experiment_two_pipelines(llm, nuggets, segment_qrels, tmp_path):
     for i, (name, order) in enumerate([("good", GOOD), ("poor", POOR)]):
         answers = (retriever(order) >> CitedGenerator(llm, k=5, run_id=name))(TOPICS)
         nugget_scores = pt.Experiment([pt.Transformer.from_df(answers) >> NuggetAssigner(nuggets, llm)], TOPICS,
-                                      nugget_qrels_frame(nuggets), [ir_measures_ext.V_strict,
+                                      nugget_qrels(nuggets), [ir_measures_ext.V_strict,
                                                                     ir_measures_ext.A_strict])
         judgments = frame_to_judgments(SupportJudge(llm)(answers))
         rows = list(formats.support_rows(judgments)) + list(formats.words_rows(formats.frame_to_answers(answers)))
-        other = score(nugget_qrels_frame(nuggets), run_frame(rows),
+        other = score(nugget_qrels(nuggets), run_frame(rows),
                       [ir_measures_ext.SupportP, ir_measures_ext.SupportR, ir_measures_ext.AnswerWords])
         means = other.groupby("measure")["value"].mean()
         assert table["V_strict"].iloc[i] == pytest.approx(nugget_scores["V_strict"].iloc[0])
@@ -183,7 +168,7 @@ def test_support_and_length_only_without_nuggets(llm, segment_qrels):
 @needs_model
 def test_embedded_model_rag_end_to_end(tmp_path):
     """Relevance judging, cited generation, support judging and one pt.Experiment on the embedded model."""
-    from pyterrier_nuggets.relevance import RelevanceJudge
+    from pyterrier_nuggets.judges import RelevanceJudge
 
     llm = LLMClient(embedded=True, cache=tmp_path / "cache.sqlite", progress=False, concurrency=1,
                     max_tokens=96)

@@ -3,11 +3,11 @@ import pandas as pd
 import pyterrier as pt
 import pytest
 
+from pyterrier_nuggets.judges import NuggetCreator, NuggetizationError
+from pyterrier_nuggets.judges.relevance import RelevanceJudge, parse_grade, qrels_frame, write_qrels
 from pyterrier_nuggets.llm import LLMClient
-from pyterrier_nuggets.nuggetize import NuggetCreator, NuggetizationError
-from pyterrier_nuggets.parsing import OutputError
+from pyterrier_nuggets.llm.parsing import OutputError
 from pyterrier_nuggets.prompts import PROMPT_DIR
-from pyterrier_nuggets.relevance import RelevanceJudge, parse_grade, qrels_frame, write_qrels
 from tests.fake_openai_server import FakeOpenAIServer, Reply
 
 
@@ -22,15 +22,8 @@ def grade_reply(body):
 
 
 @pytest.fixture
-def server():
-    with FakeOpenAIServer(responder=grade_reply) as s:
-        yield s
-
-
-@pytest.fixture
-def llm(server, tmp_path):
-    return LLMClient(model="fake", base_url=server.base_url, api_key="k", cache=tmp_path / "cache.sqlite",
-                     backoff=0.01, progress=False)
+def responder():
+    return grade_reply
 
 
 def segments(n=4):

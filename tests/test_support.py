@@ -5,19 +5,14 @@ import pytest
 import ir_measures_ext
 from pyterrier_nuggets import formats
 from pyterrier_nuggets.evaluation import run_frame, score
+from pyterrier_nuggets.formats import frame_to_judgments, judgments_to_frame, write_support_frame
+from pyterrier_nuggets.judges import NuggetizationError
+from pyterrier_nuggets.judges.support import SupportJudge, parse_support
 from pyterrier_nuggets.llm import LLMClient
-from pyterrier_nuggets.model import Answer, Sentence, SupportJudgment
-from pyterrier_nuggets.nuggetize import NuggetizationError
-from pyterrier_nuggets.parsing import OutputError
+from pyterrier_nuggets.llm.parsing import OutputError
 from pyterrier_nuggets.prompts import PROMPT_DIR
-from pyterrier_nuggets.support import (
-    SupportJudge,
-    frame_to_judgments,
-    judgments_to_frame,
-    parse_support,
-    write_support_frame,
-)
-from tests.fake_openai_server import FakeOpenAIServer, Reply
+from pyterrier_nuggets.records import Answer, Sentence, SupportJudgment
+from tests.fake_openai_server import FakeOpenAIServer, Reply, support_reply
 
 PASSAGES = {"d0": "Paris is the capital of France.", "d1": "Bananas are yellow.",
             "d2": "Paris has two million inhabitants and many museums."}
@@ -25,24 +20,12 @@ PASSAGES = {"d0": "Paris is the capital of France.", "d1": "Bananas are yellow."
 
 def judge_reply(body):
     """Full support if the statement's words are in the passage, partial if some, else no support."""
-    prompt = body["messages"][-1]["content"]
-    statement = prompt.split("Statement: ", 1)[1].split("\nCitation: ", 1)[0]
-    passage = prompt.split("\nCitation: ", 1)[1].lower()
-    words = [w.strip(".,").lower() for w in statement.split() if len(w) > 3]
-    found = sum(w in passage for w in words)
-    return "Full Support" if found == len(words) else "Partial Support" if found else "No Support"
+    return support_reply(body["messages"][-1]["content"])
 
 
 @pytest.fixture
-def server():
-    with FakeOpenAIServer(responder=judge_reply) as s:
-        yield s
-
-
-@pytest.fixture
-def llm(server, tmp_path):
-    return LLMClient(model="fake", base_url=server.base_url, api_key="k", cache=tmp_path / "cache.sqlite",
-                     backoff=0.01, progress=False)
+def responder():
+    return judge_reply
 
 
 def answer_frame(run_id="r1"):

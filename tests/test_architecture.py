@@ -1,0 +1,82 @@
+"""The layout's rules (design.md decision 6, docs/architecture.md), checked on the source: which package may
+import which, and no module importing another module's private names."""
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# layer of each part of pyterrier_nuggets: a module may import its own layer and the layers below it
+LAYERS = {
+    "records": 0, "docstore": 0, "prompts": 0, "formats": 0,
+    "llm": 1,
+    "judges": 2,
+    "evaluation": 3,
+    "pipeline": 4,
+    "cli": 5,
+    "__init__": 6,  # the facade: re-exports the public names
+}
+NO_PYTERRIER_OR_OPENAI = {"records", "docstore", "prompts", "formats"}
+
+
+def modules(package: str):
+    for path in sorted((ROOT / package).rglob("*.py")):
+        yield path, ".".join(path.relative_to(ROOT).with_suffix("").parts)
+
+
+def imports(path: Path):
+    """(imported module, imported names) for every import statement, at any depth, relative ones resolved."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = ".".join(path.relative_to(ROOT).parent.parts)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, []
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level:
+                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                module = ".".join(base + ([module] if module else []))
+            yield module, [alias.name for alias in node.names]
+
+
+def part(module: str) -> str | None:
+    pieces = module.split(".")
+    return pieces[1] if pieces[0] == "pyterrier_nuggets" and len(pieces) > 1 else None
+
+
+@pytest.mark.parametrize("path,module", list(modules("pyterrier_nuggets")), ids=lambda x: str(x))
+def test_layer_rule(path, module):
+    own = part(module)
+    if own is None or own not in LAYERS:
+        assert own is None, f"{module}: part {own!r} is not in the layer table"
+        return
+    for imported, _ in imports(path):
+        other = part(imported)
+        if other in LAYERS:
+            assert LAYERS[other] <= LAYERS[own], f"{module} imports {imported}: upward (layer {own} -> {other})"
+        if own in NO_PYTERRIER_OR_OPENAI:
+            top = imported.split(".")[0]
+            assert top not in ("pyterrier", "openai"), f"{module} imports {imported}"
+
+
+@pytest.mark.parametrize("package", ["pyterrier_nuggets", "ir_measures_ext", "datasets_ext"])
+def test_no_private_names_across_modules(package):
+    for path, module in modules(package):
+        for imported, names in imports(path):
+            if imported == module:
+                continue
+            private = [n for n in names if n.startswith("_") and not n.startswith("__")]
+            assert not private, f"{module} imports private {private} from {imported}"
+            assert not any(p.startswith("_") for p in imported.split(".")[1:]), f"{module} imports {imported}"
+
+
+def test_extensions_stay_light():
+    """ir_measures_ext is loaded by the plain ir_measures command line, datasets_ext by ir_datasets: neither
+    may import pyterrier_nuggets, pyterrier or openai."""
+    for package in ("ir_measures_ext", "datasets_ext"):
+        for path, module in modules(package):
+            for imported, _ in imports(path):
+                assert imported.split(".")[0] not in ("pyterrier_nuggets", "pyterrier", "openai"), \
+                    f"{module} imports {imported}"
