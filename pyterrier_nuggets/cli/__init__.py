@@ -9,6 +9,7 @@
     pyterrier-nuggets table --nugget-qrels Q [--segment-qrels S] --system NAME EVAL_RUN [SEGMENT_RUN] ...
                             [--measures ...] [--retrieval-measures ...] [--baseline NAME] [--out PREFIX]
     pyterrier-nuggets score --assignments A.jsonl [--on-invalid refuse|drop]   (per-topic scores)
+    pyterrier-nuggets annotate init|users|serve|export ...   (the human annotation tool, docs/annotation.md)
 """
 from __future__ import annotations
 
@@ -17,9 +18,9 @@ import sys
 import warnings
 
 from pyterrier_nuggets import formats
-from pyterrier_nuggets.cli import demo, export, score, table
+from pyterrier_nuggets.cli import annotate, demo, export, score, table
 
-SUBCOMMANDS = (demo, export, table, score)
+SUBCOMMANDS = (demo, export, table, score, annotate)
 
 
 def main(argv=None) -> int:
