@@ -4,7 +4,9 @@ which it is annotated (the same by the protocol API and in the browser), the sco
 from __future__ import annotations
 
 import http.cookiejar
+import importlib.util
 import json
+import os
 import re
 import socket
 import threading
@@ -14,6 +16,13 @@ import urllib.parse
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
+
+import pytest
+
+# the tool's extra [annotate]: its tests skip on a developer machine without it, never in CI (CI set)
+AVAILABLE = all(importlib.util.find_spec(m) for m in ("starlette", "uvicorn", "argon2", "multipart", "jinja2"))
+needs_annotate = pytest.mark.skipif(not AVAILABLE and not os.environ.get("CI"),
+                                    reason="needs the [annotate] extra (bash run.sh test installs it)")
 
 XSS_SCRIPT = "<script>document.title='pwned'</script>"
 XSS_IMG = "<img src=x onerror=\"document.title='pwned'\">"
@@ -141,7 +150,7 @@ def annotate_by_api(store) -> None:
         n = nuggets()[text]
         p.edit_nugget(store, boss, 0, 2, n["id"], n["version"], text, importance)
     p.freeze(store, boss, 0)
-    for docno, d in sorted(position.items(), key=lambda x: x[1]):
+    for d in sorted(position.values()):
         view = p.document_view(store, alice, 0, 3, d)
         labels = {(c["report_id"], c["sentence"], c["k"]): (STAGE3[c["run_id"], c["sentence"], c["k"]], c["version"], None)
                   for c in view["citing"]}
