@@ -29,6 +29,8 @@ try:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
 except ImportError:
     HAVE_SELENIUM = False
 
@@ -69,6 +71,12 @@ class Person:
     def xpath(self, path, within=None):
         return (within or self.d).find_element(By.XPATH, path)
 
+    def submit(self, element):
+        """Click a link or button that loads a page, and wait for the new page."""
+        page = self.d.find_element(By.TAG_NAME, "html")
+        element.click()
+        WebDriverWait(self.d, 30).until(expected_conditions.staleness_of(page))
+
     def shot(self, name):
         path = os.path.join(self.shots, f"{name}.png")
         self.d.save_screenshot(path)
@@ -83,11 +91,11 @@ class Person:
         self.css("input[name=password]").send_keys(PASSWORDS[name])
         if shot:
             self.shot(shot)
-        self.css("#login button").click()
+        self.submit(self.css("#login button"))
         assert self.d.current_url.endswith("/p/sky/"), self.d.current_url
 
     def logout(self):
-        self.css("header button.link").click()
+        self.submit(self.css("header button.link"))
         assert self.d.current_url.endswith("/login")
 
     def nugget(self, text):
@@ -99,7 +107,7 @@ class Person:
 
 
 def stage1(p: Person):
-    p.css("#topic-0 td:nth-child(2) a").click()
+    p.submit(p.css("#topic-0 td:nth-child(2) a"))
     for step in STAGE1:
         assert p.css(".docno").text == step["docno"]
         for question, answer in step.get("answers", {}).items():
@@ -116,27 +124,27 @@ def stage1(p: Person):
             assert p.d.execute_script("return document.querySelectorAll('#doc-text script, #doc-text img').length") == 0
         if step["docno"] == "d1":
             p.shot("1-stage1-nugget-creation")
-        p.css("#done").click()
+        p.submit(p.css("#done"))
     assert "Stage 1 is done" in p.css("#stage-done").text
 
 
 def stage2(p: Person):
-    p.css("#topic-0 td:nth-child(3) a").click()
+    p.submit(p.css("#topic-0 td:nth-child(3) a"))
     old, new = STAGE2["reword"]
     row = p.xpath(f"//tr[.//input[@name='text'][@value={old!r}]]")
     p.fill(p.css("input[name=text]", row), new)
-    p.css("button[type=submit]", row).click()
+    p.submit(p.css("button[type=submit]", row))
     for text, importance in STAGE2["importance"].items():
         row = p.xpath(f"//tr[.//input[@name='text'][@value={text!r}]]")
         p.css(f"input[name=importance][value={importance}]", row).click()
         p.shot("2-stage2-revision")
-        p.css("button[type=submit]", row).click()
-    p.css("#freeze button").click()
+        p.submit(p.css("button[type=submit]", row))
+    p.submit(p.css("#freeze button"))
     assert "frozen, 3 nuggets" in p.css("#topic-0").text
 
 
 def stage3(p: Person):
-    p.css("#topic-0 td:nth-child(4) a").click()
+    p.submit(p.css("#topic-0 td:nth-child(4) a"))
     first = True
     while not p.d.find_elements(By.ID, "stage-done"):
         for item in p.d.find_elements(By.CSS_SELECTOR, "#citing .sentence"):
@@ -149,11 +157,11 @@ def stage3(p: Person):
             p.css("#citing details summary").click()
             p.shot("3-stage3-support")
             first = False
-        p.css("#done").click()
+        p.submit(p.css("#done"))
 
 
 def stage4(p: Person):
-    p.css("#topic-0 td:nth-child(5) a").click()
+    p.submit(p.css("#topic-0 td:nth-child(5) a"))
     first = True
     while not p.d.find_elements(By.ID, "stage-done"):
         run = p.css(".topic .run").text
@@ -168,7 +176,7 @@ def stage4(p: Person):
         if first:
             p.shot("4-stage4-alignment")
             first = False
-        p.css("#done").click()
+        p.submit(p.css("#done"))
 
 
 def test_two_annotators_and_a_manager_finish_the_project_in_the_browser(tmp_path):
