@@ -8,6 +8,7 @@ each kind by their ids (:mod:`ir_measures_ext.ids`) and applies the formulas of
 """
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Iterator
 
@@ -107,9 +108,13 @@ class NuggetEvaluator(providers.Evaluator):
         nuggets = self.nuggets
         for qid, doc_id, score in rows:
             grades = nuggets.get(qid)
-            if grades is None:
+            if grades is None or qid not in self.qrel_qids:
                 _check_topic_id("run", qid, doc_id)
-                continue  # topic not in the qrels: not evaluated (as trec_eval does)
+                if grades is not None and ids.parse_row_id(qid, doc_id).kind == "nugget":
+                    raise ValueError(f"run row {qid} {doc_id}: an assignment of a nugget that is not in the nugget "
+                                     f"qrels (topic {qid} has no nugget in the qrels); the run and the qrels were "
+                                     "made from different nuggets")
+                continue  # topic not in the qrels (or without nugget): not evaluated (as trec_eval does)
             kind = ids.parse_row_id(qid, doc_id)
             if kind.kind == "other":
                 continue  # a retrieved segment
@@ -122,9 +127,10 @@ class NuggetEvaluator(providers.Evaluator):
             t.seen.add(doc_id)
             if kind.kind == "nugget":
                 if doc_id not in grades:
+                    has = f"has {_list(grades)}" if grades else "has no nugget in the qrels"
                     raise ValueError(
                         f"run row {qid} {doc_id}: an assignment of a nugget that is not in the nugget qrels (topic "
-                        f"{qid} has {_list(grades)}); the run and the qrels were made from different nuggets")
+                        f"{qid} {has}); the run and the qrels were made from different nuggets")
                 t.assigned[doc_id] = _value(qid, doc_id, score, _ASSIGNMENT_SCORES, _ASSIGNMENT_NAMES, "assignment")
             elif kind.kind == "support":
                 if kind.sentence in t.uncited:
@@ -143,12 +149,12 @@ class NuggetEvaluator(providers.Evaluator):
                 t.sentences.setdefault(kind.sentence, {})
             elif kind.kind == "words":
                 words = ids.row_value(score)
-                if words < 0 or words != int(words):
+                if not math.isfinite(words) or words < 0 or words != int(words):
                     raise ValueError(f"run row {qid} {doc_id}: score {score!r} is not an answer length (a whole "
                                      "number of words, 0 or more)")
                 t.words = words
         for qid, text in answers.items():
-            if qid in nuggets:
+            if qid in self.qrel_qids:
                 t = topics.setdefault(qid, _Topic())
                 length = float(scoring.answer_words(text))
                 if t.words is None:
@@ -226,7 +232,7 @@ def read_nugget_qrels(qrels, needs_nuggets: bool = True) -> tuple[dict[str, dict
     without nugget) in qrels of any form ir_measures accepts, and the topics evaluated. Rows of other ids
     (segment qrels in a joint qrels) are skipped; a nugget twice or a grade other than 2 (vital) / 1 (okay)
     is refused. With ``needs_nuggets`` (a nugget measure is asked for), qrels without any nugget row are
-    refused and topics with rows but no nugget are named in a warning: the nugget measures skip them."""
+    refused and topics with rows but no nugget are named in a warning and not evaluated."""
     nuggets: dict[str, dict[str, int]] = {}
     others: dict[str, str] = {}  # topic -> its first row id that is not a nugget id
     valid = (ids.IMPORTANCE_TO_GRADE[ids.VITAL], ids.IMPORTANCE_TO_GRADE[ids.OKAY])
@@ -242,19 +248,21 @@ def read_nugget_qrels(qrels, needs_nuggets: bool = True) -> tuple[dict[str, dict
             raise ValueError(f"nugget qrels row {qid} {doc_id}: the nugget is listed twice (grades {grades[doc_id]} "
                              f"and {rel}); list each nugget once")
         grades[doc_id] = int(rel)
-    if needs_nuggets and others and not nuggets:
-        qid, doc_id = next(iter(others.items()))
+    if needs_nuggets and not nuggets:
+        qid, doc_id = next(iter(others.items())) if others else ("q1", "")
+        first = f"first row: topic {qid}, id {doc_id!r}" if others else "the qrels are empty"
         raise ValueError(
-            f"nugget qrels: no row has a nugget id (first row: topic {qid}, id {doc_id!r}); nugget ids are "
+            f"nugget qrels: no row has a nugget id ({first}); nugget ids are "
             f"'{{qid}}:n{{i}}' (e.g. {ids.nugget_id(qid, 0)}), i the nugget's 0-based position in its topic's "
             "list: write them with pyterrier-nuggets export or pyterrier_nuggets.formats.write_nugget_qrels. "
             "Segment qrels go with the retrieval measures, not the nugget measures.")
     missing = sorted(set(others) - set(nuggets))
     if needs_nuggets and missing:
-        warnings.warn(f"nugget qrels: {len(missing)} topic(s) have rows but no nugget and are not evaluated by the "
-                      f"nugget measures: {', '.join(missing[:10])}" + (" ..." if len(missing) > 10 else ""),
+        warnings.warn(f"nugget qrels: {len(missing)} topic(s) have rows but no nugget and are not evaluated: "
+                      f"{', '.join(missing[:10])}" + (" ..." if len(missing) > 10 else ""),
                       stacklevel=2)
-    return {**{q: {} for q in missing}, **nuggets}, set(others) | set(nuggets)
+    evaluated = set(nuggets) if needs_nuggets else set(others) | set(nuggets)
+    return {**{q: {} for q in missing}, **nuggets}, evaluated
 
 
 nugget_provider = NuggetProvider()

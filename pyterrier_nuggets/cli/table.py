@@ -23,6 +23,10 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    import ir_measures
+
+    import ir_measures_ext
+    ir_measures_ext.register()
     from pyterrier_nuggets.evaluation import ANSWER_MEASURES, RETRIEVAL_MEASURES, System, joint_table
     systems = []
     for spec in args.system:
@@ -37,9 +41,16 @@ def run(args) -> int:
     if args.out:
         from pyterrier_nuggets import formats
         inputs = {"--nugget-qrels": args.nugget_qrels, "--segment-qrels": args.segment_qrels}
-        inputs |= {f"--system {s[0]}": f for s in args.system for f in s[1:]}
+        inputs |= {f"--system {s[0]} ({kind})": f for s in args.system for kind, f in zip(("eval run", "segment run"),
+                                                                                           s[1:])}
         from pyterrier_nuggets.evaluation.table import TABLE_SUFFIXES
         formats.check_outputs({f"--out ({suffix})": args.out + suffix for suffix in TABLE_SUFFIXES}, inputs)
+    for given in (args.measures or []) + (args.retrieval_measures or []):
+        try:
+            ir_measures.parse_measure(given)
+        except (NameError, ValueError):
+            raise UsageError(f"unknown measure {given!r}: give ir_measures names, e.g. nDCG@10, V_strict, "
+                             "Segments(measure='nDCG@10') (docs/measures.md)") from None
     table = joint_table(systems, args.nugget_qrels, args.segment_qrels,
                         answer_measures=args.measures or ANSWER_MEASURES,
                         retrieval_measures=args.retrieval_measures or RETRIEVAL_MEASURES,

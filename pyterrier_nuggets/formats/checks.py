@@ -63,7 +63,7 @@ def check_support(path: str, judgments: Sequence[SupportJudgment], answers: Sequ
                     raise InputError(path, None, "docno", f"topic {qid}, sentence {s}, citation {k}: judged segment "
                                      f"{got[k].docno!r}, but the sentence cites {docno!r}",
                                      "the judgments are of another answer")
-    missing = sorted(set(by_topic) - set(judged))
+    missing = sorted(q for q, a in by_topic.items() if a.sentences and q not in judged)
     if missing and judgments:
         raise InputError(path, None, "qid", f"no support judgments for the answers of topic(s) "
                          f"{', '.join(missing[:10])}", "judge every answer, or leave out the support measures")

@@ -4,6 +4,7 @@
 (``{qid}:s{j}:uncited``) and one answer-length row (``{qid}:words``)."""
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Iterator
 
@@ -83,8 +84,8 @@ def read_run_rows(path: str) -> list[Row]:
             value = float(score)
         except ValueError:
             raise InputError(path, line, "score", f"{score!r} is not a number") from None
-        if value != value:
-            raise InputError(path, line, "score", "is NaN")
+        if not math.isfinite(value):
+            raise InputError(path, line, "score", f"{score!r} is not a finite number (NaN or infinite)")
         rows.append((qid, docno, value))
     return rows
 

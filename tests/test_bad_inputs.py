@@ -1,0 +1,48 @@
+"""Issue 10: the bad-input corpus (tests/bad_inputs.py). Each case is refused with exit code 2 and a message
+naming file and line / field (or the run row, on the plain ir_measures CLI) and leaves every file as it
+was, or is accepted with exactly the hand-computed scores."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from bad_inputs import EXPECTED, Case, cases, run_case
+
+CASES = cases()
+
+
+def test_the_corpus_is_large_and_covers_every_tool():
+    assert len(CASES) >= 100
+    assert len({c.name for c in CASES}) == len(CASES)
+    assert {c.tool for c in CASES} == {"cli", "ir_measures", "python"}
+    assert sum(c.refused for c in CASES) >= 90
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_bad_input(case: Case, tmp_path):
+    outcome = run_case(case, tmp_path)
+    assert not outcome.crashed, outcome.message
+    if case.refused:
+        assert outcome.code == (2 if case.tool != "ir_measures" else 1), outcome
+        assert re.search(case.message, outcome.message, re.S), outcome.message
+        assert outcome.changed == [], f"a refused command changed {outcome.changed}"
+        if case.tool == "cli":
+            assert outcome.message.startswith("error: ") or "usage:" in outcome.message
+            assert "Traceback" not in outcome.message
+    else:
+        assert outcome.code == 0, outcome.message
+        for measure, value in case.scores.items():
+            assert outcome.scores[measure] == pytest.approx(value, abs=1e-4), measure
+        assert not any(name in outcome.changed for name in ("nuggets.jsonl", "r.assignments.jsonl",
+                                                            "r.answers.jsonl", "r.support.jsonl", "r.eval.run"))
+
+
+def test_hand_computed_scores_of_the_valid_project():
+    """The expected means are those of the formulas on the valid project (not of the code under test)."""
+    v_strict = [1 / 2, 1]
+    a_strict = [1 / 3, 1 / 2]
+    w = [(1 + 0.5 * 0.5 + 0) / (1 + 0.5 + 1), (1 + 0) / (1 + 0.5)]
+    support_p = [(1.0 + 0.5) / 2, 0.0]
+    assert EXPECTED == pytest.approx({"V_strict": sum(v_strict) / 2, "A_strict": sum(a_strict) / 2, "W": sum(w) / 2,
+                                      "SupportP": sum(support_p) / 2, "SupportR": sum(support_p) / 2,
+                                      "AnswerWords": (11 + 4) / 2})
