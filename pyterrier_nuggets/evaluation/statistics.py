@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 TESTS = ("t", "wilcoxon")
 # the correction methods of statsmodels.stats.multitest.multipletests, as pt.Experiment's ``correction``
@@ -48,3 +49,134 @@ def correct(pvalues: Sequence[float], method: str | None, alpha: float = 0.05) -
     for i, p in zip(tested, adjusted):
         values[i] = float(p)
     return values
+
+
+# --- rank correlation between two evaluations of the same systems (meta-evaluation) ---------------------------
+
+def _pair(a: Sequence[float], b: Sequence[float]):
+    import numpy as np
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"two score lists of the same length are needed, got {x.shape} and {y.shape}")
+    if not (np.isfinite(x).all() and np.isfinite(y).all()):
+        raise ValueError("scores must be finite numbers (no NaN or infinity)")
+    return x, y
+
+
+def kendall_tau(a: Sequence[float], b: Sequence[float]) -> float:
+    """Kendall's τ-b between two score lists of the same items (``scipy.stats.kendalltau``, variant ``"b"``,
+    which corrects for ties; the seed papers' τ, seed 000 §5.2, seed 001 §4). NaN when it is undefined (fewer
+    than two items, or one list with all scores tied)."""
+    from scipy import stats
+    x, y = _pair(a, b)
+    if len(x) < 2 or _constant(x) or _constant(y):
+        return float("nan")
+    return float(stats.kendalltau(x, y, variant="b").statistic)
+
+
+def spearman_rho(a: Sequence[float], b: Sequence[float]) -> float:
+    """Spearman's ρ between two score lists (``scipy.stats.spearmanr``, average ranks for ties; seed 003
+    Tables 5 and 7). NaN when undefined (fewer than two items, or a constant list)."""
+    from scipy import stats
+    x, y = _pair(a, b)
+    if len(x) < 2 or _constant(x) or _constant(y):
+        return float("nan")
+    return float(stats.spearmanr(x, y).statistic)
+
+
+def tau_ap(reference: Sequence[float], other: Sequence[float]) -> float:
+    """AP rank correlation τ_AP of Yilmaz, Aslam & Robertson (SIGIR 2008, §3) of ``other`` against
+    ``reference`` (higher score = ranked higher): a top-weighted τ, where a swap near the top of ``other``'s
+    ranking costs more than one near the bottom. Not symmetric: ``reference`` is the ground truth.
+
+    Without ties: with the items in the order of ``other`` and C(i) the number of the i-1 items above
+    position i that ``reference`` also ranks above the item at i,
+    ``τ_AP = 2/(N-1) · Σ_{i=2..N} C(i)/(i-1) − 1``; 1 for the same order, −1 for the reverse.
+
+    Ties (no maintained library has τ_AP, and the 2008 definition assumes none): the value is the expected
+    τ_AP when every tie, in either list, is broken uniformly at random. With ties in ``other`` only this is
+    τ_AP,a of Urbano & Marrero (ICTIR 2017); a pair tied in ``reference`` counts as half concordant. NaN for
+    fewer than two items.
+    """
+    import numpy as np
+    x, y = _pair(reference, other)
+    n = len(x)
+    if n < 2:
+        return float("nan")
+    # w[j, i]: probability that reference ranks j above i (1, 0.5 for a tie, 0)
+    w = (x[:, None] > x[None, :]) + 0.5 * (x[:, None] == x[None, :])
+    above = y[:, None] > y[None, :]             # above[j, i]: other ranks j strictly above i
+    start = above.sum(axis=0) + 1                # first position (1-based) of i's tie group in other
+    size = (y[:, None] == y[None, :]).sum(axis=0)  # size of i's tie group in other
+    concordant_above = (w * above).sum(axis=0)   # expected concordant items of the groups above i's group
+    harmonic = np.concatenate([[0.0], np.cumsum(1.0 / np.arange(1, n + 1))])  # harmonic[m] = 1 + 1/2 + ... + 1/m
+    last = start + size - 1                      # last position of i's group
+    # i is at each position start..last with probability 1/size; sum of 1/(position - 1) over those > 1
+    inverse = harmonic[last - 1] - harmonic[np.maximum(start - 2, 0)]
+    # inside a tie group of other each pair is concordant with probability 1/2: the item at the group's
+    # (k+1)-th place adds on average (k/2) / (start + k - 1), k = 1..size-1; summed over the group:
+    # ((size - 1) - (start - 1)(H(last - 1) - H(start - 1))) / 2, shared by its size items
+    within = ((size - 1) - (start - 1) * (harmonic[last - 1] - harmonic[start - 1])) / 2
+    total = float((concordant_above * inverse / size + within / size).sum())
+    return float(2.0 / (n - 1) * total - 1.0)
+
+
+def _constant(x) -> bool:
+    return bool(len(x)) and bool((x == x[0]).all())
+
+
+@dataclass(frozen=True)
+class PairCounts:
+    """How two score lists order the pairs of items: ``concordant`` (same order), ``discordant`` (opposite
+    order: a swap), ``tied_reference`` / ``tied_other`` (tied in one list only), ``tied_both``."""
+
+    concordant: int
+    discordant: int
+    tied_reference: int
+    tied_other: int
+    tied_both: int
+
+    @property
+    def pairs(self) -> int:
+        return self.concordant + self.discordant + self.tied_reference + self.tied_other + self.tied_both
+
+
+def pair_counts(reference: Sequence[float], other: Sequence[float]) -> PairCounts:
+    """Count the item pairs that two score lists order the same way, the opposite way, or tie."""
+    import numpy as np
+    x, y = _pair(reference, other)
+    iu = np.triu_indices(len(x), k=1)
+    sx = np.sign(x[:, None] - x[None, :])[iu]
+    sy = np.sign(y[:, None] - y[None, :])[iu]
+    return PairCounts(int(((sx * sy) > 0).sum()), int(((sx * sy) < 0).sum()), int(((sx == 0) & (sy != 0)).sum()),
+                      int(((sx != 0) & (sy == 0)).sum()), int(((sx == 0) & (sy == 0)).sum()))
+
+
+def discordant_pairs(reference: Sequence[float], other: Sequence[float]) -> list[tuple[int, int]]:
+    """The swaps: index pairs ``(i, j)`` that ``reference`` orders i above j and ``other`` j above i, the
+    largest ``reference`` difference first (the swaps that matter most)."""
+    x, y = _pair(reference, other)
+    out = [(i, j) if x[i] > x[j] else (j, i) for i in range(len(x)) for j in range(i + 1, len(x))
+           if (x[i] - x[j]) * (y[i] - y[j]) < 0]
+    return sorted(out, key=lambda p: (-(x[p[0]] - x[p[1]]), p))
+
+
+def bootstrap_ci(n: int, statistic, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0,
+                 method: str = "BCa") -> list[tuple[float, float]]:
+    """Bootstrap confidence intervals (``scipy.stats.bootstrap``) of a statistic of ``n`` units resampled with
+    replacement (e.g. topics): ``statistic(indices)`` returns one value or a sequence of values for the
+    resampled unit indices; one ``(low, high)`` per value. Seeded: the same call gives the same interval.
+    Degenerate cases (fewer than 2 units, every resample equal) give NaN bounds."""
+    import numpy as np
+    from scipy import stats
+    one = np.atleast_1d(np.asarray(statistic(np.arange(n)), dtype=float))
+    if n < 2:
+        return [(float("nan"), float("nan"))] * len(one)
+    with warnings.catch_warnings():  # a degenerate bootstrap distribution: scipy warns and returns NaN
+        warnings.simplefilter("ignore")
+        result = stats.bootstrap((np.arange(n),), lambda idx: np.atleast_1d(np.asarray(statistic(idx), float)),
+                                 vectorized=False, n_resamples=n_resamples, confidence_level=confidence,
+                                 method=method, rng=np.random.default_rng(seed))
+    low = np.atleast_1d(result.confidence_interval.low)
+    high = np.atleast_1d(result.confidence_interval.high)
+    return [(float(lo), float(hi)) for lo, hi in zip(low, high)]
