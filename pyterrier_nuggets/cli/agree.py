@@ -45,12 +45,13 @@ def run(args) -> int:
     if args.plot:
         check_output(args.plot, [args.a, args.b], "--plot")
     types = [detect_file_type(args.a), detect_file_type(args.b)]
-    if types[0] != types[1]:
-        raise InputError(args.b, None, None, f"a {types[1]} file, but {args.a} is a {types[0]} file",
-                         "compare two files of the same type")
     kind = args.kind
+    if kind is None and types[0] != types[1]:
+        raise InputError(args.b, None, None, f"a {types[1]} file, but {args.a} is a {types[0]} file",
+                         "compare files of the same type, or say which labels with --kind (e.g. importance "
+                         "from a nugget file and an assignment file)")
     if args.labels or args.ordinal or kind == "generic":
-        if kind not in (None, "generic") or types[0] != "generic":
+        if kind not in (None, "generic") or types != ["generic", "generic"]:
             raise InputError(args.a, None, None, "--labels and --ordinal are for generic label files only")
         labels = [x.strip() for x in args.labels.split(",")] if args.labels else None
         if args.ordinal and not labels:

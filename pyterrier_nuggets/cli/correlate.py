@@ -50,8 +50,9 @@ def add_parser(sub) -> None:
     p.add_argument("b", metavar="B", help="the other evaluation, in any form A takes (qrels with --runs-b)")
     p.add_argument("--measure", required=True, help="the measure to correlate, e.g. V_strict")
     p.add_argument("--measure-b", help="the measure in B when it differs (e.g. correlate V_strict with nDCG@10)")
-    p.add_argument("--level", choices=("run", "topic", "all"), default="run",
-                   help="the level at the top of --json (default run); every level the inputs allow is computed")
+    p.add_argument("--level", choices=("run", "topic", "all"),
+                   help="the level at the top of --json (default run, or all for a single system); every level "
+                   "the inputs allow is computed and printed")
     p.add_argument("--runs-a", nargs="+", type=_run_spec, metavar="NAME=RUN",
                    help="A is a qrels file: score these systems' evaluation runs against it")
     p.add_argument("--runs-b", nargs="+", type=_run_spec, metavar="NAME=RUN",
@@ -82,7 +83,7 @@ def run(args) -> int:
     result = correlate(a, b, args.measure, measure_b, label_a=args.label_a or os.path.basename(args.a),
                        label_b=args.label_b or os.path.basename(args.b), confidence=args.confidence,
                        n_resamples=args.resamples, seed=args.seed, ci_method=args.ci_method)
-    if args.level not in result.levels:
+    if args.level and args.level not in result.levels:
         raise InputError(args.a, None, None, f"--level {args.level} needs per-topic scores on both sides",
                          "give per-query CSVs (system,qid,measure,value) or qrels with runs, or use --level run")
     print(json.dumps(result.to_dict(args.level), ensure_ascii=False, indent=1) if args.json else result.to_text())

@@ -48,6 +48,7 @@ class LevelCorrelation:
     tau_ap: float
     ci: dict[str, tuple[float, float]] | None = None
     skipped: int = 0
+    tau_ap_variant: str = "a"  # "a", "b" or "a+b" (topic level): see statistics.tau_ap
 
     def value(self, statistic: str) -> float:
         return getattr(self, statistic)
@@ -90,10 +91,12 @@ class Correlation:
     def measure(self) -> str:
         return self.measure_a if self.measure_a == self.measure_b else f"{self.measure_a} vs {self.measure_b}"
 
-    def to_dict(self, level: str = "run") -> dict[str, Any]:
+    def to_dict(self, level: str | None = None) -> dict[str, Any]:
         """One JSON-ready object: the values of ``level`` at the top (``kendall_tau``, ``spearman_rho``,
         ``tau_ap``, their ``*_ci_low`` / ``*_ci_high``), every computed level under ``levels``, the pair
-        counts, swaps and exclusions. NaN becomes None."""
+        counts, swaps and exclusions. NaN becomes None. ``level`` defaults to the run level (the all level
+        for a single system)."""
+        level = level or next(iter(self.levels))
         if level not in self.levels:
             raise ValueError(f"level {level!r} is not available here (have {list(self.levels)}): the "
                              "topic and all levels need per-topic scores on both sides")
@@ -130,9 +133,15 @@ class Correlation:
                                        for lo, hi in (lv.ci[s] for s in STATISTICS)))
             if lv.skipped:
                 lines.append(f"  ({lv.skipped} topic(s) left out: one evaluation ties every system there)")
+        with_b = [name for name, lv in self.levels.items() if "b" in lv.tau_ap_variant]
+        if with_b:
+            lines.append(f"τ_AP: τ_AP,b of Urbano & Marrero (A has ties) at the {', '.join(with_b)} level(s)"
+                         + (" (on the topics where A ties)" if "topic" in with_b else "")
+                         + "; τ_AP,a (ties of B broken at random; the 2008 τ_AP without ties) elsewhere.")
         p = self.pairs
-        lines.append(f"System pairs: {p.pairs}; concordant {p.concordant}, discordant (swaps) {p.discordant}, "
-                     f"tied in A only {p.tied_reference}, in B only {p.tied_other}, in both {p.tied_both}.")
+        if p.pairs:
+            lines.append(f"System pairs: {p.pairs}; concordant {p.concordant}, discordant (swaps) {p.discordant}, "
+                         f"tied in A only {p.tied_reference}, in B only {p.tied_other}, in both {p.tied_both}.")
         for s in self.swaps[:max_swaps]:
             lines.append(f"  swap: {s.above} above {s.below} in A (by {s.diff_a:.4f}), below in B (by {-s.diff_b:.4f})")
         if len(self.swaps) > max_swaps:
@@ -193,31 +202,40 @@ def correlate(a, b, measure: str, measure_b: str | None = None, *, label_a: str 
     if excluded.get("systems_only_in_a") and excluded.get("systems_only_in_b"):
         notes.append("Note: systems are matched by exact name; if a system is named differently in the two "
                      "evaluations (e.g. a truncated name), rename it in one of them.")
-    if len(systems) < 2:
+    one_system = len(systems) == 1 and ta is not None and len(topics) >= 2
+    if len(systems) < 2 and not one_system:
         raise ValueError(f"{label_a} and {label_b} have {len(systems)} system(s) in common: a rank correlation "
-                         "needs at least two")
-    if len(systems) < 4:
+                         "of systems needs at least two (one system with per-topic scores gives the all level)")
+    if one_system:
+        notes.append("Note: one system: only the all level (its topics as observations) is defined.")
+    elif len(systems) < 4:
         notes.append(f"Note: with {len(systems)} systems a rank correlation can take only a few values; it is no "
                      "evidence of agreement.")
     run_a, run_b = run_a.loc[systems], run_b.loc[systems]
     x, y = run_a.to_numpy(float), run_b.to_numpy(float)
-    levels = {"run": LevelCorrelation("run", len(systems), *_three(x, y))}
+    levels = {} if one_system else {"run": LevelCorrelation("run", len(systems), *_three(x, y),
+                                                            tau_ap_variant=statistics.tau_ap_variant(x))}
     if ta is not None:
         A, B = ta.to_numpy(float), tb.to_numpy(float)  # topics x systems
-        if n_resamples:
+        if n_resamples and not one_system:
             ci = statistics.bootstrap_ci(len(topics), lambda idx: _three(A[idx].mean(0), B[idx].mean(0)),
                                          confidence, n_resamples, seed, ci_method)
             levels["run"].ci = dict(zip(STATISTICS, ci))
-        per_topic = [_three(A[t], B[t]) for t in range(len(topics))]
-        defined = [v for v in per_topic if not math.isnan(v[0])]
-        means = [float(np.mean([v[k] for v in defined])) if defined else float("nan") for k in range(3)]
-        levels["topic"] = LevelCorrelation("topic", len(defined), *means, skipped=len(per_topic) - len(defined))
-        levels["all"] = LevelCorrelation("all", A.size, *_three(A.ravel(), B.ravel()))
+        if not one_system:
+            per_topic = [_three(A[t], B[t]) for t in range(len(topics))]
+            defined = [v for v in per_topic if not math.isnan(v[0])]
+            means = [float(np.mean([v[k] for v in defined])) if defined else float("nan") for k in range(3)]
+            variants = {statistics.tau_ap_variant(A[t]) for t, v in enumerate(per_topic) if not math.isnan(v[0])}
+            levels["topic"] = LevelCorrelation("topic", len(defined), *means, skipped=len(per_topic) - len(defined),
+                                               tau_ap_variant="+".join(sorted(variants)) or "a")
+        levels["all"] = LevelCorrelation("all", A.size, *_three(A.ravel(), B.ravel()),
+                                         tau_ap_variant=statistics.tau_ap_variant(A.ravel()))
+    has_ci = "run" in levels and levels["run"].ci is not None
     swaps = [Swap(systems[i], systems[j], float(x[i] - x[j]), float(y[i] - y[j]))
              for i, j in statistics.discordant_pairs(x, y)]
     return Correlation(str(measure), str(measure_b), label_a, label_b, systems, [str(t) for t in topics], levels,
                        statistics.pair_counts(x, y), swaps, run_a, run_b, ta, tb, excluded, confidence,
-                       n_resamples if ta is not None else 0, ci_method if ta is not None else "", notes)
+                       n_resamples if has_ci else 0, ci_method if has_ci else "", notes)
 
 
 def run_level_tau(a, b, measure: str) -> tuple[float, int, int]:
@@ -357,6 +375,7 @@ def _level_dict(lv: LevelCorrelation, confidence: float) -> dict[str, Any]:
         out[s] = lv.value(s)
         lo, hi = lv.ci[s] if lv.ci else (None, None)
         out[f"{s}_ci_low"], out[f"{s}_ci_high"] = lo, hi
+    out["tau_ap_variant"] = lv.tau_ap_variant
     if lv.level == "topic":
         out["topics_skipped"] = lv.skipped
     return out

@@ -1,6 +1,8 @@
-"""Statistics over per-topic scores, one module for the package: the paired significance tests of the joint
-table (with the multiple-testing corrections pt.Experiment offers) and, for meta-evaluation, the agreement
-between two evaluations. Every statistic comes from scipy or statsmodels where they have it.
+"""Statistics over scores, one module for the package: the paired significance tests of the joint table (with
+the multiple-testing corrections pt.Experiment offers) and, for meta-evaluation (:mod:`.correlation`), the rank
+correlations between two evaluations (Kendall's τ-b, Spearman's ρ, τ_AP), their pair counts and swaps, and
+bootstrap confidence intervals. Every statistic comes from scipy or statsmodels where they have it; τ_AP,
+which no maintained library has, is written here. Label agreement (Cohen's κ) is in :mod:`.agreement`.
 """
 from __future__ import annotations
 
@@ -93,32 +95,58 @@ def tau_ap(reference: Sequence[float], other: Sequence[float]) -> float:
     position i that ``reference`` also ranks above the item at i,
     ``τ_AP = 2/(N-1) · Σ_{i=2..N} C(i)/(i-1) − 1``; 1 for the same order, −1 for the reverse.
 
-    Ties (no maintained library has τ_AP, and the 2008 definition assumes none): the value is the expected
-    τ_AP when every tie, in either list, is broken uniformly at random. With ties in ``other`` only this is
-    τ_AP,a of Urbano & Marrero (ICTIR 2017); a pair tied in ``reference`` counts as half concordant. NaN for
-    fewer than two items.
+    Ties (the 2008 definition assumes none; no maintained library has τ_AP), after Urbano & Marrero
+    (ICTIR 2017), see :func:`tau_ap_variant`: ``reference`` without ties: τ_AP,a, the expected τ_AP when the
+    ties of ``other`` are broken uniformly at random; ``reference`` with ties (it is then no strict truth):
+    τ_AP,b, their symmetric variant for two rankings that may both tie (1 for identical rankings, ties and
+    all). NaN for fewer than two items, or when a ranking ties everything (τ_AP,b).
     """
-    import numpy as np
     x, y = _pair(reference, other)
-    n = len(x)
-    if n < 2:
+    if len(x) < 2:
         return float("nan")
-    # w[j, i]: probability that reference ranks j above i (1, 0.5 for a tie, 0)
-    w = (x[:, None] > x[None, :]) + 0.5 * (x[:, None] == x[None, :])
-    above = y[:, None] > y[None, :]             # above[j, i]: other ranks j strictly above i
-    start = above.sum(axis=0) + 1                # first position (1-based) of i's tie group in other
-    size = (y[:, None] == y[None, :]).sum(axis=0)  # size of i's tie group in other
-    concordant_above = (w * above).sum(axis=0)   # expected concordant items of the groups above i's group
-    harmonic = np.concatenate([[0.0], np.cumsum(1.0 / np.arange(1, n + 1))])  # harmonic[m] = 1 + 1/2 + ... + 1/m
-    last = start + size - 1                      # last position of i's group
-    # i is at each position start..last with probability 1/size; sum of 1/(position - 1) over those > 1
-    inverse = harmonic[last - 1] - harmonic[np.maximum(start - 2, 0)]
-    # inside a tie group of other each pair is concordant with probability 1/2: the item at the group's
-    # (k+1)-th place adds on average (k/2) / (start + k - 1), k = 1..size-1; summed over the group:
+    if tau_ap_variant(x) == "b":
+        return (_tau_ap_b_half(x, y) + _tau_ap_b_half(y, x)) / 2
+    return _tau_ap_a(x, y)
+
+
+def tau_ap_variant(reference: Sequence[float]) -> str:
+    """Which τ_AP :func:`tau_ap` computes against ``reference``: ``"a"`` (no ties in it: τ_AP,a, equal to the
+    2008 τ_AP when the other ranking has no ties either) or ``"b"`` (ties in it: τ_AP,b)."""
+    import numpy as np
+    values = np.asarray(reference, dtype=float)
+    return "b" if len(np.unique(values)) < len(values) else "a"
+
+
+def _tau_ap_a(x, y) -> float:
+    """τ_AP,a: the expected τ_AP of ``y`` against ``x`` (no ties) when the ties of ``y`` are broken at random."""
+    import numpy as np
+    n = len(x)
+    above = y[:, None] > y[None, :]               # above[j, i]: y ranks j strictly above i
+    start = above.sum(axis=0) + 1                  # first position (1-based) of i's tie group in y
+    size = (y[:, None] == y[None, :]).sum(axis=0)  # size of that group
+    concordant_above = ((x[:, None] > x[None, :]) & above).sum(axis=0)  # groups above i, also above in x
+    harmonic = np.concatenate([[0.0], np.cumsum(1.0 / np.arange(1, n + 1))])  # harmonic[m] = 1 + ... + 1/m
+    last = start + size - 1                        # last position of i's group
+    # i is at each position start..last with probability 1/size: the mean of 1/(position - 1), position > 1
+    inverse = (harmonic[last - 1] - harmonic[np.maximum(start - 2, 0)]) / size
+    # inside a tie group each pair is concordant with probability 1/2: the item at the group's (k+1)-th place
+    # adds on average (k/2) / (start + k - 1), k = 1..size-1; over the group
     # ((size - 1) - (start - 1)(H(last - 1) - H(start - 1))) / 2, shared by its size items
-    within = ((size - 1) - (start - 1) * (harmonic[last - 1] - harmonic[start - 1])) / 2
-    total = float((concordant_above * inverse / size + within / size).sum())
-    return float(2.0 / (n - 1) * total - 1.0)
+    within = ((size - 1) - (start - 1) * (harmonic[last - 1] - harmonic[start - 1])) / 2 / size
+    return float(2.0 / (n - 1) * (concordant_above * inverse + within).sum() - 1.0)
+
+
+def _tau_ap_b_half(x, y) -> float:
+    """One direction of τ_AP,b (Urbano & Marrero 2017): for each item below the top tie group of ``y``, the
+    share of the items of higher groups of ``y`` that ``x`` ranks strictly above it; the mean over those
+    items, rescaled to [-1, 1]."""
+    above = y[:, None] > y[None, :]               # above[j, i]: y ranks j strictly above i
+    higher = above.sum(axis=0)                     # items in higher groups of y
+    counted = higher > 0
+    if not counted.any():
+        return float("nan")
+    concordant = ((x[:, None] > x[None, :]) & above).sum(axis=0)
+    return float(2.0 * (concordant[counted] / higher[counted]).mean() - 1.0)
 
 
 def _constant(x) -> bool:
