@@ -168,6 +168,9 @@ def test_label_file_errors(tmp_path):
         (tmp_path / name).write_text(text)
         with pytest.raises(InputError, match=message):
             read_labels(str(tmp_path / name), kind)
+    (tmp_path / "latin1.tsv").write_bytes(b"x\tja\xe9\n")
+    with pytest.raises(InputError, match="latin1.tsv: not UTF-8 text"):
+        read_labels(str(tmp_path / "latin1.tsv"))
     with pytest.raises(InputError, match="a support file has no assignment labels"):
         read_labels(str(SAMPLE / "bm25-rag.support.jsonl"), "assignment")
     with pytest.raises(InputError, match=r"partial_support in a 2-grade comparison"):
@@ -202,6 +205,10 @@ def test_agree_command(tmp_path, capsys):
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert cli.main(["agree", str(SAMPLE / "nuggets.jsonl"), str(src), "--kind", "importance"]) == 0
     assert "exact agreement   1.000" in capsys.readouterr().out
+    support = SAMPLE / "dense-rag.support.jsonl"
+    assert cli.main(["agree", str(support), str(support), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["kind"] == "support" and out["labels"] == ["none", "partial", "full"] and out["exact_agreement"] == 1
     # errors: different file types without --kind, output over an input, labels for non-generic files
     assert cli.main(["agree", str(SAMPLE / "nuggets.jsonl"), str(src)]) != 0
     assert "is a nuggets file" in capsys.readouterr().err

@@ -194,6 +194,9 @@ def test_read_score_table_forms_and_errors(tmp_path):
         "system,A\ns1,0.5\n": r":1: field 'V_strict': no such column",
         "system,V_strict\ns1,\n": r":2: field 'V_strict': '' is not a number",
     }
+    (tmp_path / "latin1.csv").write_bytes(b"system,V_strict\nsyst\xe8me,0.5\n")
+    with pytest.raises(InputError, match="latin1.csv: not UTF-8 text"):
+        read_score_table(str(tmp_path / "latin1.csv"))
     for i, (text, message) in enumerate(cases.items()):
         path = tmp_path / f"bad{i}.csv"
         path.write_text(text)

@@ -188,3 +188,22 @@ def test_bootstrap_ci_resamples_units_and_is_seeded():
     assert min(X) <= low < np.mean(X) < high <= max(X)
     assert first[1] == (1.0, 1.0)  # a constant statistic: the interval is the constant
     assert all(math.isnan(v) for v in bootstrap_ci(1, lambda idx: 0.5)[0])
+
+
+def _tau_ap_b_literal(x: list, y: list) -> float:
+    """tau_AP,b (Urbano & Marrero 2017) written from its definition, pair by pair."""
+    def half(a, b):  # items below the top tie group of b: share of b's strictly higher items also higher in a
+        shares = [sum(1 for j in range(len(a)) if b[j] > b[i] and a[j] > a[i]) / sum(1 for j in range(len(a))
+                  if b[j] > b[i]) for i in range(len(a)) if any(v > b[i] for v in b)]
+        return 2 * sum(shares) / len(shares) - 1
+    return (half(x, y) + half(y, x)) / 2
+
+
+def test_tau_ap_on_larger_inputs_matches_the_definitions():
+    rng = np.random.default_rng(7)
+    x, y = rng.random(200), rng.random(200)
+    order_x = sorted(range(200), key=lambda i: -x[i])
+    order_y = sorted(range(200), key=lambda i: -y[i])
+    assert tau_ap(x, y) == pytest.approx(_tau_ap_no_ties(order_x, order_y))
+    xt, yt = np.round(rng.random(120), 1), np.round(rng.random(120), 1)   # many ties in both
+    assert tau_ap(xt, yt) == pytest.approx(_tau_ap_b_literal(list(xt), list(yt)))

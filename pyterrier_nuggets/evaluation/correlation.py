@@ -302,6 +302,14 @@ def read_score_table(path: str, measures: Sequence[str] | None = None) -> pd.Dat
     Every value of the long forms, and every value of ``measures`` in the wide form, must be a finite number;
     a (system, qid, measure) given twice, or a measure of ``measures`` missing, is an InputError naming file,
     line and field."""
+    try:
+        return _read_score_table(path, measures)
+    except UnicodeDecodeError as e:
+        raise InputError(path, None, None, f"not UTF-8 text ({e.reason} at byte {e.start})",
+                         "save the file as UTF-8") from None
+
+
+def _read_score_table(path: str, measures: Sequence[str] | None) -> pd.DataFrame:
     with open(path, encoding="utf-8-sig", newline="") as f:
         reader = csv.reader(f)
         header = [h.strip() for h in next(reader, [])]

@@ -109,8 +109,12 @@ def item_name(item: Hashable) -> str:
 
 def detect_file_type(path: str) -> str:
     """Which label file ``path`` is (one of :data:`FILE_TYPES`), from its first non-blank line."""
-    with open(path, encoding="utf-8") as f:
-        first = next(((n, line) for n, line in enumerate(f, 1) if line.strip()), None)
+    try:
+        with open(path, encoding="utf-8") as f:
+            first = next(((n, line) for n, line in enumerate(f, 1) if line.strip()), None)
+    except UnicodeDecodeError as e:
+        raise InputError(path, None, None, f"not UTF-8 text ({e.reason} at byte {e.start})",
+                         "save the file as UTF-8") from None
     if first is None:
         raise InputError(path, None, None, "empty file")
     lineno, text = first[0], first[1].strip()
@@ -140,6 +144,14 @@ def read_labels(path: str, kind: LabelKind | str | None = None, *, on_invalid: s
     given). ``kind``: which labels of the file (default: assignment for assignment files, importance for
     nugget files, support, relevance for qrels, generic); ``on_invalid``: nuggets with invalid labels in
     nugget and assignment files are refused (default) or dropped and counted in ``excluded``."""
+    try:
+        return _read_labels(path, kind, on_invalid, file_type)
+    except UnicodeDecodeError as e:
+        raise InputError(path, None, None, f"not UTF-8 text ({e.reason} at byte {e.start})",
+                         "save the file as UTF-8") from None
+
+
+def _read_labels(path: str, kind: LabelKind | str | None, on_invalid: str, file_type: str | None) -> Labels:
     file_type = file_type or detect_file_type(path)
     if file_type not in FILE_TYPES:
         raise ValueError(f"file_type must be one of {FILE_TYPES}, got {file_type!r}")

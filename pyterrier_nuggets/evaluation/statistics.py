@@ -99,14 +99,15 @@ def tau_ap(reference: Sequence[float], other: Sequence[float]) -> float:
     (ICTIR 2017), see :func:`tau_ap_variant`: ``reference`` without ties: τ_AP,a, the expected τ_AP when the
     ties of ``other`` are broken uniformly at random; ``reference`` with ties (it is then no strict truth):
     τ_AP,b, their symmetric variant for two rankings that may both tie (1 for identical rankings, ties and
-    all). NaN for fewer than two items, or when a ranking ties everything (τ_AP,b).
+    all). NaN for fewer than two items, or when a ranking ties everything (τ_AP,b). O(N log N).
     """
     x, y = _pair(reference, other)
     if len(x) < 2:
         return float("nan")
+    both_above = _dominance(x, y)
     if tau_ap_variant(x) == "b":
-        return (_tau_ap_b_half(x, y) + _tau_ap_b_half(y, x)) / 2
-    return _tau_ap_a(x, y)
+        return (_tau_ap_b_half(both_above, _higher(y)) + _tau_ap_b_half(both_above, _higher(x))) / 2
+    return _tau_ap_a(both_above, y)
 
 
 def tau_ap_variant(reference: Sequence[float]) -> str:
@@ -117,36 +118,69 @@ def tau_ap_variant(reference: Sequence[float]) -> str:
     return "b" if len(np.unique(values)) < len(values) else "a"
 
 
-def _tau_ap_a(x, y) -> float:
-    """τ_AP,a: the expected τ_AP of ``y`` against ``x`` (no ties) when the ties of ``y`` are broken at random."""
+def _higher(v):
+    """For each item, how many items score strictly higher."""
     import numpy as np
-    n = len(x)
-    above = y[:, None] > y[None, :]               # above[j, i]: y ranks j strictly above i
-    start = above.sum(axis=0) + 1                  # first position (1-based) of i's tie group in y
-    size = (y[:, None] == y[None, :]).sum(axis=0)  # size of that group
-    concordant_above = ((x[:, None] > x[None, :]) & above).sum(axis=0)  # groups above i, also above in x
+    return len(v) - np.searchsorted(np.sort(v), v, side="right")
+
+
+def _dominance(x, y):
+    """For each item i, how many items j score strictly higher than i in both ``x`` and ``y``: items taken in
+    decreasing ``y``, one tie group at a time, counted in a Fenwick tree over the ranks of ``x``."""
+    import numpy as np
+    rank = (np.unique(x, return_inverse=True)[1] + 1).tolist()   # 1 = lowest x
+    size = max(rank)
+    tree = [0] * (size + 1)
+    order = np.argsort(-y, kind="stable").tolist()
+    ys = y.tolist()
+    out = [0] * len(ys)
+    inserted = start = 0
+    while start < len(order):
+        stop = start
+        while stop < len(order) and ys[order[stop]] == ys[order[start]]:
+            stop += 1
+        for i in order[start:stop]:       # items strictly higher in y are in the tree: those also higher in x
+            k, at_most = rank[i], 0
+            while k > 0:
+                at_most += tree[k]
+                k -= k & -k
+            out[i] = inserted - at_most
+        for i in order[start:stop]:
+            k = rank[i]
+            while k <= size:
+                tree[k] += 1
+                k += k & -k
+        inserted += stop - start
+        start = stop
+    return np.asarray(out, dtype=float)
+
+
+def _tau_ap_a(both_above, y) -> float:
+    """τ_AP,a: the expected τ_AP of ``y`` against a reference without ties (``both_above``: the items above
+    each item in both) when the ties of ``y`` are broken uniformly at random."""
+    import numpy as np
+    n = len(y)
+    start = _higher(y) + 1                          # first position (1-based) of i's tie group in y
+    size = np.searchsorted(np.sort(y), y, side="right") - np.searchsorted(np.sort(y), y, side="left")
     harmonic = np.concatenate([[0.0], np.cumsum(1.0 / np.arange(1, n + 1))])  # harmonic[m] = 1 + ... + 1/m
-    last = start + size - 1                        # last position of i's group
+    last = start + size - 1                         # last position of i's group
     # i is at each position start..last with probability 1/size: the mean of 1/(position - 1), position > 1
     inverse = (harmonic[last - 1] - harmonic[np.maximum(start - 2, 0)]) / size
     # inside a tie group each pair is concordant with probability 1/2: the item at the group's (k+1)-th place
     # adds on average (k/2) / (start + k - 1), k = 1..size-1; over the group
     # ((size - 1) - (start - 1)(H(last - 1) - H(start - 1))) / 2, shared by its size items
     within = ((size - 1) - (start - 1) * (harmonic[last - 1] - harmonic[start - 1])) / 2 / size
-    return float(2.0 / (n - 1) * (concordant_above * inverse + within).sum() - 1.0)
+    return float(2.0 / (n - 1) * (both_above * inverse + within).sum() - 1.0)
 
 
-def _tau_ap_b_half(x, y) -> float:
-    """One direction of τ_AP,b (Urbano & Marrero 2017): for each item below the top tie group of ``y``, the
-    share of the items of higher groups of ``y`` that ``x`` ranks strictly above it; the mean over those
-    items, rescaled to [-1, 1]."""
-    above = y[:, None] > y[None, :]               # above[j, i]: y ranks j strictly above i
-    higher = above.sum(axis=0)                     # items in higher groups of y
+def _tau_ap_b_half(both_above, higher) -> float:
+    """One direction of τ_AP,b (Urbano & Marrero 2017): for each item below the top tie group of one ranking
+    (``higher``: the items in its strictly higher groups), the share of those the other ranking also puts
+    strictly above it; the mean over those items, rescaled to [-1, 1]."""
     counted = higher > 0
     if not counted.any():
         return float("nan")
-    concordant = ((x[:, None] > x[None, :]) & above).sum(axis=0)
-    return float(2.0 * (concordant[counted] / higher[counted]).mean() - 1.0)
+    return float(2.0 * (both_above[counted] / higher[counted]).mean() - 1.0)
 
 
 def _constant(x) -> bool:
