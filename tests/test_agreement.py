@@ -103,6 +103,19 @@ def test_assignment_agreement_on_the_sample(tmp_path):
     assert result.to_dict()["only_in_a"] == n_t3
 
 
+def test_assignment_file_whose_first_answer_has_no_nuggets_is_still_an_assignment_file(tmp_path):
+    """The file type is decided by the first line: an answer without nuggets (an empty topic) must not make an
+    assignment file pass for a nugget file (whose labels would be read as importance, silently)."""
+    lines = (SAMPLE / "bm25-rag.assignments.jsonl").read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[0])
+    first["nuggets"] = []
+    path = tmp_path / "empty-first.assignments.jsonl"
+    path.write_text("\n".join([json.dumps(first)] + lines[1:]) + "\n", encoding="utf-8")
+    assert detect_file_type(str(path)) == "assignments"
+    labels = read_labels(str(path))
+    assert labels.kind is ASSIGNMENT and all(isinstance(item, tuple) for item in labels.items)
+
+
 def test_items_that_differ_between_files_are_refused(tmp_path):
     src = SAMPLE / "bm25-rag.assignments.jsonl"
     text = src.read_text(encoding="utf-8").replace("Sunlight is scattered by air molecules", "Something else")

@@ -228,6 +228,8 @@ def test_joint_table_compare_to(tmp_path):
     assert same.comparison == {"V_strict": pytest.approx(1.0)} and "against manual (3 systems" in same.to_markdown()
     with pytest.raises(ValueError, match="none of the table's measures"):
         joint_table(_systems({"x": [1, 1, 1]}), qrels, answer_measures=["W"], compare_to=manual)
+    with pytest.raises(ValueError, match="V_strict: one system in common with the other evaluation"):
+        joint_table(_systems({"x": [1, 1, 1]}), qrels, answer_measures=["V_strict"], compare_to=manual)
 
 
 # --- the command ----------------------------------------------------------------------------------------------

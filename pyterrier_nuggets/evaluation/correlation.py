@@ -178,8 +178,8 @@ def correlate(a, b, measure: str, measure_b: str | None = None, *, label_a: str 
     excluded: dict[str, list[str]] = {}
     notes: list[str] = []
     if ta is not None and tb is not None:
-        systems = _common(list(ta.columns), list(tb.columns), "systems", label_a, label_b, excluded)
-        topics = _common(list(ta.index), list(tb.index), "topics", label_a, label_b, excluded)
+        systems = _common(list(ta.columns), list(tb.columns), "systems", excluded)
+        topics = _common(list(ta.index), list(tb.index), "topics", excluded)
         if not topics:
             raise ValueError(f"{label_a} and {label_b} have no topic in common")
         ta, tb = ta.loc[topics, systems], tb.loc[topics, systems]
@@ -192,7 +192,7 @@ def correlate(a, b, measure: str, measure_b: str | None = None, *, label_a: str 
     else:
         run_a = ta.mean() if ta is not None else ra
         run_b = tb.mean() if tb is not None else rb
-        systems = _common(list(run_a.index), list(run_b.index), "systems", label_a, label_b, excluded)
+        systems = _common(list(run_a.index), list(run_b.index), "systems", excluded)
         topics = []
         for grid, label in ((ta, label_a), (tb, label_b)):
             if grid is not None:
@@ -242,6 +242,9 @@ def run_level_tau(a, b, measure: str) -> tuple[float, int, int]:
     """Kendall's τ-b of the run-level orderings of ``measure`` in two score tables, with the numbers of
     systems and topics in common (0 topics: run-level input), for the joint table's note."""
     result = correlate(a, b, measure, n_resamples=0)
+    if "run" not in result.levels:
+        raise ValueError(f"{measure}: one system in common with the other evaluation; an ordering of systems "
+                         "needs at least two")
     return result.levels["run"].kendall_tau, len(result.systems), len(result.topics)
 
 
@@ -249,15 +252,16 @@ def _three(x, y) -> tuple[float, float, float]:
     return statistics.kendall_tau(x, y), statistics.spearman_rho(x, y), statistics.tau_ap(x, y)
 
 
-def _common(a: list, b: list, what: str, label_a: str, label_b: str, excluded: dict) -> list:
-    only_a = [str(v) for v in a if v not in set(b)]
-    only_b = [str(v) for v in b if v not in set(a)]
+def _common(a: list, b: list, what: str, excluded: dict) -> list:
+    """The names both lists have (sorted); the others go to ``excluded`` as ``{what}_only_in_a`` / ``_b``."""
+    set_a, set_b = set(a), set(b)
+    only_a = [str(v) for v in a if v not in set_b]
+    only_b = [str(v) for v in b if v not in set_a]
     if only_a:
         excluded[f"{what}_only_in_a"] = only_a
     if only_b:
         excluded[f"{what}_only_in_b"] = only_b
-    common = [v for v in a if v in set(b)]
-    return sorted(common, key=str)
+    return sorted(set_a & set_b, key=str)
 
 
 def _scores(obj, measure: str, label: str) -> tuple[pd.DataFrame | None, pd.Series | None]:

@@ -121,8 +121,9 @@ def detect_file_type(path: str) -> str:
     if text.startswith("{"):
         for _, obj in read_jsonl(path):  # the first object decides
             if isinstance(obj.get("nuggets"), list):
-                return "assignments" if any(isinstance(n, dict) and "assignment" in n for n in obj["nuggets"]) \
-                    else "nuggets"
+                assigned = "answer_text" in obj or any(isinstance(n, dict) and "assignment" in n
+                                                       for n in obj["nuggets"])
+                return "assignments" if assigned else "nuggets"
             if "support" in obj and "sentence" in obj:
                 return "support"
             if "label" in obj:
