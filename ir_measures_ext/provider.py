@@ -218,6 +218,93 @@ class SegmentsProvider(providers.Provider):
 segments_provider = SegmentsProvider()
 
 
+# ---------------------------------------------------------------------------------------------- ARGUE
+
+class _ArgueTopic:
+    __slots__ = ("citations", "content", "conveyed")
+
+    def __init__(self):
+        self.citations: dict[int, list[float]] = {}  # sentence -> support scores of its judged citations
+        self.content: dict[int, str] = {}  # sentence -> ids.SOME_NUGGETS | IRRELEVANT | NO_INFORMATION
+        self.conveyed: dict[int, set[str]] = {}  # sentence -> nugget ids it conveys
+
+
+class ArgueEvaluator(providers.Evaluator):
+    """ARGUE sentence precision and nugget recall (seed 002 §3.4 Table 1) from the support rows and the
+    sentence content rows of an evaluation run; the nuggets of each topic are those of the nugget qrels."""
+
+    def __init__(self, measures, nuggets: dict[str, dict[str, int]], qids: set[str]):
+        super().__init__(measures, qids)
+        self.nuggets = nuggets
+
+    def _collect(self, run) -> dict[str, _ArgueTopic]:
+        rows, _ = _iter_run(run)
+        topics: dict[str, _ArgueTopic] = {}
+        for qid, doc_id, score in rows:
+            grades = self.nuggets.get(qid)
+            if grades is None:
+                continue  # not in the qrels: not evaluated
+            kind = ids.parse_row_id(qid, doc_id)
+            if kind.kind not in ("support", "uncited", "sentence_nugget", "sentence_content"):
+                continue
+            t = topics.setdefault(qid, _ArgueTopic())
+            j = kind.sentence
+            if kind.kind == "support":
+                if score not in _SUPPORT_SCORES:
+                    raise ValueError(f"run row {qid} {doc_id}: support score {score!r} is not 1.0 (full), "
+                                     "0.5 (partial) or 0.0 (none)")
+                t.citations.setdefault(j, []).append(score)
+            elif kind.kind == "uncited":
+                t.citations.setdefault(j, [])
+            else:
+                content = ids.SOME_NUGGETS if kind.kind == "sentence_nugget" else kind.content
+                old = t.content.setdefault(j, content)
+                if old != content:
+                    raise ValueError(f"run rows of topic {qid} label sentence {j} both {old!r} and {content!r}: a "
+                                     f"sentence conveys nuggets ('{qid}:s{j}:n<i>' rows), or is irrelevant, or "
+                                     "holds no information")
+                if kind.kind == "sentence_nugget":
+                    nugget = ids.nugget_id(qid, kind.nugget)
+                    if nugget not in grades:
+                        raise ValueError(f"run row {qid} {doc_id}: nugget {nugget} is not in the nugget qrels")
+                    t.conveyed.setdefault(j, set()).add(nugget)
+        return topics
+
+    def _iter_calc(self, run) -> Iterator[Metric]:
+        for qid, t in self._collect(run).items():
+            sentences = set(t.citations) | set(t.content)
+            n = max(sentences) + 1 if sentences else 0
+            lacking = [j for j in range(n) if j not in t.citations or j not in t.content]
+            if lacking:
+                j = lacking[0]
+                what = "support row ('{q}:s{j}:c<k>:<docno>' or ':uncited')" if j not in t.citations else \
+                    "content row ('{q}:s{j}:n<i>', ':irrelevant' or ':noinfo')"
+                raise ValueError(f"ArgueP/ArgueR: sentence(s) {lacking} of topic {qid} lack a "
+                                 + what.format(q=qid, j=j) + "; every sentence needs both judgments")
+            sentences = [scoring.ArgueSentence(t.content[j], tuple(t.citations[j]), frozenset(t.conveyed.get(j, ())))
+                         for j in range(n)]
+            sc = scoring.argue_scores(sentences, list(self.nuggets[qid]))
+            for measure in self.measures:
+                if measure.NAME == m.ArgueP.NAME:
+                    yield Metric(qid, measure, sc.precision)
+                elif measure.NAME == m.ArgueR.NAME:
+                    yield Metric(qid, measure, sc.recall)
+
+
+class ArgueProvider(providers.Provider):
+    """``ArgueP``, ``ArgueR`` (seed 002 §3.4): the nugget qrels are read as the nugget provider reads them."""
+
+    NAME = "argue"
+    SUPPORTED_MEASURES = [m._ArgueP(), m._ArgueR()]
+
+    def _evaluator(self, measures, qrels) -> ArgueEvaluator:
+        nuggets = nugget_provider._evaluator([], qrels).nuggets
+        return ArgueEvaluator(list(measures), nuggets, set(nuggets))
+
+
+argue_provider = ArgueProvider()
+
+
 def register() -> None:
     """Make the measures known to ir_measures (parse_measure, the CLI, ir_measures.calc). Idempotent; a
     foreign measure or provider already registered under one of our names is a clear error."""
@@ -231,7 +318,7 @@ def register() -> None:
                 f"ir_measures already has a measure named {measure.NAME!r} "
                 f"({type(existing).__module__}.{type(existing).__name__}); pyterrier-nuggets cannot register its "
                 f"{measure.NAME}. Uninstall or rename the other measure, or use ir_measures_ext.{measure.NAME} directly.")
-    ours = (nugget_provider, segments_provider)
+    ours = (nugget_provider, segments_provider, argue_provider)
     for provider in ours:
         existing = providers.registry.get(provider.NAME)
         if existing is not None and type(existing).__module__ != __name__:

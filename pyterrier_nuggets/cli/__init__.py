@@ -13,6 +13,7 @@
     pyterrier-nuggets correlate A B --measure M [--measure-b M] [--level run|topic|all] [--runs-a NAME=RUN ...]
                                 [--runs-b NAME=RUN ...] [--resamples N] [--json] [--plot PNG]
     pyterrier-nuggets agree A B [--kind KIND] [--labels L1,L2,...] [--ordinal] [--json] [--plot PNG]
+    pyterrier-nuggets annotate init|users|serve|export ...   (the human annotation tool, docs/annotation.md)
 """
 from __future__ import annotations
 
@@ -21,9 +22,9 @@ import sys
 import warnings
 
 from pyterrier_nuggets import formats
-from pyterrier_nuggets.cli import agree, correlate, demo, export, score, table
+from pyterrier_nuggets.cli import agree, annotate, correlate, demo, export, score, table
 
-SUBCOMMANDS = (demo, export, table, score, correlate, agree)
+SUBCOMMANDS = (demo, export, table, score, correlate, agree, annotate)
 
 
 def main(argv=None) -> int:
