@@ -25,6 +25,7 @@ from pyterrier_nuggets.evaluation.labels import (
 )
 from pyterrier_nuggets.evaluation.plots import confusion_heatmap, correlation_scatter
 from pyterrier_nuggets.formats import InputError
+from tests.annotate_project import annotate_by_api, make_project, needs_annotate
 
 SAMPLE = Path(__file__).resolve().parent.parent / "pyterrier_nuggets" / "sample" / "rag_mini"
 
@@ -126,6 +127,50 @@ def test_items_that_differ_between_files_are_refused(tmp_path):
     renamed.write_text(src.read_text(encoding="utf-8").replace('"run_id": "bm25-rag"', '"run_id": "x"'), "utf-8")
     with pytest.raises(ValueError, match="no item in common"):
         agreement(read_labels(str(src)), read_labels(str(renamed)))
+
+
+def test_post_edited_nuggets_are_compared_by_id(tmp_path):
+    """A nugget its file marks as post-edited ("edited": true, the annotation tool's export) may have another
+    text under the same id: compared by id and listed; without the mark a different text is still an error."""
+    lines = [json.loads(x) for x in (SAMPLE / "nuggets.jsonl").read_text(encoding="utf-8").splitlines()]
+    for topic in lines:
+        if topic["qid"] == "t1":
+            topic["nuggets"][0].update(text="Air molecules scatter sunlight", importance="okay", edited=True)
+    edited = tmp_path / "nuggets.edited.jsonl"
+    edited.write_text("".join(json.dumps(t) + "\n" for t in lines), encoding="utf-8")
+    result = agreement(read_labels(str(edited)), read_labels(str(SAMPLE / "nuggets.jsonl")))
+    assert result.edited == ["t1:n0"] and result.n == 16 and result.exact == pytest.approx(15 / 16)
+    assert result.confusion[0, 1] == 1  # okay after editing, vital before
+    assert "Post-edited, compared by id although the text differs: 1 items (t1:n0)" in result.to_text()
+    assert result.to_dict()["edited"] == 1
+    del lines[0]["nuggets"][0]["edited"]
+    edited.write_text("".join(json.dumps(t) + "\n" for t in lines), encoding="utf-8")
+    with pytest.raises(InputError, match="t1:n0 is 'Sunlight is scattered"):
+        agreement(read_labels(str(edited)), read_labels(str(SAMPLE / "nuggets.jsonl")))
+
+
+@needs_annotate
+def test_agreement_of_an_annotation_export(tmp_path, capsys):
+    """docs/annotation.md: the people's support labels against the LLM pre-fill, the frozen nuggets' importance
+    against the pre-populated nuggets, on the annotation tool's export of the hand-worked test project."""
+    from pyterrier_nuggets.annotate import export_project
+    store = make_project(tmp_path)
+    annotate_by_api(store)
+    out = tmp_path / "export"
+    export_project(store.directory, str(out))
+    assert cli.main(["agree", str(out / "support.human.jsonl"), str(out / "support.llm.jsonl"), "--json"]) == 0
+    support = json.loads(capsys.readouterr().out)
+    # STAGE3 vs LLM_SUPPORT (first citations): runA s0 full/full, s1 full/none, runB s0 c0 partial/none;
+    # runB s0 c1 (d1) has no pre-fill; the two uncited sentences are no items
+    assert support["n_items"] == 3 and support["exact_agreement"] == pytest.approx(1 / 3)
+    assert support["confusion"] == [[0, 0, 0], [1, 0, 0], [1, 0, 1]]
+    assert support["only_in_a_examples"] == ["runB t1 s0 c1"]
+    assert support["excluded_a"] == support["excluded_b"] == {"uncited sentences (not judged)": 2}
+    assert cli.main(["agree", str(out / "nuggets.jsonl"), str(out / "nuggets.prefill.jsonl"), "--json"]) == 0
+    importance = json.loads(capsys.readouterr().out)
+    # STAGE2 rewords t1:n1 (edited, same importance); t1:n2 is new (stage 1): one side only
+    assert importance["kind"] == "importance" and importance["n_items"] == 2 and importance["exact_agreement"] == 1
+    assert importance["edited_examples"] == ["t1:n1"] and importance["only_in_a_examples"] == ["t1:n2"]
 
 
 def test_importance_support_relevance_and_generic_labels(tmp_path):

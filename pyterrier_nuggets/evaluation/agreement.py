@@ -36,6 +36,7 @@ class Agreement:
     only_b: list[Hashable] = field(default_factory=list)
     excluded_a: dict[str, int] = field(default_factory=dict)
     excluded_b: dict[str, int] = field(default_factory=dict)
+    edited: list[Hashable] = field(default_factory=list)  # compared by id although their texts differ
 
     @property
     def n(self) -> int:
@@ -68,6 +69,7 @@ class Agreement:
             "only_in_a_examples": [item_name(i) for i in self.only_a[:examples]],
             "only_in_b_examples": [item_name(i) for i in self.only_b[:examples]],
             "excluded_a": self.excluded_a, "excluded_b": self.excluded_b,
+            "edited": len(self.edited), "edited_examples": [item_name(i) for i in self.edited[:examples]],
         }
 
     def to_text(self) -> str:
@@ -94,6 +96,10 @@ class Agreement:
                              + (", ..." if len(only) > 5 else "") + ")")
             for reason, count in excluded.items():
                 lines.append(f"Not items of {side}: {count} {reason}")
+        if self.edited:
+            shown = ", ".join(item_name(i) for i in self.edited[:5])
+            lines.append(f"Post-edited, compared by id although the text differs: {len(self.edited)} items ({shown}"
+                         + (", ..." if len(self.edited) > 5 else "") + ")")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -103,7 +109,8 @@ class Agreement:
 def agreement(a: Labels, b: Labels, label_a: str | None = None, label_b: str | None = None) -> Agreement:
     """Agreement between two judges' labels of one kind, on the items both judged (matched by id). Where
     both say what an item is (nugget text, judged segment), a difference is an error: the two judged
-    different things under the same id."""
+    different things under the same id; unless one side marks the item as post-edited (``Labels.edited``,
+    e.g. the annotation tool's reworded nuggets): it is then compared by id and listed in ``edited``."""
     if a.kind.name != b.kind.name or a.kind.labels != b.kind.labels:
         raise ValueError(f"labels of different kinds: {a.kind.name} {a.kind.labels} and {b.kind.name} "
                          f"{b.kind.labels}")
@@ -112,9 +119,13 @@ def agreement(a: Labels, b: Labels, label_a: str | None = None, label_b: str | N
     common = [i for i in a.items if i in b.items]
     only_a = [i for i in a.items if i not in b.items]
     only_b = [i for i in b.items if i not in a.items]
+    edited = []
     for item in common:
         wa, wb = a.what.get(item), b.what.get(item)
         if wa is not None and wb is not None and " ".join(wa.split()) != " ".join(wb.split()):
+            if item in a.edited or item in b.edited:
+                edited.append(item)
+                continue
             raise InputError(b.source or label_b, b.lines.get(item), "text" if a.kind.name != "support" else "docno",
                              f"{item_name(item)} is {wb!r:.80} here but {wa!r:.80} in {a.source or label_a}"
                              + (f" (line {a.lines[item]})" if item in a.lines else ""),
@@ -131,6 +142,7 @@ def agreement(a: Labels, b: Labels, label_a: str | None = None, label_b: str | N
     result = _from_indices(ya, yb, a.kind, labels, label_a, label_b)
     result.only_a, result.only_b = only_a, only_b
     result.excluded_a, result.excluded_b = dict(a.excluded), dict(b.excluded)
+    result.edited = edited
     return result
 
 

@@ -21,7 +21,9 @@ Generic label file (for labels no other format carries, e.g. CONE-RAG matching u
 JSONL ``{"id": "...", "label": "..."}`` or TSV ``id<TAB>label``, one item a line, each id once.
 
 Items are matched by id across the two judges; where both files say what an item is (a nugget's text, the
-judged segment of a citation) the two must agree, else the files judge different things. Uncited sentences
+judged segment of a citation) the two must agree, else the files judge different things. The one exception is
+a nugget its file marks as post-edited (``"edited": true``, as the annotation tool exports the pre-populated
+nuggets a manager changed, with their ids kept): its text may differ, and it is compared by id. Uncited sentences
 (support ``none`` by definition, not judged, seed 004 §3.4) are not items; they are counted in ``excluded``.
 """
 from __future__ import annotations
@@ -77,7 +79,9 @@ def generic_kind(labels: Sequence | None = None, ordinal: bool = False) -> Label
 class Labels:
     """One judge's labels: item id -> label, of one ``kind``. ``what``: what each item is where the source
     says (nugget text, judged segment), checked against the other judge; ``lines``: where each item is in
-    ``source``; ``excluded``: items of the source that are not judged here, counted by reason."""
+    ``source``; ``excluded``: items of the source that are not judged here, counted by reason; ``edited``: items
+    the source marks as post-edited versions of the same item (their ``what`` may differ from the other
+    judge's: the annotation tool's ``"edited": true`` nuggets)."""
 
     kind: LabelKind
     items: dict[Hashable, Any]
@@ -85,6 +89,7 @@ class Labels:
     what: dict[Hashable, str] = field(default_factory=dict)
     lines: dict[Hashable, int] = field(default_factory=dict)
     excluded: dict[str, int] = field(default_factory=dict)
+    edited: set = field(default_factory=set)
 
     def __post_init__(self):
         if self.kind.labels is not None:
@@ -170,12 +175,18 @@ def _read_labels(path: str, kind: LabelKind | str | None, on_invalid: str, file_
         lines = _topic_lines(path)
         return Labels(resolved, {n.id: n.importance for n in data.nuggets}, path,
                       {n.id: n.text for n in data.nuggets}, {n.id: lines.get(n.qid, 0) for n in data.nuggets},
-                      _invalid(data.invalid))
+                      _invalid(data.invalid), {n.id for n in data.nuggets if _edited(n)})
     if file_type == "support":
         return _from_support(path, resolved)
     if file_type == "qrels":
         return _from_qrels(path, resolved)
     return _from_generic(path, resolved)
+
+
+def _edited(nugget) -> bool:
+    """Whether a nugget file marks the nugget as a post-edited version of the one with its id (the annotation
+    tool's export, docs/annotation.md)."""
+    return nugget.provenance.get("edited") is True
 
 
 def _invalid(report) -> dict[str, int]:
@@ -195,6 +206,7 @@ def _from_assignments(path: str, kind: LabelKind, on_invalid: str) -> Labels:
     items: dict[Hashable, Any] = {}
     what: dict[Hashable, str] = {}
     where: dict[Hashable, int] = {}
+    edited: set = set()
     for answer, line in zip(data.answers, lines):
         by_index = {a.nugget_index: a.assignment for a in answer.assignments}
         for position, nugget in enumerate(answer.nuggets):
@@ -213,7 +225,9 @@ def _from_assignments(path: str, kind: LabelKind, on_invalid: str) -> Labels:
                                      "comparison", "use --kind assignment (3 grades) for files with partial support")
             items[item], what[item] = label, nugget.text
             where.setdefault(item, line)
-    return Labels(kind, items, path, what, where, _invalid(data.invalid))
+            if _edited(nugget):
+                edited.add(item)
+    return Labels(kind, items, path, what, where, _invalid(data.invalid), edited)
 
 
 def _from_support(path: str, kind: LabelKind) -> Labels:
