@@ -118,7 +118,7 @@ class Correlation:
 
     def to_text(self, max_swaps: int = 10) -> str:
         lines = [f"Rank correlation of {self.measure} between A = {self.label_a} (reference) and "
-                 f"B = {self.label_b}: {len(self.systems)} systems"
+                 f"B = {self.label_b}: {len(self.systems)} system{'s' * (len(self.systems) != 1)}"
                  + (f", {len(self.topics)} topics in common" if self.topics else " (run-level scores)")]
         header = f"{'level':<32}{'n':>6}{'Kendall τ-b':>13}{'Spearman ρ':>13}{'τ_AP':>13}"
         lines += [header, "-" * len(header)]

@@ -125,7 +125,7 @@ def correlation_scatter(result: Correlation, path: str, title: str | None = None
     ax.plot([low, high], [low, high], color="grey", lw=0.8, ls="--", zorder=1)
     ax.set(xlim=(low - pad, high + pad), ylim=(low - pad, high + pad), aspect="equal",
            xlabel=f"{result.label_b}: {result.measure_b}", ylabel=f"{result.label_a}: {result.measure_a}",
-           title=title or f"{result.measure}: {len(result.systems)} systems"
+           title=title or f"{result.measure}: {len(result.systems)} system{'s' * (len(result.systems) != 1)}"
            + (f", {len(result.topics)} topics" if result.topics else ""))
     names = {"run": "run-level", "topic": "per-topic avg", "all": "all topics/systems"}
     box = "\n".join(f"Kendall's τ ({names[k]}): {_fmt(lv.kendall_tau)}" for k, lv in result.levels.items())
