@@ -8,7 +8,11 @@
                              [--support S.jsonl] [--on-invalid refuse|drop] --qrels OUT [--run OUT]
     pyterrier-nuggets table --nugget-qrels Q [--segment-qrels S] --system NAME EVAL_RUN [SEGMENT_RUN] ...
                             [--measures ...] [--retrieval-measures ...] [--baseline NAME] [--out PREFIX]
+                            [--compare-to OTHER.perquery.csv]
     pyterrier-nuggets score --assignments A.jsonl [--on-invalid refuse|drop]   (per-topic scores)
+    pyterrier-nuggets correlate A B --measure M [--measure-b M] [--level run|topic|all] [--runs-a NAME=RUN ...]
+                                [--runs-b NAME=RUN ...] [--resamples N] [--json] [--plot PNG]
+    pyterrier-nuggets agree A B [--kind KIND] [--labels L1,L2,...] [--ordinal] [--json] [--plot PNG]
     pyterrier-nuggets annotate init|users|serve|export ...   (the human annotation tool, docs/annotation.md)
 """
 from __future__ import annotations
@@ -17,10 +21,10 @@ import argparse
 import sys
 import warnings
 
-from pyterrier_nuggets.cli import annotate, demo, export, score, table
+from pyterrier_nuggets.cli import agree, annotate, correlate, demo, export, score, table
 from pyterrier_nuggets.judges import LLMStepError
 
-SUBCOMMANDS = (demo, export, table, score, annotate)
+SUBCOMMANDS = (demo, export, table, score, correlate, agree, annotate)
 
 
 def main(argv=None) -> int:

@@ -19,6 +19,10 @@ def add_parser(sub) -> None:
     p.add_argument("--correction", help="multiple-testing correction over the table's tests, as pt.Experiment "
                    "(statsmodels): bonferroni, holm, fdr_bh, ... (default: none)")
     p.add_argument("--out", help="write PREFIX.csv, PREFIX.md, PREFIX.tex, PREFIX.perquery.csv")
+    p.add_argument("--compare-to", metavar="OTHER.perquery.csv",
+                   help="another evaluation of the same systems (per-query or run-level CSV, e.g. another table's "
+                   "PREFIX.perquery.csv): the note gives the Kendall's τ-b between the two system orderings")
+    p.add_argument("--compare-label", help="name of the --compare-to evaluation in the note (default: its file name)")
     p.set_defaults(func=run)
 
 
@@ -28,6 +32,9 @@ def run(args) -> int:
     import ir_measures_ext
     ir_measures_ext.register()
     from pyterrier_nuggets.evaluation import ANSWER_MEASURES, RETRIEVAL_MEASURES, System, joint_table
+    if args.compare_to:
+        from pyterrier_nuggets.cli.paths import check_inputs
+        check_inputs(args.compare_to)
     systems = []
     for spec in args.system:
         if len(spec) not in (2, 3):
@@ -54,7 +61,8 @@ def run(args) -> int:
     table = joint_table(systems, args.nugget_qrels, args.segment_qrels,
                         answer_measures=args.measures or ANSWER_MEASURES,
                         retrieval_measures=args.retrieval_measures or RETRIEVAL_MEASURES,
-                        baseline=args.baseline, alpha=args.alpha, test=args.test, correction=args.correction)
+                        baseline=args.baseline, alpha=args.alpha, test=args.test, correction=args.correction,
+                        compare_to=args.compare_to, compare_label=args.compare_label)
     print(table.to_text())
     if args.out:
         print("written: " + ", ".join(table.write(args.out)))

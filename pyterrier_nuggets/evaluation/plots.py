@@ -1,4 +1,6 @@
-"""Plots of a joint table (matplotlib, Agg backend: no display needed), as PNG files.
+"""Plots (matplotlib, Agg backend: no display needed), as PNG files.
+
+Of a joint table (:func:`write_plots`):
 
 - ``ndcg_vs_vstrict.png``: nDCG@10 of the retrieved segments against V_strict of the answer, one point
   per system and topic, with each system's mean as a large marker: does better retrieval give better
@@ -6,6 +8,14 @@
 - ``vstrict_vs_words.png``: V_strict against answer length (AnswerWords), per system (mean, with the
   topics as small points), and the Pareto front of the system means: the length/recall trade-off view
   of seed 001 Figure 7 (longer answers tend to cover more nuggets).
+
+Of a meta-evaluation (:mod:`.correlation`, :mod:`.agreement`):
+
+- :func:`correlation_scatter`: two evaluations of the same systems, the seed 001 Figure 6 view: the
+  evaluation under test on x, the reference on y, run-level means as large markers, every topic/system pair
+  as a small one, Kendall's τ at the three levels in a box.
+- :func:`confusion_heatmap`: two judges' labels of the same items, the seed 004 Figure 3 view: percent of
+  all items per (A label, B label) cell, with counts, exact agreement and Cohen's κ.
 """
 from __future__ import annotations
 
@@ -13,6 +23,8 @@ import os
 
 import pandas as pd
 
+from pyterrier_nuggets.evaluation.agreement import Agreement
+from pyterrier_nuggets.evaluation.correlation import Correlation
 from pyterrier_nuggets.evaluation.table import JointTable
 from pyterrier_nuggets.formats import atomic_write
 
@@ -41,12 +53,16 @@ def _save(fig, path: str) -> None:
         fig.savefig(f, format="png", dpi=110, bbox_inches="tight")
 
 
-def write_plots(table: JointTable, out_dir: str) -> list[str]:
-    """Write the plots whose measures the table has; returns their paths."""
+def _pyplot():
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    return plt
 
+
+def write_plots(table: JointTable, out_dir: str) -> list[str]:
+    """Write the plots whose measures the table has; returns their paths."""
+    plt = _pyplot()
     wide = _wide(table)
     systems = list(table.means.index)
     colours = {s: f"C{i % 10}" for i, s in enumerate(systems)}
@@ -86,3 +102,72 @@ def write_plots(table: JointTable, out_dir: str) -> list[str]:
         plt.close(fig)
         paths.append(path)
     return paths
+
+
+def correlation_scatter(result: Correlation, path: str, title: str | None = None) -> str:
+    """Seed 001 Figure 6 for ``result``: B (the evaluation under test) on x, A (the reference) on y; large
+    markers the systems' means, small ones every topic/system pair; Kendall's τ-b of each level in the
+    top-left box. Returns ``path``."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.2, 5.6))
+    values = list(result.run_a) + list(result.run_b)
+    if result.topic_a is not None:
+        xs, ys = result.topic_b.to_numpy().ravel(), result.topic_a.to_numpy().ravel()
+        ax.scatter(xs, ys, s=14, alpha=0.45, color="tab:blue", edgecolor="none",
+                   label=f"topic/system pairs ({len(xs)})", zorder=2)
+        values += list(xs) + list(ys)
+    ax.scatter(result.run_b.to_numpy(), result.run_a.to_numpy(), s=70, color="tab:red", edgecolor="black",
+               linewidth=0.6, label=f"systems, run level ({len(result.systems)})", zorder=3)
+    low, high = min(values), max(values)
+    if low >= 0 and high <= 1:
+        low, high = 0.0, 1.0
+    pad = (high - low) * 0.04 or 0.05
+    ax.plot([low, high], [low, high], color="grey", lw=0.8, ls="--", zorder=1)
+    ax.set(xlim=(low - pad, high + pad), ylim=(low - pad, high + pad), aspect="equal",
+           xlabel=f"{result.label_b}: {result.measure_b}", ylabel=f"{result.label_a}: {result.measure_a}",
+           title=title or f"{result.measure}: {len(result.systems)} system{'s' * (len(result.systems) != 1)}"
+           + (f", {len(result.topics)} topics" if result.topics else ""))
+    names = {"run": "run-level", "topic": "per-topic avg", "all": "all topics/systems"}
+    box = "\n".join(f"Kendall's τ ({names[k]}): {_fmt(lv.kendall_tau)}" for k, lv in result.levels.items())
+    ax.text(0.03, 0.97, box, transform=ax.transAxes, va="top", ha="left", fontsize=9,
+            bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": "0.6", "alpha": 0.9})
+    ax.legend(loc="lower right", fontsize=8)
+    ax.grid(alpha=0.3)
+    _save(fig, path)
+    plt.close(fig)
+    return path
+
+
+def confusion_heatmap(result: Agreement, path: str, title: str | None = None) -> str:
+    """Seed 004 Figure 3 for ``result``: rows A's labels, columns B's labels, colour and first number the
+    percent of all items both judged, the count below it. Returns ``path``."""
+    plt = _pyplot()
+    percent = result.percent
+    k = len(result.labels)
+    size = max(4.8, 1.5 * k + 2.4)
+    fig, ax = plt.subplots(figsize=(size + 1.0, size))
+    image = ax.imshow(percent, cmap="Blues", vmin=0, vmax=max(float(percent.max()), 1e-9))
+    names = [str(x).replace("_", " ") for x in result.labels]
+    ax.set_xticks(range(k), names, rotation=30 if max(len(n) for n in names) > 8 else 0, ha="right"
+                  if max(len(n) for n in names) > 8 else "center")
+    ax.set_yticks(range(k), names)
+    ax.set(xlabel=f"B: {result.label_b}", ylabel=f"A: {result.label_a}")
+    threshold = percent.max() * 0.6
+    for i in range(k):
+        for j in range(k):
+            colour = "white" if percent[i, j] > threshold else "black"
+            ax.text(j, i, f"{percent[i, j]:.1f}%\n({int(result.confusion[i, j])})", ha="center", va="center",
+                    fontsize=10, color=colour)
+    stats = f"n = {result.n}, exact agreement {_fmt(result.exact)}, κ = {_fmt(result.kappa)}"
+    if result.weighted_kappa is not None:
+        stats += f", linear κ = {_fmt(result.weighted_kappa)}"
+    ax.set_title((title or f"{result.kind.name} labels: {result.label_a} vs {result.label_b}") + "\n" + stats,
+                 fontsize=10)
+    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="% of items")
+    _save(fig, path)
+    plt.close(fig)
+    return path
+
+
+def _fmt(v: float | None) -> str:
+    return "n/a" if v is None or v != v else f"{v:.3f}"

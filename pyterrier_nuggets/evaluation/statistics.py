@@ -1,12 +1,15 @@
-"""Statistics over per-topic scores, one module for the package: the paired significance tests of the joint
-table (with the multiple-testing corrections pt.Experiment offers) and, for meta-evaluation, the agreement
-between two evaluations. Every statistic comes from scipy or statsmodels where they have it.
+"""Statistics over scores, one module for the package: the paired significance tests of the joint table (with
+the multiple-testing corrections pt.Experiment offers) and, for meta-evaluation (:mod:`.correlation`), the rank
+correlations between two evaluations (Kendall's τ-b, Spearman's ρ, τ_AP), their pair counts and swaps, and
+bootstrap confidence intervals. Every statistic comes from scipy or statsmodels where they have it; τ_AP,
+which no maintained library has, is written here. Label agreement (Cohen's κ) is in :mod:`.agreement`.
 """
 from __future__ import annotations
 
 import math
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 TESTS = ("t", "wilcoxon")
 # the correction methods of statsmodels.stats.multitest.multipletests, as pt.Experiment's ``correction``
@@ -48,3 +51,194 @@ def correct(pvalues: Sequence[float], method: str | None, alpha: float = 0.05) -
     for i, p in zip(tested, adjusted):
         values[i] = float(p)
     return values
+
+
+# --- rank correlation between two evaluations of the same systems (meta-evaluation) ---------------------------
+
+def _pair(a: Sequence[float], b: Sequence[float]):
+    import numpy as np
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"two score lists of the same length are needed, got {x.shape} and {y.shape}")
+    if not (np.isfinite(x).all() and np.isfinite(y).all()):
+        raise ValueError("scores must be finite numbers (no NaN or infinity)")
+    return x, y
+
+
+def kendall_tau(a: Sequence[float], b: Sequence[float]) -> float:
+    """Kendall's τ-b between two score lists of the same items (``scipy.stats.kendalltau``, variant ``"b"``,
+    which corrects for ties; the seed papers' τ, seed 000 §5.2, seed 001 §4). NaN when it is undefined (fewer
+    than two items, or one list with all scores tied)."""
+    from scipy import stats
+    x, y = _pair(a, b)
+    if len(x) < 2 or _constant(x) or _constant(y):
+        return float("nan")
+    return float(stats.kendalltau(x, y, variant="b").statistic)
+
+
+def spearman_rho(a: Sequence[float], b: Sequence[float]) -> float:
+    """Spearman's ρ between two score lists (``scipy.stats.spearmanr``, average ranks for ties; seed 003
+    Tables 5 and 7). NaN when undefined (fewer than two items, or a constant list)."""
+    from scipy import stats
+    x, y = _pair(a, b)
+    if len(x) < 2 or _constant(x) or _constant(y):
+        return float("nan")
+    return float(stats.spearmanr(x, y).statistic)
+
+
+def tau_ap(reference: Sequence[float], other: Sequence[float]) -> float:
+    """AP rank correlation τ_AP of Yilmaz, Aslam & Robertson (SIGIR 2008, §3) of ``other`` against
+    ``reference`` (higher score = ranked higher): a top-weighted τ, where a swap near the top of ``other``'s
+    ranking costs more than one near the bottom. Not symmetric: ``reference`` is the ground truth.
+
+    Without ties: with the items in the order of ``other`` and C(i) the number of the i-1 items above
+    position i that ``reference`` also ranks above the item at i,
+    ``τ_AP = 2/(N-1) · Σ_{i=2..N} C(i)/(i-1) − 1``; 1 for the same order, −1 for the reverse.
+
+    Ties (the 2008 definition assumes none; no maintained library has τ_AP), after Urbano & Marrero
+    (ICTIR 2017), see :func:`tau_ap_variant`: ``reference`` without ties: τ_AP,a, the expected τ_AP when the
+    ties of ``other`` are broken uniformly at random; ``reference`` with ties (it is then no strict truth):
+    τ_AP,b, their symmetric variant for two rankings that may both tie (1 for identical rankings, ties and
+    all). NaN for fewer than two items, or when a ranking ties everything (τ_AP,b). O(N log N).
+    """
+    x, y = _pair(reference, other)
+    if len(x) < 2:
+        return float("nan")
+    both_above = _dominance(x, y)
+    if tau_ap_variant(x) == "b":
+        return (_tau_ap_b_half(both_above, _higher(y)) + _tau_ap_b_half(both_above, _higher(x))) / 2
+    return _tau_ap_a(both_above, y)
+
+
+def tau_ap_variant(reference: Sequence[float]) -> str:
+    """Which τ_AP :func:`tau_ap` computes against ``reference``: ``"a"`` (no ties in it: τ_AP,a, equal to the
+    2008 τ_AP when the other ranking has no ties either) or ``"b"`` (ties in it: τ_AP,b)."""
+    import numpy as np
+    values = np.asarray(reference, dtype=float)
+    return "b" if len(np.unique(values)) < len(values) else "a"
+
+
+def _higher(v):
+    """For each item, how many items score strictly higher."""
+    import numpy as np
+    return len(v) - np.searchsorted(np.sort(v), v, side="right")
+
+
+def _dominance(x, y):
+    """For each item i, how many items j score strictly higher than i in both ``x`` and ``y``: items taken in
+    decreasing ``y``, one tie group at a time, counted in a Fenwick tree over the ranks of ``x``."""
+    import numpy as np
+    rank = (np.unique(x, return_inverse=True)[1] + 1).tolist()   # 1 = lowest x
+    size = max(rank)
+    tree = [0] * (size + 1)
+    order = np.argsort(-y, kind="stable").tolist()
+    ys = y.tolist()
+    out = [0] * len(ys)
+    inserted = start = 0
+    while start < len(order):
+        stop = start
+        while stop < len(order) and ys[order[stop]] == ys[order[start]]:
+            stop += 1
+        for i in order[start:stop]:       # items strictly higher in y are in the tree: those also higher in x
+            k, at_most = rank[i], 0
+            while k > 0:
+                at_most += tree[k]
+                k -= k & -k
+            out[i] = inserted - at_most
+        for i in order[start:stop]:
+            k = rank[i]
+            while k <= size:
+                tree[k] += 1
+                k += k & -k
+        inserted += stop - start
+        start = stop
+    return np.asarray(out, dtype=float)
+
+
+def _tau_ap_a(both_above, y) -> float:
+    """τ_AP,a: the expected τ_AP of ``y`` against a reference without ties (``both_above``: the items above
+    each item in both) when the ties of ``y`` are broken uniformly at random."""
+    import numpy as np
+    n = len(y)
+    start = _higher(y) + 1                          # first position (1-based) of i's tie group in y
+    size = np.searchsorted(np.sort(y), y, side="right") - np.searchsorted(np.sort(y), y, side="left")
+    harmonic = np.concatenate([[0.0], np.cumsum(1.0 / np.arange(1, n + 1))])  # harmonic[m] = 1 + ... + 1/m
+    last = start + size - 1                         # last position of i's group
+    # i is at each position start..last with probability 1/size: the mean of 1/(position - 1), position > 1
+    inverse = (harmonic[last - 1] - harmonic[np.maximum(start - 2, 0)]) / size
+    # inside a tie group each pair is concordant with probability 1/2: the item at the group's (k+1)-th place
+    # adds on average (k/2) / (start + k - 1), k = 1..size-1; over the group
+    # ((size - 1) - (start - 1)(H(last - 1) - H(start - 1))) / 2, shared by its size items
+    within = ((size - 1) - (start - 1) * (harmonic[last - 1] - harmonic[start - 1])) / 2 / size
+    return float(2.0 / (n - 1) * (both_above * inverse + within).sum() - 1.0)
+
+
+def _tau_ap_b_half(both_above, higher) -> float:
+    """One direction of τ_AP,b (Urbano & Marrero 2017): for each item below the top tie group of one ranking
+    (``higher``: the items in its strictly higher groups), the share of those the other ranking also puts
+    strictly above it; the mean over those items, rescaled to [-1, 1]."""
+    counted = higher > 0
+    if not counted.any():
+        return float("nan")
+    return float(2.0 * (both_above[counted] / higher[counted]).mean() - 1.0)
+
+
+def _constant(x) -> bool:
+    return bool(len(x)) and bool((x == x[0]).all())
+
+
+@dataclass(frozen=True)
+class PairCounts:
+    """How two score lists order the pairs of items: ``concordant`` (same order), ``discordant`` (opposite
+    order: a swap), ``tied_reference`` / ``tied_other`` (tied in one list only), ``tied_both``."""
+
+    concordant: int
+    discordant: int
+    tied_reference: int
+    tied_other: int
+    tied_both: int
+
+    @property
+    def pairs(self) -> int:
+        return self.concordant + self.discordant + self.tied_reference + self.tied_other + self.tied_both
+
+
+def pair_counts(reference: Sequence[float], other: Sequence[float]) -> PairCounts:
+    """Count the item pairs that two score lists order the same way, the opposite way, or tie."""
+    import numpy as np
+    x, y = _pair(reference, other)
+    iu = np.triu_indices(len(x), k=1)
+    sx = np.sign(x[:, None] - x[None, :])[iu]
+    sy = np.sign(y[:, None] - y[None, :])[iu]
+    return PairCounts(int(((sx * sy) > 0).sum()), int(((sx * sy) < 0).sum()), int(((sx == 0) & (sy != 0)).sum()),
+                      int(((sx != 0) & (sy == 0)).sum()), int(((sx == 0) & (sy == 0)).sum()))
+
+
+def discordant_pairs(reference: Sequence[float], other: Sequence[float]) -> list[tuple[int, int]]:
+    """The swaps: index pairs ``(i, j)`` that ``reference`` orders i above j and ``other`` j above i, the
+    largest ``reference`` difference first (the swaps that matter most)."""
+    x, y = _pair(reference, other)
+    out = [(i, j) if x[i] > x[j] else (j, i) for i in range(len(x)) for j in range(i + 1, len(x))
+           if (x[i] - x[j]) * (y[i] - y[j]) < 0]
+    return sorted(out, key=lambda p: (-(x[p[0]] - x[p[1]]), p))
+
+
+def bootstrap_ci(n: int, statistic, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0,
+                 method: str = "BCa") -> list[tuple[float, float]]:
+    """Bootstrap confidence intervals (``scipy.stats.bootstrap``) of a statistic of ``n`` units resampled with
+    replacement (e.g. topics): ``statistic(indices)`` returns one value or a sequence of values for the
+    resampled unit indices; one ``(low, high)`` per value. Seeded: the same call gives the same interval.
+    Degenerate cases (fewer than 2 units, every resample equal) give NaN bounds."""
+    import numpy as np
+    from scipy import stats
+    one = np.atleast_1d(np.asarray(statistic(np.arange(n)), dtype=float))
+    if n < 2:
+        return [(float("nan"), float("nan"))] * len(one)
+    with warnings.catch_warnings():  # a degenerate bootstrap distribution: scipy warns and returns NaN
+        warnings.simplefilter("ignore")
+        result = stats.bootstrap((np.arange(n),), lambda idx: np.atleast_1d(np.asarray(statistic(idx), float)),
+                                 vectorized=False, n_resamples=n_resamples, confidence_level=confidence,
+                                 method=method, rng=np.random.default_rng(seed))
+    low = np.atleast_1d(result.confidence_interval.low)
+    high = np.atleast_1d(result.confidence_interval.high)
+    return [(float(lo), float(hi)) for lo, hi in zip(low, high)]

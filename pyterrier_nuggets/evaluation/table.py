@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import ir_measures
 import pandas as pd
 
-from pyterrier_nuggets.evaluation import statistics
+from pyterrier_nuggets.evaluation import correlation, statistics
 from pyterrier_nuggets.evaluation.measures import ANSWER_MEASURES, RETRIEVAL_MEASURES
 from pyterrier_nuggets.formats import atomic_write, read_qrels_rows, read_run_rows, write_all
 
@@ -77,6 +77,9 @@ class JointTable:
     correction: str | None = None
     retrieval_measures: list[str] = field(default_factory=list)
     digits: int = 4
+    comparison: dict[str, float] = field(default_factory=dict)  # measure -> run-level τ against compare_label
+    compare_label: str | None = None
+    compare_counts: tuple[int, int] = (0, 0)  # systems, topics in common with the compared evaluation
 
     def _cells(self) -> list[list[str]]:
         rows = []
@@ -108,6 +111,12 @@ class JointTable:
             test = "paired t-test" if self.test == "t" else "Wilcoxon signed-rank test"
             corrected = f", {self.correction}-corrected over the table" if self.correction else ""
             note += f" † = {test} against {self.baseline}, p < {self.alpha}{corrected}."
+        if self.compare_label:
+            systems, topics = self.compare_counts
+            over = f"means over the {topics} topics both have" if topics else "run-level scores"
+            note += (f" Kendall's τ-b of the system ordering against {self.compare_label} ({systems} systems, {over}): "
+                     + "; ".join(f"{m} {'n/a' if math.isnan(t) else f'{t:.3f}'}" for m, t in self.comparison.items())
+                     + ".")
         return note
 
     def to_text(self) -> str:
@@ -153,17 +162,32 @@ class JointTable:
         return self.to_text()
 
 
+def per_query_scores(runs: Mapping[str, Any], qrels, measures: Sequence) -> pd.DataFrame:
+    """Per-topic scores of several systems' runs against one qrels, in the joint table's ``per_query`` form
+    (system, qid, measure, value). ``runs``: system name -> TREC run path or DataFrame; ``qrels``: path,
+    DataFrame or ir_measures qrels; ``measures``: names or ir_measures measures."""
+    parsed = [ir_measures.parse_measure(m) if isinstance(m, str) else m for m in measures]
+    q = _load_qrels(qrels)
+    rows = [(name, qid, m, v) for name, run in runs.items()
+            for m, byq in _per_query(parsed, q, _load_run(run)).items() for qid, v in byq.items()]
+    return pd.DataFrame(rows, columns=["system", "qid", "measure", "value"])
+
+
 def joint_table(systems: Sequence[System], nugget_qrels, segment_qrels=None,
                 answer_measures: Sequence = ANSWER_MEASURES,
                 retrieval_measures: Sequence = RETRIEVAL_MEASURES,
                 baseline: str | None = None, alpha: float = 0.05, test: str = "t",
-                correction: str | None = None) -> JointTable:
+                correction: str | None = None, compare_to=None, compare_label: str | None = None) -> JointTable:
     """Score every system and put retrieval and answer measures in one table.
 
     ``nugget_qrels`` / ``segment_qrels``: paths, DataFrames or ir_measures qrels. Retrieval measures
     are skipped when ``segment_qrels`` is None. ``baseline``: a system name (default: the first).
     ``test``: ``"t"`` (paired t-test) or ``"wilcoxon"``; ``correction``: a multiple-testing correction of
     :data:`.statistics.CORRECTIONS` (e.g. ``"bonferroni"``, ``"holm"``) over all tests of the table.
+    ``compare_to``: another evaluation of the same systems (a per-query CSV path such as another table's
+    PREFIX.perquery.csv, a score frame or a JointTable, see :mod:`.correlation`): the table's note gives the
+    run-level Kendall's τ-b between the two orderings for every measure both have, e.g. AutoNuggets vs
+    ManualNuggets (seed 000 §5.2); ``compare_label`` names it (default: the file name).
     """
     if not systems:
         raise ValueError("joint_table needs at least one system")
@@ -202,8 +226,31 @@ def joint_table(systems: Sequence[System], nugget_qrels, segment_qrels=None,
                     [other[q] for q in qids], [base[q] for q in qids], test)
         flat = statistics.correct(pvalues.to_numpy().ravel().tolist(), correction, alpha)
         pvalues = pd.DataFrame(pd.Series(flat).to_numpy().reshape(pvalues.shape), index=names, columns=columns)
-    return JointTable(means, per_query, pvalues, baseline, alpha, test, correction,
-                      [str(m) for m in retrieval_measures])
+    table = JointTable(means, per_query, pvalues, baseline, alpha, test, correction,
+                       [str(m) for m in retrieval_measures])
+    if compare_to is not None:
+        _compare(table, compare_to, compare_label)
+    return table
+
+
+def _compare(table: JointTable, other, label: str | None) -> None:
+    """Fill the table's comparison with another evaluation (run-level τ per measure both have)."""
+    if isinstance(other, str):
+        label = label or os.path.basename(other)
+        other = correlation.read_score_table(other)
+    frame = getattr(other, "per_query", other)
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(f"compare_to: expected a path, a DataFrame or a JointTable, got {type(other).__name__}")
+    theirs = set(frame["measure"].astype(str)) if "measure" in frame.columns else set(frame.columns)
+    shared = [m for m in table.means.columns if m in theirs]
+    if not shared:
+        raise ValueError(f"compare_to: {label or 'the other evaluation'} has none of the table's measures "
+                         f"{list(table.means.columns)}")
+    for m in shared:
+        tau, n_systems, n_topics = correlation.run_level_tau(table.per_query, frame, m)
+        table.comparison[m] = tau
+        table.compare_counts = (n_systems, n_topics)
+    table.compare_label = label or "the other evaluation"
 
 
 _LATEX = {"\\": r"\textbackslash{}", "_": r"\_", "&": r"\&", "%": r"\%", "#": r"\#", "$": r"\$",

@@ -1,0 +1,123 @@
+"""``pyterrier-nuggets correlate``: do two evaluations of the same systems order them the same way? Kendall's
+τ-b, Spearman's ρ and τ_AP at the run, per-topic and all-pairs levels (docs/meta-evaluation.md)."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+from pyterrier_nuggets.cli.paths import check_inputs, check_output
+from pyterrier_nuggets.formats import InputError
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not between 0 and 1 (e.g. 0.95)")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is negative")
+    return value
+
+
+def _run_spec(text: str) -> tuple[str, str]:
+    name, sep, path = text.partition("=")
+    if not sep or not name.strip() or not path.strip():
+        raise argparse.ArgumentTypeError(f"{text!r}: expected NAME=RUN_FILE")
+    return name.strip(), path.strip()
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "correlate", help="rank correlation (τ, ρ, τ_AP) between two evaluations of the same systems",
+        description="Rank correlation of one measure between evaluation A (the reference, e.g. manual) and "
+        "evaluation B (e.g. automatic) of the same systems: Kendall's τ-b, Spearman's ρ and τ_AP at the run "
+        "level (system means over the topics both have, with bootstrap confidence intervals over topics and "
+        "the swapped system pairs), per topic averaged, and over all topic/system pairs.")
+    p.add_argument("a", metavar="A", help="reference evaluation: a per-query CSV (system,qid,measure,value, e.g. "
+                   "the table command's PREFIX.perquery.csv), a run-level CSV (system,measure,value or "
+                   "system,M1,M2,...: run level only), or a qrels file with --runs-a")
+    p.add_argument("b", metavar="B", help="the other evaluation, in any form A takes (qrels with --runs-b)")
+    p.add_argument("--measure", required=True, help="the measure to correlate, e.g. V_strict")
+    p.add_argument("--measure-b", help="the measure in B when it differs (e.g. correlate V_strict with nDCG@10)")
+    p.add_argument("--level", choices=("run", "topic", "all"),
+                   help="the level at the top of --json (default run, or all for a single system); every level "
+                   "the inputs allow is computed and printed")
+    p.add_argument("--runs-a", nargs="+", type=_run_spec, metavar="NAME=RUN",
+                   help="A is a qrels file: score these systems' evaluation runs against it")
+    p.add_argument("--runs-b", nargs="+", type=_run_spec, metavar="NAME=RUN",
+                   help="B is a qrels file: score these systems' evaluation runs against it")
+    p.add_argument("--label-a", help="name of A in the output (default: its file name)")
+    p.add_argument("--label-b", help="name of B in the output (default: its file name)")
+    p.add_argument("--resamples", type=_count, default=2000,
+                   help="bootstrap resamples of the topics for the run-level intervals (default 2000; 0: none)")
+    p.add_argument("--confidence", type=_fraction, default=0.95, help="confidence level (default 0.95)")
+    p.add_argument("--ci-method", choices=("BCa", "percentile"), default="BCa",
+                   help="bootstrap interval method of scipy.stats.bootstrap (default BCa)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0: repeatable)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the text table")
+    p.add_argument("--plot", metavar="PNG", help="write the seed 001 Figure 6 scatter plot to this PNG file")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from pyterrier_nuggets.evaluation.correlation import correlate
+    runs_a, runs_b = _runs(args.runs_a), _runs(args.runs_b)
+    inputs = [args.a, args.b] + list(runs_a.values()) + list(runs_b.values())
+    check_inputs(*inputs)
+    if args.plot:
+        check_output(args.plot, inputs, "--plot")
+    measure_b = args.measure_b or args.measure
+    a = _scores(args.a, runs_a, args.measure)
+    b = _scores(args.b, runs_b, measure_b)
+    result = correlate(a, b, args.measure, measure_b, label_a=args.label_a or os.path.basename(args.a),
+                       label_b=args.label_b or os.path.basename(args.b), confidence=args.confidence,
+                       n_resamples=args.resamples, seed=args.seed, ci_method=args.ci_method)
+    if args.level and args.level not in result.levels:
+        raise InputError(args.a, None, None, f"--level {args.level} needs per-topic scores on both sides",
+                         "give per-query CSVs (system,qid,measure,value) or qrels with runs, or use --level run")
+    print(json.dumps(result.to_dict(args.level), ensure_ascii=False, indent=1) if args.json else result.to_text())
+    if args.plot:
+        from pyterrier_nuggets.evaluation.plots import correlation_scatter
+        correlation_scatter(result, args.plot)
+        if not args.json:
+            print(f"written: {args.plot}")
+    return 0
+
+
+def _runs(specs) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for name, path in specs or []:
+        if name in out:
+            raise InputError(path, None, None, f"system {name!r} is given twice ({out[name]} and {path})")
+        out[name] = path
+    return out
+
+
+def _scores(path: str, runs: dict[str, str], measure: str):
+    """A score frame: per-topic scores of ``runs`` against the qrels ``path``, or the score table ``path``."""
+    if runs:
+        import ir_measures
+
+        from pyterrier_nuggets.evaluation.table import per_query_scores
+        try:
+            ir_measures.parse_measure(measure)
+        except (NameError, ValueError) as e:
+            raise ValueError(f"--measure {measure!r}: {e}") from None
+        frame = per_query_scores(runs, path, [measure])
+        if frame.empty:
+            raise InputError(path, None, None, f"no {measure} scores: do the runs {sorted(runs)} and these qrels "
+                             "share topics and ids?")
+        return frame
+    from pyterrier_nuggets.evaluation.correlation import read_score_table
+    return read_score_table(path, [measure])
