@@ -5,6 +5,7 @@ module per format family, every name also available here (``formats.read_nuggets
 - :mod:`.assignments`: assignment files (nuggetizer "assign" JSONL).
 - :mod:`.answers`: TREC RAG 2024 / 2025 answer files.
 - :mod:`.support`: support judgment JSONL.
+- :mod:`.cone`: CONE-RAG resource files (gold nuggets, responses, response nuggets) and extracted-nugget JSONL.
 - :mod:`.trec`: TREC runs and qrels, the rows of an evaluation run (design.md decision 1).
 - :mod:`.frames`: the DataFrame forms and every frame <-> record conversion.
 - :mod:`.files`: what they share (errors naming file, line and field; invalid-label policies; JSONL;
@@ -26,6 +27,17 @@ from pyterrier_nuggets.formats.answers import (
     write_answers_2025,
 )
 from pyterrier_nuggets.formats.assignments import AssignedAnswer, AssignmentSet, read_assignments, write_assignments
+from pyterrier_nuggets.formats.cone import (
+    ResponseNuggets,
+    read_cone_gold_nuggets,
+    read_cone_response_nuggets,
+    read_cone_responses,
+    read_extracted_nuggets,
+    write_cone_gold_nuggets,
+    write_cone_response_nuggets,
+    write_cone_responses,
+    write_extracted_nuggets,
+)
 from pyterrier_nuggets.formats.files import (
     POLICIES,
     InputError,
@@ -88,4 +100,7 @@ __all__ = [
     "frame_to_nuggets", "as_nugget_set", "nugget_qrels", "answers_to_frame", "frame_to_answers",
     "assignment_frame_to_answers", "assigned_answers_to_frame", "frame_to_judgments", "judgments_to_frame",
     "write_support_frame", "qrels_frame", "run_frame",
+    "ResponseNuggets", "read_cone_gold_nuggets", "write_cone_gold_nuggets", "read_cone_responses",
+    "write_cone_responses", "read_cone_response_nuggets", "write_cone_response_nuggets", "read_extracted_nuggets",
+    "write_extracted_nuggets",
 ]
