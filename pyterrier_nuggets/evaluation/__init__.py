@@ -7,10 +7,13 @@
 - :mod:`.statistics`: paired significance tests and multiple-testing corrections.
 - :mod:`.measures`: the default measure lists.
 - :mod:`.plots`: PNG plots of a joint table.
+- :mod:`.cone`: CONE-RAG matching (:class:`NuggetToResponse`, :class:`NuggetToNugget`) and de-duplication
+  (:func:`deduplicate`) with any matcher (seed 003 §4.2-4.3).
 
 ``nugget_qrels``, ``evaluation_rows`` and ``run_frame`` (from :mod:`pyterrier_nuggets.formats`) are
 re-exported here, where the first release had them.
 """
+from pyterrier_nuggets.evaluation.cone import NuggetToNugget, NuggetToResponse, deduplicate
 from pyterrier_nuggets.evaluation.measures import ANSWER_MEASURES, NUGGET_MEASURES, RETRIEVAL_MEASURES
 from pyterrier_nuggets.evaluation.rag import (
     RAG_MEASURES,
@@ -26,4 +29,5 @@ from pyterrier_nuggets.formats import evaluation_rows, nugget_qrels, run_frame
 
 __all__ = ["ANSWER_MEASURES", "NUGGET_MEASURES", "RETRIEVAL_MEASURES", "RAG_MEASURES", "RAGEvaluation", "Segments",
            "rag_qrels", "evaluate_answers", "AnswerEvaluation", "score", "score_assignments", "JointTable", "System",
-           "joint_table", "evaluation_rows", "nugget_qrels", "run_frame"]
+           "joint_table", "evaluation_rows", "nugget_qrels", "run_frame", "NuggetToResponse", "NuggetToNugget",
+           "deduplicate"]

@@ -141,7 +141,8 @@ def read_cone_response_nuggets(path: str) -> list[ResponseNuggets]:
                 items = lists.get(name)
                 if not isinstance(items, list):
                     raise InputError(path, None, f"{where}.nuggets.{name}", f"expected a list, got {items!r:.60}")
-                split[name] = [_string(path, x, f"{where}.nuggets.{name}[{i}]") for i, x in enumerate(items)]
+                # real files hold empty strings among the not-matched nuggets: kept as read
+                split[name] = [_string(path, x, f"{where}.nuggets.{name}[{i}]", empty=True) for i, x in enumerate(items)]
             out.append(ResponseNuggets(str(turn), str(run), response, split[MATCHED], split[NOT_MATCHED]))
     return out
 
