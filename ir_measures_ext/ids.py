@@ -32,6 +32,13 @@ other, and an AutoNuggetizer assignment row (``{qid}:n{i}``) is never read as a 
 
 Nugget ids keep the position in the *source* list, so dropping an invalid nugget never renumbers the
 others. Rows of other forms (e.g. retrieved segments) are ignored by the nugget and support measures.
+
+**Evaluation rows next to retrieved segments.** An evaluation run of its own (a ``.eval.run`` file) carries
+the values above as scores. Where evaluation rows share a run with retrieved segments (the frame of
+``RAGEvaluation``, and any file saved from it), their score is ``BELOW_SEGMENTS + value`` (e.g.
+``-999999999.5`` for a partial support), so that they rank after every segment and a retrieval measure
+computed on the whole run (plain ``nDCG@10``, trec_eval) scores the segments exactly as without them.
+:func:`row_value` reads both forms; segment scores must be above ``SEGMENT_SCORE_FLOOR``.
 """
 from __future__ import annotations
 
@@ -54,6 +61,20 @@ PARTIAL = "partial"
 NONE = "none"
 SUPPORT_LEVEL_TO_SCORE = {FULL: 1.0, PARTIAL: 0.5, NONE: 0.0}
 SCORE_TO_SUPPORT_LEVEL = {v: k for k, v in SUPPORT_LEVEL_TO_SCORE.items()}
+
+
+BELOW_SEGMENTS = -1e9  # offset of evaluation-row scores in a run that also holds segments
+SEGMENT_SCORE_FLOOR = BELOW_SEGMENTS / 2  # segment scores must be above it; evaluation rows are below it
+
+
+def score_below_segments(value: float) -> float:
+    """The score of an evaluation row with ``value`` in a run that also holds retrieved segments."""
+    return BELOW_SEGMENTS + value
+
+
+def row_value(score: float) -> float:
+    """The value an evaluation row carries, from its score in either form (see the module docstring)."""
+    return score - BELOW_SEGMENTS if score <= SEGMENT_SCORE_FLOOR else score
 
 
 def nugget_id(qid: str, index: int) -> str:

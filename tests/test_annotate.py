@@ -221,7 +221,7 @@ def test_cli_init_users_export(tmp_path):
     assert "a-long-password" not in (tmp_path / "p" / "annotation.sqlite").read_bytes().decode("latin-1")
     r = subprocess.run(cli + ["annotate", "export", str(tmp_path / "p"), "--out", str(tmp_path / "out")],
                        capture_output=True, text=True, env=env)
-    assert r.returncode == 1 and "not finished" in r.stderr and "t1: stage 1 0/4 documents" in r.stderr
+    assert r.returncode == 2 and "not finished" in r.stderr and "t1: stage 1 0/4 documents" in r.stderr
 
 
 # ----------------------------------------------------------------------------- security over HTTP
