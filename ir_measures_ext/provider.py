@@ -453,8 +453,7 @@ class ConeProvider(providers.Provider):
     SUPPORTED_MEASURES = [m._Recall_NtR(), m._Recall_NtN(), m._Precision_NtN()]
 
     def _evaluator(self, measures, qrels) -> ConeEvaluator:
-        nuggets = nugget_provider._evaluator([], qrels).nuggets
-        return ConeEvaluator(list(measures), nuggets, set(nuggets))
+        return ConeEvaluator(list(measures), *read_nugget_qrels(qrels, needs_nuggets=True))
 
 
 cone_provider = ConeProvider()
