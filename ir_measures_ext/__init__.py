@@ -1,6 +1,7 @@
 """ir_measures measures for RAG answers: the TREC RAG 2024 nugget scores (V_strict, V, W_strict, W,
 A_strict, A), weighted citation support precision and recall (SupportP, SupportR), AnswerWords, ARGUE
-sentence precision and nugget recall (ArgueP, ArgueR); and
+sentence precision and nugget recall (ArgueP, ArgueR); CONE-RAG nugget recall and precision (Recall_NtR,
+Recall_NtN, Precision_NtN); and
 Segments(measure=...), any retrieval measure on the segment rows of a run that also holds evaluation rows.
 
 Importing this package registers them with ir_measures. It imports nothing but ir_measures (no
@@ -10,6 +11,7 @@ from ir_measures_ext import ids, scoring
 from ir_measures_ext.measures import (
     ALL_MEASURES,
     ARGUE_MEASURES,
+    CONE_MEASURES,
     NUGGET_MEASURES,
     SUPPORT_MEASURES,
     A,
@@ -17,6 +19,9 @@ from ir_measures_ext.measures import (
     AnswerWords,
     ArgueP,
     ArgueR,
+    Precision_NtN,
+    Recall_NtN,
+    Recall_NtR,
     Segments,
     SupportP,
     SupportR,
@@ -27,9 +32,11 @@ from ir_measures_ext.measures import (
 )
 from ir_measures_ext.provider import (
     ArgueProvider,
+    ConeProvider,
     NuggetProvider,
     SegmentsProvider,
     argue_provider,
+    cone_provider,
     nugget_provider,
     register,
     segments_provider,
@@ -42,4 +49,5 @@ __all__ = [
     "V_strict", "V", "W_strict", "W", "A_strict", "A", "SupportP", "SupportR", "AnswerWords", "Segments",
     "NUGGET_MEASURES", "SUPPORT_MEASURES", "ALL_MEASURES",
     "ArgueP", "ArgueR", "ARGUE_MEASURES", "argue_provider", "ArgueProvider",
+    "Recall_NtR", "Recall_NtN", "Precision_NtN", "CONE_MEASURES", "cone_provider", "ConeProvider",
 ]

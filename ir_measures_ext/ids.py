@@ -19,7 +19,16 @@ row id                      what the row says                                   
                             002 §3.4)
 ``{qid}:s{j}:irrelevant``   answer sentence j holds only information of no nugget     0.0
 ``{qid}:s{j}:noinfo``       answer sentence j holds no information                    0.0
+``{qid}:ntr:n{i}``          gold nugget i is covered by the response, NtR matching    1.0 yes, 0.0 no
+                            (CONE-RAG, seed 003 eq. 3)
+``{qid}:ntn:n{i}``          gold nugget i is entailed by some nugget extracted from   1.0 yes, 0.0 no
+                            the response, NtN matching (seed 003 eq. 2, 4)
+``{qid}:ntn:x{j}``          the j-th (0-based) nugget extracted from the response     1.0 yes, 0.0 no
+                            entails some gold nugget (seed 003 eq. 5)
 ==========================  ========================================================  =====================
+
+CONE-RAG rows name their matching (``ntr`` / ``ntn``), so a run of one method can never be scored as the
+other, and an AutoNuggetizer assignment row (``{qid}:n{i}``) is never read as a CONE-RAG decision.
 
 Nugget ids keep the position in the *source* list, so dropping an invalid nugget never renumbers the
 others. Rows of other forms (e.g. retrieved segments) are ignored by the nugget and support measures.
@@ -86,7 +95,8 @@ def words_id(qid: str) -> str:
 
 
 class RowKind(NamedTuple):
-    kind: str  # "nugget" | "support" | "uncited" | "words" | "sentence_nugget" | "sentence_content" | "other"
+    kind: str  # "nugget" | "support" | "uncited" | "words" | "sentence_nugget" | "sentence_content" |
+    #            "ntr_gold" | "ntn_gold" | "ntn_extracted" | "other"
     nugget: int = -1
     sentence: int = -1
     citation: int = -1
@@ -117,7 +127,48 @@ def parse_row_id(qid: str, row_id: str) -> RowKind:
     m = _UNCITED.fullmatch(rest)
     if m:
         return RowKind("uncited", sentence=int(m.group(1)))
+    cone = parse_cone_row(rest)
+    if cone is not None:
+        return cone
     return parse_content_row(rest)
+
+
+# --------------------------------------------------------------------------------------- CONE-RAG
+# Seed 003 §4.2 and §5.3: gold nuggets (``{qid}:n{i}`` in the nugget qrels) matched to a response directly
+# (NtR) or through the nuggets extracted from it (NtN). Gold nugget qrels carry no vital/okay: every gold
+# nugget gets grade 2 (GOLD_GRADE), since eq. 4-6 weigh all gold nuggets alike (docs/measures.md).
+
+NTR = "ntr"
+NTN = "ntn"
+GOLD_GRADE = IMPORTANCE_TO_GRADE[VITAL]
+MATCH_SCORES = (0.0, 1.0)  # a CONE-RAG row is a yes/no decision
+_CONE_GOLD = re.compile(r"(ntr|ntn):n(\d+)")
+_CONE_EXTRACTED = re.compile(r"ntn:x(\d+)")
+
+
+def cone_gold_id(qid: str, method: str, index: int) -> str:
+    """Id of the row saying whether gold nugget ``index`` is matched under ``method`` (``"ntr"`` or
+    ``"ntn"``): ``{qid}:ntr:n{i}`` / ``{qid}:ntn:n{i}``."""
+    if method not in (NTR, NTN):
+        raise ValueError(f"method must be {NTR!r} or {NTN!r}, got {method!r}")
+    return f"{qid}:{method}:n{index}"
+
+
+def cone_extracted_id(qid: str, index: int) -> str:
+    """Id of the row saying whether the ``index``-th extracted nugget entails a gold nugget: ``{qid}:ntn:x{j}``."""
+    return f"{qid}:ntn:x{index}"
+
+
+def parse_cone_row(rest: str) -> RowKind | None:
+    """Classify the part of a row id after ``{qid}:`` as a CONE-RAG row (kinds ``ntr_gold``, ``ntn_gold``
+    with ``nugget`` set, ``ntn_extracted`` with ``sentence`` holding the extracted nugget's position), or None."""
+    m = _CONE_GOLD.fullmatch(rest)
+    if m:
+        return RowKind(f"{m.group(1)}_gold", nugget=int(m.group(2)))
+    m = _CONE_EXTRACTED.fullmatch(rest)
+    if m:
+        return RowKind("ntn_extracted", sentence=int(m.group(1)))
+    return None
 
 
 

@@ -3,7 +3,7 @@ provider's job (:mod:`ir_measures_ext.provider`); formulas are in :mod:`ir_measu
 
 Inputs (design.md decision 1; row ids in :mod:`ir_measures_ext.ids`):
 - qrels: nugget qrels ``qid 0 {qid}:n{i} REL`` (2 vital, 1 okay); they define the topics and their nuggets.
-- run: an evaluation run; nugget rows ``{qid}:n{i}`` scored 1 / 0.5 / 0, support rows
+- run: an evaluation run; CONE-RAG rows ``{qid}:ntr:n{i}``, ``{qid}:ntn:n{i}``, ``{qid}:ntn:x{j}`` (1 / 0); nugget rows ``{qid}:n{i}`` scored 1 / 0.5 / 0, support rows
   ``{qid}:s{j}:c{k}:{docno}`` scored 1 / 0.5 / 0, ``{qid}:s{j}:uncited`` rows, and a ``{qid}:words`` row
   (or a ``qanswer`` column when the run is a DataFrame, as in pt.Experiment).
 A topic of the qrels that is missing from the run scores 0 on every measure (an empty answer).
@@ -149,6 +149,44 @@ class _ArgueR(_NuggetMeasure):
     SHORT_DESC = "Nuggets conveyed by a valid (cited and supported) sentence / all nuggets (ARGUE, seed 002)."
 
 
+class _Recall_NtR(_NuggetMeasure):
+    """CONE-RAG nugget recall, nugget-to-response matching (seed 003 §5.3 eq. 6): gold nuggets of the turn
+    that the response covers, NtR(R, n_g) = 1 (eq. 3) / all gold nuggets of the turn (the nugget qrels).
+
+    Reads the ``{qid}:ntr:n{i}`` rows (1 covered, 0 not). A topic with rows but none of this kind is an
+    error (the run was made with another matching), not 0."""
+
+    __name__ = "Recall_NtR"
+    NAME = "Recall_NtR"
+    PRETTY_NAME = "CONE-RAG nugget recall (NtR)"
+    SHORT_DESC = "Gold nuggets covered by the response (NtR matching) / gold nuggets (CONE-RAG, iKAT 2024)."
+
+
+class _Recall_NtN(_NuggetMeasure):
+    """CONE-RAG nugget recall, nugget-to-nugget matching (seed 003 §5.3 eq. 4): gold nuggets entailed by at
+    least one nugget extracted from the response, NtN(n_p, n_g) = 1 (eq. 2) / all gold nuggets of the turn.
+
+    Reads the ``{qid}:ntn:n{i}`` rows (1 entailed, 0 not)."""
+
+    __name__ = "Recall_NtN"
+    NAME = "Recall_NtN"
+    PRETTY_NAME = "CONE-RAG nugget recall (NtN)"
+    SHORT_DESC = "Gold nuggets entailed by some extracted nugget (NtN) / gold nuggets (CONE-RAG, iKAT 2024)."
+
+
+class _Precision_NtN(_NuggetMeasure):
+    """CONE-RAG nugget precision, nugget-to-nugget matching (seed 003 §5.3 eq. 5): nuggets extracted from
+    the response that entail at least one gold nugget / all extracted nuggets.
+
+    Reads the ``{qid}:ntn:x{j}`` rows (1 entails some gold nugget, 0 not). 0 when no nugget was extracted
+    (the ``{qid}:ntn:n{i}`` rows show that the response was matched)."""
+
+    __name__ = "Precision_NtN"
+    NAME = "Precision_NtN"
+    PRETTY_NAME = "CONE-RAG nugget precision (NtN)"
+    SHORT_DESC = "Extracted nuggets that entail some gold nugget (NtN) / extracted nuggets (CONE-RAG, iKAT 2024)."
+
+
 class _Segments(_Measure):
     """Any ir_measures measure computed on the retrieved *segments* only (design.md decision 8): the rows
     and qrels of nugget evaluation (ids of :mod:`ir_measures_ext.ids`: ``{qid}:n{i}``, ``{qid}:s{j}:...``,
@@ -209,9 +247,13 @@ AnswerWords = _AnswerWords()
 Segments = _Segments()
 ArgueP = _ArgueP()
 ArgueR = _ArgueR()
+Recall_NtR = _Recall_NtR()
+Recall_NtN = _Recall_NtN()
+Precision_NtN = _Precision_NtN()
 
 NUGGET_MEASURES = (V_strict, V, W_strict, W, A_strict, A)
 SUPPORT_MEASURES = (SupportP, SupportR)
 ALL_MEASURES = NUGGET_MEASURES + SUPPORT_MEASURES + (AnswerWords,)
 ARGUE_MEASURES = (ArgueP, ArgueR)  # need sentence content rows: not in ALL_MEASURES (LLM runs have none)
-REGISTERED = ALL_MEASURES + (Segments,) + ARGUE_MEASURES  # every measure name this package adds to ir_measures
+CONE_MEASURES = (Recall_NtR, Recall_NtN, Precision_NtN)  # CONE-RAG (seed 003): need gold nugget rows
+REGISTERED = ALL_MEASURES + (Segments,) + ARGUE_MEASURES + CONE_MEASURES  # every name this package adds

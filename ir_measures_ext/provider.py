@@ -387,6 +387,86 @@ class ArgueProvider(providers.Provider):
 argue_provider = ArgueProvider()
 
 
+# ------------------------------------------------------------------------------------------- CONE-RAG
+
+_CONE_KIND = {m.Recall_NtR.NAME: "ntr_gold", m.Recall_NtN.NAME: "ntn_gold", m.Precision_NtN.NAME: "ntn_extracted"}
+_CONE_MATCH_SCORES = frozenset(ids.MATCH_SCORES)
+
+
+class ConeEvaluator(providers.Evaluator):
+    """CONE-RAG recall and precision (seed 003 §5.3 eq. 4-6) from the ``{qid}:ntr:n{i}``, ``{qid}:ntn:n{i}``
+    and ``{qid}:ntn:x{j}`` rows of an evaluation run; the gold nuggets are those of the nugget qrels."""
+
+    def __init__(self, measures, nuggets: dict[str, dict[str, int]], qids: set[str]):
+        super().__init__(measures, qids)
+        self.nuggets = nuggets
+
+    def _collect(self, run) -> dict[str, dict[str, dict[int, float]]]:
+        rows, _ = _iter_run(run)
+        topics: dict[str, dict[str, dict[int, float]]] = {}
+        for qid, doc_id, score in rows:
+            grades = self.nuggets.get(qid)
+            if grades is None:
+                continue  # not in the qrels: not evaluated
+            kind = ids.parse_row_id(qid, doc_id)
+            if kind.kind not in ("ntr_gold", "ntn_gold", "ntn_extracted"):
+                continue
+            if score not in _CONE_MATCH_SCORES:
+                raise ValueError(f"run row {qid} {doc_id}: a CONE-RAG matching row scores 1.0 (yes) or 0.0 (no), "
+                                 f"got {score!r}")
+            if kind.kind == "ntn_extracted":
+                position = kind.sentence
+            else:
+                position = kind.nugget
+                if ids.nugget_id(qid, position) not in grades:
+                    raise ValueError(f"run row {qid} {doc_id}: gold nugget {ids.nugget_id(qid, position)} is not in "
+                                     "the nugget qrels (score the run with the gold nugget qrels it was matched to)")
+            decisions = topics.setdefault(qid, {}).setdefault(kind.kind, {})
+            if decisions.get(position, score) != score:
+                raise ValueError(f"run has two different decisions for {doc_id}")
+            decisions[position] = score
+        return topics
+
+    def _iter_calc(self, run) -> Iterator[Metric]:
+        for qid, kinds in self._collect(run).items():
+            gold = [ids.parse_row_id(qid, d).nugget for d in self.nuggets[qid]]
+            for measure in self.measures:
+                kind = _CONE_KIND[measure.NAME]
+                if kind == "ntn_extracted":
+                    if "ntn_gold" not in kinds and kind not in kinds:
+                        raise ValueError(self._missing(qid, measure, "ntn:n<i>' and '{q}:ntn:x<j>"))
+                    extracted = kinds.get(kind, {})
+                    n = max(extracted) + 1 if extracted else 0
+                    missing = [j for j in range(n) if j not in extracted]
+                    if missing:
+                        raise ValueError(f"{measure.NAME}: topic {qid} lacks rows for extracted nugget(s) {missing}")
+                    value = scoring.cone_scores((), [extracted[j] == 1.0 for j in range(n)]).precision
+                else:
+                    if kind not in kinds:
+                        raise ValueError(self._missing(qid, measure, kind.split("_")[0] + ":n<i>"))
+                    value = scoring.cone_scores([kinds[kind].get(i, 0.0) == 1.0 for i in gold]).recall
+                yield Metric(qid, measure, value)
+
+    @staticmethod
+    def _missing(qid: str, measure, what: str) -> str:
+        return (f"{measure.NAME}: the run has CONE-RAG rows for topic {qid} but no '{qid}:" + what.format(q=qid)
+                + "' rows: it was matched with another method; drop this measure or match the response with it")
+
+
+class ConeProvider(providers.Provider):
+    """``Recall_NtR``, ``Recall_NtN``, ``Precision_NtN`` (seed 003 §5.3): the nugget qrels are read as the
+    nugget provider reads them (gold nuggets have grade 2, ids.GOLD_GRADE)."""
+
+    NAME = "cone"
+    SUPPORTED_MEASURES = [m._Recall_NtR(), m._Recall_NtN(), m._Precision_NtN()]
+
+    def _evaluator(self, measures, qrels) -> ConeEvaluator:
+        return ConeEvaluator(list(measures), *read_nugget_qrels(qrels, needs_nuggets=True))
+
+
+cone_provider = ConeProvider()
+
+
 def register() -> None:
     """Make the measures known to ir_measures (parse_measure, the CLI, ir_measures.calc). Idempotent; a
     foreign measure or provider already registered under one of our names is a clear error."""
@@ -400,7 +480,7 @@ def register() -> None:
                 f"ir_measures already has a measure named {measure.NAME!r} "
                 f"({type(existing).__module__}.{type(existing).__name__}); pyterrier-nuggets cannot register its "
                 f"{measure.NAME}. Uninstall or rename the other measure, or use ir_measures_ext.{measure.NAME} directly.")
-    ours = (nugget_provider, segments_provider, argue_provider)
+    ours = (nugget_provider, segments_provider, argue_provider, cone_provider)
     for provider in ours:
         existing = providers.registry.get(provider.NAME)
         if existing is not None and type(existing).__module__ != __name__:

@@ -4,6 +4,7 @@ Nugget scores: seed 001 (Pradeep et al., TREC 2024 RAG Track initial nugget eval
 Support scores: seed 004 (Thakur et al., support evaluation for the TREC 2024 RAG Track) §3.4.
 Answer length: words as the TREC RAG validator counts them (NFKC-normalised, whitespace-separated).
 ARGUE sentence labels and scores: seed 002 (Yang et al., nugget-based annotation protocol) §3.4 Table 1.
+CONE-RAG nugget recall and precision: seed 003 (Abbasiantaeb et al., Conversational Gold) §5.3 eq. 4-6.
 """
 from __future__ import annotations
 
@@ -198,3 +199,30 @@ def argue_scores(sentences: Sequence[ArgueSentence], nuggets: Sequence) -> Argue
     known = set(nuggets)
     return ArgueScores(precision=_ratio(valid, valid + hallucinated),
                        recall=_ratio(len(answered & known), len(known)))
+
+
+# ------------------------------------------------------------------------------------------- CONE-RAG
+# Seed 003 (Abbasiantaeb et al., Conversational Gold / CONE-RAG) §5.3, eq. 4-6: gold nuggets N_G of a
+# turn, nuggets N_P extracted from the response, and the yes/no matching decisions.
+
+class ConeScores(NamedTuple):
+    recall: float
+    precision: float
+
+
+def cone_scores(gold_matched: Sequence[bool], extracted_matched: Sequence[bool] = ()) -> ConeScores:
+    """CONE-RAG nugget recall and precision of one response (seed 003 §5.3).
+
+    ``gold_matched``: for each gold nugget n_g of the turn, whether it is matched — by some extracted nugget
+    (NtN, eq. 4: Recall_NtN = |N'_G| / |N_G|) or by the response itself (NtR, eq. 6: Recall_NtR = |N''_G| / |N_G|).
+    ``extracted_matched``: for each extracted nugget n_p, whether it entails some gold nugget
+    (eq. 5: Precision_NtN = |N'_P| / |N_P|).
+
+    An empty denominator gives 0: a turn without gold nuggets has recall 0, a response from which no nugget
+    was extracted ("No nugget") has precision 0. (The reference implementation leaves such responses out of
+    its precision average instead; docs/cone-rag.md.) Worked example: gold [yes, no, no, yes], extracted
+    [yes, no, yes] give recall 2/4 and precision 2/3.
+    """
+    gold = [bool(x) for x in gold_matched]
+    extracted = [bool(x) for x in extracted_matched]
+    return ConeScores(recall=_ratio(sum(gold), len(gold)), precision=_ratio(sum(extracted), len(extracted)))

@@ -2,19 +2,36 @@
 
 ``import pyterrier as pt`` exposes this package as ``pt.nuggets``. The measures themselves
 (``V_strict``, ``V``, ``W_strict``, ``W``, ``A_strict``, ``A``, ``SupportP``, ``SupportR``,
-``AnswerWords``, ``Segments``) live in :mod:`ir_measures_ext` and are re-exported here for pt.Experiment.
+``AnswerWords``, ``Segments``, CONE-RAG's ``Recall_NtR``, ``Recall_NtN``, ``Precision_NtN``) live in :mod:`ir_measures_ext` and are re-exported here for pt.Experiment.
 The layout is described in docs/architecture.md.
 """
-from ir_measures_ext import A, A_strict, AnswerWords, Segments, SupportP, SupportR, V, V_strict, W, W_strict
+from ir_measures_ext import (
+    A,
+    A_strict,
+    AnswerWords,
+    Precision_NtN,
+    Recall_NtN,
+    Recall_NtR,
+    Segments,
+    SupportP,
+    SupportR,
+    V,
+    V_strict,
+    W,
+    W_strict,
+)
 from pyterrier_nuggets import formats
 from pyterrier_nuggets.evaluation import (
     RAG_MEASURES,
     JointTable,
     Labels,
+    NuggetToNugget,
+    NuggetToResponse,
     RAGEvaluation,
     System,
     agreement,
     correlate,
+    deduplicate,
     describe,
     evaluation_rows,
     joint_table,
@@ -31,12 +48,14 @@ from pyterrier_nuggets.judges import (
     LLMStepError,
     NuggetAssigner,
     NuggetCreator,
+    NuggetExtractor,
     NuggetizationError,
     NuggetScorer,
     RelevanceJudge,
     SupportJudge,
 )
 from pyterrier_nuggets.llm import LLMClient
+from pyterrier_nuggets.matchers import EmbeddingMatcher, LLMMatcher, Match, Matcher, NLIMatcher
 from pyterrier_nuggets.records import Answer, Assignment, Nugget, Sentence, SupportJudgment
 
 __version__ = "0.1.0"
@@ -48,4 +67,6 @@ __all__ = [
     "System", "JointTable", "joint_table", "correlate", "agreement", "Labels", "read_labels", "describe",
     "LLMClient", "LLMJudge", "LLMStepError", "NuggetizationError", "NuggetCreator", "NuggetScorer", "NuggetAssigner",
     "CitedGenerator", "SupportJudge", "RelevanceJudge", "RAGEvaluation", "rag_qrels", "RAG_MEASURES",
+    "Recall_NtR", "Recall_NtN", "Precision_NtN", "NuggetExtractor", "NuggetToResponse", "NuggetToNugget", "deduplicate",
+    "Matcher", "Match", "LLMMatcher", "NLIMatcher", "EmbeddingMatcher",
 ]

@@ -138,3 +138,32 @@ class SupportJudgment:
     def score(self) -> float:
         return ids.SUPPORT_LEVEL_TO_SCORE[self.support]
 
+
+
+SPAN_EXACT = "exact"  # the extracted nugget is a span of the text, character for character
+SPAN_NORMALISED = "normalised"  # a span once whitespace runs are collapsed and case is ignored
+SPAN_NONE = "none"  # not a span of the text (the extraction prompt asks for spans: seed 003 Table 3)
+SPAN_MATCHES = (SPAN_EXACT, SPAN_NORMALISED, SPAN_NONE)
+
+
+@dataclass(frozen=True)
+class ExtractedNugget:
+    """One nugget n_p extracted from a text (a response or a passage; seed 003 §4.1, eq. 1).
+
+    ``index`` is its 0-based position in the extractor's output; ``start``/``end`` are character offsets of
+    the span in the text (``text[start:end]``), ``None`` when ``span`` is ``"none"``."""
+
+    qid: str
+    index: int
+    text: str
+    span: str
+    start: int | None = None
+    end: int | None = None
+
+    def __post_init__(self):
+        if self.span not in SPAN_MATCHES:
+            raise ValueError(f"span must be one of {SPAN_MATCHES}, got {self.span!r}")
+        if (self.span == SPAN_NONE) != (self.start is None or self.end is None):
+            raise ValueError(f"nugget {self.index} of {self.qid}: offsets are given exactly when the nugget is a span")
+        if self.start is not None and not 0 <= self.start <= self.end:
+            raise ValueError(f"nugget {self.index} of {self.qid}: bad offsets {self.start}..{self.end}")

@@ -12,6 +12,7 @@ LAYERS = {
     "records": 0, "docstore": 0, "prompts": 0, "formats": 0,
     "llm": 1,
     "judges": 2,
+    "matchers": 2,  # the LLM matcher is a judge; judges never import matchers
     "evaluation": 3,
     "pipeline": 4,
     "annotate": 4,

@@ -12,11 +12,14 @@
 - :mod:`.descriptive`: descriptive statistics of a nugget evaluation (seed 000 Table 4).
 - :mod:`.measures`: the default measure lists.
 - :mod:`.plots`: PNG plots of a joint table and of a meta-evaluation.
+- :mod:`.cone`: CONE-RAG matching (:class:`NuggetToResponse`, :class:`NuggetToNugget`) and de-duplication
+  (:func:`deduplicate`) with any matcher (seed 003 §4.2-4.3).
 
 ``nugget_qrels``, ``evaluation_rows`` and ``run_frame`` (from :mod:`pyterrier_nuggets.formats`) are
 re-exported here, where the first release had them.
 """
 from pyterrier_nuggets.evaluation.agreement import Agreement, agreement, agreement_from_confusion
+from pyterrier_nuggets.evaluation.cone import NuggetToNugget, NuggetToResponse, deduplicate
 from pyterrier_nuggets.evaluation.correlation import Correlation, correlate, read_score_table
 from pyterrier_nuggets.evaluation.descriptive import describe, describe_conditions
 from pyterrier_nuggets.evaluation.labels import KINDS, LabelKind, Labels, generic_kind, read_labels
@@ -37,4 +40,5 @@ __all__ = ["ANSWER_MEASURES", "NUGGET_MEASURES", "RETRIEVAL_MEASURES", "RAG_MEAS
            "rag_qrels", "evaluate_answers", "AnswerEvaluation", "score", "score_assignments", "JointTable", "System",
            "joint_table", "per_query_scores", "evaluation_rows", "nugget_qrels", "run_frame",
            "correlate", "Correlation", "read_score_table", "agreement", "agreement_from_confusion", "Agreement",
-           "Labels", "LabelKind", "KINDS", "generic_kind", "read_labels", "describe", "describe_conditions"]
+           "Labels", "LabelKind", "KINDS", "generic_kind", "read_labels", "describe", "describe_conditions",
+           "NuggetToResponse", "NuggetToNugget", "deduplicate"]

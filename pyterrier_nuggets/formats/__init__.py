@@ -5,6 +5,7 @@ module per format family, every name also available here (``formats.read_nuggets
 - :mod:`.assignments`: assignment files (nuggetizer "assign" JSONL).
 - :mod:`.answers`: TREC RAG 2024 / 2025 answer files.
 - :mod:`.support`: support judgment JSONL.
+- :mod:`.cone`: CONE-RAG resource files (gold nuggets, responses, response nuggets) and extracted-nugget JSONL.
 - :mod:`.trec`: TREC runs and qrels, the rows of an evaluation run (design.md decision 1).
 - :mod:`.frames`: the DataFrame forms and every frame <-> record conversion.
 - :mod:`.checks`: files checked against each other (support judgments ↔ answers ↔ assignments ↔ nuggets ↔
@@ -33,6 +34,17 @@ from pyterrier_nuggets.formats.checks import (
     check_assignments_answers,
     check_support,
     one_run,
+)
+from pyterrier_nuggets.formats.cone import (
+    ResponseNuggets,
+    read_cone_gold_nuggets,
+    read_cone_response_nuggets,
+    read_cone_responses,
+    read_extracted_nuggets,
+    write_cone_gold_nuggets,
+    write_cone_response_nuggets,
+    write_cone_responses,
+    write_extracted_nuggets,
 )
 from pyterrier_nuggets.formats.files import (
     POLICIES,
@@ -103,4 +115,7 @@ __all__ = [
     "frame_to_nuggets", "as_nugget_set", "nugget_qrels", "answers_to_frame", "frame_to_answers",
     "assignment_frame_to_answers", "assigned_answers_to_frame", "frame_to_judgments", "judgments_to_frame",
     "write_support_frame", "qrels_frame", "run_frame",
+    "ResponseNuggets", "read_cone_gold_nuggets", "write_cone_gold_nuggets", "read_cone_responses",
+    "write_cone_responses", "read_cone_response_nuggets", "write_cone_response_nuggets", "read_extracted_nuggets",
+    "write_extracted_nuggets",
 ]

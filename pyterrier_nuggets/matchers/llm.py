@@ -1,0 +1,101 @@
+"""An LLM as a matcher: the NtR prompt of seed 003 (§4.2, Table 4), one (premise, hypothesis) pair per call.
+
+For NtR (eq. 3) the premise is the response R and the hypothesis the gold nugget n_g, as in the paper. The
+same prompt serves NtN (eq. 2: premise n_p, hypothesis n_g) and de-duplication (§4.3) when an LLM is
+preferred to the paper's NLI model there: our choice, documented in docs/cone-rag.md.
+
+The reply must be "yes" or "no" (case, surrounding quotes, Markdown emphasis and a final full stop
+ignored; JSON ``{"answer": "yes"}`` accepted for JSON mode). Anything else is re-asked, then reported as a
+failed decision: never read as "no" (the reference implementation counts every non-"yes" as "no").
+"""
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+from collections.abc import Sequence
+
+import pandas as pd
+import pyterrier as pt
+
+from pyterrier_nuggets.judges.base import FAILED, Failure, LLMJudge
+from pyterrier_nuggets.llm import LLMClient
+from pyterrier_nuggets.llm.parsing import OutputError, strip_fences
+from pyterrier_nuggets.matchers.base import Match, Matcher, Pair
+from pyterrier_nuggets.prompts import CONE_NTR, REASK_YESNO
+
+_DECORATION = re.compile(r"^[\s\"'“”‘’*_`]+|[\s\"'“”‘’*_`.!]+$")
+_SCHEMA = {"type": "object", "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}},
+           "required": ["answer"]}
+
+
+def parse_yes_no(text: str) -> bool:
+    """True for "yes", False for "no" (see the module docstring); anything else is an :class:`OutputError`."""
+    if text is None or not text.strip():
+        raise OutputError("the answer is empty")
+    body = strip_fences(text)
+    try:
+        value = json.loads(body)
+    except ValueError:
+        value = body
+    if isinstance(value, dict):
+        strings = [v for v in value.values() if isinstance(v, str)]
+        if len(strings) != 1:
+            raise OutputError("the answer is an object without exactly one answer")
+        value = strings[0]
+    if not isinstance(value, str):
+        raise OutputError(f"the answer is a {type(value).__name__}, not yes or no")
+    word = _DECORATION.sub("", value).lower()
+    if word in ("yes", "no"):
+        return word == "yes"
+    raise OutputError(f"{value.strip()[:60]!r} is not \"yes\" or \"no\"")
+
+
+class LLMMatcher(LLMJudge, Matcher):
+    """(premise, hypothesis) -> yes/no by an LLM with the seed 003 Table 4 prompt (``prompts/cone_ntr.txt``).
+
+    As a matcher (:meth:`match`): failed decisions come back with ``entailed=None`` and the caller applies
+    its policy. As a transformer: ``premise, hypothesis`` columns -> ``entailed`` (bool), ``score`` (1 / 0),
+    with ``on_failure`` ``"raise"`` (default) or ``"mark"`` (``entailed`` = ``"failed"``, score NaN).
+    """
+
+    step = "match"
+    step_name = "CONE-RAG matching"
+    failure_policies = {"raise": "stop with an error once all other decisions are made",
+                        "mark": "failed rows kept with entailed 'failed', score NaN"}
+    default_prompt = CONE_NTR
+    reask_prompt = REASK_YESNO
+
+    def __init__(self, llm: LLMClient | None = None, *, prompt=None, max_reasks: int = 2, on_failure: str = "raise"):
+        self.setup(llm, prompt, max_reasks, on_failure)
+
+    def describe(self) -> str:
+        model = getattr(self.client(), "model", "?")
+        return f"LLM {model} (seed 003 Table 4 prompt)"
+
+    def match_batch(self, pairs: Sequence[Pair]) -> list[Match]:
+        llm = self.client()
+        outcomes = llm.map(functools.partial(self._ask_pair, llm), list(pairs), desc="matching", unit="call")
+        return [Match(o.value, 1.0 if o.value else 0.0) if o.ok else
+                Match(None, math.nan, o.error, tuple(o.raw)) for o in outcomes]
+
+    def _ask_pair(self, llm: LLMClient, pair: Pair):
+        premise, hypothesis = pair
+        messages = self.template.render(nugget=hypothesis, response=premise)
+        return self.ask(llm, messages, parse_yes_no, memo_key=pair, json_schema=_SCHEMA)
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        pt.validate.columns(inp, includes=["premise", "hypothesis"], context=self)
+        columns = list(inp.columns) + [c for c in ("entailed", "score") if c not in inp.columns]
+        if inp.empty:
+            return self.nothing_to_do(columns)
+        out = inp.copy()
+        decisions = self.match(list(zip(out["premise"].astype(str), out["hypothesis"].astype(str))))
+        qids = out["qid"].astype(str).tolist() if "qid" in out.columns else [""] * len(out)
+        failures = [Failure(self.step, q, f"row {i}", d.error or "", list(d.raw))
+                    for i, (q, d) in enumerate(zip(qids, decisions)) if not d.ok]
+        self.finish(failures)
+        out["entailed"] = [d.entailed if d.ok else FAILED for d in decisions]
+        out["score"] = [d.score for d in decisions]
+        return out[columns]
