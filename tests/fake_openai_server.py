@@ -79,6 +79,10 @@ def auto_reply(body: dict) -> str:
             body["messages"][0]["content"]
     if "Statement: " in prompt:
         return support_reply(prompt)
+    if "##final score" in prompt:  # UMBRELA relevance: the query words found in the passage, 0-3
+        query = {w for w in _after("Query:", prompt).split("\n")[0].lower().split() if len(w) > 3}
+        passage = _after("Passage:", prompt).lower()
+        return f"##final score: {min(3, sum(w in passage for w in query))}"
     if "Passages:" in prompt:
         return generation_reply(prompt)
     if "Updated Nugget List:" in prompt:

@@ -120,8 +120,6 @@ def run_demo(args) -> int:
     if result.llm_stats:
         s = result.llm_stats
         print("\nLLM: " + ", ".join(f"{k} {v}" for k, v in s.items()))
-    print(f"\nwritten to {args.out}: joint_table.csv/.md/.tex/.perquery.csv, plots "
-          f"{', '.join(os.path.basename(f) for f in result.files if f.endswith('.png')) or '(none)'}, "
-          "nuggets.jsonl/.qrels and per system .segments.run .answers.jsonl .assignments.jsonl .support.jsonl "
-          f".eval.run\ntime: {result.seconds:.0f} s")
+    written = sorted(os.path.relpath(f, args.out) for f in result.files)  # exactly the files this run wrote
+    print(f"\nwritten to {args.out}: {', '.join(written)}\ntime: {result.seconds:.0f} s")
     return 0

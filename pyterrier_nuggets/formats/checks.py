@@ -53,12 +53,14 @@ def check_support(path: str, judgments: Sequence[SupportJudgment], answers: Sequ
                 raise InputError(path, None, "sentence", f"topic {qid}: sentence {s} of the answer has no judgment",
                                  "judge every sentence; one without citation gets citation null, support none")
             cited = answer.cited_docnos(s)
+            # the first citation only (the track's default, seed 004 §3.3) or every citation (cite='all')
             expected: list[int | None] = list(range(len(cited))) if cited else [None]
-            if sorted(got, key=lambda c: -1 if c is None else c) != expected:
+            if sorted(got, key=lambda c: -1 if c is None else c) not in (expected, expected[:1]):
                 raise InputError(path, None, "citation", f"topic {qid}, sentence {s}: judged citations "
                                  f"{sorted(got, key=str)}, but the sentence has {len(cited)} citation(s) "
-                                 f"{expected}", "judge each citation once (null for a sentence without)")
-            for k, docno in enumerate(cited):
+                                 f"{expected}", "judge the first citation or each citation once (null for a "
+                                 "sentence without)")
+            for k, docno in enumerate(cited[:len(got)]):
                 if got[k].docno != docno:
                     raise InputError(path, None, "docno", f"topic {qid}, sentence {s}, citation {k}: judged segment "
                                      f"{got[k].docno!r}, but the sentence cites {docno!r}",
