@@ -188,6 +188,29 @@ def test_imported_nuggets_and_assignments(llm, tmp_path, index_dir):
     assert "nDCG@10" in result.table.means.columns
 
 
+def test_cli_demo_on_invalid(tmp_path, index_dir, capsys):
+    """Imported assignments with an invalid label: refused by default; --on-invalid drop leaves that nugget
+    out, says so, and scores the rest (the real TREC RAG 2024 baseline files have such topics)."""
+    good = {"text": "rennet coagulates milk proteins into curd", "importance": "vital", "assignment": "support"}
+    bad = {"text": "cheese ripens for weeks or years", "importance": "okay", "assignment": "maybe"}
+    assign = tmp_path / "manual.assignments.jsonl"
+    assign.write_text(json.dumps({"qid": "t05", "run_id": "manual", "query": "how is cheese made from milk",
+                                  "answer_text": "Rennet makes milk proteins coagulate.", "nuggets": [good, bad]})
+                      + "\n")
+    run = tmp_path / "manual.run"
+    run.write_text("t05 Q0 p001 1 3.0 manual\n")
+    args = ["demo", "--topics", "t05", "--run", f"manual={run}", "--assignments", f"manual={assign}",
+            "--index-dir", str(index_dir), "--no-plots"]
+    assert cli.main([*args, "--out", str(tmp_path / "refused")]) != 0
+    assert "maybe" in capsys.readouterr().err
+    assert not (tmp_path / "refused" / "joint_table.csv").exists()
+    assert cli.main([*args, "--out", str(tmp_path / "dropped"), "--on-invalid", "drop"]) == 0
+    out = capsys.readouterr().out
+    assert f"note: manual: {assign}: dropped 1 nugget(s) with invalid labels in 1 topic(s)" in out
+    table = (tmp_path / "dropped" / "joint_table.csv").read_text()
+    assert "manual" in table and "V_strict" in table
+
+
 # ------------------------------------------------------------------------------------ embedded model
 
 @pytest.mark.slow

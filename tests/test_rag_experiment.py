@@ -189,3 +189,15 @@ def test_embedded_model_rag_end_to_end(tmp_path):
     assert table["AnswerWords"].iloc[0] <= 400 and table["Segments(nDCG@10)"].iloc[0] == pytest.approx(1.0)
     calls = llm.stats["calls"]
     assert calls >= 1
+
+
+def test_repr_is_short(llm):
+    """The transformers' repr names the system in pt.Experiment when names= is omitted (issue 15): short, with
+    the model name but not the client, the cache or the packaged prompt's path."""
+    nuggets = pd.DataFrame({"qid": ["t1"], "query": ["q"], "nugget_index": [0], "nugget_id": ["t1:n0"],
+                            "nugget_text": ["a fact"], "importance": ["vital"]})
+    evaluation = RAGEvaluation(CitedGenerator(llm, k=3), nuggets, llm)
+    text = repr(evaluation)
+    assert text == "RAGEvaluation(CitedGenerator(k=3, max_words=400, run_id=None, llm='fake'), nuggets+support)"
+    assert len(repr(evaluation.assigner)) < 80 and len(repr(evaluation.support)) < 60
+    assert "/" not in repr(evaluation.assigner) + repr(evaluation.support)

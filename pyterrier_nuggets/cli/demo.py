@@ -64,6 +64,9 @@ def add_demo_arguments(p) -> None:
                    "~/.cache/pyterrier-nuggets/indexes)")
     g.add_argument("--max-nuggets", type=positive_int, metavar="N", help="nuggets created per topic (default 30, of which "
                    "20 are kept, as in TREC RAG 2024; 10 with the embedded model)")
+    g.add_argument("--on-invalid", choices=["refuse", "drop"], default="refuse",
+                   help="imported nugget/assignment files with invalid labels: refuse them (default) or drop those "
+                        "nuggets, reported in the notes (as export --on-invalid)")
     g.add_argument("--strict", action="store_true", help="stop at the first failed LLM step (default: report "
                    "failures and exclude the affected answers, never score them as 0)")
     g.add_argument("--no-plots", action="store_true", help="do not write the PNG plots")
@@ -108,7 +111,8 @@ def run_demo(args) -> int:
     llm = make_llm(args.base_url, args.model, args.concurrency, args.llm_cache) if needs_llm else None
     result = run_main_job(collection, systems, args.out, llm=llm, nuggets_path=args.nuggets,
                           index_dir=args.index_dir, strict=args.strict, plots=not args.no_plots,
-                          max_nuggets=args.max_nuggets, log=lambda m: print(m, flush=True))
+                          max_nuggets=args.max_nuggets, log=lambda m: print(m, flush=True),
+                          on_invalid=args.on_invalid)
     print(f"\nJoint table ({result.condition}; {len(collection.topics)} topics; means, † = significantly different "
           "from the first system)")
     print(result.table.to_text())

@@ -114,7 +114,9 @@ class RAGEvaluation(pt.Transformer):
         self.support = support if support is not None else SupportJudge(llm)
 
     def __repr__(self) -> str:
-        return f"RAGEvaluation({self.generator!r}, assigner={self.assigner!r}, support={self.support!r})"
+        """Short (the system name in pt.Experiment without ``names=``): the generator and what is judged."""
+        judged = "nuggets+support" if self.assigner is not None else "support"
+        return f"RAGEvaluation({self.generator!r}, {judged})"
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.columns(inp, includes=["qid", "query", "docno"], context=self)

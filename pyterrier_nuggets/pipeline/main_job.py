@@ -104,9 +104,19 @@ def evaluation_condition(nugget_source: str, systems: Sequence[SystemSpec]) -> s
     return f"{nuggets} / {' + '.join(assign)}"
 
 
+def _read_assignments(path: str, on_invalid: str, notes: list[str] | None = None,
+                      run_id: str | None = None) -> formats.AssignmentSet:
+    """An imported assignment file; with ``on_invalid="drop"`` the nuggets with invalid labels are left out and
+    reported in ``notes``."""
+    data = formats.read_assignments(path, on_invalid=on_invalid, run_id=run_id)
+    if data.invalid and notes is not None:
+        notes.append(f"{path}: dropped {data.invalid.summary().splitlines()[0]}")
+    return data
+
+
 def _evaluate_system(spec: SystemSpec, collection: Collection, nuggets: pd.DataFrame, nugget_set: formats.NuggetSet,
                      llm: LLMClient | None, index_dir, retrieved_cache: dict, out_dir: str, strict: bool,
-                     files: list[str]) -> SystemResult:
+                     files: list[str], on_invalid: str = "refuse") -> SystemResult:
     notes: list[str] = []
     retrieved = retrieve(spec, collection, index_dir, retrieved_cache)
     if retrieved is not None:
@@ -140,7 +150,7 @@ def _evaluate_system(spec: SystemSpec, collection: Collection, nuggets: pd.DataF
     imported_rows: list[formats.Row] = []
     assigner = judge = None
     if spec.assignments:
-        assigned_answers = [a for a in formats.read_assignments(spec.assignments, run_id=spec.name).answers
+        assigned_answers = [a for a in _read_assignments(spec.assignments, on_invalid, notes, run_id=spec.name).answers
                             if a.qid in topics]
         imported_rows = [r for a in assigned_answers for r in formats.assignment_rows(a.assignments)]
         notes.append(f"assignments imported from {spec.assignments}")
@@ -194,7 +204,8 @@ def _need(llm: LLMClient | None) -> LLMClient:
 def run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir: str, *,
                  llm: LLMClient | None = None, nuggets_path: str | None = None,
                  index_dir: str | os.PathLike | None = None, strict: bool = False, plots: bool = True,
-                 max_nuggets: int | None = None, log: Callable[[str], None] = print) -> MainJobResult:
+                 max_nuggets: int | None = None, log: Callable[[str], None] = print,
+                 on_invalid: str = "refuse") -> MainJobResult:
     """Evaluate ``systems`` on ``collection`` end to end and write everything to ``out_dir``: per system
     the segments run, answers, assignments, support judgments and evaluation run; the nuggets and their
     qrels; the joint table (``joint_table.csv/.md/.tex/.perquery.csv``) and the plots.
@@ -205,6 +216,8 @@ def run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir:
     raises (default: failures are reported and the affected answers excluded, never scored as 0).
     ``max_nuggets``: nuggets created per topic (default 30 as in seed 000, at most 20 kept; with the
     embedded model 10, all kept, so that a first run on a laptop stays within minutes).
+    ``on_invalid``: imported nugget and assignment files with invalid labels are refused (default) or, with
+    ``"drop"``, read without those nuggets, which the notes report.
     """
     start = time.time()
     os.makedirs(out_dir, exist_ok=True)
@@ -212,7 +225,7 @@ def run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir:
     stage = tempfile.mkdtemp(prefix=".partial-", dir=out_dir)  # all outputs or none: moved at the end
     try:
         result = _run_main_job(collection, systems, stage, llm, nuggets_path, index_dir, strict, plots, max_nuggets,
-                               log)
+                               log, on_invalid)
         final = []
         for path in result.files:
             target = os.path.join(out_dir, os.path.basename(path))
@@ -249,7 +262,7 @@ def _check_inputs_outside(out_dir: str, systems: Sequence[SystemSpec], nuggets_p
 
 def _run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir: str, llm: LLMClient | None,
                   nuggets_path: str | None, index_dir, strict: bool, plots: bool, max_nuggets: int | None,
-                  log: Callable[[str], None]) -> MainJobResult:
+                  log: Callable[[str], None], on_invalid: str = "refuse") -> MainJobResult:
     start = time.time()
     index_dir = Path(index_dir) if index_dir is not None else default_index_dir()
     files: list[str] = []
@@ -265,15 +278,17 @@ def _run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir
     # nuggets: imported file, the nuggets of imported assignments, or AutoNuggets from the qrels
     imported = [s for s in systems if s.assignments]
     if nuggets_path:
-        nugget_set, source = formats.read_nuggets(nuggets_path), "imported"
+        nugget_set, source = formats.read_nuggets(nuggets_path, on_invalid=on_invalid), "imported"
+        if nugget_set.invalid:
+            notes.append(f"{nuggets_path}: dropped {nugget_set.invalid.summary().splitlines()[0]}")
         nuggets = topic_nuggets(nugget_set, collection.topics)
         log(f"nuggets: imported from {nuggets_path}")
     elif imported:
-        nugget_set = formats.read_assignments(imported[0].assignments).nugget_set()
+        nugget_set = _read_assignments(imported[0].assignments, on_invalid).nugget_set()
         nuggets, source = topic_nuggets(nugget_set, collection.topics), "imported"
         log(f"nuggets: those of {imported[0].assignments}")
     for spec in imported:  # every assignment file was made with the nuggets the answers are scored against
-        formats.check_assignment_nuggets(spec.assignments, formats.read_assignments(spec.assignments).answers,
+        formats.check_assignment_nuggets(spec.assignments, _read_assignments(spec.assignments, on_invalid).answers,
                                          nugget_set, nuggets_path or imported[0].assignments)
     if nuggets_path or imported:
         missing = sorted(set(collection.topics["qid"]) - set(nuggets["qid"]))
@@ -304,7 +319,7 @@ def _run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir
                         spec.answers and f"answers {spec.answers}", spec.assignments and f"assignments "
                         f"{spec.assignments}") if x))
         results.append(_evaluate_system(spec, collection, nuggets, nugget_set, llm, index_dir, retrieved_cache,
-                                        out_dir, strict, files))
+                                        out_dir, strict, files, on_invalid))
 
     has_retrieval = all(r.retrieved is not None for r in results) and not collection.qrels.empty
     measures = list(ANSWER_MEASURES)
