@@ -197,7 +197,7 @@ def ikat_ranking(run: IkatRun) -> pd.DataFrame:
     # the ranking is the list order: the TREC score is the run's score where it is non-increasing along the
     # ranking, else the rank decides (score = -rank), so ties or rising scores cannot reorder the list
     frame["score"] = frame["run_score"].astype(float)
-    for qid, group in frame.groupby("qid", sort=False):
+    for _qid, group in frame.groupby("qid", sort=False):
         if (group["score"].diff().dropna() > 0).any() or group["score"].duplicated().any():
             frame.loc[group.index, "score"] = -group["rank"].astype(float)
     return frame[["qid", "docno", "rank", "score", "run_score", "run_id"]]
