@@ -11,7 +11,28 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
+def ignored_options(args) -> list[str]:
+    """The options given that have no effect in this combination (named in a warning, never silently)."""
+    given = {"--dataset": args.dataset, "--collection": args.collection, "--topics": args.topics,
+             "--max-topics": args.max_topics, "--system": args.system, "--run": args.run, "--answers": args.answers,
+             "--assignments": args.assignments, "--nuggets": args.nuggets, "--base-url": args.base_url,
+             "--model": args.model, "--max-nuggets": args.max_nuggets, "-k": args.k}
+    if args.sample_only:
+        return [option for option, value in given.items() if value]
+    out = []
+    if args.k is not None and not args.run:
+        out.append("-k (it applies to the systems of --run)")
+    if args.max_nuggets is not None and (args.nuggets or args.assignments):
+        out.append("--max-nuggets (nuggets are imported, not created)")
+    return out
+
+
 def run(args) -> int:
+    import warnings
+    for option in ignored_options(args):
+        warnings.warn(f"demo: ignored in this combination: {option}", stacklevel=1)
+    if args.k is None:
+        args.k = 5
     if args.sample_only:
         from pyterrier_nuggets.pipeline import run_sample
         table = run_sample(args.out)
@@ -49,7 +70,7 @@ def add_demo_arguments(p) -> None:
     g.add_argument("--assignments", action="append", default=[], metavar="NAME=PATH",
                    help="a system's nugget assignments from a nuggetizer assign JSONL (ManualAssign: instead of "
                         "the LLM); its nuggets are used unless --nuggets is given")
-    g.add_argument("-k", type=positive_int, default=5, help="segments given to the generator for systems of --run (default 5)")
+    g.add_argument("-k", type=positive_int, help="segments given to the generator for systems of --run (default 5)")
     g = p.add_argument_group("evaluation condition and LLM")
     g.add_argument("--nuggets", metavar="PATH", help="imported nuggets (nugget JSONL, e.g. post-edited or manual) "
                    "instead of creating them from the qrels (AutoNuggets)")

@@ -16,7 +16,6 @@ failure, never grade 0.
 from __future__ import annotations
 
 import functools
-import json
 import re
 from typing import Any
 
@@ -28,7 +27,7 @@ from pyterrier_nuggets.formats.frames import qrels_frame
 from pyterrier_nuggets.formats.trec import write_qrels as write_trec_qrels
 from pyterrier_nuggets.judges.base import Failure, LLMJudge
 from pyterrier_nuggets.llm import LLMClient
-from pyterrier_nuggets.llm.parsing import OutputError, strip_fences
+from pyterrier_nuggets.llm.parsing import OutputError, reply_body
 from pyterrier_nuggets.prompts import REASK_RELEVANCE, RELEVANCE_UMBRELA
 
 GRADES = (0, 1, 2, 3)
@@ -53,13 +52,8 @@ def parse_grade(text: str) -> int:
     one when several), ``final score N`` in other spellings, ``O: N`` (the prompt's final-score symbol), a
     reply that is only the number, or a JSON object with a ``final score``/``score`` field. A grade out of
     0-3, or a reply without any, is an :class:`OutputError` (never grade 0)."""
-    if text is None or not text.strip():
-        raise OutputError("the answer is empty")
-    body = strip_fences(text)
-    try:
-        value = json.loads(body)
-    except ValueError:
-        value = None
+    body, value = reply_body(text)
+    value = None if value is body else value
     if isinstance(value, dict):
         for key, v in value.items():
             if re.sub(r"[\s_]+", "", str(key).lower()) in ("finalscore", "score", "o", "grade", "relevance"):

@@ -18,7 +18,6 @@ never scored as "no support".
 from __future__ import annotations
 
 import functools
-import json
 import math
 import re
 from typing import Any
@@ -31,7 +30,7 @@ from pyterrier_nuggets.docstore import fetch_texts
 from pyterrier_nuggets.formats.frames import SUPPORT_COLUMNS
 from pyterrier_nuggets.judges.base import FAILED, Failure, LLMJudge
 from pyterrier_nuggets.llm import LLMClient
-from pyterrier_nuggets.llm.parsing import OutputError, strip_fences
+from pyterrier_nuggets.llm.parsing import OutputError, reply_body
 from pyterrier_nuggets.prompts import REASK_SUPPORT, SUPPORT_JUDGMENT
 
 CITATION_MODES = ("first", "all")
@@ -60,13 +59,7 @@ def parse_support(text: str) -> str:
     "**Partial Support**.", "FS"), a JSON string or a JSON object holding one label, and a reply that
     mentions exactly one of the three labels among other words. Anything else is an :class:`OutputError`:
     no reply is guessed, and none becomes "no support" by default."""
-    if text is None or not text.strip():
-        raise OutputError("the answer is empty")
-    body = strip_fences(text)
-    try:
-        value = json.loads(body)
-    except ValueError:
-        value = body
+    body, value = reply_body(text)
     if isinstance(value, dict):
         strings = [v for v in value.values() if isinstance(v, str)]
         if len(strings) != 1:

@@ -11,7 +11,6 @@ failed decision: never read as "no" (the reference implementation counts every n
 from __future__ import annotations
 
 import functools
-import json
 import math
 import re
 from collections.abc import Sequence
@@ -21,7 +20,7 @@ import pyterrier as pt
 
 from pyterrier_nuggets.judges.base import FAILED, Failure, LLMJudge
 from pyterrier_nuggets.llm import LLMClient
-from pyterrier_nuggets.llm.parsing import OutputError, strip_fences
+from pyterrier_nuggets.llm.parsing import OutputError, reply_body
 from pyterrier_nuggets.matchers.base import Match, Matcher, Pair
 from pyterrier_nuggets.prompts import CONE_NTR, REASK_YESNO
 
@@ -32,13 +31,7 @@ _SCHEMA = {"type": "object", "properties": {"answer": {"type": "string", "enum":
 
 def parse_yes_no(text: str) -> bool:
     """True for "yes", False for "no" (see the module docstring); anything else is an :class:`OutputError`."""
-    if text is None or not text.strip():
-        raise OutputError("the answer is empty")
-    body = strip_fences(text)
-    try:
-        value = json.loads(body)
-    except ValueError:
-        value = body
+    body, value = reply_body(text)
     if isinstance(value, dict):
         strings = [v for v in value.values() if isinstance(v, str)]
         if len(strings) != 1:
