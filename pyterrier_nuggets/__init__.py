@@ -28,10 +28,11 @@ from pyterrier_nuggets.judges import (
     NuggetCreator,
     NuggetizationError,
     NuggetScorer,
+    Overlapped,
     RelevanceJudge,
     SupportJudge,
 )
-from pyterrier_nuggets.llm import LLMClient
+from pyterrier_nuggets.llm import LLMClient, Prices
 from pyterrier_nuggets.records import Answer, Assignment, Nugget, Sentence, SupportJudgment
 
 __version__ = "0.1.0"
@@ -42,5 +43,6 @@ __all__ = [
     "nugget_qrels", "run_frame", "evaluation_rows", "score", "score_assignments",
     "System", "JointTable", "joint_table",
     "LLMClient", "LLMJudge", "LLMStepError", "NuggetizationError", "NuggetCreator", "NuggetScorer", "NuggetAssigner",
-    "CitedGenerator", "SupportJudge", "RelevanceJudge", "RAGEvaluation", "rag_qrels", "RAG_MEASURES",
+    "CitedGenerator", "SupportJudge", "RelevanceJudge", "Overlapped", "Prices", "RAGEvaluation", "rag_qrels",
+    "RAG_MEASURES",
 ]

@@ -268,17 +268,17 @@ class FakeOpenAIServer:
             delay = self.latency + reply.delay
             if delay:
                 time.sleep(delay)
-            if reply.raw_body is not None:
-                handler._send(reply.status, reply.raw_body, {"content-type": "application/json", **reply.headers})
-            elif reply.status == 200:
-                handler._json(200, completion(reply.content or "", body.get("model", "fake")),
-                              {**rate_headers, **reply.headers})
-            else:
-                handler._json(reply.status, {"error": {"message": f"fake error {reply.status}",
-                                                       "type": "server_error"}}, {**rate_headers, **reply.headers})
         finally:
-            with self._lock:
+            with self._lock:  # done before the reply leaves, as a server's own limiter counts
                 self._in_flight -= 1
+        if reply.raw_body is not None:
+            handler._send(reply.status, reply.raw_body, {"content-type": "application/json", **reply.headers})
+        elif reply.status == 200:
+            handler._json(200, completion(reply.content or "", body.get("model", "fake")),
+                          {**rate_headers, **reply.headers})
+        else:
+            handler._json(reply.status, {"error": {"message": f"fake error {reply.status}", "type": "server_error"}},
+                          {**rate_headers, **reply.headers})
 
     def _limit(self, now: float) -> tuple[str, float] | None:
         """(message, retry-after seconds) when this request is over a limit, else None (lock held)."""

@@ -238,6 +238,11 @@ class LLMClient:
         self.stats = zero_counters()
         self.stage_stats: dict[str, dict] = {}
 
+    @property
+    def mode(self) -> str:
+        """``"online"`` (calls), ``"batch"`` (Batch API) or ``"plan"`` (inside :meth:`planning`)."""
+        return self._mode
+
     def reset_stats(self) -> None:
         with self._lock:
             self.stats = zero_counters()
@@ -307,8 +312,7 @@ class LLMClient:
         key = request_key(self.endpoint, body)
         self._count(stage, requests=1)
         hit = self._overlay.get(key) if self._overlay else None
-        if hit is not None:
-            self._count(stage, cache_hits=1)
+        if hit is not None:  # a placeholder answer of this dry run (counted as planned when it was made)
             return ChatResult(hit["text"], cached=True, usage=hit["usage"], key=key, planned=True)
         found = self.cache.lookup(key) if self.cache is not None else None
         if found is not None:
@@ -444,12 +448,23 @@ class LLMClient:
         if not items:
             return []
         from tqdm.auto import tqdm
-        bar = tqdm(total=len(items), desc=desc, unit=unit, disable=not self.progress or len(items) < 2,
+        quiet = getattr(self._local, "quiet", False)
+        bar = tqdm(total=len(items), desc=desc, unit=unit, disable=not self.progress or quiet or len(items) < 2,
                    leave=False)
         try:
             return self.scheduler.run([functools.partial(self._task, fn, x) for x in items], on_done=bar.update)
         finally:
             bar.close()
+
+    @contextlib.contextmanager
+    def quiet(self) -> Iterator[None]:
+        """No progress bars for the maps of this thread inside the block (a caller that shows its own)."""
+        before = getattr(self._local, "quiet", False)
+        self._local.quiet = True
+        try:
+            yield
+        finally:
+            self._local.quiet = before
 
     def _task(self, fn: Callable[[Any], T], item: Any) -> T:
         """Run one item, keeping its counts until it completes (a deferred run is repeated after the flush)."""

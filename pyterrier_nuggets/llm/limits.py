@@ -3,8 +3,10 @@
 :class:`AdaptiveLimiter` admits a request when all of these allow it:
 
 - **adaptive concurrency** under a ceiling (the client's ``concurrency``): the limit starts at
-  ``min(ceiling, 8)`` and grows by one per successful reply while requests are waiting for a slot (slow
-  start); the first push-back (429, 503, 504 or a timeout) ends slow start. On each push-back the limit
+  ``min(ceiling, 8)`` and, while requests are waiting for a slot, grows by ``growth`` (1/8) per successful
+  reply, at least 2 per round trip (slow start: TCP's doubling would overshoot an endpoint's limit by up
+  to 100%, each excess request a rejection; this overshoots by at most 2 requests or 12.5%); the first
+  push-back (429, 503, 504 or a timeout) ends slow start. On each push-back the limit
   drops to ``decrease`` (0.7) times the number of requests that were in flight when the rejected one was
   sent, minus one (multiplicative decrease; one decrease per burst of rejections), then grows again by
   one per round trip (additive increase). It grows freely up to the level that was pushed back, and
@@ -82,6 +84,7 @@ class Ticket:
     level: int
     epoch: int
     tokens: int
+    probe: bool = False  # sent above the level that was pushed back
 
 
 @dataclass
@@ -95,7 +98,8 @@ class AdaptiveLimiter:
     """Admission control for one client's requests; see the module docstring."""
 
     def __init__(self, ceiling: int, *, adaptive: bool = True, initial: int = 8, decrease: float = 0.7,
-                 probe_hold: float = 10.0, max_probe_hold: float = 300.0, requests_per_minute: float | None = None,
+                 growth: float = 0.125, probe_hold: float = 10.0, max_probe_hold: float = 300.0,
+                 requests_per_minute: float | None = None,
                  tokens_per_minute: float | None = None):
         if ceiling < 1:
             raise ValueError("concurrency must be at least 1")
@@ -103,6 +107,7 @@ class AdaptiveLimiter:
         self.adaptive = adaptive
         self.limit = float(min(ceiling, initial) if adaptive else ceiling)
         self.decrease = decrease
+        self.growth = growth
         self.initial_hold = self.hold = probe_hold
         self.max_hold = max_probe_hold
         self.slow_start = True
@@ -157,7 +162,8 @@ class AdaptiveLimiter:
                 if budget is not None:
                     budget.used += amount
             self._cond.notify_all()  # the next waiter may go too
-            return Ticket(self.in_flight, self.epoch, tokens)
+            probe = self.known_max is not None and self.in_flight > self.known_max
+            return Ticket(self.in_flight, self.epoch, tokens, probe)
 
     def _blocked(self, tokens: int, now: float) -> float:
         """0 when a request of ``tokens`` may go now, else seconds to wait (inf: until a reply arrives)."""
@@ -213,10 +219,10 @@ class AdaptiveLimiter:
             return  # already reacted to this burst
         self.epoch += 1
         self.stats["decreases"] += 1
-        if not self.slow_start and self.known_max is not None and ticket.level > self.known_max:
+        if ticket.probe:
             self.hold = min(self.max_hold, self.hold * 2)  # a failed probe: wait longer before the next
         self.slow_start = False
-        self.known_max = max(1, ticket.level - 1)
+        self.known_max = max(1, ticket.level - 1)  # the level counts replies still on their way: may be high
         self.probe_after = now + self.hold
         self.limit = max(1.0, min(self.limit, float(self.known_max)) * self.decrease)
         self.stats["lowest_limit"] = min(self.stats["lowest_limit"], self.limit)
@@ -224,13 +230,13 @@ class AdaptiveLimiter:
     def _succeeded(self, ticket: Ticket, now: float) -> None:
         if not self.adaptive:
             return
-        if self.known_max is not None and ticket.level > self.known_max:
+        if ticket.probe and ticket.epoch == self.epoch and ticket.level > self.known_max:
             self.known_max = ticket.level  # a probe went through
             self.hold = self.initial_hold
         if self.limit >= self.ceiling or not self._waiters:
             return  # only grow a limit that holds requests back
         if self.slow_start:
-            self.limit = min(float(self.ceiling), self.limit + 1.0)
+            self.limit = min(float(self.ceiling), self.limit + max(self.growth, 2.0 / self.limit))
             return
         cap = float(self.ceiling)
         if self.known_max is not None and now < self.probe_after:
