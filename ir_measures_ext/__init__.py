@@ -1,5 +1,6 @@
 """ir_measures measures for RAG answers: the TREC RAG 2024 nugget scores (V_strict, V, W_strict, W,
-A_strict, A), weighted citation support precision and recall (SupportP, SupportR) and AnswerWords; and
+A_strict, A), weighted citation support precision and recall (SupportP, SupportR), AnswerWords, ARGUE
+sentence precision and nugget recall (ArgueP, ArgueR); and
 Segments(measure=...), any retrieval measure on the segment rows of a run that also holds evaluation rows.
 
 Importing this package registers them with ir_measures. It imports nothing but ir_measures (no
@@ -8,11 +9,14 @@ pyterrier, no openai): the ``ir_measures`` command line loads it.
 from ir_measures_ext import ids, scoring
 from ir_measures_ext.measures import (
     ALL_MEASURES,
+    ARGUE_MEASURES,
     NUGGET_MEASURES,
     SUPPORT_MEASURES,
     A,
     A_strict,
     AnswerWords,
+    ArgueP,
+    ArgueR,
     Segments,
     SupportP,
     SupportR,
@@ -21,7 +25,15 @@ from ir_measures_ext.measures import (
     W,
     W_strict,
 )
-from ir_measures_ext.provider import NuggetProvider, SegmentsProvider, nugget_provider, register, segments_provider
+from ir_measures_ext.provider import (
+    ArgueProvider,
+    NuggetProvider,
+    SegmentsProvider,
+    argue_provider,
+    nugget_provider,
+    register,
+    segments_provider,
+)
 
 register()
 
@@ -29,4 +41,5 @@ __all__ = [
     "ids", "scoring", "register", "nugget_provider", "NuggetProvider", "segments_provider", "SegmentsProvider",
     "V_strict", "V", "W_strict", "W", "A_strict", "A", "SupportP", "SupportR", "AnswerWords", "Segments",
     "NUGGET_MEASURES", "SUPPORT_MEASURES", "ALL_MEASURES",
+    "ArgueP", "ArgueR", "ARGUE_MEASURES", "argue_provider", "ArgueProvider",
 ]

@@ -15,10 +15,21 @@ row id                      what the row says                                   
                             citation (0-based), the segment ``docno``                  0.0 no support
 ``{qid}:s{j}:uncited``      answer sentence j has no citation                         0.0
 ``{qid}:words``             the answer's length L in words                            L
+``{qid}:s{j}:n{i}``         answer sentence j conveys nugget i (ARGUE content, seed   1.0
+                            002 §3.4)
+``{qid}:s{j}:irrelevant``   answer sentence j holds only information of no nugget     0.0
+``{qid}:s{j}:noinfo``       answer sentence j holds no information                    0.0
 ==========================  ========================================================  =====================
 
 Nugget ids keep the position in the *source* list, so dropping an invalid nugget never renumbers the
 others. Rows of other forms (e.g. retrieved segments) are ignored by the nugget and support measures.
+
+**Evaluation rows next to retrieved segments.** An evaluation run of its own (a ``.eval.run`` file) carries
+the values above as scores. Where evaluation rows share a run with retrieved segments (the frame of
+``RAGEvaluation``, and any file saved from it), their score is ``BELOW_SEGMENTS + value`` (e.g.
+``-999999999.5`` for a partial support), so that they rank after every segment and a retrieval measure
+computed on the whole run (plain ``nDCG@10``, trec_eval) scores the segments exactly as without them.
+:func:`row_value` reads both forms; segment scores must be above ``SEGMENT_SCORE_FLOOR``.
 """
 from __future__ import annotations
 
@@ -43,6 +54,20 @@ SUPPORT_LEVEL_TO_SCORE = {FULL: 1.0, PARTIAL: 0.5, NONE: 0.0}
 SCORE_TO_SUPPORT_LEVEL = {v: k for k, v in SUPPORT_LEVEL_TO_SCORE.items()}
 
 
+BELOW_SEGMENTS = -1e9  # offset of evaluation-row scores in a run that also holds segments
+SEGMENT_SCORE_FLOOR = BELOW_SEGMENTS / 2  # segment scores must be above it; evaluation rows are below it
+
+
+def score_below_segments(value: float) -> float:
+    """The score of an evaluation row with ``value`` in a run that also holds retrieved segments."""
+    return BELOW_SEGMENTS + value
+
+
+def row_value(score: float) -> float:
+    """The value an evaluation row carries, from its score in either form (see the module docstring)."""
+    return score - BELOW_SEGMENTS if score <= SEGMENT_SCORE_FLOOR else score
+
+
 def nugget_id(qid: str, index: int) -> str:
     """Id of the ``index``-th (0-based) nugget of topic ``qid``: ``{qid}:n{index}``."""
     return f"{qid}:n{index}"
@@ -61,11 +86,12 @@ def words_id(qid: str) -> str:
 
 
 class RowKind(NamedTuple):
-    kind: str  # "nugget" | "support" | "uncited" | "words" | "other"
+    kind: str  # "nugget" | "support" | "uncited" | "words" | "sentence_nugget" | "sentence_content" | "other"
     nugget: int = -1
     sentence: int = -1
     citation: int = -1
     docno: str = ""
+    content: str = ""  # "sentence_content" rows: IRRELEVANT or NO_INFORMATION
 
 
 _NUGGET = re.compile(r"n(\d+)")
@@ -91,4 +117,45 @@ def parse_row_id(qid: str, row_id: str) -> RowKind:
     m = _UNCITED.fullmatch(rest)
     if m:
         return RowKind("uncited", sentence=int(m.group(1)))
+    return parse_content_row(rest)
+
+
+
+# --------------------------------------------------------------------------------------- ARGUE content
+# Sentence content rows (seed 002 §3.4, Table 1 rows): what an answer sentence conveys, judged on its
+# text alone (stage 4, nugget alignment of the annotation protocol). A sentence has either one
+# ``{qid}:s{j}:n{i}`` row per nugget it conveys, or one ``:irrelevant`` row, or one ``:noinfo`` row.
+
+SOME_NUGGETS = "nuggets"  # the sentence conveys information about at least one nugget
+IRRELEVANT = "irrelevant"  # it holds information, but of no nugget
+NO_INFORMATION = "no_information"  # it holds no information (restates the question, common sense, ...)
+CONTENT_LABELS = (SOME_NUGGETS, IRRELEVANT, NO_INFORMATION)
+_CONTENT_SUFFIX = {IRRELEVANT: "irrelevant", NO_INFORMATION: "noinfo"}
+_SUFFIX_CONTENT = {v: k for k, v in _CONTENT_SUFFIX.items()}
+_SENTENCE_NUGGET = re.compile(r"s(\d+):n(\d+)")
+_SENTENCE_CONTENT = re.compile(r"s(\d+):(irrelevant|noinfo)")
+
+
+def sentence_nugget_id(qid: str, sentence: int, nugget: int) -> str:
+    """Id of the row saying that answer sentence ``sentence`` conveys nugget ``nugget``: ``{qid}:s{j}:n{i}``."""
+    return f"{qid}:s{sentence}:n{nugget}"
+
+
+def sentence_content_id(qid: str, sentence: int, content: str) -> str:
+    """Id of the row saying that a sentence is ``irrelevant`` or holds ``no_information``:
+    ``{qid}:s{j}:irrelevant`` / ``{qid}:s{j}:noinfo``."""
+    if content not in _CONTENT_SUFFIX:
+        raise ValueError(f"content must be one of {tuple(_CONTENT_SUFFIX)}, got {content!r} (a sentence that "
+                         "conveys nuggets is written as one sentence_nugget_id row per nugget)")
+    return f"{qid}:s{sentence}:{_CONTENT_SUFFIX[content]}"
+
+
+def parse_content_row(rest: str) -> RowKind:
+    """Classify the part of a row id after ``{qid}:`` as a sentence content row, else ``other``."""
+    m = _SENTENCE_NUGGET.fullmatch(rest)
+    if m:
+        return RowKind("sentence_nugget", sentence=int(m.group(1)), nugget=int(m.group(2)))
+    m = _SENTENCE_CONTENT.fullmatch(rest)
+    if m:
+        return RowKind("sentence_content", sentence=int(m.group(1)), content=_SUFFIX_CONTENT[m.group(2)])
     return OTHER

@@ -124,6 +124,31 @@ class _AnswerWords(_NuggetMeasure):
     SHORT_DESC = "Words in the answer (NFKC, whitespace split), as the TREC RAG validator counts."
 
 
+class _ArgueP(_NuggetMeasure):
+    """ARGUE sentence precision (seed 002 §3.4, Table 1): valid / (valid + hallucinated) answer sentences.
+
+    A sentence is valid when it conveys at least one nugget and one of its citations fully supports it;
+    hallucinated when it conveys information (a nugget or irrelevant information) that no citation supports
+    or that it does not cite; ignored otherwise. Needs the sentence content rows ``{qid}:s{j}:n{i}`` /
+    ``:irrelevant`` / ``:noinfo`` (stage 4 of the annotation protocol) besides the support rows. 0 when no
+    sentence is valid or hallucinated."""
+
+    __name__ = "ArgueP"
+    NAME = "ArgueP"
+    PRETTY_NAME = "ARGUE sentence precision"
+    SHORT_DESC = "Valid / (valid + hallucinated) answer sentences (ARGUE, seed 002 Table 1)."
+
+
+class _ArgueR(_NuggetMeasure):
+    """ARGUE nugget recall (seed 002 §3.4, Table 1): nuggets of the topic conveyed by at least one valid
+    sentence / all nuggets of the topic (the nugget qrels; vital and okay count alike)."""
+
+    __name__ = "ArgueR"
+    NAME = "ArgueR"
+    PRETTY_NAME = "ARGUE nugget recall"
+    SHORT_DESC = "Nuggets conveyed by a valid (cited and supported) sentence / all nuggets (ARGUE, seed 002)."
+
+
 class _Segments(_Measure):
     """Any ir_measures measure computed on the retrieved *segments* only (design.md decision 8): the rows
     and qrels of nugget evaluation (ids of :mod:`ir_measures_ext.ids`: ``{qid}:n{i}``, ``{qid}:s{j}:...``,
@@ -182,8 +207,11 @@ SupportP = _SupportP()
 SupportR = _SupportR()
 AnswerWords = _AnswerWords()
 Segments = _Segments()
+ArgueP = _ArgueP()
+ArgueR = _ArgueR()
 
 NUGGET_MEASURES = (V_strict, V, W_strict, W, A_strict, A)
 SUPPORT_MEASURES = (SupportP, SupportR)
 ALL_MEASURES = NUGGET_MEASURES + SUPPORT_MEASURES + (AnswerWords,)
-REGISTERED = ALL_MEASURES + (Segments,)  # every measure name this package adds to ir_measures
+ARGUE_MEASURES = (ArgueP, ArgueR)  # need sentence content rows: not in ALL_MEASURES (LLM runs have none)
+REGISTERED = ALL_MEASURES + (Segments,) + ARGUE_MEASURES  # every measure name this package adds to ir_measures

@@ -8,6 +8,7 @@ each kind by their ids (:mod:`ir_measures_ext.ids`) and applies the formulas of
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 
 import ir_measures
@@ -20,21 +21,30 @@ _ASSIGNMENT_SCORES = frozenset(ids.ASSIGNMENT_TO_SCORE.values())
 _SUPPORT_SCORES = frozenset(ids.SUPPORT_LEVEL_TO_SCORE.values())
 
 
+_BOM = "\ufeff"
+
+
+def _check_topic_id(what: str, qid: str, doc_id: str) -> None:
+    if qid.startswith(_BOM):
+        raise ValueError(f"{what} row {qid!r} {doc_id}: the topic id starts with a UTF-8 byte order mark (U+FEFF): "
+                         "save the file as UTF-8 without BOM")
+
+
 def _iter_qrels(qrels) -> Iterator[tuple[str, str, int]]:
     if isinstance(qrels, dict):
-        for qid, docs in qrels.items():
-            for doc_id, rel in docs.items():
-                yield str(qid), str(doc_id), rel
+        rows = ((str(qid), str(doc_id), rel) for qid, docs in qrels.items() for doc_id, rel in docs.items())
     elif hasattr(qrels, "itertuples"):
         cols = qrels.columns
         for col in ("query_id", "doc_id", "relevance"):
             if col not in cols:
                 raise ValueError(f"qrels DataFrame has no column {col!r} (columns: {list(cols)})")
-        yield from zip(qrels["query_id"].astype(str).tolist(), qrels["doc_id"].astype(str).tolist(),
-                       qrels["relevance"].tolist())
+        rows = zip(qrels["query_id"].astype(str).tolist(), qrels["doc_id"].astype(str).tolist(),
+                   qrels["relevance"].tolist())
     else:
-        for q in qrels:
-            yield str(q.query_id), str(q.doc_id), q.relevance
+        rows = ((str(q.query_id), str(q.doc_id), q.relevance) for q in qrels)
+    for qid, doc_id, rel in rows:
+        _check_topic_id("qrels", qid, doc_id)
+        yield qid, doc_id, rel
 
 
 def _iter_run(run) -> tuple[Iterator[tuple[str, str, float]], dict[str, str]]:
@@ -58,14 +68,28 @@ def _iter_run(run) -> tuple[Iterator[tuple[str, str, float]], dict[str, str]]:
     return ((str(r.query_id), str(r.doc_id), float(r.score)) for r in run), {}
 
 
+def _value(qid: str, doc_id: str, score: float, valid: frozenset, names: str, what: str) -> float:
+    """The value of an evaluation row (either score form, :func:`ids.row_value`), which must be in ``valid``."""
+    value = ids.row_value(score)
+    if value not in valid:
+        raise ValueError(f"run row {qid} {doc_id}: {what} score {score!r} is not a valid value ({names})")
+    return value
+
+
+_ASSIGNMENT_NAMES = "1.0 support, 0.5 partial_support, 0.0 not_support"
+_SUPPORT_NAMES = "1.0 full, 0.5 partial, 0.0 none"
+
+
 class _Topic:
-    __slots__ = ("assigned", "sentences", "words", "has_rows")
+    __slots__ = ("assigned", "sentences", "docnos", "uncited", "words", "seen")
 
     def __init__(self):
         self.assigned: dict[str, float] = {}
         self.sentences: dict[int, dict[int, float]] = {}  # sentence -> citation position -> score
+        self.docnos: dict[tuple[int, int], str] = {}  # (sentence, citation) -> the judged segment
+        self.uncited: set[int] = set()
         self.words: float | None = None
-        self.has_rows = False
+        self.seen: set[str] = set()  # evaluation row ids met so far
 
 
 class NuggetEvaluator(providers.Evaluator):
@@ -81,50 +105,64 @@ class NuggetEvaluator(providers.Evaluator):
         rows, answers = _iter_run(run)
         topics: dict[str, _Topic] = {}
         nuggets = self.nuggets
-        parse_others = self.want_support or self.want_words
         for qid, doc_id, score in rows:
             grades = nuggets.get(qid)
             if grades is None:
+                _check_topic_id("run", qid, doc_id)
                 continue  # topic not in the qrels: not evaluated (as trec_eval does)
+            kind = ids.parse_row_id(qid, doc_id)
+            if kind.kind == "other":
+                continue  # a retrieved segment
             t = topics.get(qid)
             if t is None:
                 t = topics[qid] = _Topic()
-            t.has_rows = True
-            if doc_id in grades:
-                if score not in _ASSIGNMENT_SCORES:
+            if doc_id in t.seen:
+                raise ValueError(f"run row {qid} {doc_id}: the row appears twice; an evaluation run has one row "
+                                 "per nugget, citation, uncited sentence and answer")
+            t.seen.add(doc_id)
+            if kind.kind == "nugget":
+                if doc_id not in grades:
                     raise ValueError(
-                        f"run row {qid} {doc_id}: assignment score {score!r} is not 1.0 (support), "
-                        "0.5 (partial_support) or 0.0 (not_support)")
-                old = t.assigned.get(doc_id)
-                if old is not None and old != score:
-                    raise ValueError(f"run has two different assignments for nugget {doc_id}: {old} and {score}")
-                t.assigned[doc_id] = score
-            elif parse_others:
-                kind = ids.parse_row_id(qid, doc_id)
-                if kind.kind == "support":
-                    if score not in _SUPPORT_SCORES:
-                        raise ValueError(f"run row {qid} {doc_id}: support score {score!r} is not 1.0 (full), "
-                                         "0.5 (partial) or 0.0 (none)")
-                    cites = t.sentences.setdefault(kind.sentence, {})
-                    if cites.get(kind.citation, score) != score:
-                        raise ValueError(f"run has two different support scores for {doc_id}")
-                    cites[kind.citation] = score
-                elif kind.kind == "uncited":
-                    t.sentences.setdefault(kind.sentence, {})
-                elif kind.kind == "words":
-                    t.words = score
+                        f"run row {qid} {doc_id}: an assignment of a nugget that is not in the nugget qrels (topic "
+                        f"{qid} has {_list(grades)}); the run and the qrels were made from different nuggets")
+                t.assigned[doc_id] = _value(qid, doc_id, score, _ASSIGNMENT_SCORES, _ASSIGNMENT_NAMES, "assignment")
+            elif kind.kind == "support":
+                if kind.sentence in t.uncited:
+                    raise ValueError(f"run row {qid} {doc_id}: sentence {kind.sentence} also has an ':uncited' row")
+                t.sentences.setdefault(kind.sentence, {})[kind.citation] = _value(
+                    qid, doc_id, score, _SUPPORT_SCORES, _SUPPORT_NAMES, "support")
+                old = t.docnos.setdefault((kind.sentence, kind.citation), kind.docno)
+                if old != kind.docno:
+                    raise ValueError(f"run row {qid} {doc_id}: citation {kind.citation} of sentence {kind.sentence} "
+                                     f"is also judged as segment {old}; a citation is one segment")
+            elif kind.kind == "uncited":
+                if t.sentences.get(kind.sentence):
+                    raise ValueError(f"run row {qid} {doc_id}: sentence {kind.sentence} also has citation rows")
+                _value(qid, doc_id, score, frozenset({0.0}), "0.0", "uncited-sentence")
+                t.uncited.add(kind.sentence)
+                t.sentences.setdefault(kind.sentence, {})
+            elif kind.kind == "words":
+                words = ids.row_value(score)
+                if words < 0 or words != int(words):
+                    raise ValueError(f"run row {qid} {doc_id}: score {score!r} is not an answer length (a whole "
+                                     "number of words, 0 or more)")
+                t.words = words
         for qid, text in answers.items():
             if qid in nuggets:
                 t = topics.setdefault(qid, _Topic())
+                length = float(scoring.answer_words(text))
                 if t.words is None:
-                    t.words = float(scoring.answer_words(text))
+                    t.words = length
+                elif t.words != length:
+                    raise ValueError(f"run row {qid} {ids.words_id(qid)}: length {t.words:g} but the run's answer "
+                                     f"(column qanswer) has {length:g} words; the rows are of another answer")
         return topics, answers
 
     def _iter_calc(self, run) -> Iterator[Metric]:
         topics, _ = self._collect(run)
         for qid, t in topics.items():
-            if self.want_nuggets:
-                grades = self.nuggets[qid]
+            grades = self.nuggets[qid]
+            if self.want_nuggets and grades:
                 ns = scoring.nugget_scores([(g, t.assigned.get(d, 0.0)) for d, g in grades.items()])
                 for measure in self.measures:
                     if measure.NAME in ns._fields:
@@ -150,6 +188,12 @@ class NuggetEvaluator(providers.Evaluator):
         if missing:
             raise ValueError(f"support rows of topic {qid} skip sentence(s) {missing}: every sentence needs a "
                              "support row or an ':uncited' row, otherwise recall would be wrong")
+        for j in range(n):
+            cites = sorted(t.sentences[j])
+            if cites != list(range(len(cites))):
+                gap = next(k for k in range(len(cites) + 1) if k not in t.sentences[j])
+                raise ValueError(f"support rows of topic {qid}, sentence {j}: citation {gap} has no row but "
+                                 f"citation {cites[-1]} has; every citation of a judged sentence needs its row")
         per_sentence = [[c[k] for k in sorted(c)] for c in (t.sentences[j] for j in range(n))]
         for measure in self.measures:
             if measure.NAME in (m.SupportP.NAME, m.SupportR.NAME):
@@ -168,15 +212,49 @@ class NuggetProvider(providers.Provider):
 
     def _evaluator(self, measures, qrels) -> NuggetEvaluator:
         measures = list(measures)
-        nuggets: dict[str, dict[str, int]] = {}
-        for qid, doc_id, rel in _iter_qrels(qrels):
-            grades = nuggets.setdefault(qid, {})
-            if ids.parse_row_id(qid, doc_id).kind == "nugget":
-                if rel not in (ids.IMPORTANCE_TO_GRADE[ids.VITAL], ids.IMPORTANCE_TO_GRADE[ids.OKAY]):
-                    raise ValueError(f"nugget qrels: topic {qid}, nugget {doc_id} has relevance {rel!r}; "
-                                     "nugget qrels use 2 = vital, 1 = okay")
-                grades[doc_id] = int(rel)
-        return NuggetEvaluator(measures, nuggets, set(nuggets))
+        needs_nuggets = any(x.NAME in {n.NAME for n in m.NUGGET_MEASURES} for x in measures)
+        return NuggetEvaluator(measures, *read_nugget_qrels(qrels, needs_nuggets))
+
+
+def _list(grades: dict[str, int]) -> str:
+    names = list(grades)
+    return ", ".join(names[:5]) + (f", ... ({len(names)} nuggets)" if len(names) > 5 else "")
+
+
+def read_nugget_qrels(qrels, needs_nuggets: bool = True) -> tuple[dict[str, dict[str, int]], set[str]]:
+    """The nuggets of each topic (``{qid: {nugget id: grade}}``, every topic of the qrels, empty for a topic
+    without nugget) in qrels of any form ir_measures accepts, and the topics evaluated. Rows of other ids
+    (segment qrels in a joint qrels) are skipped; a nugget twice or a grade other than 2 (vital) / 1 (okay)
+    is refused. With ``needs_nuggets`` (a nugget measure is asked for), qrels without any nugget row are
+    refused and topics with rows but no nugget are named in a warning: the nugget measures skip them."""
+    nuggets: dict[str, dict[str, int]] = {}
+    others: dict[str, str] = {}  # topic -> its first row id that is not a nugget id
+    valid = (ids.IMPORTANCE_TO_GRADE[ids.VITAL], ids.IMPORTANCE_TO_GRADE[ids.OKAY])
+    for qid, doc_id, rel in _iter_qrels(qrels):
+        if ids.parse_row_id(qid, doc_id).kind != "nugget":
+            others.setdefault(qid, doc_id)
+            continue
+        if rel not in valid:
+            raise ValueError(f"nugget qrels row {qid} {doc_id}: relevance {rel!r}; nugget qrels use 2 = vital, "
+                             "1 = okay")
+        grades = nuggets.setdefault(qid, {})
+        if doc_id in grades:
+            raise ValueError(f"nugget qrels row {qid} {doc_id}: the nugget is listed twice (grades {grades[doc_id]} "
+                             f"and {rel}); list each nugget once")
+        grades[doc_id] = int(rel)
+    if needs_nuggets and others and not nuggets:
+        qid, doc_id = next(iter(others.items()))
+        raise ValueError(
+            f"nugget qrels: no row has a nugget id (first row: topic {qid}, id {doc_id!r}); nugget ids are "
+            f"'{{qid}}:n{{i}}' (e.g. {ids.nugget_id(qid, 0)}), i the nugget's 0-based position in its topic's "
+            "list: write them with pyterrier-nuggets export or pyterrier_nuggets.formats.write_nugget_qrels. "
+            "Segment qrels go with the retrieval measures, not the nugget measures.")
+    missing = sorted(set(others) - set(nuggets))
+    if needs_nuggets and missing:
+        warnings.warn(f"nugget qrels: {len(missing)} topic(s) have rows but no nugget and are not evaluated by the "
+                      f"nugget measures: {', '.join(missing[:10])}" + (" ..." if len(missing) > 10 else ""),
+                      stacklevel=2)
+    return {**{q: {} for q in missing}, **nuggets}, set(others) | set(nuggets)
 
 
 nugget_provider = NuggetProvider()
@@ -218,6 +296,89 @@ class SegmentsProvider(providers.Provider):
 segments_provider = SegmentsProvider()
 
 
+# ---------------------------------------------------------------------------------------------- ARGUE
+
+class _ArgueTopic:
+    __slots__ = ("citations", "content", "conveyed")
+
+    def __init__(self):
+        self.citations: dict[int, list[float]] = {}  # sentence -> support scores of its judged citations
+        self.content: dict[int, str] = {}  # sentence -> ids.SOME_NUGGETS | IRRELEVANT | NO_INFORMATION
+        self.conveyed: dict[int, set[str]] = {}  # sentence -> nugget ids it conveys
+
+
+class ArgueEvaluator(providers.Evaluator):
+    """ARGUE sentence precision and nugget recall (seed 002 §3.4 Table 1) from the support rows and the
+    sentence content rows of an evaluation run; the nuggets of each topic are those of the nugget qrels."""
+
+    def __init__(self, measures, nuggets: dict[str, dict[str, int]], qids: set[str]):
+        super().__init__(measures, qids)
+        self.nuggets = nuggets
+
+    def _collect(self, run) -> dict[str, _ArgueTopic]:
+        rows, _ = _iter_run(run)
+        topics: dict[str, _ArgueTopic] = {}
+        for qid, doc_id, score in rows:
+            grades = self.nuggets.get(qid)
+            if grades is None:
+                continue  # not in the qrels: not evaluated
+            kind = ids.parse_row_id(qid, doc_id)
+            if kind.kind not in ("support", "uncited", "sentence_nugget", "sentence_content"):
+                continue
+            t = topics.setdefault(qid, _ArgueTopic())
+            j = kind.sentence
+            if kind.kind == "support":
+                t.citations.setdefault(j, []).append(_value(qid, doc_id, score, _SUPPORT_SCORES, _SUPPORT_NAMES, "support"))
+            elif kind.kind == "uncited":
+                t.citations.setdefault(j, [])
+            else:
+                content = ids.SOME_NUGGETS if kind.kind == "sentence_nugget" else kind.content
+                old = t.content.setdefault(j, content)
+                if old != content:
+                    raise ValueError(f"run rows of topic {qid} label sentence {j} both {old!r} and {content!r}: a "
+                                     f"sentence conveys nuggets ('{qid}:s{j}:n<i>' rows), or is irrelevant, or "
+                                     "holds no information")
+                if kind.kind == "sentence_nugget":
+                    nugget = ids.nugget_id(qid, kind.nugget)
+                    if nugget not in grades:
+                        raise ValueError(f"run row {qid} {doc_id}: nugget {nugget} is not in the nugget qrels")
+                    t.conveyed.setdefault(j, set()).add(nugget)
+        return topics
+
+    def _iter_calc(self, run) -> Iterator[Metric]:
+        for qid, t in self._collect(run).items():
+            sentences = set(t.citations) | set(t.content)
+            n = max(sentences) + 1 if sentences else 0
+            lacking = [j for j in range(n) if j not in t.citations or j not in t.content]
+            if lacking:
+                j = lacking[0]
+                what = "support row ('{q}:s{j}:c<k>:<docno>' or ':uncited')" if j not in t.citations else \
+                    "content row ('{q}:s{j}:n<i>', ':irrelevant' or ':noinfo')"
+                raise ValueError(f"ArgueP/ArgueR: sentence(s) {lacking} of topic {qid} lack a "
+                                 + what.format(q=qid, j=j) + "; every sentence needs both judgments")
+            sentences = [scoring.ArgueSentence(t.content[j], tuple(t.citations[j]), frozenset(t.conveyed.get(j, ())))
+                         for j in range(n)]
+            sc = scoring.argue_scores(sentences, list(self.nuggets[qid]))
+            for measure in self.measures:
+                if measure.NAME == m.ArgueP.NAME:
+                    yield Metric(qid, measure, sc.precision)
+                elif measure.NAME == m.ArgueR.NAME:
+                    yield Metric(qid, measure, sc.recall)
+
+
+class ArgueProvider(providers.Provider):
+    """``ArgueP``, ``ArgueR`` (seed 002 §3.4): the nugget qrels are read as the nugget provider reads them."""
+
+    NAME = "argue"
+    SUPPORTED_MEASURES = [m._ArgueP(), m._ArgueR()]
+
+    def _evaluator(self, measures, qrels) -> ArgueEvaluator:
+        return ArgueEvaluator(list(measures), *read_nugget_qrels(qrels, needs_nuggets=True))
+
+
+argue_provider = ArgueProvider()
+
+
 def register() -> None:
     """Make the measures known to ir_measures (parse_measure, the CLI, ir_measures.calc). Idempotent; a
     foreign measure or provider already registered under one of our names is a clear error."""
@@ -231,7 +392,7 @@ def register() -> None:
                 f"ir_measures already has a measure named {measure.NAME!r} "
                 f"({type(existing).__module__}.{type(existing).__name__}); pyterrier-nuggets cannot register its "
                 f"{measure.NAME}. Uninstall or rename the other measure, or use ir_measures_ext.{measure.NAME} directly.")
-    ours = (nugget_provider, segments_provider)
+    ours = (nugget_provider, segments_provider, argue_provider)
     for provider in ours:
         existing = providers.registry.get(provider.NAME)
         if existing is not None and type(existing).__module__ != __name__:

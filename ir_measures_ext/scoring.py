@@ -3,6 +3,7 @@
 Nugget scores: seed 001 (Pradeep et al., TREC 2024 RAG Track initial nugget evaluation) §3.5.
 Support scores: seed 004 (Thakur et al., support evaluation for the TREC 2024 RAG Track) §3.4.
 Answer length: words as the TREC RAG validator counts them (NFKC-normalised, whitespace-separated).
+ARGUE sentence labels and scores: seed 002 (Yang et al., nugget-based annotation protocol) §3.4 Table 1.
 """
 from __future__ import annotations
 
@@ -111,3 +112,89 @@ def answer_words(text: str) -> int:
     """Answer length L in words, as the TREC RAG validator counts: NFKC-normalise, split on whitespace."""
     return len(unicodedata.normalize("NFKC", text).split())
 
+
+
+# ---------------------------------------------------------------------------------------------- ARGUE
+# Seed 002 §3.4, Table 1: each answer sentence is Valid (rewarded), Hallucinated (penalised) or Ignored,
+# from two independent judgments: does its citation support it, and what information does it convey.
+
+VALID = "valid"
+HALLUCINATED = "hallucinated"
+IGNORED = "ignored"
+SUPPORTED = "supported"  # at least one citation of the sentence fully supports it
+NOT_SUPPORTED = "not_supported"  # cited, but no citation fully supports it
+MISSING_CITATION = "missing_citation"  # the sentence cites nothing
+CITATION_LABELS = (SUPPORTED, NOT_SUPPORTED, MISSING_CITATION)
+
+# Table 1 of seed 002, row = information contained, column = sentence support. The paper leaves "No
+# Information x Not Supported By Citation" empty ("-"); we count it as Ignored: a sentence that conveys
+# nothing claims nothing that a citation could fail to support (docs/measures.md).
+ARGUE_TABLE = {
+    (ids.SOME_NUGGETS, SUPPORTED): VALID,
+    (ids.SOME_NUGGETS, NOT_SUPPORTED): HALLUCINATED,
+    (ids.SOME_NUGGETS, MISSING_CITATION): HALLUCINATED,
+    (ids.IRRELEVANT, SUPPORTED): IGNORED,
+    (ids.IRRELEVANT, NOT_SUPPORTED): HALLUCINATED,
+    (ids.IRRELEVANT, MISSING_CITATION): HALLUCINATED,
+    (ids.NO_INFORMATION, SUPPORTED): IGNORED,
+    (ids.NO_INFORMATION, NOT_SUPPORTED): IGNORED,
+    (ids.NO_INFORMATION, MISSING_CITATION): IGNORED,
+}
+
+
+def citation_label(citation_scores: Sequence[float]) -> str:
+    """A sentence's citation column of Table 1 from the support scores of its judged citations (1.0 full,
+    0.5 partial, 0.0 none): supported when one citation gives full support (ARGUE asks a yes/no question:
+    partial support is not support); missing citation when it has none."""
+    if not citation_scores:
+        return MISSING_CITATION
+    return SUPPORTED if max(citation_scores) == ids.SUPPORT_LEVEL_TO_SCORE[ids.FULL] else NOT_SUPPORTED
+
+
+def argue_label(content: str, citation: str) -> str:
+    """Valid / hallucinated / ignored of one sentence (seed 002 §3.4 Table 1)."""
+    try:
+        return ARGUE_TABLE[content, citation]
+    except KeyError:
+        raise ValueError(f"ARGUE: content must be one of {ids.CONTENT_LABELS} and citation one of "
+                         f"{CITATION_LABELS}, got {content!r}, {citation!r}") from None
+
+
+class ArgueSentence(NamedTuple):
+    content: str  # ids.SOME_NUGGETS | ids.IRRELEVANT | ids.NO_INFORMATION
+    citation_scores: tuple[float, ...]  # support scores of the sentence's judged citations, () if uncited
+    nuggets: frozenset  # the nuggets the sentence conveys (any hashable ids), empty unless SOME_NUGGETS
+
+
+class ArgueScores(NamedTuple):
+    precision: float
+    recall: float
+
+
+def argue_scores(sentences: Sequence[ArgueSentence], nuggets: Sequence) -> ArgueScores:
+    """ARGUE sentence precision and nugget recall of one answer (seed 002 §3.4, Table 1).
+
+    - precision = valid / (valid + hallucinated) sentences; ignored sentences do not count;
+    - recall = nuggets of ``nuggets`` (all nuggets of the topic) conveyed by at least one valid
+      sentence / number of nuggets.
+
+    An empty denominator gives 0 (as the other scores here). Worked example: sentences
+    (nuggets {n0}, supported), (nuggets {n1}, uncited), (irrelevant, supported), (no information, uncited)
+    are valid, hallucinated, ignored, ignored: precision 1/2; with nuggets n0..n3, recall 1/4.
+    """
+    valid = hallucinated = 0
+    answered: set = set()
+    for s in sentences:
+        if s.content != ids.SOME_NUGGETS and s.nuggets:
+            raise ValueError(f"ARGUE: a sentence labelled {s.content!r} cannot convey nuggets {sorted(s.nuggets)}")
+        if s.content == ids.SOME_NUGGETS and not s.nuggets:
+            raise ValueError("ARGUE: a sentence that conveys nuggets must name at least one")
+        label = argue_label(s.content, citation_label(s.citation_scores))
+        if label == VALID:
+            valid += 1
+            answered |= s.nuggets
+        elif label == HALLUCINATED:
+            hallucinated += 1
+    known = set(nuggets)
+    return ArgueScores(precision=_ratio(valid, valid + hallucinated),
+                       recall=_ratio(len(answered & known), len(known)))

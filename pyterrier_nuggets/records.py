@@ -122,8 +122,13 @@ class SupportJudgment:
     citation: int | None
     docno: str | None
     support: str
+    run_id: str | None = field(default=None, compare=False)  # the run of the judged answer, when known
 
     def __post_init__(self):
+        if self.sentence < 0 or (self.citation is not None and self.citation < 0):
+            raise ValueError("sentence and citation positions are 0-based, never negative")
+        if self.citation is not None and not self.docno:
+            raise ValueError("a judged citation needs the docno of the cited segment")
         if self.support not in SUPPORT_LEVELS:
             raise ValueError(f"support must be one of {SUPPORT_LEVELS}, got {self.support!r}")
         if self.citation is None and self.support != ids.NONE:

@@ -14,6 +14,7 @@ LAYERS = {
     "judges": 2,
     "evaluation": 3,
     "pipeline": 4,
+    "annotate": 4,
     "cli": 5,
     "__init__": 6,  # the facade: re-exports the public names
 }

@@ -92,7 +92,7 @@ def test_cli_export_refuses_then_drops_invalid_labels(tmp_path, capsys):
                    '{"text": "x", "importance": "vital", "assignment": "support"},'
                    '{"text": "y", "importance": "failed", "assignment": "support"}]}\n')
     args = ["export", "--assignments", str(src), "--qrels", str(tmp_path / "q"), "--run", str(tmp_path / "r.run")]
-    assert cli_main(args) == 1
+    assert cli_main(args) == 2
     assert "invalid labels" in capsys.readouterr().err and not (tmp_path / "q").exists()
     assert cli_main(args + ["--on-invalid", "drop"]) == 0
     assert "dropped" in capsys.readouterr().err

@@ -9,6 +9,7 @@ import pytest
 from embedded import needs_model
 
 import ir_measures_ext
+from ir_measures_ext import ids
 from pyterrier_nuggets import formats
 from pyterrier_nuggets.evaluation import RAG_MEASURES, RAGEvaluation, Segments, rag_qrels, run_frame, score
 from pyterrier_nuggets.formats import frame_to_judgments, nugget_qrels
@@ -78,7 +79,8 @@ def test_rag_evaluation_rows(llm, nuggets):
     assert set(evaluation["docno"]) == {"t1:n0", "t1:n1", "t1:n2", "t1:s0:c0:t1-d0", "t1:s1:c0:t1-d1",
                                         "t1:s2:uncited", "t1:words"}
     assert out["qanswer"].iloc[0] == "Paris is the capital of France. Paris has many museums. That is all."
-    assert evaluation.set_index("docno").loc["t1:words", "score"] == 13.0
+    assert ids.row_value(evaluation.set_index("docno").loc["t1:words", "score"]) == 13.0
+    assert evaluation["score"].max() < out.loc[out["eval_row"] == "segment", "score"].min()  # never outranks
 
 
 def test_one_experiment_two_pipelines(llm, nuggets, segment_qrels, tmp_path):

@@ -9,6 +9,7 @@
     pyterrier-nuggets table --nugget-qrels Q [--segment-qrels S] --system NAME EVAL_RUN [SEGMENT_RUN] ...
                             [--measures ...] [--retrieval-measures ...] [--baseline NAME] [--out PREFIX]
     pyterrier-nuggets score --assignments A.jsonl [--on-invalid refuse|drop]   (per-topic scores)
+    pyterrier-nuggets annotate init|users|serve|export ...   (the human annotation tool, docs/annotation.md)
 """
 from __future__ import annotations
 
@@ -16,10 +17,10 @@ import argparse
 import sys
 import warnings
 
-from pyterrier_nuggets import formats
-from pyterrier_nuggets.cli import demo, export, score, table
+from pyterrier_nuggets.cli import annotate, demo, export, score, table
+from pyterrier_nuggets.judges import LLMStepError
 
-SUBCOMMANDS = (demo, export, table, score)
+SUBCOMMANDS = (demo, export, table, score, annotate)
 
 
 def main(argv=None) -> int:
@@ -29,12 +30,36 @@ def main(argv=None) -> int:
         command.add_parser(sub)
     args = parser.parse_args(argv)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # the CLI prints the invalid-label report itself
-            return args.func(args)
-    except (formats.InputError, formats.InvalidLabelsError, ValueError) as e:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            code = args.func(args)
+        _print_warnings(caught)
+        return code
+    except LLMStepError as e:  # the model failed, not the input: exit 1, like a failed run
         print(f"error: {e}", file=sys.stderr)
         return 1
+    except (ValueError, OSError, LookupError) as e:  # input and usage errors (InputError is a ValueError)
+        print(f"error: {_one_line(e)}", file=sys.stderr)
+        return 2
+
+
+def _one_line(e: BaseException) -> str:
+    if isinstance(e, OSError) and e.filename:
+        return f"{e.filename}: {e.strerror or e}"
+    if isinstance(e, KeyError):  # e.g. an unknown ir_datasets id
+        return f"not found: {e.args[0] if e.args else e}"
+    return str(e)
+
+
+def _print_warnings(caught) -> None:
+    """The warnings of a command, each once, on stderr (the invalid-label report is printed by the command)."""
+    seen = set()
+    for w in caught:
+        text = str(w.message)
+        if text in seen or text.startswith("dropped from their topics") or not issubclass(w.category, UserWarning):
+            continue
+        seen.add(text)
+        print(f"warning: {text}", file=sys.stderr)
 
 
 if __name__ == "__main__":

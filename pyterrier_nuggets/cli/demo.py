@@ -25,6 +25,7 @@ def run(args) -> int:
 
 def add_demo_arguments(p) -> None:
     """The options of ``pyterrier-nuggets demo`` (documented in docs/cli.md)."""
+    from pyterrier_nuggets.cli.errors import positive_int
     from pyterrier_nuggets.pipeline.systems import DEFAULT_SYSTEMS
     p.add_argument("--out", default="out/demo", help="output directory (default: out/demo)")
     p.add_argument("--sample-only", action="store_true",
@@ -36,7 +37,7 @@ def add_demo_arguments(p) -> None:
     g.add_argument("--collection", metavar="DIR", help="a folder like the shipped sample (docs.jsonl, topics.tsv, "
                    "segments.qrels)")
     g.add_argument("--topics", nargs="+", metavar="QID", help="evaluate only these topics")
-    g.add_argument("--max-topics", type=int, metavar="N", help="evaluate only the first N topics")
+    g.add_argument("--max-topics", type=positive_int, metavar="N", help="evaluate only the first N topics")
     g = p.add_argument_group("systems (default: " + " and ".join(DEFAULT_SYSTEMS) + ")")
     g.add_argument("--system", action="append", default=[], metavar="[NAME=]RETRIEVER:K",
                    help="a system: RETRIEVER bm25 (PISA) or dense (all-MiniLM-L6-v2), K segments to the generator "
@@ -48,7 +49,7 @@ def add_demo_arguments(p) -> None:
     g.add_argument("--assignments", action="append", default=[], metavar="NAME=PATH",
                    help="a system's nugget assignments from a nuggetizer assign JSONL (ManualAssign: instead of "
                         "the LLM); its nuggets are used unless --nuggets is given")
-    g.add_argument("-k", type=int, default=5, help="segments given to the generator for systems of --run (default 5)")
+    g.add_argument("-k", type=positive_int, default=5, help="segments given to the generator for systems of --run (default 5)")
     g = p.add_argument_group("evaluation condition and LLM")
     g.add_argument("--nuggets", metavar="PATH", help="imported nuggets (nugget JSONL, e.g. post-edited or manual) "
                    "instead of creating them from the qrels (AutoNuggets)")
@@ -56,7 +57,7 @@ def add_demo_arguments(p) -> None:
                    "when $OPENAI_API_KEY is set, else the embedded SmolLM2 model); the key is read from "
                    "$OPENAI_API_KEY only (a local server without one gets the placeholder key EMPTY)")
     g.add_argument("--model", help="the model name at that endpoint (default: $PYTERRIER_NUGGETS_MODEL)")
-    g.add_argument("--concurrency", type=int, default=8, help="the ceiling of LLM requests in flight; below it the "
+    g.add_argument("--concurrency", type=positive_int, default=8, help="the ceiling of LLM requests in flight; below it the "
                    "client finds how many the endpoint takes (default 8)")
     g.add_argument("--max-rpm", type=float, metavar="N", help="requests per minute to stay under (a published quota)")
     g.add_argument("--max-tpm", type=float, metavar="N", help="tokens per minute to stay under (a published quota)")
@@ -77,7 +78,7 @@ def add_demo_arguments(p) -> None:
                    "or ~/.cache/pyterrier-nuggets/llm-cache.sqlite)")
     g.add_argument("--index-dir", metavar="DIR", help="where indexes are built and reused (default: "
                    "~/.cache/pyterrier-nuggets/indexes)")
-    g.add_argument("--max-nuggets", type=int, metavar="N", help="nuggets created per topic (default 30, of which "
+    g.add_argument("--max-nuggets", type=positive_int, metavar="N", help="nuggets created per topic (default 30, of which "
                    "20 are kept, as in TREC RAG 2024; 10 with the embedded model)")
     g.add_argument("--strict", action="store_true", help="stop at the first failed LLM step (default: report "
                    "failures and exclude the affected answers, never score them as 0)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 
 from pyterrier_nuggets import formats
+from pyterrier_nuggets.cli.errors import UsageError
 
 
 def add_parser(sub) -> None:
@@ -22,24 +23,44 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     if bool(args.nuggets) == bool(args.assignments):
-        raise SystemExit("export: give exactly one of --nuggets or --assignments")
+        raise UsageError("export: give exactly one of --nuggets or --assignments")
+    if args.run and not args.assignments:
+        raise UsageError("export: --run writes the evaluation run of an assignment file: give --assignments")
+    if (args.answers or args.support or args.run_tag) and not args.run:
+        raise UsageError("export: --answers, --support and --run-tag go into the evaluation run: give --run")
+    if args.support and not args.answers:
+        raise UsageError("export: support judgments are checked against the answers they judge: give --answers")
+    formats.check_outputs({"--qrels": args.qrels, "--run": args.run},
+                          {"--nuggets": args.nuggets, "--assignments": args.assignments, "--answers": args.answers,
+                           "--support": args.support})
     if args.nuggets:
         nuggets = formats.read_nuggets(args.nuggets, on_invalid=args.on_invalid)
-        formats.write_nugget_qrels(args.qrels, nuggets)
+        formats.write_all({args.qrels: lambda p: formats.write_nugget_qrels(p, nuggets)})
+        _report_dropped(nuggets.invalid)
         print(f"{len(nuggets)} nuggets of {len(nuggets.by_topic())} topics -> {args.qrels}")
         return 0
     data = formats.read_assignments(args.assignments, on_invalid=args.on_invalid)
-    formats.write_nugget_qrels(args.qrels, data.nugget_set())
+    nuggets = data.nugget_set()
+    outputs = {args.qrels: lambda p: formats.write_nugget_qrels(p, nuggets)}
     if args.run:
-        runs = {a.run_id for a in data.answers}
-        if len(runs) != 1:
-            raise SystemExit(f"export: {args.assignments} holds answers of {len(runs)} runs {sorted(runs)}; "
-                             "split it, one run per file")
-        answers = formats.read_answers(args.answers) if args.answers else []
+        run_id = formats.one_run(args.assignments, [a.run_id for a in data.answers])
+        answers = []
+        if args.answers:
+            answers = formats.read_answers(args.answers, run_id=run_id)
+            formats.one_run(args.answers, [a.run_id for a in answers], run_id)
+            formats.check_assignments_answers(args.assignments, data.answers, answers, args.answers)
         support = formats.read_support(args.support) if args.support else []
-        formats.write_run(args.run, formats.evaluation_rows(data.answers, answers, support),
-                          args.run_tag or runs.pop())
-    if data.invalid:
-        print("dropped: " + data.invalid.summary(), file=sys.stderr)
+        if args.support:
+            formats.check_support(args.support, support, answers)
+        rows = formats.evaluation_rows(data.answers, answers, support)
+        tag = args.run_tag or run_id
+        outputs[args.run] = lambda p: formats.write_run(p, rows, tag)
+    formats.write_all(outputs)
+    _report_dropped(data.invalid)
     print(f"{len(data.answers)} answers -> {args.qrels}" + (f", {args.run}" if args.run else ""))
     return 0
+
+
+def _report_dropped(report: formats.InvalidLabelReport) -> None:
+    if report:
+        print("dropped: " + report.summary(), file=sys.stderr)

@@ -1,6 +1,8 @@
 """``pyterrier-nuggets table``: the joint table of retrieval and answer measures for several systems."""
 from __future__ import annotations
 
+from pyterrier_nuggets.cli.errors import UsageError, probability
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser("table", help="joint table of retrieval and answer measures for several systems")
@@ -11,7 +13,7 @@ def add_parser(sub) -> None:
                    "AnswerWords)")
     p.add_argument("--retrieval-measures", nargs="+", help="retrieval measures (default: nDCG@10)")
     p.add_argument("--baseline", help="system for the paired tests (default: the first)")
-    p.add_argument("--alpha", type=float, default=0.05)
+    p.add_argument("--alpha", type=probability, default=0.05, help="significance level (default 0.05)")
     p.add_argument("--test", choices=("t", "wilcoxon"), default="t",
                    help="paired test against the baseline: t (default) or wilcoxon")
     p.add_argument("--correction", help="multiple-testing correction over the table's tests, as pt.Experiment "
@@ -25,8 +27,19 @@ def run(args) -> int:
     systems = []
     for spec in args.system:
         if len(spec) not in (2, 3):
-            raise SystemExit(f"--system takes NAME EVAL_RUN [SEGMENT_RUN], got {spec}")
+            raise UsageError(f"--system takes NAME EVAL_RUN [SEGMENT_RUN], got {' '.join(spec)}")
         systems.append(System(spec[0], spec[1], spec[2] if len(spec) == 3 else None))
+    names = [s.name for s in systems]
+    if len(set(names)) != len(names):
+        raise UsageError(f"--system names must differ, got {names}")
+    if args.baseline is not None and args.baseline not in names:
+        raise UsageError(f"--baseline {args.baseline}: no system of that name (systems: {', '.join(names)})")
+    if args.out:
+        from pyterrier_nuggets import formats
+        inputs = {"--nugget-qrels": args.nugget_qrels, "--segment-qrels": args.segment_qrels}
+        inputs |= {f"--system {s[0]}": f for s in args.system for f in s[1:]}
+        from pyterrier_nuggets.evaluation.table import TABLE_SUFFIXES
+        formats.check_outputs({f"--out ({suffix})": args.out + suffix for suffix in TABLE_SUFFIXES}, inputs)
     table = joint_table(systems, args.nugget_qrels, args.segment_qrels,
                         answer_measures=args.measures or ANSWER_MEASURES,
                         retrieval_measures=args.retrieval_measures or RETRIEVAL_MEASURES,

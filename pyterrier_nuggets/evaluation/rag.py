@@ -8,8 +8,11 @@ support precision/recall (seed 004 §3.4) and the answer length.
 - :class:`RAGEvaluation`: the last stage of a pipeline, ``retriever >> RAGEvaluation(CitedGenerator(llm),
   nuggets, llm)``. It generates the answer from the retrieved segments and returns the retrieved segment
   rows unchanged, followed by the answer's evaluation-run rows. Evaluation ids start with ``{qid}:``; a
-  segment docno of that form is refused, so the two kinds of rows never collide. Column ``eval_row`` says
-  which kind a row is and every row carries the topic's ``qanswer``.
+  segment docno of that form is refused, so the two kinds of rows never collide. Evaluation rows are
+  scored ``ids.BELOW_SEGMENTS + value`` (:func:`ir_measures_ext.ids.score_below_segments`), below every
+  segment, so that even a plain ``nDCG@10`` on the frame (or on a file saved from it) scores the segments as
+  without them; the measures of this package read either score form. Column ``eval_row`` says which kind
+  a row is and every row carries the topic's ``qanswer``.
 - :func:`rag_qrels`: the segment qrels and the nugget qrels concatenated, for one pt.Experiment.
 - Retrieval measures must not see the evaluation rows or the nugget qrels (a nugget id is relevant in the
   combined qrels, which would inflate the ideal DCG, and evaluation rows could outrank the segments):
@@ -95,7 +98,8 @@ class RAGEvaluation(pt.Transformer):
     no score is computed from missing judgments.
 
     Output columns: the input's, plus ``eval_row`` (``segment``, ``nugget``, ``support``, ``uncited``,
-    ``words``) and ``qanswer``. Evaluation rows come after the topic's segments, ranked after them.
+    ``words``) and ``qanswer``. Evaluation rows come after the topic's segments, ranked after them and
+    scored below them (``ids.BELOW_SEGMENTS + value``, design.md decision 1 as amended by issue 10).
     Score with :func:`rag_qrels` and ``[Segments(nDCG@10), *RAG_MEASURES]``.
     """
 
@@ -132,6 +136,12 @@ class RAGEvaluation(pt.Transformer):
             segments["rank"] = segments.groupby("qid").cumcount()
         if "score" not in segments.columns:
             segments["score"] = -segments["rank"].astype(float)
+        low = segments["score"].astype(float) <= ids.SEGMENT_SCORE_FLOOR
+        if low.any():
+            raise ValueError(f"retrieved segment {segments['docno'][low].iloc[0]} of topic {segments['qid'][low].iloc[0]} "
+                             f"has score {segments['score'][low].iloc[0]}, at or below {ids.SEGMENT_SCORE_FLOOR:g}, "
+                             "where evaluation rows are ranked; rescale the retriever's scores")
+        evaluation["score"] = evaluation["score"].map(ids.score_below_segments)
         last_rank = segments.groupby("qid")["rank"].max()
         evaluation["rank"] = evaluation["qid"].map(last_rank) + 1 + evaluation.groupby("qid").cumcount()
         segments = segments.assign(eval_row=SEGMENT)

@@ -10,6 +10,7 @@ comparisons as pt.Experiment does). Output as text, CSV, Markdown and LaTeX.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +20,9 @@ import pandas as pd
 
 from pyterrier_nuggets.evaluation import statistics
 from pyterrier_nuggets.evaluation.measures import ANSWER_MEASURES, RETRIEVAL_MEASURES
-from pyterrier_nuggets.formats import atomic_write
+from pyterrier_nuggets.formats import atomic_write, read_qrels_rows, read_run_rows, write_all
+
+TABLE_SUFFIXES = (".csv", ".md", ".tex", ".perquery.csv")  # the files of JointTable.write(prefix)
 
 
 @dataclass
@@ -36,15 +39,18 @@ def _load_run(run):
     if run is None or isinstance(run, pd.DataFrame) and run.empty:
         return pd.DataFrame(columns=["query_id", "doc_id", "score"])
     if isinstance(run, str):
-        return list(ir_measures.read_trec_run(run))
+        return [ir_measures.ScoredDoc(*row) for row in read_run_rows(run)]
     if isinstance(run, pd.DataFrame):
         return run.rename(columns={"qid": "query_id", "docno": "doc_id"})
     return run
 
 
 def _load_qrels(qrels):
+    if isinstance(qrels, str) and not os.path.exists(qrels) and "/" in qrels and not qrels.startswith((".", "/")):
+        import ir_datasets  # an ir_datasets id, e.g. msmarco-segment-v2.1/trec-rag-2024/nuggets
+        return list(ir_datasets.load(qrels).qrels_iter())
     if isinstance(qrels, str):
-        return list(ir_measures.read_trec_qrels(qrels))
+        return [ir_measures.Qrel(*row) for row in read_qrels_rows(qrels)]
     if isinstance(qrels, pd.DataFrame):
         return qrels.rename(columns={"qid": "query_id", "docno": "doc_id", "label": "relevance"})
     return qrels
@@ -133,14 +139,15 @@ class JointTable:
         return frame.reset_index().rename(columns={"index": "system"}).to_csv(index=False)
 
     def write(self, prefix: str) -> list[str]:
-        """Write ``prefix.csv``, ``prefix.md``, ``prefix.tex`` (and ``prefix.perquery.csv``) atomically."""
-        paths = []
-        for suffix, text in ((".csv", self.to_csv()), (".md", self.to_markdown()), (".tex", self.to_latex()),
-                             (".perquery.csv", self.per_query.to_csv(index=False))):
-            with atomic_write(prefix + suffix) as f:
-                f.write(text)
-            paths.append(prefix + suffix)
-        return paths
+        """Write ``prefix.csv``, ``prefix.md``, ``prefix.tex`` and ``prefix.perquery.csv``, all or none."""
+        def writer(text: str):
+            def write(path: str) -> None:
+                with atomic_write(path) as f:
+                    f.write(text)
+            return write
+        texts = dict(zip(TABLE_SUFFIXES, (self.to_csv(), self.to_markdown(), self.to_latex(),
+                                          self.per_query.to_csv(index=False))))
+        return write_all({prefix + suffix: writer(text) for suffix, text in texts.items()})
 
     def __str__(self) -> str:
         return self.to_text()

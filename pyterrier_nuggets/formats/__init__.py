@@ -7,6 +7,8 @@ module per format family, every name also available here (``formats.read_nuggets
 - :mod:`.support`: support judgment JSONL.
 - :mod:`.trec`: TREC runs and qrels, the rows of an evaluation run (design.md decision 1).
 - :mod:`.frames`: the DataFrame forms and every frame <-> record conversion.
+- :mod:`.checks`: files checked against each other (support judgments ↔ answers ↔ assignments ↔ nuggets ↔
+  run tag).
 - :mod:`.files`: what they share (errors naming file, line and field; invalid-label policies; JSONL;
   atomic writes).
 
@@ -26,6 +28,12 @@ from pyterrier_nuggets.formats.answers import (
     write_answers_2025,
 )
 from pyterrier_nuggets.formats.assignments import AssignedAnswer, AssignmentSet, read_assignments, write_assignments
+from pyterrier_nuggets.formats.checks import (
+    check_assignment_nuggets,
+    check_assignments_answers,
+    check_support,
+    one_run,
+)
 from pyterrier_nuggets.formats.files import (
     POLICIES,
     InputError,
@@ -33,7 +41,11 @@ from pyterrier_nuggets.formats.files import (
     InvalidLabelReport,
     InvalidLabelsError,
     atomic_write,
+    check_outputs,
+    check_topic_id,
     read_jsonl,
+    read_lines,
+    write_all,
     write_jsonl,
 )
 from pyterrier_nuggets.formats.frames import (
@@ -68,6 +80,8 @@ from pyterrier_nuggets.formats.trec import (
     assignment_rows,
     evaluation_rows,
     read_assignment_run,
+    read_qrels_rows,
+    read_run_rows,
     support_rows,
     words_rows,
     write_assignment_run,
@@ -77,13 +91,14 @@ from pyterrier_nuggets.formats.trec import (
 
 __all__ = [
     "InputError", "InvalidLabel", "InvalidLabelReport", "InvalidLabelsError", "POLICIES",
-    "read_jsonl", "write_jsonl", "atomic_write",
+    "read_lines", "read_jsonl", "write_jsonl", "atomic_write", "check_outputs", "write_all", "check_topic_id",
+    "one_run", "check_support", "check_assignments_answers", "check_assignment_nuggets",
     "NuggetSet", "read_nuggets", "write_nuggets", "write_nugget_qrels", "read_nugget_qrels",
     "AssignedAnswer", "AssignmentSet", "read_assignments", "write_assignments",
     "read_answers", "write_answers_2024", "write_answers_2025", "answer_2024_json", "answer_2025_json",
     "answer_sentences", "read_support", "write_support",
     "Row", "assignment_rows", "words_rows", "support_rows", "evaluation_rows", "write_run", "write_qrels",
-    "write_assignment_run", "read_assignment_run",
+    "write_assignment_run", "read_assignment_run", "read_run_rows", "read_qrels_rows",
     "NUGGET_COLUMNS", "ANSWER_COLUMNS", "ASSIGNMENT_COLUMNS", "SUPPORT_COLUMNS", "nuggets_to_frame",
     "frame_to_nuggets", "as_nugget_set", "nugget_qrels", "answers_to_frame", "frame_to_answers",
     "assignment_frame_to_answers", "assigned_answers_to_frame", "frame_to_judgments", "judgments_to_frame",

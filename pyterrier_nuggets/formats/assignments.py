@@ -26,7 +26,7 @@ class AssignedAnswer:
 
     qid: str
     run_id: str
-    answer_text: str
+    answer_text: str | None  # None: the file had no answer text (no answer length can be taken from it)
     nuggets: list[Nugget]
     assignments: list[Assignment]
     query: str = ""
@@ -60,8 +60,8 @@ def read_assignments(path: str, on_invalid: str = "refuse", run_id: str | None =
         seen[qid, rid] = line
         items = get_field(path, line, obj, "nuggets", list)
         parsed = parse_nugget_list(path, line, qid, items, True, report)
-        answer_text = obj.get("answer_text", "")
-        if not isinstance(answer_text, str):
+        answer_text = obj.get("answer_text")
+        if answer_text is not None and not isinstance(answer_text, str):
             raise InputError(path, line, "answer_text", f"expected a string, got {type(answer_text).__name__}")
         answers.append(AssignedAnswer(
             qid=qid, run_id=rid, answer_text=answer_text, query=str(obj.get("query", "")),
@@ -74,6 +74,7 @@ def read_assignments(path: str, on_invalid: str = "refuse", run_id: str | None =
 def write_assignments(path: str, answers: Iterable[AssignedAnswer]) -> None:
     def line(a: AssignedAnswer) -> dict:
         by_index = {x.nugget_index: x.assignment for x in a.assignments}
-        return {"qid": a.qid, "query": a.query, "run_id": a.run_id, "answer_text": a.answer_text,
+        text = {} if a.answer_text is None else {"answer_text": a.answer_text}
+        return {"qid": a.qid, "query": a.query, "run_id": a.run_id, **text,
                 "nuggets": [{**nugget_json(n), "assignment": by_index[n.index]} for n in a.nuggets]}
     write_jsonl(path, (line(a) for a in answers))

@@ -5,16 +5,18 @@ writing (:func:`datasets_ext.files.atomic_write`, the one implementation of the 
 from __future__ import annotations
 
 import json
+import os
 import warnings
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from datasets_ext.files import atomic_write
 
 __all__ = ["InputError", "InvalidLabel", "InvalidLabelReport", "InvalidLabelsError", "POLICIES", "check_policy",
-           "finish_report", "read_jsonl", "read_columns", "write_jsonl", "atomic_write", "get_field", "get_qid"]
+           "finish_report", "read_lines", "read_jsonl", "read_columns", "write_jsonl", "atomic_write", "get_field",
+           "get_qid", "topic_id_problem", "check_topic_id", "check_outputs", "write_all"]
 
 POLICIES = ("refuse", "drop")
 
@@ -89,20 +91,34 @@ def finish_report(report: InvalidLabelReport) -> None:
     warnings.warn("dropped from their topics: " + report.summary(), stacklevel=3)
 
 
+def read_lines(path: str) -> Iterator[tuple[int, str]]:
+    """(line number, text) for each line of a UTF-8 file; a byte order mark at the start is skipped, bytes
+    that are not UTF-8 are an InputError naming the line."""
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            try:
+                yield lineno, raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise InputError(path, lineno, None, f"not UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start + 1})",
+                                 "save the file as UTF-8") from None
+
+
 def read_jsonl(path: str) -> Iterator[tuple[int, dict]]:
     """(line number, object) for each non-blank line; a line that is not a JSON object is an InputError."""
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise InputError(path, lineno, None, f"not valid JSON ({e.msg} at column {e.colno})",
-                                 "each line must be one JSON object") from None
-            if not isinstance(obj, dict):
-                raise InputError(path, lineno, None, f"expected a JSON object, got {type(obj).__name__}")
-            yield lineno, obj
+    for lineno, line in read_lines(path):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise InputError(path, lineno, None, f"not valid JSON ({e.msg} at column {e.colno})",
+                             "each line must be one JSON object; a pretty-printed (multi-line) object is not JSONL"
+                             ) from None
+        if not isinstance(obj, dict):
+            raise InputError(path, lineno, None, f"expected a JSON object, got {type(obj).__name__}")
+        yield lineno, obj
 
 
 def read_columns(path: str, columns: str) -> Iterator[tuple[int, list[str]]]:
@@ -110,14 +126,13 @@ def read_columns(path: str, columns: str) -> Iterator[tuple[int, list[str]]]:
     ``columns`` names the fields, e.g. ``"qid 0 nugget_id relevance"``. A line with another number of
     fields is an InputError."""
     n = len(columns.split())
-    with open(path, encoding="utf-8") as f:
-        for lineno, row in enumerate(f, 1):
-            parts = row.split()
-            if not parts:
-                continue
-            if len(parts) != n:
-                raise InputError(path, lineno, None, f"expected {n} columns '{columns}', got {len(parts)}")
-            yield lineno, parts
+    for lineno, row in read_lines(path):
+        parts = row.split()
+        if not parts:
+            continue
+        if len(parts) != n:
+            raise InputError(path, lineno, None, f"expected {n} columns '{columns}', got {len(parts)}")
+        yield lineno, parts
 
 
 def write_jsonl(path: str, objects: Iterable[dict]) -> None:
@@ -138,11 +153,75 @@ def get_field(path: str, line: int, obj: dict, key: str, types: type | tuple, wh
 
 
 def get_qid(path: str, line: int, obj: dict, *keys: str) -> str:
-    """The topic id under the first of ``keys`` present (a non-empty string or an int)."""
+    """The topic id under the first of ``keys`` present (a non-empty string or an int, no whitespace)."""
     for key in keys:
         if key in obj:
             value = obj[key]
             if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
+                problem = topic_id_problem(str(value))
+                if problem:
+                    raise InputError(path, line, key, problem)
                 return str(value)
             raise InputError(path, line, key, f"expected a topic id (string), got {value!r:.60}")
     raise InputError(path, line, keys[0], "missing")
+
+
+def topic_id_problem(qid: str) -> str | None:
+    """Why ``qid`` cannot be a topic id (it must fit in one field of a TREC file), or None."""
+    if not qid or any(c.isspace() for c in qid):
+        return f"topic id {qid!r} is empty or contains whitespace; it would be two fields (or none) in a TREC file"
+    if qid.startswith("\ufeff"):
+        return f"topic id {qid!r} starts with a byte order mark; save the file as UTF-8 without BOM"
+    return None
+
+
+def check_topic_id(qid: str) -> str:
+    """``qid``, or a ValueError when it cannot be written in a TREC file (see :func:`topic_id_problem`)."""
+    problem = topic_id_problem(qid)
+    if problem:
+        raise ValueError(problem)
+    return qid
+
+
+def check_outputs(outputs: dict[str, str | None], inputs: dict[str, str | None]) -> None:
+    """Refuse before anything is written: an output (``{option: path}``) that is also an input or another
+    output, or whose folder does not exist, is not a folder or is not writable."""
+    def same(a: str, b: str) -> bool:
+        if os.path.exists(a) and os.path.exists(b):
+            return os.path.samefile(a, b)
+        return os.path.realpath(a) == os.path.realpath(b)
+    seen: dict[str, str] = {}
+    for option, path in outputs.items():
+        if not path:
+            continue
+        for other, given in list(inputs.items()) + list(seen.items()):
+            if given and same(path, given):
+                raise InputError(path, None, option, f"is also {other}; an output never replaces an input or "
+                                 "another output", "choose another output path")
+        parent = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(parent):
+            raise InputError(path, None, option, f"folder {parent} does not exist or is not a folder",
+                             "create the folder or choose another path")
+        if not os.access(parent, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+            raise InputError(path, None, option, "cannot be written (permission denied)", "choose another path")
+        if os.path.isdir(path):
+            raise InputError(path, None, option, "is a folder", "give a file path")
+        seen[option] = path
+
+
+def write_all(writers: dict[str, Callable[[str], object]]) -> list[str]:
+    """Write several outputs all or none: each ``writer(tmp_path)`` writes a temporary file next to its
+    output; only when every writer has succeeded do they all replace their outputs."""
+    staged: dict[str, str] = {}
+    try:
+        for path, writer in writers.items():
+            tmp = os.path.join(os.path.dirname(os.path.abspath(path)), f".{os.path.basename(path)}.{os.getpid()}.part")
+            staged[path] = tmp
+            writer(tmp)
+        for path, tmp in staged.items():
+            os.replace(tmp, path)
+    finally:
+        for tmp in staged.values():
+            if os.path.exists(tmp):
+                os.remove(tmp)
+    return list(writers)

@@ -16,6 +16,7 @@ from pyterrier_nuggets.formats.files import (
     InvalidLabelReport,
     atomic_write,
     check_policy,
+    check_topic_id,
     finish_report,
     get_field,
     get_qid,
@@ -140,6 +141,8 @@ def write_nugget_qrels(path: str, nuggets: NuggetSet | Sequence[Nugget]) -> None
     """TREC qrels ``qid 0 {qid}:n{i} REL``, REL 2 = vital, 1 = okay (design.md decision 1)."""
     if isinstance(nuggets, NuggetSet):
         nuggets = nuggets.nuggets
+    for n in nuggets:
+        check_topic_id(n.qid)
     with atomic_write(path) as f:
         for n in nuggets:
             f.write(f"{n.qid} 0 {n.id} {n.grade}\n")
@@ -149,7 +152,12 @@ def read_nugget_qrels(path: str, texts: NuggetSet | None = None) -> NuggetSet:
     """Read nugget qrels back into nuggets; texts come from ``texts`` (the sidecar JSONL) when given."""
     known = {n.id: n for n in texts.nuggets} if texts else {}
     out = NuggetSet([], dict(texts.queries) if texts else {})
+    seen: dict[str, int] = {}
     for line, (qid, _, doc_id, rel) in read_columns(path, "qid 0 nugget_id relevance"):
+        if doc_id in seen:
+            raise InputError(path, line, "nugget_id", f"{doc_id} is already listed at line {seen[doc_id]}",
+                             "list each nugget once")
+        seen[doc_id] = line
         kind = ids.parse_row_id(qid, doc_id)
         if kind.kind != "nugget":
             raise InputError(path, line, "nugget_id", f"{doc_id!r} is not a nugget id of topic {qid} "

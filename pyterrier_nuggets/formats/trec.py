@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator
 from ir_measures_ext import ids
 from ir_measures_ext.scoring import answer_words
 from pyterrier_nuggets.formats.assignments import AssignedAnswer
-from pyterrier_nuggets.formats.files import InputError, atomic_write, read_columns
+from pyterrier_nuggets.formats.files import InputError, atomic_write, check_topic_id, read_columns
 from pyterrier_nuggets.formats.nuggets import NuggetSet
 from pyterrier_nuggets.records import Answer, Assignment, SupportJudgment
 
@@ -25,6 +25,9 @@ def assignment_rows(assignments: Iterable[Assignment]) -> Iterator[Row]:
 def words_rows(answers: Iterable[Answer | AssignedAnswer]) -> Iterator[Row]:
     for a in answers:
         text = a.text if isinstance(a, Answer) else a.answer_text
+        if text is None:
+            raise ValueError(f"the assigned answer of topic {a.qid} (run {a.run_id}) has no answer_text, so its "
+                             "length is unknown: give the answers (--answers) or drop AnswerWords")
         yield a.qid, ids.words_id(a.qid), float(answer_words(text))
 
 
@@ -51,17 +54,65 @@ def write_run(path: str, rows: Iterable[Row], run_tag: str) -> None:
     if not run_tag or any(c.isspace() for c in run_tag):
         raise ValueError(f"run tag must be non-empty without whitespace, got {run_tag!r}")
     ranks: Counter = Counter()
+    rows = list(rows)
+    for qid, row_id, _ in rows:
+        check_topic_id(qid)
+        if any(c.isspace() for c in row_id):
+            raise ValueError(f"row id {row_id!r} of topic {qid} contains whitespace; it cannot be written "
+                             "in a TREC run")
+        if ids.parse_row_id(qid, row_id).kind == "other":
+            raise ValueError(f"row {qid} {row_id} is not an evaluation-run row; an evaluation run is written "
+                             "on its own, retrieved segments go to their own run file (pt.io.write_results)")
     with atomic_write(path) as f:
         for qid, row_id, score in rows:
-            if any(c.isspace() for c in row_id):
-                raise ValueError(f"row id {row_id!r} of topic {qid} contains whitespace; it cannot be written "
-                                 "in a TREC run")
             ranks[qid] += 1
-            f.write(f"{qid} Q0 {row_id} {ranks[qid]} {score:g} {run_tag}\n")
+            f.write(f"{qid} Q0 {row_id} {ranks[qid]} {score:.15g} {run_tag}\n")
+
+
+def read_run_rows(path: str) -> list[Row]:
+    """The rows ``(qid, docno, score)`` of a TREC run file ``qid Q0 docno rank score tag``; a score that is not
+    a number, or a document listed twice for a topic (trec_eval refuses it too), is an InputError."""
+    rows: list[Row] = []
+    seen: dict[tuple[str, str], int] = {}
+    for line, (qid, _, docno, _, score, _) in read_columns(path, "qid Q0 docno rank score tag"):
+        if (qid, docno) in seen:
+            raise InputError(path, line, "docno", f"{docno} of topic {qid} is already listed at line "
+                             f"{seen[qid, docno]}", "list each document once per topic")
+        seen[qid, docno] = line
+        try:
+            value = float(score)
+        except ValueError:
+            raise InputError(path, line, "score", f"{score!r} is not a number") from None
+        if value != value:
+            raise InputError(path, line, "score", "is NaN")
+        rows.append((qid, docno, value))
+    return rows
+
+
+def read_qrels_rows(path: str) -> list[tuple[str, str, int]]:
+    """The rows ``(qid, docno, relevance)`` of a TREC qrels file ``qid 0 docno relevance``; a relevance that
+    is not a whole number, or a document judged twice for a topic, is an InputError."""
+    rows = []
+    seen: dict[tuple[str, str], int] = {}
+    for line, (qid, _, docno, rel) in read_columns(path, "qid 0 docno relevance"):
+        if (qid, docno) in seen:
+            raise InputError(path, line, "docno", f"{docno} of topic {qid} is already judged at line "
+                             f"{seen[qid, docno]}", "judge each document once per topic")
+        seen[qid, docno] = line
+        try:
+            rows.append((qid, docno, int(rel)))
+        except ValueError:
+            raise InputError(path, line, "relevance", f"{rel!r} is not a whole number") from None
+    return rows
 
 
 def write_qrels(path: str, rows: Iterable[tuple[str, str, int]]) -> None:
     """A TREC qrels file ``qid 0 docno relevance``, one line per ``(qid, docno, relevance)``."""
+    rows = list(rows)
+    for qid, docno, _ in rows:
+        check_topic_id(qid)
+        if not docno or any(c.isspace() for c in docno):
+            raise ValueError(f"qrels row of topic {qid}: document id {docno!r} is empty or contains whitespace")
     with atomic_write(path) as f:
         for qid, docno, label in rows:
             f.write(f"{qid} 0 {docno} {label}\n")
@@ -106,6 +157,6 @@ def read_assignment_run(path: str, nuggets: NuggetSet, run_id: str | None = None
     for qid, assigned in rows.items():
         ns = by_topic.get(qid, [])
         out.append(AssignedAnswer(
-            qid=qid, run_id=tag or "run", answer_text="", query=nuggets.queries.get(qid, ""), nuggets=ns,
+            qid=qid, run_id=tag or "run", answer_text=None, query=nuggets.queries.get(qid, ""), nuggets=ns,
             assignments=[Assignment(qid, n.index, assigned.get(n.index, ids.NOT_SUPPORT)) for n in ns]))
     return out

@@ -39,22 +39,59 @@ def _select_topics(topics: pd.DataFrame, qrels: pd.DataFrame, qids: Sequence[str
             raise ValueError(f"unknown topic id(s) {unknown}; the collection has e.g. {list(topics['qid'][:5])}")
         topics = topics[topics["qid"].isin(qids)]
     if max_topics is not None:
+        if max_topics < 1:
+            raise ValueError(f"max_topics must be 1 or more, got {max_topics}")
         topics = topics.head(max_topics)
     return topics.reset_index(drop=True), qrels[qrels["qid"].isin(topics["qid"])].reset_index(drop=True)
+
+
+COLLECTION_FILES = ("docs.jsonl", "topics.tsv", "segments.qrels")
+
+
+def _read_topics(path: str) -> list[tuple[str, str]]:
+    """``qid<TAB>query`` lines; a topic id twice, with whitespace, or without query is an InputError."""
+    out: list[tuple[str, str]] = []
+    seen: dict[str, int] = {}
+    for line, text in formats.read_lines(path):
+        if not text.strip():
+            continue
+        parts = text.rstrip("\r\n").split("\t")
+        if len(parts) != 2 or not parts[1].strip():
+            raise formats.InputError(path, line, None, "expected 'qid<TAB>query'")
+        qid = parts[0]
+        try:
+            formats.check_topic_id(qid)
+        except ValueError as e:
+            raise formats.InputError(path, line, "qid", str(e)) from None
+        if qid in seen:
+            raise formats.InputError(path, line, "qid", f"topic {qid} already appeared at line {seen[qid]}")
+        seen[qid] = line
+        out.append((qid, parts[1].strip()))
+    if not out:
+        raise formats.InputError(path, None, None, "no topics")
+    return out
 
 
 def sample_collection(path: str = SAMPLE_COLLECTION, qids: Sequence[str] | None = None,
                       max_topics: int | None = None) -> Collection:
     """The sample shipped with the package (``sample/collection``: 215 passages, 12 topics, graded qrels)
     or a folder of the same form (``docs.jsonl``, ``topics.tsv``, ``segments.qrels``)."""
+    for name in COLLECTION_FILES:
+        if not os.path.isfile(os.path.join(path, name)):
+            raise formats.InputError(os.path.join(path, name), None, None, "missing",
+                                     f"a collection folder holds {', '.join(COLLECTION_FILES)} (docs/cli.md)")
     docs: dict[str, str] = {}
-    for line, obj in formats.read_jsonl(os.path.join(path, "docs.jsonl")):
-        if not isinstance(obj.get("docno"), str) or not isinstance(obj.get("text"), str):
-            raise formats.InputError(f"{path}/docs.jsonl:{line}: needs string fields 'docno' and 'text'")
+    docs_path = os.path.join(path, "docs.jsonl")
+    for line, obj in formats.read_jsonl(docs_path):
+        for key in ("docno", "text"):
+            if not isinstance(obj.get(key), str) or not obj[key]:
+                raise formats.InputError(docs_path, line, key, f"expected a non-empty string, got {obj.get(key)!r:.60}")
+        if obj["docno"] in docs:
+            raise formats.InputError(docs_path, line, "docno", f"{obj['docno']} appears twice")
         docs[obj["docno"]] = obj["text"]
-    topics = pd.read_csv(os.path.join(path, "topics.tsv"), sep="\t", names=["qid", "query"], dtype=str)
-    qrels = pd.read_csv(os.path.join(path, "segments.qrels"), sep=r"\s+", names=["qid", "iter", "docno", "label"],
-                        dtype={"qid": str, "docno": str, "label": int})[["qid", "docno", "label"]]
+    topics = pd.DataFrame(_read_topics(os.path.join(path, "topics.tsv")), columns=["qid", "query"], dtype=str)
+    qrels = pd.DataFrame(formats.read_qrels_rows(os.path.join(path, "segments.qrels")),
+                         columns=["qid", "docno", "label"]).astype({"qid": str, "docno": str, "label": int})
     topics, qrels = _select_topics(topics, qrels, qids, max_topics)
     digest = hashlib.sha1(json.dumps(sorted(docs.items())).encode()).hexdigest()[:12]
     name = "sample" if os.path.samefile(path, SAMPLE_COLLECTION) else os.path.basename(os.path.normpath(path))

@@ -17,6 +17,8 @@ embedded SmolLM2-135M model: plumbing for a first run, not a judge.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -29,6 +31,7 @@ import pyterrier as pt
 from pyterrier_nuggets import formats
 from pyterrier_nuggets.docstore import fetch_texts
 from pyterrier_nuggets.evaluation import ANSWER_MEASURES, JointTable, System, evaluate_answers, joint_table
+from pyterrier_nuggets.evaluation.table import TABLE_SUFFIXES
 from pyterrier_nuggets.judges import (
     CitedGenerator,
     NuggetAssigner,
@@ -149,6 +152,8 @@ def _evaluate_system(spec: SystemSpec, collection: Collection, nuggets: pd.DataF
                             if a.qid in topics]
         imported_rows = [r for a in assigned_answers for r in formats.assignment_rows(a.assignments)]
         notes.append(f"assignments imported from {spec.assignments}")
+        if spec.answers:
+            formats.check_assignments_answers(spec.assignments, assigned_answers, imported, spec.answers)
     else:
         assigner = NuggetAssigner(nuggets, _need(llm), on_failure="raise" if strict else "exclude_answer")
     if answers is not None:
@@ -211,6 +216,49 @@ def run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir:
     """
     start = time.time()
     os.makedirs(out_dir, exist_ok=True)
+    _check_inputs_outside(out_dir, systems, nuggets_path)
+    stage = tempfile.mkdtemp(prefix=".partial-", dir=out_dir)  # all outputs or none: moved at the end
+    try:
+        result = _run_main_job(collection, systems, stage, llm, nuggets_path, index_dir, strict, plots, max_nuggets,
+                               log)
+        final = []
+        for path in result.files:
+            target = os.path.join(out_dir, os.path.basename(path))
+            os.replace(path, target)
+            final.append(target)
+        result.files = final
+        result.seconds = time.time() - start
+        return result
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+OUTPUT_NAMES = ("nuggets.jsonl", "nuggets.qrels", *(f"joint_table{s}" for s in TABLE_SUFFIXES))
+SYSTEM_OUTPUT_SUFFIXES = (".segments.run", ".answers.jsonl", ".assignments.jsonl", ".support.jsonl", ".eval.run")
+
+
+def _check_inputs_outside(out_dir: str, systems: Sequence[SystemSpec], nuggets_path: str | None) -> None:
+    """An input file that the job would write over is refused before anything runs."""
+    names = set(OUTPUT_NAMES) | {s.name + suffix for s in systems for suffix in SYSTEM_OUTPUT_SUFFIXES}
+    inputs = {"--nuggets": nuggets_path}
+    for s in systems:
+        inputs |= {f"--run {s.name}": s.run, f"--answers {s.name}": s.answers,
+                   f"--assignments {s.name}": s.assignments}
+    for option, path in inputs.items():
+        if not path:
+            continue
+        if not os.path.isfile(path):
+            raise formats.InputError(path, None, option, "no such file")
+        here = os.path.dirname(os.path.realpath(path)) == os.path.realpath(out_dir)
+        if here and (os.path.basename(path) in names or path.endswith(".png")):
+            raise formats.InputError(path, None, option, f"is in the output folder {out_dir} under a name the job "
+                                     "writes; an output never replaces an input", "choose another --out folder")
+
+
+def _run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir: str, llm: LLMClient | None,
+                  nuggets_path: str | None, index_dir, strict: bool, plots: bool, max_nuggets: int | None,
+                  log: Callable[[str], None]) -> MainJobResult:
+    start = time.time()
     index_dir = Path(index_dir) if index_dir is not None else default_index_dir()
     files: list[str] = []
     notes: list[str] = []
@@ -232,6 +280,13 @@ def run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir:
         nugget_set = formats.read_assignments(imported[0].assignments).nugget_set()
         nuggets, source = topic_nuggets(nugget_set, collection.topics), "imported"
         log(f"nuggets: those of {imported[0].assignments}")
+    for spec in imported:  # every assignment file was made with the nuggets the answers are scored against
+        formats.check_assignment_nuggets(spec.assignments, formats.read_assignments(spec.assignments).answers,
+                                         nugget_set, nuggets_path or imported[0].assignments)
+    if nuggets_path or imported:
+        missing = sorted(set(collection.topics["qid"]) - set(nuggets["qid"]))
+        if missing:
+            notes.append(f"{len(missing)} topic(s) have no nuggets, so no nugget scores: {', '.join(missing)}")
     else:
         log("nuggets: creating them from the judged segments (NuggetCreator >> NuggetScorer)")
         if max_nuggets is None:
