@@ -353,3 +353,45 @@ def test_base_url_from_the_environment_without_a_key(monkeypatch, tmp_path):
 def test_batch_mode_needs_a_cache_and_a_remote_endpoint(server):
     with pytest.raises(ValueError, match="response cache"):
         LLMClient(model="m", base_url=server.base_url, api_key="k", cache=None, batch=True)
+
+
+# ------------------------------------------------------------------------------------ the main job
+
+def test_main_job_dry_run_counts_equal_the_calls_of_the_run(tmp_path, capsys, monkeypatch):
+    """``demo --dry-run`` on the sample (generation, AutoNuggets, assignment, support) prints the plan and
+    writes nothing; the real run then makes exactly the planned calls, and a ``--batch`` run on a fresh
+    cache makes no chat call and prints its batches."""
+    from pyterrier_nuggets import cli
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with FakeOpenAIServer() as server:
+        common = ["demo", "--topics", "t03", "t05", "--system", "bm25:2", "--base-url", server.base_url,
+                  "--model", "fake", "--index-dir", str(tmp_path / "idx"), "--no-plots", "--price", "0.15,0.60"]
+        cache = ["--llm-cache", str(tmp_path / "c.sqlite")]
+        assert cli.main(common + cache + ["--out", str(tmp_path / "dry"), "--dry-run"]) == 0
+        out = capsys.readouterr().out
+        assert server.count == 0 and not (tmp_path / "dry").exists()
+        assert not (tmp_path / "c.sqlite").exists() or len(ResponseCache(tmp_path / "c.sqlite")) == 0
+        planned = {line.split()[0]: int(line.split()[1]) for line in out.splitlines()
+                   if line.split() and line.split()[0] in ("generate", "create", "score", "assign", "support")}
+        assert set(planned) == {"generate", "create", "score", "assign", "support"} and "Batch API mode needs" in out
+        assert cli.main(common + cache + ["--out", str(tmp_path / "real")]) == 0
+        assert server.count == sum(planned.values()) and (tmp_path / "real" / "joint_table.csv").exists()
+        real = capsys.readouterr().out
+        assert cli.main(common + ["--llm-cache", str(tmp_path / "b.sqlite"), "--out", str(tmp_path / "batch"),
+                                  "--batch", "--batch-poll", "0.01"]) == 0
+        assert server.count == sum(planned.values()) and server.stats["batches"] >= 4
+        batch = capsys.readouterr().out
+        assert "Batch API: rounds" in batch
+        table = lambda text: text[text.index("Joint table"):text.index("LLM work per stage")]  # noqa: E731
+        assert table(batch) == table(real)
+
+
+def test_cli_refuses_a_model_without_an_endpoint(tmp_path, capsys, monkeypatch):
+    from pyterrier_nuggets import cli
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    code = cli.main(["demo", "--topics", "t03", "--model", "gpt-4o-mini", "--out", str(tmp_path / "o"),
+                     "--llm-cache", str(tmp_path / "c.sqlite")])
+    err = capsys.readouterr().err
+    assert code == 2 and "gpt-4o-mini" in err and "no endpoint" in err and "Traceback" not in err
+    assert not (tmp_path / "o").exists()
