@@ -8,6 +8,8 @@ all lines run in one process, side by side:
 
 1. a dry run (no call), then the stage-overlapped run at ceiling ``--limit``: wall time against the floor
    (calls x latency / limit), planned calls against the calls made;
+   for reference, as many independent requests (no dependencies, no judges): the floor this machine's client
+   reaches (the openai SDK spends a few ms of CPU per call);
 2. the same at a ceiling of ``--over`` (a user who over-asks): wall time against line 1, share rejected;
 3. for comparison, the staged run (every topic's creation, then every scoring, then every assignment);
 4. an identical second run on line 1's cache: calls and whether every result is identical;
@@ -180,6 +182,17 @@ def main() -> None:
             s = server.stats
             again_row = ("second run, same cache", again["wall"], s["chat_requests"] - sent, s["rejected"] - rejected,
                          f"identical results: {identical(again, base)}")
+
+        with bench.server(responder=lambda body: "[]") as server:  # what this machine's client can do at best
+            llm = bench.client(server, "independent.sqlite", args.limit)
+            start = time.perf_counter()
+            llm.map(lambda messages: llm.chat(messages), [[{"role": "user", "content": f"request {i}"}]
+                                                           for i in range(calls)])
+            wall = time.perf_counter() - start
+            s = server.stats
+            row(f"reference: {calls} independent requests, ceiling {args.limit}", wall, s["chat_requests"],
+                s["rejected"], "no dependencies between calls, no judge: the client's and the SDK's own overhead on "
+                "this machine")
 
         with bench.server() as server:
             over = bench.run(bench.client(server, "c64.sqlite", args.over))
