@@ -152,7 +152,7 @@ class FakeOpenAIServer:
                  quota: int | None = None, quota_window: float = 60.0, ratelimit_headers: bool = False,
                  fail_every: int | None = None, fail_status: int = 500, invalid_first: int = 0,
                  invalid_when: Callable[[dict], bool] | None = None, batch_polls: int = 2,
-                 batch_error: Callable[[dict], int | None] | None = None):
+                 batch_error: Callable[[dict], int | None] | None = None, port: int = 0):
         self.latency = latency
         self.responder = responder
         self.script: deque[Reply] = deque(script or [])
@@ -231,7 +231,7 @@ class FakeOpenAIServer:
             request_queue_size = 256  # the default 5 drops connections opened at once (a 1 s SYN retry)
             daemon_threads = True
 
-        self._httpd = Server(("127.0.0.1", 0), Handler)
+        self._httpd = Server(("127.0.0.1", port), Handler)
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
                                         daemon=True)
 
@@ -412,13 +412,20 @@ class FakeOpenAIServer:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="Run the fake OpenAI-compatible endpoint until interrupted.")
+    parser = argparse.ArgumentParser(description="Run the fake OpenAI-compatible endpoint until interrupted "
+                                     "(prints its base URL).")
+    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free one)")
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--max-in-flight", type=int)
     parser.add_argument("--retry-after", type=float, default=1.0)
+    parser.add_argument("--quota", type=int, help="requests per --quota-window seconds")
+    parser.add_argument("--quota-window", type=float, default=60.0)
+    parser.add_argument("--ratelimit-headers", action="store_true")
+    parser.add_argument("--batch-polls", type=int, default=2)
     args = parser.parse_args()
-    with FakeOpenAIServer(latency=args.latency, max_in_flight=args.max_in_flight,
-                          retry_after=args.retry_after) as server:
+    with FakeOpenAIServer(latency=args.latency, max_in_flight=args.max_in_flight, retry_after=args.retry_after,
+                          quota=args.quota, quota_window=args.quota_window, ratelimit_headers=args.ratelimit_headers,
+                          batch_polls=args.batch_polls, port=args.port) as server:
         print(server.base_url, flush=True)
         threading.Event().wait()
 
