@@ -395,3 +395,26 @@ def test_cli_refuses_a_model_without_an_endpoint(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert code == 2 and "gpt-4o-mini" in err and "no endpoint" in err and "Traceback" not in err
     assert not (tmp_path / "o").exists()
+
+
+def test_main_job_nuggets_identical_to_the_staged_pipeline(tmp_path):
+    """The main job's AutoNuggets (created and scored overlapped) equal ``NuggetCreator >> NuggetScorer``
+    run staged on the same judged segments, with a scoring failure excluded the same way in both."""
+    from pyterrier_nuggets.docstore import fetch_texts
+    from pyterrier_nuggets.pipeline import sample_collection
+    from pyterrier_nuggets.pipeline.main_job import create_nuggets
+    collection = sample_collection(qids=["t01", "t03", "t05", "t07"])
+    query = collection.topics.set_index("qid").loc["t05", "query"]
+    bad = lambda body: "vital or okay" in first_prompt(body) and query in first_prompt(body)  # noqa: E731
+    with FakeOpenAIServer(invalid_first=3, invalid_when=bad) as server:
+        notes = []
+        nuggets = create_nuggets(collection, client(server, tmp_path / "m.sqlite", frozen=True), notes=notes)
+        judged = collection.qrels[collection.qrels["label"] >= 1].merge(collection.topics, on="qid")
+        judged = judged.assign(text=judged["docno"].map(fetch_texts(collection.docstore, judged["docno"].tolist())))
+        judged = judged.sort_values(["qid", "label"], ascending=[True, False], kind="stable")
+        llm = client(server, tmp_path / "m.sqlite", frozen=True)  # replays the same answers, failures included
+        with pytest.warns(UserWarning):
+            staged = (NuggetCreator(llm) >> NuggetScorer(llm, on_failure="exclude"))(
+                judged[["qid", "query", "docno", "text", "label"]])
+        pd.testing.assert_frame_equal(nuggets, staged)
+        assert any("nugget scoring" in n for n in notes) and set(nuggets["qid"]) >= {"t01", "t03", "t07"}

@@ -214,6 +214,8 @@ class NuggetScorer(LLMJudge):
             group = group.copy()
             group["importance"] = [labels.get((qid, i)) for i in range(len(group))]
             group = group[group["importance"].notna()]
+            if group.empty:  # a topic whose every batch failed: no rows (an empty part would turn ids to object)
+                continue
             grade = group["importance"].map(ids.IMPORTANCE_TO_GRADE)
             group = group.iloc[(-grade).argsort(kind="stable")]
             if self.keep is not None:
