@@ -111,7 +111,8 @@ def test_rate_limit_headers_and_quota(tmp_path):
         start = time.monotonic()
         results = llm.map(llm.chat, [[{"role": "user", "content": str(i)}] for i in range(12)])
         assert all(r.ok for r in results) and time.monotonic() - start >= 1.0
-        assert server.stats["accepted"] == 12 and server.stats["quota_rejected"] <= 2
+        # at most the requests already in flight when a reply said the budget was used up (concurrency - 1)
+        assert server.stats["accepted"] == 12 and server.stats["quota_rejected"] <= 3
         assert llm.limiter.header_requests is not None
     assert parse_duration("6m0s") == 360 and parse_duration("20ms") == 0.02 and parse_duration("1.5s") == 1.5
     assert parse_duration("x") is None
