@@ -4,12 +4,14 @@ Workload W1: nugget creation (windows of 10 judged segments) and importance scor
 of ``--segments`` judged segments each, then assignment of the nuggets to ``--answers`` answers per topic.
 The server answers each call in ``--latency`` seconds and rejects (429, ``Retry-After: 1``) any request
 arriving while ``--limit`` are in flight. Every line starts from a fresh cache unless it says otherwise;
-all lines run in one process, side by side:
+all lines run in one process, side by side (the server in a process of its own). The timed lines 1-3 are
+repeated ``--repeat`` times, interleaved so that the machine's load falls on all of them alike; their
+median is reported.
 
 1. a dry run (no call), then the stage-overlapped run at ceiling ``--limit``: wall time against the floor
-   (calls x latency / limit), planned calls against the calls made;
-   for reference, as many independent requests (no dependencies, no judges): the floor this machine's client
-   reaches (the openai SDK spends a few ms of CPU per call);
+   (calls x latency / limit), planned calls against the calls made; for reference, as many independent
+   requests (no dependencies, no judges): what this machine's client reaches (the openai SDK and the HTTP
+   round trip spend a few ms of CPU per call);
 2. the same at a ceiling of ``--over`` (a user who over-asks): wall time against line 1, share rejected;
 3. for comparison, the staged run (every topic's creation, then every scoring, then every assignment);
 4. an identical second run on line 1's cache: calls and whether every result is identical;
@@ -24,10 +26,12 @@ all lines run in one process, side by side:
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import multiprocessing
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -153,6 +157,8 @@ def main() -> None:
     parser.add_argument("--over", type=int, default=64, help="the over-asking ceiling (default 64)")
     parser.add_argument("--invalid", type=float, default=0.05,
                         help="share of conversations answered unusably in line 5's first run (default 0.05)")
+    parser.add_argument("--repeat", type=int, default=3, help="repetitions of the timed lines 1-3, interleaved; "
+                        "the median is reported (default 3)")
     args = parser.parse_args()
     judged, answers = workload(args.topics, args.segments, args.answers)
     print(f"W1: {args.topics} topics x {args.segments} judged segments, {len(answers)} answers; server: "
@@ -163,52 +169,76 @@ def main() -> None:
         rows.append((line, wall, sent, rejected, note))
         print(f"  {line}: {wall:.2f} s, {sent} sent, {rejected} rejected; {note}", flush=True)
 
+    timed: dict[str, list[dict]] = {"overlapped": [], "reference": [], "over": [], "staged": []}
     with tempfile.TemporaryDirectory() as tmp:
         bench = Bench(args, judged, answers, tmp)
 
-        with bench.server() as server:
-            llm = bench.client(server, "c16.sqlite", args.limit)
-            plan = llm.plan(lambda: bench.run(llm))
-            planned_calls = plan.calls()
-            base = bench.run(llm)
-            calls = base["stats"]["calls"] - base["stats"]["throttled"]  # answered calls
-            floor = calls * args.latency / args.limit
-            s = server.stats
-            row(f"overlapped, ceiling {args.limit}", base["wall"], s["chat_requests"], s["rejected"],
-                f"floor {floor:.2f} s, ratio {base['wall'] / floor:.2f} (target <= 1.2); dry run planned "
-                f"{planned_calls} calls, {calls} made")
-            sent, rejected = s["chat_requests"], s["rejected"]  # line 4 runs on this server (the cache is by endpoint)
-            again = bench.run(bench.client(server, "c16.sqlite", args.limit))
-            s = server.stats
-            again_row = ("second run, same cache", again["wall"], s["chat_requests"] - sent, s["rejected"] - rejected,
-                         f"identical results: {identical(again, base)}")
+        for rep in range(args.repeat):  # interleaved, so that the machine's load falls on every line alike
+            with bench.server() as server:
+                llm = bench.client(server, f"c16-{rep}.sqlite", args.limit)
+                if rep == 0:
+                    planned_calls = llm.plan(functools.partial(bench.run, llm)).calls()
+                result = bench.run(llm)
+                s = server.stats
+                timed["overlapped"].append({**result, "sent": s["chat_requests"], "rejected": s["rejected"]})
+                if rep == 0:
+                    base = result
+                    calls = base["stats"]["calls"] - base["stats"]["throttled"]  # answered calls
+                    floor = calls * args.latency / args.limit
+                    # line 4 runs on this server (the cache is by endpoint)
+                    again = bench.run(bench.client(server, f"c16-{rep}.sqlite", args.limit))
+                    after = server.stats
+                    again_row = ("second run, same cache", again["wall"], after["chat_requests"] - s["chat_requests"],
+                                 after["rejected"] - s["rejected"], f"identical results: {identical(again, base)}")
 
-        with bench.server(responder=lambda body: "[]") as server:  # what this machine's client can do at best
-            llm = bench.client(server, "independent.sqlite", args.limit)
-            start = time.perf_counter()
-            llm.map(lambda messages: llm.chat(messages), [[{"role": "user", "content": f"request {i}"}]
-                                                           for i in range(calls)])
-            wall = time.perf_counter() - start
-            s = server.stats
-            row(f"reference: {calls} independent requests, ceiling {args.limit}", wall, s["chat_requests"],
-                s["rejected"], "no dependencies between calls, no judge: the client's and the SDK's own overhead on "
-                "this machine")
+            with bench.server(responder=lambda body: "[]") as server:  # what this machine's client reaches at best
+                llm = bench.client(server, f"independent-{rep}.sqlite", args.limit)
+                start = time.perf_counter()
+                llm.map(llm.chat, [[{"role": "user", "content": f"request {i}"}]
+                                                               for i in range(calls)])
+                s = server.stats
+                timed["reference"].append({"wall": time.perf_counter() - start, "sent": s["chat_requests"],
+                                           "rejected": s["rejected"]})
 
-        with bench.server() as server:
-            over = bench.run(bench.client(server, "c64.sqlite", args.over))
-            s = server.stats
-            share = s["rejected"] / s["chat_requests"]
-            row(f"overlapped, ceiling {args.over}", over["wall"], s["chat_requests"], s["rejected"],
-                f"{over['wall'] / base['wall']:.2f} x ceiling {args.limit} (target <= 1.10), {share:.1%} rejected "
-                f"(target <= 1%), identical results: {identical(over, base)}")
+            with bench.server() as server:
+                result = bench.run(bench.client(server, f"c64-{rep}.sqlite", args.over))
+                s = server.stats
+                timed["over"].append({**result, "sent": s["chat_requests"], "rejected": s["rejected"]})
 
-        with bench.server() as server:
-            staged = bench.run(bench.client(server, "staged.sqlite", args.limit), staged=True)
-            s = server.stats
-            row(f"staged (creation, then scoring, then assignment), ceiling {args.limit}", staged["wall"],
-                s["chat_requests"], s["rejected"], f"ratio to the floor {staged['wall'] / floor:.2f}, identical "
-                f"results: {identical(staged, base)}")
+            with bench.server() as server:
+                result = bench.run(bench.client(server, f"staged-{rep}.sqlite", args.limit), staged=True)
+                s = server.stats
+                timed["staged"].append({**result, "sent": s["chat_requests"], "rejected": s["rejected"]})
+            print(f"  repetition {rep + 1}: " + ", ".join(f"{k} {v[-1]['wall']:.2f} s" for k, v in timed.items()),
+                  flush=True)
 
+        def median(kind: str) -> float:
+            return statistics.median(r["wall"] for r in timed[kind])
+
+        def worst(kind: str) -> dict:
+            return max(timed[kind], key=lambda r: r["rejected"])
+
+        def walls(kind: str) -> str:
+            return "runs " + ", ".join(f"{r['wall']:.2f}" for r in timed[kind]) + " s"
+
+        def same(kind: str) -> bool:
+            return all(identical(r, base) for r in timed[kind])
+
+        w = worst("overlapped")
+        row(f"overlapped, ceiling {args.limit}", median("overlapped"), w["sent"], w["rejected"],
+            f"ratio {median('overlapped') / floor:.2f} (target <= 1.2; {walls('overlapped')}); dry run planned "
+            f"{planned_calls} calls, {calls} made")
+        w = worst("reference")
+        row(f"reference: {calls} independent requests, ceiling {args.limit}", median("reference"), w["sent"],
+            w["rejected"], f"no dependencies between calls, no judge: the client's and the SDK's own overhead on this "
+            f"machine ({walls('reference')})")
+        w = worst("over")
+        row(f"overlapped, ceiling {args.over}", median("over"), w["sent"], w["rejected"],
+            f"{median('over') / median('overlapped'):.2f} x ceiling {args.limit} (target <= 1.10; {walls('over')}), "
+            f"{w['rejected'] / w['sent']:.1%} rejected in the worst run (target <= 1%), identical results: {same('over')}")
+        w = worst("staged")
+        row(f"staged (creation, then scoring, then assignment), ceiling {args.limit}", median("staged"), w["sent"],
+            w["rejected"], f"{walls('staged')}, identical results: {same('staged')}")
         row(*again_row)
 
         first_run = multiprocessing.get_context("fork").Value("b", 1)  # read by the server's process
@@ -237,7 +267,8 @@ def main() -> None:
                 f"identical results: {identical(batch, base)}")
 
     print()
-    print(f"Floor: {calls} calls x {args.latency} s / {args.limit} = {floor:.2f} s")
+    print(f"Floor: {calls} calls x {args.latency} s / {args.limit} = {floor:.2f} s; lines 1-4: median of {args.repeat} "
+          "runs, calls and rejections of the run with the most rejections")
     print()
     print("| run | wall (s) | ratio to floor | calls sent | rejected | |")
     print("|---|---:|---:|---:|---:|---|")
