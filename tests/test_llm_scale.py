@@ -419,3 +419,44 @@ def test_main_job_nuggets_identical_to_the_staged_pipeline(tmp_path):
                 judged[["qid", "query", "docno", "text", "label"]])
         pd.testing.assert_frame_equal(nuggets, staged)
         assert any("nugget scoring" in n for n in notes) and set(nuggets["qid"]) >= {"t01", "t03", "t07"}
+
+
+def test_assignment_and_support_run_together(tmp_path):
+    """evaluate_answers asks the support judgments while the assignments are still being answered (no
+    barrier), with rows identical to the two judges run one after the other; the assigner's failure policy
+    still comes first."""
+    from pyterrier_nuggets.evaluation import evaluate_answers
+    from pyterrier_nuggets.judges import CitedGenerator, SupportJudge
+    from tests.fake_openai_server import Reply, auto_reply
+    judged, _ = workload(topics=4)
+    retrieved = judged.assign(score=1.0, rank=judged.groupby("qid").cumcount())[["qid", "query", "docno", "text",
+                                                                                  "score", "rank"]]
+    asked = []  # (kind, time) of each request the server answers
+
+    def slow_assignments(body):
+        kind = "support" if "supported by its corresponding citations" in first_prompt(body) else \
+            "assign" if "Nugget List" in first_prompt(body) and "Passage" in first_prompt(body) else "other"
+        asked.append((kind, time.monotonic()))
+        return Reply(auto_reply(body), delay=0.5 if kind == "assign" else 0.0)
+
+    with FakeOpenAIServer(responder=slow_assignments) as server:
+        llm = client(server, tmp_path / "t.sqlite", concurrency=16)
+        nuggets = (NuggetCreator(llm) >> NuggetScorer(llm))(judged)
+        answers = CitedGenerator(llm, k=4)(retrieved)
+        asked.clear()
+        together = evaluate_answers(answers, NuggetAssigner(nuggets, llm), SupportJudge(llm))
+        assigns = [t for k, t in asked if k == "assign"]
+        supports = [t for k, t in asked if k == "support"]
+        assert assigns and supports and set(k for k, _ in asked) == {"assign", "support"}
+        assert min(supports) < max(assigns) + 0.5 - 0.2  # support asked before the last assignment was answered
+        fresh = client(server, tmp_path / "t2.sqlite", concurrency=16)
+        assigned = NuggetAssigner(nuggets, fresh)(answers)
+        support = SupportJudge(fresh)(answers)
+        pd.testing.assert_frame_equal(together.assigned, assigned)
+        pd.testing.assert_frame_equal(together.support, support)
+        # the assigner raises first, as in the sequential order, although the support judge has run too
+        server.invalid_first = 3
+        server.invalid_when = lambda b: "supported by its corresponding citations" not in first_prompt(b)
+        with pytest.raises(LLMStepError, match="nugget assignment"):
+            evaluate_answers(answers, NuggetAssigner(nuggets, client(server, tmp_path / "t3.sqlite")),
+                             SupportJudge(client(server, tmp_path / "t3.sqlite")))

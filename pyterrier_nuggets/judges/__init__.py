@@ -7,14 +7,16 @@
 - :mod:`.generation`: :class:`CitedGenerator` (seed 001 §2) and the parsing of cited answers.
 - :mod:`.support`: :class:`SupportJudge` (seed 004 §3.2).
 - :mod:`.relevance`: :class:`RelevanceJudge` (UMBRELA-style grades, seed 000 §4.1.1).
-- :mod:`.overlap`: :class:`Overlapped`, a chain of judges run topic by topic without stage barriers.
+- :mod:`.overlap`: :class:`Overlapped`, a chain of judges run topic by topic without stage barriers;
+  :func:`run_together`, independent judges at once.
 """
 from pyterrier_nuggets.judges.base import FAILED, Failure, LLMJudge, LLMStepError, NuggetizationError, failure_summary
 from pyterrier_nuggets.judges.generation import CitedGenerator
 from pyterrier_nuggets.judges.nuggets import NuggetAssigner, NuggetCreator, NuggetScorer
-from pyterrier_nuggets.judges.overlap import Overlapped
+from pyterrier_nuggets.judges.overlap import Overlapped, run_together
 from pyterrier_nuggets.judges.relevance import RelevanceJudge
 from pyterrier_nuggets.judges.support import SupportJudge
 
 __all__ = ["LLMJudge", "Failure", "LLMStepError", "NuggetizationError", "failure_summary", "FAILED",
-           "NuggetCreator", "NuggetScorer", "NuggetAssigner", "CitedGenerator", "SupportJudge", "RelevanceJudge", "Overlapped"]
+           "NuggetCreator", "NuggetScorer", "NuggetAssigner", "CitedGenerator", "SupportJudge", "RelevanceJudge", "Overlapped",
+           "run_together"]

@@ -10,6 +10,9 @@ the staged run's (same rows, same order, same columns), their failure policies a
 (a topic whose stage failed under ``on_failure="raise"`` goes no further), and their ``failures`` hold
 the failures of all topics.
 
+:func:`run_together` runs independent judges at once on the same inputs' pool (e.g. the nugget assignment
+and the support judgments of the same answers), their failure policies applied afterwards in order.
+
 Every stage must treat topics independently (all judges of this package do; a transformer that is not
 an :class:`~.base.LLMJudge` is applied to each topic's rows). In Batch API mode and in a dry run all
 stages must share one LLM client.
@@ -173,3 +176,41 @@ def _priorities(schedulers, priority: tuple) -> Iterator[None]:
         for s in schedulers:
             stack.enter_context(s.priority(priority))
         yield
+
+
+def run_together(steps: list[tuple[LLMJudge, pd.DataFrame]]) -> list[pd.DataFrame]:
+    """``[judge(frame) for judge, frame in steps]`` with the judges' LLM work at once: each judge's
+    :meth:`~.base.LLMJudge.run` in a thread of its own on the shared client pool (earlier steps first),
+    then each one's failure policy in order, in the caller's thread. The outputs are those of the
+    sequential calls; the errors too, except that a step after one that raises has already made its
+    calls (and cached them). Judges with different clients in Batch API mode or a dry run run one after
+    the other."""
+    clients = list({id(c): c for c in (judge.client() for judge, _ in steps)}.values())
+    if len(steps) < 2 or (len(clients) > 1 and any(c.mode != "online" for c in clients)):
+        return [judge(frame) for judge, frame in steps]
+    schedulers = [c.scheduler for c in clients]
+    results: list = [None] * len(steps)
+    errors: list[BaseException] = []
+
+    def drive(index: int) -> None:
+        judge, frame = steps[index]
+        try:
+            with contextlib.ExitStack() as stack:
+                for s in schedulers:
+                    stack.enter_context(s.driving(registered=True))
+                with _priorities(schedulers, (index,)):
+                    results[index] = judge.run(frame)
+        except BaseException as exc:  # raised in the caller once both stopped
+            errors.append(exc)
+
+    for s in schedulers:
+        s.expect_drivers(len(steps))
+    threads = [threading.Thread(target=drive, args=(i,), name=f"pt-nuggets-step-{i}", daemon=True)
+               for i in range(len(steps))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return [judge.complete(*result) for (judge, _), result in zip(steps, results)]
