@@ -127,6 +127,20 @@ def test_user_quota_keeps_under_the_endpoint_quota(tmp_path):
         assert server.stats["quota_rejected"] == 0
 
 
+def test_user_token_quota_spaces_requests(tmp_path):
+    """tokens_per_minute: requests wait for the token bucket (prompt tokens counted offline, plus
+    max_tokens); a quota of one request's tokens a second lets one request through a second."""
+    messages = [[{"role": "user", "content": f"count these words please, item {i}"}] for i in range(3)]
+    with FakeOpenAIServer(responder=lambda b: "[]") as server:
+        probe = client(server, None, max_tokens=5)
+        per_request = probe.tokens.count_messages(messages[0]) + 5
+        llm = client(server, tmp_path / "tpm.sqlite", concurrency=8, max_tokens=5, tokens_per_minute=60 * per_request)
+        start = time.monotonic()
+        assert all(r.ok for r in llm.map(llm.chat, messages))
+        assert time.monotonic() - start >= 1.9 and llm.limiter.stats["waits_for_quota"] >= 2
+        assert max(server.in_flight_seen) == 0  # each arrived alone (the count excludes itself)
+
+
 def test_transient_5xx_are_retried(tmp_path):
     with FakeOpenAIServer(fail_every=3, responder=lambda b: "[]") as server:
         llm = client(server, tmp_path / "t.sqlite", concurrency=2)
