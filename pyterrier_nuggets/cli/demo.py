@@ -76,9 +76,25 @@ def add_demo_arguments(p) -> None:
                    "instead of creating them from the qrels (AutoNuggets)")
     g.add_argument("--base-url", help="an OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else the OpenAI API "
                    "when $OPENAI_API_KEY is set, else the embedded SmolLM2 model); the key is read from "
-                   "$OPENAI_API_KEY only")
+                   "$OPENAI_API_KEY only (a local server without one gets the placeholder key EMPTY)")
     g.add_argument("--model", help="the model name at that endpoint (default: $PYTERRIER_NUGGETS_MODEL)")
-    g.add_argument("--concurrency", type=positive_int, default=8, help="parallel LLM requests (default 8)")
+    g.add_argument("--concurrency", type=positive_int, default=8, help="the ceiling of LLM requests in flight; below it the "
+                   "client finds how many the endpoint takes (default 8)")
+    g.add_argument("--max-rpm", type=float, metavar="N", help="requests per minute to stay under (a published quota)")
+    g.add_argument("--max-tpm", type=float, metavar="N", help="tokens per minute to stay under (a published quota)")
+    g.add_argument("--batch", action="store_true", help="OpenAI Batch API mode: the LLM requests go in batches (half "
+                   "the price on OpenAI, answers within 24 h), one round per dependent step; resumable: an "
+                   "interrupted run picks up its batches. The rounds and cost are printed before it starts")
+    g.add_argument("--batch-poll", type=float, default=30.0, metavar="SECONDS",
+                   help="seconds between polls of a running batch (default 30)")
+    g.add_argument("--dry-run", action="store_true", help="print the LLM requests per stage (and those already "
+                   "cached), their tokens and cost, and the Batch API rounds; make no LLM call, write nothing")
+    g.add_argument("--price", metavar="INPUT,OUTPUT", help="USD per million prompt and completion tokens, e.g. "
+                   "0.15,0.60, for the cost in the dry run and after the run")
+    g.add_argument("--batch-discount", type=float, default=0.5, metavar="F",
+                   help="share of the price taken off in Batch API mode (default 0.5, OpenAI's)")
+    g.add_argument("--frozen", action="store_true", help="replay every cached LLM answer, also those that failed "
+                   "validation (a byte-identical re-run); by default a re-run asks the failed ones again")
     g.add_argument("--llm-cache", metavar="PATH", help="SQLite response cache (default: $PYTERRIER_NUGGETS_CACHE "
                    "or ~/.cache/pyterrier-nuggets/llm-cache.sqlite)")
     g.add_argument("--index-dir", metavar="DIR", help="where indexes are built and reused (default: "
@@ -93,22 +109,36 @@ def add_demo_arguments(p) -> None:
 EMBEDDED_MAX_TOKENS = 256  # the embedded model rambles to its token limit; 256 tokens hold 10 nuggets or an answer
 
 
-def make_llm(base_url: str | None = None, model: str | None = None, concurrency: int = 8, cache: str | None = None):
-    """The LLM of the main job: ``base_url``/``model`` when given (key from $OPENAI_API_KEY; a local server
-    without a key gets the placeholder ``EMPTY``), else what the environment configures, else the
-    embedded model."""
-    from pyterrier_nuggets.llm import ENV_API_KEY, ENV_BASE_URL, LLMClient
-    kwargs: dict = {"concurrency": concurrency}
+def make_llm(base_url: str | None = None, model: str | None = None, concurrency: int = 8, cache: str | None = None,
+             **options):
+    """The LLM of the main job: the endpoint chosen by :class:`~pyterrier_nuggets.llm.LLMClient` (one place
+    for that: arguments, then the environment, then the embedded model; a model name without an endpoint is
+    refused). ``options`` go to the client (batch, quotas, prices, ...)."""
+    from pyterrier_nuggets.llm import LLMClient
+    kwargs: dict = {"concurrency": concurrency, **options}
     if cache:
         kwargs["cache"] = cache
-    if base_url:
-        return LLMClient(model=model, base_url=base_url, api_key=os.environ.get(ENV_API_KEY) or "EMPTY", **kwargs)
-    if model and not (os.environ.get(ENV_API_KEY) or os.environ.get(ENV_BASE_URL)):
-        raise ValueError(f"--model {model}: no endpoint; give --base-url or set ${ENV_API_KEY} for the OpenAI API")
-    llm = LLMClient(model=model, **kwargs)
+    llm = LLMClient(model=model, base_url=base_url, **kwargs)
     if llm.embedded:
         llm.max_tokens = EMBEDDED_MAX_TOKENS
     return llm
+
+
+def llm_options(args) -> dict:
+    """The client options of the command line's LLM group."""
+    from pyterrier_nuggets.llm import Prices
+    prices = Prices.parse(args.price, args.batch_discount) if args.price else None
+    return dict(requests_per_minute=args.max_rpm, tokens_per_minute=args.max_tpm, batch=args.batch,
+                batch_poll=args.batch_poll, frozen=args.frozen, prices=prices)
+
+
+def plan_main_job(llm, job) -> object:
+    """The dry run of ``job(out_dir, log)`` (the main job): the plan of its LLM work; its outputs go to a
+    temporary folder that is removed."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp, llm.planning() as plan:
+        job(tmp, lambda message: None)
+    return plan
 
 
 def run_demo(args) -> int:
@@ -126,10 +156,23 @@ def run_demo(args) -> int:
         print("Main job on the sample collection shipped with the package (215 passages and 12 topics written for "
               "it: a sample, not a benchmark)", flush=True)
     needs_llm = any(not s.assignments or s.answers for s in systems) or not (args.nuggets or args.assignments)
-    llm = make_llm(args.base_url, args.model, args.concurrency, args.llm_cache) if needs_llm else None
-    result = run_main_job(collection, systems, args.out, llm=llm, nuggets_path=args.nuggets,
-                          index_dir=args.index_dir, strict=args.strict, plots=not args.no_plots,
-                          max_nuggets=args.max_nuggets, log=lambda m: print(m, flush=True))
+    llm = make_llm(args.base_url, args.model, args.concurrency, args.llm_cache, **llm_options(args)) \
+        if needs_llm else None
+
+    def job(out_dir, log, plots=not args.no_plots):
+        return run_main_job(collection, systems, out_dir, llm=llm, nuggets_path=args.nuggets,
+                            index_dir=args.index_dir, strict=args.strict, plots=plots,
+                            max_nuggets=args.max_nuggets, log=log)
+
+    if args.dry_run or (llm is not None and llm.batch):
+        if llm is None:
+            print("Dry run: this run needs no LLM call.")
+            return 0
+        print(plan_main_job(llm, lambda out_dir, log: job(out_dir, log, plots=False)).to_text(), flush=True)
+        if args.dry_run:
+            return 0
+        print("Batch API mode: starting.", flush=True)
+    result = job(args.out, lambda m: print(m, flush=True))
     print(f"\nJoint table ({result.condition}; {len(collection.topics)} topics; means, † = significantly different "
           "from the first system)")
     print(result.table.to_text())
@@ -138,9 +181,10 @@ def run_demo(args) -> int:
     for r in result.systems:
         for note in r.notes:
             print(f"note: {r.spec.name}: {note}")
-    if result.llm_stats:
-        s = result.llm_stats
-        print("\nLLM: " + ", ".join(f"{k} {v}" for k, v in s.items()))
+    if llm is not None:
+        print("\nLLM work per stage:\n" + llm.usage().to_text())
+        if llm.batch:
+            print("Batch API: " + ", ".join(f"{k} {v}" for k, v in llm.batch_stats.items()))
     print(f"\nwritten to {args.out}: joint_table.csv/.md/.tex/.perquery.csv, plots "
           f"{', '.join(os.path.basename(f) for f in result.files if f.endswith('.png')) or '(none)'}, "
           "nuggets.jsonl/.qrels and per system .segments.run .answers.jsonl .assignments.jsonl .support.jsonl "

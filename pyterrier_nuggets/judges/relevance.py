@@ -94,6 +94,7 @@ class RelevanceJudge(LLMJudge):
                         "exclude": "segments without a grade are left out of the qrels, and reported"}
     default_prompt = RELEVANCE_UMBRELA
     reask_prompt = REASK_RELEVANCE
+    plan_assumption = "every segment graded 3 (so all of them go on to nugget creation)"
 
     def __init__(self, llm: LLMClient | None = None, *, docstore: Any = None, prompt=None,
                  label_column: str = "label", max_reasks: int = 1, on_failure: str = "raise"):
@@ -101,11 +102,11 @@ class RelevanceJudge(LLMJudge):
         self.label_column = label_column
         self.setup(llm, prompt, max_reasks, on_failure)
 
-    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+    def run(self, inp: pd.DataFrame) -> tuple[pd.DataFrame, list[Failure]]:
         pt.validate.columns(inp, includes=["qid", "query", "docno"], context=self)
         columns = [c for c in inp.columns if c != self.label_column] + [self.label_column]
         if inp.empty:
-            return self.nothing_to_do(columns)
+            return self.empty(columns)
         df = inp.drop(columns=[self.label_column], errors="ignore").reset_index(drop=True)
         texts = segment_texts(df, self.docstore)
         pairs = [(str(q), " ".join(str(t).split())) for q, t in zip(df["query"], texts)]
@@ -123,15 +124,15 @@ class RelevanceJudge(LLMJudge):
                 failures.append(Failure(self.step, str(qid), f"segment {docno}", outcome.error, outcome.raw))
                 labels.append(None)
                 keep.append(False)
-        self.finish(failures)
         out = df.assign(**{self.label_column: labels})[keep]
         out[self.label_column] = out[self.label_column].astype(int)
-        return out[columns].reset_index(drop=True)
+        return out[columns].reset_index(drop=True), failures
 
     def _judge(self, llm: LLMClient, task):
         query, passage = task
         messages = self.template.render(query=query, passage=passage)
-        return self.ask(llm, messages, parse_grade, memo_key=(query, passage), json_schema=_schema())
+        return self.ask(llm, messages, parse_grade, memo_key=(query, passage), json_schema=_schema(),
+                        plan_reply="##final score: 3")
 
 
 def write_qrels(path: str, judged: pd.DataFrame, label_column: str = "label") -> None:
