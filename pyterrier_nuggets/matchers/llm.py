@@ -76,19 +76,18 @@ class LLMMatcher(LLMJudge, Matcher):
     def _ask_pair(self, llm: LLMClient, pair: Pair):
         premise, hypothesis = pair
         messages = self.template.render(nugget=hypothesis, response=premise)
-        return self.ask(llm, messages, parse_yes_no, memo_key=pair, json_schema=_SCHEMA)
+        return self.ask(llm, messages, parse_yes_no, memo_key=pair, json_schema=_SCHEMA, plan_reply="yes")
 
-    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+    def run(self, inp: pd.DataFrame) -> tuple[pd.DataFrame, list[Failure]]:
         pt.validate.columns(inp, includes=["premise", "hypothesis"], context=self)
         columns = list(inp.columns) + [c for c in ("entailed", "score") if c not in inp.columns]
         if inp.empty:
-            return self.nothing_to_do(columns)
+            return self.empty(columns)
         out = inp.copy()
         decisions = self.match(list(zip(out["premise"].astype(str), out["hypothesis"].astype(str))))
         qids = out["qid"].astype(str).tolist() if "qid" in out.columns else [""] * len(out)
         failures = [Failure(self.step, q, f"row {i}", d.error or "", list(d.raw))
                     for i, (q, d) in enumerate(zip(qids, decisions)) if not d.ok]
-        self.finish(failures)
         out["entailed"] = [d.entailed if d.ok else FAILED for d in decisions]
         out["score"] = [d.score for d in decisions]
-        return out[columns]
+        return out[columns], failures
