@@ -7,7 +7,15 @@ id                         provides
 trec-ikat/2023             docs: ClueWeb22-B passages, queries: 332 turns of 25 conversations, qrels: NIST
 trec-ikat/2023/ptkb        queries: the same turns, qrels: relevance of each PTKB statement to each turn
 trec-ikat/2024             docs: ClueWeb22-B passages, queries: 218 turns of 17 conversations, qrels: NIST
+trec-ikat/2024/gold-nuggets-human[-dedup]   docs: CONE-RAG gold nuggets by NIST assessors (raw or de-duplicated),
+                           queries: the 2024 turns, qrels: gold nugget qrels (grade 2)
+trec-ikat/2024/gold-nuggets-llm[-dedup]     the same, gold nuggets extracted by GPT-4o
+trec-ikat/2024/gold-responses               docs: the gold responses (doc id = turn id), queries
+trec-ikat/2024/participant-responses        docs: the responses of 19 automatic runs (doc id {turn}/{run})
 =========================  ===================================================================================
+
+The CONE-RAG files (seed 003, irlabamsterdam/CONE-RAG at a pinned commit) are downloaded by URL and md5, or
+read from a copy placed at ``$IR_DATASETS_HOME/trec-ikat/2024/<file name>`` (datasets_ext/files.py).
 
 Topic files: a JSON list of conversations ``{number, title, ptkb: {id: statement}, turns: [{turn_id,
 utterance, resolved_utterance, response, ptkb_provenance, response_provenance}]}``; ``number`` is a string
@@ -25,6 +33,7 @@ import ir_datasets
 from ir_datasets.formats import BaseDocs, BaseQueries, TrecQrels
 from ir_datasets.indices import PickleLz4FullStore
 
+from datasets_ext import cone
 from datasets_ext.files import DatasetFile
 from datasets_ext.registry import dataset, register
 
@@ -32,6 +41,28 @@ NAME = "trec-ikat"
 IKAT_REPO = "https://raw.githubusercontent.com/irlabamsterdam/iKAT/main/"
 N_PASSAGES = 116_838_987
 PASSAGE_DIR = "clueweb22b-passages"
+
+CONE_RAG = ("https://raw.githubusercontent.com/irlabamsterdam/CONE-RAG/"
+            "297cd3d21c292816c1fafd006d6394a9c057c9a9/resources/")
+# id suffix -> (path under resources/, md5); the sizes and contents are in docs/datasets.md
+CONE_FILES = {
+    "gold-nuggets-human": ("human_resources/gold_nuggets_human.json", "373f5b3e3f09fd43a82adb614becd65b"),
+    "gold-nuggets-human-dedup": ("human_resources/gold_nuggets_human_deduplicated.json",
+                                 "c46f393c40633717c4d031ccefde3e06"),
+    "gold-nuggets-llm": ("automatic_resources/gold_nuggets_llm.json", "2361ba3dd01602a56c57d29c3d76d54f"),
+    "gold-nuggets-llm-dedup": ("automatic_resources/gold_nuggets_llm_deduplicated.json",
+                               "febf74249587f451558fcd8c014a4101"),
+    "gold-responses": ("human_resources/gold_response_and_nuggets_human.json", "bef585555c3d93b6f72f0847a0d956e7"),
+    "participant-responses": ("participant_resources/automatic_responses.json", "41ffa03a45a11c60c7ed5ea6b9b0c1eb"),
+    "participant-response-nuggets": ("participant_resources/automatic_response_nuggets.json",
+                                     "82e76fae87ac3e6f5a9d09af03a2ac90"),
+}
+GOLD_NUGGET_SETS = {
+    "gold-nuggets-human": "gold nuggets copied from relevant passages by NIST assessors",
+    "gold-nuggets-human-dedup": "gold nuggets by NIST assessors, de-duplicated by NLI entailment (seed 003 §4.3)",
+    "gold-nuggets-llm": "gold nuggets extracted from relevant passages by GPT-4o (seed 003 Table 3 prompt)",
+    "gold-nuggets-llm-dedup": "gold nuggets by GPT-4o, de-duplicated by NLI entailment (seed 003 §4.3)",
+}
 
 PASSAGE_INSTRUCTIONS = """\
 The TREC iKAT ClueWeb22-B passage collection is licensed (ClueWeb22 licence from CMU, see
@@ -58,6 +89,9 @@ FILES = {
     "2024-qrels": DatasetFile(f"{NAME}/2024", "2024-qrels.txt", "https://trec.nist.gov/data/ikat/2024-qrels.txt",
                               "57f958903ed1c12bbac207f62800814f"),
 }
+
+FILES.update({f"cone-{name}": DatasetFile(f"{NAME}/2024", path.rsplit("/", 1)[1], CONE_RAG + path, md5)
+              for name, (path, md5) in CONE_FILES.items()})
 
 QRELS_DEFS = {g: f"NIST passage relevance grade {g} (0 = not relevant, higher = more relevant)" for g in range(5)}
 PTKB_QRELS_DEFS = {0: "PTKB statement not relevant to the turn", 1: "PTKB statement relevant to the turn"}
@@ -223,6 +257,19 @@ def register_all() -> list[str]:
     passages = IkatPassages()
     q2023 = IkatQueries(FILES["2023-topics"], f"{NAME}/2023")
     q2024 = IkatQueries(FILES["2024-topics"], f"{NAME}/2024")
+    cone_sets = {
+        f"{NAME}/2024/{name}": dataset(
+            cone.gold_nugget_docs(FILES[f"cone-{name}"], f"{NAME}/2024/{name}"), q2024,
+            cone.GoldNuggetQrels(FILES[f"cone-{name}"]),
+            desc=f"TREC iKAT 2024 CONE-RAG (seed 003): {what}. Docs are the nuggets ({{turn}}:n{{k-1}}), qrels "
+                 "the gold nugget qrels (grade 2 for every nugget), for Recall_NtR, Recall_NtN, Precision_NtN.")
+        for name, what in GOLD_NUGGET_SETS.items()}
+    cone_sets[f"{NAME}/2024/gold-responses"] = dataset(
+        cone.response_docs(FILES["cone-gold-responses"], f"{NAME}/2024/gold-responses", gold=True), q2024,
+        desc="TREC iKAT 2024 CONE-RAG gold responses written by NIST assessors (doc id = turn id).")
+    cone_sets[f"{NAME}/2024/participant-responses"] = dataset(
+        cone.response_docs(FILES["cone-participant-responses"], f"{NAME}/2024/participant-responses"), q2024,
+        desc="TREC iKAT 2024 CONE-RAG: the responses of 19 automatic participant runs (doc id {turn}/{run}).")
     return register({
         f"{NAME}/2023": dataset(passages, q2023, TrecQrels(FILES["2023-qrels"], QRELS_DEFS),
                                 desc="TREC iKAT 2023 test: one query per conversation turn (id {number}_{turn_id}), "
@@ -233,4 +280,5 @@ def register_all() -> list[str]:
         f"{NAME}/2024": dataset(passages, q2024, TrecQrels(FILES["2024-qrels"], QRELS_DEFS),
                                 desc="TREC iKAT 2024 test: one query per conversation turn (id {number}_{turn_id}), "
                                      "NIST passage qrels, ClueWeb22-B passages (licensed)."),
+        **cone_sets,
     })

@@ -51,10 +51,11 @@ from pyterrier_nuggets.judges import (
     NuggetExtractor,
     NuggetizationError,
     NuggetScorer,
+    Overlapped,
     RelevanceJudge,
     SupportJudge,
 )
-from pyterrier_nuggets.llm import LLMClient
+from pyterrier_nuggets.llm import LLMClient, Prices
 from pyterrier_nuggets.matchers import EmbeddingMatcher, LLMMatcher, Match, Matcher, NLIMatcher
 from pyterrier_nuggets.records import Answer, Assignment, Nugget, Sentence, SupportJudgment
 
@@ -66,7 +67,7 @@ __all__ = [
     "nugget_qrels", "run_frame", "evaluation_rows", "score", "score_assignments",
     "System", "JointTable", "joint_table", "correlate", "agreement", "Labels", "read_labels", "describe",
     "LLMClient", "LLMJudge", "LLMStepError", "NuggetizationError", "NuggetCreator", "NuggetScorer", "NuggetAssigner",
-    "CitedGenerator", "SupportJudge", "RelevanceJudge", "RAGEvaluation", "rag_qrels", "RAG_MEASURES",
+    "CitedGenerator", "SupportJudge", "RelevanceJudge", "Overlapped", "Prices", "RAGEvaluation", "rag_qrels", "RAG_MEASURES",
     "Recall_NtR", "Recall_NtN", "Precision_NtN", "NuggetExtractor", "NuggetToResponse", "NuggetToNugget", "deduplicate",
     "Matcher", "Match", "LLMMatcher", "NLIMatcher", "EmbeddingMatcher",
 ]

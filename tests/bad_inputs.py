@@ -237,6 +237,7 @@ def run_case(case: Case, d: Path) -> Outcome:
             if code == 0 and "--run" in argv and "export" in argv:  # score what export wrote
                 ir_code, stdout, ir_err = _ir_measures([argv[argv.index("--qrels") + 1],
                                                         argv[argv.index("--run") + 1], *MEASURES])
+                stdout = stdout if ir_code == 0 else ""
                 code, message = (code, message) if ir_code == 0 else (ir_code, ir_err)
                 scores = _means(stdout)
         else:
@@ -548,9 +549,9 @@ def cases() -> list[Case]:
                                                    "{d}/nuggets.jsonl"], message=r"'--qrels': is also --nuggets"),
         Case("output through a symlink to an input", "cli", _export_with(run="{d}/link.run"),
              lambda d: os.symlink(d / "r.support.jsonl", d / "link.run"), r"'--run': is also --support"),
-        Case("output folder missing", "cli", _export_with(run="{d}/no/such/out.run"), message=r"does not exist"),
+        Case("output folder missing: created", "cli", _export_with(run="{d}/new/folder/out.run"), scores=EXPECTED),
         Case("output parent is a file", "cli", _export_with(run="{d}/r.eval.run/out.run"),
-             message=r"does not exist or is not a folder"),
+             message=r"r.eval.run is a file, not a folder"),
         Case("output is a folder", "cli", _export_with(run="{d}/collection"), message=r"'--run': is a folder"),
         Case("a later input fails: nothing written", "cli", EXPORT, append("r.support.jsonl", "{\n"),
              r"support.jsonl:5:.*not valid JSON"),

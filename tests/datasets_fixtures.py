@@ -126,12 +126,34 @@ def build_ikat(home: Path) -> None:
                                                 "9-1_2 Q0 clueweb22-en0000-00-00002:1 0\n")
     _write(d / "2024/2024-qrels.txt", "0_1 Q0 clueweb22-en0000-00-00001:0 3\n")
     _write(d / "2023/ptkb_rel_nist", "9-1_1 0 1 1\n9-1_1 0 2 0\n10-1_2 0 2 1\n")
+    build_cone(d / "2024")
     passages = [{"id": f"clueweb22-en0000-00-0000{i}:{j}", "contents": f"passage {j} of document {i}",
                  "url": f"https://example.org/{i}"} for i in range(1, 4) for j in range(2)]
     p = d / "clueweb22b-passages/ikat_2023_passages_00.jsonl.gz"
     p.parent.mkdir(parents=True, exist_ok=True)
     with gzip.open(p, "wt", encoding="utf-8") as f:
         f.write("".join(json.dumps(x) + "\n" for x in passages))
+
+
+CONE_GOLD_HUMAN = {"0_1": {"[1]": {"text": "Glasgow has a mild climate.", "relevance": "3"},
+                           "[2]": {"text": "It rains often in Glasgow.", "relevance": "2"}},
+                   "0_2": {"[1]": {"text": "Vegetarian food is common.", "relevance": "2"}}}
+
+
+def build_cone(d: Path) -> None:
+    """Miniature CONE-RAG files in the published forms (turns of the 2024 miniature topics)."""
+    dedup = {"0_1": {"[2]": CONE_GOLD_HUMAN["0_1"]["[2]"]}, "0_2": CONE_GOLD_HUMAN["0_2"]}
+    llm = {"0_1": {"[1]": {"text": "Glasgow is mild.", "relevance": "3"}}}
+    _write(d / "gold_nuggets_human.json", json.dumps(CONE_GOLD_HUMAN, indent=1))
+    _write(d / "gold_nuggets_human_deduplicated.json", json.dumps(dedup, indent=1))
+    _write(d / "gold_nuggets_llm.json", json.dumps(llm, indent=1))
+    _write(d / "gold_nuggets_llm_deduplicated.json", json.dumps(llm, indent=1))
+    _write(d / "gold_response_and_nuggets_human.json", json.dumps(
+        {"0_1": {"manual": {"nuggets": {"matched": ["mild climate"], "not-matched": []},
+                            "response": "Glasgow has a mild climate."}}}))
+    _write(d / "automatic_responses.json", json.dumps(
+        {"0_1": {"runA": "Glasgow has a mild climate.", "runB": "No idea."},
+         "0_2": {"runA": "Vegetarian food is common.", "runB": ""}}))
 
 
 def build_home(home: Path) -> dict[int, list[str]]:

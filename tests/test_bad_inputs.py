@@ -46,3 +46,21 @@ def test_hand_computed_scores_of_the_valid_project():
     assert EXPECTED == pytest.approx({"V_strict": sum(v_strict) / 2, "A_strict": sum(a_strict) / 2, "W": sum(w) / 2,
                                       "SupportP": sum(support_p) / 2, "SupportR": sum(support_p) / 2,
                                       "AnswerWords": (11 + 4) / 2})
+
+
+def test_ignored_options_are_named_in_a_warning(tmp_path, capsys):
+    from pyterrier_nuggets.cli import main
+    assert main(["demo", "--sample-only", "--max-topics", "3", "--out", str(tmp_path / "o")]) == 0
+    assert "warning: demo: ignored in this combination: --max-topics" in capsys.readouterr().err
+
+
+def test_topics_without_nuggets_are_named_in_a_warning(tmp_path):
+    import ir_measures
+
+    import ir_measures_ext
+    ir_measures_ext.register()
+    qrels = [ir_measures.Qrel("t1", "t1:n0", 2), ir_measures.Qrel("t2", "d5", 1)]
+    run = [ir_measures.ScoredDoc("t1", "t1:n0", 1.0), ir_measures.ScoredDoc("t2", "d5", 3.0)]
+    with pytest.warns(UserWarning, match=r"1 topic\(s\) have rows but no nugget and are not evaluated: t2"):
+        result = ir_measures.calc_aggregate([ir_measures.parse_measure("V_strict")], qrels, run)
+    assert list(result.values()) == [1.0]

@@ -149,3 +149,40 @@ def test_ir_measures_cli_with_nugget_qrels(home, tmp_path):
     # the nugget measures of ir_measures_ext read the nugget qrels by dataset id: vital n0 supported, okay n1 not
     out = run("ir_measures", f"{RAG25}/dev-nuggets", str(run_file), "P@1", "V_strict", "A_strict", home=home[0]).stdout
     assert out.split() == ["P@1", "1.0000", "V_strict", "1.0000", "A_strict", "0.5000"]
+
+
+def test_ikat_cone_rag(home):
+    human = ir_datasets.load("trec-ikat/2024/gold-nuggets-human")
+    assert [(d.doc_id, d.passage_relevance) for d in human.docs_iter()] == [("0_1:n0", 3), ("0_1:n1", 2), ("0_2:n0", 2)]
+    assert [(q.query_id, q.doc_id, q.relevance) for q in human.qrels_iter()] == [
+        ("0_1", "0_1:n0", 2), ("0_1", "0_1:n1", 2), ("0_2", "0_2:n0", 2)]
+    assert human.docs_store().get("0_1:n1").text == "It rains often in Glasgow."
+    assert next(human.queries_iter()).query_id == "0_1"  # the 2024 turns
+    # the de-duplicated file keeps the nugget's key, hence its id
+    assert [d.doc_id for d in ir_datasets.load("trec-ikat/2024/gold-nuggets-human-dedup").docs_iter()] == [
+        "0_1:n1", "0_2:n0"]
+    assert [d.text for d in ir_datasets.load("trec-ikat/2024/gold-nuggets-llm").docs_iter()] == ["Glasgow is mild."]
+    gold = list(ir_datasets.load("trec-ikat/2024/gold-responses").docs_iter())
+    assert [(d.doc_id, d.run_id, d.text) for d in gold] == [("0_1", "manual", "Glasgow has a mild climate.")]
+    runs = ir_datasets.load("trec-ikat/2024/participant-responses")
+    assert [(d.doc_id, d.text) for d in runs.docs_iter()][1:4:2] == [("0_1/runB", "No idea."), ("0_2/runB", "")]
+
+
+def test_ikat_cone_rag_cli_and_measures(home, tmp_path):
+    pt = pytest.importorskip("pyterrier")
+    assert list(pt.get_dataset("irds:trec-ikat/2024/gold-nuggets-llm-dedup").get_qrels().docno) == ["0_1:n0"]
+    out = run("ir_datasets", "export", "trec-ikat/2024/gold-nuggets-human-dedup", "qrels", home=home[0]).stdout
+    assert out.split() == ["0_1", "0", "0_1:n1", "2", "0_2", "0", "0_2:n0", "2"]
+    run_file = tmp_path / "ntr.run"  # 0_1: gold nugget n0 covered, n1 not; 0_2: none
+    run_file.write_text("0_1 Q0 0_1:ntr:n0 1 1 x\n0_1 Q0 0_1:ntr:n1 2 0 x\n0_2 Q0 0_2:ntr:n0 1 0 x\n")
+    out = run("ir_measures", "-q", "trec-ikat/2024/gold-nuggets-human", str(run_file), "Recall_NtR", home=home[0]).stdout
+    assert sorted(out.split("\n")[:2]) == ["0_1\tRecall_NtR\t0.5000", "0_2\tRecall_NtR\t0.0000"]
+
+
+def test_ikat_cone_rag_bad_file(tmp_path, monkeypatch):
+    d = tmp_path / "trec-ikat/2024"
+    d.mkdir(parents=True)
+    (d / "gold_nuggets_llm.json").write_text('{"0_1": {"[0]": {"text": "x", "relevance": "1"}}}')
+    monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path))
+    with pytest.raises(ValueError, match=r"gold_nuggets_llm.json: field '0_1.\[0\]': nugget key"):
+        list(ir_datasets.load("trec-ikat/2024/gold-nuggets-llm").qrels_iter())

@@ -191,6 +191,25 @@ def test_embedded_model_rag_end_to_end(tmp_path):
     assert calls >= 1
 
 
+def test_a_saved_rag_run_scores_its_segments_as_without_evaluation_rows(llm, nuggets, segment_qrels, tmp_path):
+    """Issue 10: a run saved from RAGEvaluation's output, scored with plain nDCG@10 / P@5 / R@100 (trec_eval
+    semantics), gives what the segment rows alone give: evaluation rows never outrank a segment."""
+    out = (retriever(POOR) >> RAGEvaluation(CitedGenerator(llm, k=2), nuggets, llm))(TOPICS)
+    path = tmp_path / "saved.run"
+    pt.io.write_results(out, str(path))
+    qrels = segment_qrels.rename(columns={"qid": "query_id", "docno": "doc_id", "label": "relevance"})
+    measures = [nDCG10, ir_measures.P @ 5, ir_measures.R @ 100, ir_measures.AP]
+    saved = ir_measures.calc_aggregate(measures, qrels, ir_measures.read_trec_run(str(path)))
+    segments = out[out["eval_row"] == "segment"].rename(columns={"qid": "query_id", "docno": "doc_id"})
+    assert saved == pytest.approx(ir_measures.calc_aggregate(measures, qrels, segments))
+    assert saved[nDCG10] < 0.9  # POOR ranks relevant segments low: a wrong ordering would show
+    joint = rag_qrels(segment_qrels, nuggets).rename(columns={"qid": "query_id", "docno": "doc_id",
+                                                               "label": "relevance"})
+    words = ir_measures.calc_aggregate([ir_measures_ext.AnswerWords], joint, ir_measures.read_trec_run(str(path)))
+    assert words[ir_measures_ext.AnswerWords] == pytest.approx(
+        sum(len(a.split()) for a in out.drop_duplicates("qid")["qanswer"]) / 3)  # the length, not -1e9 + length
+
+
 def test_repr_is_short(llm):
     """The transformers' repr names the system in pt.Experiment when names= is omitted (issue 15): short, with
     the model name but not the client, the cache or the packaged prompt's path."""

@@ -13,6 +13,8 @@
     pyterrier-nuggets correlate A B --measure M [--measure-b M] [--level run|topic|all] [--runs-a NAME=RUN ...]
                                 [--runs-b NAME=RUN ...] [--resamples N] [--json] [--plot PNG]
     pyterrier-nuggets agree A B [--kind KIND] [--labels L1,L2,...] [--ordinal] [--json] [--plot PNG]
+    pyterrier-nuggets ikat (--run RUN.json ... | --responses FILE [--response-nuggets FILE]) [--gold-nuggets SET|FILE]
+                           [--qrels Q] [--topics T] [--matcher embedding|nli:PATH|llm] [--out DIR]
     pyterrier-nuggets annotate init|users|serve|export ...   (the human annotation tool, docs/annotation.md)
 """
 from __future__ import annotations
@@ -21,10 +23,10 @@ import argparse
 import sys
 import warnings
 
-from pyterrier_nuggets.cli import agree, annotate, correlate, demo, export, score, table
+from pyterrier_nuggets.cli import agree, annotate, correlate, demo, export, ikat, score, table
 from pyterrier_nuggets.judges import LLMStepError
 
-SUBCOMMANDS = (demo, export, table, score, correlate, agree, annotate)
+SUBCOMMANDS = (demo, export, table, score, correlate, agree, annotate, ikat)
 
 
 def main(argv=None) -> int:

@@ -6,28 +6,9 @@ import argparse
 import json
 import os
 
+from pyterrier_nuggets.cli.errors import non_negative_int, probability
 from pyterrier_nuggets.cli.paths import check_inputs, check_output
 from pyterrier_nuggets.formats import InputError
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"{text} is not between 0 and 1 (e.g. 0.95)")
-    return value
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text} is negative")
-    return value
 
 
 def _run_spec(text: str) -> tuple[str, str]:
@@ -59,9 +40,9 @@ def add_parser(sub) -> None:
                    help="B is a qrels file: score these systems' evaluation runs against it")
     p.add_argument("--label-a", help="name of A in the output (default: its file name)")
     p.add_argument("--label-b", help="name of B in the output (default: its file name)")
-    p.add_argument("--resamples", type=_count, default=2000,
+    p.add_argument("--resamples", type=non_negative_int, default=2000,
                    help="bootstrap resamples of the topics for the run-level intervals (default 2000; 0: none)")
-    p.add_argument("--confidence", type=_fraction, default=0.95, help="confidence level (default 0.95)")
+    p.add_argument("--confidence", type=probability, default=0.95, help="confidence level (default 0.95)")
     p.add_argument("--ci-method", choices=("BCa", "percentile"), default="BCa",
                    help="bootstrap interval method of scipy.stats.bootstrap (default BCa)")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0: repeatable)")

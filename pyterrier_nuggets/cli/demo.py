@@ -11,7 +11,28 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
+def ignored_options(args) -> list[str]:
+    """The options given that have no effect in this combination (named in a warning, never silently)."""
+    given = {"--dataset": args.dataset, "--collection": args.collection, "--topics": args.topics,
+             "--max-topics": args.max_topics, "--system": args.system, "--run": args.run, "--answers": args.answers,
+             "--assignments": args.assignments, "--nuggets": args.nuggets, "--base-url": args.base_url,
+             "--model": args.model, "--max-nuggets": args.max_nuggets, "-k": args.k}
+    if args.sample_only:
+        return [option for option, value in given.items() if value]
+    out = []
+    if args.k is not None and not args.run:
+        out.append("-k (it applies to the systems of --run)")
+    if args.max_nuggets is not None and (args.nuggets or args.assignments):
+        out.append("--max-nuggets (nuggets are imported, not created)")
+    return out
+
+
 def run(args) -> int:
+    import warnings
+    for option in ignored_options(args):
+        warnings.warn(f"demo: ignored in this combination: {option}", stacklevel=1)
+    if args.k is None:
+        args.k = 5
     if args.sample_only:
         from pyterrier_nuggets.pipeline import run_sample
         table = run_sample(args.out)
@@ -49,15 +70,31 @@ def add_demo_arguments(p) -> None:
     g.add_argument("--assignments", action="append", default=[], metavar="NAME=PATH",
                    help="a system's nugget assignments from a nuggetizer assign JSONL (ManualAssign: instead of "
                         "the LLM); its nuggets are used unless --nuggets is given")
-    g.add_argument("-k", type=positive_int, default=5, help="segments given to the generator for systems of --run (default 5)")
+    g.add_argument("-k", type=positive_int, help="segments given to the generator for systems of --run (default 5)")
     g = p.add_argument_group("evaluation condition and LLM")
     g.add_argument("--nuggets", metavar="PATH", help="imported nuggets (nugget JSONL, e.g. post-edited or manual) "
                    "instead of creating them from the qrels (AutoNuggets)")
     g.add_argument("--base-url", help="an OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else the OpenAI API "
                    "when $OPENAI_API_KEY is set, else the embedded SmolLM2 model); the key is read from "
-                   "$OPENAI_API_KEY only")
+                   "$OPENAI_API_KEY only (a local server without one gets the placeholder key EMPTY)")
     g.add_argument("--model", help="the model name at that endpoint (default: $PYTERRIER_NUGGETS_MODEL)")
-    g.add_argument("--concurrency", type=positive_int, default=8, help="parallel LLM requests (default 8)")
+    g.add_argument("--concurrency", type=positive_int, default=8, help="the ceiling of LLM requests in flight; below it the "
+                   "client finds how many the endpoint takes (default 8)")
+    g.add_argument("--max-rpm", type=float, metavar="N", help="requests per minute to stay under (a published quota)")
+    g.add_argument("--max-tpm", type=float, metavar="N", help="tokens per minute to stay under (a published quota)")
+    g.add_argument("--batch", action="store_true", help="OpenAI Batch API mode: the LLM requests go in batches (half "
+                   "the price on OpenAI, answers within 24 h), one round per dependent step; resumable: an "
+                   "interrupted run picks up its batches. The rounds and cost are printed before it starts")
+    g.add_argument("--batch-poll", type=float, default=30.0, metavar="SECONDS",
+                   help="seconds between polls of a running batch (default 30)")
+    g.add_argument("--dry-run", action="store_true", help="print the LLM requests per stage (and those already "
+                   "cached), their tokens and cost, and the Batch API rounds; make no LLM call, write nothing")
+    g.add_argument("--price", metavar="INPUT,OUTPUT", help="USD per million prompt and completion tokens, e.g. "
+                   "0.15,0.60, for the cost in the dry run and after the run")
+    g.add_argument("--batch-discount", type=float, default=0.5, metavar="F",
+                   help="share of the price taken off in Batch API mode (default 0.5, OpenAI's)")
+    g.add_argument("--frozen", action="store_true", help="replay every cached LLM answer, also those that failed "
+                   "validation (a byte-identical re-run); by default a re-run asks the failed ones again")
     g.add_argument("--llm-cache", metavar="PATH", help="SQLite response cache (default: $PYTERRIER_NUGGETS_CACHE "
                    "or ~/.cache/pyterrier-nuggets/llm-cache.sqlite)")
     g.add_argument("--index-dir", metavar="DIR", help="where indexes are built and reused (default: "
@@ -75,22 +112,36 @@ def add_demo_arguments(p) -> None:
 EMBEDDED_MAX_TOKENS = 256  # the embedded model rambles to its token limit; 256 tokens hold 10 nuggets or an answer
 
 
-def make_llm(base_url: str | None = None, model: str | None = None, concurrency: int = 8, cache: str | None = None):
-    """The LLM of the main job: ``base_url``/``model`` when given (key from $OPENAI_API_KEY; a local server
-    without a key gets the placeholder ``EMPTY``), else what the environment configures, else the
-    embedded model."""
-    from pyterrier_nuggets.llm import ENV_API_KEY, ENV_BASE_URL, LLMClient
-    kwargs: dict = {"concurrency": concurrency}
+def make_llm(base_url: str | None = None, model: str | None = None, concurrency: int = 8, cache: str | None = None,
+             **options):
+    """The LLM of the main job: the endpoint chosen by :class:`~pyterrier_nuggets.llm.LLMClient` (one place
+    for that: arguments, then the environment, then the embedded model; a model name without an endpoint is
+    refused). ``options`` go to the client (batch, quotas, prices, ...)."""
+    from pyterrier_nuggets.llm import LLMClient
+    kwargs: dict = {"concurrency": concurrency, **options}
     if cache:
         kwargs["cache"] = cache
-    if base_url:
-        return LLMClient(model=model, base_url=base_url, api_key=os.environ.get(ENV_API_KEY) or "EMPTY", **kwargs)
-    if model and not (os.environ.get(ENV_API_KEY) or os.environ.get(ENV_BASE_URL)):
-        raise ValueError(f"--model {model}: no endpoint; give --base-url or set ${ENV_API_KEY} for the OpenAI API")
-    llm = LLMClient(model=model, **kwargs)
+    llm = LLMClient(model=model, base_url=base_url, **kwargs)
     if llm.embedded:
         llm.max_tokens = EMBEDDED_MAX_TOKENS
     return llm
+
+
+def llm_options(args) -> dict:
+    """The client options of the command line's LLM group."""
+    from pyterrier_nuggets.llm import Prices
+    prices = Prices.parse(args.price, args.batch_discount) if args.price else None
+    return dict(requests_per_minute=args.max_rpm, tokens_per_minute=args.max_tpm, batch=args.batch,
+                batch_poll=args.batch_poll, frozen=args.frozen, prices=prices)
+
+
+def plan_main_job(llm, job) -> object:
+    """The dry run of ``job(out_dir, log)`` (the main job): the plan of its LLM work; its outputs go to a
+    temporary folder that is removed."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp, llm.planning() as plan:
+        job(tmp, lambda message: None)
+    return plan
 
 
 def run_demo(args) -> int:
@@ -108,11 +159,23 @@ def run_demo(args) -> int:
         print("Main job on the sample collection shipped with the package (215 passages and 12 topics written for "
               "it: a sample, not a benchmark)", flush=True)
     needs_llm = any(not s.assignments or s.answers for s in systems) or not (args.nuggets or args.assignments)
-    llm = make_llm(args.base_url, args.model, args.concurrency, args.llm_cache) if needs_llm else None
-    result = run_main_job(collection, systems, args.out, llm=llm, nuggets_path=args.nuggets,
-                          index_dir=args.index_dir, strict=args.strict, plots=not args.no_plots,
-                          max_nuggets=args.max_nuggets, log=lambda m: print(m, flush=True),
-                          on_invalid=args.on_invalid)
+    llm = make_llm(args.base_url, args.model, args.concurrency, args.llm_cache, **llm_options(args)) \
+        if needs_llm else None
+
+    def job(out_dir, log, plots=not args.no_plots):
+        return run_main_job(collection, systems, out_dir, llm=llm, nuggets_path=args.nuggets,
+                            index_dir=args.index_dir, strict=args.strict, plots=plots,
+                            max_nuggets=args.max_nuggets, log=log, on_invalid=args.on_invalid)
+
+    if args.dry_run or (llm is not None and llm.batch):
+        if llm is None:
+            print("Dry run: this run needs no LLM call.")
+            return 0
+        print(plan_main_job(llm, lambda out_dir, log: job(out_dir, log, plots=False)).to_text(), flush=True)
+        if args.dry_run:
+            return 0
+        print("Batch API mode: starting.", flush=True)
+    result = job(args.out, lambda m: print(m, flush=True))
     print(f"\nJoint table ({result.condition}; {len(collection.topics)} topics; means, † = significantly different "
           "from the first system)")
     print(result.table.to_text())
@@ -121,9 +184,10 @@ def run_demo(args) -> int:
     for r in result.systems:
         for note in r.notes:
             print(f"note: {r.spec.name}: {note}")
-    if result.llm_stats:
-        s = result.llm_stats
-        print("\nLLM: " + ", ".join(f"{k} {v}" for k, v in s.items()))
+    if llm is not None:
+        print("\nLLM work per stage:\n" + llm.usage().to_text())
+        if llm.batch:
+            print("Batch API: " + ", ".join(f"{k} {v}" for k, v in llm.batch_stats.items()))
     written = sorted(os.path.relpath(f, args.out) for f in result.files)  # exactly the files this run wrote
     print(f"\nwritten to {args.out}: {', '.join(written)}\ntime: {result.seconds:.0f} s")
     return 0

@@ -9,15 +9,22 @@ class UsageError(ValueError):
     """Options that do not fit together, or an option value that cannot be used."""
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: an integer of 1 or more."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
-    return value
+def whole_number(minimum: int):
+    """An argparse type: an integer of ``minimum`` or more."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be {minimum} or more, got {value}")
+        return value
+    parse.__name__ = f"whole number >= {minimum}"
+    return parse
+
+
+positive_int = whole_number(1)
+non_negative_int = whole_number(0)
 
 
 def probability(text: str) -> float:
@@ -27,5 +34,5 @@ def probability(text: str) -> float:
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
     if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (e.g. 0.05), got {value}")
+        raise argparse.ArgumentTypeError(f"{value} is not between 0 and 1 (e.g. 0.05)")
     return value

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from pyterrier_nuggets.formats import InputError
+from pyterrier_nuggets.formats import InputError, check_outputs
 
 
 def check_inputs(*paths: str) -> None:
@@ -19,19 +19,6 @@ def check_inputs(*paths: str) -> None:
 
 
 def check_output(path: str, inputs: list[str], option: str) -> None:
-    """``path`` (given by ``option``) may be written: it is none of ``inputs``, not a folder, and no file
-    stands where its folders would be."""
-    real = os.path.realpath(path)
-    for p in inputs:
-        if os.path.realpath(p) == real:
-            raise InputError(path, None, None, f"{option} is also an input; it would be overwritten",
-                             "write the output somewhere else")
-    if os.path.isdir(path):
-        raise InputError(path, None, None, f"{option} is a folder", "give a file name, e.g. plot.png")
-    parent = os.path.dirname(real)
-    while parent and not os.path.exists(parent):
-        parent = os.path.dirname(parent)
-    if parent and not os.path.isdir(parent):
-        raise InputError(path, None, None, f"{option}: {parent} is a file, not a folder")
-    if parent and not os.access(parent, os.W_OK):
-        raise InputError(path, None, None, f"{option}: the folder {parent} is not writable")
+    """``path`` (given by ``option``) may be written: it is none of ``inputs`` (also through a link), not a
+    folder, and no file stands where its folders would be (:func:`pyterrier_nuggets.formats.check_outputs`)."""
+    check_outputs({option: path}, {f"input {p}": p for p in inputs})

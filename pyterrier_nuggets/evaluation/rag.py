@@ -31,7 +31,7 @@ import pyterrier as pt
 from ir_measures_ext import Segments, ids
 from pyterrier_nuggets.evaluation.measures import ANSWER_MEASURES
 from pyterrier_nuggets.formats import frame_to_answers, frame_to_judgments, nugget_qrels, support_rows, words_rows
-from pyterrier_nuggets.judges import NuggetAssigner, SupportJudge
+from pyterrier_nuggets.judges import LLMJudge, NuggetAssigner, SupportJudge, run_together
 from pyterrier_nuggets.llm import LLMClient
 
 __all__ = ["RAG_MEASURES", "RAGEvaluation", "Segments", "rag_qrels", "evaluate_answers", "AnswerEvaluation"]
@@ -72,15 +72,20 @@ def evaluate_answers(answers: pd.DataFrame, assigner: pt.Transformer | None = No
     """The evaluation-run rows of an answer frame: one per nugget assigned by ``assigner`` (a NuggetAssigner,
     or imported assignments in its output form), one per judged citation and uncited sentence by ``support``
     (a SupportJudge, or imported judgments in its output form), and the answer-length row of each answer.
-    The transformers' failure policies apply unchanged."""
+    The transformers' failure policies apply unchanged (the assigner's first). Two LLM judges run at once
+    on their client's pool (:func:`~pyterrier_nuggets.judges.overlap.run_together`): no barrier between
+    the assignment and the support judgments."""
     rows: list[tuple[str, str, float, str]] = []
     assigned = judged = None
-    if assigner is not None:
-        assigned = assigner(answers)
+    if isinstance(assigner, LLMJudge) and isinstance(support, LLMJudge):  # independent: their calls at once
+        assigned, judged = run_together([(assigner, answers), (support, answers)])
+    else:
+        assigned = assigner(answers) if assigner is not None else None
+        judged = support(answers) if support is not None else None
+    if assigned is not None:
         rows += [(str(q), str(d), float(s), "nugget") for q, d, s in
                  zip(assigned["qid"], assigned["docno"], assigned["score"])]
-    if support is not None:
-        judged = support(answers)
+    if judged is not None:
         rows += [(q, d, s, "support" if ":c" in d[len(q):] else "uncited")
                  for q, d, s in support_rows(frame_to_judgments(judged))]
     rows += [(q, d, s, "words") for q, d, s in words_rows(frame_to_answers(answers))]

@@ -6,6 +6,7 @@ module per format family, every name also available here (``formats.read_nuggets
 - :mod:`.answers`: TREC RAG 2024 / 2025 answer files.
 - :mod:`.support`: support judgment JSONL.
 - :mod:`.cone`: CONE-RAG resource files (gold nuggets, responses, response nuggets) and extracted-nugget JSONL.
+- :mod:`.ikat`: the official TREC iKAT 2024 run format (passage ranking + responses with provenance).
 - :mod:`.trec`: TREC runs and qrels, the rows of an evaluation run (design.md decision 1).
 - :mod:`.frames`: the DataFrame forms and every frame <-> record conversion.
 - :mod:`.checks`: files checked against each other (support judgments ↔ answers ↔ assignments ↔ nuggets ↔
@@ -79,6 +80,15 @@ from pyterrier_nuggets.formats.frames import (
     run_frame,
     write_support_frame,
 )
+from pyterrier_nuggets.formats.ikat import (
+    IkatRun,
+    ikat_answers,
+    ikat_ranking,
+    ikat_run_from_frames,
+    parse_ikat_run,
+    read_ikat_run,
+    write_ikat_run,
+)
 from pyterrier_nuggets.formats.nuggets import (
     NuggetSet,
     read_nugget_qrels,
@@ -102,6 +112,7 @@ from pyterrier_nuggets.formats.trec import (
 )
 
 __all__ = [
+    "IkatRun", "ikat_answers", "ikat_ranking", "ikat_run_from_frames", "parse_ikat_run", "read_ikat_run", "write_ikat_run",
     "InputError", "InvalidLabel", "InvalidLabelReport", "InvalidLabelsError", "POLICIES",
     "read_lines", "read_jsonl", "write_jsonl", "atomic_write", "check_outputs", "write_all", "check_topic_id",
     "one_run", "check_support", "check_assignments_answers", "check_assignment_nuggets",

@@ -21,17 +21,16 @@ character offsets into the response).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from datasets_ext import cone as cone_files
 from ir_measures_ext import ids
 from pyterrier_nuggets.formats.files import InputError, atomic_write, get_field, get_qid, read_jsonl, write_jsonl
 from pyterrier_nuggets.formats.nuggets import NuggetSet
 from pyterrier_nuggets.records import SPAN_MATCHES, ExtractedNugget, Nugget
 
-_KEY = re.compile(r"\[(\d+)\]")
 MATCHED = "matched"
 NOT_MATCHED = "not-matched"
 GOLD_RESPONSE_RUN = "manual"  # the run name of the NIST assessors' gold responses
@@ -73,24 +72,15 @@ def _string(path: str, value: Any, where: str, empty: bool = False) -> str:
 
 
 def read_cone_gold_nuggets(path: str) -> NuggetSet:
-    """Gold nuggets of a CONE-RAG file (human or LLM, raw or de-duplicated) as nuggets ``{turn}:n{k-1}``."""
-    out = NuggetSet([], {})
-    for turn, entries in _load(path).items():
-        for key, obj in _object(path, entries, turn).items():
-            where = f"{turn}.{key}"
-            m = _KEY.fullmatch(key)
-            if m is None or int(m.group(1)) < 1:
-                raise InputError(path, None, where, f"nugget key {key!r} is not of the form [k], k >= 1")
-            obj = _object(path, obj, where)
-            text = _string(path, obj.get("text"), where + ".text")
-            relevance = obj.get("relevance")
-            if isinstance(relevance, bool) or not (isinstance(relevance, int) or
-                                                   (isinstance(relevance, str) and relevance.isdigit())):
-                raise InputError(path, None, where + ".relevance", f"expected a passage relevance grade such as "
-                                 f"\"2\", got {relevance!r:.60}")
-            out.nuggets.append(Nugget(str(turn), int(m.group(1)) - 1, text, ids.VITAL,
-                                      {"cone_key": key, "passage_relevance": int(relevance)}))
-    return out
+    """Gold nuggets of a CONE-RAG file (human or LLM, raw or de-duplicated) as nuggets ``{turn}:n{k-1}``
+    (parsed by ``datasets_ext.cone.parse_gold_nuggets``, the one parser of the file, as the datasets are)."""
+    data = _load(path)
+    try:
+        gold = list(cone_files.parse_gold_nuggets(data, path))
+    except cone_files.ConeFormatError as e:
+        raise InputError(path, None, e.where, e.problem) from None
+    return NuggetSet([Nugget(g.query_id, g.index, g.text, ids.VITAL,
+                             {"cone_key": g.key, "passage_relevance": g.passage_relevance}) for g in gold], {})
 
 
 def write_cone_gold_nuggets(path: str, nuggets: NuggetSet | Sequence[Nugget]) -> None:

@@ -185,7 +185,8 @@ def check_topic_id(qid: str) -> str:
 
 def check_outputs(outputs: dict[str, str | None], inputs: dict[str, str | None]) -> None:
     """Refuse before anything is written: an output (``{option: path}``) that is also an input or another
-    output, or whose folder does not exist, is not a folder or is not writable."""
+    output (also through a link), a folder, under a file, or not writable. Missing folders are allowed
+    (:func:`write_all` creates them)."""
     def same(a: str, b: str) -> bool:
         if os.path.exists(a) and os.path.exists(b):
             return os.path.samefile(a, b)
@@ -196,12 +197,13 @@ def check_outputs(outputs: dict[str, str | None], inputs: dict[str, str | None])
             continue
         for other, given in list(inputs.items()) + list(seen.items()):
             if given and same(path, given):
-                raise InputError(path, None, option, f"is also {other}; an output never replaces an input or "
-                                 "another output", "choose another output path")
+                raise InputError(path, None, option, f"is also {other} ({option} is also an input or another "
+                                 "output; it would be overwritten)", "choose another output path")
         parent = os.path.dirname(os.path.abspath(path))
+        while not os.path.exists(parent):  # missing folders are created when the outputs are written
+            parent = os.path.dirname(parent)
         if not os.path.isdir(parent):
-            raise InputError(path, None, option, f"folder {parent} does not exist or is not a folder",
-                             "create the folder or choose another path")
+            raise InputError(path, None, option, f"{parent} is a file, not a folder", "choose another path")
         if not os.access(parent, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
             raise InputError(path, None, option, "cannot be written (permission denied)", "choose another path")
         if os.path.isdir(path):
@@ -215,6 +217,7 @@ def write_all(writers: dict[str, Callable[[str], object]]) -> list[str]:
     staged: dict[str, str] = {}
     try:
         for path, writer in writers.items():
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
             tmp = os.path.join(os.path.dirname(os.path.abspath(path)), f".{os.path.basename(path)}.{os.getpid()}.part")
             staged[path] = tmp
             writer(tmp)

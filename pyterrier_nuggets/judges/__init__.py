@@ -7,6 +7,8 @@
 - :mod:`.generation`: :class:`CitedGenerator` (seed 001 §2) and the parsing of cited answers.
 - :mod:`.support`: :class:`SupportJudge` (seed 004 §3.2).
 - :mod:`.relevance`: :class:`RelevanceJudge` (UMBRELA-style grades, seed 000 §4.1.1).
+- :mod:`.overlap`: :class:`Overlapped`, a chain of judges run topic by topic without stage barriers;
+  :func:`run_together`, independent judges at once.
 - :mod:`.cone`: :class:`NuggetExtractor`, CONE-RAG span nugget extraction (seed 003 §4.1).
 The CONE-RAG matching judge, :class:`~pyterrier_nuggets.matchers.LLMMatcher`, lives with the other matchers.
 """
@@ -14,8 +16,10 @@ from pyterrier_nuggets.judges.base import FAILED, Failure, LLMJudge, LLMStepErro
 from pyterrier_nuggets.judges.cone import NuggetExtractor
 from pyterrier_nuggets.judges.generation import CitedGenerator
 from pyterrier_nuggets.judges.nuggets import NuggetAssigner, NuggetCreator, NuggetScorer
+from pyterrier_nuggets.judges.overlap import Overlapped, run_together
 from pyterrier_nuggets.judges.relevance import RelevanceJudge
 from pyterrier_nuggets.judges.support import SupportJudge
 
 __all__ = ["LLMJudge", "Failure", "LLMStepError", "NuggetizationError", "failure_summary", "FAILED",
-           "NuggetCreator", "NuggetScorer", "NuggetAssigner", "CitedGenerator", "SupportJudge", "RelevanceJudge", "NuggetExtractor"]
+           "NuggetCreator", "NuggetScorer", "NuggetAssigner", "CitedGenerator", "SupportJudge", "RelevanceJudge", "NuggetExtractor",
+           "Overlapped", "run_together"]

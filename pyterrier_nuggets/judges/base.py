@@ -1,10 +1,14 @@
 """The one base of every transformer that asks an LLM (design.md decision 7): :class:`LLMJudge`.
 
-A judge declares, as class attributes, its ``step`` (short name in :class:`Failure` records), its
-``step_name`` (in messages), its ``failure_policies`` (``on_failure`` values and what each does; the
-first is the default), its default prompt file and its re-ask prompt file. The base gives it:
+A judge declares, as class attributes, its ``step`` (short name in :class:`Failure` records and the stage
+in the LLM client's per-stage counts), its ``step_name`` (in messages), its ``failure_policies``
+(``on_failure`` values and what each does; the first is the default), its default prompt file, its
+re-ask prompt file and its ``plan_assumption`` (what a dry run assumes its answers to be). It implements
+:meth:`LLMJudge.run` (the work, returning the output frame and the failures); the base gives it:
 
 - the LLM client (the one passed, else a default :class:`LLMClient` created on first use);
+- ``transform`` = :meth:`LLMJudge.run` then :meth:`LLMJudge.complete` (a stage-overlapped run,
+  :class:`~pyterrier_nuggets.judges.overlap.Overlapped`, calls ``run`` per topic and ``complete`` once);
 - :meth:`LLMJudge.ask`: ask with the response cache, parse strictly, re-ask with the re-ask prompt on
   unusable output, memoise successes within the transformer (failures are asked again next time);
 - :meth:`LLMJudge.finish`: the ``on_failure`` policy applied once all work is done (and cached):
@@ -81,6 +85,7 @@ class LLMJudge(pt.Transformer):
     failure_policies: ClassVar[dict[str, str]] = {"raise": "stop with an error once all other work is done"}
     default_prompt: ClassVar[str] = ""
     reask_prompt: ClassVar[str] = REASK_LIST
+    plan_assumption: ClassVar[str] = ""  # how a dry run's placeholder answers are chosen
 
     repr_params: ClassVar[tuple[str, ...]] = ()  # the attributes that name the judge's setting in its repr
 
@@ -117,10 +122,24 @@ class LLMJudge(pt.Transformer):
     def repr_prefix(self) -> list[str]:
         return []
 
-    def nothing_to_do(self, columns: Sequence[str]) -> pd.DataFrame:
-        """The empty output of an empty input (no LLM work, no failures)."""
-        self.failures = []
-        return pd.DataFrame(columns=list(columns))
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        out, failures = self.run(inp)
+        return self.complete(out, failures)
+
+    def run(self, inp: pd.DataFrame) -> tuple[pd.DataFrame, list[Failure]]:
+        """The judge's work on ``inp``: the output frame and the failures, the policy not yet applied.
+        It must not change the judge's state beyond its memos (several topics may run at once)."""
+        raise NotImplementedError
+
+    def complete(self, out: pd.DataFrame, failures: list[Failure]) -> pd.DataFrame:
+        """Apply the failure policy to the output of :meth:`run` (of one input or of all topics)."""
+        self.finish(failures)
+        return out
+
+    @staticmethod
+    def empty(columns: Sequence[str]) -> tuple[pd.DataFrame, list[Failure]]:
+        """What :meth:`run` returns for an empty input: an empty frame with the columns, no failures."""
+        return pd.DataFrame(columns=list(columns)), []
 
     def client(self) -> LLMClient:
         """The LLM client: the one given, else a default one created on first use."""
@@ -136,14 +155,15 @@ class LLMJudge(pt.Transformer):
         return self._reask_template.render(error=error)[-1]["content"]
 
     def ask(self, llm: LLMClient, messages: list[dict], parse: Callable[[str], Any], *, memo_key: Any = None,
-            json_schema: dict | None = None, **params) -> Outcome:
+            json_schema: dict | None = None, plan_reply: str | None = None, **params) -> Outcome:
         """Ask with the response cache, parse, re-ask up to ``max_reasks`` times; a success is memoised under
-        ``memo_key`` (when given) for the lifetime of the transformer, a failure is asked again next time."""
+        ``memo_key`` (when given) for the lifetime of the transformer, a failure is asked again next time.
+        ``plan_reply`` is the answer a dry run assumes (valid for ``parse``, of a typical length)."""
         if memo_key is not None and memo_key in self._memo:
             return self._memo[memo_key]
         outcome = llm.ask(messages, parse, reask=self.reask, max_reasks=self.max_reasks, json_schema=json_schema,
-                          **params)
-        if outcome.ok and memo_key is not None:
+                          stage=self.step, plan_reply=plan_reply, plan_note=self.plan_assumption or None, **params)
+        if outcome.ok and not outcome.planned and memo_key is not None:
             self._memo[memo_key] = outcome
         return outcome
 

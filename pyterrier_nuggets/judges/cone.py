@@ -81,6 +81,12 @@ def _candidates(line: str) -> list[str]:
     return list(dict.fromkeys(c for c in out if c))
 
 
+def _plan_reply(text: str) -> str:
+    """What a dry run assumes the extraction answers: the text's first line as one span (or "No nugget")."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[0] if lines else "No nugget"
+
+
 def parse_extraction(output: str, text: str, nonspan: str = "keep") -> list[dict]:
     """The nuggets of an extraction answer, one per line, located in ``text``: dicts ``{text, span, start,
     end}``. "No nugget" alone gives []. Raises :class:`OutputError` for an empty answer, an answer that both
@@ -143,12 +149,12 @@ class NuggetExtractor(LLMJudge):
         self.nonspan = nonspan
         self.setup(llm, prompt, max_reasks, on_failure)
 
-    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+    def run(self, inp: pd.DataFrame) -> tuple[pd.DataFrame, list[Failure]]:
         pt.validate.columns(inp, includes=["qid", "query", self.text_column], context=self)
         columns = [c for c in inp.columns if c not in ("nuggets", "nonspans", "extraction")] + \
             ["nuggets", "nonspans"] + (["extraction"] if self.on_failure == "mark" else [])
         if inp.empty:
-            return self.nothing_to_do(columns)
+            return self.empty(columns)
         records = inp.to_dict("records")
         tasks = list(dict.fromkeys((str(r["query"]), str(r[self.text_column])) for r in records))
         llm = self.client()
@@ -170,8 +176,7 @@ class NuggetExtractor(LLMJudge):
                     continue
                 row.update(nuggets=None, nonspans=None, extraction=FAILED)
             rows.append(row)
-        self.finish(failures)
-        return pd.DataFrame(rows, columns=columns)
+        return pd.DataFrame(rows, columns=columns), failures
 
     def _extract(self, llm: LLMClient, task: tuple[str, str]):
         query, text = task
@@ -184,4 +189,4 @@ class NuggetExtractor(LLMJudge):
             return nuggets, dropped
 
         messages = self.template.render(query=query, text=text)
-        return self.ask(llm, messages, parse, memo_key=task)
+        return self.ask(llm, messages, parse, memo_key=task, plan_reply=_plan_reply(text))

@@ -227,6 +227,7 @@ class CitedGenerator(LLMJudge):
                         "empty": "a failed topic gets an empty answer, reported in its problems and .failures"}
     default_prompt = CITED_GENERATION
     reask_prompt = REASK_GENERATION
+    plan_assumption = "an answer of 10 sentences of 25 words (at most one per passage), each citing one passage"
 
     def __init__(self, llm: LLMClient | None = None, *, k: int = MAX_REFERENCES, max_words: int = MAX_WORDS,
                  docstore: Any = None, run_id: str | None = None, prompt=None, first: int = 1,
@@ -246,15 +247,14 @@ class CitedGenerator(LLMJudge):
         """Problems of the last transform per topic and kind."""
         return problem_summary(self.problems)
 
-    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+    def run(self, inp: pd.DataFrame) -> tuple[pd.DataFrame, list[Failure]]:
         pt.validate.columns(inp, includes=["qid", "query", "docno"], context=self)
         topic_columns = [c for c in inp.columns if c not in SEGMENT_COLUMNS and c not in GENERATION_COLUMNS
                          and c != "run_id"]
         columns = GENERATION_COLUMNS[:2] + (["run_id"] if self.run_id is not None or "run_id" in inp.columns
                                             else []) + GENERATION_COLUMNS[2:] + topic_columns
-        self.problems = []
         if inp.empty:
-            return self.nothing_to_do(columns)
+            return self.empty(columns)
         df = inp.reset_index(drop=True)
         if "rank" in df.columns:
             df = df.sort_values(["rank"], kind="stable")
@@ -283,24 +283,31 @@ class CitedGenerator(LLMJudge):
                 sentences, problems = [], [{"kind": "failed", "sentence": None, "detail": outcome.error}]
             run_id = self.run_id if self.run_id is not None else extra.get("run_id", "run")
             answer = Answer(qid=qid, run_id=str(run_id), sentences=tuple(sentences), references=docnos, query=query)
-            self.problems += [{"qid": qid, **p} for p in problems]
             row = {"qid": qid, "query": query, "qanswer": answer.text,
                    "sentences": [{"text": s.text, "citations": list(s.citations)} for s in sentences],
                    "references": list(docnos), "reference_texts": list(passages), "problems": problems, **extra}
             if self.run_id is not None:
                 row["run_id"] = self.run_id
             rows.append(row)
+        return pd.DataFrame(rows, columns=columns), failures
+
+    def complete(self, out: pd.DataFrame, failures: list[Failure]) -> pd.DataFrame:
+        """The failure policy, then the problems of the answers in ``problems`` and a warning."""
+        self.problems = [{"qid": qid, **p} for qid, problems in zip(out["qid"], out["problems"]) for p in problems]
         self.finish(failures)
         if self.problems:
             summary = self.problem_summary()
             warnings.warn(f"CitedGenerator: {len(self.problems)} problem(s) in {summary['qid'].nunique()} answer(s) "
                           f"(see the 'problems' column and .problem_summary()):\n{summary.to_string(index=False)}",
-                          stacklevel=2)
-        return pd.DataFrame(rows, columns=columns)
+                          stacklevel=3)
+        return out
 
     def _generate(self, llm: LLMClient, topic):
         qid, query, docnos, passages, _ = topic
         context = "\n".join(f"[{i}] {text}" for i, text in enumerate(passages, self.first))
         messages = self.template.render(query=query, context=context, count=len(passages), first=self.first,
                                         last=self.first + len(passages) - 1, max_words=self.max_words)
-        return self.ask(llm, messages, _nonempty, max_tokens=self.max_tokens)
+        planned = " ".join(f"This placeholder sentence stands for a typical answer sentence of twenty five words in "
+                           f"a cited answer to the question, number {i} [{i}]." for i in
+                           range(self.first, self.first + min(10, len(passages))))
+        return self.ask(llm, messages, _nonempty, max_tokens=self.max_tokens, plan_reply=planned)

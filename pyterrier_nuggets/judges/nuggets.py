@@ -68,6 +68,8 @@ class NuggetCreator(LLMJudge):
     failure_policies = {"raise": "stop with an error once all topics ran",
                         "continue": "a failed window leaves the running list unchanged, and is reported"}
     default_prompt = NUGGET_CREATION
+    plan_assumption = ("each window adds one nugget per segment (7 words each), up to max_nuggets; what follows "
+                       "creation is planned for that many nuggets")
 
     def __init__(self, llm: LLMClient | None = None, *, min_grade: int | None = 1, window: int = 10,
                  max_nuggets: int = 30, max_words: int = 12, grade_column: str = "label", prompt=None,
@@ -86,7 +88,7 @@ class NuggetCreator(LLMJudge):
         return {"type": "array", "minItems": 1, "maxItems": self.max_nuggets,
                 "items": {"type": "string", "pattern": f"^{word}( {word}){{0,{self.max_words - 1}}}$"}}
 
-    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+    def run(self, inp: pd.DataFrame) -> tuple[pd.DataFrame, list[Failure]]:
         needed = ["qid", "query", "text"] + ([self.grade_column] if self.min_grade is not None else [])
         pt.validate.columns(inp, includes=needed, context=self)
         segment_columns = {"docno", "text", "score", "rank", self.grade_column}
@@ -94,7 +96,7 @@ class NuggetCreator(LLMJudge):
         out_columns = NUGGET_COLUMNS + topic_columns
         failures: list[Failure] = []
         if inp.empty:
-            return self.nothing_to_do(out_columns)
+            return self.empty(out_columns)
         df = inp
         if self.min_grade is not None:
             grades = pd.to_numeric(df[self.grade_column], errors="coerce")
@@ -116,8 +118,7 @@ class NuggetCreator(LLMJudge):
             for i, text in enumerate(nuggets):
                 rows.append({"qid": qid, "query": query, "nugget_index": i, "nugget_id": ids.nugget_id(qid, i),
                              "nugget_text": text, "importance": None, **extra})
-        self.finish(failures)
-        return pd.DataFrame(rows, columns=out_columns)
+        return pd.DataFrame(rows, columns=out_columns), failures
 
     def _create(self, llm: LLMClient, topic) -> tuple[list[str], list[Failure]]:
         qid, query, segments, _ = topic
@@ -127,21 +128,31 @@ class NuggetCreator(LLMJudge):
         parse = functools.partial(parse_strings, max_items=self.max_nuggets, max_words=self.max_words)
         nuggets: list[str] = []
         failures = []
+        planned = False
         for start in range(0, len(segments), self.window):
             window = segments[start:start + self.window]
             context = "\n".join(f"[{i}] {text}" for i, text in enumerate(window, 1))
             messages = self.template.render(query=query, context=context, nuggets=_json_list(nuggets),
                                             nugget_count=len(nuggets), max_words=self.max_words,
                                             max_nuggets=self.max_nuggets)
-            outcome = self.ask(llm, messages, parse, json_schema=self._schema())
+            outcome = self.ask(llm, messages, parse, json_schema=self._schema(),
+                               plan_reply=_json_list(self._planned_list(nuggets, len(window))))
+            planned = planned or outcome.planned
             if outcome.ok:
                 nuggets = outcome.value
             else:
                 failures.append(Failure(self.step, qid, f"segments {start + 1}-{start + len(window)}",
                                         outcome.error, outcome.raw))
-        if not failures:  # failed windows are tried again on the next transform
+        if not failures and not planned:  # failed windows are tried again on the next transform
             self._topic_memo[key] = (nuggets, failures)
         return nuggets, failures
+
+    def _planned_list(self, nuggets: list[str], new: int) -> list[str]:
+        """A dry run's answer: the running list and one nugget per segment of the window (see
+        ``plan_assumption``)."""
+        words = "placeholder nugget {} of about seven words".split()[:self.max_words]
+        added = [" ".join(words).format(len(nuggets) + i + 1) for i in range(new)]
+        return (list(nuggets) + added)[:self.max_nuggets]
 
 
 # ------------------------------------------------------------------------------------------- scoring
@@ -165,6 +176,7 @@ class NuggetScorer(LLMJudge):
     failure_policies = {"raise": "stop with an error once all batches ran",
                         "exclude": "nuggets without importance are left out of the nugget list, and reported"}
     default_prompt = NUGGET_SCORING
+    plan_assumption = "every nugget vital"
 
     def __init__(self, llm: LLMClient | None = None, *, batch_size: int = 10, keep: int | None = 20, prompt=None,
                  max_reasks: int = 2, on_failure: str = "raise"):
@@ -172,11 +184,11 @@ class NuggetScorer(LLMJudge):
         self.keep = keep
         self.setup(llm, prompt, max_reasks, on_failure)
 
-    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+    def run(self, inp: pd.DataFrame) -> tuple[pd.DataFrame, list[Failure]]:
         pt.validate.columns(inp, includes=["qid", "query", "nugget_text"], context=self)
         columns = list(dict.fromkeys(NUGGET_COLUMNS + list(inp.columns)))
         if inp.empty:
-            return self.nothing_to_do(columns)
+            return self.empty(columns)
         df = inp.reset_index(drop=True)
         if "nugget_index" in df.columns:
             df = df.sort_values(["nugget_index"], kind="stable")
@@ -197,12 +209,13 @@ class NuggetScorer(LLMJudge):
             else:
                 failures.append(Failure(self.step, qid, f"nuggets {start}-{start + len(batch) - 1}", outcome.error,
                                         outcome.raw))
-        self.finish(failures)
         parts = []
         for qid, group in topics:
             group = group.copy()
             group["importance"] = [labels.get((qid, i)) for i in range(len(group))]
             group = group[group["importance"].notna()]
+            if group.empty:  # a topic whose every batch failed: no rows (an empty part would turn ids to object)
+                continue
             grade = group["importance"].map(ids.IMPORTANCE_TO_GRADE)
             group = group.iloc[(-grade).argsort(kind="stable")]
             if self.keep is not None:
@@ -211,14 +224,14 @@ class NuggetScorer(LLMJudge):
             group["nugget_id"] = [ids.nugget_id(qid, i) for i in range(len(group))]
             parts.append(group)
         out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=columns)
-        return out[columns]
+        return out[columns], failures
 
     def _score(self, llm: LLMClient, task):
         qid, query, start, batch = task
         messages = self.template.render(count=len(batch), query=query, nuggets=_json_list(batch))
         allowed = (ids.VITAL, ids.OKAY)
         return self.ask(llm, messages, functools.partial(parse_labels, n=len(batch), allowed=allowed),
-                        json_schema=_labels_schema(allowed, len(batch)))
+                        json_schema=_labels_schema(allowed, len(batch)), plan_reply=_json_list([ids.VITAL] * len(batch)))
 
 
 # ---------------------------------------------------------------------------------------- assignment
@@ -259,6 +272,7 @@ class NuggetAssigner(LLMJudge):
     failure_policies = {"raise": "stop with an error once all answers ran",
                         "exclude_answer": "answers with a failed nugget give no rows, and are reported",
                         "mark": "failed rows kept with assignment 'failed', score NaN"}
+    plan_assumption = "every nugget supported"
 
     def __init__(self, nuggets, llm: LLMClient | None = None, *, grades: int = 3, batch_size: int = 10,
                  prompt=None, max_reasks: int = 2, on_failure: str = "raise"):
@@ -271,19 +285,28 @@ class NuggetAssigner(LLMJudge):
                        else (ids.SUPPORT, ids.NOT_SUPPORT))
         self.default_prompt = NUGGET_ASSIGNMENT if grades == 3 else NUGGET_ASSIGNMENT_2GRADE
         self.setup(llm, prompt, max_reasks, on_failure)
-        self._lists = _topic_lists(nuggets)
+        self._lists = _topic_lists(nuggets) if nuggets is not None else {}
+
+    def with_nuggets(self, nuggets) -> NuggetAssigner:
+        """A copy with the same settings and client that assigns ``nuggets`` (used per topic by
+        :class:`~pyterrier_nuggets.judges.overlap.Overlapped`)."""
+        return NuggetAssigner(nuggets, self.client(), grades=self.grades, batch_size=self.batch_size,
+                              prompt=self.prompt, max_reasks=self.max_reasks, on_failure=self.on_failure)
 
     def repr_prefix(self) -> list[str]:
         n = sum(len(v[1]) for v in self._lists.values())
         return [f"<{n} nuggets of {len(self._lists)} topics>"]
 
-    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+    def run(self, inp: pd.DataFrame) -> tuple[pd.DataFrame, list[Failure]]:
+        if self.nuggets is None:
+            raise ValueError("NuggetAssigner(None): no nuggets to assign; give them, or use it as the assigner of "
+                             "Overlapped(...).assign, which gives each topic its nuggets")
         pt.validate.columns(inp, includes=["qid", "qanswer"], context=self)
         owned = ("docno", "score", "rank", "assignment")
         passthrough = [c for c in inp.columns if c not in owned]
         columns = ASSIGNMENT_COLUMNS + [c for c in passthrough if c != "qid"]
         if inp.empty:
-            return self.nothing_to_do(columns)
+            return self.empty(columns)
         records = inp[passthrough].to_dict("records")
         keys = []
         for r in records:
@@ -312,7 +335,6 @@ class NuggetAssigner(LLMJudge):
                     run = f"run {r['run_id']}, " if "run_id" in r else ""
                     failures.append(Failure(self.step, key[0], f"{run}answer {_short(key[2])!r}, nuggets "
                                             f"{start}-{start + len(batch) - 1}", outcome.error, outcome.raw))
-        self.finish(failures)
         rows = []
         for r, key in zip(records, keys):
             nuggets = self._lists.get(key[0], ("", []))[1]
@@ -324,13 +346,14 @@ class NuggetAssigner(LLMJudge):
                 score = ids.ASSIGNMENT_TO_SCORE.get(label, math.nan)
                 rows.append({"qid": key[0], "docno": ids.nugget_id(key[0], index), "score": score,
                              "assignment": label, **{c: v for c, v in r.items() if c != "qid"}})
-        return pd.DataFrame(rows, columns=columns)
+        return pd.DataFrame(rows, columns=columns), failures
 
     def _assign(self, llm: LLMClient, task):
         (qid, query, answer), start, batch = task
         messages = self.template.render(count=len(batch), query=query, answer=answer, nuggets=_json_list(batch))
         return self.ask(llm, messages, functools.partial(parse_labels, n=len(batch), allowed=self.labels),
-                        memo_key=(qid, query, answer, batch), json_schema=_labels_schema(self.labels, len(batch)))
+                        memo_key=(qid, query, answer, batch), json_schema=_labels_schema(self.labels, len(batch)),
+                        plan_reply=_json_list([ids.SUPPORT] * len(batch)))
 
 
 def _short(text: str, n: int = 40) -> str:

@@ -16,7 +16,6 @@ failure, never grade 0.
 from __future__ import annotations
 
 import functools
-import json
 import re
 from typing import Any
 
@@ -28,7 +27,7 @@ from pyterrier_nuggets.formats.frames import qrels_frame
 from pyterrier_nuggets.formats.trec import write_qrels as write_trec_qrels
 from pyterrier_nuggets.judges.base import Failure, LLMJudge
 from pyterrier_nuggets.llm import LLMClient
-from pyterrier_nuggets.llm.parsing import OutputError, strip_fences
+from pyterrier_nuggets.llm.parsing import OutputError, reply_body
 from pyterrier_nuggets.prompts import REASK_RELEVANCE, RELEVANCE_UMBRELA
 
 GRADES = (0, 1, 2, 3)
@@ -53,13 +52,8 @@ def parse_grade(text: str) -> int:
     one when several), ``final score N`` in other spellings, ``O: N`` (the prompt's final-score symbol), a
     reply that is only the number, or a JSON object with a ``final score``/``score`` field. A grade out of
     0-3, or a reply without any, is an :class:`OutputError` (never grade 0)."""
-    if text is None or not text.strip():
-        raise OutputError("the answer is empty")
-    body = strip_fences(text)
-    try:
-        value = json.loads(body)
-    except ValueError:
-        value = None
+    body, value = reply_body(text)
+    value = None if value is body else value
     if isinstance(value, dict):
         for key, v in value.items():
             if re.sub(r"[\s_]+", "", str(key).lower()) in ("finalscore", "score", "o", "grade", "relevance"):
@@ -100,6 +94,7 @@ class RelevanceJudge(LLMJudge):
                         "exclude": "segments without a grade are left out of the qrels, and reported"}
     default_prompt = RELEVANCE_UMBRELA
     reask_prompt = REASK_RELEVANCE
+    plan_assumption = "every segment graded 3 (so all of them go on to nugget creation)"
 
     def __init__(self, llm: LLMClient | None = None, *, docstore: Any = None, prompt=None,
                  label_column: str = "label", max_reasks: int = 1, on_failure: str = "raise"):
@@ -107,11 +102,11 @@ class RelevanceJudge(LLMJudge):
         self.label_column = label_column
         self.setup(llm, prompt, max_reasks, on_failure)
 
-    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+    def run(self, inp: pd.DataFrame) -> tuple[pd.DataFrame, list[Failure]]:
         pt.validate.columns(inp, includes=["qid", "query", "docno"], context=self)
         columns = [c for c in inp.columns if c != self.label_column] + [self.label_column]
         if inp.empty:
-            return self.nothing_to_do(columns)
+            return self.empty(columns)
         df = inp.drop(columns=[self.label_column], errors="ignore").reset_index(drop=True)
         texts = segment_texts(df, self.docstore)
         pairs = [(str(q), " ".join(str(t).split())) for q, t in zip(df["query"], texts)]
@@ -129,15 +124,15 @@ class RelevanceJudge(LLMJudge):
                 failures.append(Failure(self.step, str(qid), f"segment {docno}", outcome.error, outcome.raw))
                 labels.append(None)
                 keep.append(False)
-        self.finish(failures)
         out = df.assign(**{self.label_column: labels})[keep]
         out[self.label_column] = out[self.label_column].astype(int)
-        return out[columns].reset_index(drop=True)
+        return out[columns].reset_index(drop=True), failures
 
     def _judge(self, llm: LLMClient, task):
         query, passage = task
         messages = self.template.render(query=query, passage=passage)
-        return self.ask(llm, messages, parse_grade, memo_key=(query, passage), json_schema=_schema())
+        return self.ask(llm, messages, parse_grade, memo_key=(query, passage), json_schema=_schema(),
+                        plan_reply="##final score: 3")
 
 
 def write_qrels(path: str, judged: pd.DataFrame, label_column: str = "label") -> None:

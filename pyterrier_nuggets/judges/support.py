@@ -18,7 +18,6 @@ never scored as "no support".
 from __future__ import annotations
 
 import functools
-import json
 import math
 import re
 from typing import Any
@@ -31,7 +30,7 @@ from pyterrier_nuggets.docstore import fetch_texts
 from pyterrier_nuggets.formats.frames import SUPPORT_COLUMNS
 from pyterrier_nuggets.judges.base import FAILED, Failure, LLMJudge
 from pyterrier_nuggets.llm import LLMClient
-from pyterrier_nuggets.llm.parsing import OutputError, strip_fences
+from pyterrier_nuggets.llm.parsing import OutputError, reply_body
 from pyterrier_nuggets.prompts import REASK_SUPPORT, SUPPORT_JUDGMENT
 
 CITATION_MODES = ("first", "all")
@@ -60,13 +59,7 @@ def parse_support(text: str) -> str:
     "**Partial Support**.", "FS"), a JSON string or a JSON object holding one label, and a reply that
     mentions exactly one of the three labels among other words. Anything else is an :class:`OutputError`:
     no reply is guessed, and none becomes "no support" by default."""
-    if text is None or not text.strip():
-        raise OutputError("the answer is empty")
-    body = strip_fences(text)
-    try:
-        value = json.loads(body)
-    except ValueError:
-        value = body
+    body, value = reply_body(text)
     if isinstance(value, dict):
         strings = [v for v in value.values() if isinstance(v, str)]
         if len(strings) != 1:
@@ -116,6 +109,7 @@ class SupportJudge(LLMJudge):
                         "mark": "failed rows kept with support 'failed', score NaN"}
     default_prompt = SUPPORT_JUDGMENT
     reask_prompt = REASK_SUPPORT
+    plan_assumption = "every citation fully supports its sentence"
 
     def __init__(self, llm: LLMClient | None = None, *, citations: str = "first", docstore: Any = None,
                  prompt=None, max_reasks: int = 2, on_failure: str = "raise"):
@@ -125,13 +119,13 @@ class SupportJudge(LLMJudge):
         self.docstore = docstore
         self.setup(llm, prompt, max_reasks, on_failure)
 
-    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+    def run(self, inp: pd.DataFrame) -> tuple[pd.DataFrame, list[Failure]]:
         pt.validate.columns(inp, includes=["qid", "sentences", "references"], context=self)
         passthrough = [c for c in inp.columns if c not in SUPPORT_COLUMNS and c not in _STRUCTURED
                        and c not in ("rank",)]
         columns = SUPPORT_COLUMNS + passthrough
         if inp.empty:
-            return self.nothing_to_do(columns)
+            return self.empty(columns)
         records = inp.to_dict("records")
         texts = self._texts(records)
         planned = []  # (answer index, sentence, citation position or None, docno, statement, passage)
@@ -170,12 +164,11 @@ class SupportJudge(LLMJudge):
             rows.append({"qid": str(r["qid"]), "sentence": j, "citation": k, "docno": docno, "support": support,
                          "score": ids.SUPPORT_LEVEL_TO_SCORE.get(support, math.nan),
                          **{c: r[c] for c in passthrough if c != "qid"}, "_answer": i})
-        self.finish(failures)
         if self.on_failure == "exclude_answer":
             rows = [row for row in rows if row["_answer"] not in failed_answers]
         for row in rows:
             del row["_answer"]
-        return pd.DataFrame(rows, columns=columns)
+        return pd.DataFrame(rows, columns=columns), failures
 
     def _texts(self, records: list[dict]) -> dict[tuple[int, int], str]:
         """Text of each cited reference, by (answer index, reference index)."""
@@ -198,4 +191,5 @@ class SupportJudge(LLMJudge):
     def _judge(self, llm: LLMClient, task):
         statement, passage = task
         messages = self.template.render(statement=statement, citation=" ".join(passage.split()))
-        return self.ask(llm, messages, parse_support, memo_key=(statement, passage), json_schema=_schema())
+        return self.ask(llm, messages, parse_support, memo_key=(statement, passage), json_schema=_schema(),
+                        plan_reply=LABELS[ids.FULL])

@@ -7,13 +7,21 @@ model, with cache, retries, bounded concurrency and strict output parsing.
 - :mod:`.embedded`: the embedded SmolLM2 model as an HTTP transport of the openai SDK.
 - :mod:`.parsing`: reading lists and labels out of model output (:class:`OutputError`).
 - :mod:`.config`: the environment variables.
+- :mod:`.limits`: adaptive concurrency, rate-limit headers and quotas (:class:`AdaptiveLimiter`).
+- :mod:`.scheduler`: the client's one pool of workers, by priority; parks and flushes deferred requests.
+- :mod:`.batch`: the OpenAI Batch API (:class:`BatchRunner`).
+- :mod:`.tokens`: token counting offline (:class:`TokenCounter`).
+- :mod:`.usage`: calls, tokens and costs per stage (:class:`Usage`), dry runs (:class:`Plan`), :class:`Prices`.
 """
 from pyterrier_nuggets.llm.cache import ResponseCache, default_cache_path, request_key
 from pyterrier_nuggets.llm.client import ChatResult, LLMClient, Outcome
 from pyterrier_nuggets.llm.config import ENV_API_KEY, ENV_BASE_URL, ENV_CACHE, ENV_MODEL
 from pyterrier_nuggets.llm.embedded import EMBEDDED_MODEL, find_embedded_model
+from pyterrier_nuggets.llm.limits import AdaptiveLimiter
 from pyterrier_nuggets.llm.parsing import OutputError
+from pyterrier_nuggets.llm.tokens import TokenCounter
+from pyterrier_nuggets.llm.usage import Plan, Prices, Usage
 
 __all__ = ["LLMClient", "ChatResult", "Outcome", "ResponseCache", "request_key", "default_cache_path",
            "OutputError", "ENV_API_KEY", "ENV_BASE_URL", "ENV_CACHE", "ENV_MODEL", "EMBEDDED_MODEL",
-           "find_embedded_model"]
+           "find_embedded_model", "AdaptiveLimiter", "TokenCounter", "Plan", "Prices", "Usage"]

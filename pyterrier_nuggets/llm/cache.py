@@ -1,15 +1,25 @@
-"""The persistent response cache of the LLM layer (SQLite, WAL), keyed by a hash of the full request."""
+"""The persistent response cache of the LLM layer (SQLite, WAL), keyed by a hash of the full request.
+
+Besides the responses it keeps, per request, whether its answer was part of an exchange that failed
+validation (``verdict``; a re-run asks such requests again, issue 11 item 5), the earlier answers that a
+fresh one replaced (``rejected``, for inspection), and the Batch API batches this cache is waiting for
+(``batches``, so that an interrupted run resumes a batch instead of paying for it twice).
+"""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from pyterrier_nuggets.llm.config import ENV_CACHE
+
+INVALID = "invalid"  # verdict of a response in an exchange that still failed validation after the re-asks
 
 
 def default_cache_path() -> Path:
@@ -44,7 +54,14 @@ class ResponseCache:
         con = self._connection()
         con.execute("CREATE TABLE IF NOT EXISTS responses ("
                     "key TEXT PRIMARY KEY, request TEXT NOT NULL, response TEXT NOT NULL, created REAL NOT NULL)")
-        con.commit()
+        columns = {row[1] for row in con.execute("PRAGMA table_info(responses)")}
+        if "verdict" not in columns:  # a cache written before verdicts existed
+            con.execute("ALTER TABLE responses ADD COLUMN verdict TEXT")
+            con.execute("ALTER TABLE responses ADD COLUMN error TEXT")
+        con.execute("CREATE TABLE IF NOT EXISTS rejected (key TEXT NOT NULL, request TEXT NOT NULL, "
+                    "response TEXT NOT NULL, error TEXT, created REAL NOT NULL, replaced REAL NOT NULL)")
+        con.execute("CREATE TABLE IF NOT EXISTS batches (id TEXT PRIMARY KEY, endpoint TEXT NOT NULL, "
+                    "requests TEXT NOT NULL, created REAL NOT NULL, status TEXT NOT NULL)")
 
     def _connection(self) -> sqlite3.Connection:
         con = getattr(self._local, "con", None)
@@ -56,14 +73,71 @@ class ResponseCache:
             self._local.con = con
         return con
 
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        con = self._connection()
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            yield con
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        con.execute("COMMIT")
+
     def get(self, key: str) -> dict | None:
-        row = self._connection().execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
-        return None if row is None else json.loads(row[0])
+        found = self.lookup(key)
+        return None if found is None else found[0]
+
+    def lookup(self, key: str) -> tuple[dict, str | None] | None:
+        """The response stored for ``key`` and its verdict (None, or :data:`INVALID`)."""
+        row = self._connection().execute("SELECT response, verdict FROM responses WHERE key = ?", (key,)).fetchone()
+        return None if row is None else (json.loads(row[0]), row[1])
 
     def put(self, key: str, request: dict, response: dict) -> None:
-        self._connection().execute(
-            "INSERT OR REPLACE INTO responses (key, request, response, created) VALUES (?, ?, ?, ?)",
-            (key, json.dumps(request, ensure_ascii=False), json.dumps(response, ensure_ascii=False), time.time()))
+        """Store a response; one marked invalid that it replaces is kept in ``rejected``."""
+        with self._transaction() as con:
+            con.execute("INSERT INTO rejected (key, request, response, error, created, replaced) "
+                        "SELECT key, request, response, error, created, ? FROM responses WHERE key = ? AND verdict = ?",
+                        (time.time(), key, INVALID))
+            con.execute("INSERT OR REPLACE INTO responses (key, request, response, created, verdict, error) "
+                        "VALUES (?, ?, ?, ?, NULL, NULL)",
+                        (key, json.dumps(request, ensure_ascii=False), json.dumps(response, ensure_ascii=False),
+                         time.time()))
+
+    def mark_invalid(self, keys: list[str], error: str) -> None:
+        """Mark the responses of an exchange that failed validation: a re-run asks these requests again."""
+        with self._transaction() as con:
+            con.executemany("UPDATE responses SET verdict = ?, error = ? WHERE key = ?",
+                            [(INVALID, error, k) for k in keys])
+
+    def invalid(self) -> list[dict]:
+        """The responses marked invalid (``key, request, response, error``), for inspection."""
+        rows = self._connection().execute(
+            "SELECT key, request, response, error FROM responses WHERE verdict = ? ORDER BY created", (INVALID,))
+        return [{"key": k, "request": json.loads(q), "response": json.loads(r), "error": e} for k, q, r, e in rows]
+
+    def rejected(self) -> list[dict]:
+        """Earlier answers that a fresh call replaced (``key, request, response, error``), oldest first."""
+        rows = self._connection().execute("SELECT key, request, response, error FROM rejected ORDER BY replaced")
+        return [{"key": k, "request": json.loads(q), "response": json.loads(r), "error": e} for k, q, r, e in rows]
+
+    # ------------------------------------------------------------------------------ Batch API
+
+    def add_batch(self, batch_id: str, endpoint: str, requests: dict[str, dict]) -> None:
+        """Remember a submitted batch (its requests by key) before waiting for it."""
+        with self._transaction() as con:
+            con.execute("INSERT OR REPLACE INTO batches (id, endpoint, requests, created, status) VALUES (?, ?, ?, ?, ?)",
+                        (batch_id, endpoint, json.dumps(requests, ensure_ascii=False), time.time(), "submitted"))
+
+    def open_batches(self, endpoint: str) -> list[tuple[str, dict[str, dict]]]:
+        """Submitted batches whose results are not collected yet: (id, requests by key), oldest first."""
+        rows = self._connection().execute("SELECT id, requests FROM batches WHERE endpoint = ? AND status = ? "
+                                          "ORDER BY created", (endpoint, "submitted"))
+        return [(i, json.loads(r)) for i, r in rows]
+
+    def close_batch(self, batch_id: str, status: str) -> None:
+        with self._transaction() as con:
+            con.execute("UPDATE batches SET status = ? WHERE id = ?", (status, batch_id))
 
     def __len__(self) -> int:
         return self._connection().execute("SELECT COUNT(*) FROM responses").fetchone()[0]

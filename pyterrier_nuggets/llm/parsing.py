@@ -31,6 +31,18 @@ def strip_fences(text: str) -> str:
     return text.strip()
 
 
+def reply_body(text: str | None) -> tuple[str, object]:
+    """A short reply's body (fences stripped) and its JSON value (the body itself when it is not JSON); an
+    empty reply is an :class:`OutputError`. The first step of every one-label reply parser."""
+    if text is None or not text.strip():
+        raise OutputError("the answer is empty")
+    body = strip_fences(text)
+    try:
+        return body, json.loads(body)
+    except ValueError:
+        return body, body
+
+
 def _literal(text: str):
     try:
         return json.loads(text)

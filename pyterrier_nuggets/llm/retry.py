@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import email.utils
+import random
 import time
 
 import openai
@@ -39,3 +40,10 @@ def describe_error(exc: Exception) -> str:
     status = getattr(exc, "status_code", None)
     name = type(exc).__name__
     return f"{name} (HTTP {status}): {exc}" if status else f"{name}: {exc}"
+
+
+def jittered(wait: float, asked: bool) -> float:
+    """A retry wait with jitter, so that rejected requests do not come back in step: a wait the server
+    asked for (``Retry-After``) is stretched by up to 20% (never shortened); our own exponential backoff
+    is drawn from its upper half ("equal jitter")."""
+    return wait * random.uniform(1.0, 1.2) if asked else wait * random.uniform(0.5, 1.0)

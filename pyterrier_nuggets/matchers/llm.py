@@ -11,7 +11,6 @@ failed decision: never read as "no" (the reference implementation counts every n
 from __future__ import annotations
 
 import functools
-import json
 import math
 import re
 from collections.abc import Sequence
@@ -21,7 +20,7 @@ import pyterrier as pt
 
 from pyterrier_nuggets.judges.base import FAILED, Failure, LLMJudge
 from pyterrier_nuggets.llm import LLMClient
-from pyterrier_nuggets.llm.parsing import OutputError, strip_fences
+from pyterrier_nuggets.llm.parsing import OutputError, reply_body
 from pyterrier_nuggets.matchers.base import Match, Matcher, Pair
 from pyterrier_nuggets.prompts import CONE_NTR, REASK_YESNO
 
@@ -32,13 +31,7 @@ _SCHEMA = {"type": "object", "properties": {"answer": {"type": "string", "enum":
 
 def parse_yes_no(text: str) -> bool:
     """True for "yes", False for "no" (see the module docstring); anything else is an :class:`OutputError`."""
-    if text is None or not text.strip():
-        raise OutputError("the answer is empty")
-    body = strip_fences(text)
-    try:
-        value = json.loads(body)
-    except ValueError:
-        value = body
+    body, value = reply_body(text)
     if isinstance(value, dict):
         strings = [v for v in value.values() if isinstance(v, str)]
         if len(strings) != 1:
@@ -83,19 +76,18 @@ class LLMMatcher(LLMJudge, Matcher):
     def _ask_pair(self, llm: LLMClient, pair: Pair):
         premise, hypothesis = pair
         messages = self.template.render(nugget=hypothesis, response=premise)
-        return self.ask(llm, messages, parse_yes_no, memo_key=pair, json_schema=_SCHEMA)
+        return self.ask(llm, messages, parse_yes_no, memo_key=pair, json_schema=_SCHEMA, plan_reply="yes")
 
-    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+    def run(self, inp: pd.DataFrame) -> tuple[pd.DataFrame, list[Failure]]:
         pt.validate.columns(inp, includes=["premise", "hypothesis"], context=self)
         columns = list(inp.columns) + [c for c in ("entailed", "score") if c not in inp.columns]
         if inp.empty:
-            return self.nothing_to_do(columns)
+            return self.empty(columns)
         out = inp.copy()
         decisions = self.match(list(zip(out["premise"].astype(str), out["hypothesis"].astype(str))))
         qids = out["qid"].astype(str).tolist() if "qid" in out.columns else [""] * len(out)
         failures = [Failure(self.step, q, f"row {i}", d.error or "", list(d.raw))
                     for i, (q, d) in enumerate(zip(qids, decisions)) if not d.ok]
-        self.finish(failures)
         out["entailed"] = [d.entailed if d.ok else FAILED for d in decisions]
         out["score"] = [d.score for d in decisions]
-        return out[columns]
+        return out[columns], failures

@@ -32,7 +32,14 @@ from pyterrier_nuggets import formats
 from pyterrier_nuggets.docstore import fetch_texts
 from pyterrier_nuggets.evaluation import ANSWER_MEASURES, JointTable, System, evaluate_answers, joint_table
 from pyterrier_nuggets.evaluation.table import TABLE_SUFFIXES
-from pyterrier_nuggets.judges import CitedGenerator, NuggetAssigner, NuggetCreator, NuggetScorer, SupportJudge
+from pyterrier_nuggets.judges import (
+    CitedGenerator,
+    NuggetAssigner,
+    NuggetCreator,
+    NuggetScorer,
+    Overlapped,
+    SupportJudge,
+)
 from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.pipeline.collections import Collection
 from pyterrier_nuggets.pipeline.retrievers import default_index_dir, retrieve
@@ -55,7 +62,8 @@ def create_nuggets(collection: Collection, llm: LLMClient, strict: bool = False,
     scorer = NuggetScorer(llm, keep=keep, on_failure="raise" if strict else "exclude")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # failures are summarised in ``notes``
-        nuggets = scorer(creator(judged[["qid", "query", "docno", "text", "label"]]))
+        # topic by topic, a topic's scoring as soon as its nuggets exist (results identical to creator >> scorer)
+        nuggets = Overlapped(creator >> scorer)(judged[["qid", "query", "docno", "text", "label"]])
     if notes is not None:
         if creator.failures:
             notes.append(f"nugget creation: {len(creator.failures)} failed window(s) of "

@@ -1,0 +1,193 @@
+"""The iKAT joint table (seed 003 §5.3-5.4, Tables 9-11, Figure 1): per system, the passage ranking measures
+(nDCG@5 primary, P@20, R@20, R@1000, mAP; averaged over turns with equal weight) next to the CONE-RAG
+measures Recall_NtR and, when extracted nuggets are given, Recall_NtN / Precision_NtN, with the paired tests
+of :func:`.table.joint_table`; per-turn values with turn depth and personal flag; breakdowns by turn depth
+and by personal vs non-personal turns (a turn is personal when its ``ptkb_provenance`` in the topics is
+non-empty, seed 003 Table 10); the nDCG@5 vs nugget recall scatter (seed 003 Figure 1).
+
+Every output names the gold nuggets and the matcher that produced the nugget measures.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from pyterrier_nuggets.evaluation.cone import NuggetToNugget, NuggetToResponse
+from pyterrier_nuggets.evaluation.table import JointTable, System, joint_table
+from pyterrier_nuggets.formats import as_nugget_set, atomic_write, nugget_qrels, write_all
+from pyterrier_nuggets.matchers import as_matcher
+
+RETRIEVAL = ["nDCG@5", "P@20", "R@20", "R@1000", "AP"]  # seed 003 §5.4 / Table 11 (AP = mAP over turns)
+NTR = ["Recall_NtR"]
+NTN = ["Recall_NtN", "Precision_NtN"]
+
+
+@dataclass
+class IkatSystem:
+    """One system: ``responses`` (``qid`` = turn id, ``qanswer``), optionally its passage ``ranking``
+    (``qid, docno, score``) and the ``nuggets`` extracted from its responses (``qid``, ``nuggets``: list of
+    strings) for NtN."""
+
+    name: str
+    responses: pd.DataFrame | None = None
+    ranking: pd.DataFrame | None = None
+    nuggets: pd.DataFrame | None = None
+
+
+@dataclass
+class IkatTable:
+    table: JointTable
+    per_turn: pd.DataFrame
+    breakdowns: pd.DataFrame
+    labels: dict[str, str] = field(default_factory=dict)
+
+    def header(self) -> str:
+        return "; ".join(f"{k}: {v}" for k, v in self.labels.items())
+
+    def __str__(self) -> str:
+        return self.header() + "\n" + self.table.to_text()
+
+    def write(self, out_dir: str, plot: bool = True) -> list[str]:
+        """``ikat.csv``, ``ikat.md``, ``ikat.tex``, ``ikat.perquery.csv``, ``ikat.perturn.csv``,
+        ``ikat.breakdowns.csv`` and (when there are retrieval measures) ``ikat.scatter.png``, all or none."""
+        os.makedirs(out_dir, exist_ok=True)
+        prefix = os.path.join(out_dir, "ikat")
+        t = self.table
+        note = "% " + self.header() + "\n"
+        texts = {".csv": t.to_csv(), ".md": self.header() + "\n\n" + t.to_markdown(), ".tex": note + t.to_latex(),
+                 ".perquery.csv": t.per_query.to_csv(index=False), ".perturn.csv": self.per_turn.to_csv(index=False),
+                 ".breakdowns.csv": self.breakdowns.to_csv(index=False)}
+
+        def text_writer(text: str):
+            def write(path: str) -> None:
+                with atomic_write(path) as f:
+                    f.write(text)
+            return write
+        writers = {prefix + s: text_writer(x) for s, x in texts.items()}
+        recall = next((m for m in ("Recall_NtN", "Recall_NtR") if m in t.means.columns), None)
+        if plot and "nDCG@5" in t.means.columns and recall:
+            writers[prefix + ".scatter.png"] = lambda path: scatter(t.means, "nDCG@5", recall, path, self.header())
+        return write_all(writers)
+
+
+def scatter(means: pd.DataFrame, x: str, y: str, path: str, title: str = "") -> str:
+    """One point per system, ``x`` against ``y`` (seed 003 Figure 1: Recall_NtN vs nDCG@5), PNG."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    ax.scatter(means[x], means[y])
+    for name in means.index:
+        ax.annotate(str(name), (means.loc[name, x], means.loc[name, y]), fontsize=7, xytext=(3, 3),
+                    textcoords="offset points")
+    ax.set_xlabel(x)
+    ax.set_ylabel(y)
+    if title:
+        ax.set_title(title, fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, format="png", dpi=120)
+    plt.close(fig)
+    return path
+
+
+def turn_facts(topics: Sequence[Any]) -> pd.DataFrame:
+    """``qid, depth, personal`` per turn from iKAT queries (``datasets_ext.ikat.IkatQuery``)."""
+    return pd.DataFrame([{"qid": q.query_id, "depth": int(q.turn_id), "personal": bool(q.ptkb_provenance)}
+                         for q in topics], columns=["qid", "depth", "personal"])
+
+
+def ikat_table(systems: Sequence[IkatSystem], gold_nuggets: Any, passage_qrels: Any = None, matcher: Any = None,
+               topics: Sequence[Any] | None = None, baseline: str | None = None, test: str = "t",
+               correction: str | None = None, alpha: float = 0.05, gold_label: str = "gold nuggets",
+               retrieval_measures: Sequence[str] = RETRIEVAL) -> IkatTable:
+    """Score every system (module docstring). ``gold_nuggets``: any nugget form (e.g.
+    ``formats.read_cone_gold_nuggets(path)``); ``passage_qrels``: the NIST passage qrels (path, frame, ir_datasets
+    id), needed when a system has a ranking; ``matcher``: NtR / NtN matcher (default: the embedding baseline);
+    ``topics``: the iKAT queries, for depth and personal breakdowns."""
+    if not systems:
+        raise ValueError("ikat_table needs at least one system")
+    gold = as_nugget_set(gold_nuggets)
+    matcher = as_matcher(matcher)
+    ranked = [s.ranking is not None for s in systems]
+    if any(ranked) and not all(ranked):
+        missing = [s.name for s in systems if s.ranking is None]
+        raise ValueError(f"systems {missing} have no passage ranking while others have: give every system one, or "
+                         "none (then the table has only the nugget measures)")
+    if all(ranked) and passage_qrels is None:
+        raise ValueError("the systems have passage rankings but no passage qrels were given")
+    with_nuggets = [s.nuggets is not None for s in systems]
+    if any(with_nuggets) and not all(with_nuggets):
+        raise ValueError("extracted nuggets were given for some systems only: NtN needs them for every system")
+    measures = NTR + (NTN if all(with_nuggets) else [])
+    rows = []
+    ntr, ntn = NuggetToResponse(gold, matcher), NuggetToNugget(gold, matcher)
+    responses = [s.responses.assign(run_id=s.name) for s in systems if s.responses is not None]
+    if len(responses) != len(systems):
+        raise ValueError("every system needs its responses (Recall_NtR)")
+    rows.append(ntr(pd.concat(responses, ignore_index=True)[["qid", "qanswer", "run_id"]]))
+    if all(with_nuggets):
+        frames = [s.nuggets.assign(run_id=s.name)[["qid", "nuggets", "run_id"]] for s in systems]
+        rows.append(ntn(pd.concat(frames, ignore_index=True)))
+    evaluation = pd.concat(rows, ignore_index=True)
+    table_systems = [System(s.name, evaluation[evaluation["run_id"] == s.name][["qid", "docno", "score"]],
+                            s.ranking[["qid", "docno", "score"]] if s.ranking is not None else None) for s in systems]
+    table = joint_table(table_systems, nugget_qrels(gold), passage_qrels if all(ranked) else None,
+                        answer_measures=measures, retrieval_measures=list(retrieval_measures), baseline=baseline,
+                        alpha=alpha, test=test, correction=correction)
+    per_turn = table.per_query.pivot_table(index=["system", "qid"], columns="measure", values="value").reset_index()
+    per_turn.columns.name = None
+    breakdowns = pd.DataFrame(columns=["system", "breakdown", "group", "measure", "mean", "turns"])
+    if topics is not None:
+        facts = turn_facts(topics)
+        per_turn = per_turn.merge(facts, on="qid", how="left")
+        long = table.per_query.merge(facts, on="qid", how="left")
+        long["personal"] = long["personal"].map({True: "personal", False: "non-personal"})
+        parts = []
+        for by in ("depth", "personal"):
+            g = long.groupby(["system", by, "measure"])["value"].agg(["mean", "count"]).reset_index()
+            parts.append(pd.DataFrame({"system": g["system"], "breakdown": by, "group": g[by], "measure": g["measure"],
+                                       "mean": g["mean"], "turns": g["count"]}))
+        breakdowns = pd.concat(parts, ignore_index=True)
+    labels = {"gold nuggets": f"{gold_label} ({len(gold)} nuggets)", "matcher": matcher.describe()}
+    if not all(with_nuggets):
+        labels["NtN"] = "not computed (no extracted nuggets)"
+    return IkatTable(table, per_turn, breakdowns, labels)
+
+
+def span_rate(items: Sequence[Any]) -> pd.DataFrame:
+    """Per run, the mean over its responses of |matched| / (|matched| + |not matched|) of a CONE-RAG response
+    nugget file (``formats.ResponseNuggets``): the share of extracted lines that are spans of the response
+    (docs/cone-rag.md). **Not** Precision_NtN; reported for reference only."""
+    rows = [{"run": r.run_id, "qid": r.qid,
+             "span_rate": len(r.matched) / (len(r.matched) + len(r.not_matched))
+             if (r.matched or r.not_matched) else 0.0} for r in items]
+    frame = pd.DataFrame(rows, columns=["run", "qid", "span_rate"])
+    return frame.groupby("run")["span_rate"].agg(["mean", "count"]).reset_index().rename(
+        columns={"mean": "span_rate", "count": "responses"}).sort_values("span_rate", ascending=False)
+
+
+def systems_from_cone(responses: Mapping[tuple[str, str], str], response_nuggets: Sequence[Any] | None = None,
+                      runs: Sequence[str] | None = None) -> list[IkatSystem]:
+    """Systems from CONE-RAG participant responses (``formats.read_cone_responses``) and optionally their
+    response nugget file: the ``matched`` lists (the extractor's lines found as spans of the response) are the
+    extracted nuggets for NtN, as the reference NtN.py takes them."""
+    names = runs or sorted({run for _, run in responses})
+    nuggets: dict[tuple[str, str], list[str]] = {}
+    if response_nuggets is not None:
+        nuggets = {(r.qid, r.run_id): [m for m in r.matched if m.strip()] for r in response_nuggets}
+    out = []
+    for name in names:
+        resp = pd.DataFrame([{"qid": t, "qanswer": text} for (t, run), text in responses.items() if run == name],
+                            columns=["qid", "qanswer"])
+        if resp.empty:
+            raise ValueError(f"run {name!r} has no response in the responses file")
+        extracted = None
+        if response_nuggets is not None:
+            extracted = pd.DataFrame([{"qid": q, "nuggets": nuggets.get((q, name), [])} for q in resp["qid"]],
+                                     columns=["qid", "nuggets"])
+        out.append(IkatSystem(name, resp, None, extracted))
+    return out

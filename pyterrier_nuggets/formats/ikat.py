@@ -1,0 +1,240 @@
+"""The official TREC iKAT 2024 run format (irlabamsterdam/iKAT ``2024/scripts/run_validation``, its
+``run.proto``): one JSON object
+
+    {"run_name": str, "run_type": "automatic" | "manual" | "only_response", "eval_response": bool,
+     "turns": [{"turn_id": "{topic}_{turn}",
+                "responses": [{"rank": int, "text": str, "ptkb_provenance": [str],
+                               "passage_provenance": [{"id": str, "score": float, "used": bool}]}]}]}
+
+:func:`read_ikat_run` validates every field (errors name the file and the JSON path of the field; unknown
+fields are refused, as the official validator's protobuf parse does) and :func:`write_ikat_run` writes it back
+in the field order of the official sample run with ``json.dumps``' default separators, so a run read and
+written back is byte-identical to a file in that form (and equal up to key order to any valid run).
+
+Views used by the evaluation (docs/ikat.md):
+
+- :func:`ikat_ranking`: the passage ranking of each turn, for nDCG@5 etc.: the ``passage_provenance`` of the
+  responses in rank order, each list in its order, the first occurrence of a passage kept. The ranking is
+  the list order; the TREC score written is the run's own score where the order by score agrees, and the
+  validator requires non-increasing scores within a response, so the two agree for one response per turn.
+- :func:`ikat_answers`: the rank-1 response of each turn as an answer frame (``qid`` = ``turn_id``,
+  ``qanswer``, ``run_id``, ``references``: the passages marked ``used``, else the first five, as the
+  validator's rule says; ``ptkb_provenance``).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from pyterrier_nuggets.formats.files import InputError, atomic_write
+
+RUN_TYPES = ("automatic", "manual", "only_response")
+DEFAULT_USED = 5  # the validator: a response with no passage marked "used" gets its top 5 as provenance
+_RUN_KEYS = ("run_name", "run_type", "eval_response", "turns")
+_TURN_KEYS = ("turn_id", "responses")
+_RESPONSE_KEYS = ("rank", "text", "ptkb_provenance", "passage_provenance")
+_PASSAGE_KEYS = ("id", "score", "used")
+
+
+@dataclass
+class PassageProvenance:
+    id: str
+    score: float
+    used: bool
+
+
+@dataclass
+class IkatResponse:
+    rank: int
+    text: str
+    ptkb_provenance: list[str] = field(default_factory=list)
+    passage_provenance: list[PassageProvenance] = field(default_factory=list)
+
+    def used_passages(self) -> list[str]:
+        """The passages the response is grounded on: those marked ``used``, else the first five."""
+        used = [p.id for p in self.passage_provenance if p.used]
+        return used or [p.id for p in self.passage_provenance[:DEFAULT_USED]]
+
+
+@dataclass
+class IkatTurn:
+    turn_id: str
+    responses: list[IkatResponse]
+
+
+@dataclass
+class IkatRun:
+    run_name: str
+    run_type: str
+    turns: list[IkatTurn]
+    eval_response: bool | None = None
+
+    def to_json(self) -> dict:
+        doc: dict = {"run_name": self.run_name, "run_type": self.run_type}
+        if self.eval_response is not None:
+            doc["eval_response"] = self.eval_response
+        doc["turns"] = [{"turn_id": t.turn_id, "responses": [
+            {"rank": r.rank, "text": r.text, "ptkb_provenance": list(r.ptkb_provenance),
+             "passage_provenance": [{"id": p.id, "score": p.score, "used": p.used} for p in r.passage_provenance]}
+            for r in t.responses]} for t in self.turns]
+        return doc
+
+
+def _get(path: str, obj: dict, key: str, types, where: str, required: bool = True):
+    if key not in obj:
+        if not required:
+            return None
+        raise InputError(path, None, where + key, "missing", "see the iKAT 2024 run format in docs/formats.md")
+    value = obj[key]
+    if not isinstance(value, types) or (isinstance(value, bool) and bool not in (types if isinstance(types, tuple)
+                                                                                    else (types,))):
+        raise InputError(path, None, where + key, f"expected {_names(types)}, got {type(value).__name__} "
+                         f"{value!r:.60}")
+    return value
+
+
+def _names(types) -> str:
+    return " or ".join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))
+
+
+def _only(path: str, obj: dict, keys: tuple[str, ...], where: str) -> None:
+    unknown = [k for k in obj if k not in keys]
+    if unknown:
+        raise InputError(path, None, where + unknown[0], f"unknown field (allowed: {', '.join(keys)})",
+                         "the official validator refuses unknown fields too")
+
+
+def parse_ikat_run(doc, path: str = "<run>") -> IkatRun:
+    """An iKAT 2024 run from its parsed JSON; every problem is an InputError naming the field."""
+    if not isinstance(doc, dict):
+        raise InputError(path, None, None, f"expected a JSON object (an iKAT run), got {type(doc).__name__}")
+    _only(path, doc, _RUN_KEYS, "")
+    name = _get(path, doc, "run_name", str, "")
+    if not name.strip():
+        raise InputError(path, None, "run_name", "empty", "give the run a name")
+    run_type = _get(path, doc, "run_type", str, "")
+    if run_type not in RUN_TYPES:
+        raise InputError(path, None, "run_type", f"{run_type!r} is not one of {RUN_TYPES}")
+    eval_response = _get(path, doc, "eval_response", bool, "", required=False)
+    turns, seen = [], set()
+    for t, turn in enumerate(_get(path, doc, "turns", list, "")):
+        where = f"turns[{t}]."
+        if not isinstance(turn, dict):
+            raise InputError(path, None, where[:-1], "expected an object {turn_id, responses}")
+        _only(path, turn, _TURN_KEYS, where)
+        turn_id = _get(path, turn, "turn_id", str, where)
+        topic, _, number = turn_id.rpartition("_")
+        if not topic or not number.isdigit():
+            raise InputError(path, None, where + "turn_id", f"{turn_id!r} is not of the form {{topic}}_{{turn}}")
+        if turn_id in seen:
+            raise InputError(path, None, where + "turn_id", f"turn {turn_id} appears twice", "one entry per turn")
+        seen.add(turn_id)
+        responses, last_rank = [], 0
+        for r, resp in enumerate(_get(path, turn, "responses", list, where)):
+            rwhere = f"{where}responses[{r}]."
+            if not isinstance(resp, dict):
+                raise InputError(path, None, rwhere[:-1], "expected an object {rank, text, ptkb_provenance, "
+                                 "passage_provenance}")
+            _only(path, resp, _RESPONSE_KEYS, rwhere)
+            rank = _get(path, resp, "rank", int, rwhere)
+            if rank <= last_rank:
+                raise InputError(path, None, rwhere + "rank", f"rank {rank} after rank {last_rank}",
+                                 "ranks start at 1 and increase")
+            last_rank = rank
+            text = _get(path, resp, "text", str, rwhere)
+            ptkb = _get(path, resp, "ptkb_provenance", list, rwhere, required=False) or []
+            for i, p in enumerate(ptkb):
+                if not isinstance(p, str):
+                    raise InputError(path, None, f"{rwhere}ptkb_provenance[{i}]", f"expected a PTKB statement id "
+                                     f"string, got {p!r:.40}")
+            passages = []
+            for i, p in enumerate(_get(path, resp, "passage_provenance", list, rwhere, required=False) or []):
+                pwhere = f"{rwhere}passage_provenance[{i}]."
+                if not isinstance(p, dict):
+                    raise InputError(path, None, pwhere[:-1], "expected an object {id, score, used}")
+                _only(path, p, _PASSAGE_KEYS, pwhere)
+                score = _get(path, p, "score", (int, float), pwhere)
+                if score != score or score in (float("inf"), float("-inf")):
+                    raise InputError(path, None, pwhere + "score", f"not a finite number: {score}")
+                passages.append(PassageProvenance(_get(path, p, "id", str, pwhere), score,
+                                                  _get(path, p, "used", bool, pwhere)))
+            responses.append(IkatResponse(rank, text, list(ptkb), passages))
+        turns.append(IkatTurn(turn_id, responses))
+    return IkatRun(name, run_type, turns, eval_response)
+
+
+def read_ikat_run(path: str) -> IkatRun:
+    """Read and validate an iKAT 2024 run file."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except json.JSONDecodeError as e:
+        raise InputError(path, e.lineno, None, f"not valid JSON ({e.msg} at column {e.colno})") from None
+    return parse_ikat_run(doc, path)
+
+
+def write_ikat_run(path: str, run: IkatRun) -> None:
+    """Write a run in the official form (atomic; the sample run's field order and separators, no newline at
+    the end, as the sample)."""
+    with atomic_write(path) as f:
+        f.write(json.dumps(run.to_json(), ensure_ascii=False))
+
+
+def ikat_ranking(run: IkatRun) -> pd.DataFrame:
+    """The passage ranking of each turn (``qid, docno, rank, score, run_id``; see the module docstring)."""
+    rows = []
+    for t in run.turns:
+        seen: set[str] = set()
+        for r in sorted(t.responses, key=lambda r: r.rank):
+            for p in r.passage_provenance:
+                if p.id not in seen:
+                    seen.add(p.id)
+                    rows.append((t.turn_id, p.id, len(seen), p.score))
+    frame = pd.DataFrame(rows, columns=["qid", "docno", "rank", "run_score"])
+    frame["run_id"] = run.run_name
+    # the ranking is the list order: the TREC score is the run's score where it is non-increasing along the
+    # ranking, else the rank decides (score = -rank), so ties or rising scores cannot reorder the list
+    frame["score"] = frame["run_score"].astype(float)
+    for _qid, group in frame.groupby("qid", sort=False):
+        if (group["score"].diff().dropna() > 0).any() or group["score"].duplicated().any():
+            frame.loc[group.index, "score"] = -group["rank"].astype(float)
+    return frame[["qid", "docno", "rank", "score", "run_score", "run_id"]]
+
+
+def ikat_answers(run: IkatRun) -> pd.DataFrame:
+    """The rank-1 response of each turn: ``qid`` (= ``turn_id``), ``turn_id``, ``run_id``, ``qanswer``,
+    ``references`` (passages used), ``ptkb_provenance``."""
+    rows = []
+    for t in run.turns:
+        if not t.responses:
+            continue
+        r = min(t.responses, key=lambda r: r.rank)
+        rows.append({"qid": t.turn_id, "turn_id": t.turn_id, "run_id": run.run_name, "qanswer": r.text,
+                     "references": r.used_passages(), "ptkb_provenance": list(r.ptkb_provenance)})
+    return pd.DataFrame(rows, columns=["qid", "turn_id", "run_id", "qanswer", "references", "ptkb_provenance"])
+
+
+def ikat_run_from_frames(run_name: str, ranking: pd.DataFrame, answers: pd.DataFrame | None = None,
+                         run_type: str = "automatic", used: int = DEFAULT_USED) -> IkatRun:
+    """An iKAT run from our frames: ``ranking`` (``qid, docno, score``, any order) and optionally ``answers``
+    (``qid``, ``qanswer``, optionally ``references``: the passages the answer cites, marked ``used``; without
+    it the first ``used`` passages are). Each turn gets one response of rank 1; ``eval_response`` is true when
+    answers are given."""
+    texts, refs, ptkb = {}, {}, {}
+    if answers is not None:
+        for a in answers.to_dict("records"):
+            qid = str(a.get("turn_id", a["qid"]))
+            texts[qid] = str(a["qanswer"])
+            refs[qid] = set(a["references"]) if isinstance(a.get("references"), list) else None
+            ptkb[qid] = [str(p) for p in a["ptkb_provenance"]] if isinstance(a.get("ptkb_provenance"), list) else []
+    turns = []
+    qids = list(dict.fromkeys([str(q) for q in ranking["qid"]] + list(texts)))
+    for qid in qids:
+        ranked = ranking[ranking["qid"].astype(str) == qid].sort_values("score", ascending=False, kind="stable")
+        chosen = refs.get(qid)
+        passages = [PassageProvenance(str(d), float(s), (d in chosen) if chosen is not None else i < used)
+                    for i, (d, s) in enumerate(zip(ranked["docno"], ranked["score"]))]
+        turns.append(IkatTurn(qid, [IkatResponse(1, texts.get(qid, ""), ptkb.get(qid, []), passages)]))
+    return IkatRun(run_name, run_type, turns, answers is not None)

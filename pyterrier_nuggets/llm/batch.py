@@ -1,0 +1,172 @@
+"""OpenAI Batch API mode (issue 11, item 3): the requests a run needs, answered by batches instead of calls.
+
+:class:`BatchRunner` answers a set of pending requests (cache key -> request body): it writes them as
+JSONL (``custom_id`` = the cache key), uploads the file (``POST /v1/files``, purpose ``batch``), creates
+the batch (``POST /v1/batches``, window 24 h), records the batch id and its requests in the response
+cache *before* waiting, polls until the batch ends, downloads the output and error files and puts every
+answer into the cache. A run that is interrupted while it waits finds the recorded batch the next time
+and waits for it again instead of submitting (and paying for) the same requests twice. A request that
+failed inside the batch (an error line, or no line in an expired, cancelled or failed batch) is returned
+as an error; it is not cached, so a later run asks it again.
+
+At most 50,000 requests and 190 MB go into one batch (OpenAI's limits are 50,000 and 200 MB); more are
+split over several batches of the same round.
+"""
+from __future__ import annotations
+
+import io
+import json
+import time
+from collections.abc import Callable
+
+import openai
+
+from pyterrier_nuggets.llm.cache import ResponseCache
+from pyterrier_nuggets.llm.retry import RETRYABLE, describe_error
+
+MAX_REQUESTS = 50_000
+MAX_BYTES = 190 * 1024 * 1024
+TERMINAL = ("completed", "failed", "expired", "cancelled")
+CHAT_ENDPOINT = "/v1/chat/completions"
+
+
+class BatchError(RuntimeError):
+    """The Batch API could not be used (upload, creation or polling failed, or the wait timed out)."""
+
+
+def reply_of(body: dict) -> dict:
+    """The cache entry of a chat completion body: ``text``, ``usage``, ``finish_reason``."""
+    choice = body["choices"][0]
+    usage = body.get("usage") or {}
+    return {"text": choice["message"].get("content") or "", "finish_reason": choice.get("finish_reason"),
+            "usage": {"prompt_tokens": usage.get("prompt_tokens") or 0,
+                      "completion_tokens": usage.get("completion_tokens") or 0}}
+
+
+class BatchRunner:
+    """Answers pending requests through the Batch API of ``client`` (an ``openai.OpenAI``), with ``cache``
+    as the place for answers and batch ids. ``poll_interval`` seconds between polls; ``timeout`` (None: no
+    limit) bounds the wait for one batch; ``log`` receives progress lines."""
+
+    def __init__(self, client: openai.OpenAI, cache: ResponseCache, endpoint: str, *, poll_interval: float = 30.0,
+                 timeout: float | None = None, log: Callable[[str], None] | None = None):
+        self.client = client
+        self.cache = cache
+        self.endpoint = endpoint
+        self.poll_interval = poll_interval
+        self.timeout = timeout
+        self.log = log or (lambda message: None)
+        self.stats = dict(rounds=0, batches=0, resumed=0, polls=0, requests=0, errors=0)
+
+    def run(self, pending: dict[str, dict]) -> tuple[dict[str, dict], dict[str, str]]:
+        """Answer ``pending`` (key -> body): ``(answers by key, errors by key)``; answers are cached."""
+        self.stats["rounds"] += 1
+        answers: dict[str, dict] = {}
+        errors: dict[str, str] = {}
+        for batch_id, requests in self.cache.open_batches(self.endpoint):
+            if requests.keys() & pending.keys():
+                self.log(f"Batch API: resuming batch {batch_id} ({len(requests)} requests) submitted by an earlier run")
+                self.stats["resumed"] += 1
+                self._collect(batch_id, requests, answers, errors)
+        remaining = {k: b for k, b in pending.items() if k not in answers and k not in errors}
+        for chunk in self._chunks(remaining):
+            batch_id = self._submit(chunk)
+            self._collect(batch_id, chunk, answers, errors)
+        return answers, errors
+
+    @staticmethod
+    def _line(key: str, body: dict) -> bytes:
+        return (json.dumps({"custom_id": key, "method": "POST", "url": CHAT_ENDPOINT, "body": body},
+                           ensure_ascii=False) + "\n").encode("utf-8")
+
+    def _chunks(self, requests: dict[str, dict]) -> list[dict[str, dict]]:
+        chunks: list[dict[str, dict]] = []
+        size = 0
+        for key, body in requests.items():
+            n = len(self._line(key, body))
+            if not chunks or len(chunks[-1]) >= MAX_REQUESTS or size + n > MAX_BYTES:
+                chunks.append({})
+                size = 0
+            chunks[-1][key] = body
+            size += n
+        return chunks
+
+    def _api(self, what: str, fn: Callable, *args, **kwargs):
+        """One API call of the batch workflow, retried a few times on transient errors."""
+        for attempt in range(5):
+            try:
+                return fn(*args, **kwargs)
+            except RETRYABLE as exc:
+                if attempt == 4:
+                    raise BatchError(f"Batch API: {what} failed: {describe_error(exc)}") from exc
+                time.sleep(min(30.0, 2.0 ** attempt))
+            except openai.OpenAIError as exc:
+                raise BatchError(f"Batch API: {what} failed: {describe_error(exc)}") from exc
+
+    def _submit(self, requests: dict[str, dict]) -> str:
+        data = b"".join(self._line(k, b) for k, b in requests.items())
+        uploaded = self._api("uploading the requests", self.client.files.create,
+                             file=("requests.jsonl", io.BytesIO(data), "application/jsonl"), purpose="batch")
+        batch = self._api("creating the batch", self.client.batches.create, input_file_id=uploaded.id,
+                          endpoint=CHAT_ENDPOINT, completion_window="24h",
+                          metadata={"created_by": "pyterrier-nuggets"})
+        self.cache.add_batch(batch.id, self.endpoint, requests)
+        self.stats["batches"] += 1
+        self.stats["requests"] += len(requests)
+        self.log(f"Batch API: submitted batch {batch.id} with {len(requests)} requests")
+        return batch.id
+
+    def _collect(self, batch_id: str, requests: dict[str, dict], answers: dict, errors: dict) -> None:
+        started = time.monotonic()
+        status = None
+        while True:
+            batch = self._api(f"polling batch {batch_id}", self.client.batches.retrieve, batch_id)
+            self.stats["polls"] += 1
+            if batch.status != status:
+                status = batch.status
+                counts = batch.request_counts
+                done = f", {counts.completed + counts.failed}/{counts.total} done" if counts else ""
+                self.log(f"Batch API: batch {batch_id} {status}{done}")
+            if status in TERMINAL:
+                break
+            if self.timeout is not None and time.monotonic() - started > self.timeout:
+                raise BatchError(f"Batch API: batch {batch_id} is still {status} after {self.timeout:g} s; it is "
+                                 "recorded in the response cache: run again later to collect it without paying twice")
+            time.sleep(self.poll_interval)
+        for file_id in (batch.output_file_id, batch.error_file_id):
+            if file_id:
+                content = self._api(f"downloading {file_id}", self.client.files.content, file_id)
+                self._read(content.text, requests, answers, errors)
+        why = status
+        if batch.errors is not None and getattr(batch.errors, "data", None):
+            why += ": " + "; ".join(str(e.message) for e in batch.errors.data[:3])
+        for key in requests:
+            if key not in answers and key not in errors:
+                errors[key] = f"Batch API: batch {batch_id} ended {why} without an answer to this request"
+        self.stats["errors"] += sum(1 for k in requests if k in errors)
+        self.cache.close_batch(batch_id, status)
+
+    def _read(self, text: str, requests: dict[str, dict], answers: dict, errors: dict) -> None:
+        for line in text.splitlines():
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            key = row.get("custom_id")
+            if key not in requests:
+                continue
+            response = row.get("response") or {}
+            status = response.get("status_code")
+            if row.get("error"):
+                error = row["error"]
+                errors[key] = f"Batch API error {error.get('code')}: {error.get('message')}"
+            elif status != 200:
+                message = ((response.get("body") or {}).get("error") or {}).get("message")
+                errors[key] = f"Batch API: HTTP {status} inside the batch: {message}"
+            else:
+                try:
+                    answer = reply_of(response["body"])
+                except (KeyError, IndexError, TypeError) as exc:
+                    errors[key] = f"Batch API: malformed answer ({type(exc).__name__}: {exc})"
+                    continue
+                self.cache.put(key, requests[key], answer)
+                answers[key] = answer

@@ -1,0 +1,245 @@
+"""How many requests the client sends at once, and when (issue 11, item 1).
+
+:class:`AdaptiveLimiter` admits a request when all of these allow it:
+
+- **adaptive concurrency** under a ceiling (the client's ``concurrency``): the limit starts at
+  ``min(ceiling, 8)`` and, while requests are waiting for a slot, grows by ``growth`` (1/8) per successful
+  reply, at least 2 per round trip (slow start: TCP's doubling would overshoot an endpoint's limit by up
+  to 100%, each excess request a rejection; this overshoots by at most 2 requests or 12.5%); the first
+  push-back (429, 503, 504 or a timeout) ends slow start. On each push-back the limit
+  drops to ``decrease`` (0.7) times the number of requests that were in flight when the rejected one was
+  sent, minus one (multiplicative decrease; one decrease per burst of rejections), then grows again by
+  one per round trip (additive increase). It grows freely up to the level that was pushed back, and
+  probes above it only after ``probe_hold`` seconds, a hold that doubles after each failed probe and
+  resets after a successful one: an endpoint with a fixed limit sees a handful of rejections per run,
+  not one per round trip;
+- **the endpoint's rate-limit headers** (OpenAI's ``x-ratelimit-remaining-requests`` / ``-tokens`` and
+  ``x-ratelimit-reset-requests`` / ``-tokens``): when the remaining budget is used up, requests wait
+  for the reset; a 429 that comes with a used-up budget pauses every request for its ``Retry-After``;
+- **optional quotas** given by the user: requests per minute and tokens per minute (token buckets that
+  refill continuously, holding at most one second's worth, as OpenAI enforces its quotas).
+
+Waiting requests are admitted by priority (the scheduler's: earlier pipeline stages first), then in
+arrival order.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import re
+import threading
+import time
+from dataclasses import dataclass
+
+CONGESTION_STATUS = frozenset({429, 503, 504})  # the endpoint says: fewer requests, please
+
+
+def parse_duration(value: str | None) -> float | None:
+    """Seconds in an ``x-ratelimit-reset-*`` header: ``"1s"``, ``"6m0s"``, ``"20ms"``, ``"1h2m3.5s"``, ``"2"``."""
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|h|m|s)", value)
+    if not parts or "".join(n + u for n, u in parts) != value:
+        return None
+    scale = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+    return sum(float(n) * scale[u] for n, u in parts)
+
+
+class RateBucket:
+    """``per_minute`` units a minute, refilled continuously, holding at most one second's worth."""
+
+    def __init__(self, per_minute: float):
+        if per_minute <= 0:
+            raise ValueError(f"a per-minute quota must be positive, got {per_minute}")
+        self.rate = per_minute / 60.0
+        self.capacity = max(1.0, self.rate)
+        self.level = self.capacity
+        self.updated = time.monotonic()
+
+    def _refill(self, now: float) -> None:
+        self.level = min(self.capacity, self.level + (now - self.updated) * self.rate)
+        self.updated = now
+
+    def wait_time(self, amount: float, now: float) -> float:
+        """Seconds until ``amount`` can be taken (a request larger than the bucket waits for a full bucket)."""
+        self._refill(now)
+        need = min(amount, self.capacity)
+        return 0.0 if self.level >= need else (need - self.level) / self.rate
+
+    def take(self, amount: float, now: float) -> None:
+        self._refill(now)
+        self.level -= amount  # may go below zero: the next requests wait longer
+
+
+@dataclass
+class Ticket:
+    """An admitted request: how many were in flight with it, and the congestion epoch it was sent in."""
+
+    level: int
+    epoch: int
+    tokens: int
+    probe: bool = False  # sent above the level that was pushed back
+
+
+@dataclass
+class _Budget:
+    remaining: float
+    reset_at: float
+    used: float = 0.0  # sent since the header was read
+
+
+class AdaptiveLimiter:
+    """Admission control for one client's requests; see the module docstring."""
+
+    def __init__(self, ceiling: int, *, adaptive: bool = True, initial: int = 8, decrease: float = 0.7,
+                 growth: float = 0.125, probe_hold: float = 10.0, max_probe_hold: float = 300.0,
+                 requests_per_minute: float | None = None,
+                 tokens_per_minute: float | None = None):
+        if ceiling < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.ceiling = ceiling
+        self.adaptive = adaptive
+        self.limit = float(min(ceiling, initial) if adaptive else ceiling)
+        self.decrease = decrease
+        self.growth = growth
+        self.initial_hold = self.hold = probe_hold
+        self.max_hold = max_probe_hold
+        self.slow_start = True
+        self.known_max: int | None = None  # the in-flight level below the last push-back
+        self.probe_after = 0.0
+        self.in_flight = 0
+        self.epoch = 0
+        self.pause_until = 0.0
+        self.requests_bucket = RateBucket(requests_per_minute) if requests_per_minute else None
+        self.tokens_bucket = RateBucket(tokens_per_minute) if tokens_per_minute else None
+        self.header_requests: _Budget | None = None
+        self.header_tokens: _Budget | None = None
+        self.stats = dict(peak_in_flight=0, pushbacks=0, decreases=0, waits_for_quota=0, lowest_limit=self.limit)
+        self._cond = threading.Condition()
+        self._waiters: list = []
+        self._seq = itertools.count()
+
+    @property
+    def needs_tokens(self) -> bool:
+        """Whether admission looks at a request's token count (a token quota or a token budget header)."""
+        return self.tokens_bucket is not None or self.header_tokens is not None
+
+    def __repr__(self) -> str:
+        return f"AdaptiveLimiter(limit={self.limit:.1f}, ceiling={self.ceiling}, in_flight={self.in_flight})"
+
+    # ---------------------------------------------------------------------------------- admission
+
+    def acquire(self, priority=(), tokens: int = 0) -> Ticket:
+        """Wait until this request may be sent; the caller must :meth:`release` the ticket."""
+        me = (priority, next(self._seq))
+        with self._cond:
+            heapq.heappush(self._waiters, me)
+            try:
+                while True:
+                    wait = self._blocked(tokens, time.monotonic()) if self._waiters[0] == me else math.inf
+                    if wait == 0.0:
+                        break
+                    self._cond.wait(timeout=None if math.isinf(wait) else wait)
+            except BaseException:
+                self._waiters.remove(me)
+                heapq.heapify(self._waiters)
+                self._cond.notify_all()
+                raise
+            heapq.heappop(self._waiters)
+            now = time.monotonic()
+            self.in_flight += 1
+            self.stats["peak_in_flight"] = max(self.stats["peak_in_flight"], self.in_flight)
+            for bucket, amount in ((self.requests_bucket, 1), (self.tokens_bucket, tokens)):
+                if bucket is not None:
+                    bucket.take(amount, now)
+            for budget, amount in ((self.header_requests, 1), (self.header_tokens, tokens)):
+                if budget is not None:
+                    budget.used += amount
+            self._cond.notify_all()  # the next waiter may go too
+            probe = self.known_max is not None and self.in_flight > self.known_max
+            return Ticket(self.in_flight, self.epoch, tokens, probe)
+
+    def _blocked(self, tokens: int, now: float) -> float:
+        """0 when a request of ``tokens`` may go now, else seconds to wait (inf: until a reply arrives)."""
+        if now < self.pause_until:
+            return self.pause_until - now
+        if self.in_flight >= max(1, int(self.limit)):
+            return math.inf
+        waits = []
+        for budget, amount in ((self.header_requests, 1), (self.header_tokens, tokens)):
+            if budget is not None and now < budget.reset_at and budget.remaining - budget.used < amount:
+                waits.append(budget.reset_at - now)
+        for bucket, amount in ((self.requests_bucket, 1), (self.tokens_bucket, tokens)):
+            if bucket is not None:
+                waits.append(bucket.wait_time(amount, now))
+        wait = max(waits, default=0.0)
+        if wait > 0:
+            self.stats["waits_for_quota"] += 1
+        return wait
+
+    # ------------------------------------------------------------------------------------ feedback
+
+    def release(self, ticket: Ticket, *, status: int | None = None, timed_out: bool = False,
+                headers=None, retry_after: float | None = None) -> None:
+        """The reply (``status``, ``headers``) or the failure of an admitted request."""
+        now = time.monotonic()
+        with self._cond:
+            self.in_flight -= 1
+            if headers is not None:
+                self._read_headers(headers, now)
+            if timed_out or status in CONGESTION_STATUS:
+                self._pushed_back(ticket, now, status, retry_after)
+            elif status is not None and status < 400:
+                self._succeeded(ticket, now)
+            self._cond.notify_all()
+
+    def _read_headers(self, headers, now: float) -> None:
+        for kind in ("requests", "tokens"):
+            remaining = headers.get(f"x-ratelimit-remaining-{kind}")
+            reset = parse_duration(headers.get(f"x-ratelimit-reset-{kind}"))
+            try:
+                remaining = float(remaining) if remaining is not None else None
+            except ValueError:
+                remaining = None
+            if remaining is not None and reset is not None:
+                setattr(self, f"header_{kind}", _Budget(remaining, now + reset))
+
+    def _pushed_back(self, ticket: Ticket, now: float, status: int | None, retry_after: float | None) -> None:
+        self.stats["pushbacks"] += 1
+        quota_used_up = any(b is not None and b.remaining <= 0 for b in (self.header_requests, self.header_tokens))
+        if status == 429 and retry_after is not None and quota_used_up:
+            self.pause_until = max(self.pause_until, now + retry_after)  # a quota, not a concurrency limit
+        if not self.adaptive or ticket.epoch < self.epoch:
+            return  # already reacted to this burst
+        self.epoch += 1
+        self.stats["decreases"] += 1
+        if ticket.probe:
+            self.hold = min(self.max_hold, self.hold * 2)  # a failed probe: wait longer before the next
+        self.slow_start = False
+        self.known_max = max(1, ticket.level - 1)  # the level counts replies still on their way: may be high
+        self.probe_after = now + self.hold
+        self.limit = max(1.0, min(self.limit, float(self.known_max)) * self.decrease)
+        self.stats["lowest_limit"] = min(self.stats["lowest_limit"], self.limit)
+
+    def _succeeded(self, ticket: Ticket, now: float) -> None:
+        if not self.adaptive:
+            return
+        if ticket.probe and ticket.epoch == self.epoch and ticket.level > self.known_max:
+            self.known_max = ticket.level  # a probe went through
+            self.hold = self.initial_hold
+        if self.limit >= self.ceiling or not self._waiters:
+            return  # only grow a limit that holds requests back
+        if self.slow_start:
+            self.limit = min(float(self.ceiling), self.limit + max(self.growth, 2.0 / self.limit))
+            return
+        cap = float(self.ceiling)
+        if self.known_max is not None and now < self.probe_after:
+            cap = min(cap, float(self.known_max))
+        if self.limit < cap:
+            self.limit = min(cap, self.limit + 1.0 / self.limit)

@@ -1,0 +1,235 @@
+"""One pool of workers per LLM client, shared by everything that uses the client (issue 11, item 2).
+
+:meth:`LLMClient.map <pyterrier_nuggets.llm.client.LLMClient.map>` submits its items as tasks to the
+client's :class:`Scheduler` and waits for them. Workers take the task of highest priority first (the
+lowest ``priority`` tuple; a stage-overlapped run gives earlier stages and earlier topics precedence), so
+work from several stages and topics keeps one pool busy without barriers between them.
+
+Threads that submit work and wait for it are *drivers* (the caller of ``map``; the topic threads of
+:class:`~pyterrier_nuggets.judges.overlap.Overlapped`). In Batch API mode and in a dry run, a request
+that has no answer yet raises :class:`Deferred`: its task is parked. When nothing can move any more (no
+task queued or running, every driver waiting), the scheduler *flushes*: the client answers every pending
+request at once (one Batch API round, or the dry run's placeholders), and the parked tasks run again from
+the start, now finding their answers in the cache. The number of flushes is the number of batch rounds.
+"""
+from __future__ import annotations
+
+import contextlib
+import heapq
+import itertools
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+
+class Deferred(Exception):
+    """A request has no answer yet (Batch API mode, dry run): the task is parked until the next flush."""
+
+
+class _Group:
+    """The tasks one driver waits for; when the last is done the driver counts as active again at once,
+    so that no flush happens in the moment before it wakes up and submits its next work."""
+
+    __slots__ = ("remaining", "waiting")
+
+    def __init__(self, n: int):
+        self.remaining = n
+        self.waiting = False
+
+
+class Task:
+    """One unit of work and its result (a minimal future)."""
+
+    __slots__ = ("fn", "priority", "group", "done", "value", "error")
+
+    def __init__(self, fn: Callable[[], Any], priority: tuple, group: _Group):
+        self.fn = fn
+        self.priority = priority
+        self.group = group
+        self.done = False
+        self.value = None
+        self.error: BaseException | None = None
+
+
+class Scheduler:
+    """A priority pool of ``workers`` threads (started on first use, daemon threads) that can park tasks
+    and flush; ``flush`` is called, with no lock held, to answer every pending request."""
+
+    def __init__(self, workers: int, flush: Callable[[], None]):
+        self.workers = workers
+        self._flush = flush
+        self._cond = threading.Condition()
+        self._queue: list = []
+        self._seq = itertools.count()
+        self._threads: list[threading.Thread] = []
+        self._running = 0
+        self._active = 0  # drivers that are not waiting
+        self._parked: list[Task] = []
+        self._flushing = False
+        self._local = threading.local()
+        self.rounds = 0  # flushes so far
+        self.on_drained: list[Callable[[], None]] = []  # called when all work is done
+
+    # ------------------------------------------------------------------------------ context
+
+    @property
+    def in_worker(self) -> bool:
+        return getattr(self._local, "worker", False)
+
+    def current_priority(self) -> tuple:
+        return getattr(self._local, "priority", ())
+
+    @contextlib.contextmanager
+    def priority(self, priority: tuple) -> Iterator[None]:
+        """Tasks submitted by this thread inside the block get ``priority``."""
+        before = self.current_priority()
+        self._local.priority = priority
+        try:
+            yield
+        finally:
+            self._local.priority = before
+
+    def expect_drivers(self, n: int) -> None:
+        """Count ``n`` driver threads as active before they start (so that no flush happens before every
+        driver has submitted its first work); each must then run inside :meth:`driving` with
+        ``registered=True``."""
+        with self._cond:
+            self._active += n
+
+    @contextlib.contextmanager
+    def driving(self, registered: bool = False) -> Iterator[None]:
+        """Mark this thread as a driver for the block (re-entrant)."""
+        depth = getattr(self._local, "depth", 0)
+        self._local.depth = depth + 1
+        if depth == 0 and not registered:
+            with self._cond:
+                self._active += 1
+        try:
+            yield
+        finally:
+            self._local.depth = depth
+            if depth == 0:
+                with self._cond:
+                    self._active -= 1
+                    self._cond.notify_all()
+                self._check()
+
+    # ------------------------------------------------------------------------------ work
+
+    def run(self, fns: Sequence[Callable[[], Any]], on_done: Callable[[], None] | None = None) -> list:
+        """Run ``fns`` as tasks and return their results in order (the first error is raised once all ran).
+        Inside a worker (a task that maps again) they run inline, in order."""
+        if self.in_worker:
+            return [fn() for fn in fns]
+        with self.driving():
+            priority = self.current_priority()
+            group = _Group(len(fns))
+            tasks = [Task(fn, priority, group) for fn in fns]
+            with self._cond:
+                self._start_workers()
+                for t in tasks:
+                    heapq.heappush(self._queue, (t.priority, next(self._seq), t))
+                self._cond.notify_all()
+            self._wait(tasks, group, on_done)
+        for t in tasks:
+            if t.error is not None:
+                raise t.error
+        return [t.value for t in tasks]
+
+    def _wait(self, tasks: list[Task], group: _Group, on_done: Callable[[], None] | None) -> None:
+        with self._cond:
+            if group.remaining == 0:
+                return
+            group.waiting = True
+            self._active -= 1
+            self._cond.notify_all()
+        self._check()
+        try:
+            seen = 0
+            with self._cond:
+                while True:
+                    done = len(tasks) - group.remaining
+                    if on_done is not None:
+                        for _ in range(done - seen):
+                            on_done()
+                    seen = done
+                    if group.remaining == 0:
+                        break
+                    self._cond.wait(timeout=0.5)
+        finally:
+            with self._cond:
+                if group.waiting:  # interrupted: count as active again ourselves
+                    group.waiting = False
+                    self._active += 1
+
+    def _start_workers(self) -> None:
+        while len(self._threads) < self.workers:
+            t = threading.Thread(target=self._work, name=f"pt-nuggets-llm-{len(self._threads)}", daemon=True)
+            self._threads.append(t)
+            t.start()
+
+    def _work(self) -> None:
+        self._local.worker = True
+        while True:
+            with self._cond:
+                while not self._queue:
+                    self._cond.wait()
+                _, _, task = heapq.heappop(self._queue)
+                self._running += 1
+            self._local.priority = task.priority
+            parked = False
+            try:
+                task.value = task.fn()
+            except Deferred:
+                parked = True
+            except BaseException as exc:  # handed to the caller of run()
+                task.error = exc
+            with self._cond:
+                self._running -= 1
+                if parked:
+                    self._parked.append(task)
+                else:
+                    self._finish(task)
+                self._cond.notify_all()
+            self._check()
+
+    def _finish(self, task: Task) -> None:
+        """Mark ``task`` done (lock held); the last of a group makes its driver active again."""
+        task.done = True
+        group = task.group
+        group.remaining -= 1
+        if group.remaining == 0 and group.waiting:
+            group.waiting = False
+            self._active += 1
+
+    def _check(self) -> None:
+        """Flush when nothing can move; tell the listeners when everything is done."""
+        with self._cond:
+            if self._flushing or self._queue or self._running or self._active:
+                return
+            if not self._parked:
+                drained = True
+            else:
+                drained = False
+                self._flushing = True
+                parked, self._parked = self._parked, []
+        if drained:
+            for listener in self.on_drained:
+                listener()
+            return
+        try:
+            self._flush()
+        except BaseException as exc:
+            with self._cond:
+                for t in parked:
+                    t.error = exc
+                    self._finish(t)
+                self._flushing = False
+                self._cond.notify_all()
+            return
+        with self._cond:
+            self.rounds += 1
+            for t in parked:
+                heapq.heappush(self._queue, (t.priority, next(self._seq), t))
+            self._flushing = False
+            self._cond.notify_all()

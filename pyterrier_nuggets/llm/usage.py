@@ -1,0 +1,151 @@
+"""What LLM work costs, per stage: before a run (:class:`Plan`, a dry run) and after it (:class:`Usage`).
+
+A stage is the ``step`` of the judge that asked (``create``, ``score``, ``assign``, ``generate``,
+``support``, ``relevance``; ``other`` for direct calls). Prices are the user's (:class:`Prices`, USD per
+million tokens); nothing here knows a provider's price list.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+COUNTERS = ("requests", "cache_hits", "calls", "retries", "throttled", "failures", "prompt_tokens", "completion_tokens",
+            "batch_requests", "batch_prompt_tokens", "batch_completion_tokens", "planned", "planned_prompt_tokens",
+            "planned_completion_tokens")
+
+
+def zero_counters() -> dict:
+    return dict.fromkeys(COUNTERS, 0)
+
+
+@dataclass(frozen=True)
+class Prices:
+    """USD per million prompt (``input``) and completion (``output``) tokens; ``batch_discount`` is the
+    share taken off for requests sent through the Batch API (0.5 on OpenAI)."""
+
+    input: float
+    output: float
+    batch_discount: float = 0.5
+
+    def __post_init__(self):
+        if self.input < 0 or self.output < 0 or not 0 <= self.batch_discount < 1:
+            raise ValueError(f"prices must be >= 0 and the batch discount in [0, 1), got {self}")
+
+    @classmethod
+    def parse(cls, text: str, batch_discount: float = 0.5) -> Prices:
+        """``"INPUT,OUTPUT"`` (USD per million tokens), e.g. ``"0.15,0.60"``."""
+        parts = text.replace("/", ",").split(",")
+        try:
+            values = [float(p) for p in parts]
+        except ValueError:
+            values = []
+        if len(values) != 2:
+            raise ValueError(f"a price is 'INPUT,OUTPUT' in USD per million tokens (e.g. 0.15,0.60), got {text!r}")
+        return cls(values[0], values[1], batch_discount)
+
+    def cost(self, prompt_tokens: float, completion_tokens: float, batch: bool = False) -> float:
+        usd = (prompt_tokens * self.input + completion_tokens * self.output) / 1e6
+        return usd * (1 - self.batch_discount) if batch else usd
+
+
+def _usd(value: float | None) -> str:
+    return "" if value is None else f"${value:,.4f}" if value < 1 else f"${value:,.2f}"
+
+
+@dataclass
+class Usage:
+    """What a run asked and paid, per stage (:meth:`LLMClient.usage`)."""
+
+    stages: dict[str, dict]
+    prices: Prices | None = None
+
+    def cost(self, counters: dict) -> float | None:
+        if self.prices is None:
+            return None
+        return (self.prices.cost(counters["prompt_tokens"], counters["completion_tokens"])
+                + self.prices.cost(counters["batch_prompt_tokens"], counters["batch_completion_tokens"], batch=True))
+
+    def to_frame(self) -> pd.DataFrame:
+        rows = []
+        for stage, c in list(self.stages.items()) + [("total", self.total())]:
+            rows.append({"stage": stage, "requests": c["requests"], "cache hits": c["cache_hits"],
+                         "calls": c["calls"], "batch": c["batch_requests"], "failed": c["failures"],
+                         "prompt tokens": c["prompt_tokens"] + c["batch_prompt_tokens"],
+                         "completion tokens": c["completion_tokens"] + c["batch_completion_tokens"],
+                         "cost": self.cost(c)})
+        return pd.DataFrame(rows)
+
+    def total(self) -> dict:
+        out = zero_counters()
+        for c in self.stages.values():
+            for k in out:
+                out[k] += c[k]
+        return out
+
+    def to_text(self) -> str:
+        frame = self.to_frame()
+        frame["cost"] = frame["cost"].map(_usd)
+        if self.prices is None:
+            frame = frame.drop(columns=["cost"])
+        note = "" if self.prices is None else (f"\nprices: ${self.prices.input:g} / ${self.prices.output:g} per million "
+                                               f"prompt / completion tokens, Batch API {self.prices.batch_discount:.0%} off")
+        return ("calls = HTTP requests to the chat endpoint (retries included); batch = answered by the Batch API; "
+                "tokens as the endpoint reported them\n" + frame.to_string(index=False) + note)
+
+
+@dataclass
+class Plan:
+    """A dry run (:meth:`LLMClient.planning`): the requests a run would make, per stage, and their cost.
+
+    ``calls`` are the requests not in the cache (each would be one call without retries or re-asks);
+    ``prompt_tokens`` are theirs, counted with ``method``; ``completion_tokens`` are those of the
+    placeholder answers the judges give for planning (see ``assumptions``). ``rounds`` is the number of
+    Batch API rounds the run needs (a request that depends on another's answer waits for the next round).
+    """
+
+    stages: dict[str, dict]
+    rounds: int
+    method: str
+    assumptions: dict[str, str] = field(default_factory=dict)
+    prices: Prices | None = None
+
+    def calls(self, stage: str | None = None) -> int:
+        if stage is not None:
+            return self.stages.get(stage, {}).get("planned", 0)
+        return sum(c["planned"] for c in self.stages.values())
+
+    def to_frame(self) -> pd.DataFrame:
+        rows = []
+        for stage, c in self.stages.items():
+            rows.append({"stage": stage, "requests": c["requests"], "cached": c["cache_hits"],
+                         "calls": c["planned"], "prompt tokens": c["planned_prompt_tokens"],
+                         "completion tokens": c["planned_completion_tokens"]})
+        frame = pd.DataFrame(rows, columns=["stage", "requests", "cached", "calls", "prompt tokens",
+                                            "completion tokens"])
+        total = frame.drop(columns=["stage"]).sum()
+        frame = pd.concat([frame, pd.DataFrame([{"stage": "total", **total.to_dict()}])], ignore_index=True)
+        if self.prices is not None:
+            frame["cost online"] = [self.prices.cost(p, c) for p, c in
+                                    zip(frame["prompt tokens"], frame["completion tokens"])]
+            frame["cost Batch API"] = [self.prices.cost(p, c, batch=True) for p, c in
+                                       zip(frame["prompt tokens"], frame["completion tokens"])]
+        return frame
+
+    def to_text(self) -> str:
+        frame = self.to_frame()
+        for column in ("cost online", "cost Batch API"):
+            if column in frame:
+                frame[column] = frame[column].map(_usd)
+        lines = ["Dry run: no LLM call was made.", frame.to_string(index=False),
+                 f"Batch API mode needs {self.rounds} round(s) of batches (a request that depends on another's "
+                 "answer waits for the next round).",
+                 f"prompt tokens: {self.method}.",
+                 "completion tokens: those of the placeholder answers below; re-asks and retries are not counted."]
+        lines += [f"  {stage}: {text}" for stage, text in self.assumptions.items()]
+        if self.prices is None:
+            lines.append("no prices given (--price INPUT,OUTPUT in USD per million tokens): no cost shown.")
+        else:
+            lines.append(f"prices: ${self.prices.input:g} / ${self.prices.output:g} per million prompt / completion "
+                         f"tokens, Batch API {self.prices.batch_discount:.0%} off.")
+        return "\n".join(lines)

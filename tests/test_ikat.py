@@ -1,0 +1,170 @@
+"""iKAT 2024 end to end on miniature conversations in the real formats: the run format (round trip,
+validation), the passage ranking and answers it gives, the iKAT joint table and the ``ikat`` command."""
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from pyterrier_nuggets import formats
+from pyterrier_nuggets.cli import main
+from pyterrier_nuggets.evaluation import ikat
+from pyterrier_nuggets.formats import InputError
+
+GOLD = {"0_1": {"[1]": {"text": "Glasgow has a mild oceanic climate.", "relevance": "3"},
+                "[2]": {"text": "The river Clyde flows through Glasgow.", "relevance": "2"}},
+        "0_2": {"[1]": {"text": "Haggis is a traditional Scottish dish.", "relevance": "2"}}}
+TOPICS = [{"number": 0, "title": "Glasgow", "ptkb": {"1": "I live in Glasgow.", "2": "I am vegetarian."},
+           "turns": [{"turn_id": 1, "utterance": "What is the weather like?", "resolved_utterance":
+                      "What is the weather like in Glasgow?", "response": "Mild.", "ptkb_provenance": [],
+                      "response_provenance": []},
+                     {"turn_id": 2, "utterance": "What should I eat?", "resolved_utterance":
+                      "What Scottish food should I eat as a vegetarian?", "response": "Vegetarian haggis.",
+                      "ptkb_provenance": ["2"], "response_provenance": []}]}]
+QRELS = "0_1 Q0 p1 3\n0_1 Q0 p2 0\n0_1 Q0 p3 1\n0_2 Q0 p4 2\n"
+
+
+def _run(name, turns):
+    return {"run_name": name, "run_type": "automatic", "eval_response": True, "turns": [
+        {"turn_id": tid, "responses": [{"rank": 1, "text": text, "ptkb_provenance": ptkb, "passage_provenance": [
+            {"id": d, "score": s, "used": u} for d, s, u in passages]}]} for tid, text, ptkb, passages in turns]}
+
+
+RUN_A = _run("runA", [("0_1", "Glasgow has a mild oceanic climate.", ["1"], [("p1", 3.5, True), ("p2", 2.0, False)]),
+                      ("0_2", "Haggis is a traditional Scottish dish.", ["2"], [("p4", 1.0, True)])])
+RUN_B = _run("runB", [("0_1", "It is often sunny in Madrid.", [], [("p2", 9.0, True), ("p9", 8.0, False)]),
+                      ("0_2", "Try pizza.", [], [("p8", 1.0, True)])])
+
+
+@pytest.fixture
+def files(tmp_path):
+    paths = {}
+    for name, doc in {"gold.json": GOLD, "topics.json": TOPICS, "runA.json": RUN_A, "runB.json": RUN_B}.items():
+        (tmp_path / name).write_text(json.dumps(doc))
+        paths[name] = str(tmp_path / name)
+    (tmp_path / "qrels.txt").write_text(QRELS)
+    paths["qrels"] = str(tmp_path / "qrels.txt")
+    return paths
+
+
+def test_run_round_trip_is_byte_identical(files, tmp_path):
+    run = formats.read_ikat_run(files["runA.json"])
+    out = tmp_path / "out.json"
+    formats.write_ikat_run(str(out), run)
+    assert out.read_bytes() == open(files["runA.json"], "rb").read()
+    # key order does not matter on reading
+    shuffled = {k: RUN_A[k] for k in reversed(list(RUN_A))}
+    (tmp_path / "s.json").write_text(json.dumps(shuffled))
+    assert formats.read_ikat_run(str(tmp_path / "s.json")) == run
+
+
+@pytest.mark.parametrize("change, field", [
+    (lambda d: d.pop("run_name"), "run_name"),
+    (lambda d: d.update(run_type="semi"), "run_type"),
+    (lambda d: d["turns"][0].update(turn_id="01"), "turns[0].turn_id"),
+    (lambda d: d["turns"][1].update(turn_id="0_1"), "turns[1].turn_id"),
+    (lambda d: d["turns"][0]["responses"][0]["passage_provenance"][0].update(score="high"),
+     "turns[0].responses[0].passage_provenance[0].score"),
+    (lambda d: d["turns"][0]["responses"][0].update(provenance=[]), "turns[0].responses[0].provenance"),
+    (lambda d: d["turns"][0]["responses"][0]["passage_provenance"][0].update(used="yes"),
+     "turns[0].responses[0].passage_provenance[0].used"),
+])
+def test_run_validation_names_the_field(tmp_path, change, field):
+    doc = json.loads(json.dumps(RUN_A))
+    change(doc)
+    (tmp_path / "bad.json").write_text(json.dumps(doc))
+    with pytest.raises(InputError) as e:
+        formats.read_ikat_run(str(tmp_path / "bad.json"))
+    assert e.value.field == field and "bad.json" in str(e.value)
+
+
+def test_ranking_and_answers():
+    run = formats.parse_ikat_run(RUN_B)
+    ranking = formats.ikat_ranking(run)
+    assert list(zip(ranking.qid, ranking.docno, ranking["rank"])) == [("0_1", "p2", 1), ("0_1", "p9", 2),
+                                                                     ("0_2", "p8", 1)]
+    assert list(ranking.score) == [9.0, 8.0, 1.0]
+    tied = formats.parse_ikat_run(_run("t", [("0_1", "x", [], [("b", 1.0, True), ("a", 1.0, False)])]))
+    assert list(formats.ikat_ranking(tied).score) == [-1.0, -2.0]  # a tie cannot reorder the list
+    answers = formats.ikat_answers(formats.parse_ikat_run(RUN_A))
+    assert list(answers.turn_id) == ["0_1", "0_2"] and answers.references[0] == ["p1"]
+    unused = formats.parse_ikat_run(_run("u", [("0_1", "x", [], [(f"p{i}", 10.0 - i, False) for i in range(7)])]))
+    assert formats.ikat_answers(unused).references[0] == [f"p{i}" for i in range(5)]  # the validator's top 5
+
+
+def test_run_from_frames_writes_the_official_form(tmp_path):
+    ranking = pd.DataFrame({"qid": ["0_1", "0_1"], "docno": ["p2", "p1"], "score": [1.0, 2.0]})
+    answers = pd.DataFrame([{"qid": "0_1", "qanswer": "Mild.", "references": ["p1"], "ptkb_provenance": ["1"]}])
+    run = formats.ikat_run_from_frames("mine", ranking, answers)
+    formats.write_ikat_run(str(tmp_path / "r.json"), run)
+    back = formats.read_ikat_run(str(tmp_path / "r.json"))
+    assert [(p.id, p.used) for p in back.turns[0].responses[0].passage_provenance] == [("p1", True), ("p2", False)]
+    assert back.eval_response is True and back.turns[0].responses[0].text == "Mild."
+
+
+def test_ikat_table_by_hand(files):
+    from datasets_ext.ikat import parse_ikat_topics
+    gold = formats.read_cone_gold_nuggets(files["gold.json"])
+    systems = [ikat.IkatSystem(r.run_name, formats.ikat_answers(r), formats.ikat_ranking(r))
+               for r in (formats.parse_ikat_run(RUN_A), formats.parse_ikat_run(RUN_B))]
+    result = ikat.ikat_table(systems, gold, files["qrels"], topics=list(parse_ikat_topics(TOPICS, "t")))
+    means = result.table.means
+    assert list(means.columns) == ["nDCG@5", "P@20", "R@20", "R@1000", "AP", "Recall_NtR"]
+    # runA turn 0_1: p1 (3) then p2 (0); ideal 3, 1 -> DCG 3 / IDCG (3 + 1/log2 3); turn 0_2: p4 (2) alone, 1
+    ndcg_01 = 3 / (3 + 1 / math.log2(3))
+    assert means.loc["runA", "nDCG@5"] == pytest.approx((ndcg_01 + 1) / 2)
+    assert means.loc["runB", "nDCG@5"] == 0
+    # runA repeats one gold nugget of 0_1 (of 2) and the one of 0_2: (1/2 + 1) / 2; runB none
+    assert means.loc["runA", "Recall_NtR"] == pytest.approx(0.75)
+    assert means.loc["runB", "Recall_NtR"] == 0
+    assert "baseline, not entailment" in result.header() and "3 nuggets" in result.header()
+    row = result.per_turn[(result.per_turn.system == "runA") & (result.per_turn.qid == "0_2")].iloc[0]
+    assert (row.depth, row.personal, row["Recall_NtR"]) == (2, True, 1.0)
+    b = result.breakdowns
+    personal = b[(b.system == "runA") & (b.breakdown == "personal") & (b.measure == "Recall_NtR")]
+    assert dict(zip(personal.group, personal["mean"])) == {"non-personal": 0.5, "personal": 1.0}
+
+
+def test_ntn_from_cone_lists_and_span_rate():
+    responses = {("0_1", "r1"): "Glasgow has a mild oceanic climate. Also cats.", ("0_2", "r1"): "Nothing."}
+    items = [formats.ResponseNuggets("0_1", "r1", responses["0_1", "r1"],
+                                     ["Glasgow has a mild oceanic climate.", "Also cats."], ["I apologize"]),
+             formats.ResponseNuggets("0_2", "r1", "Nothing.", [], [])]
+    systems = ikat.systems_from_cone(responses, items)
+    result = ikat.ikat_table(systems, _gold_set())
+    m = result.table.means.loc["r1"]
+    # 0_1: 1 of 2 gold nuggets, 1 of 2 extracted nuggets; 0_2: nothing extracted
+    assert m["Recall_NtN"] == pytest.approx(0.25) and m["Precision_NtN"] == pytest.approx(0.25)
+    rates = ikat.span_rate(items)
+    assert rates.span_rate.tolist() == [pytest.approx((2 / 3 + 0) / 2)]
+
+
+def _gold_set():
+    from datasets_ext.cone import parse_gold_nuggets
+    from pyterrier_nuggets.records import Nugget
+    return formats.NuggetSet([Nugget(g.query_id, g.index, g.text, "vital") for g in parse_gold_nuggets(GOLD, "g")],
+                             {})
+
+
+def test_ikat_command(files, tmp_path, capsys):
+    out = tmp_path / "out"
+    code = main(["ikat", "--run", files["runA.json"], "--run", files["runB.json"], "--qrels", files["qrels"],
+                 "--topics", files["topics.json"], "--gold-nuggets", files["gold.json"], "--out", str(out)])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "gold.json (3 nuggets)" in printed and "nDCG@5" in printed
+    for suffix in (".csv", ".md", ".tex", ".perquery.csv", ".perturn.csv", ".breakdowns.csv", ".scatter.png"):
+        assert (out / f"ikat{suffix}").stat().st_size > 0
+    assert (out / "ikat.scatter.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    per_turn = pd.read_csv(out / "ikat.perturn.csv")
+    assert set(per_turn.columns) >= {"system", "qid", "nDCG@5", "Recall_NtR", "depth", "personal"}
+
+
+def test_ikat_command_errors(files, tmp_path, capsys):
+    assert main(["ikat", "--gold-nuggets", files["gold.json"], "--out", str(tmp_path)]) == 2
+    assert "--run" in capsys.readouterr().err
+    (tmp_path / "bad.json").write_text('{"run_name": "x", "run_type": "automatic", "turns": [{"turn_id": 3}]}')
+    assert main(["ikat", "--run", str(tmp_path / "bad.json"), "--qrels", files["qrels"], "--topics",
+                 files["topics.json"], "--gold-nuggets", files["gold.json"], "--out", str(tmp_path / "o")]) == 2
+    assert "turns[0].turn_id" in capsys.readouterr().err
+    assert not (tmp_path / "o" / "ikat.csv").exists()

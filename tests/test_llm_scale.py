@@ -1,0 +1,476 @@
+"""The LLM layer at TREC scale (issue 11) against the fake endpoint: adaptive concurrency observed at the
+server, rate-limit headers and quotas, transient errors, the stage-overlapped run (identical to the staged
+one), the Batch API (partial errors, several polls, a resumed batch), dry runs whose counts equal the calls
+a real run then makes, re-runs that complete items whose answers failed validation; and the endpoint
+selection of issue 10."""
+import json
+import time
+
+import pandas as pd
+import pytest
+
+from pyterrier_nuggets.judges import LLMStepError, NuggetAssigner, NuggetCreator, NuggetScorer, Overlapped
+from pyterrier_nuggets.llm import LLMClient, Prices, ResponseCache, TokenCounter
+from pyterrier_nuggets.llm.batch import BatchError
+from pyterrier_nuggets.llm.limits import AdaptiveLimiter, parse_duration
+from tests.fake_openai_server import INVALID, FakeOpenAIServer, first_prompt
+
+WORDS = "river bridge castle museum harbour market garden tower canal library station forest".split()
+
+
+def workload(topics: int = 4, segments: int = 12, answers: int = 2, interleave: bool = False):
+    """Judged segments and answers like benchmarks/bench_llm.py's W1, small."""
+    judged, rows = [], []
+    for t in range(topics):
+        qid, query = f"t{t}", f"what is special about place {t}"
+        texts = [f"Place{t} has a {WORDS[s % len(WORDS)]} number{s} built in year {1800 + 7 * s + t}"
+                 for s in range(segments)]
+        judged += [{"qid": qid, "query": query, "docno": f"{qid}-d{s}", "text": x, "label": 1 + s % 3}
+                   for s, x in enumerate(texts)]
+        rows += [{"qid": qid, "query": query, "run_id": f"run{a}", "qanswer": " ".join(texts[a::answers + 1])}
+                 for a in range(answers)]
+    answers_frame = pd.DataFrame(rows)
+    if interleave:  # run-major order, as answer files of several runs concatenated
+        answers_frame = answers_frame.sort_values(["run_id", "qid"], kind="stable").reset_index(drop=True)
+    return pd.DataFrame(judged), answers_frame
+
+
+def client(server, cache, **kwargs):
+    kwargs.setdefault("backoff", 0.01)
+    kwargs.setdefault("progress", False)
+    kwargs.setdefault("batch_poll", 0.01)
+    return LLMClient(model="fake", base_url=server.base_url, api_key="k", cache=cache, **kwargs)
+
+
+def staged(llm, judged, answers, **creator):
+    nuggets = (NuggetCreator(llm, **creator) >> NuggetScorer(llm))(judged)
+    return nuggets, NuggetAssigner(nuggets, llm)(answers)
+
+
+def overlapped(llm, judged, answers, **creator):
+    return Overlapped(NuggetCreator(llm, **creator) >> NuggetScorer(llm)).assign(judged, answers,
+                                                                                 NuggetAssigner(None, llm))
+
+
+# --------------------------------------------------------------------------------- adaptive concurrency
+
+def test_adaptive_concurrency_backs_off_to_what_the_endpoint_takes(tmp_path):
+    """Ceiling 32 against an endpoint that rejects above 4 in flight: few rejections, then the server never
+    sees more than it takes; with a fixed concurrency of 32 every wave is mostly rejected."""
+    messages = [[{"role": "user", "content": f"item {i}"}] for i in range(60)]
+    with FakeOpenAIServer(latency=0.05, max_in_flight=4, retry_after=0.1, responder=lambda b: "[]") as server:
+        llm = client(server, tmp_path / "a.sqlite", concurrency=32)
+        results = llm.map(llm.chat, messages)
+        adaptive = dict(server.stats)
+        assert all(r.ok for r in results) and adaptive["accepted"] == 60
+        assert adaptive["rejected"] <= 6, adaptive  # the slow start overshoots by a request or two
+        assert llm.limiter.stats["decreases"] >= 1 and llm.limiter.limit <= 5
+        assert max(server.in_flight_seen[-20:]) <= 4  # once learned, requests arrive below the limit
+        assert llm.stats["throttled"] == adaptive["rejected"]
+    with FakeOpenAIServer(latency=0.05, max_in_flight=4, retry_after=0.1, responder=lambda b: "[]") as server:
+        fixed = client(server, tmp_path / "b.sqlite", concurrency=32, adaptive=False, max_retries=50)
+        assert all(r.ok for r in fixed.map(fixed.chat, messages))
+        assert server.stats["rejected"] > 5 * max(1, adaptive["rejected"])
+
+
+def test_limiter_slow_start_decrease_and_probe_hold():
+    """The limiter's rules on a scripted sequence of replies (no server): slow start while requests wait,
+    one multiplicative decrease per burst of rejections, no growth above the pushed-back level before the
+    probe hold has passed."""
+    lim = AdaptiveLimiter(64, probe_hold=100.0)
+    assert lim.limit == 8
+    tickets = [lim.acquire() for _ in range(8)]
+    lim._waiters.append(((), -1))  # someone waits: the limit is binding, so it may grow
+    for t in tickets:
+        lim.release(t, status=200)
+    assert 9 < lim.limit <= 10  # +2 per round trip of 8 (slow start)
+    level = int(lim.limit)
+    lim._waiters.clear()
+    over = [lim.acquire() for _ in range(level)]
+    lim.release(over[-1], status=429)  # rejected at this level
+    assert lim.known_max == level - 1 and lim.limit == pytest.approx((level - 1) * 0.7) and not lim.slow_start
+    lim.release(over[-2], status=429)  # same burst (sent before the decrease): no second decrease
+    assert lim.stats["decreases"] == 1
+    for t in over[:-2]:
+        lim.release(t, status=200)
+    lim._waiters.append(((), -1))
+    for _ in range(200):  # additive increase, capped at the known level during the probe hold
+        lim._waiters.clear()  # the fake waiter would stand in front of this acquire
+        ticket = lim.acquire()
+        lim._waiters.append(((), -1))
+        lim.release(ticket, status=200)
+    assert lim.limit == pytest.approx(level - 1)
+    lim._waiters.clear()
+
+
+def test_rate_limit_headers_and_quota(tmp_path):
+    """An endpoint with a quota of 5 requests a second that says so in its headers: the client waits for the
+    reset instead of being rejected again and again."""
+    with FakeOpenAIServer(quota=5, quota_window=1.0, ratelimit_headers=True, responder=lambda b: "[]") as server:
+        llm = client(server, tmp_path / "c.sqlite", concurrency=4)
+        start = time.monotonic()
+        results = llm.map(llm.chat, [[{"role": "user", "content": str(i)}] for i in range(12)])
+        assert all(r.ok for r in results) and time.monotonic() - start >= 1.0
+        # at most the requests already in flight when a reply said the budget was used up (concurrency - 1)
+        assert server.stats["accepted"] == 12 and server.stats["quota_rejected"] <= 3
+        assert llm.limiter.header_requests is not None
+    assert parse_duration("6m0s") == 360 and parse_duration("20ms") == 0.02 and parse_duration("1.5s") == 1.5
+    assert parse_duration("x") is None
+
+
+def test_user_quota_keeps_under_the_endpoint_quota(tmp_path):
+    with FakeOpenAIServer(quota=5, quota_window=1.0, responder=lambda b: "[]") as server:
+        llm = client(server, tmp_path / "q.sqlite", concurrency=8, requests_per_minute=120)  # 2 a second
+        start = time.monotonic()
+        assert all(r.ok for r in llm.map(llm.chat, [[{"role": "user", "content": str(i)}] for i in range(6)]))
+        assert time.monotonic() - start >= 1.9  # 2 at once, then one every half second
+        assert server.stats["quota_rejected"] == 0
+
+
+def test_user_token_quota_spaces_requests(tmp_path):
+    """tokens_per_minute: requests wait for the token bucket (prompt tokens counted offline, plus
+    max_tokens); a quota of one request's tokens a second lets one request through a second."""
+    messages = [[{"role": "user", "content": f"count these words please, item {i}"}] for i in range(3)]
+    with FakeOpenAIServer(responder=lambda b: "[]") as server:
+        probe = client(server, None, max_tokens=5)
+        per_request = probe.tokens.count_messages(messages[0]) + 5
+        llm = client(server, tmp_path / "tpm.sqlite", concurrency=8, max_tokens=5, tokens_per_minute=60 * per_request)
+        start = time.monotonic()
+        assert all(r.ok for r in llm.map(llm.chat, messages))
+        assert time.monotonic() - start >= 1.9 and llm.limiter.stats["waits_for_quota"] >= 2
+        assert max(server.in_flight_seen) == 0  # each arrived alone (the count excludes itself)
+
+
+def test_transient_5xx_are_retried(tmp_path):
+    with FakeOpenAIServer(fail_every=3, responder=lambda b: "[]") as server:
+        llm = client(server, tmp_path / "t.sqlite", concurrency=2)
+        assert all(r.ok for r in llm.map(llm.chat, [[{"role": "user", "content": str(i)}] for i in range(10)]))
+        assert server.stats["injected_errors"] >= 3 and llm.stats["retries"] == server.stats["injected_errors"]
+        assert llm.limiter.stats["decreases"] == 0  # a 500 is an error, not a request to slow down
+
+
+# ------------------------------------------------------------------------------------ stage overlap
+
+@pytest.mark.parametrize("interleave", [False, True])
+def test_overlapped_identical_to_staged(tmp_path, interleave):
+    judged, answers = workload(interleave=interleave)
+    with FakeOpenAIServer() as server:
+        n1, a1 = staged(client(server, tmp_path / "s.sqlite"), judged, answers)
+        calls = server.count
+        llm = client(server, tmp_path / "o.sqlite", concurrency=4)
+        n2, a2 = overlapped(llm, judged, answers)
+        assert server.count == 2 * calls  # the same requests, none twice
+        pd.testing.assert_frame_equal(n1, n2)
+        pd.testing.assert_frame_equal(a1, a2)
+        n3 = Overlapped(NuggetCreator(llm) >> NuggetScorer(llm))(judged)  # as a transformer, from the cache
+        pd.testing.assert_frame_equal(n1, n3)
+        assert server.count == 2 * calls
+
+
+def test_overlapped_interleaves_stages(tmp_path):
+    """No barrier between stages: while one topic's long chain of creation windows goes on, the other
+    topics' scoring and assignments reach the server; the staged run sends every creation first."""
+    judged, answers = workload(topics=5)
+    long_judged, _ = workload(topics=1, segments=100)  # t0 with 10 windows, asked one after the other
+    judged = pd.concat([long_judged, judged[judged["qid"] != "t0"]], ignore_index=True)
+
+    def kinds(requests):
+        return ["create" if "Updated Nugget List" in first_prompt(b) else
+                "score" if "vital or okay" in first_prompt(b) else "assign" for b in requests]
+
+    with FakeOpenAIServer(latency=0.05) as server:
+        overlapped(client(server, tmp_path / "i.sqlite", concurrency=3), judged, answers)
+        seen = kinds(server.requests)
+        last_create = max(i for i, k in enumerate(seen) if k == "create")
+        assert seen.index("score") < last_create and seen.index("assign") < last_create
+        calls = server.count
+        staged(client(server, tmp_path / "s.sqlite", concurrency=3), judged, answers)
+        seen = kinds(server.requests[calls:])
+        assert seen.index("score") > max(i for i, k in enumerate(seen) if k == "create")
+
+
+def test_overlapped_failures_follow_the_policies(tmp_path):
+    judged, answers = workload(topics=3)
+    bad = lambda body: "t1" not in first_prompt(body) and "vital or okay" in first_prompt(body)  # noqa: E731
+    with FakeOpenAIServer(invalid_first=10, invalid_when=lambda b: bad(b) and "place 2" in first_prompt(b)) as server:
+        scorer = NuggetScorer(client(server, tmp_path / "f.sqlite"))
+        with pytest.raises(LLMStepError, match="nugget scoring"):
+            Overlapped(NuggetCreator(scorer.llm) >> scorer).assign(judged, answers, NuggetAssigner(None, scorer.llm))
+        assert {f.qid for f in scorer.failures} == {"t2"}
+        excluded = NuggetScorer(scorer.llm, on_failure="exclude")
+        with pytest.warns(UserWarning, match="exclude"):
+            nuggets = Overlapped(NuggetCreator(scorer.llm) >> excluded)(judged)
+        assert set(nuggets["qid"]) == {"t0", "t1"} and {f.qid for f in excluded.failures} == {"t2"}
+
+
+# -------------------------------------------------------------------------------------- Batch API
+
+def test_batch_mode_no_chat_calls_identical_results(tmp_path):
+    judged, answers = workload()
+    with FakeOpenAIServer(batch_polls=3) as server:
+        n1, a1 = overlapped(client(server, tmp_path / "online.sqlite"), judged, answers)
+        online = server.count
+        llm = client(server, tmp_path / "batch.sqlite", batch=True, prices=Prices(1.0, 2.0))
+        n2, a2 = overlapped(llm, judged, answers)
+        assert server.count == online  # nothing through the chat endpoint
+        pd.testing.assert_frame_equal(n1, n2)
+        pd.testing.assert_frame_equal(a1, a2)
+        stats = llm.batch_stats
+        assert stats["batches"] == server.stats["batches"] == 4  # 2 creation windows, scoring, assignment
+        assert stats["polls"] >= 3 * 4 and stats["requests"] == online
+        usage = llm.usage()
+        assert usage.total()["batch_requests"] == online and usage.total()["calls"] == 0
+        assert usage.cost(usage.total()) == pytest.approx(Prices(1.0, 2.0).cost(
+            usage.total()["batch_prompt_tokens"], usage.total()["batch_completion_tokens"], batch=True))
+        again = client(server, tmp_path / "batch.sqlite", batch=True)  # a re-run: all cached
+        pd.testing.assert_frame_equal(overlapped(again, judged, answers)[1], a1)
+        assert again.batch_stats["batches"] == 0 and server.stats["batches"] == 4
+
+
+def test_batch_errors_are_explicit_failures_and_a_rerun_completes_them(tmp_path):
+    judged, answers = workload(topics=2)
+    failing = lambda body: 500 if "run1" not in json.dumps(body) and "place 1" in first_prompt(body) \
+        and "vital or okay" in first_prompt(body) else None  # noqa: E731
+    with FakeOpenAIServer(batch_error=failing) as server:
+        llm = client(server, tmp_path / "b.sqlite", batch=True)
+        scorer = NuggetScorer(llm, on_failure="exclude")
+        with pytest.warns(UserWarning):
+            nuggets = Overlapped(NuggetCreator(llm) >> scorer)(judged)
+        assert {f.qid for f in scorer.failures} == {"t1"} and "Batch API: HTTP 500" in scorer.failures[0].error
+        assert set(nuggets["qid"]) == {"t0"} and server.stats["batch_errors"] >= 1
+        server.batch_error = None
+        rerun = client(server, tmp_path / "b.sqlite", batch=True)
+        scorer = NuggetScorer(rerun, on_failure="exclude")
+        nuggets = Overlapped(NuggetCreator(rerun) >> scorer)(judged)
+        assert not scorer.failures and set(nuggets["qid"]) == {"t0", "t1"}
+        assert rerun.batch_stats["requests"] == 2  # only the failed scoring batches of t1
+        assert server.count == 0
+
+
+def test_interrupted_batch_is_resumed_not_paid_twice(tmp_path):
+    judged, answers = workload(topics=2)
+    with FakeOpenAIServer(batch_polls=1000) as server:  # a batch that takes long
+        llm = client(server, tmp_path / "r.sqlite", batch=True, batch_timeout=0.2)
+        with pytest.raises(BatchError, match="run again later"):
+            NuggetCreator(llm)(judged)
+        assert server.stats["batches"] == 1
+        assert len(ResponseCache(tmp_path / "r.sqlite").open_batches(llm.endpoint)) == 1
+        server.batch_polls = 0  # it has finished in the meantime
+        resumed = client(server, tmp_path / "r.sqlite", batch=True)
+        nuggets = NuggetCreator(resumed)(judged)
+        assert resumed.batch_stats["resumed"] == 1 and server.stats["batches"] == 2  # the 2nd window only
+        assert server.stats["uploads"] == 2 and not ResponseCache(tmp_path / "r.sqlite").open_batches(llm.endpoint)
+        pd.testing.assert_frame_equal(nuggets, NuggetCreator(client(server, tmp_path / "x.sqlite"))(judged))
+
+
+# ------------------------------------------------------------------------------------------- dry run
+
+def test_dry_run_counts_equal_the_calls_of_the_run(tmp_path):
+    judged, answers = workload()
+    with FakeOpenAIServer() as server:
+        llm = client(server, tmp_path / "d.sqlite", prices=Prices(0.15, 0.60))
+        plan = llm.plan(lambda: overlapped(llm, judged, answers))
+        assert server.count == 0 and len(ResponseCache(tmp_path / "d.sqlite")) == 0
+        overlapped(llm, judged, answers)
+        made = {stage: c["calls"] for stage, c in llm.stage_stats.items()}
+        assert {s: plan.calls(s) for s in made} == made and plan.calls() == server.count
+        assert plan.rounds == 4 and "bpe-openai" in plan.method
+        text = plan.to_text()
+        assert "Batch API mode needs 4 round(s)" in text and "$" in text and "placeholder" in text
+        prompt = plan.stages["assign"]["planned_prompt_tokens"]
+        assert prompt > 0 and plan.to_frame()["cost Batch API"].iloc[-1] == pytest.approx(
+            plan.to_frame()["cost online"].iloc[-1] / 2)
+        again = llm.plan(lambda: overlapped(llm, judged, answers))  # everything is cached now
+        assert again.calls() == 0 and again.rounds == 0
+        assert sum(c["cache_hits"] for c in again.stages.values()) == server.count
+        # the judges kept nothing of the placeholders
+        fresh = client(server, tmp_path / "d2.sqlite")
+        assigner = NuggetAssigner(overlapped(llm, judged, answers)[0], fresh)
+        fresh.plan(lambda: assigner(answers))
+        assert len(assigner(answers)) and server.count == 2 * plan.calls() - plan.calls("create") - plan.calls("score")
+
+
+def test_token_counter_counts_chat_requests():
+    counter = TokenCounter("gpt-4o-mini")
+    assert counter.method == "bpe-openai o200k_base"
+    assert counter.count("Hello world, how are you?") == 7
+    assert counter.count_messages([{"role": "user", "content": "Hello world, how are you?"}]) == 3 + 7 + 1 + 3
+    assert "approximate" in TokenCounter("my-local-llama").method
+
+
+# --------------------------------------------------------------------------------------- re-runs
+
+def test_rerun_asks_again_what_failed_validation(tmp_path):
+    """Run 1: two scoring batches stay invalid after the re-asks. Run 2 asks those again (fresh calls) and
+    completes them; everything else comes from the cache. A frozen run replays run 1 byte for byte."""
+    judged, answers = workload(topics=2)
+    scoring_t1 = lambda body: "vital or okay" in first_prompt(body) and "place 1" in first_prompt(body)  # noqa: E731
+    with FakeOpenAIServer(invalid_first=3, invalid_when=scoring_t1) as server:
+        frozen_cache = tmp_path / "r.sqlite"
+        first = NuggetScorer(client(server, frozen_cache), on_failure="exclude")
+        with pytest.warns(UserWarning):
+            n1 = Overlapped(NuggetCreator(first.llm) >> first)(judged)
+        assert {f.qid for f in first.failures} == {"t1"} and set(n1["qid"]) == {"t0"}
+        assert all(INVALID in f.raw[0] for f in first.failures)
+        marked = ResponseCache(frozen_cache).invalid()
+        assert len(marked) == 3 * len(first.failures) and marked[0]["response"]["text"] == INVALID
+        calls = server.count
+
+        frozen = NuggetScorer(client(server, frozen_cache, frozen=True), on_failure="exclude")
+        with pytest.warns(UserWarning):
+            pd.testing.assert_frame_equal(Overlapped(NuggetCreator(frozen.llm) >> frozen)(judged), n1)
+        assert server.count == calls and [f.raw for f in frozen.failures] == [f.raw for f in first.failures]
+
+        second = NuggetScorer(client(server, frozen_cache), on_failure="exclude")
+        n2 = Overlapped(NuggetCreator(second.llm) >> second)(judged)
+        assert not second.failures and set(n2["qid"]) == {"t0", "t1"}
+        assert server.count - calls == len(first.failures)  # one fresh call per failed item, now valid
+        rejected = ResponseCache(frozen_cache).rejected()
+        assert len(rejected) == len(first.failures) and rejected[0]["response"]["text"] == INVALID
+        assert not ResponseCache(frozen_cache).invalid() or len(ResponseCache(frozen_cache).invalid()) == 2 * len(
+            first.failures)  # the later turns of the failed exchanges are no longer used
+
+
+def test_invalid_once_then_valid_on_reask(tmp_path):
+    judged, _ = workload(topics=1)
+    with FakeOpenAIServer(invalid_first=1) as server:
+        llm = client(server, tmp_path / "o.sqlite")
+        nuggets = (NuggetCreator(llm) >> NuggetScorer(llm))(judged)
+        assert len(nuggets) and server.stats["invalid_replies"] == server.count / 2  # each asked twice
+        assert not ResponseCache(tmp_path / "o.sqlite").invalid()  # a success: nothing to ask again
+
+
+# ----------------------------------------------------------------------------- endpoint selection
+
+def test_model_without_endpoint_is_refused(monkeypatch):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "PYTERRIER_NUGGETS_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ValueError, match="embedded=True"):
+        LLMClient(model="gpt-4o-mini", cache=None)
+    monkeypatch.setenv("PYTERRIER_NUGGETS_MODEL", "gpt-4o-mini")
+    with pytest.raises(ValueError, match="no endpoint is configured"):
+        LLMClient(cache=None)
+    with pytest.raises(ValueError, match="embedded=True runs"):
+        LLMClient(model="gpt-4o-mini", embedded=True, cache=None)
+    with pytest.raises(ValueError, match="neither an endpoint nor an API key"):
+        LLMClient(model="m", embedded=False, cache=None)
+
+
+def test_base_url_from_the_environment_without_a_key(monkeypatch, tmp_path):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with FakeOpenAIServer(responder=lambda b: "[]") as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        llm = LLMClient(model="local", cache=None, progress=False)
+        assert not llm.embedded and llm.base_url == server.base_url and llm.chat([{"role": "user", "content": "x"}]).ok
+        assert server.headers[0]["authorization"] == "Bearer EMPTY"
+
+
+def test_batch_mode_needs_a_cache_and_a_remote_endpoint(server):
+    with pytest.raises(ValueError, match="response cache"):
+        LLMClient(model="m", base_url=server.base_url, api_key="k", cache=None, batch=True)
+
+
+# ------------------------------------------------------------------------------------ the main job
+
+def test_main_job_dry_run_counts_equal_the_calls_of_the_run(tmp_path, capsys, monkeypatch):
+    """``demo --dry-run`` on the sample (generation, AutoNuggets, assignment, support) prints the plan and
+    writes nothing; the real run then makes exactly the planned calls, and a ``--batch`` run on a fresh
+    cache makes no chat call and prints its batches."""
+    from pyterrier_nuggets import cli
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with FakeOpenAIServer() as server:
+        common = ["demo", "--topics", "t03", "t05", "--system", "bm25:2", "--base-url", server.base_url,
+                  "--model", "fake", "--index-dir", str(tmp_path / "idx"), "--no-plots", "--price", "0.15,0.60"]
+        cache = ["--llm-cache", str(tmp_path / "c.sqlite")]
+        assert cli.main(common + cache + ["--out", str(tmp_path / "dry"), "--dry-run"]) == 0
+        out = capsys.readouterr().out
+        assert server.count == 0 and not (tmp_path / "dry").exists()
+        assert not (tmp_path / "c.sqlite").exists() or len(ResponseCache(tmp_path / "c.sqlite")) == 0
+        planned = {line.split()[0]: int(line.split()[1]) for line in out.splitlines()
+                   if line.split() and line.split()[0] in ("generate", "create", "score", "assign", "support")}
+        assert set(planned) == {"generate", "create", "score", "assign", "support"} and "Batch API mode needs" in out
+        assert cli.main(common + cache + ["--out", str(tmp_path / "real")]) == 0
+        assert server.count == sum(planned.values()) and (tmp_path / "real" / "joint_table.csv").exists()
+        real = capsys.readouterr().out
+        assert cli.main(common + ["--llm-cache", str(tmp_path / "b.sqlite"), "--out", str(tmp_path / "batch"),
+                                  "--batch", "--batch-poll", "0.01"]) == 0
+        assert server.count == sum(planned.values()) and server.stats["batches"] >= 4
+        batch = capsys.readouterr().out
+        assert "Batch API: rounds" in batch
+        table = lambda text: text[text.index("Joint table"):text.index("LLM work per stage")]  # noqa: E731
+        assert table(batch) == table(real)
+
+
+def test_cli_refuses_a_model_without_an_endpoint(tmp_path, capsys, monkeypatch):
+    from pyterrier_nuggets import cli
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    code = cli.main(["demo", "--topics", "t03", "--model", "gpt-4o-mini", "--out", str(tmp_path / "o"),
+                     "--llm-cache", str(tmp_path / "c.sqlite")])
+    err = capsys.readouterr().err
+    assert code == 2 and "gpt-4o-mini" in err and "no endpoint" in err and "Traceback" not in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_main_job_nuggets_identical_to_the_staged_pipeline(tmp_path):
+    """The main job's AutoNuggets (created and scored overlapped) equal ``NuggetCreator >> NuggetScorer``
+    run staged on the same judged segments, with a scoring failure excluded the same way in both."""
+    from pyterrier_nuggets.docstore import fetch_texts
+    from pyterrier_nuggets.pipeline import sample_collection
+    from pyterrier_nuggets.pipeline.main_job import create_nuggets
+    collection = sample_collection(qids=["t01", "t03", "t05", "t07"])
+    query = collection.topics.set_index("qid").loc["t05", "query"]
+    bad = lambda body: "vital or okay" in first_prompt(body) and query in first_prompt(body)  # noqa: E731
+    with FakeOpenAIServer(invalid_first=3, invalid_when=bad) as server:
+        notes = []
+        nuggets = create_nuggets(collection, client(server, tmp_path / "m.sqlite", frozen=True), notes=notes)
+        judged = collection.qrels[collection.qrels["label"] >= 1].merge(collection.topics, on="qid")
+        judged = judged.assign(text=judged["docno"].map(fetch_texts(collection.docstore, judged["docno"].tolist())))
+        judged = judged.sort_values(["qid", "label"], ascending=[True, False], kind="stable")
+        llm = client(server, tmp_path / "m.sqlite", frozen=True)  # replays the same answers, failures included
+        with pytest.warns(UserWarning):
+            staged = (NuggetCreator(llm) >> NuggetScorer(llm, on_failure="exclude"))(
+                judged[["qid", "query", "docno", "text", "label"]])
+        pd.testing.assert_frame_equal(nuggets, staged)
+        assert any("nugget scoring" in n for n in notes) and set(nuggets["qid"]) >= {"t01", "t03", "t07"}
+
+
+def test_assignment_and_support_run_together(tmp_path):
+    """evaluate_answers asks the support judgments while the assignments are still being answered (no
+    barrier), with rows identical to the two judges run one after the other; the assigner's failure policy
+    still comes first."""
+    from pyterrier_nuggets.evaluation import evaluate_answers
+    from pyterrier_nuggets.judges import CitedGenerator, SupportJudge
+    from tests.fake_openai_server import Reply, auto_reply
+    judged, _ = workload(topics=4)
+    retrieved = judged.assign(score=1.0, rank=judged.groupby("qid").cumcount())[["qid", "query", "docno", "text",
+                                                                                  "score", "rank"]]
+    asked = []  # (kind, time) of each request the server answers
+
+    def slow_assignments(body):
+        kind = "support" if "supported by its corresponding citations" in first_prompt(body) else \
+            "assign" if "Nugget List" in first_prompt(body) and "Passage" in first_prompt(body) else "other"
+        asked.append((kind, time.monotonic()))
+        return Reply(auto_reply(body), delay=0.5 if kind == "assign" else 0.0)
+
+    with FakeOpenAIServer(responder=slow_assignments) as server:
+        llm = client(server, tmp_path / "t.sqlite", concurrency=16)
+        nuggets = (NuggetCreator(llm) >> NuggetScorer(llm))(judged)
+        answers = CitedGenerator(llm, k=4)(retrieved)
+        asked.clear()
+        together = evaluate_answers(answers, NuggetAssigner(nuggets, llm), SupportJudge(llm))
+        assigns = [t for k, t in asked if k == "assign"]
+        supports = [t for k, t in asked if k == "support"]
+        assert assigns and supports and set(k for k, _ in asked) == {"assign", "support"}
+        assert min(supports) < max(assigns) + 0.5 - 0.2  # support asked before the last assignment was answered
+        fresh = client(server, tmp_path / "t2.sqlite", concurrency=16)
+        assigned = NuggetAssigner(nuggets, fresh)(answers)
+        support = SupportJudge(fresh)(answers)
+        pd.testing.assert_frame_equal(together.assigned, assigned)
+        pd.testing.assert_frame_equal(together.support, support)
+        # the assigner raises first, as in the sequential order, although the support judge has run too
+        server.invalid_first = 3
+        server.invalid_when = lambda b: "supported by its corresponding citations" not in first_prompt(b)
+        with pytest.raises(LLMStepError, match="nugget assignment"):
+            evaluate_answers(answers, NuggetAssigner(nuggets, client(server, tmp_path / "t3.sqlite")),
+                             SupportJudge(client(server, tmp_path / "t3.sqlite")))
