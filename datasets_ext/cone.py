@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from ir_datasets.formats import BaseDocs, BaseQrels, TrecQrel
-from ir_datasets.indices import Docstore
 
+from datasets_ext.docs import FileDocs
 from ir_measures_ext import ids
 
 _KEY = re.compile(r"\[(\d+)\]")
@@ -112,28 +112,12 @@ def parse_responses(data: dict, path: str) -> Iterator[IkatResponse]:
             yield IkatResponse(f"{turn}/{run}", str(turn), str(run), text)
 
 
-class _Store(Docstore):
-    def __init__(self, docs: _JsonDocs):
-        super().__init__(docs.docs_cls(), "doc_id")
-        self._docs = docs
-        self._by_id: dict | None = None
-
-    def get_many_iter(self, doc_ids):
-        if self._by_id is None:
-            self._by_id = {d.doc_id: d for d in self._docs.docs_iter()}
-        for doc_id in doc_ids:
-            if doc_id in self._by_id:
-                yield self._by_id[doc_id]
-
-
-class _JsonDocs(BaseDocs):
+class _JsonDocs(FileDocs):
     """Documents parsed from one JSON file by ``parse``."""
 
     def __init__(self, dlc, namespace: str, parse, cls, gold: bool = False):
-        self._dlc, self._namespace, self._parse, self._cls, self._gold = dlc, namespace, parse, cls, gold
-
-    def docs_path(self, force: bool = True) -> str:
-        return self._dlc.path(force)
+        super().__init__(dlc, namespace, cls)
+        self._parse, self._gold = parse, gold
 
     def docs_iter(self):
         path = self._dlc.path()
@@ -142,21 +126,6 @@ class _JsonDocs(BaseDocs):
         for doc in self._parse(data, path):
             # the gold response file names its only run "manual": one document per turn
             yield doc._replace(doc_id=doc.query_id) if self._gold else doc
-
-    def docs_cls(self):
-        return self._cls
-
-    def docs_store(self, field: str = "doc_id", options=None) -> Docstore:
-        return _Store(self)
-
-    def docs_count(self) -> int:
-        return sum(1 for _ in self.docs_iter())
-
-    def docs_namespace(self) -> str:
-        return self._namespace
-
-    def docs_lang(self) -> str:
-        return "en"
 
 
 def gold_nugget_docs(dlc, namespace: str) -> BaseDocs:

@@ -21,9 +21,9 @@ import warnings
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from ir_datasets.formats import BaseDocs, BaseQrels, TrecQrel
-from ir_datasets.indices import Docstore
+from ir_datasets.formats import BaseQrels, TrecQrel
 
+from datasets_ext.docs import FileDocs
 from ir_measures_ext import ids
 
 QRELS_DEFS = {ids.IMPORTANCE_TO_GRADE[ids.VITAL]: "vital nugget", ids.IMPORTANCE_TO_GRADE[ids.OKAY]: "okay nugget"}
@@ -112,45 +112,12 @@ class NuggetQrels(BaseQrels):
         return dict(QRELS_DEFS)
 
 
-class _NuggetStore(Docstore):
-    def __init__(self, docs: "NuggetDocs"):
-        super().__init__(Nugget, "doc_id")
-        self._docs = docs
-        self._by_id: dict[str, Nugget] | None = None
-
-    def get_many_iter(self, doc_ids):
-        if self._by_id is None:
-            self._by_id = {n.doc_id: n for n in self._docs.docs_iter()}
-        for doc_id in doc_ids:
-            if doc_id in self._by_id:
-                yield self._by_id[doc_id]
-
-
-class NuggetDocs(BaseDocs):
+class NuggetDocs(FileDocs):
     """Every nugget of a nugget file as a document (text, importance label as written, other fields)."""
 
     def __init__(self, nuggets_dlc, namespace: str):
-        self._dlc = nuggets_dlc
-        self._namespace = namespace
-
-    def docs_path(self, force: bool = True) -> str:
-        return self._dlc.path(force)
+        super().__init__(nuggets_dlc, namespace, Nugget)
 
     def docs_iter(self) -> Iterator[Nugget]:
         for _, nugget in read_nuggets(self._dlc, self._dlc.path()):
             yield nugget
-
-    def docs_cls(self):
-        return Nugget
-
-    def docs_store(self, field: str = "doc_id", options=None) -> Docstore:
-        return _NuggetStore(self)
-
-    def docs_count(self) -> int:
-        return sum(1 for _ in self.docs_iter())
-
-    def docs_namespace(self) -> str:
-        return self._namespace
-
-    def docs_lang(self) -> str:
-        return "en"

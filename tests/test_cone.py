@@ -386,8 +386,8 @@ def test_embedding_matcher_is_a_labelled_baseline():
 def tiny_nli(tmp_path_factory):
     """A 2-layer BERT classifier with random weights and a word-level tokenizer, saved like a downloaded NLI
     model; labels in a non-standard order so that the entailment index must be read from the config."""
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
+    import torch  # installed with the retrieval extra: never a silent skip
+    import transformers
     path = tmp_path_factory.mktemp("tiny-nli")
     words = "paris is the capital of france bananas are yellow city museums".split()
     (path / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + words) + "\n")

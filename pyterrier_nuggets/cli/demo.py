@@ -46,7 +46,7 @@ def run(args) -> int:
 
 def add_demo_arguments(p) -> None:
     """The options of ``pyterrier-nuggets demo`` (documented in docs/cli.md)."""
-    from pyterrier_nuggets.cli.errors import positive_int
+    from pyterrier_nuggets.cli.errors import positive_int, positive_number, share
     from pyterrier_nuggets.pipeline.systems import DEFAULT_SYSTEMS
     p.add_argument("--out", default="out/demo", help="output directory (default: out/demo)")
     p.add_argument("--sample-only", action="store_true",
@@ -80,18 +80,18 @@ def add_demo_arguments(p) -> None:
     g.add_argument("--model", help="the model name at that endpoint (default: $PYTERRIER_NUGGETS_MODEL)")
     g.add_argument("--concurrency", type=positive_int, default=8, help="the ceiling of LLM requests in flight; below it the "
                    "client finds how many the endpoint takes (default 8)")
-    g.add_argument("--max-rpm", type=float, metavar="N", help="requests per minute to stay under (a published quota)")
-    g.add_argument("--max-tpm", type=float, metavar="N", help="tokens per minute to stay under (a published quota)")
+    g.add_argument("--max-rpm", type=positive_number, metavar="N", help="requests per minute to stay under (a published quota)")
+    g.add_argument("--max-tpm", type=positive_number, metavar="N", help="tokens per minute to stay under (a published quota)")
     g.add_argument("--batch", action="store_true", help="OpenAI Batch API mode: the LLM requests go in batches (half "
                    "the price on OpenAI, answers within 24 h), one round per dependent step; resumable: an "
                    "interrupted run picks up its batches. The rounds and cost are printed before it starts")
-    g.add_argument("--batch-poll", type=float, default=30.0, metavar="SECONDS",
+    g.add_argument("--batch-poll", type=positive_number, default=30.0, metavar="SECONDS",
                    help="seconds between polls of a running batch (default 30)")
     g.add_argument("--dry-run", action="store_true", help="print the LLM requests per stage (and those already "
                    "cached), their tokens and cost, and the Batch API rounds; make no LLM call, write nothing")
     g.add_argument("--price", metavar="INPUT,OUTPUT", help="USD per million prompt and completion tokens, e.g. "
                    "0.15,0.60, for the cost in the dry run and after the run")
-    g.add_argument("--batch-discount", type=float, default=0.5, metavar="F",
+    g.add_argument("--batch-discount", type=share, default=0.5, metavar="F",
                    help="share of the price taken off in Batch API mode (default 0.5, OpenAI's)")
     g.add_argument("--frozen", action="store_true", help="replay every cached LLM answer, also those that failed "
                    "validation (a byte-identical re-run); by default a re-run asks the failed ones again")

@@ -27,12 +27,20 @@ positive_int = whole_number(1)
 non_negative_int = whole_number(0)
 
 
-def probability(text: str) -> float:
-    """An argparse type: a number strictly between 0 and 1 (a significance level)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is not between 0 and 1 (e.g. 0.05)")
-    return value
+def number(accept, requirement: str):
+    """An argparse type: a finite number for which ``accept(value)`` holds, else "``requirement``"."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if value != value or value in (float("inf"), float("-inf")) or not accept(value):
+            raise argparse.ArgumentTypeError(f"{text} is not {requirement}")
+        return value
+    parse.__name__ = requirement
+    return parse
+
+
+probability = number(lambda v: 0 < v < 1, "between 0 and 1 (e.g. 0.05)")  # a significance or confidence level
+positive_number = number(lambda v: v > 0, "a number above 0")  # a rate, a number of seconds
+share = number(lambda v: 0 <= v < 1, "at least 0 and below 1 (e.g. 0.5)")  # a discount

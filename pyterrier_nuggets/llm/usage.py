@@ -40,8 +40,9 @@ class Prices:
             values = [float(p) for p in parts]
         except ValueError:
             values = []
-        if len(values) != 2:
-            raise ValueError(f"a price is 'INPUT,OUTPUT' in USD per million tokens (e.g. 0.15,0.60), got {text!r}")
+        if len(values) != 2 or not all(0 <= v < float("inf") for v in values):
+            raise ValueError(f"a price is 'INPUT,OUTPUT' in USD per million tokens, two numbers of 0 or more "
+                             f"(e.g. 0.15,0.60), got {text!r}")
         return cls(values[0], values[1], batch_discount)
 
     def cost(self, prompt_tokens: float, completion_tokens: float, batch: bool = False) -> float:
