@@ -42,13 +42,20 @@ def test_parse_system():
     assert parse_system("bm25:3") == SystemSpec("bm25-k3", "bm25", 3)
     assert parse_system("dense") == SystemSpec("dense-k5", "dense", 5)
     assert parse_system("mine=bm25:10") == SystemSpec("mine", "bm25", 10)
-    for bad in ("splade:5", "bm25:x", "bm25:0", "bm25:21"):
+    assert parse_system("dense:3:llm") == SystemSpec("dense-k3-llm", "dense", 3, generator="llm")
+    assert parse_system("x=bm25:2:extractive") == SystemSpec("x", "bm25", 2, generator="extractive")
+    for bad in ("splade:5", "bm25:x", "bm25:0", "bm25:21", "bm25:3:gpt"):
         with pytest.raises(ValueError):
             parse_system(bad)
 
 
 def test_build_systems_defaults_and_files():
-    assert [s.name for s in build_systems()] == ["bm25-k5", "dense-k5"]
+    assert [s.name for s in build_systems(mode="embedded")] == ["bm25-k5", "dense-k5"]
+    offline = build_systems()
+    assert [s.name for s in offline] == ["bm25-k1", "bm25-k3", "bm25-k5", "dense-k1", "dense-k3", "dense-k5",
+                                         "bm25-k3-smollm2"]
+    assert [s.generator for s in offline] == [None] * 6 + ["llm"]
+    assert len(build_systems(mode="endpoint")) == 6
     systems = build_systems(runs=["a=a.run"], answers=["a=a.jsonl", "b=b.jsonl"], assignments=["b=b.assign"], k=7)
     assert systems == [SystemSpec("a", None, 7, run="a.run", answers="a.jsonl"),
                        SystemSpec("b", None, 7, answers="b.jsonl", assignments="b.assign")]
@@ -64,6 +71,8 @@ def test_condition_names():
     auto, imported = SystemSpec("a", "bm25"), SystemSpec("b", None, assignments="x")
     assert evaluation_condition("auto", [auto]) == "AutoNuggets / AutoAssign"
     assert evaluation_condition("imported", [imported]) == "imported nuggets / imported assignments"
+    assert evaluation_condition("manual", [auto], "baseline") == \
+        "ManualNuggets / baseline assignment (embedding similarity)"
 
 
 def test_cli_options_parse(monkeypatch):

@@ -22,8 +22,10 @@ def ignored_options(args) -> list[str]:
     out = []
     if args.k is not None and not args.run:
         out.append("-k (it applies to the systems of --run)")
-    if args.max_nuggets is not None and (args.nuggets or args.assignments):
+    if args.max_nuggets is not None and (args.nuggets or args.assignments or args.llm == "offline"):
         out.append("--max-nuggets (nuggets are imported, not created)")
+    if args.llm in ("offline", "embedded") and (args.base_url or args.model):
+        out.append(f"--base-url/--model (--llm {args.llm} uses no endpoint)")
     return out
 
 
@@ -59,10 +61,13 @@ def add_demo_arguments(p) -> None:
                    "segments.qrels)")
     g.add_argument("--topics", nargs="+", metavar="QID", help="evaluate only these topics")
     g.add_argument("--max-topics", type=positive_int, metavar="N", help="evaluate only the first N topics")
-    g = p.add_argument_group("systems (default: " + " and ".join(DEFAULT_SYSTEMS) + ")")
-    g.add_argument("--system", action="append", default=[], metavar="[NAME=]RETRIEVER:K",
-                   help="a system: RETRIEVER bm25 (PISA) or dense (all-MiniLM-L6-v2), K segments to the generator "
-                        "(e.g. bm25:5, bm25-k3=bm25:3); repeat for several")
+    g = p.add_argument_group("systems (default offline: " + ", ".join(DEFAULT_SYSTEMS["offline"]) + "; with an "
+                             "endpoint: " + ", ".join(DEFAULT_SYSTEMS["endpoint"]) + "; --llm embedded: "
+                             + ", ".join(DEFAULT_SYSTEMS["embedded"]) + ")")
+    g.add_argument("--system", action="append", default=[], metavar="[NAME=]RETRIEVER:K[:GENERATOR]",
+                   help="a system: RETRIEVER bm25 (PISA) or dense (all-MiniLM-L6-v2), K segments to the generator, "
+                        "GENERATOR extractive (the offline baseline) or llm (default: extractive offline, else llm); "
+                        "e.g. bm25:5, bm25-k3=bm25:3, dense:5:llm; repeat for several")
     g.add_argument("--run", action="append", default=[], metavar="NAME=PATH",
                    help="a system's retrieved segments from a TREC run file (instead of retrieving)")
     g.add_argument("--answers", action="append", default=[], metavar="NAME=PATH",
@@ -72,6 +77,11 @@ def add_demo_arguments(p) -> None:
                         "the LLM); its nuggets are used unless --nuggets is given")
     g.add_argument("-k", type=positive_int, help="segments given to the generator for systems of --run (default 5)")
     g = p.add_argument_group("evaluation condition and LLM")
+    g.add_argument("--llm", choices=list(LLM_MODES), help="who judges: offline (hand-written or --nuggets "
+                   "nuggets, similarity baseline judges, extractive answers; the default without an endpoint), "
+                   "embedded (every LLM step on the embedded SmolLM2-135M: the end-to-end check of the LLM code, "
+                   "slow and not a judge) or endpoint (the AutoNuggetizer on --base-url/--model or the "
+                   "environment; the default when one is configured)")
     g.add_argument("--nuggets", metavar="PATH", help="imported nuggets (nugget JSONL, e.g. post-edited or manual) "
                    "instead of creating them from the qrels (AutoNuggets)")
     g.add_argument("--base-url", help="an OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else the OpenAI API "
@@ -110,10 +120,25 @@ def add_demo_arguments(p) -> None:
 
 
 EMBEDDED_MAX_TOKENS = 256  # the embedded model rambles to its token limit; 256 tokens hold 10 nuggets or an answer
+OFFLINE_MAX_TOKENS = 128  # offline, the embedded model only writes the answers of `:llm` systems: a short budget
+LLM_MODES = {"offline": "baseline", "embedded": "llm", "endpoint": "llm"}  # --llm -> the main job's judges
+
+
+def llm_mode(args) -> str:
+    """``--llm``, or its default: ``endpoint`` when one is configured (arguments or environment), else
+    ``offline``."""
+    from pyterrier_nuggets.llm import endpoint_configured
+    configured = endpoint_configured(args.model, args.base_url)
+    if args.llm is None:
+        return "endpoint" if configured else "offline"
+    if args.llm == "endpoint" and not configured:
+        raise ValueError("--llm endpoint: no endpoint is configured; give --base-url (and --model) or set "
+                         "OPENAI_BASE_URL / OPENAI_API_KEY")
+    return args.llm
 
 
 def make_llm(base_url: str | None = None, model: str | None = None, concurrency: int = 8, cache: str | None = None,
-             **options):
+             max_tokens: int = EMBEDDED_MAX_TOKENS, **options):
     """The LLM of the main job: the endpoint chosen by :class:`~pyterrier_nuggets.llm.LLMClient` (one place
     for that: arguments, then the environment, then the embedded model; a model name without an endpoint is
     refused). ``options`` go to the client (batch, quotas, prices, ...)."""
@@ -123,7 +148,7 @@ def make_llm(base_url: str | None = None, model: str | None = None, concurrency:
         kwargs["cache"] = cache
     llm = LLMClient(model=model, base_url=base_url, **kwargs)
     if llm.embedded:
-        llm.max_tokens = EMBEDDED_MAX_TOKENS
+        llm.max_tokens = max_tokens
     return llm
 
 
@@ -149,7 +174,8 @@ def run_demo(args) -> int:
     from pyterrier_nuggets.pipeline import build_systems, dataset_collection, run_main_job, sample_collection
     if args.dataset and args.collection:
         raise ValueError("give --dataset or --collection, not both")
-    systems = build_systems(args.system, args.run, args.answers, args.assignments, k=args.k)
+    mode = llm_mode(args)
+    systems = build_systems(args.system, args.run, args.answers, args.assignments, k=args.k, mode=mode)
     if args.dataset:
         collection = dataset_collection(args.dataset, args.topics, args.max_topics)
     elif args.collection:
@@ -158,12 +184,20 @@ def run_demo(args) -> int:
         collection = sample_collection(qids=args.topics, max_topics=args.max_topics)
         print("Main job on the sample collection shipped with the package (215 passages and 12 topics written for "
               "it: a sample, not a benchmark)", flush=True)
-    needs_llm = any(not s.assignments or s.answers for s in systems) or not (args.nuggets or args.assignments)
-    llm = make_llm(args.base_url, args.model, args.concurrency, args.llm_cache, **llm_options(args)) \
-        if needs_llm else None
+    writes = [s for s in systems if not s.answers and not s.assignments]
+    if mode == "offline":  # the embedded model writes the answers of the `:llm` systems, nothing else
+        needs_llm = any(s.generator == "llm" for s in writes)
+        options = dict(llm_options(args), embedded=True, max_tokens=OFFLINE_MAX_TOKENS)
+    else:
+        needs_llm = any(s.generator != "extractive" for s in writes) or any(not s.assignments or s.answers
+                                                                           for s in systems) or not (
+            args.nuggets or args.assignments)
+        options = dict(llm_options(args), embedded=True) if mode == "embedded" else llm_options(args)
+    llm = make_llm(None if mode != "endpoint" else args.base_url, None if mode != "endpoint" else args.model,
+                   args.concurrency, args.llm_cache, **options) if needs_llm else None
 
     def job(out_dir, log, plots=not args.no_plots):
-        return run_main_job(collection, systems, out_dir, llm=llm, nuggets_path=args.nuggets,
+        return run_main_job(collection, systems, out_dir, llm=llm, judges=LLM_MODES[mode], nuggets_path=args.nuggets,
                             index_dir=args.index_dir, strict=args.strict, plots=plots,
                             max_nuggets=args.max_nuggets, log=log, on_invalid=args.on_invalid)
 

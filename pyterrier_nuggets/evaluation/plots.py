@@ -60,42 +60,61 @@ def _pyplot():
     return plt
 
 
+MARKERS = "osD^vP*Xph<>"
+
+
+def _styles(systems: list[str]) -> dict[str, dict]:
+    """One colour and marker per system (a pair unique up to 120 systems), so that systems are told apart by
+    the legend and never by text labels that could overlap."""
+    return {s: {"color": f"C{i % 10}", "marker": MARKERS[(i // 10 + i) % len(MARKERS)]} for i, s in enumerate(systems)}
+
+
+def _legend(ax, title: str) -> None:
+    """The legend outside the axes on the right: one entry per system, never over the points."""
+    ax.legend(fontsize=8, title=title, title_fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0),
+              borderaxespad=0.0, frameon=False)
+
+
 def write_plots(table: JointTable, out_dir: str) -> list[str]:
     """Write the plots whose measures the table has; returns their paths."""
     plt = _pyplot()
     wide = _wide(table)
     systems = list(table.means.index)
-    colours = {s: f"C{i % 10}" for i, s in enumerate(systems)}
+    styles = _styles(systems)
     paths = []
     if {NDCG, VSTRICT} <= set(wide.columns):
-        fig, ax = plt.subplots(figsize=(6, 4.5))
+        fig, ax = plt.subplots(figsize=(7.5, 4.8))
         for s in systems:
             part = wide[wide["system"] == s]
-            ax.scatter(part[NDCG], part[VSTRICT], s=22, alpha=0.6, color=colours[s], label=f"{s} (topics)")
-            ax.scatter([part[NDCG].mean()], [part[VSTRICT].mean()], s=140, marker="*", color=colours[s],
-                       edgecolor="black", label=f"{s} (mean)")
+            ax.scatter(part[NDCG], part[VSTRICT], s=16, alpha=0.3, color=styles[s]["color"],
+                       marker=styles[s]["marker"], edgecolor="none")
+            ax.scatter([part[NDCG].mean()], [part[VSTRICT].mean()], s=120, **styles[s], edgecolor="black",
+                       linewidth=0.8, label=s, zorder=3)
         ax.set(xlabel="nDCG@10 (retrieved segments)", ylabel="V_strict (answer)",
-               title="Retrieval vs answer quality, per system and topic", xlim=(-0.03, 1.03), ylim=(-0.03, 1.03))
-        ax.legend(fontsize=7, loc="best")
+               title="Retrieval vs answer quality (large: system mean; small: topics)",
+               xlim=(-0.03, 1.03), ylim=(-0.03, 1.03))
+        _legend(ax, "system (mean)")
         ax.grid(alpha=0.3)
         path = os.path.join(out_dir, "ndcg_vs_vstrict.png")
         _save(fig, path)
         plt.close(fig)
         paths.append(path)
     if {WORDS, VSTRICT} <= set(wide.columns):
-        fig, ax = plt.subplots(figsize=(6, 4.5))
+        fig, ax = plt.subplots(figsize=(7.5, 4.8))
         means = {}
         for s in systems:
             part = wide[wide["system"] == s]
-            ax.scatter(part[WORDS], part[VSTRICT], s=14, alpha=0.35, color=colours[s])
+            ax.scatter(part[WORDS], part[VSTRICT], s=14, alpha=0.3, color=styles[s]["color"],
+                       marker=styles[s]["marker"], edgecolor="none")
             means[s] = (float(part[WORDS].mean()), float(part[VSTRICT].mean()))
-            ax.scatter([means[s][0]], [means[s][1]], s=90, color=colours[s], edgecolor="black", label=s)
-            ax.annotate(s, means[s], textcoords="offset points", xytext=(6, 4), fontsize=8)
+            ax.scatter([means[s][0]], [means[s][1]], s=110, **styles[s], edgecolor="black", linewidth=0.8, label=s,
+                       zorder=3)
         front = pareto_front(means)
-        ax.plot([means[s][0] for s in front], [means[s][1] for s in front], "k--", lw=1, label="Pareto front")
+        ax.plot([means[s][0] for s in front], [means[s][1] for s in front], "k--", lw=1, label="Pareto front",
+                zorder=2)
         ax.set(xlabel="AnswerWords (answer length, words)", ylabel="V_strict",
                title="Nugget recall vs answer length (cf. seed 001 Fig. 7)", ylim=(-0.03, 1.03))
-        ax.legend(fontsize=7, loc="best")
+        _legend(ax, "system (mean)")
         ax.grid(alpha=0.3)
         path = os.path.join(out_dir, "vstrict_vs_words.png")
         _save(fig, path)

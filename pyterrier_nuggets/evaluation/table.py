@@ -80,6 +80,23 @@ class JointTable:
     comparison: dict[str, float] = field(default_factory=dict)  # measure -> run-level τ against compare_label
     compare_label: str | None = None
     compare_counts: tuple[int, int] = (0, 0)  # systems, topics in common with the compared evaluation
+    # which nuggets, judges and generators produced the table (honest labels): table-wide, e.g. {"nuggets": ...,
+    # "assignment": ..., "support": ...}, and per system, e.g. {"bm25-k3": {"generation": ...}}; printed above the
+    # table (text, Markdown), as comments (LaTeX) and as columns (CSV)
+    provenance: dict[str, str] = field(default_factory=dict)
+    system_provenance: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def provenance_lines(self) -> list[str]:
+        """``key: value`` per table-wide provenance entry, then per system-level key the systems grouped by
+        value."""
+        lines = [f"{k}: {v}" for k, v in self.provenance.items()]
+        keys = list(dict.fromkeys(k for d in self.system_provenance.values() for k in d))
+        for key in keys:
+            groups: dict[str, list[str]] = {}
+            for name in self.means.index:
+                groups.setdefault(self.system_provenance.get(name, {}).get(key, "n/a"), []).append(name)
+            lines.append(f"{key}: " + "; ".join(f"{', '.join(names)}: {v}" for v, names in groups.items()))
+        return lines
 
     def _cells(self) -> list[list[str]]:
         rows = []
@@ -124,17 +141,20 @@ class JointTable:
         rows = self._cells()
         widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
         line = lambda r: "  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
-        return "\n".join([line(header), "  ".join("-" * w for w in widths)] + [line(r) for r in rows] + [self._note()])
+        return "\n".join(self.provenance_lines() + [line(header), "  ".join("-" * w for w in widths)]
+                         + [line(r) for r in rows] + [self._note()])
 
     def to_markdown(self) -> str:
         header = ["system"] + list(self.means.columns)
-        out = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
+        out = [f"- {line}" for line in self.provenance_lines()] + ([""] if self.provenance_lines() else [])
+        out += ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
         out += ["| " + " | ".join(r) + " |" for r in self._cells()]
         return "\n".join(out) + "\n\n" + self._note() + "\n"
 
     def to_latex(self) -> str:
         header = ["System"] + list(self.means.columns)
-        lines = [r"\begin{tabular}{l" + "r" * (len(header) - 1) + "}", r"\toprule",
+        lines = [f"% {line}" for line in self.provenance_lines()]
+        lines += [r"\begin{tabular}{l" + "r" * (len(header) - 1) + "}", r"\toprule",
                  " & ".join(_latex(h) for h in header) + r" \\", r"\midrule"]
         lines += [" & ".join(_latex(c) for c in r) + r" \\" for r in self._cells()]
         lines += [r"\bottomrule", r"\end{tabular}", "% " + self._note()]
@@ -145,6 +165,10 @@ class JointTable:
         if self.baseline:
             for m in self.means.columns:
                 frame[f"{m} p"] = self.pvalues[m]
+        for key, value in self.provenance.items():
+            frame[key] = value
+        for key in dict.fromkeys(k for d in self.system_provenance.values() for k in d):
+            frame[key] = [self.system_provenance.get(name, {}).get(key, "") for name in frame.index]
         return frame.reset_index().rename(columns={"index": "system"}).to_csv(index=False)
 
     def write(self, prefix: str) -> list[str]:

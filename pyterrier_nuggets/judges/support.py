@@ -79,6 +79,55 @@ def parse_support(text: str) -> str:
     raise OutputError(f"{value.strip()[:60]!r} is not one of the labels")
 
 
+def support_passthrough(columns) -> list[str]:
+    """The answer columns a support judge's output carries over (not the structured ones)."""
+    return [c for c in columns if c not in SUPPORT_COLUMNS and c not in _STRUCTURED and c != "rank"]
+
+
+def reference_texts(records: list[dict], docstore: Any = None) -> dict[tuple[int, int], str]:
+    """Text of each cited reference of answer records (``sentences``, ``references``, optionally
+    ``reference_texts``), by (answer index, reference index); texts not given are fetched from ``docstore``."""
+    out, needed = {}, {}
+    for i, r in enumerate(records):
+        given = r.get("reference_texts")
+        given = list(given) if isinstance(given, (list, tuple)) else None
+        for s in r["sentences"]:
+            for c in s["citations"]:
+                c = int(c)
+                if given is not None and c < len(given) and isinstance(given[c], str):
+                    out[(i, c)] = given[c]
+                elif 0 <= c < len(r["references"]):
+                    needed[(i, c)] = str(r["references"][c])
+    if needed:
+        fetched = fetch_texts(docstore, list(needed.values()))
+        out.update({key: fetched[d] for key, d in needed.items()})
+    return out
+
+
+def cited_statements(records: list[dict], citations: str = "first", docstore: Any = None) -> list[tuple]:
+    """What a support judge judges in answer records (seed 004 §3.2-3.3): per sentence and judged citation
+    (the first, or ``citations="all"``) a tuple ``(answer index, sentence index, citation position, docno,
+    sentence text, segment text)``, and per uncited sentence ``(answer index, sentence index, None, None,
+    None, None)`` (no support without a judgment). A citation outside the answer's references is an error."""
+    if citations not in CITATION_MODES:
+        raise ValueError(f"citations must be one of {CITATION_MODES}, got {citations!r}")
+    texts = reference_texts(records, docstore)
+    planned = []
+    for i, r in enumerate(records):
+        references = list(r["references"])
+        for j, s in enumerate(r["sentences"]):
+            cites = list(s["citations"])
+            if not cites:
+                planned.append((i, j, None, None, None, None))
+                continue
+            for k, c in enumerate(cites[:1] if citations == "first" else cites):
+                if not 0 <= int(c) < len(references):
+                    raise ValueError(f"answer of topic {r['qid']}: sentence {j} cites reference {c}, but the "
+                                     f"answer has {len(references)} references")
+                planned.append((i, j, k, str(references[int(c)]), str(s["text"]), texts[(i, int(c))]))
+    return planned
+
+
 def _schema() -> dict:
     return {"type": "object", "properties": {"support": {"type": "string", "enum": list(LABELS.values())}},
             "required": ["support"]}
@@ -121,27 +170,12 @@ class SupportJudge(LLMJudge):
 
     def run(self, inp: pd.DataFrame) -> tuple[pd.DataFrame, list[Failure]]:
         pt.validate.columns(inp, includes=["qid", "sentences", "references"], context=self)
-        passthrough = [c for c in inp.columns if c not in SUPPORT_COLUMNS and c not in _STRUCTURED
-                       and c not in ("rank",)]
+        passthrough = support_passthrough(inp.columns)
         columns = SUPPORT_COLUMNS + passthrough
         if inp.empty:
             return self.empty(columns)
         records = inp.to_dict("records")
-        texts = self._texts(records)
-        planned = []  # (answer index, sentence, citation position or None, docno, statement, passage)
-        for i, r in enumerate(records):
-            references = list(r["references"])
-            for j, s in enumerate(r["sentences"]):
-                cites = list(s["citations"])
-                if not cites:
-                    planned.append((i, j, None, None, None, None))
-                    continue
-                for k, c in enumerate(cites[:1] if self.citations == "first" else cites):
-                    if not 0 <= int(c) < len(references):
-                        raise ValueError(f"answer of topic {r['qid']}: sentence {j} cites reference {c}, but the "
-                                         f"answer has {len(references)} references")
-                    docno = str(references[int(c)])
-                    planned.append((i, j, k, docno, str(s["text"]), texts[(i, int(c))]))
+        planned = cited_statements(records, self.citations, self.docstore)
         tasks = list(dict.fromkeys((p[4], p[5]) for p in planned if p[2] is not None))
         llm = self.client()
         outcomes = dict(zip(tasks, llm.map(functools.partial(self._judge, llm), tasks, desc="judging support",
@@ -169,24 +203,6 @@ class SupportJudge(LLMJudge):
         for row in rows:
             del row["_answer"]
         return pd.DataFrame(rows, columns=columns), failures
-
-    def _texts(self, records: list[dict]) -> dict[tuple[int, int], str]:
-        """Text of each cited reference, by (answer index, reference index)."""
-        out, needed = {}, {}
-        for i, r in enumerate(records):
-            given = r.get("reference_texts")
-            given = list(given) if isinstance(given, (list, tuple)) else None
-            for s in r["sentences"]:
-                for c in s["citations"]:
-                    c = int(c)
-                    if given is not None and c < len(given) and isinstance(given[c], str):
-                        out[(i, c)] = given[c]
-                    elif 0 <= c < len(r["references"]):
-                        needed[(i, c)] = str(r["references"][c])
-        if needed:
-            fetched = fetch_texts(self.docstore, list(needed.values()))
-            out.update({key: fetched[d] for key, d in needed.items()})
-        return out
 
     def _judge(self, llm: LLMClient, task):
         statement, passage = task

@@ -14,7 +14,7 @@ model, with cache, retries, bounded concurrency and strict output parsing.
 - :mod:`.usage`: calls, tokens and costs per stage (:class:`Usage`), dry runs (:class:`Plan`), :class:`Prices`.
 """
 from pyterrier_nuggets.llm.cache import ResponseCache, default_cache_path, request_key
-from pyterrier_nuggets.llm.client import ChatResult, LLMClient, Outcome
+from pyterrier_nuggets.llm.client import ChatResult, LLMClient, Outcome, endpoint_configured
 from pyterrier_nuggets.llm.config import ENV_API_KEY, ENV_BASE_URL, ENV_CACHE, ENV_MODEL
 from pyterrier_nuggets.llm.embedded import EMBEDDED_MODEL, find_embedded_model
 from pyterrier_nuggets.llm.limits import AdaptiveLimiter
@@ -22,6 +22,6 @@ from pyterrier_nuggets.llm.parsing import OutputError
 from pyterrier_nuggets.llm.tokens import TokenCounter
 from pyterrier_nuggets.llm.usage import Plan, Prices, Usage
 
-__all__ = ["LLMClient", "ChatResult", "Outcome", "ResponseCache", "request_key", "default_cache_path",
+__all__ = ["LLMClient", "ChatResult", "Outcome", "endpoint_configured", "ResponseCache", "request_key", "default_cache_path",
            "OutputError", "ENV_API_KEY", "ENV_BASE_URL", "ENV_CACHE", "ENV_MODEL", "EMBEDDED_MODEL",
            "find_embedded_model", "AdaptiveLimiter", "TokenCounter", "Plan", "Prices", "Usage"]

@@ -145,6 +145,12 @@ def _select_endpoint(model: str | None, base_url: str | None, api_key: str | Non
     return False, base_url, secret
 
 
+def endpoint_configured(model: str | None = None, base_url: str | None = None) -> bool:
+    """Whether these arguments and the environment name an endpoint (else the client would run the embedded
+    model); a model name without an endpoint is refused as by :class:`LLMClient`."""
+    return not _select_endpoint(model, base_url, None, None)[0]
+
+
 class LLMClient:
     """Chat completions from any OpenAI-compatible endpoint, with cache, retries and adaptive concurrency.
 

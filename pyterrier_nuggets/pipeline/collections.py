@@ -21,7 +21,9 @@ SAMPLE_COLLECTION = str(resources.files("pyterrier_nuggets") / "sample" / "colle
 class Collection:
     """What the main job evaluates on: topics (``qid, query``), segment qrels (``qid, docno, label``), a
     docstore (mapping docno -> text or anything ``generate.fetch_texts`` reads) and, for indexing, a
-    function that yields ``{"docno", "text"}`` dicts. ``key`` names its indexes in the cache."""
+    function that yields ``{"docno", "text"}`` dicts. ``key`` names its indexes in the cache. ``nuggets``:
+    the path of the collection's own hand-written nuggets (nugget JSONL), when it has them (the shipped sample
+    does): the main job's ManualNuggets without an LLM."""
 
     name: str
     topics: pd.DataFrame
@@ -29,6 +31,7 @@ class Collection:
     docstore: Any
     docs: Callable[[], Iterable[dict]] | None = None
     key: str = ""
+    nuggets: str | None = None
 
 
 def _select_topics(topics: pd.DataFrame, qrels: pd.DataFrame, qids: Sequence[str] | None,
@@ -46,6 +49,7 @@ def _select_topics(topics: pd.DataFrame, qrels: pd.DataFrame, qids: Sequence[str
 
 
 COLLECTION_FILES = ("docs.jsonl", "topics.tsv", "segments.qrels")
+NUGGETS_FILE = "nuggets.jsonl"  # optional: the collection's hand-written nuggets
 
 
 def _read_topics(path: str) -> list[tuple[str, str]]:
@@ -74,8 +78,9 @@ def _read_topics(path: str) -> list[tuple[str, str]]:
 
 def sample_collection(path: str = SAMPLE_COLLECTION, qids: Sequence[str] | None = None,
                       max_topics: int | None = None) -> Collection:
-    """The sample shipped with the package (``sample/collection``: 215 passages, 12 topics, graded qrels)
-    or a folder of the same form (``docs.jsonl``, ``topics.tsv``, ``segments.qrels``)."""
+    """The sample shipped with the package (``sample/collection``: 215 passages, 12 topics, graded qrels,
+    hand-written nuggets) or a folder of the same form (``docs.jsonl``, ``topics.tsv``, ``segments.qrels`` and
+    optionally ``nuggets.jsonl``)."""
     for name in COLLECTION_FILES:
         if not os.path.isfile(os.path.join(path, name)):
             raise formats.InputError(os.path.join(path, name), None, None, "missing",
@@ -95,8 +100,9 @@ def sample_collection(path: str = SAMPLE_COLLECTION, qids: Sequence[str] | None 
     topics, qrels = _select_topics(topics, qrels, qids, max_topics)
     digest = hashlib.sha1(json.dumps(sorted(docs.items())).encode()).hexdigest()[:12]
     name = "sample" if os.path.samefile(path, SAMPLE_COLLECTION) else os.path.basename(os.path.normpath(path))
-    return Collection(name, topics, qrels, docs,
-                      lambda: ({"docno": d, "text": t} for d, t in docs.items()), f"docs-{digest}")
+    nuggets = os.path.join(path, NUGGETS_FILE)
+    return Collection(name, topics, qrels, docs, lambda: ({"docno": d, "text": t} for d, t in docs.items()),
+                      f"docs-{digest}", nuggets if os.path.isfile(nuggets) else None)
 
 
 def dataset_collection(dataset_id: str, qids: Sequence[str] | None = None,

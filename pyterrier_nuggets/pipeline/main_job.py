@@ -11,8 +11,13 @@ table of :mod:`pyterrier_nuggets.evaluation.table` and in the plots of
 :mod:`pyterrier_nuggets.evaluation.plots`.
 
 Each step can be replaced by a file (the evaluation conditions of seed 000 §4.3): a retrieval run, an
-answer file, a nugget file, an assignment file. With no endpoint configured the LLM steps run on the
-embedded SmolLM2-135M model: plumbing for a first run, not a judge.
+answer file, a nugget file, an assignment file.
+
+``judges="baseline"`` (the command line's default without an LLM endpoint) runs offline: the collection's
+hand-written nuggets (ManualNuggets) or imported ones, answers by the extractive baseline generator (or the
+embedded model for systems that ask for ``llm``), assignment and support by the similarity baselines of
+:mod:`pyterrier_nuggets.matchers.baseline`. Every table says which nuggets, judges and generators made it
+(:attr:`JointTable.provenance`).
 """
 from __future__ import annotations
 
@@ -41,6 +46,8 @@ from pyterrier_nuggets.judges import (
     SupportJudge,
 )
 from pyterrier_nuggets.llm import LLMClient
+from pyterrier_nuggets.matchers import EmbeddingMatcher
+from pyterrier_nuggets.matchers.baseline import ExtractiveGenerator, MatcherAssigner, MatcherSupportJudge
 from pyterrier_nuggets.pipeline.collections import Collection
 from pyterrier_nuggets.pipeline.retrievers import default_index_dir, retrieve
 from pyterrier_nuggets.pipeline.systems import SystemSpec
@@ -105,11 +112,79 @@ class MainJobResult:
     notes: list[str] = field(default_factory=list)
 
 
-def evaluation_condition(nugget_source: str, systems: Sequence[SystemSpec]) -> str:
-    """The seed 000 §4.3 condition: nugget source x assignment source."""
-    nuggets = "AutoNuggets" if nugget_source == "auto" else "imported nuggets"
-    assign = sorted({"AutoAssign" if s.assignment_source == "LLM" else "imported assignments" for s in systems})
+def evaluation_condition(nugget_source: str, systems: Sequence[SystemSpec], judges: str = "llm") -> str:
+    """The seed 000 §4.3 condition: nugget source x assignment source (the baseline assignment judge is
+    named as such: it is neither AutoAssign nor ManualAssign)."""
+    nuggets = {"auto": "AutoNuggets", "manual": "ManualNuggets"}.get(nugget_source, "imported nuggets")
+    auto = "AutoAssign" if judges == "llm" else "baseline assignment (embedding similarity)"
+    assign = sorted({auto if s.assignment_source == "LLM" else "imported assignments" for s in systems})
     return f"{nuggets} / {' + '.join(assign)}"
+
+
+def llm_name(llm: LLMClient) -> str:
+    """How a table names the LLM of a step."""
+    if llm.embedded:
+        return f"the embedded {os.path.basename(str(llm.embedded_model_path))} (a tiny model, not a judge)"
+    return f"{llm.model} at {llm.endpoint}"
+
+
+@dataclass
+class Judges:
+    """Who makes and judges the answers of a main job: ``mode`` ``"llm"`` (the AutoNuggetizer's LLM steps,
+    seed 000/001, and the support judge of seed 004, on ``llm``) or ``"baseline"`` (offline: the similarity
+    judges of :mod:`pyterrier_nuggets.matchers.baseline` on one shared ``matcher``; ``llm``, if any, only
+    writes the answers of systems that ask for it)."""
+
+    mode: str
+    llm: LLMClient | None
+    strict: bool = False
+    matcher: EmbeddingMatcher | None = None
+
+    def generator_of(self, spec: SystemSpec) -> str:
+        return spec.generator or ("extractive" if self.mode == "baseline" else "llm")
+
+    def generator(self, spec: SystemSpec, collection: Collection):
+        if self.generator_of(spec) == "extractive":
+            return ExtractiveGenerator(spec.k, matcher=self.shared_matcher(), docstore=collection.docstore,
+                                       run_id=spec.name)
+        return CitedGenerator(_need(self.llm), k=spec.k, docstore=collection.docstore, run_id=spec.name,
+                              on_failure="raise" if self.strict else "empty")
+
+    def assigner(self, nuggets: pd.DataFrame):
+        if self.mode == "baseline":
+            return MatcherAssigner(nuggets, self.shared_matcher())
+        return NuggetAssigner(nuggets, _need(self.llm), on_failure="raise" if self.strict else "exclude_answer")
+
+    def support(self, collection: Collection):
+        if self.mode == "baseline":
+            return MatcherSupportJudge(self.shared_matcher(), docstore=collection.docstore)
+        return SupportJudge(_need(self.llm), docstore=collection.docstore,
+                            on_failure="raise" if self.strict else "exclude_answer")
+
+    def shared_matcher(self) -> EmbeddingMatcher:
+        if self.matcher is None:
+            self.matcher = EmbeddingMatcher()
+        return self.matcher
+
+    def describe_generation(self, spec: SystemSpec, collection: Collection) -> str:
+        if spec.answers:
+            return f"imported answers ({spec.answers})"
+        if spec.assignments:
+            return "none (imported assignments)"
+        if self.generator_of(spec) == "extractive":
+            return self.generator(spec, collection).describe()
+        return f"CitedGenerator (seed 001 §2 prompt), top {spec.k} segments, on {llm_name(_need(self.llm))}"
+
+    def describe_assignment(self) -> str:
+        if self.mode == "baseline":
+            return (MatcherAssigner([], self.shared_matcher()).describe()
+                    + "; agreement with GPT-4o on TREC RAG 2024: kappa 0.24-0.27 (docs/benchmarks.md)")
+        return f"AutoAssign: NuggetAssigner (seed 000 §4.2) on {llm_name(_need(self.llm))}"
+
+    def describe_support(self, collection: Collection) -> str:
+        if self.mode == "baseline":
+            return self.support(collection).describe()
+        return f"SupportJudge (seed 004 §3.2 prompt, first citation per sentence) on {llm_name(_need(self.llm))}"
 
 
 def _read_assignments(path: str, on_invalid: str, notes: list[str] | None = None,
@@ -123,8 +198,8 @@ def _read_assignments(path: str, on_invalid: str, notes: list[str] | None = None
 
 
 def _evaluate_system(spec: SystemSpec, collection: Collection, nuggets: pd.DataFrame, nugget_set: formats.NuggetSet,
-                     llm: LLMClient | None, index_dir, retrieved_cache: dict, out_dir: str, strict: bool,
-                     files: list[str], on_invalid: str = "refuse") -> SystemResult:
+                     judges: Judges, index_dir, retrieved_cache: dict, out_dir: str, files: list[str],
+                     on_invalid: str = "refuse") -> SystemResult:
     notes: list[str] = []
     retrieved = retrieve(spec, collection, index_dir, retrieved_cache)
     if retrieved is not None:
@@ -140,8 +215,7 @@ def _evaluate_system(spec: SystemSpec, collection: Collection, nuggets: pd.DataF
         answers["query"] = answers["qid"].map(dict(zip(collection.topics["qid"], collection.topics["query"])))
         notes.append(f"answers imported from {spec.answers}")
     elif retrieved is not None and not spec.assignments:
-        generator = CitedGenerator(_need(llm), k=spec.k, docstore=collection.docstore, run_id=spec.name,
-                                   on_failure="raise" if strict else "empty")
+        generator = judges.generator(spec, collection)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # problems are counted below
             answers = generator(retrieved)
@@ -165,10 +239,9 @@ def _evaluate_system(spec: SystemSpec, collection: Collection, nuggets: pd.DataF
         if spec.answers:
             formats.check_assignments_answers(spec.assignments, assigned_answers, imported, spec.answers)
     else:
-        assigner = NuggetAssigner(nuggets, _need(llm), on_failure="raise" if strict else "exclude_answer")
+        assigner = judges.assigner(nuggets)
     if answers is not None:
-        judge = SupportJudge(_need(llm), docstore=collection.docstore,
-                             on_failure="raise" if strict else "exclude_answer")
+        judge = judges.support(collection)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # failures are summarised in the notes
             evaluated = evaluate_answers(answers, assigner, judge)
@@ -203,6 +276,25 @@ def _evaluate_system(spec: SystemSpec, collection: Collection, nuggets: pd.DataF
     return SystemResult(spec, retrieved, answers, evaluation, notes)
 
 
+def _describe_nuggets(source: str, path: str | None, imported: Sequence[SystemSpec], llm: LLMClient | None) -> str:
+    if source == "manual":
+        return f"ManualNuggets: hand-written (vital/okay) with the collection, {path}"
+    if source == "auto":
+        return f"AutoNuggets: NuggetCreator >> NuggetScorer (seed 000 §4.1) on {llm_name(_need(llm))}"
+    return f"imported: {path or imported[0].assignments}"
+
+
+def _ordering_note(table: JointTable) -> list[str]:
+    """Kendall's τ-b between the system orderings by nDCG@10 and by V_strict (scipy): does better retrieval
+    give better answers here?"""
+    from scipy.stats import kendalltau
+    if not {"nDCG@10", "V_strict"} <= set(table.means.columns) or len(table.means) < 3:
+        return []
+    result = kendalltau(table.means["nDCG@10"], table.means["V_strict"])
+    return [f"Kendall's τ-b between the system orderings by nDCG@10 and by V_strict: {result.statistic:.3f} "
+            f"({len(table.means)} systems, p = {result.pvalue:.3g})"]
+
+
 def _need(llm: LLMClient | None) -> LLMClient:
     if llm is None:
         raise ValueError("this step needs an LLM, but none was configured")
@@ -210,7 +302,7 @@ def _need(llm: LLMClient | None) -> LLMClient:
 
 
 def run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir: str, *,
-                 llm: LLMClient | None = None, nuggets_path: str | None = None,
+                 llm: LLMClient | None = None, judges: str = "llm", nuggets_path: str | None = None,
                  index_dir: str | os.PathLike | None = None, strict: bool = False, plots: bool = True,
                  max_nuggets: int | None = None, log: Callable[[str], None] = print,
                  on_invalid: str = "refuse") -> MainJobResult:
@@ -218,22 +310,27 @@ def run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir:
     the segments run, answers, assignments, support judgments and evaluation run; the nuggets and their
     qrels; the joint table (``joint_table.csv/.md/.tex/.perquery.csv``) and the plots.
 
+    ``judges``: ``"llm"`` (the AutoNuggetizer's LLM steps and the LLM support judge) or ``"baseline"``
+    (offline: similarity judges and the extractive generator, see the module docstring; nuggets must then
+    be the collection's hand-written ones, ``nuggets_path`` or those of imported assignments).
     ``llm`` (default: ``LLMClient()``, the configured endpoint or the embedded model) is created only when
     a step needs it. ``nuggets_path``: imported nuggets (nugget JSONL); without it the nuggets of imported
-    assignment files are used, else they are created from the qrels. ``strict``: any failed LLM step
-    raises (default: failures are reported and the affected answers excluded, never scored as 0).
-    ``max_nuggets``: nuggets created per topic (default 30 as in seed 000, at most 20 kept; with the
-    embedded model 10, all kept, so that a first run on a laptop stays within minutes).
+    assignment files are used, else (``"llm"``) they are created from the qrels, or (``"baseline"``) the
+    collection's are used. ``strict``: any failed LLM step raises (default: failures are reported and the
+    affected answers excluded, never scored as 0). ``max_nuggets``: nuggets created per topic (default 30
+    as in seed 000, at most 20 kept; with the embedded model 10, all kept).
     ``on_invalid``: imported nugget and assignment files with invalid labels are refused (default) or, with
     ``"drop"``, read without those nuggets, which the notes report.
     """
+    if judges not in ("llm", "baseline"):
+        raise ValueError(f"judges must be 'llm' or 'baseline', got {judges!r}")
     start = time.time()
     os.makedirs(out_dir, exist_ok=True)
     _check_inputs_outside(out_dir, systems, nuggets_path)
     stage = tempfile.mkdtemp(prefix=".partial-", dir=out_dir)  # all outputs or none: moved at the end
     try:
-        result = _run_main_job(collection, systems, stage, llm, nuggets_path, index_dir, strict, plots, max_nuggets,
-                               log, on_invalid)
+        result = _run_main_job(collection, systems, stage, Judges(judges, llm, strict), nuggets_path, index_dir,
+                               plots, max_nuggets, log, on_invalid)
         final = []
         for path in result.files:
             target = os.path.join(out_dir, os.path.basename(path))
@@ -268,29 +365,42 @@ def _check_inputs_outside(out_dir: str, systems: Sequence[SystemSpec], nuggets_p
                                      "writes; an output never replaces an input", "choose another --out folder")
 
 
-def _run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir: str, llm: LLMClient | None,
-                  nuggets_path: str | None, index_dir, strict: bool, plots: bool, max_nuggets: int | None,
+def _run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir: str, judges: Judges,
+                  nuggets_path: str | None, index_dir, plots: bool, max_nuggets: int | None,
                   log: Callable[[str], None], on_invalid: str = "refuse") -> MainJobResult:
     start = time.time()
     index_dir = Path(index_dir) if index_dir is not None else default_index_dir()
     files: list[str] = []
     notes: list[str] = []
-    creates_nuggets = nuggets_path is None and not any(s.assignments for s in systems)
-    # every system without imported assignments is assigned by the LLM; every answer is judged for support
-    needs_llm = creates_nuggets or any(not s.assignments or s.answers for s in systems)
-    if llm is None and needs_llm:
-        llm = LLMClient()
+    baseline = judges.mode == "baseline"
+    imported = [s for s in systems if s.assignments]
+    manual = None
+    if baseline and nuggets_path is None and not imported:
+        if collection.nuggets is None:
+            raise ValueError(f"the offline judges need nuggets, and {collection.name} has none of its own: give "
+                             "--nuggets PATH (a nugget JSONL), or an LLM endpoint (--base-url/--model) for AutoNuggets")
+        nuggets_path = manual = collection.nuggets
+    creates_nuggets = nuggets_path is None and not imported
+    makes_answers = [s for s in systems if not s.answers and not s.assignments]
+    # which steps need an LLM: AutoNuggets, LLM-written answers and (LLM judges) assignment and support
+    needs_llm = creates_nuggets or any(judges.generator_of(s) == "llm" for s in makes_answers) or (
+        not baseline and any(not s.assignments or s.answers for s in systems))
+    if judges.llm is None and needs_llm:
+        judges.llm = LLMClient()
+    llm = judges.llm if needs_llm else None
     log(f"collection: {collection.name}, {len(collection.topics)} topics; systems: "
-        f"{', '.join(s.name for s in systems)}; LLM: {llm.endpoint + ' ' + str(llm.model) if llm else 'none'}")
+        f"{', '.join(s.name for s in systems)}; judges: {'offline baselines' if baseline else 'LLM'}; LLM: "
+        f"{llm.endpoint + ' ' + str(llm.model) if llm else 'none'}")
 
     # nuggets: imported file, the nuggets of imported assignments, or AutoNuggets from the qrels
     imported = [s for s in systems if s.assignments]
     if nuggets_path:
-        nugget_set, source = formats.read_nuggets(nuggets_path, on_invalid=on_invalid), "imported"
+        nugget_set = formats.read_nuggets(nuggets_path, on_invalid=on_invalid)
+        source = "manual" if manual else "imported"
         if nugget_set.invalid:
             notes.append(f"{nuggets_path}: dropped {nugget_set.invalid.summary().splitlines()[0]}")
         nuggets = topic_nuggets(nugget_set, collection.topics)
-        log(f"nuggets: imported from {nuggets_path}")
+        log(f"nuggets: {'hand-written with the collection' if manual else 'imported'}: {nuggets_path}")
     elif imported:
         nugget_set = _read_assignments(imported[0].assignments, on_invalid).nugget_set()
         nuggets, source = topic_nuggets(nugget_set, collection.topics), "imported"
@@ -306,12 +416,12 @@ def _run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir
         log("nuggets: creating them from the judged segments (NuggetCreator >> NuggetScorer)")
         if max_nuggets is None:
             max_nuggets = EMBEDDED_MAX_NUGGETS if llm is not None and llm.embedded else 30
-        nuggets = create_nuggets(collection, _need(llm), strict, max_nuggets, min(20, max_nuggets), notes)
+        nuggets = create_nuggets(collection, _need(llm), judges.strict, max_nuggets, min(20, max_nuggets), notes)
         source = "auto"
         nugget_set = formats.frame_to_nuggets(nuggets) if len(nuggets) else formats.NuggetSet([])
     if nuggets.empty:
         raise ValueError("no nuggets for the selected topics: nothing to score the answers against")
-    condition = evaluation_condition(source, systems)
+    condition = evaluation_condition(source, systems, judges.mode)
     path = os.path.join(out_dir, "nuggets.jsonl")
     formats.write_nuggets(path, nugget_set, dict(zip(collection.topics["qid"], collection.topics["query"])))
     nugget_qrels = formats.nugget_qrels(nuggets)
@@ -326,8 +436,8 @@ def _run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir
             x for x in (f"{spec.retriever} top {spec.k}" if spec.retriever else "", spec.run and f"run {spec.run}",
                         spec.answers and f"answers {spec.answers}", spec.assignments and f"assignments "
                         f"{spec.assignments}") if x))
-        results.append(_evaluate_system(spec, collection, nuggets, nugget_set, llm, index_dir, retrieved_cache,
-                                        out_dir, strict, files, on_invalid))
+        results.append(_evaluate_system(spec, collection, nuggets, nugget_set, judges, index_dir, retrieved_cache,
+                                        out_dir, files, on_invalid))
 
     has_retrieval = all(r.retrieved is not None for r in results) and not collection.qrels.empty
     measures = list(ANSWER_MEASURES)
@@ -338,6 +448,14 @@ def _run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir
         log("nDCG@10 left out: a system has no retrieved segments (give --run NAME=PATH) or there are no qrels")
     table = joint_table([System(r.spec.name, r.evaluation, r.retrieved if has_retrieval else None) for r in results],
                         nugget_qrels, collection.qrels if has_retrieval else None, answer_measures=measures)
+    table.provenance = {"nuggets": _describe_nuggets(source, nuggets_path, imported, llm)}
+    if any(not s.assignments for s in systems):
+        table.provenance["assignment"] = judges.describe_assignment()
+    if any(r.answers is not None for r in results):
+        table.provenance["support"] = judges.describe_support(collection)
+    table.system_provenance = {s.name: {"generation": judges.describe_generation(s, collection)} for s in systems}
+    notes.append("judged by: " + " | ".join(table.provenance_lines()))
+    notes += _ordering_note(table)
     files += table.write(os.path.join(out_dir, "joint_table"))
     if plots:
         from pyterrier_nuggets.evaluation.plots import write_plots

@@ -1,19 +1,30 @@
-"""The systems of the main job, as the command line names them: ``[NAME=]RETRIEVER:K`` and files that
-replace a step (``--run``, ``--answers``, ``--assignments``)."""
+"""The systems of the main job, as the command line names them: ``[NAME=]RETRIEVER:K[:GENERATOR]`` and files
+that replace a step (``--run``, ``--answers``, ``--assignments``)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 RETRIEVERS = ("bm25", "dense")
-DEFAULT_SYSTEMS = ("bm25:5", "dense:5")
+GENERATORS = ("extractive", "llm")
+# the default systems per judging mode of the main job (``--llm``): offline, BM25 and dense at three depths with
+# the extractive baseline generator, and one system whose answers the embedded SmolLM2 model writes (abstractive
+# answers whose citations can fail, next to extractive ones that copy what they cite); with an LLM endpoint the
+# six retrieval systems, answers by that LLM; with the embedded model only two (it takes ~10 s per call on CPU)
+DEFAULT_SYSTEMS = {
+    "offline": ("bm25:1", "bm25:3", "bm25:5", "dense:1", "dense:3", "dense:5", "bm25-k3-smollm2=bm25:3:llm"),
+    "endpoint": ("bm25:1", "bm25:3", "bm25:5", "dense:1", "dense:3", "dense:5"),
+    "embedded": ("bm25:5", "dense:5"),
+}
 
 
 @dataclass
 class SystemSpec:
     """One system of the main job. ``retriever`` is ``bm25``, ``dense`` or None (then ``run`` must give the
-    retrieved segments, or ``answers`` / ``assignments`` the answers); ``k`` segments go to the generator.
-    ``run``, ``answers`` and ``assignments`` are files that replace the matching step."""
+    retrieved segments, or ``answers`` / ``assignments`` the answers); ``k`` segments go to the generator:
+    ``extractive`` (the baseline without an LLM), ``llm`` (the cited generator on the job's LLM) or None (the
+    job's default: extractive offline, else llm). ``run``, ``answers`` and ``assignments`` are files that
+    replace the matching step."""
 
     name: str
     retriever: str | None = None
@@ -21,6 +32,7 @@ class SystemSpec:
     run: str | None = None
     answers: str | None = None
     assignments: str | None = None
+    generator: str | None = None
 
     @property
     def assignment_source(self) -> str:
@@ -28,10 +40,13 @@ class SystemSpec:
 
 
 def parse_system(spec: str) -> SystemSpec:
-    """``RETRIEVER:K`` or ``NAME=RETRIEVER:K`` (``bm25:5``, ``dense:10``, ``bm25-k3=bm25:3``); the name
-    defaults to ``RETRIEVER-kK``."""
+    """``RETRIEVER:K[:GENERATOR]`` or ``NAME=RETRIEVER:K[:GENERATOR]`` (``bm25:5``, ``dense:10:extractive``,
+    ``bm25-k3=bm25:3:llm``); the name defaults to ``RETRIEVER-kK`` (plus ``-GENERATOR`` when given)."""
     name, _, rest = spec.rpartition("=")
     retriever, _, k = rest.partition(":")
+    k, _, generator = k.partition(":")
+    if generator and generator not in GENERATORS:
+        raise ValueError(f"system {spec!r}: generator must be one of {GENERATORS}")
     if retriever not in RETRIEVERS:
         raise ValueError(f"system {spec!r}: retriever must be one of {RETRIEVERS} (imported runs: --run NAME=PATH)")
     try:
@@ -40,7 +55,8 @@ def parse_system(spec: str) -> SystemSpec:
         raise ValueError(f"system {spec!r}: K must be a number of segments, e.g. bm25:5") from None
     if not 1 <= k <= 20:
         raise ValueError(f"system {spec!r}: K must be between 1 and 20 (the TREC RAG reference limit)")
-    return SystemSpec(name or f"{retriever}-k{k}", retriever, k)
+    default_name = f"{retriever}-k{k}" + (f"-{generator}" if generator else "")
+    return SystemSpec(name or default_name, retriever, k, generator=generator or None)
 
 
 def parse_named_path(value: str, option: str) -> tuple[str, str]:
@@ -52,10 +68,10 @@ def parse_named_path(value: str, option: str) -> tuple[str, str]:
 
 
 def build_systems(specs: Sequence[str] = (), runs: Sequence[str] = (), answers: Sequence[str] = (),
-                  assignments: Sequence[str] = (), k: int = 5) -> list[SystemSpec]:
+                  assignments: Sequence[str] = (), k: int = 5, mode: str = "offline") -> list[SystemSpec]:
     """Systems from the command line: ``specs`` (``--system``) plus one per name of ``runs``, ``answers``,
-    ``assignments`` (``NAME=PATH``; files of one name make one system). With none of them, the defaults
-    (BM25 and dense, top 5 segments each)."""
+    ``assignments`` (``NAME=PATH``; files of one name make one system). With none of them, the defaults of
+    the judging ``mode`` (:data:`DEFAULT_SYSTEMS`)."""
     systems: dict[str, SystemSpec] = {}
     for spec in specs:
         s = parse_system(spec)
@@ -71,7 +87,7 @@ def build_systems(specs: Sequence[str] = (), runs: Sequence[str] = (), answers: 
                 raise ValueError(f"{option}: system {name!r} was given twice")
             setattr(s, attr, path)
     if not systems:
-        systems = {s.name: s for s in map(parse_system, DEFAULT_SYSTEMS)}
+        systems = {s.name: s for s in map(parse_system, DEFAULT_SYSTEMS[mode])}
     for s in systems.values():
         if s.retriever is None and not (s.run or s.answers or s.assignments):
             raise ValueError(f"system {s.name!r} has nothing to evaluate")

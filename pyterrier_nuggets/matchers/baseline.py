@@ -1,0 +1,253 @@
+"""Offline baseline judges on a matcher (issue 15): the main job's default when no LLM endpoint is configured.
+
+They are *baselines*, not the AutoNuggetizer (seed 000/001) nor the support judge of seed 004: they decide by
+the similarity score of a :class:`~pyterrier_nuggets.matchers.Matcher` (by default the
+:class:`~pyterrier_nuggets.matchers.EmbeddingMatcher`, all-MiniLM-L6-v2 cosine), with thresholds calibrated on
+real labels, and every table made with them says so (``describe()``).
+
+- :class:`MatcherAssigner`: nugget assignment. Per (answer, nugget) the score is the highest cosine between
+  the nugget and the answer or one of its sentences; ``support`` if it reaches :data:`ASSIGNMENT_SUPPORT`
+  (0.63), else ``not_support`` (``partial_support`` from an optional lower threshold). The threshold is the
+  one calibrated against GPT-4o's real TREC RAG 2024 assignments (``benchmarks/offline_judge_agreement.py``):
+  on 150 held-out topics accuracy 0.608 and Cohen's κ 0.239 on three grades, 0.686 / 0.266 support vs the
+  rest (docs/benchmarks.md). Its calibration never chose partial support.
+- :class:`MatcherSupportJudge`: citation support (the judged citations of seed 004 §3.2-3.3: the first per
+  sentence by default). The score is the highest cosine between the sentence and the cited segment or one of
+  its sentences: ``full`` from :data:`SUPPORT_FULL` (0.83, the threshold calibrated on the CONE-RAG
+  entailment decisions, docs/cone-rag.md), ``partial`` from :data:`SUPPORT_PARTIAL` (0.63, the assignment
+  threshold above), else ``none``. No real support labels are available offline, so its agreement with an
+  LLM support judge is **not measured**; the thresholds are borrowed from the two calibrations above.
+- :class:`ExtractiveGenerator`: a cited answer without an LLM: from each of the top ``k`` segments the
+  sentence most similar to the query (near-duplicates of a chosen sentence skipped), in rank order, each
+  citing its segment, at most ``max_words`` words. Its sentences are copied from the segments they cite,
+  so their support is complete by construction: it measures what retrieval puts in reach of an answer.
+
+The outputs have the columns of :class:`~pyterrier_nuggets.judges.NuggetAssigner`,
+:class:`~pyterrier_nuggets.judges.SupportJudge` and :class:`~pyterrier_nuggets.judges.CitedGenerator`, so the
+one evaluation route (:func:`pyterrier_nuggets.evaluation.evaluate_answers`) scores them unchanged.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+import pyterrier as pt
+
+from ir_measures_ext import ids
+from pyterrier_nuggets.docstore import segment_texts
+from pyterrier_nuggets.formats.frames import ASSIGNMENT_COLUMNS, SUPPORT_COLUMNS, as_nugget_set
+from pyterrier_nuggets.judges.generation import GENERATION_COLUMNS, MAX_REFERENCES, MAX_WORDS, SEGMENT_COLUMNS
+from pyterrier_nuggets.judges.support import cited_statements, support_passthrough
+from pyterrier_nuggets.matchers.base import Matcher
+from pyterrier_nuggets.matchers.embedding import DEFAULT_THRESHOLD, EmbeddingMatcher, split_sentences
+from pyterrier_nuggets.records import Answer, Sentence
+
+ASSIGNMENT_SUPPORT = 0.63  # calibrated on GPT-4o's TREC RAG 2024 assignments (benchmarks/offline_judge_agreement.py)
+SUPPORT_FULL = DEFAULT_THRESHOLD  # 0.83, calibrated on CONE-RAG entailment decisions (benchmarks/cone_rag_checks.py)
+SUPPORT_PARTIAL = ASSIGNMENT_SUPPORT
+REDUNDANT = 0.9  # a candidate sentence this similar to a chosen one adds nothing new
+
+
+def _matcher(matcher: Matcher | None) -> Matcher:
+    return EmbeddingMatcher() if matcher is None else matcher
+
+
+def _scores(matcher: Matcher, pairs: Sequence[tuple[str, str]]) -> list[float]:
+    """The matcher's score of each (premise, hypothesis) pair (its ``scores`` when it has one)."""
+    if not pairs:
+        return []
+    if hasattr(matcher, "scores"):
+        return list(matcher.scores(pairs))
+    return [m.score for m in matcher.match(pairs)]
+
+
+def _name(matcher: Matcher) -> str:
+    return matcher.describe().split(" cosine")[0] if isinstance(matcher, EmbeddingMatcher) else matcher.describe()
+
+
+class MatcherAssigner(pt.Transformer):
+    """Baseline nugget assignment by similarity (see the module docstring), a drop-in for
+    :class:`~pyterrier_nuggets.judges.NuggetAssigner`: input ``qid, qanswer``; output one row per (answer,
+    nugget of its topic): ``qid, docno`` (``{qid}:n{i}``), ``score`` (1 / 0.5 / 0), ``assignment`` and the
+    answer's other columns. ``partial`` (default None: no partial support, as calibrated) must not exceed
+    ``support``. Answers of topics without nuggets give no rows."""
+
+    failures: list = []  # no LLM: nothing can fail
+
+    def __init__(self, nuggets: Any, matcher: Matcher | None = None, *, support: float = ASSIGNMENT_SUPPORT,
+                 partial: float | None = None):
+        if partial is not None and partial > support:
+            raise ValueError(f"partial ({partial}) must not exceed support ({support})")
+        self.nuggets = nuggets
+        self.matcher = _matcher(matcher)
+        self.support = float(support)
+        self.partial = partial
+        self._lists: dict[str, list[tuple[int, str]]] = {}
+        for n in sorted(as_nugget_set(nuggets).nuggets, key=lambda n: n.index):
+            self._lists.setdefault(n.qid, []).append((n.index, n.text))
+
+    def __repr__(self) -> str:
+        return f"MatcherAssigner({sum(map(len, self._lists.values()))} nuggets, support>={self.support})"
+
+    def describe(self) -> str:
+        partial = f", partial >= {self.partial}" if self.partial is not None else ""
+        return (f"baseline: {_name(self.matcher)} similarity, support >= {self.support}{partial} "
+                "(not the AutoNuggetizer's LLM assignment)")
+
+    def grade(self, score: float) -> str:
+        if score >= self.support:
+            return ids.SUPPORT
+        if self.partial is not None and score >= self.partial:
+            return ids.PARTIAL_SUPPORT
+        return ids.NOT_SUPPORT
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        pt.validate.columns(inp, includes=["qid", "qanswer"], context=self)
+        passthrough = [c for c in inp.columns if c not in ("docno", "score", "rank", "assignment")]
+        columns = ASSIGNMENT_COLUMNS + [c for c in passthrough if c != "qid"]
+        records = inp[passthrough].to_dict("records")
+        pairs = [("" if r["qanswer"] is None else str(r["qanswer"]), text)
+                 for r in records for _, text in self._lists.get(str(r["qid"]), [])]
+        scores = iter(_scores(self.matcher, [p for p in pairs if p[0].strip()]))
+        rows = []
+        for r in records:
+            qid = str(r["qid"])
+            answer = "" if r["qanswer"] is None else str(r["qanswer"])
+            for index, _ in self._lists.get(qid, []):
+                label = self.grade(next(scores)) if answer.strip() else ids.NOT_SUPPORT  # an empty answer supports nothing
+                rows.append({"qid": qid, "docno": ids.nugget_id(qid, index), "score": ids.ASSIGNMENT_TO_SCORE[label],
+                             "assignment": label, **{c: v for c, v in r.items() if c != "qid"}})
+        return pd.DataFrame(rows, columns=columns)
+
+
+class MatcherSupportJudge(pt.Transformer):
+    """Baseline citation support by similarity (see the module docstring), a drop-in for
+    :class:`~pyterrier_nuggets.judges.SupportJudge`: input an answer frame (``qid, sentences, references``,
+    segment texts from ``reference_texts`` or ``docstore``); output ``qid, sentence, citation, docno,
+    support, score`` per judged citation and per uncited sentence (no support), plus the answer's columns."""
+
+    failures: list = []  # no LLM: nothing can fail
+
+    def __init__(self, matcher: Matcher | None = None, *, full: float = SUPPORT_FULL,
+                 partial: float = SUPPORT_PARTIAL, citations: str = "first", docstore: Any = None):
+        if partial > full:
+            raise ValueError(f"partial ({partial}) must not exceed full ({full})")
+        self.matcher = _matcher(matcher)
+        self.full = float(full)
+        self.partial = float(partial)
+        self.citations = citations
+        self.docstore = docstore
+
+    def __repr__(self) -> str:
+        return f"MatcherSupportJudge(full>={self.full}, partial>={self.partial})"
+
+    def describe(self) -> str:
+        return (f"baseline: {_name(self.matcher)} similarity of sentence and cited segment, full >= {self.full}, "
+                f"partial >= {self.partial} (not an LLM support judge; agreement not measured)")
+
+    def grade(self, score: float) -> str:
+        return ids.FULL if score >= self.full else ids.PARTIAL if score >= self.partial else ids.NONE
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        pt.validate.columns(inp, includes=["qid", "sentences", "references"], context=self)
+        passthrough = support_passthrough(inp.columns)
+        records = inp.to_dict("records")
+        planned = cited_statements(records, self.citations, self.docstore)
+        judged = [(p[5], p[4]) for p in planned if p[2] is not None]
+        scores = dict(zip(judged, _scores(self.matcher, judged)))
+        rows = []
+        for i, j, k, docno, statement, passage in planned:
+            r = records[i]
+            support = ids.NONE if k is None else self.grade(scores[(passage, statement)])
+            rows.append({"qid": str(r["qid"]), "sentence": j, "citation": k, "docno": docno, "support": support,
+                         "score": ids.SUPPORT_LEVEL_TO_SCORE[support],
+                         **{c: r[c] for c in passthrough if c != "qid"}})
+        return pd.DataFrame(rows, columns=SUPPORT_COLUMNS + passthrough)
+
+
+class ExtractiveGenerator(pt.Transformer):
+    """Retrieved segments -> one extractive cited answer per topic, without an LLM (see the module
+    docstring); the output columns of :class:`~pyterrier_nuggets.judges.CitedGenerator`.
+
+    Input: ``qid, query, docno`` and ``text`` (else from ``docstore``), ordered by ``rank`` (else ``score``,
+    else input order). From each of the first ``k`` segments, its ``per_segment`` sentences most similar to
+    the query (``matcher`` score), skipping a sentence at least ``redundant`` similar to one already chosen
+    and any that would pass ``max_words``; the answer keeps the segments' rank order and every sentence cites
+    its segment. The ``k`` segments are the answer's references."""
+
+    def __init__(self, k: int = 5, *, matcher: Matcher | None = None, per_segment: int = 1,
+                 max_words: int = MAX_WORDS, redundant: float = REDUNDANT, docstore: Any = None,
+                 run_id: str | None = None):
+        if not 1 <= k <= MAX_REFERENCES:
+            raise ValueError(f"k must be between 1 and {MAX_REFERENCES} (the TREC RAG reference limit), got {k}")
+        if per_segment < 1:
+            raise ValueError(f"per_segment must be 1 or more, got {per_segment}")
+        self.k = k
+        self.matcher = _matcher(matcher)
+        self.per_segment = per_segment
+        self.max_words = max_words
+        self.redundant = redundant
+        self.docstore = docstore
+        self.run_id = run_id
+        self.problems: list[dict] = []
+
+    def __repr__(self) -> str:
+        return f"ExtractiveGenerator(k={self.k}, per_segment={self.per_segment})"
+
+    def describe(self) -> str:
+        per = "sentence" if self.per_segment == 1 else f"{self.per_segment} sentences"
+        return (f"extractive baseline: of each segment given, the {per} most similar to the query "
+                f"({_name(self.matcher)}), citing it; no LLM")
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        pt.validate.columns(inp, includes=["qid", "query", "docno"], context=self)
+        topic_columns = [c for c in inp.columns if c not in SEGMENT_COLUMNS and c not in GENERATION_COLUMNS
+                         and c != "run_id"]
+        has_run = self.run_id is not None or "run_id" in inp.columns
+        columns = GENERATION_COLUMNS[:2] + (["run_id"] if has_run else []) + GENERATION_COLUMNS[2:] + topic_columns
+        df = inp.reset_index(drop=True)
+        if "rank" in df.columns:
+            df = df.sort_values(["rank"], kind="stable")
+        elif "score" in df.columns:
+            df = df.sort_values(["score"], ascending=False, kind="stable")
+        df = df.groupby("qid", sort=False).head(self.k)
+        df = df.assign(_text=segment_texts(df, self.docstore) if len(df) else [])
+        rows = []
+        for qid, group in df.groupby("qid", sort=False):
+            first = group.iloc[0]
+            query = str(first["query"])
+            passages = [" ".join(str(t).split()) for t in group["_text"]]
+            sentences = self._select(query, passages)
+            run_id = self.run_id if self.run_id is not None else first.get("run_id", "run")
+            answer = Answer(qid=str(qid), run_id=str(run_id), sentences=tuple(sentences),
+                            references=tuple(str(d) for d in group["docno"]), query=query)
+            row = {"qid": str(qid), "query": query, "qanswer": answer.text,
+                   "sentences": [{"text": s.text, "citations": list(s.citations)} for s in sentences],
+                   "references": list(answer.references), "reference_texts": passages, "problems": [],
+                   **{c: first[c] for c in topic_columns}}
+            if has_run:
+                row["run_id"] = str(run_id)
+            rows.append(row)
+        return pd.DataFrame(rows, columns=columns)
+
+    def _select(self, query: str, passages: list[str]) -> list[Sentence]:
+        candidates = [(i, s) for i, p in enumerate(passages) for s in split_sentences(p)]
+        relevance = dict(zip(candidates, _scores(self.matcher, [(s, query) for _, s in candidates])))
+        chosen: list[Sentence] = []
+        words = 0
+        for i in range(len(passages)):
+            ranked = sorted((c for c in candidates if c[0] == i), key=lambda c: -relevance[c])
+            taken = 0
+            for _, text in ranked:
+                if taken == self.per_segment:
+                    break
+                n = len(text.split())
+                if words + n > self.max_words:
+                    continue
+                if chosen and max(_scores(self.matcher, [(s.text, text) for s in chosen])) >= self.redundant:
+                    continue
+                chosen.append(Sentence(text=text, citations=(i,)))
+                words += n
+                taken += 1
+        return chosen
