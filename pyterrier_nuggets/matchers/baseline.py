@@ -172,9 +172,9 @@ class ExtractiveGenerator(pt.Transformer):
 
     Input: ``qid, query, docno`` and ``text`` (else from ``docstore``), ordered by ``rank`` (else ``score``,
     else input order). From each of the first ``k`` segments, its ``per_segment`` sentences most similar to
-    the query (``matcher`` score), skipping a sentence at least ``redundant`` similar to one already chosen
-    and any that would pass ``max_words``; the answer keeps the segments' rank order and every sentence cites
-    its segment. The ``k`` segments are the answer's references."""
+    the query (``matcher`` score), each dropped if it is at least ``redundant`` similar to one already chosen
+    or would pass ``max_words``; the answer keeps the segments' rank order and every sentence cites its
+    segment. The ``k`` segments are the answer's references."""
 
     def __init__(self, k: int = 5, *, matcher: Matcher | None = None, per_segment: int = 1,
                  max_words: int = MAX_WORDS, redundant: float = REDUNDANT, docstore: Any = None,
@@ -238,16 +238,12 @@ class ExtractiveGenerator(pt.Transformer):
         words = 0
         for i in range(len(passages)):
             ranked = sorted((c for c in candidates if c[0] == i), key=lambda c: -relevance[c])
-            taken = 0
-            for _, text in ranked:
-                if taken == self.per_segment:
-                    break
+            for _, text in ranked[:self.per_segment]:
                 n = len(text.split())
                 if words + n > self.max_words:
                     continue
                 if chosen and max(_scores(self.matcher, [(s.text, text) for s in chosen])) >= self.redundant:
-                    continue
+                    continue  # says again what the answer says: dropped, not replaced by a less similar one
                 chosen.append(Sentence(text=text, citations=(i,)))
                 words += n
-                taken += 1
         return chosen
