@@ -1,9 +1,11 @@
 """The offline baseline judges (issue 15): similarity assignment and support, the extractive cited generator, and
 the main job that runs on them without an LLM (ManualNuggets of the sample, table provenance, CSV metadata)."""
 import math
+import re
 
 import pandas as pd
 import pytest
+from embedded import needs_model
 
 from ir_measures_ext import ids
 from pyterrier_nuggets import cli, formats
@@ -218,3 +220,23 @@ def test_cli_demo_offline_by_default(tmp_path, index_dir, capsys, monkeypatch):
     code = cli.main(["demo", "--llm", "endpoint", "--out", str(tmp_path / "p")])
     assert code == 2 and "no endpoint is configured" in capsys.readouterr().err
     assert not (tmp_path / "p").exists()
+
+
+@pytest.mark.slow
+@needs_model
+def test_cli_demo_offline_default_systems_with_the_embedded_writer(tmp_path, index_dir, capsys, monkeypatch):
+    """`bash run.sh demo`'s job on one topic: the seven default systems, one of them written by SmolLM2 for real
+    (the only LLM call offline); a second run asks no model."""
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "PYTERRIER_NUGGETS_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    args = ["demo", "--topics", "t04", "--index-dir", str(index_dir), "--llm-cache", str(tmp_path / "c.sqlite")]
+    assert cli.main(args + ["--out", str(tmp_path / "o")]) == 0
+    out = capsys.readouterr().out
+    table = pd.read_csv(tmp_path / "o" / "joint_table.csv")
+    assert list(table["system"]) == ["bm25-k1", "bm25-k3", "bm25-k5", "dense-k1", "dense-k3", "dense-k5",
+                                     "bm25-k3-smollm2"]
+    assert "SmolLM2" in table["generation"].iloc[-1] and "extractive" in table["generation"].iloc[0]
+    assert "ManualNuggets" in out and "Kendall's τ-b between the system orderings" in out
+    assert re.search(r"^generate\s+1\s+0\s+1\s", out, re.M)  # one answer written, one call
+    assert cli.main(args + ["--out", str(tmp_path / "again")]) == 0
+    assert re.search(r"^generate\s+1\s+1\s+0\s", capsys.readouterr().out, re.M)  # from the cache

@@ -62,8 +62,11 @@ SKIP = {
 
 # (document, start of the block's first line) -> what runs instead, and why
 INSTEAD = {
-    ("getting-started.md", "git clone"): ("pyterrier-nuggets demo", "the job `bash run.sh demo` runs after set-up; "
-                                          "later blocks read its out/demo"),
+    ("getting-started.md", "git clone"): (
+        "pyterrier-nuggets demo --llm offline --system bm25:1 --system bm25:5 --system dense:5",
+        "the job `bash run.sh demo` runs after set-up, offline as without an endpoint (the fake server is "
+        "configured here), without the default system whose answers SmolLM2 writes (2 minutes on CPU; "
+        "tests/test_baseline_judges.py runs it); later blocks read its out/demo"),
 }
 # documents whose examples say they run from a checkout of the repository (they read tests/data)
 FROM_CHECKOUT = {"meta-evaluation.md"}

@@ -225,7 +225,7 @@ def test_cli_demo_on_invalid(tmp_path, index_dir, capsys):
 @pytest.mark.slow
 @needs_model
 def test_main_job_embedded_one_topic(tmp_path, index_dir, monkeypatch):
-    """The real default: the embedded SmolLM2 model for every LLM step, on one topic, BM25 top 3."""
+    """`--llm embedded`: the embedded SmolLM2 model for every LLM step, on one topic, BM25 top 3."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     llm = LLMClient(cache=tmp_path / "cache.sqlite", progress=False)
