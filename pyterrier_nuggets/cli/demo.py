@@ -172,9 +172,11 @@ def plan_main_job(llm, job) -> object:
 def run_demo(args) -> int:
     """``pyterrier-nuggets demo`` without ``--sample-only``: the main job, printed and written to ``--out``."""
     from pyterrier_nuggets.pipeline import build_systems, dataset_collection, run_main_job, sample_collection
+    from pyterrier_nuggets.pipeline.main_job import offline_nuggets
     if args.dataset and args.collection:
         raise ValueError("give --dataset or --collection, not both")
     mode = llm_mode(args)
+    client_options = llm_options(args)  # a bad --price is refused before anything else
     systems = build_systems(args.system, args.run, args.answers, args.assignments, k=args.k, mode=mode)
     if args.dataset:
         collection = dataset_collection(args.dataset, args.topics, args.max_topics)
@@ -186,13 +188,14 @@ def run_demo(args) -> int:
               "it: a sample, not a benchmark)", flush=True)
     writes = [s for s in systems if not s.answers and not s.assignments]
     if mode == "offline":  # the embedded model writes the answers of the `:llm` systems, nothing else
+        offline_nuggets(collection, args.nuggets, systems)  # refused before any model is loaded
         needs_llm = any(s.generator == "llm" for s in writes)
-        options = dict(llm_options(args), embedded=True, max_tokens=OFFLINE_MAX_TOKENS)
+        options = dict(client_options, embedded=True, max_tokens=OFFLINE_MAX_TOKENS)
     else:
         needs_llm = any(s.generator != "extractive" for s in writes) or any(not s.assignments or s.answers
                                                                            for s in systems) or not (
             args.nuggets or args.assignments)
-        options = dict(llm_options(args), embedded=True) if mode == "embedded" else llm_options(args)
+        options = dict(client_options, embedded=True) if mode == "embedded" else client_options
     llm = make_llm(None if mode != "endpoint" else args.base_url, None if mode != "endpoint" else args.model,
                    args.concurrency, args.llm_cache, **options) if needs_llm else None
 

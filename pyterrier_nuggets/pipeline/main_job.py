@@ -276,6 +276,17 @@ def _evaluate_system(spec: SystemSpec, collection: Collection, nuggets: pd.DataF
     return SystemResult(spec, retrieved, answers, evaluation, notes)
 
 
+def offline_nuggets(collection: Collection, nuggets_path: str | None, systems: Sequence[SystemSpec]) -> str | None:
+    """The nuggets the offline judges score against: ``nuggets_path``, those of imported assignments (None),
+    or the collection's own; a collection without any is refused (the offline judges create none)."""
+    if nuggets_path or any(s.assignments for s in systems):
+        return nuggets_path
+    if collection.nuggets is None:
+        raise ValueError(f"the offline judges need nuggets, and {collection.name} has none of its own: give "
+                         "--nuggets PATH (a nugget JSONL), or an LLM endpoint (--base-url/--model) for AutoNuggets")
+    return collection.nuggets
+
+
 def _describe_nuggets(source: str, path: str | None, imported: Sequence[SystemSpec], llm: LLMClient | None) -> str:
     if source == "manual":
         return f"ManualNuggets: hand-written (vital/okay) with the collection, {path}"
@@ -376,10 +387,7 @@ def _run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir
     imported = [s for s in systems if s.assignments]
     manual = None
     if baseline and nuggets_path is None and not imported:
-        if collection.nuggets is None:
-            raise ValueError(f"the offline judges need nuggets, and {collection.name} has none of its own: give "
-                             "--nuggets PATH (a nugget JSONL), or an LLM endpoint (--base-url/--model) for AutoNuggets")
-        nuggets_path = manual = collection.nuggets
+        nuggets_path = manual = offline_nuggets(collection, nuggets_path, systems)
     creates_nuggets = nuggets_path is None and not imported
     makes_answers = [s for s in systems if not s.answers and not s.assignments]
     # which steps need an LLM: AutoNuggets, LLM-written answers and (LLM judges) assignment and support
