@@ -79,11 +79,24 @@ def test_demo_and_cli_table(tmp_path, capsys):
                      os.path.join(SAMPLE_DIR, "bm25-rag.segments.run"),
                      "--system", "dense", str(tmp_path / "demo" / "dense-rag.eval.run"),
                      os.path.join(SAMPLE_DIR, "dense-rag.segments.run"),
-                     "--out", str(tmp_path / "cli")]) == 0
-    out = capsys.readouterr().out
+                     "--out", str(tmp_path / "cli"), "--label", "nuggets=rag_mini, by hand",
+                     "--label", "assignment=by hand"]) == 0
+    captured = capsys.readouterr()
+    out = captured.out
     assert "nDCG@10" in out and "SupportR" in out and (tmp_path / "cli.tex").exists()
+    assert out.splitlines()[:2] == ["nuggets: rag_mini, by hand", "assignment: by hand"]
+    assert "does not say which nuggets" not in captured.err
     got = pd.read_csv(tmp_path / "cli.csv").set_index("system")
     assert got.loc["dense", "V_strict"] == table.means.loc["dense-rag", "V_strict"]
+    assert list(got["assignment"]) == ["by hand", "by hand"]
+    assert "% nuggets: rag_mini, by hand" in (tmp_path / "cli.tex").read_text()
+    # without labels the table is printed with a warning that it does not say who judged
+    assert cli_main(["table", "--nugget-qrels", str(tmp_path / "demo" / "nuggets.qrels"),
+                     "--system", "bm25", str(tmp_path / "demo" / "bm25-rag.eval.run")]) == 0
+    assert "does not say which nuggets and judges" in capsys.readouterr().err
+    assert cli_main(["table", "--nugget-qrels", str(tmp_path / "demo" / "nuggets.qrels"), "--label", "x",
+                     "--system", "bm25", str(tmp_path / "demo" / "bm25-rag.eval.run")]) == 2
+    assert "--label takes KEY=VALUE" in capsys.readouterr().err
 
 
 def test_cli_export_refuses_then_drops_invalid_labels(tmp_path, capsys):

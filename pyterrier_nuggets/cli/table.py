@@ -18,6 +18,9 @@ def add_parser(sub) -> None:
                    help="paired test against the baseline: t (default) or wilcoxon")
     p.add_argument("--correction", help="multiple-testing correction over the table's tests, as pt.Experiment "
                    "(statsmodels): bonferroni, holm, fdr_bh, ... (default: none)")
+    p.add_argument("--label", action="append", default=[], metavar="KEY=VALUE",
+                   help="what produced the evaluation runs, printed above the table and written as a CSV column, "
+                        "e.g. --label 'nuggets=NIST post-edited' --label 'assignment=GPT-4o AutoAssign'; repeat")
     p.add_argument("--out", help="write PREFIX.csv, PREFIX.md, PREFIX.tex, PREFIX.perquery.csv")
     p.add_argument("--compare-to", metavar="OTHER.perquery.csv",
                    help="another evaluation of the same systems (per-query or run-level CSV, e.g. another table's "
@@ -52,6 +55,18 @@ def run(args) -> int:
                                                                                            s[1:])}
         from pyterrier_nuggets.evaluation.table import TABLE_SUFFIXES
         formats.check_outputs({f"--out ({suffix})": args.out + suffix for suffix in TABLE_SUFFIXES}, inputs)
+    labels = {}
+    for given in args.label:
+        key, sep, value = given.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise UsageError(f"--label takes KEY=VALUE, e.g. 'assignment=GPT-4o AutoAssign', got {given!r}")
+        if key.strip() in labels:
+            raise UsageError(f"--label {key.strip()} given twice")
+        labels[key.strip()] = value.strip()
+    if not labels:
+        import warnings
+        warnings.warn("table: the table does not say which nuggets and judges made its evaluation runs; name them "
+                      "with --label nuggets=... --label assignment=... --label support=...", stacklevel=1)
     for given in (args.measures or []) + (args.retrieval_measures or []):
         try:
             ir_measures.parse_measure(given)
@@ -63,6 +78,7 @@ def run(args) -> int:
                         retrieval_measures=args.retrieval_measures or RETRIEVAL_MEASURES,
                         baseline=args.baseline, alpha=args.alpha, test=args.test, correction=args.correction,
                         compare_to=args.compare_to, compare_label=args.compare_label)
+    table.provenance = labels
     print(table.to_text())
     if args.out:
         print("written: " + ", ".join(table.write(args.out)))
