@@ -168,3 +168,79 @@ def test_ikat_command_errors(files, tmp_path, capsys):
                  files["topics.json"], "--gold-nuggets", files["gold.json"], "--out", str(tmp_path / "o")]) == 2
     assert "turns[0].turn_id" in capsys.readouterr().err
     assert not (tmp_path / "o" / "ikat.csv").exists()
+
+
+# ------------------------------------------------------------------------------ conversational generation
+
+def _ikat_turns():
+    from datasets_ext.ikat import parse_ikat_topics
+    return list(parse_ikat_topics(TOPICS, "topics.json"))
+
+
+def _retrieved(qids=("0_1", "0_2")):
+    return pd.DataFrame([{"qid": q, "docno": f"{q}-p{i}", "score": 2.0 - i, "text": f"Passage {i} about {q}."}
+                         for q in qids for i in range(2)])
+
+
+def _user_prompt(server, qid):
+    return next(b["messages"][-1]["content"] for b in server.requests if f"about {qid}" in b["messages"][-1]["content"])
+
+
+def test_generation_resolved_utterance(server, llm):
+    from pyterrier_nuggets.judges.generation import CitedGenerator
+    out = CitedGenerator(llm, conversation="resolved", topics=_ikat_turns(), run_id="mine")(_retrieved())
+    prompt = _user_prompt(server, "0_2")
+    assert "rewritten to stand on its own" in prompt
+    assert "What Scottish food should I eat as a vegetarian?" in prompt
+    assert "What should I eat?" not in prompt and "I am vegetarian." not in prompt and "Mild." not in prompt
+    assert "[1] Passage 0 about 0_2." in prompt
+    assert list(out.turn_id) == ["0_1", "0_2"] and list(out.qid) == ["0_1", "0_2"]
+    assert list(out["query"]) == ["What is the weather like in Glasgow?",
+                                  "What Scottish food should I eat as a vegetarian?"]
+    assert out.sentences[0][0] == {"text": "Passage 0 about 0_1.", "citations": [0]}
+    # the answers go into an iKAT run as they are
+    run = formats.ikat_run_from_frames("mine", _retrieved(), out)
+    assert [t.turn_id for t in run.turns] == ["0_1", "0_2"] and run.turns[0].responses[0].text == out.qanswer[0]
+
+
+def test_generation_raw_utterance_history_and_ptkb(server, llm, tmp_path):
+    from pyterrier_nuggets.judges.generation import CitedGenerator
+    from tests.conftest import fake_client
+    out = CitedGenerator(llm, conversation="raw", topics=_ikat_turns())(_retrieved())
+    first, second = _user_prompt(server, "0_1"), _user_prompt(server, "0_2")
+    assert "as typed" in second and "The user's latest utterance, as typed" in second
+    assert "What should I eat?" in second and "What Scottish food" not in second
+    assert "User: What is the weather like?\nAssistant: Mild." in second  # the history of turn 2
+    assert "- I live in Glasgow.\n- I am vegetarian." in second  # the PTKB statements
+    assert "(none: this is the first turn)" in first and "What is the weather like?" in first
+    assert list(out.turn_id) == ["0_1", "0_2"]
+    # the same from the columns of the iKAT queries (pt.get_dataset('irds:trec-ikat/2024').get_topics())
+    server.requests.clear()
+    topics = pd.DataFrame(_ikat_turns()).rename(columns={"query_id": "qid"})
+    with_columns = topics.merge(_retrieved(), on="qid")
+    again = CitedGenerator(fake_client(server, tmp_path / "fresh.sqlite"), conversation="raw")(with_columns)
+    assert _user_prompt(server, "0_2") == second and list(again.turn_id) == ["0_1", "0_2"]
+    assert "topic_title" in again.columns  # topic columns pass through
+
+
+def test_generation_trec_rag_prompt_unchanged(server, llm):
+    from pyterrier_nuggets.judges.generation import CitedGenerator
+    from pyterrier_nuggets.prompts import PROMPT_DIR
+    CitedGenerator(llm)(_retrieved(("0_1",)).assign(query="What is the weather like in Glasgow?"))
+    prompt = server.requests[0]["messages"][-1]["content"]
+    assert "Question: What is the weather like in Glasgow?" in prompt and "conversation" not in prompt
+    assert "Question: {query}" in (PROMPT_DIR / "cited_generation.txt").read_text()
+
+
+def test_generation_conversation_errors(llm):
+    from pyterrier_nuggets.judges.generation import CitedGenerator
+    with pytest.raises(ValueError, match="'resolved' or 'raw'"):
+        CitedGenerator(llm, conversation="history")
+    with pytest.raises(ValueError, match="topics= is for conversational"):
+        CitedGenerator(llm, topics=_ikat_turns())
+    with pytest.raises(ValueError, match="turn 9_1 is neither"):
+        CitedGenerator(llm, conversation="raw", topics=_ikat_turns())(_retrieved(("9_1",)))
+    bad = pd.DataFrame(_ikat_turns()).rename(columns={"query_id": "qid"}).merge(_retrieved(), on="qid")
+    bad["ptkb"] = "I am vegetarian."
+    with pytest.raises(ValueError, match="ptkb of turn 0_1"):
+        CitedGenerator(llm, conversation="raw")(bad)
