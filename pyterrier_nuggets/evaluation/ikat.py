@@ -241,8 +241,8 @@ def ptkb_table(runs: Mapping[str, pd.DataFrame], qrels: Any, topics: Sequence[An
     if topics is not None:
         statements = ptkb_statements(topics)
         judged = qrels if isinstance(qrels, pd.DataFrame) else None
-        for what, frame in [*((f"run {n}", r) for n, r in runs.items()), *([("qrels", judged)] if judged is not None
-                                                                            else [])]:
+        checked = [(f"run {n}", r) for n, r in runs.items()] + ([(qrels_label, judged)] if judged is not None else [])
+        for what, frame in checked:
             for qid, docno in zip(frame["qid"].astype(str), frame["docno"].astype(str)):
                 if docno not in statements.get(qid, ()):
                     raise ValueError(f"{what}: turn {qid}, statement {docno!r} is not a PTKB statement of the turn "
