@@ -338,3 +338,9 @@ def test_ptkb_defaults_to_the_registered_2023_qrels(tmp_path, monkeypatch, capsy
     assert main(["ikat", "--ptkb-run", str(tmp_path / "r.run"), "--out", str(tmp_path / "out")]) == 0
     means = pd.read_csv(tmp_path / "out" / "ptkb.csv", index_col=0)
     assert means.loc["r", "AP"] == pytest.approx(0.75) and "trec-ikat/2023/ptkb (2 turns)" in capsys.readouterr().out
+
+
+def test_generator_repr_names_the_conversation(llm):
+    from pyterrier_nuggets.judges.generation import CitedGenerator
+    assert repr(CitedGenerator(llm, conversation="raw")).startswith("CitedGenerator(conversation='raw', k=20")
+    assert "conversation" not in repr(CitedGenerator(llm))

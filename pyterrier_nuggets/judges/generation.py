@@ -288,7 +288,7 @@ class CitedGenerator(LLMJudge):
 
     step = "generate"
     step_name = "answer generation"
-    repr_params = ("k", "max_words", "run_id", "conversation")
+    repr_params = ("k", "max_words", "run_id")
     failure_policies = {"raise": "stop with an error once all topics ran",
                         "empty": "a failed topic gets an empty answer, reported in its problems and .failures"}
     default_prompt = CITED_GENERATION
@@ -318,6 +318,10 @@ class CitedGenerator(LLMJudge):
             self.default_prompt = CONVERSATION_PROMPTS[conversation]
         self.setup(llm, prompt, max_reasks, on_failure)
         self.problems: list[dict] = []
+
+    def repr_prefix(self) -> list[str]:
+        """``conversation=`` first when set (TREC RAG generators keep their short repr)."""
+        return [f"conversation={self.conversation!r}"] if self.conversation is not None else []
 
     def problem_summary(self) -> pd.DataFrame:
         """Problems of the last transform per topic and kind."""
