@@ -168,3 +168,179 @@ def test_ikat_command_errors(files, tmp_path, capsys):
                  files["topics.json"], "--gold-nuggets", files["gold.json"], "--out", str(tmp_path / "o")]) == 2
     assert "turns[0].turn_id" in capsys.readouterr().err
     assert not (tmp_path / "o" / "ikat.csv").exists()
+
+
+# ------------------------------------------------------------------------------ conversational generation
+
+def _ikat_turns():
+    from datasets_ext.ikat import parse_ikat_topics
+    return list(parse_ikat_topics(TOPICS, "topics.json"))
+
+
+def _retrieved(qids=("0_1", "0_2")):
+    return pd.DataFrame([{"qid": q, "docno": f"{q}-p{i}", "score": 2.0 - i, "text": f"Passage {i} about {q}."}
+                         for q in qids for i in range(2)])
+
+
+def _user_prompt(server, qid):
+    return next(b["messages"][-1]["content"] for b in server.requests if f"about {qid}" in b["messages"][-1]["content"])
+
+
+def test_generation_resolved_utterance(server, llm):
+    from pyterrier_nuggets.judges.generation import CitedGenerator
+    out = CitedGenerator(llm, conversation="resolved", topics=_ikat_turns(), run_id="mine")(_retrieved())
+    prompt = _user_prompt(server, "0_2")
+    assert "rewritten to stand on its own" in prompt
+    assert "What Scottish food should I eat as a vegetarian?" in prompt
+    assert "What should I eat?" not in prompt and "I am vegetarian." not in prompt and "Mild." not in prompt
+    assert "[1] Passage 0 about 0_2." in prompt
+    assert list(out.turn_id) == ["0_1", "0_2"] and list(out.qid) == ["0_1", "0_2"]
+    assert list(out["query"]) == ["What is the weather like in Glasgow?",
+                                  "What Scottish food should I eat as a vegetarian?"]
+    assert out.sentences[0][0] == {"text": "Passage 0 about 0_1.", "citations": [0]}
+    # the answers go into an iKAT run as they are
+    run = formats.ikat_run_from_frames("mine", _retrieved(), out)
+    assert [t.turn_id for t in run.turns] == ["0_1", "0_2"] and run.turns[0].responses[0].text == out.qanswer[0]
+
+
+def test_generation_raw_utterance_history_and_ptkb(server, llm, tmp_path):
+    from pyterrier_nuggets.judges.generation import CitedGenerator
+    from tests.conftest import fake_client
+    out = CitedGenerator(llm, conversation="raw", topics=_ikat_turns())(_retrieved())
+    first, second = _user_prompt(server, "0_1"), _user_prompt(server, "0_2")
+    assert "as typed" in second and "The user's latest utterance, as typed" in second
+    assert "What should I eat?" in second and "What Scottish food" not in second
+    assert "User: What is the weather like?\nAssistant: Mild." in second  # the history of turn 2
+    assert "- I live in Glasgow.\n- I am vegetarian." in second  # the PTKB statements
+    assert "(none: this is the first turn)" in first and "What is the weather like?" in first
+    assert list(out.turn_id) == ["0_1", "0_2"]
+    # the same from the columns of the iKAT queries (pt.get_dataset('irds:trec-ikat/2024').get_topics())
+    server.requests.clear()
+    topics = pd.DataFrame(_ikat_turns()).rename(columns={"query_id": "qid"})
+    with_columns = topics.merge(_retrieved(), on="qid")
+    again = CitedGenerator(fake_client(server, tmp_path / "fresh.sqlite"), conversation="raw")(with_columns)
+    assert _user_prompt(server, "0_2") == second and list(again.turn_id) == ["0_1", "0_2"]
+    assert "topic_title" in again.columns  # topic columns pass through
+
+
+def test_generation_trec_rag_prompt_unchanged(server, llm):
+    from pyterrier_nuggets.judges.generation import CitedGenerator
+    from pyterrier_nuggets.prompts import PROMPT_DIR
+    CitedGenerator(llm)(_retrieved(("0_1",)).assign(query="What is the weather like in Glasgow?"))
+    prompt = server.requests[0]["messages"][-1]["content"]
+    assert "Question: What is the weather like in Glasgow?" in prompt and "conversation" not in prompt
+    assert "Question: {query}" in (PROMPT_DIR / "cited_generation.txt").read_text()
+
+
+def test_generation_conversation_errors(llm):
+    from pyterrier_nuggets.judges.generation import CitedGenerator
+    with pytest.raises(ValueError, match="'resolved' or 'raw'"):
+        CitedGenerator(llm, conversation="history")
+    with pytest.raises(ValueError, match="topics= is for conversational"):
+        CitedGenerator(llm, topics=_ikat_turns())
+    with pytest.raises(ValueError, match="turn 9_1 is neither"):
+        CitedGenerator(llm, conversation="raw", topics=_ikat_turns())(_retrieved(("9_1",)))
+    bad = pd.DataFrame(_ikat_turns()).rename(columns={"query_id": "qid"}).merge(_retrieved(), on="qid")
+    bad["ptkb"] = "I am vegetarian."
+    with pytest.raises(ValueError, match="ptkb of turn 0_1"):
+        CitedGenerator(llm, conversation="raw")(bad)
+
+
+def test_ikat_command_generates_from_a_run(server, tmp_path, monkeypatch, capsys):
+    """With the (miniature) licensed passages in IR_DATASETS_HOME, --generate answers each turn from the
+    run's passage ranking, scores it as a system and writes the generated run in the official format."""
+    from tests.datasets_fixtures import CONE_GOLD_HUMAN, build_ikat
+    home = tmp_path / "home"
+    build_ikat(home)
+    monkeypatch.setenv("IR_DATASETS_HOME", str(home))
+    monkeypatch.setenv("PYTERRIER_NUGGETS_CACHE", str(tmp_path / "cache.sqlite"))
+    run = _run("mine", [("0_1", "It rains.", [], [("clueweb22-en0000-00-00001:0", 2.0, True),
+                                                  ("clueweb22-en0000-00-00002:0", 1.0, False),
+                                                  ("clueweb22-en0000-00-00002:1", 0.5, False)]),
+                        ("0_2", "No idea.", [], [("clueweb22-en0000-00-00003:1", 1.0, True)])])
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    (tmp_path / "gold.json").write_text(json.dumps(CONE_GOLD_HUMAN))
+    out = tmp_path / "out"
+    code = main(["ikat", "--run", str(tmp_path / "run.json"), "--gold-nuggets", str(tmp_path / "gold.json"),
+                 "--generate", "raw", "--base-url", server.base_url, "--model", "fake", "--out", str(out)])
+    assert code == 0, capsys.readouterr().err
+    printed = capsys.readouterr().out
+    assert "mine+gen-raw" in printed and "CitedGenerator(conversation='raw'" in printed
+    prompts = [b["messages"][-1]["content"] for b in server.requests]
+    second = next(p for p in prompts if "passage 1 of document 3" in p)
+    assert "2024 question 2 of topic 0" in second and "2024 resolved" not in second  # the raw utterance
+    assert "User: 2024 question 1 of topic 0\nAssistant: 2024 answer 1 of topic 0" in second  # the history
+    assert "- I'm vegetarian.\n- I live in Glasgow." in second  # the PTKB
+    generated = formats.read_ikat_run(str(out / "mine+gen-raw.json"))
+    assert generated.run_name == "mine+gen-raw" and [t.turn_id for t in generated.turns] == ["0_1", "0_2"]
+    assert generated.turns[1].responses[0].text.startswith("passage 1 of document 3")
+    # the passages the answer cites are marked used (the fake model cites passages [1] and [2] of three)
+    assert generated.turns[0].responses[0].used_passages() == ["clueweb22-en0000-00-00001:0",
+                                                               "clueweb22-en0000-00-00002:0"]
+    table = pd.read_csv(out / "ikat.csv")
+    assert set(table.iloc[:, 0]) == {"mine", "mine+gen-raw"}
+
+
+PTKB_TOPICS = [{"number": "9-1", "title": "Diet", "ptkb": {"1": "I am vegan.", "2": "I live in Leeds.",
+                                                           "3": "I run."},
+                "turns": [{"turn_id": t, "utterance": f"u{t}", "resolved_utterance": f"r{t}", "response": f"a{t}",
+                           "ptkb_provenance": [], "response_provenance": []} for t in (1, 2)]}]
+PTKB_QRELS = "9-1_1 0 1 1\n9-1_1 0 2 0\n9-1_1 0 3 0\n9-1_2 0 1 0\n9-1_2 0 2 1\n9-1_2 0 3 0\n"
+
+
+def test_ptkb_ranking_by_hand(tmp_path, capsys):
+    (tmp_path / "topics.json").write_text(json.dumps(PTKB_TOPICS))
+    (tmp_path / "qrels").write_text(PTKB_QRELS)
+    (tmp_path / "a.run").write_text("9-1_1 Q0 1 1 2.0 a\n9-1_1 Q0 2 2 1.0 a\n9-1_2 Q0 1 1 2.0 a\n"
+                                    "9-1_2 Q0 2 2 1.0 a\n")
+    (tmp_path / "b.run").write_text("9-1_1 Q0 3 1 1.0 b\n")  # turn 9-1_2 left out: it scores 0
+    out = tmp_path / "out"
+    code = main(["ikat", "--ptkb-run", str(tmp_path / "a.run"), "--ptkb-run", f"other={tmp_path / 'b.run'}",
+                 "--ptkb-qrels", str(tmp_path / "qrels"), "--topics", str(tmp_path / "topics.json"),
+                 "--out", str(out)])
+    assert code == 0, capsys.readouterr().err
+    assert "PTKB statement ranking" in capsys.readouterr().out
+    means = pd.read_csv(out / "ptkb.csv", index_col=0)
+    # a: turn 1 relevant {1} at rank 1; turn 2 relevant {2} at rank 2 -> nDCG@3 (1 + 1/log2 3) / 2, AP (1 + 1/2) / 2
+    assert means.loc["a", "nDCG@3"] == pytest.approx((1 + 1 / math.log2(3)) / 2, abs=1e-4)
+    assert means.loc["a", "P@3"] == pytest.approx(1 / 3, abs=1e-4)
+    assert means.loc["a", "R@3"] == pytest.approx(1.0) and means.loc["a", "AP"] == pytest.approx(0.75)
+    assert means.loc["other", "nDCG@3"] == 0 and means.loc["other", "R@3"] == 0
+    per_turn = pd.read_csv(out / "ptkb.perturn.csv")
+    assert len(per_turn[per_turn.system == "other"]) == 2  # both turns of the qrels, the missing one as 0
+    assert not (out / "ptkb.scatter.png").exists() and not (out / "ikat.csv").exists()
+
+
+def test_ptkb_run_refuses_unknown_statements(tmp_path, capsys):
+    (tmp_path / "topics.json").write_text(json.dumps(PTKB_TOPICS))
+    (tmp_path / "qrels").write_text(PTKB_QRELS)
+    (tmp_path / "bad.run").write_text("9-1_1 Q0 1 1 2.0 a\n9-1_1 Q0 7 2 1.0 a\n")
+    args = ["ikat", "--ptkb-run", str(tmp_path / "bad.run"), "--ptkb-qrels", str(tmp_path / "qrels"), "--topics",
+            str(tmp_path / "topics.json"), "--out", str(tmp_path / "out")]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "bad.run:2: field 'docno'" in err and "'7' is not a PTKB statement id of turn 9-1_1" in err
+    (tmp_path / "bad.run").write_text("9-1_9 Q0 1 1 2.0 a\n")
+    assert main(args) == 2 and "bad.run:1: field 'qid'" in capsys.readouterr().err
+    (tmp_path / "qrels").write_text(PTKB_QRELS + "9-1_1 0 9 1\n")  # the qrels name a statement the topics lack
+    (tmp_path / "bad.run").write_text("9-1_1 Q0 1 1 2.0 a\n")
+    assert main(args) == 2 and "qrels: turn 9-1_1, statement '9'" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.filterwarnings("ignore:.* has md5 .*:UserWarning")
+def test_ptkb_defaults_to_the_registered_2023_qrels(tmp_path, monkeypatch, capsys):
+    from tests.datasets_fixtures import build_ikat
+    build_ikat(tmp_path / "home")
+    monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path / "home"))
+    # the miniature trec-ikat/2023/ptkb qrels: 9-1_1 relevant {1}, 10-1_2 relevant {2}
+    (tmp_path / "r.run").write_text("9-1_1 Q0 1 1 2.0 r\n10-1_2 Q0 1 1 2.0 r\n10-1_2 Q0 2 2 1.0 r\n")
+    assert main(["ikat", "--ptkb-run", str(tmp_path / "r.run"), "--out", str(tmp_path / "out")]) == 0
+    means = pd.read_csv(tmp_path / "out" / "ptkb.csv", index_col=0)
+    assert means.loc["r", "AP"] == pytest.approx(0.75) and "trec-ikat/2023/ptkb (2 turns)" in capsys.readouterr().out
+
+
+def test_generator_repr_names_the_conversation(llm):
+    from pyterrier_nuggets.judges.generation import CitedGenerator
+    assert repr(CitedGenerator(llm, conversation="raw")).startswith("CitedGenerator(conversation='raw', k=20")
+    assert "conversation" not in repr(CitedGenerator(llm))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from pyterrier_nuggets.cli.errors import UsageError, probability
+from pyterrier_nuggets.cli.errors import UsageError, positive_int, probability
 
 GOLD_SETS = ("human", "human-dedup", "llm", "llm-dedup")
 
@@ -32,9 +32,33 @@ def add_parser(sub) -> None:
     p.add_argument("--test", choices=("t", "wilcoxon"), default="t")
     p.add_argument("--correction", help="multiple-testing correction (bonferroni, holm, ...)")
     p.add_argument("--alpha", type=probability, default=0.05)
+    p.add_argument("--generate", choices=("resolved", "raw"), help="with --run: generate a cited answer per turn "
+                   "from the run's passage ranking (CitedGenerator; --base-url / --model) and score it as a system "
+                   "RUN+gen-MODE: 'resolved' shows the LLM the resolved utterance, 'raw' the utterance as typed with "
+                   "the conversation history and the PTKB statements. Passage texts come from the trec-ikat/2024 "
+                   "ClueWeb22-B passages (licensed, placed by the user; docs/datasets.md). The generated runs are "
+                   "written to OUT/RUN+gen-MODE.json in the official iKAT format")
+    p.add_argument("--k", type=positive_int, default=20, help="with --generate: passages shown to the LLM per turn "
+                   "(default and maximum 20)")
+    p.add_argument("--ptkb-run", action="append", default=[], metavar="[NAME=]RUN",
+                   help="PTKB statement ranking (TREC run: turn Q0 statement_id rank score tag), evaluated with "
+                   "nDCG@3, P@3, R@3, AP against the PTKB qrels; repeat for several runs (NAME: default the file "
+                   "name). Statement ids must be the keys of the conversation's ptkb in the topics")
+    p.add_argument("--ptkb-qrels", metavar="QRELS", help="PTKB qrels (default: those of trec-ikat/2023/ptkb, the "
+                   "NIST PTKB assessments); --topics then defaults to the trec-ikat/2023 turns")
     p.add_argument("--out", default="out/ikat", help="output folder (default out/ikat)")
     p.add_argument("--no-plots", action="store_true")
     p.set_defaults(func=run)
+
+
+def _llm(args):
+    from pyterrier_nuggets.llm import LLMClient
+    if not args.model:
+        raise UsageError("an LLM step (--matcher llm, --generate) needs --model (and --base-url for a local "
+                         "endpoint)")
+    if args.base_url:
+        return LLMClient(model=args.model, base_url=args.base_url, api_key=os.environ.get("OPENAI_API_KEY") or "EMPTY")
+    return LLMClient(model=args.model)
 
 
 def _matcher(args):
@@ -44,70 +68,175 @@ def _matcher(args):
     if args.matcher.startswith("nli:"):
         return matchers.NLIMatcher(args.matcher[4:])
     if args.matcher == "llm":
-        from pyterrier_nuggets.llm import LLMClient
-        if not args.model:
-            raise UsageError("--matcher llm needs --model (and --base-url for a local endpoint)")
-        if args.base_url:
-            return matchers.LLMMatcher(LLMClient(model=args.model, base_url=args.base_url,
-                                                 api_key=os.environ.get("OPENAI_API_KEY") or "EMPTY"))
-        return matchers.LLMMatcher(LLMClient(model=args.model))
+        return matchers.LLMMatcher(_llm(args))
     raise UsageError(f"--matcher {args.matcher!r}: give embedding, nli:PATH or llm")
 
 
-def run(args) -> int:
+def _read_topics(path: str | None, dataset: str) -> list:
+    import json
+
     import ir_datasets
 
-    import datasets_ext  # noqa: F401  (registers trec-ikat/2024/*)
-    import ir_measures_ext
+    import datasets_ext  # noqa: F401  (registers trec-ikat/*)
     from datasets_ext.ikat import parse_ikat_topics
-    from pyterrier_nuggets import formats
+    if path is None:
+        return list(ir_datasets.load(dataset).queries_iter())
+    with open(path, encoding="utf-8") as f:
+        try:
+            data = json.load(f)
+        except ValueError as e:
+            raise UsageError(f"{path}: not valid JSON ({e}); give an iKAT topics file") from None
+    try:
+        return list(parse_ikat_topics(data, path))
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
+def _ptkb_runs(specs: list[str]) -> dict[str, str]:
+    runs: dict[str, str] = {}
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        if not sep or os.path.exists(spec):
+            name, path = os.path.splitext(os.path.basename(spec))[0], spec
+        if name in runs:
+            raise UsageError(f"--ptkb-run {spec}: the name {name!r} is given twice; name the runs NAME=FILE")
+        runs[name] = path
+    return runs
+
+
+def run(args) -> int:
+    import ir_measures_ext
     from pyterrier_nuggets.cli.paths import check_inputs
     from pyterrier_nuggets.evaluation import ikat
+    from pyterrier_nuggets.formats import check_outputs
     ir_measures_ext.register()
-    if not args.run and not args.responses:
-        raise UsageError("give --run RUN.json (iKAT run files) and/or --responses FILE (CONE-RAG responses)")
+    ptkb_runs = _ptkb_runs(args.ptkb_run)
+    if ptkb_runs and (args.run or args.responses):
+        raise UsageError("--ptkb-run evaluates the PTKB statement ranking (iKAT 2023 qrels); give it without "
+                         "--run / --responses")
+    if not args.run and not args.responses and not ptkb_runs:
+        raise UsageError("give --run RUN.json (iKAT run files), --responses FILE (CONE-RAG responses) or "
+                         "--ptkb-run RUN (a PTKB statement ranking)")
+    if args.ptkb_qrels and not ptkb_runs:
+        raise UsageError("--ptkb-qrels needs --ptkb-run")
     if args.response_nuggets and not args.responses:
         raise UsageError("--response-nuggets needs --responses")
     if args.run and args.responses:
         raise UsageError("--run and --responses make systems with and without passage rankings; give one kind")
-    inputs = args.run + [f for f in (args.responses, args.response_nuggets, args.qrels, args.topics) if f]
-    if args.gold_nuggets not in GOLD_SETS:
+    if args.generate and not args.run:
+        raise UsageError("--generate needs --run (it generates from the run's passage ranking)")
+    if not 1 <= args.k <= 20:
+        raise UsageError(f"--k {args.k}: give 1 to 20 passages (the TREC RAG reference limit)")
+    inputs = args.run + list(ptkb_runs.values()) + [f for f in (args.responses, args.response_nuggets, args.qrels,
+                                                                 args.topics, args.ptkb_qrels) if f]
+    if args.gold_nuggets not in GOLD_SETS and not ptkb_runs:
         inputs.append(args.gold_nuggets)
     check_inputs(*inputs)
-    for f in inputs:
-        if os.path.realpath(os.path.dirname(os.path.realpath(f))) == os.path.realpath(args.out):
-            raise UsageError(f"--out {args.out} holds the input {f}; write the outputs somewhere else")
+    given = {f"input {p}": p for p in inputs}
+    outputs = {f"--out {os.path.basename(p)}": p
+               for p in ikat.output_paths(args.out, "ptkb" if ptkb_runs else "ikat").values()}
+    check_outputs(outputs, given)
+    if ptkb_runs:
+        return _ptkb(args, ptkb_runs)
+    return _joint(args, {**given, **outputs})
+
+
+def _ptkb(args, runs: dict[str, str]) -> int:
+    import pandas as pd
+
+    from pyterrier_nuggets import formats
+    from pyterrier_nuggets.evaluation import ikat
+    topics = _read_topics(args.topics, "trec-ikat/2023")
+    statements = ikat.ptkb_statements(topics)
+    rankings = {name: formats.read_ptkb_run(path, statements) for name, path in runs.items()}
+    if args.ptkb_qrels:
+        rows, label = formats.read_qrels_rows(args.ptkb_qrels), os.path.basename(args.ptkb_qrels)
+    else:
+        import ir_datasets
+        rows = [(q.query_id, q.doc_id, q.relevance) for q in ir_datasets.load("trec-ikat/2023/ptkb").qrels_iter()]
+        label = "trec-ikat/2023/ptkb"
+    qrels = pd.DataFrame(rows, columns=["qid", "docno", "label"])
+    result = ikat.ptkb_table(rankings, qrels, topics, baseline=args.baseline, test=args.test,
+                             correction=args.correction, alpha=args.alpha, qrels_label=label)
+    print(result)
+    print("written: " + ", ".join(result.write(args.out, plot=False)))
+    return 0
+
+
+def _joint(args, paths: dict[str, str]) -> int:
+    """The iKAT joint table; ``paths``: the inputs and outputs checked so far (generated runs must differ)."""
+    import ir_datasets
+
+    import datasets_ext  # noqa: F401  (registers trec-ikat/2024/*)
+    from pyterrier_nuggets import formats
+    from pyterrier_nuggets.evaluation import ikat
     if args.gold_nuggets in GOLD_SETS:
         gold_id = f"trec-ikat/2024/gold-nuggets-{args.gold_nuggets}"
         path = ir_datasets.load(gold_id).docs_path()
         gold, label = formats.read_cone_gold_nuggets(path), gold_id
     else:
         gold, label = formats.read_cone_gold_nuggets(args.gold_nuggets), os.path.basename(args.gold_nuggets)
-    if args.topics:
-        import json
-        with open(args.topics, encoding="utf-8") as f:
-            topics = list(parse_ikat_topics(json.load(f), args.topics))
-    else:
-        topics = list(ir_datasets.load("trec-ikat/2024").queries_iter())
-    systems = []
+    topics = _read_topics(args.topics, "trec-ikat/2024")
+    systems, runs = [], []
     for path in args.run:
         r = formats.read_ikat_run(path)
         if r.run_name in [s.name for s in systems]:
             raise UsageError(f"{path}: run_name {r.run_name!r} is also the name of another --run")
         systems.append(ikat.IkatSystem(r.run_name, formats.ikat_answers(r), formats.ikat_ranking(r)))
+        runs.append(r)
     if args.responses:
         nuggets = formats.read_cone_response_nuggets(args.response_nuggets) if args.response_nuggets else None
         systems = ikat.systems_from_cone(formats.read_cone_responses(args.responses), nuggets, args.only)
+    extra = {}
+    if args.generate:
+        written = {f"--out {s.name}+gen-{args.generate}.json": os.path.join(args.out, f"{s.name}+gen-{args.generate}"
+                                                                              ".json") for s in systems}
+        formats.check_outputs(written, paths)
+        generated = _generate(args, systems, topics)
+        for system, path in zip(generated, written.values()):
+            cited = system.responses.assign(references=[
+                list(dict.fromkeys(refs[c] for s in sentences for c in s["citations"]))
+                for refs, sentences in zip(system.responses["references"], system.responses["sentences"])])
+            run_file = formats.ikat_run_from_frames(system.name, system.ranking, cited)
+            extra[path] = (lambda r: lambda tmp: formats.write_ikat_run(tmp, r))(run_file)
+        systems += generated
     qrels = None
     if args.run:
         qrels = args.qrels or list(ir_datasets.load("trec-ikat/2024").qrels_iter())
     result = ikat.ikat_table(systems, gold, qrels, _matcher(args), topics, baseline=args.baseline, test=args.test,
                              correction=args.correction, alpha=args.alpha, gold_label=label)
+    if args.generate:
+        result.labels["generation"] = (f"CitedGenerator(conversation={args.generate!r}, k={args.k}), "
+                                       f"llm {args.model!r}")
     print(result)
     if args.response_nuggets:
         rates = ikat.span_rate(formats.read_cone_response_nuggets(args.response_nuggets))
         print("\nSpan rate of the extraction (|matched| / (|matched| + |not matched|), the share of extracted lines "
               "that are spans of the response; NOT nugget precision):")
         print(rates.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
-    print("written: " + ", ".join(result.write(args.out, plot=not args.no_plots)))
+    print("written: " + ", ".join(result.write(args.out, plot=not args.no_plots, extra=extra)))
     return 0
+
+
+def _generate(args, systems: list, topics: list) -> list:
+    """One system per run: the run's passage ranking, answers generated from its top ``--k`` passages."""
+    import ir_datasets
+
+    from pyterrier_nuggets.evaluation import ikat
+    from pyterrier_nuggets.judges import CitedGenerator
+    docstore = ir_datasets.load("trec-ikat/2024").docs_store()
+    known = {q.query_id for q in topics}
+    llm = _llm(args)
+    out = []
+    for system in systems:
+        name = f"{system.name}+gen-{args.generate}"
+        ranking = system.ranking
+        unknown = sorted(set(ranking["qid"]) - known)
+        if unknown:
+            raise UsageError(f"run {system.name}: turns {unknown[:5]} are not in the topics; give the topics of the "
+                             "run (--topics)")
+        generator = CitedGenerator(llm, k=args.k, docstore=docstore, run_id=name, conversation=args.generate,
+                                   topics=topics)
+        answers = generator(ranking)
+        out.append(ikat.IkatSystem(name, answers, ranking))
+    return out

@@ -6,11 +6,15 @@ and by personal vs non-personal turns (a turn is personal when its ``ptkb_proven
 non-empty, seed 003 Table 10); the nDCG@5 vs nugget recall scatter (seed 003 Figure 1).
 
 Every output names the gold nuggets and the matcher that produced the nugget measures.
+
+:func:`ptkb_table`: the PTKB statement ranking task (iKAT 2023): per system, nDCG@3, P@3, R@3 and AP of a
+per-turn ranking of the user's PTKB statements against the PTKB qrels (``trec-ikat/2023/ptkb``), with the
+same paired tests.
 """
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +26,7 @@ from pyterrier_nuggets.formats import as_nugget_set, atomic_write, nugget_qrels,
 from pyterrier_nuggets.matchers import as_matcher
 
 RETRIEVAL = ["nDCG@5", "P@20", "R@20", "R@1000", "AP"]  # seed 003 §5.4 / Table 11 (AP = mAP over turns)
+PTKB = ["nDCG@3", "P@3", "R@3", "AP"]  # PTKB statement ranking: cut-off 3, as the iKAT 2023 task (docs/ikat.md)
 NTR = ["Recall_NtR"]
 NTN = ["Recall_NtN", "Precision_NtN"]
 
@@ -44,6 +49,7 @@ class IkatTable:
     per_turn: pd.DataFrame
     breakdowns: pd.DataFrame
     labels: dict[str, str] = field(default_factory=dict)
+    prefix: str = "ikat"
 
     def header(self) -> str:
         return "; ".join(f"{k}: {v}" for k, v in self.labels.items())
@@ -51,11 +57,13 @@ class IkatTable:
     def __str__(self) -> str:
         return self.header() + "\n" + self.table.to_text()
 
-    def write(self, out_dir: str, plot: bool = True) -> list[str]:
-        """``ikat.csv``, ``ikat.md``, ``ikat.tex``, ``ikat.perquery.csv``, ``ikat.perturn.csv``,
-        ``ikat.breakdowns.csv`` and (when there are retrieval measures) ``ikat.scatter.png``, all or none."""
+    def write(self, out_dir: str, plot: bool = True, extra: Mapping[str, Callable[[str], object]] | None = None
+              ) -> list[str]:
+        """``PREFIX.csv``, ``.md``, ``.tex``, ``.perquery.csv``, ``.perturn.csv``, ``.breakdowns.csv`` and (when
+        there are nDCG@5 and a nugget recall) ``PREFIX.scatter.png`` in ``out_dir`` (:func:`output_paths`), with
+        the ``extra`` writers (path -> writer of a temporary path), all or none."""
         os.makedirs(out_dir, exist_ok=True)
-        prefix = os.path.join(out_dir, "ikat")
+        paths = output_paths(out_dir, self.prefix)
         t = self.table
         note = "% " + self.header() + "\n"
         texts = {".csv": t.to_csv(), ".md": self.header() + "\n\n" + t.to_markdown(), ".tex": note + t.to_latex(),
@@ -67,11 +75,21 @@ class IkatTable:
                 with atomic_write(path) as f:
                     f.write(text)
             return write
-        writers = {prefix + s: text_writer(x) for s, x in texts.items()}
+        writers = {paths[s]: text_writer(x) for s, x in texts.items()}
         recall = next((m for m in ("Recall_NtN", "Recall_NtR") if m in t.means.columns), None)
         if plot and "nDCG@5" in t.means.columns and recall:
-            writers[prefix + ".scatter.png"] = lambda path: scatter(t.means, "nDCG@5", recall, path, self.header())
+            writers[paths[".scatter.png"]] = lambda path: scatter(t.means, "nDCG@5", recall, path, self.header())
+        writers.update(extra or {})
         return write_all(writers)
+
+
+OUTPUT_SUFFIXES = (".csv", ".md", ".tex", ".perquery.csv", ".perturn.csv", ".breakdowns.csv", ".scatter.png")
+
+
+def output_paths(out_dir: str, prefix: str = "ikat") -> dict[str, str]:
+    """Suffix -> path of every file :meth:`IkatTable.write` may write (for ``formats.check_outputs`` before
+    any work)."""
+    return {suffix: os.path.join(out_dir, prefix + suffix) for suffix in OUTPUT_SUFFIXES}
 
 
 def scatter(means: pd.DataFrame, x: str, y: str, path: str, title: str = "") -> str:
@@ -98,6 +116,31 @@ def turn_facts(topics: Sequence[Any]) -> pd.DataFrame:
     """``qid, depth, personal`` per turn from iKAT queries (``datasets_ext.ikat.IkatQuery``)."""
     return pd.DataFrame([{"qid": q.query_id, "depth": int(q.turn_id), "personal": bool(q.ptkb_provenance)}
                          for q in topics], columns=["qid", "depth", "personal"])
+
+
+BREAKDOWN_COLUMNS = ["system", "breakdown", "group", "measure", "mean", "turns"]
+
+
+def breakdown(per_query: pd.DataFrame, topics: Sequence[Any]) -> pd.DataFrame:
+    """Means per system and measure by turn depth and by personal / non-personal turn (seed 003 Table 10)."""
+    long = per_query.merge(turn_facts(topics), on="qid", how="left")
+    long["personal"] = long["personal"].map({True: "personal", False: "non-personal"})
+    parts = []
+    for by in ("depth", "personal"):
+        g = long.groupby(["system", by, "measure"])["value"].agg(["mean", "count"]).reset_index()
+        parts.append(pd.DataFrame({"system": g["system"], "breakdown": by, "group": g[by], "measure": g["measure"],
+                                   "mean": g["mean"], "turns": g["count"]}))
+    return pd.concat(parts, ignore_index=True)
+
+
+def _per_turn(table: JointTable, topics: Sequence[Any] | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One row per system and turn (with ``depth`` and ``personal`` when ``topics`` are given), and the
+    breakdowns."""
+    per_turn = table.per_query.pivot_table(index=["system", "qid"], columns="measure", values="value").reset_index()
+    per_turn.columns.name = None
+    if topics is None:
+        return per_turn, pd.DataFrame(columns=BREAKDOWN_COLUMNS)
+    return per_turn.merge(turn_facts(topics), on="qid", how="left"), breakdown(table.per_query, topics)
 
 
 def ikat_table(systems: Sequence[IkatSystem], gold_nuggets: Any, passage_qrels: Any = None, matcher: Any = None,
@@ -138,20 +181,7 @@ def ikat_table(systems: Sequence[IkatSystem], gold_nuggets: Any, passage_qrels: 
     table = joint_table(table_systems, nugget_qrels(gold), passage_qrels if all(ranked) else None,
                         answer_measures=measures, retrieval_measures=list(retrieval_measures), baseline=baseline,
                         alpha=alpha, test=test, correction=correction)
-    per_turn = table.per_query.pivot_table(index=["system", "qid"], columns="measure", values="value").reset_index()
-    per_turn.columns.name = None
-    breakdowns = pd.DataFrame(columns=["system", "breakdown", "group", "measure", "mean", "turns"])
-    if topics is not None:
-        facts = turn_facts(topics)
-        per_turn = per_turn.merge(facts, on="qid", how="left")
-        long = table.per_query.merge(facts, on="qid", how="left")
-        long["personal"] = long["personal"].map({True: "personal", False: "non-personal"})
-        parts = []
-        for by in ("depth", "personal"):
-            g = long.groupby(["system", by, "measure"])["value"].agg(["mean", "count"]).reset_index()
-            parts.append(pd.DataFrame({"system": g["system"], "breakdown": by, "group": g[by], "measure": g["measure"],
-                                       "mean": g["mean"], "turns": g["count"]}))
-        breakdowns = pd.concat(parts, ignore_index=True)
+    per_turn, breakdowns = _per_turn(table, topics)
     labels = {"gold nuggets": f"{gold_label} ({len(gold)} nuggets)", "matcher": matcher.describe()}
     if not all(with_nuggets):
         labels["NtN"] = "not computed (no extracted nuggets)"
@@ -191,3 +221,36 @@ def systems_from_cone(responses: Mapping[tuple[str, str], str], response_nuggets
                                      columns=["qid", "nuggets"])
         out.append(IkatSystem(name, resp, None, extracted))
     return out
+
+
+def ptkb_statements(topics: Sequence[Any]) -> dict[str, set[str]]:
+    """Turn id -> the statement ids of its conversation's PTKB, from iKAT queries (``IkatQuery.ptkb``)."""
+    return {q.query_id: {sid for sid, _ in q.ptkb} for q in topics}
+
+
+def ptkb_table(runs: Mapping[str, pd.DataFrame], qrels: Any, topics: Sequence[Any] | None = None,
+               measures: Sequence[str] = PTKB, baseline: str | None = None, test: str = "t",
+               correction: str | None = None, alpha: float = 0.05, qrels_label: str = "PTKB qrels") -> IkatTable:
+    """The PTKB statement ranking table: ``runs`` name -> ranking (``qid`` = turn, ``docno`` = statement id,
+    ``score``; e.g. ``formats.read_ptkb_run``), ``qrels``: the PTKB qrels (path, frame or ir_datasets id such as
+    ``trec-ikat/2023/ptkb``). Means are over the turns of the qrels (a turn the run leaves out scores 0, as
+    ir_measures does). With ``topics``, every statement id of the runs and of the qrels must be one of the turn's
+    PTKB (a ValueError names the first that is not); the per-turn values get ``depth`` and ``personal``."""
+    if not runs:
+        raise ValueError("ptkb_table needs at least one run")
+    if topics is not None:
+        statements = ptkb_statements(topics)
+        judged = qrels if isinstance(qrels, pd.DataFrame) else None
+        checked = [(f"run {n}", r) for n, r in runs.items()] + ([(qrels_label, judged)] if judged is not None else [])
+        for what, frame in checked:
+            for qid, docno in zip(frame["qid"].astype(str), frame["docno"].astype(str)):
+                if docno not in statements.get(qid, ()):
+                    raise ValueError(f"{what}: turn {qid}, statement {docno!r} is not a PTKB statement of the turn "
+                                     "in the topics (wrong topics year, or ids that are not the topics' ptkb keys)")
+    systems = [System(name, None, run[["qid", "docno", "score"]]) for name, run in runs.items()]
+    table = joint_table(systems, qrels, qrels, answer_measures=[], retrieval_measures=list(measures),
+                        baseline=baseline, alpha=alpha, test=test, correction=correction)
+    per_turn, breakdowns = _per_turn(table, topics)
+    turns = table.per_query["qid"].nunique()
+    labels = {"task": "PTKB statement ranking", "qrels": f"{qrels_label} ({turns} turns)"}
+    return IkatTable(table, per_turn, breakdowns, labels, prefix="ptkb")

@@ -58,6 +58,8 @@ def _load_qrels(qrels):
 
 def _per_query(measures, qrels, run) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
+    if not measures:  # e.g. a table of retrieval measures only (iKAT PTKB statement ranking)
+        return out
     for m in ir_measures.iter_calc(list(measures), qrels, run):
         out.setdefault(str(m.measure), {})[m.query_id] = float(m.value)
     return out

@@ -87,6 +87,7 @@ from pyterrier_nuggets.formats.ikat import (
     ikat_run_from_frames,
     parse_ikat_run,
     read_ikat_run,
+    read_ptkb_run,
     write_ikat_run,
 )
 from pyterrier_nuggets.formats.nuggets import (
@@ -112,7 +113,7 @@ from pyterrier_nuggets.formats.trec import (
 )
 
 __all__ = [
-    "IkatRun", "ikat_answers", "ikat_ranking", "ikat_run_from_frames", "parse_ikat_run", "read_ikat_run", "write_ikat_run",
+    "IkatRun", "ikat_answers", "ikat_ranking", "ikat_run_from_frames", "parse_ikat_run", "read_ikat_run", "read_ptkb_run", "write_ikat_run",
     "InputError", "InvalidLabel", "InvalidLabelReport", "InvalidLabelsError", "POLICIES",
     "read_lines", "read_jsonl", "write_jsonl", "atomic_write", "check_outputs", "write_all", "check_topic_id",
     "one_run", "check_support", "check_assignments_answers", "check_assignment_nuggets",

@@ -20,15 +20,21 @@ Views used by the evaluation (docs/ikat.md):
 - :func:`ikat_answers`: the rank-1 response of each turn as an answer frame (``qid`` = ``turn_id``,
   ``qanswer``, ``run_id``, ``references``: the passages marked ``used``, else the first five, as the
   validator's rule says; ``ptkb_provenance``).
+
+A PTKB statement ranking (the iKAT 2023 statement ranking task) is a TREC run ``turn Q0 statement_id rank
+score tag`` whose statement ids are the keys of the conversation's ``ptkb`` in the topics, as the PTKB qrels
+name them (:func:`read_ptkb_run`).
 """
 from __future__ import annotations
 
 import json
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 import pandas as pd
 
 from pyterrier_nuggets.formats.files import InputError, atomic_write
+from pyterrier_nuggets.formats.trec import read_run_rows
 
 RUN_TYPES = ("automatic", "manual", "only_response")
 DEFAULT_USED = 5  # the validator: a response with no passage marked "used" gets its top 5 as provenance
@@ -238,3 +244,20 @@ def ikat_run_from_frames(run_name: str, ranking: pd.DataFrame, answers: pd.DataF
                     for i, (d, s) in enumerate(zip(ranked["docno"], ranked["score"]))]
         turns.append(IkatTurn(qid, [IkatResponse(1, texts.get(qid, ""), ptkb.get(qid, []), passages)]))
     return IkatRun(run_name, run_type, turns, answers is not None)
+
+
+def read_ptkb_run(path: str, statements: Mapping[str, Collection[str]]) -> pd.DataFrame:
+    """A PTKB statement ranking (TREC run ``turn Q0 statement_id rank score tag``) as ``qid, docno, score``.
+    ``statements``: turn id -> the statement ids of its conversation's PTKB (the topics). A turn that is not
+    in the topics, or a statement id that is not in the turn's PTKB, is an InputError naming the line."""
+    def check(line: int, qid: str, docno: str) -> None:
+        if qid not in statements:
+            raise InputError(path, line, "qid", f"turn {qid} is not a turn of the topics",
+                             "use the turn ids of the topics ({number}_{turn_id})")
+        if docno not in statements[qid]:
+            known = ", ".join(sorted(statements[qid], key=lambda s: (len(s), s)))
+            raise InputError(path, line, "docno", f"{docno!r} is not a PTKB statement id of turn {qid} (its "
+                             f"conversation's PTKB has {known or 'no statement'})",
+                             "rank the statement ids of the conversation's ptkb, as the PTKB qrels name them")
+    rows = read_run_rows(path, check)
+    return pd.DataFrame(rows, columns=["qid", "docno", "score"])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from ir_measures_ext import ids
 from ir_measures_ext.scoring import answer_words
@@ -70,12 +70,15 @@ def write_run(path: str, rows: Iterable[Row], run_tag: str) -> None:
             f.write(f"{qid} Q0 {row_id} {ranks[qid]} {score:.15g} {run_tag}\n")
 
 
-def read_run_rows(path: str) -> list[Row]:
+def read_run_rows(path: str, check: Callable[[int, str, str], None] | None = None) -> list[Row]:
     """The rows ``(qid, docno, score)`` of a TREC run file ``qid Q0 docno rank score tag``; a score that is not
-    a number, or a document listed twice for a topic (trec_eval refuses it too), is an InputError."""
+    a number, or a document listed twice for a topic (trec_eval refuses it too), is an InputError.
+    ``check(line, qid, docno)``, when given, is called on every row (it raises an InputError to refuse one)."""
     rows: list[Row] = []
     seen: dict[tuple[str, str], int] = {}
     for line, (qid, _, docno, _, score, _) in read_columns(path, "qid Q0 docno rank score tag"):
+        if check is not None:
+            check(line, qid, docno)
         if (qid, docno) in seen:
             raise InputError(path, line, "docno", f"{docno} of topic {qid} is already listed at line "
                              f"{seen[qid, docno]}", "list each document once per topic")

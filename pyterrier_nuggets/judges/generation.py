@@ -17,6 +17,14 @@ The output is the answer frame of :mod:`pyterrier_nuggets.formats` (``qid, query
 sentences, references``) plus ``reference_texts`` (the texts of the references, for
 :class:`~pyterrier_nuggets.judges.support.SupportJudge`) and ``problems``. Write it with
 ``formats.write_answers_2024(path, formats.frame_to_answers(df))`` (or ``write_answers_2025``).
+
+Conversational topics (TREC iKAT): ``conversation="resolved"`` shows the LLM the turn's resolved utterance
+(``prompts/cited_generation_resolved.txt``), ``conversation="raw"`` the utterance as typed with the earlier
+turns and the user's PTKB statements (``prompts/cited_generation_raw.txt``); the TREC RAG prompt is not used
+then. The turn's fields come from the input columns of the iKAT queries (``utterance``,
+``resolved_utterance``, ``context``, ``ptkb``: ``pt.get_dataset('irds:trec-ikat/2024').get_topics()``) or from
+``topics=`` (the queries of ``ir_datasets.load('trec-ikat/2024')``); answers carry ``turn_id`` (= ``qid``,
+``{topic}_{turn}``, the form of the iKAT run format). Write them with ``formats.ikat_run_from_frames``.
 """
 from __future__ import annotations
 
@@ -34,13 +42,21 @@ from pyterrier_nuggets.docstore import segment_texts
 from pyterrier_nuggets.judges.base import Failure, LLMJudge
 from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.llm.parsing import OutputError
-from pyterrier_nuggets.prompts import CITED_GENERATION, REASK_GENERATION
+from pyterrier_nuggets.prompts import (
+    CITED_GENERATION,
+    CITED_GENERATION_RAW,
+    CITED_GENERATION_RESOLVED,
+    REASK_GENERATION,
+)
 from pyterrier_nuggets.records import Answer, Sentence
 
 MAX_WORDS = 400  # seed 001 §2: answers of at most 400 words
 MAX_REFERENCES = 20  # TREC RAG 2024 guidelines: at most 20 references per answer
 GENERATION_COLUMNS = ["qid", "query", "qanswer", "sentences", "references", "reference_texts", "problems"]
 SEGMENT_COLUMNS = ("docno", "docid", "text", "title", "score", "rank", "label")
+CONVERSATION_PROMPTS = {"resolved": CITED_GENERATION_RESOLVED, "raw": CITED_GENERATION_RAW}
+NO_HISTORY = "(none: this is the first turn)"
+NO_PTKB = "(none)"
 
 
 # ---------------------------------------------------------------------------------- parsing answers
@@ -202,6 +218,50 @@ def problem_summary(problems: Sequence[dict]) -> pd.DataFrame:
     return pd.DataFrame(list(rows.values()), columns=["qid", "kind", "count", "first"])
 
 
+# --------------------------------------------------------------------------------- conversations
+
+def _pairs(value: Any, what: str, qid: str) -> list[tuple[str, str]]:
+    """``value`` as ``(a, b)`` string pairs: a mapping, or a sequence of pairs (lists from a frame too)."""
+    if value is None or (isinstance(value, float) and value != value):
+        return []
+    if isinstance(value, dict):
+        return [(str(k), str(v)) for k, v in value.items()]
+    try:
+        pairs = [tuple(p) for p in value]
+    except TypeError:
+        pairs = None
+    if pairs is None or isinstance(value, str) or any(len(p) != 2 or isinstance(p, str) for p in pairs):
+        raise ValueError(f"CitedGenerator: {what} of turn {qid} is {value!r}; expected pairs "
+                         f"{'(statement id, statement)' if what == 'ptkb' else '(utterance, response)'}, as "
+                         "the iKAT queries of datasets_ext give them")
+    return [(str(a), str(b)) for a, b in pairs]
+
+
+def conversation_fields(turn: Any, qid: str) -> dict[str, str]:
+    """The prompt values of one iKAT turn (``IkatQuery`` or a row with its fields): ``utterance``,
+    ``resolved_utterance``, ``history`` (``User:`` / ``Assistant:`` lines of the earlier turns), ``ptkb``
+    (``- statement`` lines)."""
+    get = turn.get if isinstance(turn, dict) else lambda name: getattr(turn, name, None)
+    missing = [n for n in ("utterance", "resolved_utterance", "context", "ptkb") if get(n) is None]
+    if missing:
+        raise ValueError(f"CitedGenerator: turn {qid} has no {', '.join(missing)}; give the iKAT queries as input "
+                         "columns or as topics=")
+    history = "\n".join(f"User: {' '.join(u.split())}\nAssistant: {' '.join(r.split())}"
+                        for u, r in _pairs(get("context"), "context", qid))
+    ptkb = "\n".join(f"- {' '.join(text.split())}" for _, text in _pairs(get("ptkb"), "ptkb", qid))
+    return {"utterance": str(get("utterance")), "resolved_utterance": str(get("resolved_utterance")),
+            "history": history or NO_HISTORY, "ptkb": ptkb or NO_PTKB}
+
+
+def _topic_lookup(topics: Any) -> dict[str, Any]:
+    if topics is None:
+        return {}
+    if isinstance(topics, pd.DataFrame):
+        key = "qid" if "qid" in topics.columns else "query_id"
+        return {str(row[key]): row for row in topics.to_dict("records")}
+    return {str(getattr(t, "query_id", None) or t["qid"]): t for t in topics}
+
+
 # ------------------------------------------------------------------------------------- transformer
 
 class CitedGenerator(LLMJudge):
@@ -218,6 +278,12 @@ class CitedGenerator(LLMJudge):
     ``on_failure``: ``"raise"`` (default, after all topics ran; the rest is cached) or ``"empty"``: a topic
     whose generation failed gets an empty answer with a ``failed`` problem (it then scores 0), and the
     failure is listed in ``failures``.
+
+    ``conversation``: ``None`` (TREC RAG: the ``query`` column), ``"resolved"`` or ``"raw"`` for iKAT turns
+    (module docstring); each has its own packaged prompt, ``prompt=`` overrides it. The turn's fields are read
+    from the input columns ``utterance, resolved_utterance, context, ptkb`` when present, else from
+    ``topics`` (iKAT queries, or a frame with ``qid`` and those columns). Output then also has ``turn_id``
+    (= ``qid``) and ``query`` is the resolved utterance when the input has no ``query``.
     """
 
     step = "generate"
@@ -231,7 +297,12 @@ class CitedGenerator(LLMJudge):
 
     def __init__(self, llm: LLMClient | None = None, *, k: int = MAX_REFERENCES, max_words: int = MAX_WORDS,
                  docstore: Any = None, run_id: str | None = None, prompt=None, first: int = 1,
-                 max_tokens: int | None = None, max_reasks: int = 1, on_failure: str = "raise"):
+                 max_tokens: int | None = None, max_reasks: int = 1, on_failure: str = "raise",
+                 conversation: str | None = None, topics: Any = None):
+        if conversation is not None and conversation not in CONVERSATION_PROMPTS:
+            raise ValueError(f"conversation must be None (TREC RAG), 'resolved' or 'raw', got {conversation!r}")
+        if topics is not None and conversation is None:
+            raise ValueError("topics= is for conversational topics: give conversation='resolved' or 'raw' too")
         if not 1 <= k <= MAX_REFERENCES:
             raise ValueError(f"k must be between 1 and {MAX_REFERENCES} (the TREC RAG reference limit), got {k}")
         self.k = k
@@ -240,19 +311,31 @@ class CitedGenerator(LLMJudge):
         self.run_id = run_id
         self.first = first
         self.max_tokens = max_tokens
+        self.conversation = conversation
+        self.topics = topics
+        self._turns = _topic_lookup(topics)
+        if conversation is not None:
+            self.default_prompt = CONVERSATION_PROMPTS[conversation]
         self.setup(llm, prompt, max_reasks, on_failure)
         self.problems: list[dict] = []
+
+    def repr_prefix(self) -> list[str]:
+        """``conversation=`` first when set (TREC RAG generators keep their short repr)."""
+        return [f"conversation={self.conversation!r}"] if self.conversation is not None else []
 
     def problem_summary(self) -> pd.DataFrame:
         """Problems of the last transform per topic and kind."""
         return problem_summary(self.problems)
 
     def run(self, inp: pd.DataFrame) -> tuple[pd.DataFrame, list[Failure]]:
-        pt.validate.columns(inp, includes=["qid", "query", "docno"], context=self)
+        conversational = self.conversation is not None
+        pt.validate.columns(inp, includes=["qid", "docno"] if conversational else ["qid", "query", "docno"],
+                            context=self)
         topic_columns = [c for c in inp.columns if c not in SEGMENT_COLUMNS and c not in GENERATION_COLUMNS
-                         and c != "run_id"]
+                         and c not in ("run_id", "turn_id")]
         columns = GENERATION_COLUMNS[:2] + (["run_id"] if self.run_id is not None or "run_id" in inp.columns
-                                            else []) + GENERATION_COLUMNS[2:] + topic_columns
+                                            else []) + (["turn_id"] if conversational else []) \
+            + GENERATION_COLUMNS[2:] + topic_columns
         if inp.empty:
             return self.empty(columns)
         df = inp.reset_index(drop=True)
@@ -269,12 +352,14 @@ class CitedGenerator(LLMJudge):
             extra = {c: first[c] for c in topic_columns}
             if "run_id" in group.columns:
                 extra["run_id"] = first["run_id"]
-            topics.append((str(qid), str(first["query"]), tuple(str(d) for d in group["docno"]),
-                           tuple(" ".join(str(t).split()) for t in group["_text"]), extra))
+            turn = self._turn_fields(str(qid), first) if conversational else {}
+            query = str(first["query"]) if "query" in group.columns else turn["resolved_utterance"]
+            topics.append((str(qid), query, tuple(str(d) for d in group["docno"]),
+                           tuple(" ".join(str(t).split()) for t in group["_text"]), extra, turn))
         llm = self.client()
         outcomes = llm.map(functools.partial(self._generate, llm), topics, desc="generating answers", unit="topic")
         rows, failures = [], []
-        for (qid, query, docnos, passages, extra), outcome in zip(topics, outcomes):
+        for (qid, query, docnos, passages, extra, _), outcome in zip(topics, outcomes):
             if outcome.ok:
                 sentences, problems = parse_cited_answer(outcome.value, len(docnos), first=self.first,
                                                          max_words=self.max_words)
@@ -288,6 +373,8 @@ class CitedGenerator(LLMJudge):
                    "references": list(docnos), "reference_texts": list(passages), "problems": problems, **extra}
             if self.run_id is not None:
                 row["run_id"] = self.run_id
+            if conversational:
+                row["turn_id"] = qid
             rows.append(row)
         return pd.DataFrame(rows, columns=columns), failures
 
@@ -302,11 +389,23 @@ class CitedGenerator(LLMJudge):
                           stacklevel=3)
         return out
 
+    def _turn_fields(self, qid: str, row: pd.Series) -> dict[str, str]:
+        """The conversation of turn ``qid``: from the input row when it has the iKAT query columns, else from
+        ``topics``."""
+        if all(c in row.index for c in ("utterance", "resolved_utterance", "context", "ptkb")):
+            return conversation_fields(row.to_dict(), qid)
+        if qid not in self._turns:
+            raise ValueError(f"CitedGenerator(conversation={self.conversation!r}): turn {qid} is neither in the "
+                             "input's iKAT query columns (utterance, resolved_utterance, context, ptkb) nor in "
+                             "topics=; give the iKAT queries of this turn")
+        return conversation_fields(self._turns[qid], qid)
+
     def _generate(self, llm: LLMClient, topic):
-        qid, query, docnos, passages, _ = topic
+        qid, query, docnos, passages, _, turn = topic
         context = "\n".join(f"[{i}] {text}" for i, text in enumerate(passages, self.first))
+        turn = {"utterance": query, "resolved_utterance": query, "history": NO_HISTORY, "ptkb": NO_PTKB, **turn}
         messages = self.template.render(query=query, context=context, count=len(passages), first=self.first,
-                                        last=self.first + len(passages) - 1, max_words=self.max_words)
+                                        last=self.first + len(passages) - 1, max_words=self.max_words, **turn)
         planned = " ".join(f"This placeholder sentence stands for a typical answer sentence of twenty five words in "
                            f"a cited answer to the question, number {i} [{i}]." for i in
                            range(self.first, self.first + min(10, len(passages))))
