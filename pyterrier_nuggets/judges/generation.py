@@ -262,6 +262,19 @@ def _topic_lookup(topics: Any) -> dict[str, Any]:
     return {str(getattr(t, "query_id", None) or t["qid"]): t for t in topics}
 
 
+def top_segments(inp: pd.DataFrame, k: int, docstore: Any = None) -> pd.DataFrame:
+    """The first ``k`` segments of each topic of a result frame, by ``rank`` (else ``score``, else input
+    order), with their texts in ``_text`` (the ``text`` column, else fetched from ``docstore``): what a
+    generator writes from."""
+    df = inp.reset_index(drop=True)
+    if "rank" in df.columns:
+        df = df.sort_values(["rank"], kind="stable")
+    elif "score" in df.columns:
+        df = df.sort_values(["score"], ascending=False, kind="stable")
+    df = df.groupby("qid", sort=False).head(k)
+    return df.assign(_text=segment_texts(df, docstore) if len(df) else [])
+
+
 # ------------------------------------------------------------------------------------- transformer
 
 class CitedGenerator(LLMJudge):
@@ -338,14 +351,7 @@ class CitedGenerator(LLMJudge):
             + GENERATION_COLUMNS[2:] + topic_columns
         if inp.empty:
             return self.empty(columns)
-        df = inp.reset_index(drop=True)
-        if "rank" in df.columns:
-            df = df.sort_values(["rank"], kind="stable")
-        elif "score" in df.columns:
-            df = df.sort_values(["score"], ascending=False, kind="stable")
-        df = df.groupby("qid", sort=False).head(self.k)
-        texts = segment_texts(df, self.docstore)
-        df = df.assign(_text=texts)
+        df = top_segments(inp, self.k, self.docstore)
         topics = []
         for qid, group in df.groupby("qid", sort=False):
             first = group.iloc[0]

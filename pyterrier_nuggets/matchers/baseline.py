@@ -35,9 +35,14 @@ import pandas as pd
 import pyterrier as pt
 
 from ir_measures_ext import ids
-from pyterrier_nuggets.docstore import segment_texts
 from pyterrier_nuggets.formats.frames import ASSIGNMENT_COLUMNS, SUPPORT_COLUMNS, as_nugget_set
-from pyterrier_nuggets.judges.generation import GENERATION_COLUMNS, MAX_REFERENCES, MAX_WORDS, SEGMENT_COLUMNS
+from pyterrier_nuggets.judges.generation import (
+    GENERATION_COLUMNS,
+    MAX_REFERENCES,
+    MAX_WORDS,
+    SEGMENT_COLUMNS,
+    top_segments,
+)
 from pyterrier_nuggets.judges.support import cited_statements, support_passthrough
 from pyterrier_nuggets.matchers.base import Matcher
 from pyterrier_nuggets.matchers.embedding import DEFAULT_THRESHOLD, EmbeddingMatcher, split_sentences
@@ -206,13 +211,7 @@ class ExtractiveGenerator(pt.Transformer):
                          and c != "run_id"]
         has_run = self.run_id is not None or "run_id" in inp.columns
         columns = GENERATION_COLUMNS[:2] + (["run_id"] if has_run else []) + GENERATION_COLUMNS[2:] + topic_columns
-        df = inp.reset_index(drop=True)
-        if "rank" in df.columns:
-            df = df.sort_values(["rank"], kind="stable")
-        elif "score" in df.columns:
-            df = df.sort_values(["score"], ascending=False, kind="stable")
-        df = df.groupby("qid", sort=False).head(self.k)
-        df = df.assign(_text=segment_texts(df, self.docstore) if len(df) else [])
+        df = top_segments(inp, self.k, self.docstore)
         rows = []
         for qid, group in df.groupby("qid", sort=False):
             first = group.iloc[0]
