@@ -60,10 +60,10 @@ def main() -> None:
                      "≤ 180 s"))
         second, out2 = run(demo + ["--out", str(tmp / "second")], env, REPO)
         rows.append(("second run", "`pyterrier-nuggets demo`", second, calls(out2), "≤ 30 s, 0 calls"))
-        table1 = out1[out1.index("system "):].split("\nnote:")[0]
-        table2 = out2[out2.index("system "):].split("\nnote:")[0]
-        if table1 != table2:
-            sys.exit("the second run printed another table:\n" + table1 + "\n" + table2)
+        table1 = out1[out1.index("Joint table ("):].split("\nnote:")[0]
+        csv1, csv2 = ((tmp / run / "joint_table.csv").read_text() for run in ("first", "second"))
+        if csv1 != csv2:
+            sys.exit("the second run wrote another table:\n" + csv1 + "\n" + csv2)
         if args.fresh_clone:
             clone = tmp / "clone"
             subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)

@@ -240,3 +240,15 @@ def test_cli_demo_offline_default_systems_with_the_embedded_writer(tmp_path, ind
     assert re.search(r"^generate\s+1\s+0\s+1\s", out, re.M)  # one answer written, one call
     assert cli.main(args + ["--out", str(tmp_path / "again")]) == 0
     assert re.search(r"^generate\s+1\s+1\s+0\s", capsys.readouterr().out, re.M)  # from the cache
+
+
+def test_vector_cache_makes_a_rerun_load_no_encoder(tmp_path):
+    pairs = [("Bees dance in the hive.", "Honey bees perform a waggle dance"), ("Magma rises.", "Volcanoes erupt")]
+    first = EmbeddingMatcher(cache=tmp_path / "v.sqlite")
+    scores = first.scores(pairs)
+    assert first._encoder is not None
+    again = EmbeddingMatcher(cache=tmp_path / "v.sqlite")
+    assert again.scores(pairs) == scores and again._encoder is None  # every vector from the file
+    from pyterrier_nuggets.matchers.embedding import VectorCache
+    assert VectorCache(tmp_path / "v.sqlite", "another-model").get([p for p, _ in pairs]) == {}  # keyed by model
+    assert EmbeddingMatcher().scores(pairs[:1])[0] == pytest.approx(scores[0], abs=1e-6)

@@ -13,9 +13,11 @@ The default threshold :data:`DEFAULT_THRESHOLD` was calibrated on real labels (d
 """
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import re
+import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -44,18 +46,54 @@ def split_sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(text.strip()) if s.strip()]
 
 
+class VectorCache:
+    """Sentence vectors kept across runs (SQLite, one file), by SHA-256 of the model's name and the text: a
+    re-run of the same texts loads no encoder. The vectors are those the encoder gave (float32)."""
+
+    def __init__(self, path: str | os.PathLike, model: str):
+        self.path = Path(path)
+        self.model = model
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with sqlite3.connect(self.path) as con:
+            con.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
+
+    def _key(self, text: str) -> str:
+        return hashlib.sha256(f"{self.model}\0{text}".encode()).hexdigest()
+
+    def get(self, texts: Sequence[str]) -> dict:
+        import numpy as np
+        keys = {self._key(t): t for t in texts}
+        out = {}
+        with sqlite3.connect(self.path) as con:
+            items = list(keys)
+            for start in range(0, len(items), 500):
+                chunk = items[start:start + 500]
+                rows = con.execute(f"SELECT key, vector FROM vectors WHERE key IN ({','.join('?' * len(chunk))})", chunk)
+                out.update({keys[k]: np.frombuffer(v, dtype=np.float32) for k, v in rows})
+        return out
+
+    def put(self, items) -> None:
+        import numpy as np
+        rows = [(self._key(t), np.asarray(v, dtype=np.float32).tobytes()) for t, v in items]
+        with sqlite3.connect(self.path) as con:
+            con.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)", rows)
+
+
 class EmbeddingMatcher(Matcher):
-    """Cosine similarity of sentence embeddings >= ``threshold`` (a baseline; see the module docstring)."""
+    """Cosine similarity of sentence embeddings >= ``threshold`` (a baseline; see the module docstring).
+    ``cache``: a SQLite file that keeps the vectors across runs (:class:`VectorCache`), e.g. under the main
+    job's index folder; by default vectors are kept for the matcher's lifetime only."""
 
     baseline = True
 
     def __init__(self, threshold: float = DEFAULT_THRESHOLD, *, model: str | None = None, batch_size: int = 64,
-                 device: str | None = None, sentences: bool = True):
+                 device: str | None = None, sentences: bool = True, cache: str | os.PathLike | None = None):
         self.threshold = float(threshold)
         self.model = model
         self.batch_size = int(batch_size)
         self.device = device
         self.sentences = sentences
+        self.cache = VectorCache(cache, MODEL_NAME if model is None else str(model)) if cache is not None else None
         self._encoder = None
         self._vectors: dict = {}
 
@@ -68,6 +106,9 @@ class EmbeddingMatcher(Matcher):
 
     def _encode(self, texts: Sequence[str]):
         todo = [t for t in dict.fromkeys(texts) if t not in self._vectors]
+        if todo and self.cache is not None:
+            self._vectors.update(self.cache.get(todo))
+            todo = [t for t in todo if t not in self._vectors]
         if todo:
             if self._encoder is None:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a local folder: never ask a hub
@@ -77,6 +118,8 @@ class EmbeddingMatcher(Matcher):
             vectors = self._encoder.encode(todo, batch_size=self.batch_size, normalize_embeddings=True,
                                            convert_to_numpy=True, show_progress_bar=False)
             self._vectors.update(zip(todo, vectors))
+            if self.cache is not None:
+                self.cache.put(zip(todo, vectors))
         return self._vectors
 
     def units(self, premise: str) -> list[str]:

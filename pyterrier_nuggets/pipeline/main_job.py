@@ -139,6 +139,7 @@ class Judges:
     llm: LLMClient | None
     strict: bool = False
     matcher: EmbeddingMatcher | None = None
+    vector_cache: Path | None = None  # where the matcher keeps its sentence vectors across runs
 
     def generator_of(self, spec: SystemSpec) -> str:
         return spec.generator or ("extractive" if self.mode == "baseline" else "llm")
@@ -163,7 +164,7 @@ class Judges:
 
     def shared_matcher(self) -> EmbeddingMatcher:
         if self.matcher is None:
-            self.matcher = EmbeddingMatcher()
+            self.matcher = EmbeddingMatcher(cache=self.vector_cache)
         return self.matcher
 
     def describe_generation(self, spec: SystemSpec, collection: Collection) -> str:
@@ -381,6 +382,7 @@ def _run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir
                   log: Callable[[str], None], on_invalid: str = "refuse") -> MainJobResult:
     start = time.time()
     index_dir = Path(index_dir) if index_dir is not None else default_index_dir()
+    judges.vector_cache = index_dir / "embedding-vectors.sqlite"
     files: list[str] = []
     notes: list[str] = []
     baseline = judges.mode == "baseline"
