@@ -44,7 +44,8 @@ SKIP = {
     ("getting-started.md", "# AutoNuggets / AutoAssign"): "needs the licensed MS MARCO V2.1 segments and "
                                                           "your own runs",
     ("benchmarks.md", "PYTERRIER_NUGGETS_NO_HOOK"): "a benchmark over 1.1 GB of generated data",
-    ("benchmarks.md", "git clone"): "a fresh clone and set-up (the timing it documents)",
+    ("benchmarks.md", "python benchmarks/main_job_times.py --fresh-clone"): "a fresh clone and set-up, and the main "
+                                                                          "job twice (the timings it documents)",
     ("benchmarks.md", "PYTHONPATH=$PWD python benchmarks/offline_judge_agreement.py"):
         "needs the real GPT-4o assignments of TREC RAG 2024 (not in the repository)",
     ("annotation.md", "pyterrier-nuggets annotate serve"): "starts a server that does not return (the "

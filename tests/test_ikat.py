@@ -344,3 +344,30 @@ def test_generator_repr_names_the_conversation(llm):
     from pyterrier_nuggets.judges.generation import CitedGenerator
     assert repr(CitedGenerator(llm, conversation="raw")).startswith("CitedGenerator(conversation='raw', k=20")
     assert "conversation" not in repr(CitedGenerator(llm))
+
+
+def _first_sentence(body):
+    """The CONE-RAG extraction prompt answered with the text's first sentence (an exact span)."""
+    text = body["messages"][-1]["content"].split("#Text: ", 1)[1].split("\n(Please", 1)[0]
+    return text.split(". ")[0].rstrip(".") + "."
+
+
+@pytest.mark.parametrize("responder", [_first_sentence])
+def test_ikat_command_extracts_nuggets_for_ntn(files, server, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PYTERRIER_NUGGETS_CACHE", str(tmp_path / "cache.sqlite"))
+    out = tmp_path / "out"
+    code = main(["ikat", "--run", files["runA.json"], "--run", files["runB.json"], "--qrels", files["qrels"],
+                 "--topics", files["topics.json"], "--gold-nuggets", files["gold.json"], "--extract",
+                 "--base-url", server.base_url, "--model", "fake", "--out", str(out)])
+    assert code == 0, capsys.readouterr().err
+    printed = capsys.readouterr().out
+    assert "NuggetExtractor (seed 003 §4.1), llm 'fake'" in printed
+    table = pd.read_csv(out / "ikat.csv").set_index(pd.read_csv(out / "ikat.csv").columns[0])
+    assert {"Recall_NtN", "Precision_NtN"} <= set(table.columns)
+    # runA's responses are the gold nuggets' own sentences: extracted, they match; runB's match nothing
+    assert table.loc["runA", "Precision_NtN"] > table.loc["runB", "Precision_NtN"] == 0
+    prompts = [b["messages"][-1]["content"] for b in server.requests]
+    assert any("#User query: What is the weather like in Glasgow?" in p for p in prompts)  # the resolved utterance
+    assert main(["ikat", "--run", files["runA.json"], "--gold-nuggets", files["gold.json"], "--extract",
+                 "--response-nuggets", files["gold.json"], "--out", str(tmp_path / "x")]) == 2
+    assert "not both" in capsys.readouterr().err

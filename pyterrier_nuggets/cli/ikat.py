@@ -38,6 +38,9 @@ def add_parser(sub) -> None:
                    "the conversation history and the PTKB statements. Passage texts come from the trec-ikat/2024 "
                    "ClueWeb22-B passages (licensed, placed by the user; docs/datasets.md). The generated runs are "
                    "written to OUT/RUN+gen-MODE.json in the official iKAT format")
+    p.add_argument("--extract", action="store_true", help="extract nuggets from every system's responses with the "
+                   "CONE-RAG extractor (NuggetExtractor, seed 003 §4.1, Table 3 prompt; --base-url / --model), given the "
+                   "resolved utterance, for Recall_NtN / Precision_NtN (instead of --response-nuggets)")
     p.add_argument("--k", type=positive_int, default=20, help="with --generate: passages shown to the LLM per turn "
                    "(default and maximum 20)")
     p.add_argument("--ptkb-run", action="append", default=[], metavar="[NAME=]RUN",
@@ -119,6 +122,9 @@ def run(args) -> int:
                          "--ptkb-run RUN (a PTKB statement ranking)")
     if args.ptkb_qrels and not ptkb_runs:
         raise UsageError("--ptkb-qrels needs --ptkb-run")
+    if args.extract and args.response_nuggets:
+        raise UsageError("give --extract (extract the nuggets with an LLM) or --response-nuggets (extracted ones), "
+                         "not both")
     if args.response_nuggets and not args.responses:
         raise UsageError("--response-nuggets needs --responses")
     if args.run and args.responses:
@@ -200,11 +206,15 @@ def _joint(args, paths: dict[str, str]) -> int:
             run_file = formats.ikat_run_from_frames(system.name, system.ranking, cited)
             extra[path] = (lambda r: lambda tmp: formats.write_ikat_run(tmp, r))(run_file)
         systems += generated
+    if args.extract:
+        systems = _extract(args, systems, topics)
     qrels = None
     if args.run:
         qrels = args.qrels or list(ir_datasets.load("trec-ikat/2024").qrels_iter())
     result = ikat.ikat_table(systems, gold, qrels, _matcher(args), topics, baseline=args.baseline, test=args.test,
                              correction=args.correction, alpha=args.alpha, gold_label=label)
+    if args.extract:
+        result.labels["extraction"] = f"NuggetExtractor (seed 003 §4.1), llm {args.model!r}"
     if args.generate:
         result.labels["generation"] = (f"CitedGenerator(conversation={args.generate!r}, k={args.k}), "
                                        f"llm {args.model!r}")
@@ -239,4 +249,24 @@ def _generate(args, systems: list, topics: list) -> list:
                                    topics=topics)
         answers = generator(ranking)
         out.append(ikat.IkatSystem(name, answers, ranking))
+    return out
+
+
+def _extract(args, systems: list, topics: list) -> list:
+    """Each system with the nuggets the CONE-RAG extractor finds in its responses (the query it is given: the
+    turn's resolved utterance, seed 003 §4.1). A failed extraction stops the command once all others ran (they
+    are cached): no system is scored with a topic's nuggets missing."""
+    from dataclasses import replace
+
+    from pyterrier_nuggets.judges import NuggetExtractor
+    resolved = {q.query_id: q.resolved_utterance for q in topics}
+    extractor = NuggetExtractor(_llm(args))
+    out = []
+    for system in systems:
+        unknown = sorted(set(system.responses["qid"]) - set(resolved))
+        if unknown:
+            raise UsageError(f"system {system.name}: turns {unknown[:5]} are not in the topics; give the topics of "
+                             "the run (--topics)")
+        frame = system.responses[["qid", "qanswer"]].assign(query=system.responses["qid"].map(resolved))
+        out.append(replace(system, nuggets=extractor(frame)[["qid", "nuggets"]]))
     return out
