@@ -371,3 +371,31 @@ def test_ikat_command_extracts_nuggets_for_ntn(files, server, tmp_path, monkeypa
     assert main(["ikat", "--run", files["runA.json"], "--gold-nuggets", files["gold.json"], "--extract",
                  "--response-nuggets", files["gold.json"], "--out", str(tmp_path / "x")]) == 2
     assert "not both" in capsys.readouterr().err
+
+
+def test_demo_on_ikat_runs(tmp_path, monkeypatch, capsys):
+    """`demo --dataset trec-ikat/2024 --run NAME=RUN.json`: the main job's face for submitted iKAT runs, with the
+    registered gold nuggets and passage qrels (miniature files in IR_DATASETS_HOME) and the offline matcher."""
+    from tests.datasets_fixtures import build_ikat
+    home = tmp_path / "home"
+    build_ikat(home)
+    monkeypatch.setenv("IR_DATASETS_HOME", str(home))
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "PYTERRIER_NUGGETS_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    run = _run("mine", [("0_1", "Glasgow has a mild climate.", [], [("clueweb22-en0000-00-00001:0", 2.0, True)]),
+                        ("0_2", "No idea.", [], [("clueweb22-en0000-00-00003:1", 1.0, True)])])
+    (tmp_path / "mine.json").write_text(json.dumps(run))
+    out = tmp_path / "out"
+    assert main(["demo", "--dataset", "trec-ikat/2024", "--run", f"mine={tmp_path / 'mine.json'}", "--out",
+                 str(out), "--no-plots"]) == 0
+    printed = capsys.readouterr().out
+    assert "trec-ikat/2024/gold-nuggets-human" in printed and "embedding all-MiniLM-L6-v2" in printed
+    table = pd.read_csv(out / "ikat.csv")
+    assert list(table.iloc[:, 0]) == ["mine"] and table.loc[0, "nDCG@5"] == 1.0  # its one passage is the relevant one
+    assert 0 < table.loc[0, "Recall_NtR"] < 1  # the first turn's response states a gold nugget, the second none
+    assert main(["demo", "--dataset", "trec-ikat/2024", "--run", f"other={tmp_path / 'mine.json'}", "--out",
+                 str(tmp_path / "o2")]) == 2
+    assert "named by its run_name, 'mine'" in capsys.readouterr().err
+    assert main(["demo", "--dataset", "trec-ikat/2024", "--system", "bm25:3", "--run", f"mine={tmp_path / 'mine.json'}",
+                 "--out", str(tmp_path / "o3")]) == 2
+    assert "--system do not apply to iKAT runs" in capsys.readouterr().err

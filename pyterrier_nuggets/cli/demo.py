@@ -169,8 +169,53 @@ def plan_main_job(llm, job) -> object:
     return plan
 
 
+IKAT_DATASET = "trec-ikat/2024"
+
+
+def run_ikat_demo(args) -> int:
+    """``demo --dataset trec-ikat/2024 --run NAME=RUN.json ...``: submitted iKAT runs (official format) scored by
+    the iKAT joint table (``pyterrier-nuggets ikat``, docs/ikat.md) against the gold nuggets (``--nuggets``: a
+    registered set human / human-dedup / llm / llm-dedup, or a CONE-RAG gold nugget file; default human), with
+    the embedding matcher offline, or the LLM matcher on an endpoint."""
+    from types import SimpleNamespace
+
+    from pyterrier_nuggets.cli import ikat
+    from pyterrier_nuggets.cli.errors import UsageError
+    from pyterrier_nuggets.formats import read_ikat_run
+    unsupported = {"--system": args.system, "--answers": args.answers, "--assignments": args.assignments,
+                   "--collection": args.collection, "--topics": args.topics, "--max-topics": args.max_topics,
+                   "--max-nuggets": args.max_nuggets, "--batch": args.batch, "--dry-run": args.dry_run}
+    given = [option for option, value in unsupported.items() if value]
+    if given:
+        raise UsageError(f"demo --dataset {IKAT_DATASET}: {', '.join(given)} do not apply to iKAT runs; give "
+                         "--run NAME=RUN.json (official iKAT run files) and optionally --nuggets SET|FILE (docs/ikat.md)")
+    if not args.run:
+        raise UsageError(f"demo --dataset {IKAT_DATASET} needs --run NAME=RUN.json (official iKAT 2024 run files)")
+    paths = []
+    for value in args.run:
+        name, sep, path = value.partition("=")
+        if not sep or not name or not path:
+            raise UsageError(f"--run takes NAME=PATH, got {value!r}")
+        run_name = read_ikat_run(path).run_name
+        if name != run_name:
+            raise UsageError(f"--run {value}: an iKAT run is named by its run_name, {run_name!r}: give "
+                             f"--run {run_name}={path}")
+        paths.append(path)
+    mode = llm_mode(args)
+    ns = SimpleNamespace(run=paths, responses=None, response_nuggets=None, gold_nuggets=args.nuggets or "human",
+                         qrels=None, topics=None, matcher="llm" if mode == "endpoint" else "embedding",
+                         base_url=args.base_url, model=args.model, only=None, baseline=None, test="t",
+                         correction=None, alpha=0.05, generate=None, extract=False, k=20, ptkb_run=[],
+                         ptkb_qrels=None, out=args.out, no_plots=args.no_plots)
+    print(f"iKAT 2024: the runs' passage rankings and responses, scored by the iKAT joint table (matcher: "
+          f"{ns.matcher}; pyterrier-nuggets ikat has every option, docs/ikat.md)", flush=True)
+    return ikat.run(ns)
+
+
 def run_demo(args) -> int:
     """``pyterrier-nuggets demo`` without ``--sample-only``: the main job, printed and written to ``--out``."""
+    if args.dataset and args.dataset.rstrip("/") == IKAT_DATASET:
+        return run_ikat_demo(args)
     from pyterrier_nuggets.pipeline import build_systems, dataset_collection, run_main_job, sample_collection
     from pyterrier_nuggets.pipeline.main_job import offline_nuggets
     if args.dataset and args.collection:
