@@ -177,7 +177,7 @@ def run_ikat_demo(args) -> int:
     the iKAT joint table (``pyterrier-nuggets ikat``, docs/ikat.md) against the gold nuggets (``--nuggets``: a
     registered set human / human-dedup / llm / llm-dedup, or a CONE-RAG gold nugget file; default human), with
     the embedding matcher offline, or the LLM matcher on an endpoint."""
-    from types import SimpleNamespace
+    import argparse
 
     from pyterrier_nuggets.cli import ikat
     from pyterrier_nuggets.cli.errors import UsageError
@@ -201,15 +201,17 @@ def run_ikat_demo(args) -> int:
             raise UsageError(f"--run {value}: an iKAT run is named by its run_name, {run_name!r}: give "
                              f"--run {run_name}={path}")
         paths.append(path)
-    mode = llm_mode(args)
-    ns = SimpleNamespace(run=paths, responses=None, response_nuggets=None, gold_nuggets=args.nuggets or "human",
-                         qrels=None, topics=None, matcher="llm" if mode == "endpoint" else "embedding",
-                         base_url=args.base_url, model=args.model, only=None, baseline=None, test="t",
-                         correction=None, alpha=0.05, generate=None, extract=False, k=20, ptkb_run=[],
-                         ptkb_qrels=None, out=args.out, no_plots=args.no_plots)
+    matcher = "llm" if llm_mode(args) == "endpoint" else "embedding"
+    argv = ["ikat", *(x for path in paths for x in ("--run", path)), "--gold-nuggets", args.nuggets or "human",
+            "--matcher", matcher, "--out", args.out]
+    argv += ["--no-plots"] * args.no_plots + ["--base-url", args.base_url] * bool(args.base_url) + \
+        ["--model", args.model] * bool(args.model)
+    parser = argparse.ArgumentParser(prog="pyterrier-nuggets")  # the ikat command's own options and defaults
+    ikat.add_parser(parser.add_subparsers())
+    ns = parser.parse_args(argv)
     print(f"iKAT 2024: the runs' passage rankings and responses, scored by the iKAT joint table (matcher: "
-          f"{ns.matcher}; pyterrier-nuggets ikat has every option, docs/ikat.md)", flush=True)
-    return ikat.run(ns)
+          f"{matcher}; pyterrier-nuggets ikat has every option, docs/ikat.md)", flush=True)
+    return ns.func(ns)
 
 
 def run_demo(args) -> int:

@@ -59,9 +59,7 @@ def _llm(args):
     if not args.model:
         raise UsageError("an LLM step (--matcher llm, --generate) needs --model (and --base-url for a local "
                          "endpoint)")
-    if args.base_url:
-        return LLMClient(model=args.model, base_url=args.base_url, api_key=os.environ.get("OPENAI_API_KEY") or "EMPTY")
-    return LLMClient(model=args.model)
+    return LLMClient(model=args.model, base_url=args.base_url)  # the key from $OPENAI_API_KEY, else EMPTY
 
 
 def _matcher(args):

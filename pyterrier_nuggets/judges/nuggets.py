@@ -236,7 +236,7 @@ class NuggetScorer(LLMJudge):
 
 # ---------------------------------------------------------------------------------------- assignment
 
-def _topic_lists(nuggets: Any) -> dict[str, tuple[str, list[tuple[int, str]]]]:
+def topic_lists(nuggets: Any) -> dict[str, tuple[str, list[tuple[int, str]]]]:
     """qid -> (query, [(nugget_index, nugget_text)] in index order), from nuggets in any form."""
     nugget_set = as_nugget_set(nuggets)
     out: dict[str, tuple[str, list[tuple[int, str]]]] = {}
@@ -285,7 +285,7 @@ class NuggetAssigner(LLMJudge):
                        else (ids.SUPPORT, ids.NOT_SUPPORT))
         self.default_prompt = NUGGET_ASSIGNMENT if grades == 3 else NUGGET_ASSIGNMENT_2GRADE
         self.setup(llm, prompt, max_reasks, on_failure)
-        self._lists = _topic_lists(nuggets) if nuggets is not None else {}
+        self._lists = topic_lists(nuggets) if nuggets is not None else {}
 
     def with_nuggets(self, nuggets) -> NuggetAssigner:
         """A copy with the same settings and client that assigns ``nuggets`` (used per topic by

@@ -35,7 +35,7 @@ import pandas as pd
 import pyterrier as pt
 
 from ir_measures_ext import ids
-from pyterrier_nuggets.formats.frames import ASSIGNMENT_COLUMNS, SUPPORT_COLUMNS, as_nugget_set
+from pyterrier_nuggets.formats.frames import ASSIGNMENT_COLUMNS, SUPPORT_COLUMNS
 from pyterrier_nuggets.judges.generation import (
     GENERATION_COLUMNS,
     MAX_REFERENCES,
@@ -43,6 +43,7 @@ from pyterrier_nuggets.judges.generation import (
     SEGMENT_COLUMNS,
     top_segments,
 )
+from pyterrier_nuggets.judges.nuggets import topic_lists
 from pyterrier_nuggets.judges.support import cited_statements, support_passthrough
 from pyterrier_nuggets.matchers.base import Matcher
 from pyterrier_nuggets.matchers.embedding import DEFAULT_THRESHOLD, EmbeddingMatcher, split_sentences
@@ -88,9 +89,7 @@ class MatcherAssigner(pt.Transformer):
         self.matcher = _matcher(matcher)
         self.support = float(support)
         self.partial = partial
-        self._lists: dict[str, list[tuple[int, str]]] = {}
-        for n in sorted(as_nugget_set(nuggets).nuggets, key=lambda n: n.index):
-            self._lists.setdefault(n.qid, []).append((n.index, n.text))
+        self._lists = {qid: items for qid, (_, items) in topic_lists(nuggets).items()}
 
     def __repr__(self) -> str:
         return f"MatcherAssigner({sum(map(len, self._lists.values()))} nuggets, support>={self.support})"
