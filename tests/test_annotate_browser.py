@@ -27,9 +27,9 @@ CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 HAVE_SELENIUM = True
 try:
     from selenium import webdriver
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.ui import WebDriverWait
 except ImportError:
     HAVE_SELENIUM = False
@@ -72,10 +72,18 @@ class Person:
         return (within or self.d).find_element(By.XPATH, path)
 
     def submit(self, element):
-        """Click a link or button that loads a page, and wait for the new page."""
-        page = self.d.find_element(By.TAG_NAME, "html")
+        """Click a link or button that loads a page, and wait for the new page.
+
+        The old page is marked by a property on its window object; a new page has a fresh window object,
+        so the wait ends when the mark is gone and the new document has loaded. (Selenium's staleness_of
+        asks the old element a question, and Chromium sometimes answers that with a generic inspector
+        error instead of a stale-element error while the page is being replaced.)
+        """
+        self.d.execute_script("window.__pnOldPage = true;")
         element.click()
-        WebDriverWait(self.d, 30).until(expected_conditions.staleness_of(page))
+        # While the page is being replaced, a script may fail with "context destroyed": ask again.
+        WebDriverWait(self.d, 30, ignored_exceptions=(WebDriverException,)).until(lambda d: d.execute_script(
+            "return window.__pnOldPage === undefined && document.readyState === 'complete';"))
 
     def shot(self, name):
         path = os.path.join(self.shots, f"{name}.png")
