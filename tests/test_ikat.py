@@ -2,6 +2,7 @@
 validation), the passage ranking and answers it gives, the iKAT joint table and the ``ikat`` command."""
 import json
 import math
+import re
 
 import pandas as pd
 import pytest
@@ -399,3 +400,70 @@ def test_demo_on_ikat_runs(tmp_path, monkeypatch, capsys):
     assert main(["demo", "--dataset", "trec-ikat/2024", "--system", "bm25:3", "--run", f"mine={tmp_path / 'mine.json'}",
                  "--out", str(tmp_path / "o3")]) == 2
     assert "--system do not apply to iKAT runs" in capsys.readouterr().err
+
+
+def _generate_or_match(body):
+    """The cited generator answered as the package's fake server does; the CONE-RAG matcher says yes when
+    every word of 4+ letters of the gold nugget is in the response."""
+    from tests.fake_openai_server import auto_reply, first_prompt
+    prompt = first_prompt(body)
+    if "#Gold Information" not in prompt:
+        return auto_reply(body)
+    gold = prompt.split("#Gold Information", 1)[1].split("#Response", 1)[0]
+    response = prompt.split("#Response", 1)[1].lower()
+    return "yes" if all(w in response for w in re.findall(r"\w{4,}", gold.lower())) else "no"
+
+
+@pytest.mark.parametrize("responder", [_generate_or_match])
+def test_demo_on_ikat_generates_from_a_run_with_the_endpoint_of_the_environment(server, tmp_path, monkeypatch,
+                                                                                 capsys):
+    """`demo --dataset trec-ikat/2024 --run ... --generate resolved -k 2` with the endpoint and model named only
+    in the environment: the run's own answers and the generated ones, judged by the LLM matcher."""
+    from tests.datasets_fixtures import build_ikat
+    home = tmp_path / "home"
+    build_ikat(home)
+    monkeypatch.setenv("IR_DATASETS_HOME", str(home))
+    monkeypatch.setenv("PYTERRIER_NUGGETS_CACHE", str(tmp_path / "cache.sqlite"))
+    run = _run("mine", [("0_1", "It rains.", [], [("clueweb22-en0000-00-00001:0", 2.0, True),
+                                                  ("clueweb22-en0000-00-00002:0", 1.0, False),
+                                                  ("clueweb22-en0000-00-00002:1", 0.5, False)]),
+                        ("0_2", "No idea.", [], [("clueweb22-en0000-00-00003:1", 1.0, True)])])
+    (tmp_path / "mine.json").write_text(json.dumps(run))
+    argv = ["demo", "--dataset", "trec-ikat/2024", "--run", f"mine={tmp_path / 'mine.json'}", "--generate",
+            "resolved", "-k", "2", "--no-plots"]
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "PYTERRIER_NUGGETS_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    assert main(argv + ["--out", str(tmp_path / "offline")]) == 2  # no endpoint: no offline generator here
+    assert "--generate needs an endpoint" in capsys.readouterr().err
+    assert not (tmp_path / "offline").exists()
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    monkeypatch.setenv("PYTERRIER_NUGGETS_MODEL", "fake")
+    out = tmp_path / "out"
+    assert main(argv + ["--out", str(out)]) == 0, capsys.readouterr().err
+    printed = capsys.readouterr().out
+    assert "matcher: llm" in printed and "CitedGenerator(conversation='resolved', k=2), llm 'fake'" in printed
+    from tests.fake_openai_server import first_prompt
+    prompts = [first_prompt(b) for b in server.requests]
+    generation = [p for p in prompts if "#Gold Information" not in p]
+    assert len(generation) == 2 and all("2024 resolved" in p for p in generation)  # per turn, the resolved utterance
+    first = next(p for p in generation if "resolved question 1 of topic 0" in p)
+    assert "passage 0 of document 2" in first and "passage 1 of document 2" not in first  # -k 2: two of three shown
+    assert any("#Gold Information" in p for p in prompts)  # the LLM matcher judged
+    table = pd.read_csv(out / "ikat.csv")
+    assert list(table.iloc[:, 0]) == ["mine", "mine+gen-resolved"]
+    assert formats.read_ikat_run(str(out / "mine+gen-resolved.json")).run_name == "mine+gen-resolved"
+    # --generate belongs to the iKAT route; -k without it is refused there
+    assert main(["demo", "--generate", "raw", "--out", str(tmp_path / "o1")]) == 2
+    assert "--generate is for --dataset trec-ikat/2024" in capsys.readouterr().err
+    assert main(argv[:5] + ["-k", "3", "--out", str(tmp_path / "o2")]) == 2
+    assert "-k (without --generate) do not apply" in capsys.readouterr().err
+
+
+def test_ikat_llm_steps_need_an_endpoint(files, tmp_path, monkeypatch, capsys):
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "PYTERRIER_NUGGETS_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    for option in (["--matcher", "llm"], ["--extract"]):
+        assert main(["ikat", "--run", files["runA.json"], "--qrels", files["qrels"], "--topics", files["topics.json"],
+                     "--gold-nuggets", files["gold.json"], *option, "--out", str(tmp_path / "out")]) == 2
+        assert "needs an endpoint" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

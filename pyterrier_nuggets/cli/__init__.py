@@ -4,6 +4,8 @@
                            [--system [NAME=]bm25|dense:K ...] [--run NAME=PATH] [--answers NAME=PATH]
                            [--assignments NAME=PATH] [--nuggets PATH] [--base-url URL] [--model NAME]
                            [--index-dir DIR] [--strict] [--no-plots]   (see docs/cli.md)
+    pyterrier-nuggets demo --dataset trec-ikat/2024 --run NAME=RUN.json ... [--nuggets SET|FILE]
+                           [--generate resolved|raw [-k N]]   (submitted iKAT runs, docs/ikat.md)
     pyterrier-nuggets export --nuggets N.jsonl | --assignments A.jsonl [--answers ANS.jsonl]
                              [--support S.jsonl] [--on-invalid refuse|drop] --qrels OUT [--run OUT]
     pyterrier-nuggets table --nugget-qrels Q [--segment-qrels S] --system NAME EVAL_RUN [SEGMENT_RUN] ...

@@ -33,8 +33,6 @@ def run(args) -> int:
     import warnings
     for option in ignored_options(args):
         warnings.warn(f"demo: ignored in this combination: {option}", stacklevel=1)
-    if args.k is None:
-        args.k = 5
     if args.sample_only:
         from pyterrier_nuggets.pipeline import run_sample
         table = run_sample(args.out)
@@ -75,7 +73,12 @@ def add_demo_arguments(p) -> None:
     g.add_argument("--assignments", action="append", default=[], metavar="NAME=PATH",
                    help="a system's nugget assignments from a nuggetizer assign JSONL (ManualAssign: instead of "
                         "the LLM); its nuggets are used unless --nuggets is given")
-    g.add_argument("-k", type=positive_int, help="segments given to the generator for systems of --run (default 5)")
+    g.add_argument("-k", type=positive_int, help="segments given to the generator for systems of --run (default 5; "
+                   "with --dataset trec-ikat/2024 --generate: passages, default and maximum 20)")
+    g.add_argument("--generate", choices=("resolved", "raw"), help="with --dataset trec-ikat/2024 and an endpoint: "
+                   "also generate a cited answer per turn from each --run's passage ranking, scored as the system "
+                   "RUN+gen-MODE (the licensed passages must be placed; resolved: the resolved utterance, raw: the "
+                   "utterance as typed with the history and the PTKB; docs/ikat.md)")
     g = p.add_argument_group("evaluation condition and LLM")
     g.add_argument("--llm", choices=list(LLM_MODES), help="who judges: offline (hand-written or --nuggets "
                    "nuggets, similarity baseline judges, extractive answers; the default without an endpoint), "
@@ -170,6 +173,7 @@ def plan_main_job(llm, job) -> object:
 
 
 IKAT_DATASET = "trec-ikat/2024"
+RUN_K = 5  # segments given to the generator for the systems of --run when -k is not given
 
 
 def run_ikat_demo(args) -> int:
@@ -184,13 +188,18 @@ def run_ikat_demo(args) -> int:
     from pyterrier_nuggets.formats import read_ikat_run
     unsupported = {"--system": args.system, "--answers": args.answers, "--assignments": args.assignments,
                    "--collection": args.collection, "--topics": args.topics, "--max-topics": args.max_topics,
-                   "--max-nuggets": args.max_nuggets, "--batch": args.batch, "--dry-run": args.dry_run}
+                   "--max-nuggets": args.max_nuggets, "--batch": args.batch, "--dry-run": args.dry_run,
+                   "-k (without --generate)": args.k and not args.generate}
     given = [option for option, value in unsupported.items() if value]
     if given:
         raise UsageError(f"demo --dataset {IKAT_DATASET}: {', '.join(given)} do not apply to iKAT runs; give "
                          "--run NAME=RUN.json (official iKAT run files) and optionally --nuggets SET|FILE (docs/ikat.md)")
     if not args.run:
         raise UsageError(f"demo --dataset {IKAT_DATASET} needs --run NAME=RUN.json (official iKAT 2024 run files)")
+    mode = llm_mode(args)
+    if args.generate and mode != "endpoint":
+        raise UsageError(f"demo --dataset {IKAT_DATASET} --generate needs an endpoint (--base-url and --model, or "
+                         "OPENAI_BASE_URL and PYTERRIER_NUGGETS_MODEL); the iKAT route has no offline generator")
     paths = []
     for value in args.run:
         name, sep, path = value.partition("=")
@@ -201,11 +210,12 @@ def run_ikat_demo(args) -> int:
             raise UsageError(f"--run {value}: an iKAT run is named by its run_name, {run_name!r}: give "
                              f"--run {run_name}={path}")
         paths.append(path)
-    matcher = "llm" if llm_mode(args) == "endpoint" else "embedding"
+    matcher = "llm" if mode == "endpoint" else "embedding"
     argv = ["ikat", *(x for path in paths for x in ("--run", path)), "--gold-nuggets", args.nuggets or "human",
             "--matcher", matcher, "--out", args.out]
     argv += ["--no-plots"] * args.no_plots + ["--base-url", args.base_url] * bool(args.base_url) + \
-        ["--model", args.model] * bool(args.model)
+        ["--model", args.model] * bool(args.model) + ["--generate", args.generate] * bool(args.generate) + \
+        ["--k", str(args.k)] * bool(args.k and args.generate)
     parser = argparse.ArgumentParser(prog="pyterrier-nuggets")  # the ikat command's own options and defaults
     ikat.add_parser(parser.add_subparsers())
     ns = parser.parse_args(argv)
@@ -218,13 +228,16 @@ def run_demo(args) -> int:
     """``pyterrier-nuggets demo`` without ``--sample-only``: the main job, printed and written to ``--out``."""
     if args.dataset and args.dataset.rstrip("/") == IKAT_DATASET:
         return run_ikat_demo(args)
+    if args.generate:
+        raise ValueError(f"--generate is for --dataset {IKAT_DATASET}; a TREC RAG system's generator is chosen "
+                         "in --system NAME=RETRIEVER:K:GENERATOR")
     from pyterrier_nuggets.pipeline import build_systems, dataset_collection, run_main_job, sample_collection
     from pyterrier_nuggets.pipeline.main_job import offline_nuggets
     if args.dataset and args.collection:
         raise ValueError("give --dataset or --collection, not both")
     mode = llm_mode(args)
     client_options = llm_options(args)  # a bad --price is refused before anything else
-    systems = build_systems(args.system, args.run, args.answers, args.assignments, k=args.k, mode=mode)
+    systems = build_systems(args.system, args.run, args.answers, args.assignments, k=args.k or RUN_K, mode=mode)
     if args.dataset:
         collection = dataset_collection(args.dataset, args.topics, args.max_topics)
     elif args.collection:

@@ -55,21 +55,26 @@ def add_parser(sub) -> None:
 
 
 def _llm(args):
-    from pyterrier_nuggets.llm import LLMClient
-    if not args.model:
-        raise UsageError("an LLM step (--matcher llm, --generate) needs --model (and --base-url for a local "
-                         "endpoint)")
-    return LLMClient(model=args.model, base_url=args.base_url)  # the key from $OPENAI_API_KEY, else EMPTY
+    """The one LLM client of the command's LLM steps (--matcher llm, --generate, --extract), or None when none
+    is asked for. The endpoint and model come from --base-url / --model or the environment (LLMClient's rule);
+    the embedded model is never chosen silently for these steps."""
+    from pyterrier_nuggets.llm import LLMClient, endpoint_configured
+    if not (args.matcher == "llm" or args.generate or args.extract):
+        return None
+    if not endpoint_configured(args.model, args.base_url):
+        raise UsageError("an LLM step (--matcher llm, --generate, --extract) needs an endpoint: --base-url and "
+                         "--model, or OPENAI_BASE_URL / OPENAI_API_KEY and PYTERRIER_NUGGETS_MODEL")
+    return LLMClient(model=args.model, base_url=args.base_url)
 
 
-def _matcher(args):
+def _matcher(args, llm):
     from pyterrier_nuggets import matchers
     if args.matcher == "embedding":
         return matchers.EmbeddingMatcher()
     if args.matcher.startswith("nli:"):
         return matchers.NLIMatcher(args.matcher[4:])
     if args.matcher == "llm":
-        return matchers.LLMMatcher(_llm(args))
+        return matchers.LLMMatcher(llm)
     raise UsageError(f"--matcher {args.matcher!r}: give embedding, nli:PATH or llm")
 
 
@@ -181,6 +186,7 @@ def _joint(args, paths: dict[str, str]) -> int:
     else:
         gold, label = formats.read_cone_gold_nuggets(args.gold_nuggets), os.path.basename(args.gold_nuggets)
     topics = _read_topics(args.topics, "trec-ikat/2024")
+    llm = _llm(args)
     systems, runs = [], []
     for path in args.run:
         r = formats.read_ikat_run(path)
@@ -196,7 +202,7 @@ def _joint(args, paths: dict[str, str]) -> int:
         written = {f"--out {s.name}+gen-{args.generate}.json": os.path.join(args.out, f"{s.name}+gen-{args.generate}"
                                                                               ".json") for s in systems}
         formats.check_outputs(written, paths)
-        generated = _generate(args, systems, topics)
+        generated = _generate(args, llm, systems, topics)
         for system, path in zip(generated, written.values()):
             cited = system.responses.assign(references=[
                 list(dict.fromkeys(refs[c] for s in sentences for c in s["citations"]))
@@ -205,17 +211,17 @@ def _joint(args, paths: dict[str, str]) -> int:
             extra[path] = (lambda r: lambda tmp: formats.write_ikat_run(tmp, r))(run_file)
         systems += generated
     if args.extract:
-        systems = _extract(args, systems, topics)
+        systems = _extract(llm, systems, topics)
     qrels = None
     if args.run:
         qrels = args.qrels or list(ir_datasets.load("trec-ikat/2024").qrels_iter())
-    result = ikat.ikat_table(systems, gold, qrels, _matcher(args), topics, baseline=args.baseline, test=args.test,
+    result = ikat.ikat_table(systems, gold, qrels, _matcher(args, llm), topics, baseline=args.baseline, test=args.test,
                              correction=args.correction, alpha=args.alpha, gold_label=label)
     if args.extract:
-        result.labels["extraction"] = f"NuggetExtractor (seed 003 §4.1), llm {args.model!r}"
+        result.labels["extraction"] = f"NuggetExtractor (seed 003 §4.1), llm {llm.model!r}"
     if args.generate:
         result.labels["generation"] = (f"CitedGenerator(conversation={args.generate!r}, k={args.k}), "
-                                       f"llm {args.model!r}")
+                                       f"llm {llm.model!r}")
     print(result)
     if args.response_nuggets:
         rates = ikat.span_rate(formats.read_cone_response_nuggets(args.response_nuggets))
@@ -226,7 +232,7 @@ def _joint(args, paths: dict[str, str]) -> int:
     return 0
 
 
-def _generate(args, systems: list, topics: list) -> list:
+def _generate(args, llm, systems: list, topics: list) -> list:
     """One system per run: the run's passage ranking, answers generated from its top ``--k`` passages."""
     import ir_datasets
 
@@ -234,7 +240,6 @@ def _generate(args, systems: list, topics: list) -> list:
     from pyterrier_nuggets.judges import CitedGenerator
     docstore = ir_datasets.load("trec-ikat/2024").docs_store()
     known = {q.query_id for q in topics}
-    llm = _llm(args)
     out = []
     for system in systems:
         name = f"{system.name}+gen-{args.generate}"
@@ -250,7 +255,7 @@ def _generate(args, systems: list, topics: list) -> list:
     return out
 
 
-def _extract(args, systems: list, topics: list) -> list:
+def _extract(llm, systems: list, topics: list) -> list:
     """Each system with the nuggets the CONE-RAG extractor finds in its responses (the query it is given: the
     turn's resolved utterance, seed 003 §4.1). A failed extraction stops the command once all others ran (they
     are cached): no system is scored with a topic's nuggets missing."""
@@ -258,7 +263,7 @@ def _extract(args, systems: list, topics: list) -> list:
 
     from pyterrier_nuggets.judges import NuggetExtractor
     resolved = {q.query_id: q.resolved_utterance for q in topics}
-    extractor = NuggetExtractor(_llm(args))
+    extractor = NuggetExtractor(llm)
     out = []
     for system in systems:
         unknown = sorted(set(system.responses["qid"]) - set(resolved))
