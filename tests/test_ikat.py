@@ -247,19 +247,25 @@ def test_generation_conversation_errors(llm):
         CitedGenerator(llm, conversation="raw")(bad)
 
 
-def test_ikat_command_generates_from_a_run(server, tmp_path, monkeypatch, capsys):
-    """With the (miniature) licensed passages in IR_DATASETS_HOME, --generate answers each turn from the
-    run's passage ranking, scores it as a system and writes the generated run in the official format."""
-    from tests.datasets_fixtures import CONE_GOLD_HUMAN, build_ikat
-    home = tmp_path / "home"
-    build_ikat(home)
-    monkeypatch.setenv("IR_DATASETS_HOME", str(home))
+def _licensed_passages_and_a_run(tmp_path, monkeypatch):
+    """The miniature iKAT datasets with their (licensed) passages in IR_DATASETS_HOME, a fresh LLM cache, and
+    tmp_path/run.json: the run "mine" ranking three passages for turn 0_1 and one for 0_2."""
+    from tests.datasets_fixtures import build_ikat
+    build_ikat(tmp_path / "home")
+    monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("PYTERRIER_NUGGETS_CACHE", str(tmp_path / "cache.sqlite"))
     run = _run("mine", [("0_1", "It rains.", [], [("clueweb22-en0000-00-00001:0", 2.0, True),
                                                   ("clueweb22-en0000-00-00002:0", 1.0, False),
                                                   ("clueweb22-en0000-00-00002:1", 0.5, False)]),
                         ("0_2", "No idea.", [], [("clueweb22-en0000-00-00003:1", 1.0, True)])])
     (tmp_path / "run.json").write_text(json.dumps(run))
+
+
+def test_ikat_command_generates_from_a_run(server, tmp_path, monkeypatch, capsys):
+    """With the (miniature) licensed passages in IR_DATASETS_HOME, --generate answers each turn from the
+    run's passage ranking, scores it as a system and writes the generated run in the official format."""
+    from tests.datasets_fixtures import CONE_GOLD_HUMAN
+    _licensed_passages_and_a_run(tmp_path, monkeypatch)
     (tmp_path / "gold.json").write_text(json.dumps(CONE_GOLD_HUMAN))
     out = tmp_path / "out"
     code = main(["ikat", "--run", str(tmp_path / "run.json"), "--gold-nuggets", str(tmp_path / "gold.json"),
@@ -419,17 +425,8 @@ def test_demo_on_ikat_generates_from_a_run_with_the_endpoint_of_the_environment(
                                                                                  capsys):
     """`demo --dataset trec-ikat/2024 --run ... --generate resolved -k 2` with the endpoint and model named only
     in the environment: the run's own answers and the generated ones, judged by the LLM matcher."""
-    from tests.datasets_fixtures import build_ikat
-    home = tmp_path / "home"
-    build_ikat(home)
-    monkeypatch.setenv("IR_DATASETS_HOME", str(home))
-    monkeypatch.setenv("PYTERRIER_NUGGETS_CACHE", str(tmp_path / "cache.sqlite"))
-    run = _run("mine", [("0_1", "It rains.", [], [("clueweb22-en0000-00-00001:0", 2.0, True),
-                                                  ("clueweb22-en0000-00-00002:0", 1.0, False),
-                                                  ("clueweb22-en0000-00-00002:1", 0.5, False)]),
-                        ("0_2", "No idea.", [], [("clueweb22-en0000-00-00003:1", 1.0, True)])])
-    (tmp_path / "mine.json").write_text(json.dumps(run))
-    argv = ["demo", "--dataset", "trec-ikat/2024", "--run", f"mine={tmp_path / 'mine.json'}", "--generate",
+    _licensed_passages_and_a_run(tmp_path, monkeypatch)
+    argv = ["demo", "--dataset", "trec-ikat/2024", "--run", f"mine={tmp_path / 'run.json'}", "--generate",
             "resolved", "-k", "2", "--no-plots"]
     for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "PYTERRIER_NUGGETS_MODEL"):
         monkeypatch.delenv(name, raising=False)
