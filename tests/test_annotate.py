@@ -376,3 +376,44 @@ def test_two_annotators_save_the_same_item_concurrently(served):
     assert f"{loser.capitalize()} says" in page and f"{winner.capitalize()} says" in page
     saved = protocol.document_view(store, user, 0, 1, 0)["nuggets"][0]
     assert saved["text"] == f"{winner.capitalize()} says" and saved["version"] == n["version"] + 1
+
+
+def test_login_throttle_counts_failures_in_a_window():
+    from pyterrier_nuggets.annotate.auth import LoginThrottle
+    now = [1000.0]
+    throttle = LoginThrottle(limit=3, window=60.0, now=lambda: now[0])
+    key = ("sky", "127.0.0.1", "alice")
+    for _ in range(3):
+        assert throttle.wait(key) == 0
+        throttle.failed(key)
+        now[0] += 10  # failures at 1000, 1010, 1020
+    assert throttle.wait(key) == pytest.approx(30.0)  # the one at 1000 leaves the window at 1060; it is 1030
+    assert throttle.wait(("sky", "10.0.0.2", "alice")) == 0  # another client, and another name, are not held
+    assert throttle.wait(("sky", "127.0.0.1", "bob")) == 0
+    now[0] = 1061.0
+    assert throttle.wait(key) == 0  # two failures left in the window
+    throttle.failed(key)
+    assert throttle.wait(key) > 0
+    throttle.succeeded(key)
+    assert throttle.wait(key) == 0
+
+
+def test_too_many_failed_sign_ins_are_refused_for_a_while(tmp_path):
+    """After 10 failed sign-ins for a name from one client, even the right password is refused (429) without a
+    check, with the same page for a known and an unknown name; other names sign in as usual."""
+    store = make_project(tmp_path)
+    with live_server([store.directory]) as base:
+        for name in ("bob", "nobody"):
+            for _ in range(10):
+                assert Client(base).login("sky", name, "not-the-password")[0] == 401
+        pages = []
+        for name in ("bob", "nobody"):
+            client = Client(base)
+            status, text, _ = client.login("sky", name, PASSWORDS["bob"])
+            assert status == 429, name
+            pages.append(text.replace(client.csrf, ""))
+        assert "Too many failed sign-ins for this name from here: try again in 15 minutes" in pages[0]
+        assert pages[0] == pages[1]  # nothing tells a known name from an unknown one
+        assert Client(base).login("sky", "alice")[0] == 303
+    with store.read() as c:  # the refused attempts opened no session
+        assert c.execute("SELECT count(*) FROM audit WHERE action = 'login' AND target = 'bob'").fetchone()[0] == 0

@@ -59,3 +59,33 @@ def same_token(a: str | None, b: str | None) -> bool:
 
 def clock() -> float:
     return time.time()
+
+
+class LoginThrottle:
+    """Failed sign-ins per key (project, client address, user name) within ``window`` seconds: after ``limit``
+    of them, further attempts for that key are refused, without a password check, until the oldest failure
+    leaves the window. A success clears the key. Unknown names are counted like known ones, so the refusal
+    tells nothing about who exists; keying by client address keeps a guesser elsewhere from locking a user
+    out. Kept in memory: a restart of the server forgets it."""
+
+    def __init__(self, limit: int = 10, window: float = 900.0, now=time.monotonic):
+        self.limit, self.window, self.now = limit, window, now
+        self.failures: dict[tuple, list[float]] = {}
+
+    def wait(self, key: tuple) -> float:
+        """Seconds until ``key`` may try again (0: now)."""
+        recent = self._recent(key)
+        return 0.0 if len(recent) < self.limit else recent[0] + self.window - self.now()
+
+    def failed(self, key: tuple) -> None:
+        self.failures[key] = self._recent(key) + [self.now()]
+        if len(self.failures) > 10_000:  # many names tried: forget the keys whose failures are all old
+            for stale in [k for k in self.failures if not self._recent(k)]:
+                del self.failures[stale]
+
+    def succeeded(self, key: tuple) -> None:
+        self.failures.pop(key, None)
+
+    def _recent(self, key: tuple) -> list[float]:
+        start = self.now() - self.window
+        return [t for t in self.failures.get(key, ()) if t > start]

@@ -68,6 +68,7 @@ class App:
                 raise ValueError(f"two projects are named {store.name!r}: {self.projects[store.name].directory} and {d}")
             self.projects[store.name] = store
         self.secure = secure_cookies
+        self.throttle = auth.LoginThrottle()
 
     # ------------------------------------------------------------------------------------- plumbing
 
@@ -135,10 +136,7 @@ class App:
             store = self.store(request)
         except NotFound:
             return self.render(request, "error.html", 404, message="No such project.")
-        token = auth.new_token()
-        response = self.render(request, "login.html", login_csrf=token, error=None)
-        self.cookie(response, store, LOGIN_COOKIE, token, 3600)
-        return response
+        return self.login_page(request, store, 200, None)
 
     async def login(self, request: Request) -> Response:
         try:
@@ -150,16 +148,28 @@ class App:
             return self.render(request, "error.html", 403, message="The login form's security token is missing or "
                                "wrong (CSRF): reload the login page.")
         name, password = str(form.get("name", "")), str(form.get("password", ""))
+        key = (store.name, request.client.host if request.client else "", name)
+        wait = self.throttle.wait(key)
+        if wait > 0:
+            return self.login_page(request, store, 429, f"Too many failed sign-ins for this name from here: try "
+                                    f"again in {int(wait // 60) + 1} minutes, or ask the project manager to set a "
+                                    "new password.")
         user = await run_in_threadpool(store.authenticate, name, password)
         if user is None:
-            token = auth.new_token()
-            response = self.render(request, "login.html", 401, login_csrf=token, error="Unknown user or wrong password.")
-            self.cookie(response, store, LOGIN_COOKIE, token, 3600)
-            return response
+            self.throttle.failed(key)
+            return self.login_page(request, store, 401, "Unknown user or wrong password.")
+        self.throttle.succeeded(key)
         session = store.create_session(user)
         response = RedirectResponse(f"/p/{store.name}/", 303)
         self.cookie(response, store, SESSION_COOKIE, session, auth.SESSION_SECONDS)
         response.delete_cookie(LOGIN_COOKIE, path=f"/p/{store.name}/")
+        return response
+
+    def login_page(self, request: Request, store: Store, status: int, error: str | None) -> Response:
+        """The login page, with ``error`` if any and a fresh login-form token (in the form and a cookie)."""
+        token = auth.new_token()
+        response = self.render(request, "login.html", status, login_csrf=token, error=error)
+        self.cookie(response, store, LOGIN_COOKIE, token, 3600)
         return response
 
     async def logout(self, request: Request, store: Store, user: dict, form: FormData) -> Response:
