@@ -354,6 +354,10 @@ def test_model_without_endpoint_is_refused(monkeypatch):
         LLMClient(model="gpt-4o-mini", embedded=True, cache=None)
     with pytest.raises(ValueError, match="neither an endpoint nor an API key"):
         LLMClient(model="m", embedded=False, cache=None)
+    monkeypatch.delenv("PYTERRIER_NUGGETS_MODEL")
+    with pytest.raises(ValueError, match=r"no model name for the endpoint http://127.0.0.1:9/v1: .*--model on the "
+                                         r"command line"):
+        LLMClient(base_url="http://127.0.0.1:9/v1", cache=None)
 
 
 def test_base_url_from_the_environment_without_a_key(monkeypatch, tmp_path):

@@ -192,7 +192,8 @@ class LLMClient:
             self.base_url = base_url
             self.model = model or os.environ.get(ENV_MODEL) or None
             if not self.model:
-                raise ValueError(f"no model name: pass model=... or set ${ENV_MODEL}")
+                raise ValueError(f"no model name for the endpoint {base_url or 'of the OpenAI API'}: pass model=... "
+                                 f"(--model on the command line) or set ${ENV_MODEL}")
             http_client = None
             self.endpoint = base_url or "https://api.openai.com/v1"
         if cache is _DEFAULT_CACHE:
