@@ -173,7 +173,6 @@ def plan_main_job(llm, job) -> object:
 
 
 IKAT_DATASET = "trec-ikat/2024"
-RUN_K = 5  # segments given to the generator for the systems of --run when -k is not given
 
 
 def run_ikat_demo(args) -> int:
@@ -186,6 +185,7 @@ def run_ikat_demo(args) -> int:
     from pyterrier_nuggets.cli import ikat
     from pyterrier_nuggets.cli.errors import UsageError
     from pyterrier_nuggets.formats import read_ikat_run
+    from pyterrier_nuggets.pipeline.systems import parse_named_path
     unsupported = {"--system": args.system, "--answers": args.answers, "--assignments": args.assignments,
                    "--collection": args.collection, "--topics": args.topics, "--max-topics": args.max_topics,
                    "--max-nuggets": args.max_nuggets, "--batch": args.batch, "--dry-run": args.dry_run,
@@ -202,9 +202,7 @@ def run_ikat_demo(args) -> int:
                          "OPENAI_BASE_URL and PYTERRIER_NUGGETS_MODEL); the iKAT route has no offline generator")
     paths = []
     for value in args.run:
-        name, sep, path = value.partition("=")
-        if not sep or not name or not path:
-            raise UsageError(f"--run takes NAME=PATH, got {value!r}")
+        name, path = parse_named_path(value, "--run")
         run_name = read_ikat_run(path).run_name
         if name != run_name:
             raise UsageError(f"--run {value}: an iKAT run is named by its run_name, {run_name!r}: give "
@@ -232,12 +230,12 @@ def run_demo(args) -> int:
         raise ValueError(f"--generate is for --dataset {IKAT_DATASET}; a TREC RAG system's generator is chosen "
                          "in --system NAME=RETRIEVER:K:GENERATOR")
     from pyterrier_nuggets.pipeline import build_systems, dataset_collection, run_main_job, sample_collection
-    from pyterrier_nuggets.pipeline.main_job import offline_nuggets
+    from pyterrier_nuggets.pipeline.main_job import llm_needed, offline_nuggets
     if args.dataset and args.collection:
         raise ValueError("give --dataset or --collection, not both")
     mode = llm_mode(args)
     client_options = llm_options(args)  # a bad --price is refused before anything else
-    systems = build_systems(args.system, args.run, args.answers, args.assignments, k=args.k or RUN_K, mode=mode)
+    systems = build_systems(args.system, args.run, args.answers, args.assignments, k=args.k, mode=mode)
     if args.dataset:
         collection = dataset_collection(args.dataset, args.topics, args.max_topics)
     elif args.collection:
@@ -246,18 +244,14 @@ def run_demo(args) -> int:
         collection = sample_collection(qids=args.topics, max_topics=args.max_topics)
         print("Main job on the sample collection shipped with the package (215 passages and 12 topics written for "
               "it: a sample, not a benchmark)", flush=True)
-    writes = [s for s in systems if not s.answers and not s.assignments]
     if mode == "offline":  # the embedded model writes the answers of the `:llm` systems, nothing else
         offline_nuggets(collection, args.nuggets, systems)  # refused before any model is loaded
-        needs_llm = any(s.generator == "llm" for s in writes)
         options = dict(client_options, embedded=True, max_tokens=OFFLINE_MAX_TOKENS)
     else:
-        needs_llm = any(s.generator != "extractive" for s in writes) or any(not s.assignments or s.answers
-                                                                           for s in systems) or not (
-            args.nuggets or args.assignments)
         options = dict(client_options, embedded=True) if mode == "embedded" else client_options
     llm = make_llm(None if mode != "endpoint" else args.base_url, None if mode != "endpoint" else args.model,
-                   args.concurrency, args.llm_cache, **options) if needs_llm else None
+                   args.concurrency, args.llm_cache, **options) \
+        if llm_needed(systems, LLM_MODES[mode], args.nuggets) else None
 
     def job(out_dir, log, plots=not args.no_plots):
         return run_main_job(collection, systems, out_dir, llm=llm, judges=LLM_MODES[mode], nuggets_path=args.nuggets,

@@ -115,6 +115,7 @@ def run(args) -> int:
     from pyterrier_nuggets.cli.paths import check_inputs
     from pyterrier_nuggets.evaluation import ikat
     from pyterrier_nuggets.formats import check_outputs
+    from pyterrier_nuggets.judges.generation import check_reference_count
     ir_measures_ext.register()
     ptkb_runs = _ptkb_runs(args.ptkb_run)
     if ptkb_runs and (args.run or args.responses):
@@ -134,8 +135,7 @@ def run(args) -> int:
         raise UsageError("--run and --responses make systems with and without passage rankings; give one kind")
     if args.generate and not args.run:
         raise UsageError("--generate needs --run (it generates from the run's passage ranking)")
-    if not 1 <= args.k <= 20:
-        raise UsageError(f"--k {args.k}: give 1 to 20 passages (the TREC RAG reference limit)")
+    check_reference_count(args.k, "--k")
     inputs = args.run + list(ptkb_runs.values()) + [f for f in (args.responses, args.response_nuggets, args.qrels,
                                                                  args.topics, args.ptkb_qrels) if f]
     if args.gold_nuggets not in GOLD_SETS and not ptkb_runs:

@@ -275,6 +275,13 @@ def top_segments(inp: pd.DataFrame, k: int, docstore: Any = None) -> pd.DataFram
     return df.assign(_text=segment_texts(df, docstore) if len(df) else [])
 
 
+def check_reference_count(k: int, what: str = "k") -> int:
+    """``k``, the number of segments a generator is given, checked against the TREC RAG reference limit."""
+    if not 1 <= k <= MAX_REFERENCES:
+        raise ValueError(f"{what} must be between 1 and {MAX_REFERENCES} (the TREC RAG reference limit), got {k}")
+    return k
+
+
 # ------------------------------------------------------------------------------------- transformer
 
 class CitedGenerator(LLMJudge):
@@ -316,9 +323,7 @@ class CitedGenerator(LLMJudge):
             raise ValueError(f"conversation must be None (TREC RAG), 'resolved' or 'raw', got {conversation!r}")
         if topics is not None and conversation is None:
             raise ValueError("topics= is for conversational topics: give conversation='resolved' or 'raw' too")
-        if not 1 <= k <= MAX_REFERENCES:
-            raise ValueError(f"k must be between 1 and {MAX_REFERENCES} (the TREC RAG reference limit), got {k}")
-        self.k = k
+        self.k = check_reference_count(k)
         self.max_words = max_words
         self.docstore = docstore
         self.run_id = run_id

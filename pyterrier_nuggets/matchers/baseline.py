@@ -38,9 +38,9 @@ from ir_measures_ext import ids
 from pyterrier_nuggets.formats.frames import ASSIGNMENT_COLUMNS, SUPPORT_COLUMNS
 from pyterrier_nuggets.judges.generation import (
     GENERATION_COLUMNS,
-    MAX_REFERENCES,
     MAX_WORDS,
     SEGMENT_COLUMNS,
+    check_reference_count,
     top_segments,
 )
 from pyterrier_nuggets.judges.nuggets import topic_lists
@@ -183,11 +183,9 @@ class ExtractiveGenerator(pt.Transformer):
     def __init__(self, k: int = 5, *, matcher: Matcher | None = None, per_segment: int = 1,
                  max_words: int = MAX_WORDS, redundant: float = REDUNDANT, docstore: Any = None,
                  run_id: str | None = None):
-        if not 1 <= k <= MAX_REFERENCES:
-            raise ValueError(f"k must be between 1 and {MAX_REFERENCES} (the TREC RAG reference limit), got {k}")
         if per_segment < 1:
             raise ValueError(f"per_segment must be 1 or more, got {per_segment}")
-        self.k = k
+        self.k = check_reference_count(k)
         self.matcher = _matcher(matcher)
         self.per_segment = per_segment
         self.max_words = max_words

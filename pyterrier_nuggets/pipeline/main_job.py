@@ -128,6 +128,22 @@ def llm_name(llm: LLMClient) -> str:
     return f"{llm.model} at {llm.endpoint}"
 
 
+def generator_of(spec: SystemSpec, judges: str) -> str:
+    """The generator of a system that writes its answers: the one it names, else ``extractive`` with the
+    baseline judges and ``llm`` with the LLM judges."""
+    return spec.generator or ("extractive" if judges == "baseline" else "llm")
+
+
+def llm_needed(systems: Sequence[SystemSpec], judges: str, nuggets_path: str | None) -> bool:
+    """Whether a main job needs an LLM: for the answers of systems whose generator is the LLM and, with the
+    LLM judges, for AutoNuggets (no ``nuggets_path`` and no imported assignments), assignment and support."""
+    writes = any(generator_of(s, judges) == "llm" for s in systems if not s.answers and not s.assignments)
+    if judges == "baseline":
+        return writes
+    creates_nuggets = nuggets_path is None and not any(s.assignments for s in systems)
+    return writes or creates_nuggets or any(not s.assignments or s.answers for s in systems)
+
+
 @dataclass
 class Judges:
     """Who makes and judges the answers of a main job: ``mode`` ``"llm"`` (the AutoNuggetizer's LLM steps,
@@ -142,7 +158,7 @@ class Judges:
     vector_cache: Path | None = None  # where the matcher keeps its sentence vectors across runs
 
     def generator_of(self, spec: SystemSpec) -> str:
-        return spec.generator or ("extractive" if self.mode == "baseline" else "llm")
+        return generator_of(spec, self.mode)
 
     def generator(self, spec: SystemSpec, collection: Collection):
         if self.generator_of(spec) == "extractive":
@@ -390,11 +406,7 @@ def _run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir
     manual = None
     if baseline and nuggets_path is None and not imported:
         nuggets_path = manual = offline_nuggets(collection, nuggets_path, systems)
-    creates_nuggets = nuggets_path is None and not imported
-    makes_answers = [s for s in systems if not s.answers and not s.assignments]
-    # which steps need an LLM: AutoNuggets, LLM-written answers and (LLM judges) assignment and support
-    needs_llm = creates_nuggets or any(judges.generator_of(s) == "llm" for s in makes_answers) or (
-        not baseline and any(not s.assignments or s.answers for s in systems))
+    needs_llm = llm_needed(systems, judges.mode, nuggets_path)
     if judges.llm is None and needs_llm:
         judges.llm = LLMClient()
     llm = judges.llm if needs_llm else None
@@ -403,7 +415,6 @@ def _run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir
         f"{llm.endpoint + ' ' + str(llm.model) if llm else 'none'}")
 
     # nuggets: imported file, the nuggets of imported assignments, or AutoNuggets from the qrels
-    imported = [s for s in systems if s.assignments]
     if nuggets_path:
         nugget_set = formats.read_nuggets(nuggets_path, on_invalid=on_invalid)
         source = "manual" if manual else "imported"

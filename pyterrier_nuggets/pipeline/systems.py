@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 RETRIEVERS = ("bm25", "dense")
+DEFAULT_K = 5  # segments given to the generator when a system (bm25, --run) names no K
 GENERATORS = ("extractive", "llm")
 # the default systems per judging mode of the main job (``--llm``): offline, BM25 and dense at three depths with
 # the extractive baseline generator, and one system whose answers the embedded SmolLM2 model writes (abstractive
@@ -28,7 +29,7 @@ class SystemSpec:
 
     name: str
     retriever: str | None = None
-    k: int = 5
+    k: int = DEFAULT_K
     run: str | None = None
     answers: str | None = None
     assignments: str | None = None
@@ -50,11 +51,11 @@ def parse_system(spec: str) -> SystemSpec:
     if retriever not in RETRIEVERS:
         raise ValueError(f"system {spec!r}: retriever must be one of {RETRIEVERS} (imported runs: --run NAME=PATH)")
     try:
-        k = int(k) if k else 5
+        k = int(k) if k else DEFAULT_K
     except ValueError:
         raise ValueError(f"system {spec!r}: K must be a number of segments, e.g. bm25:5") from None
-    if not 1 <= k <= 20:
-        raise ValueError(f"system {spec!r}: K must be between 1 and 20 (the TREC RAG reference limit)")
+    from pyterrier_nuggets.judges.generation import check_reference_count
+    check_reference_count(k, f"system {spec!r}: K")
     default_name = f"{retriever}-k{k}" + (f"-{generator}" if generator else "")
     return SystemSpec(name or default_name, retriever, k, generator=generator or None)
 
@@ -68,10 +69,11 @@ def parse_named_path(value: str, option: str) -> tuple[str, str]:
 
 
 def build_systems(specs: Sequence[str] = (), runs: Sequence[str] = (), answers: Sequence[str] = (),
-                  assignments: Sequence[str] = (), k: int = 5, mode: str = "offline") -> list[SystemSpec]:
+                  assignments: Sequence[str] = (), k: int | None = None, mode: str = "offline") -> list[SystemSpec]:
     """Systems from the command line: ``specs`` (``--system``) plus one per name of ``runs``, ``answers``,
-    ``assignments`` (``NAME=PATH``; files of one name make one system). With none of them, the defaults of
-    the judging ``mode`` (:data:`DEFAULT_SYSTEMS`)."""
+    ``assignments`` (``NAME=PATH``; files of one name make one system; ``k`` segments, default
+    :data:`DEFAULT_K`, go to the generator of a ``--run`` system). With none of them, the defaults of the
+    judging ``mode`` (:data:`DEFAULT_SYSTEMS`)."""
     systems: dict[str, SystemSpec] = {}
     for spec in specs:
         s = parse_system(spec)
@@ -82,7 +84,7 @@ def build_systems(specs: Sequence[str] = (), runs: Sequence[str] = (), answers: 
                                  ("--assignments", assignments, "assignments")):
         for value in values:
             name, path = parse_named_path(value, option)
-            s = systems.setdefault(name, SystemSpec(name, None, k))
+            s = systems.setdefault(name, SystemSpec(name, None, DEFAULT_K if k is None else k))
             if getattr(s, attr):
                 raise ValueError(f"{option}: system {name!r} was given twice")
             setattr(s, attr, path)
