@@ -75,6 +75,11 @@ def test_assigner_real_embedding_threshold():
     out = assigner(answers(("q", "A forager bee performs the waggle dance to tell its nestmates where flowers are.")))
     assert list(out["assignment"]) == [ids.SUPPORT, ids.NOT_SUPPORT]
     assert "baseline" in assigner.describe() and "all-MiniLM-L6-v2" in assigner.describe()
+    # the measured agreement is claimed for the calibrated setting only
+    assert "kappa 0.24-0.27" in assigner.describe()
+    for other in (MatcherAssigner([], support=0.7), MatcherAssigner([], partial=0.5),
+                  MatcherAssigner([], WordMatcher())):
+        assert "kappa" not in other.describe() and "agreement not measured" in other.describe()
 
 
 # ----------------------------------------------------------------------------------------------- support

@@ -47,6 +47,11 @@ def test_parse_system():
     for bad in ("splade:5", "bm25:x", "bm25:0", "bm25:21", "bm25:3:gpt"):
         with pytest.raises(ValueError):
             parse_system(bad)
+    with pytest.raises(ValueError, match=r"system 'bm25:21': K must be between 1 and 20 .*got 21"):
+        parse_system("bm25:21")
+    assert build_systems(runs=["a=a.run"])[0].k == 5  # -k not given
+    with pytest.raises(ValueError, match="-k must be between 1 and 20"):  # refused before any work
+        build_systems(runs=["a=a.run"], k=21)
 
 
 def test_build_systems_defaults_and_files():

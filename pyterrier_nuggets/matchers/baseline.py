@@ -53,6 +53,8 @@ ASSIGNMENT_SUPPORT = 0.63  # calibrated on GPT-4o's TREC RAG 2024 assignments (b
 SUPPORT_FULL = DEFAULT_THRESHOLD  # 0.83, calibrated on CONE-RAG entailment decisions (benchmarks/cone_rag_checks.py)
 SUPPORT_PARTIAL = ASSIGNMENT_SUPPORT
 REDUNDANT = 0.9  # a candidate sentence this similar to a chosen one adds nothing new
+# measured for the calibrated setting only (shipped encoder, sentences, support >= 0.63, no partial support)
+ASSIGNMENT_AGREEMENT = "agreement with GPT-4o on TREC RAG 2024: kappa 0.24-0.27 (docs/benchmarks.md)"
 
 
 def _matcher(matcher: Matcher | None) -> Matcher:
@@ -95,9 +97,13 @@ class MatcherAssigner(pt.Transformer):
         return f"MatcherAssigner({sum(map(len, self._lists.values()))} nuggets, support>={self.support})"
 
     def describe(self) -> str:
+        """The label of the tables it judges, with its measured agreement in the calibrated setting only."""
         partial = f", partial >= {self.partial}" if self.partial is not None else ""
+        calibrated = (isinstance(self.matcher, EmbeddingMatcher) and self.matcher.model is None
+                      and self.matcher.sentences and self.support == ASSIGNMENT_SUPPORT and self.partial is None)
+        agreement = ASSIGNMENT_AGREEMENT if calibrated else "agreement not measured at these settings"
         return (f"baseline: {_name(self.matcher)} similarity, support >= {self.support}{partial} "
-                "(not the AutoNuggetizer's LLM assignment)")
+                f"(not the AutoNuggetizer's LLM assignment); {agreement}")
 
     def grade(self, score: float) -> str:
         if score >= self.support:

@@ -194,8 +194,7 @@ class Judges:
 
     def describe_assignment(self) -> str:
         if self.mode == "baseline":
-            return (MatcherAssigner([], self.shared_matcher()).describe()
-                    + "; agreement with GPT-4o on TREC RAG 2024: kappa 0.24-0.27 (docs/benchmarks.md)")
+            return MatcherAssigner([], self.shared_matcher()).describe()
         return f"AutoAssign: NuggetAssigner (seed 000 §4.2) on {llm_name(_need(self.llm))}"
 
     def describe_support(self, collection: Collection) -> str:

@@ -74,6 +74,9 @@ def build_systems(specs: Sequence[str] = (), runs: Sequence[str] = (), answers: 
     ``assignments`` (``NAME=PATH``; files of one name make one system; ``k`` segments, default
     :data:`DEFAULT_K`, go to the generator of a ``--run`` system). With none of them, the defaults of the
     judging ``mode`` (:data:`DEFAULT_SYSTEMS`)."""
+    if k is not None:
+        from pyterrier_nuggets.judges.generation import check_reference_count
+        check_reference_count(k, "-k")  # refused before any work, not when the first answer is generated
     systems: dict[str, SystemSpec] = {}
     for spec in specs:
         s = parse_system(spec)
