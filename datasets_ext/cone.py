@@ -13,7 +13,6 @@ it); every error is a :class:`ConeFormatError` naming the file and the field.
 """
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from typing import Any, NamedTuple
@@ -21,6 +20,7 @@ from typing import Any, NamedTuple
 from ir_datasets.formats import BaseDocs, BaseQrels, TrecQrel
 
 from datasets_ext.docs import FileDocs
+from datasets_ext.reading import load_json
 from ir_measures_ext import ids
 
 _KEY = re.compile(r"\[(\d+)\]")
@@ -61,15 +61,9 @@ class IkatResponse(NamedTuple):
         return self.text
 
 
-def load_json_object(raw: bytes | str, path: str) -> dict:
-    """A CONE-RAG file's JSON object keyed by turn id."""
-    try:
-        data = json.loads(raw)
-    except ValueError as e:
-        raise ConeFormatError(path, None, f"not valid JSON ({e})") from None
-    if not isinstance(data, dict):
-        raise ConeFormatError(path, None, f"expected a JSON object keyed by turn id, got {type(data).__name__}")
-    return data
+def load_json_object(path: str) -> dict:
+    """A CONE-RAG file's JSON object keyed by turn id (read by :func:`datasets_ext.reading.load_json`)."""
+    return load_json(path, dict, "a JSON object keyed by turn id")
 
 
 def _object(path: str, value: Any, where: str) -> dict:
@@ -121,8 +115,7 @@ class _JsonDocs(FileDocs):
 
     def docs_iter(self):
         path = self._dlc.path()
-        with self._dlc.stream() as f:
-            data = load_json_object(f.read(), path)
+        data = load_json_object(path)
         for doc in self._parse(data, path):
             # the gold response file names its only run "manual": one document per turn
             yield doc._replace(doc_id=doc.query_id) if self._gold else doc
@@ -147,8 +140,7 @@ class GoldNuggetQrels(BaseQrels):
 
     def qrels_iter(self) -> Iterator[TrecQrel]:
         path = self._dlc.path()
-        with self._dlc.stream() as f:
-            data = load_json_object(f.read(), path)
+        data = load_json_object(path)
         for n in parse_gold_nuggets(data, path):
             yield TrecQrel(n.query_id, n.doc_id, ids.GOLD_GRADE, "0")
 

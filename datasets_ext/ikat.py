@@ -35,6 +35,7 @@ from ir_datasets.indices import PickleLz4FullStore
 
 from datasets_ext import cone
 from datasets_ext.files import DatasetFile
+from datasets_ext.reading import load_json
 from datasets_ext.registry import dataset, register
 
 NAME = "trec-ikat"
@@ -165,12 +166,7 @@ class IkatQueries(BaseQueries):
 
     def queries_iter(self) -> Iterator[IkatQuery]:
         path = self._dlc.path()
-        with self._dlc.stream() as f:
-            try:
-                data = json.load(f)
-            except ValueError as e:
-                raise ValueError(f"{path}: not valid JSON ({e})") from e
-        yield from parse_ikat_topics(data, path)
+        yield from parse_ikat_topics(load_json(path), path)
 
     def queries_cls(self):
         return IkatQuery

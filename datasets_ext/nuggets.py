@@ -1,40 +1,120 @@
-"""Nugget files as ir_datasets docs and qrels (design.md decision 1: nuggets are the documents of nugget
-evaluation).
+"""Nugget files: the one parser of the format (docs/decisions.md, "One parser per format"), and the files as
+ir_datasets docs and qrels (nuggets are the documents of nugget evaluation).
 
 A nugget file is JSONL, one topic a line: ``{"qid": ..., "nuggets": [{"text": ..., "importance": ...}, ...]}``
-plus any other fields (the nuggetizer create format of TREC RAG 2024 adds ``query``; the TREC RAG 2025 NIST
-nuggets add ``mapped_sub_narrative`` and ``source`` to each nugget). Nugget ``i`` (0-based position in its
-topic's list) of topic ``qid`` is the document ``ir_measures_ext.ids.nugget_id(qid, i)``; its qrel has
-relevance ``ids.IMPORTANCE_TO_GRADE[importance]`` (2 vital, 1 okay).
+(``topic_id`` may stand for ``qid``) plus any other fields (the nuggetizer create format of TREC RAG 2024
+adds ``query``; the TREC RAG 2025 NIST nuggets add ``mapped_sub_narrative`` and ``source`` to each nugget).
+A topic appears on one line. A nugget's index is the ``i`` of its ``id`` field when it has one
+(``{qid}:n{i}``, as this package writes nuggets), else its 0-based position in the topic's list; the nugget
+is the document ``ir_measures_ext.ids.nugget_id(qid, i)`` and its qrel has relevance
+``ids.IMPORTANCE_TO_GRADE[importance]`` (2 vital, 1 okay). The nuggetizer "assign" files of
+:mod:`pyterrier_nuggets.formats.assignments` carry the same nugget lists, with an ``assignment`` per nugget,
+and are parsed by the same :func:`parse_nugget_list`.
+
+:func:`read_nugget_lines` and :func:`parse_nugget_list` are the one parser; ``pyterrier_nuggets.formats``
+wraps them with the package's invalid-label policies, and the ir_datasets classes below use them as they are.
+The parser checks structure (every error an :class:`~datasets_ext.reading.InputError` naming file, line and
+field) and hands labels over as written: what an invalid label means is the consumer's policy.
 
 Invalid importance labels. Real nugget files contain labels other than vital/okay (e.g. "failed", free
-text) produced by LLM output that was not validated. Such a nugget has no grade, so it is *left out of the
-qrels* and never turned into anything: reading the qrels issues one ``InvalidNuggetWarning`` per file that
-names the file and, per topic, how many nuggets were left out, their line and their labels. The ids of the
-other nuggets keep their source position, so nothing is renumbered. The docs keep every nugget, with its
-label as written. Anything else wrong (bad JSON, a missing or non-string field) is a ``ValueError`` naming
-file, line and field.
+text) produced by LLM output that was not validated. Such a nugget has no grade, so the ir_datasets qrels
+*leave it out* and never turn it into anything: reading the qrels issues one ``InvalidNuggetWarning`` per file
+that names the file and, per topic, how many nuggets were left out, their line and their labels. The ids of
+the other nuggets keep their index, so nothing is renumbered. The docs keep every nugget, with its label as
+written.
 """
 
 import json
 import warnings
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ir_datasets.formats import BaseQrels, TrecQrel
 
 from datasets_ext.docs import FileDocs
+from datasets_ext.reading import InputError, get_field, get_qid, read_jsonl
 from ir_measures_ext import ids
 
 QRELS_DEFS = {ids.IMPORTANCE_TO_GRADE[ids.VITAL]: "vital nugget", ids.IMPORTANCE_TO_GRADE[ids.OKAY]: "okay nugget"}
+NUGGET_KEYS = ("text", "importance", "id", "assignment")  # the fields of a nugget that are not provenance
 
 
 class InvalidNuggetWarning(UserWarning):
     """Nuggets with an importance other than vital/okay were left out of the nugget qrels."""
 
 
+class NuggetEntry(NamedTuple):
+    """One nugget of a nugget list as written: ``importance`` and ``assignment`` (None without
+    ``with_assignment``) are the file's values, unchecked; ``extra`` the nugget's other fields."""
+    index: int
+    text: str
+    importance: Any
+    assignment: Any
+    extra: dict
+
+
+class NuggetLine(NamedTuple):
+    """One topic line of a nugget file: its line number, topic id, ``query`` (None when absent), nuggets."""
+    line: int
+    qid: str
+    query: str | None
+    nuggets: list[NuggetEntry]
+
+
+def _nugget_index(path: str, line: int, qid: str, position: int, obj: dict, where: str) -> int:
+    """A nugget's index: from its ``id`` field when written by us (``{qid}:n{i}``), else its position."""
+    if "id" not in obj:
+        return position
+    kind = ids.parse_row_id(qid, str(obj["id"]))
+    if kind.kind != "nugget":
+        raise InputError(path, line, where + "id", f"{obj['id']!r} is not a nugget id of topic {qid} "
+                         f"(expected {ids.nugget_id(qid, position)})")
+    return kind.nugget
+
+
+def parse_nugget_list(path: str, line: int, qid: str, items: list, with_assignment: bool) -> list[NuggetEntry]:
+    """The ``nuggets`` list of one line of a nugget file (or, ``with_assignment``, of an assignment file):
+    every nugget with its index, text and labels as written. A nugget that is not an object, has no string
+    ``text``, no ``importance`` (or no ``assignment``), a foreign ``id`` or an index used twice is an
+    InputError."""
+    out = []
+    seen: set[int] = set()
+    for position, obj in enumerate(items):
+        where = f"nuggets[{position}]."
+        if not isinstance(obj, dict):
+            raise InputError(path, line, f"nuggets[{position}]", f"expected an object, got {obj!r:.60}")
+        text = get_field(path, line, obj, "text", str, where)
+        index = _nugget_index(path, line, qid, position, obj, where)
+        if index in seen:
+            raise InputError(path, line, where + "id", f"nugget index {index} appears twice in topic {qid}")
+        seen.add(index)
+        if "importance" not in obj:
+            raise InputError(path, line, where + "importance", "missing", "nuggets need 'vital' or 'okay'")
+        if with_assignment and "assignment" not in obj:
+            raise InputError(path, line, where + "assignment", "missing")
+        extra = {k: v for k, v in obj.items() if k not in NUGGET_KEYS}
+        out.append(NuggetEntry(index, text, obj["importance"], obj.get("assignment"), extra))
+    return out
+
+
+def read_nugget_lines(path: str) -> Iterator[NuggetLine]:
+    """Every topic line of the nugget file at ``path``, in file order; a topic on two lines is an InputError."""
+    seen: dict[str, int] = {}
+    for line, obj in read_jsonl(path):
+        qid = get_qid(path, line, obj, "qid", "topic_id")
+        if qid in seen:
+            raise InputError(path, line, "qid", f"topic {qid} already appeared at line {seen[qid]}",
+                             "a nugget file has one line per topic")
+        seen[qid] = line
+        items = get_field(path, line, obj, "nuggets", list)
+        query = obj["query"] if isinstance(obj.get("query"), str) else None
+        yield NuggetLine(line, qid, query, parse_nugget_list(path, line, qid, items, False))
+
+
 class Nugget(NamedTuple):
-    """One nugget of a topic; ``extra`` holds the nugget's other fields as a JSON object string."""
+    """One nugget of a topic as an ir_datasets document; ``importance`` is the label as written (a label
+    that is not a string is written as JSON), ``extra`` holds the nugget's other fields as a JSON object
+    string."""
     doc_id: str
     query_id: str
     index: int
@@ -46,37 +126,14 @@ class Nugget(NamedTuple):
         return self.text
 
 
-def read_nuggets(dlc, label: str) -> Iterator[tuple[int, Nugget]]:
-    """``(line number, nugget)`` for every nugget of the file behind ``dlc``, in file order."""
-    with dlc.stream() as f:
-        for lineno, raw in enumerate(f, start=1):
-            if not raw.strip():
-                continue
-            where = f"{label}:{lineno}"
-            try:
-                record = json.loads(raw)
-            except ValueError as e:
-                raise ValueError(f"{where}: not a JSON object ({e})") from e
-            if not isinstance(record, dict):
-                raise ValueError(f"{where}: not a JSON object")
-            qid = record.get("qid")
-            if isinstance(qid, int) and not isinstance(qid, bool):
-                qid = str(qid)
-            if not isinstance(qid, str) or not qid:
-                raise ValueError(f"{where}: field 'qid' missing or not a string")
-            nuggets = record.get("nuggets")
-            if not isinstance(nuggets, list):
-                raise ValueError(f"{where}: field 'nuggets' missing or not a list (topic {qid})")
-            for i, nugget in enumerate(nuggets):
-                field = f"nuggets[{i}]"
-                if not isinstance(nugget, dict):
-                    raise ValueError(f"{where}: field '{field}' is not an object (topic {qid})")
-                for key in ("text", "importance"):
-                    if not isinstance(nugget.get(key), str):
-                        raise ValueError(f"{where}: field '{field}.{key}' missing or not a string (topic {qid})")
-                extra = {k: v for k, v in nugget.items() if k not in ("text", "importance")}
-                yield lineno, Nugget(ids.nugget_id(qid, i), qid, i, nugget["text"], nugget["importance"],
-                                     json.dumps(extra, ensure_ascii=False))
+def read_nuggets(dlc) -> Iterator[tuple[int, Nugget]]:
+    """``(line number, nugget)`` for every nugget of the file behind ``dlc`` (a download handle with
+    ``path()``), in file order."""
+    for entry in read_nugget_lines(dlc.path()):
+        for n in entry.nuggets:
+            importance = n.importance if isinstance(n.importance, str) else json.dumps(n.importance)
+            yield entry.line, Nugget(ids.nugget_id(entry.qid, n.index), entry.qid, n.index, n.text, importance,
+                                     json.dumps(n.extra, ensure_ascii=False))
 
 
 class NuggetQrels(BaseQrels):
@@ -91,7 +148,7 @@ class NuggetQrels(BaseQrels):
     def qrels_iter(self) -> Iterator[TrecQrel]:
         label = self._dlc.path()
         invalid: dict[str, list[str]] = {}
-        for lineno, nugget in read_nuggets(self._dlc, label):
+        for lineno, nugget in read_nuggets(self._dlc):
             grade = ids.IMPORTANCE_TO_GRADE.get(nugget.importance)
             if grade is None:
                 invalid.setdefault(nugget.query_id, []).append(
@@ -119,5 +176,5 @@ class NuggetDocs(FileDocs):
         super().__init__(nuggets_dlc, namespace, Nugget)
 
     def docs_iter(self) -> Iterator[Nugget]:
-        for _, nugget in read_nuggets(self._dlc, self._dlc.path()):
+        for _, nugget in read_nuggets(self._dlc):
             yield nugget

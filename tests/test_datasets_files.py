@@ -42,8 +42,8 @@ def test_licensed_file_instructions(home):
 
 
 @pytest.mark.parametrize("line, message", [
-    ("{not json", "nuggets.jsonl:2: not a JSON object"),
-    (json.dumps({"nuggets": []}), "nuggets.jsonl:2: field 'qid' missing"),
+    ("{not json", "nuggets.jsonl:2: not valid JSON"),
+    (json.dumps({"nuggets": []}), "nuggets.jsonl:2: field 'qid': missing"),
     (json.dumps({"qid": "1", "nuggets": [{"text": "t"}]}), r"nuggets.jsonl:2: field 'nuggets\[0\].importance'"),
 ])
 def test_nugget_file_errors_name_file_line_field(home, line, message):
@@ -54,7 +54,7 @@ def test_nugget_file_errors_name_file_line_field(home, line, message):
     with pytest.raises(ValueError, match=message):
         list(NuggetQrels(f).qrels_iter())
     with pytest.raises(ValueError, match=message):
-        list(read_nuggets(f, str(path)))
+        list(read_nuggets(f))
 
 
 def test_ikat_topic_errors_name_conversation_turn_field():

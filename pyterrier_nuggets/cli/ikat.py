@@ -79,21 +79,15 @@ def _matcher(args, llm):
 
 
 def _read_topics(path: str | None, dataset: str) -> list:
-    import json
-
     import ir_datasets
 
     import datasets_ext  # noqa: F401  (registers trec-ikat/*)
     from datasets_ext.ikat import parse_ikat_topics
+    from pyterrier_nuggets.formats import load_json
     if path is None:
         return list(ir_datasets.load(dataset).queries_iter())
-    with open(path, encoding="utf-8") as f:
-        try:
-            data = json.load(f)
-        except ValueError as e:
-            raise UsageError(f"{path}: not valid JSON ({e}); give an iKAT topics file") from None
     try:
-        return list(parse_ikat_topics(data, path))
+        return list(parse_ikat_topics(load_json(path), path))
     except ValueError as e:
         raise UsageError(str(e)) from None
 

@@ -11,8 +11,8 @@ module per format family, every name also available here (``formats.read_nuggets
 - :mod:`.frames`: the DataFrame forms and every frame <-> record conversion.
 - :mod:`.checks`: files checked against each other (support judgments ↔ answers ↔ assignments ↔ nuggets ↔
   run tag).
-- :mod:`.files`: what they share (errors naming file, line and field; invalid-label policies; JSONL;
-  atomic writes).
+- :mod:`.files`: what they share (errors naming file, line and field; invalid-label policies; JSONL and JSON
+  documents, read by :mod:`datasets_ext.reading` for the datasets and the package alike; atomic writes).
 
 Every reader names file, line and field in its errors. Invalid labels (real files contain importance
 "failed" and free-text assignment labels) are counted per topic and handled by an explicit policy:
@@ -56,6 +56,7 @@ from pyterrier_nuggets.formats.files import (
     atomic_write,
     check_outputs,
     check_topic_id,
+    load_json,
     read_jsonl,
     read_lines,
     write_all,
@@ -115,7 +116,7 @@ from pyterrier_nuggets.formats.trec import (
 __all__ = [
     "IkatRun", "ikat_answers", "ikat_ranking", "ikat_run_from_frames", "parse_ikat_run", "read_ikat_run", "read_ptkb_run", "write_ikat_run",
     "InputError", "InvalidLabel", "InvalidLabelReport", "InvalidLabelsError", "POLICIES",
-    "read_lines", "read_jsonl", "write_jsonl", "atomic_write", "check_outputs", "write_all", "check_topic_id",
+    "read_lines", "read_jsonl", "load_json", "write_jsonl", "atomic_write", "check_outputs", "write_all", "check_topic_id",
     "one_run", "check_support", "check_assignments_answers", "check_assignment_nuggets",
     "NuggetSet", "read_nuggets", "write_nuggets", "write_nugget_qrels", "read_nugget_qrels",
     "AssignedAnswer", "AssignmentSet", "read_assignments", "write_assignments",

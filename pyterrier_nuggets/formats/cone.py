@@ -49,14 +49,7 @@ class ResponseNuggets:
 
 
 def _load(path: str) -> dict:
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except json.JSONDecodeError as e:
-        raise InputError(path, e.lineno, None, f"not valid JSON ({e.msg} at column {e.colno})") from None
-    if not isinstance(data, dict):
-        raise InputError(path, None, None, f"expected a JSON object keyed by turn id, got {type(data).__name__}")
-    return data
+    return cone_files.load_json_object(path)
 
 
 def _object(path: str, value: Any, where: str) -> dict:

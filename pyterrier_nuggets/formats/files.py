@@ -1,6 +1,8 @@
-"""What every reader and writer of :mod:`pyterrier_nuggets.formats` shares: the input error that names file,
-line and field; the invalid-label report and its policies; JSONL reading; typed field access; atomic
-writing (:func:`datasets_ext.files.atomic_write`, the one implementation of the distribution).
+"""What every reader and writer of :mod:`pyterrier_nuggets.formats` shares: the invalid-label report and its
+policies; output checks and all-or-none writing. The input error that names file, line and field, UTF-8/BOM
+aware line, JSONL and JSON reading, typed field access and topic ids are :mod:`datasets_ext.reading`'s (one
+implementation for the datasets and the package), atomic writing is :func:`datasets_ext.files.atomic_write`;
+both are re-exported here.
 """
 from __future__ import annotations
 
@@ -8,27 +10,28 @@ import json
 import os
 import warnings
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from datasets_ext.files import atomic_write
+from datasets_ext.reading import (
+    InputError,
+    check_topic_id,
+    get_field,
+    get_qid,
+    load_json,
+    read_columns,
+    read_jsonl,
+    read_lines,
+    topic_id_problem,
+)
 
 __all__ = ["InputError", "InvalidLabel", "InvalidLabelReport", "InvalidLabelsError", "POLICIES", "check_policy",
-           "finish_report", "read_lines", "read_jsonl", "read_columns", "write_jsonl", "atomic_write", "get_field",
+           "finish_report", "read_lines", "read_jsonl", "read_columns", "load_json", "write_jsonl", "atomic_write", "get_field",
            "get_qid", "topic_id_problem", "check_topic_id", "check_outputs", "write_all"]
 
 POLICIES = ("refuse", "drop")
-
-
-class InputError(ValueError):
-    """Bad input: says which file, line and field, what was wrong and what to do."""
-
-    def __init__(self, path: str, line: int | None, field_name: str | None, problem: str, fix: str = ""):
-        self.path, self.line, self.field, self.problem, self.fix = str(path), line, field_name, problem, fix
-        where = self.path + (f":{line}" if line is not None else "")
-        what = f" field {field_name!r}:" if field_name else ""
-        super().__init__(f"{where}:{what} {problem}" + (f" ({fix})" if fix else ""))
 
 
 @dataclass
@@ -91,96 +94,10 @@ def finish_report(report: InvalidLabelReport) -> None:
     warnings.warn("dropped from their topics: " + report.summary(), stacklevel=3)
 
 
-def read_lines(path: str) -> Iterator[tuple[int, str]]:
-    """(line number, text) for each line of a UTF-8 file; a byte order mark at the start is skipped, bytes
-    that are not UTF-8 are an InputError naming the line."""
-    with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
-            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]
-            try:
-                yield lineno, raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise InputError(path, lineno, None, f"not UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start + 1})",
-                                 "save the file as UTF-8") from None
-
-
-def read_jsonl(path: str) -> Iterator[tuple[int, dict]]:
-    """(line number, object) for each non-blank line; a line that is not a JSON object is an InputError."""
-    for lineno, line in read_lines(path):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise InputError(path, lineno, None, f"not valid JSON ({e.msg} at column {e.colno})",
-                             "each line must be one JSON object; a pretty-printed (multi-line) object is not JSONL"
-                             ) from None
-        if not isinstance(obj, dict):
-            raise InputError(path, lineno, None, f"expected a JSON object, got {type(obj).__name__}")
-        yield lineno, obj
-
-
-def read_columns(path: str, columns: str) -> Iterator[tuple[int, list[str]]]:
-    """(line number, fields) for each non-blank line of a whitespace-separated file (TREC qrels and runs);
-    ``columns`` names the fields, e.g. ``"qid 0 nugget_id relevance"``. A line with another number of
-    fields is an InputError."""
-    n = len(columns.split())
-    for lineno, row in read_lines(path):
-        parts = row.split()
-        if not parts:
-            continue
-        if len(parts) != n:
-            raise InputError(path, lineno, None, f"expected {n} columns '{columns}', got {len(parts)}")
-        yield lineno, parts
-
-
 def write_jsonl(path: str, objects: Iterable[dict]) -> None:
     with atomic_write(path) as f:
         for obj in objects:
             f.write(json.dumps(obj, ensure_ascii=False) + "\n")
-
-
-def get_field(path: str, line: int, obj: dict, key: str, types: type | tuple, where: str = ""):
-    """``obj[key]``, which must exist and be of ``types``; else an InputError naming ``where + key``."""
-    if key not in obj:
-        raise InputError(path, line, where + key, "missing")
-    value = obj[key]
-    if not isinstance(value, types) or (isinstance(value, bool) and types is int):
-        names = types.__name__ if isinstance(types, type) else "/".join(t.__name__ for t in types)
-        raise InputError(path, line, where + key, f"expected {names}, got {type(value).__name__} {value!r:.60}")
-    return value
-
-
-def get_qid(path: str, line: int, obj: dict, *keys: str) -> str:
-    """The topic id under the first of ``keys`` present (a non-empty string or an int, no whitespace)."""
-    for key in keys:
-        if key in obj:
-            value = obj[key]
-            if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
-                problem = topic_id_problem(str(value))
-                if problem:
-                    raise InputError(path, line, key, problem)
-                return str(value)
-            raise InputError(path, line, key, f"expected a topic id (string), got {value!r:.60}")
-    raise InputError(path, line, keys[0], "missing")
-
-
-def topic_id_problem(qid: str) -> str | None:
-    """Why ``qid`` cannot be a topic id (it must fit in one field of a TREC file), or None."""
-    if not qid or any(c.isspace() for c in qid):
-        return f"topic id {qid!r} is empty or contains whitespace; it would be two fields (or none) in a TREC file"
-    if qid.startswith("\ufeff"):
-        return f"topic id {qid!r} starts with a byte order mark; save the file as UTF-8 without BOM"
-    return None
-
-
-def check_topic_id(qid: str) -> str:
-    """``qid``, or a ValueError when it cannot be written in a TREC file (see :func:`topic_id_problem`)."""
-    problem = topic_id_problem(qid)
-    if problem:
-        raise ValueError(problem)
-    return qid
 
 
 def check_outputs(outputs: dict[str, str | None], inputs: dict[str, str | None]) -> None:

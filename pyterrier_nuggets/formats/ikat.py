@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from pyterrier_nuggets.formats.files import InputError, atomic_write
+from pyterrier_nuggets.formats.files import InputError, atomic_write, load_json
 from pyterrier_nuggets.formats.trec import read_run_rows
 
 RUN_TYPES = ("automatic", "manual", "only_response")
@@ -173,12 +173,7 @@ def parse_ikat_run(doc, path: str = "<run>") -> IkatRun:
 
 def read_ikat_run(path: str) -> IkatRun:
     """Read and validate an iKAT 2024 run file."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except json.JSONDecodeError as e:
-        raise InputError(path, e.lineno, None, f"not valid JSON ({e.msg} at column {e.colno})") from None
-    return parse_ikat_run(doc, path)
+    return parse_ikat_run(load_json(path), path)
 
 
 def write_ikat_run(path: str, run: IkatRun) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from datasets_ext import nuggets as nugget_files
 from ir_measures_ext import ids
 from pyterrier_nuggets.formats.files import (
     InputError,
@@ -18,10 +19,7 @@ from pyterrier_nuggets.formats.files import (
     check_policy,
     check_topic_id,
     finish_report,
-    get_field,
-    get_qid,
     read_columns,
-    read_jsonl,
     write_jsonl,
 )
 from pyterrier_nuggets.records import ASSIGNMENTS, IMPORTANCES, Nugget
@@ -45,75 +43,41 @@ class NuggetSet:
         return len(self.nuggets)
 
 
-_NUGGET_KEYS = ("text", "importance", "id", "assignment")
-
-
-def _nugget_index(path: str, line: int, qid: str, position: int, obj: dict, where: str) -> int:
-    """A nugget's index: from its ``id`` field when written by us (``{qid}:n{i}``), else its position."""
-    if "id" not in obj:
-        return position
-    kind = ids.parse_row_id(qid, str(obj["id"]))
-    if kind.kind != "nugget":
-        raise InputError(path, line, where + "id", f"{obj['id']!r} is not a nugget id of topic {qid} "
-                         f"(expected {ids.nugget_id(qid, position)})")
-    return kind.nugget
+def _checked(path: str, line: int, qid: str, entries: list[nugget_files.NuggetEntry], with_assignment: bool,
+             report: InvalidLabelReport) -> list[tuple[Nugget, str | None]]:
+    """``(nugget, assignment)`` for the parsed nuggets whose labels are valid; the others go to ``report``."""
+    out = []
+    for entry in entries:
+        if entry.importance not in IMPORTANCES:
+            report.items.append(InvalidLabel(path, line, qid, entry.index, "importance", entry.importance))
+        elif with_assignment and entry.assignment not in ASSIGNMENTS:
+            report.items.append(InvalidLabel(path, line, qid, entry.index, "assignment", entry.assignment))
+        else:
+            out.append((Nugget(qid, entry.index, entry.text, entry.importance, entry.extra), entry.assignment))
+    return out
 
 
 def parse_nugget_list(path: str, line: int, qid: str, items: list, with_assignment: bool,
                       report: InvalidLabelReport) -> list[tuple[Nugget, str | None]]:
-    """The ``nuggets`` list of one line of a nugget or assignment file: ``(nugget, assignment)`` pairs (the
+    """The ``nuggets`` list of one line of a nugget or assignment file (parsed by
+    :func:`datasets_ext.nuggets.parse_nugget_list`, the one parser): ``(nugget, assignment)`` pairs (the
     assignment is None without ``with_assignment``). Invalid labels go to ``report``, their nuggets are
     left out; anything else wrong is an InputError."""
-    out = []
-    seen: set[int] = set()
-    for position, obj in enumerate(items):
-        where = f"nuggets[{position}]."
-        if not isinstance(obj, dict):
-            raise InputError(path, line, f"nuggets[{position}]", f"expected an object, got {obj!r:.60}")
-        text = get_field(path, line, obj, "text", str, where)
-        index = _nugget_index(path, line, qid, position, obj, where)
-        if index in seen:
-            raise InputError(path, line, where + "id", f"nugget index {index} appears twice in topic {qid}")
-        seen.add(index)
-        if "importance" not in obj:
-            raise InputError(path, line, where + "importance", "missing", "nuggets need 'vital' or 'okay'")
-        importance = obj["importance"]
-        bad = False
-        if importance not in IMPORTANCES:
-            report.items.append(InvalidLabel(path, line, qid, index, "importance", importance))
-            bad = True
-        assignment = None
-        if with_assignment:
-            if "assignment" not in obj:
-                raise InputError(path, line, where + "assignment", "missing")
-            assignment = obj["assignment"]
-            if assignment not in ASSIGNMENTS and not bad:
-                report.items.append(InvalidLabel(path, line, qid, index, "assignment", assignment))
-                bad = True
-        if bad:
-            continue
-        provenance = {k: v for k, v in obj.items() if k not in _NUGGET_KEYS}
-        out.append((Nugget(qid, index, text, importance, provenance), assignment))
-    return out
+    entries = nugget_files.parse_nugget_list(path, line, qid, items, with_assignment)
+    return _checked(path, line, qid, entries, with_assignment, report)
 
 
 def read_nuggets(path: str, on_invalid: str = "refuse") -> NuggetSet:
     """Read a nugget file: nuggetizer "create" JSONL or TREC RAG 2025 nuggets (extra fields such as
-    ``source`` and ``mapped_sub_narrative`` are kept as provenance). A topic may appear once."""
+    ``source`` and ``mapped_sub_narrative`` are kept as provenance), parsed by
+    :func:`datasets_ext.nuggets.read_nugget_lines` as the ir_datasets entries are. A topic may appear once."""
     check_policy(on_invalid)
     report = InvalidLabelReport(on_invalid)
     out = NuggetSet([], {}, report)
-    seen: dict[str, int] = {}
-    for line, obj in read_jsonl(path):
-        qid = get_qid(path, line, obj, "qid", "topic_id")
-        if qid in seen:
-            raise InputError(path, line, "qid", f"topic {qid} already appeared at line {seen[qid]}",
-                             "a nugget file has one line per topic")
-        seen[qid] = line
-        if isinstance(obj.get("query"), str):
-            out.queries[qid] = obj["query"]
-        items = get_field(path, line, obj, "nuggets", list)
-        out.nuggets += [n for n, _ in parse_nugget_list(path, line, qid, items, False, report)]
+    for entry in nugget_files.read_nugget_lines(path):
+        if entry.query is not None:
+            out.queries[entry.qid] = entry.query
+        out.nuggets += [n for n, _ in _checked(path, entry.line, entry.qid, entry.nuggets, False, report)]
     finish_report(report)
     return out
 

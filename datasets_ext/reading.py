@@ -1,0 +1,143 @@
+"""What every reader of a file of this distribution shares, whichever route reads it (an ir_datasets entry of
+:mod:`datasets_ext`, :mod:`pyterrier_nuggets.formats`, the command line, the annotation tool): the input error
+that names file, line and field; UTF-8 text lines with or without a byte order mark; JSONL; one JSON
+document; typed field access and topic ids.
+
+One implementation of each, so two routes to the same file cannot disagree on a byte order mark, an
+encoding error or what a topic id may look like (docs/decisions.md, "One parser per format").
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+__all__ = ["InputError", "read_lines", "read_jsonl", "read_columns", "load_json", "get_field", "get_qid",
+           "topic_id_problem", "check_topic_id"]
+
+_BOM = b"\xef\xbb\xbf"
+
+
+class InputError(ValueError):
+    """Bad input: says which file, line and field, what was wrong and what to do."""
+
+    def __init__(self, path: str, line: int | None, field_name: str | None, problem: str, fix: str = ""):
+        self.path, self.line, self.field, self.problem, self.fix = str(path), line, field_name, problem, fix
+        where = self.path + (f":{line}" if line is not None else "")
+        what = f" field {field_name!r}:" if field_name else ""
+        super().__init__(f"{where}:{what} {problem}" + (f" ({fix})" if fix else ""))
+
+
+def _decode(path: str, lineno: int, raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(path, lineno, None, f"not UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start + 1})",
+                         "save the file as UTF-8") from None
+
+
+def read_lines(path: str) -> Iterator[tuple[int, str]]:
+    """(line number, text) for each line of a UTF-8 file; a byte order mark at the start is skipped, bytes
+    that are not UTF-8 are an InputError naming the line."""
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            if lineno == 1 and raw.startswith(_BOM):
+                raw = raw[len(_BOM):]
+            yield lineno, _decode(path, lineno, raw)
+
+
+def read_jsonl(path: str) -> Iterator[tuple[int, dict]]:
+    """(line number, object) for each non-blank line; a line that is not a JSON object is an InputError."""
+    for lineno, line in read_lines(path):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise InputError(path, lineno, None, f"not valid JSON ({e.msg} at column {e.colno})",
+                             "each line must be one JSON object; a pretty-printed (multi-line) object is not JSONL"
+                             ) from None
+        if not isinstance(obj, dict):
+            raise InputError(path, lineno, None, f"expected a JSON object, got {type(obj).__name__}")
+        yield lineno, obj
+
+
+def read_columns(path: str, columns: str) -> Iterator[tuple[int, list[str]]]:
+    """(line number, fields) for each non-blank line of a whitespace-separated file (TREC qrels and runs);
+    ``columns`` names the fields, e.g. ``"qid 0 nugget_id relevance"``. A line with another number of
+    fields is an InputError."""
+    n = len(columns.split())
+    for lineno, row in read_lines(path):
+        parts = row.split()
+        if not parts:
+            continue
+        if len(parts) != n:
+            raise InputError(path, lineno, None, f"expected {n} columns '{columns}', got {len(parts)}")
+        yield lineno, parts
+
+
+def load_json(path: str, expect: type | None = None, what: str = "") -> Any:
+    """The JSON document in the file at ``path`` (UTF-8, with or without a byte order mark). Invalid UTF-8 or
+    JSON is an InputError naming the line; with ``expect`` (e.g. ``dict``), a document of another type is one
+    too (``what`` says what the file should hold, e.g. "a JSON object keyed by turn id")."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    if raw.startswith(_BOM):
+        raw = raw[len(_BOM):]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line_start = raw.rfind(b"\n", 0, e.start) + 1
+        raise InputError(path, raw.count(b"\n", 0, e.start) + 1, None,
+                         f"not UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start - line_start + 1})",
+                         "save the file as UTF-8") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(path, e.lineno, None, f"not valid JSON ({e.msg} at column {e.colno})") from None
+    if expect is not None and not isinstance(data, expect):
+        raise InputError(path, None, None, f"expected {what or 'a JSON ' + expect.__name__}, "
+                         f"got {type(data).__name__}")
+    return data
+
+
+def get_field(path: str, line: int | None, obj: dict, key: str, types: type | tuple, where: str = ""):
+    """``obj[key]``, which must exist and be of ``types``; else an InputError naming ``where + key``."""
+    if key not in obj:
+        raise InputError(path, line, where + key, "missing")
+    value = obj[key]
+    if not isinstance(value, types) or (isinstance(value, bool) and types is int):
+        names = types.__name__ if isinstance(types, type) else "/".join(t.__name__ for t in types)
+        raise InputError(path, line, where + key, f"expected {names}, got {type(value).__name__} {value!r:.60}")
+    return value
+
+
+def get_qid(path: str, line: int | None, obj: dict, *keys: str) -> str:
+    """The topic id under the first of ``keys`` present (a non-empty string or an int, no whitespace)."""
+    for key in keys:
+        if key in obj:
+            value = obj[key]
+            if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
+                problem = topic_id_problem(str(value))
+                if problem:
+                    raise InputError(path, line, key, problem)
+                return str(value)
+            raise InputError(path, line, key, f"expected a topic id (string), got {value!r:.60}")
+    raise InputError(path, line, keys[0], "missing")
+
+
+def topic_id_problem(qid: str) -> str | None:
+    """Why ``qid`` cannot be a topic id (it must fit in one field of a TREC file), or None."""
+    if not qid or any(c.isspace() for c in qid):
+        return f"topic id {qid!r} is empty or contains whitespace; it would be two fields (or none) in a TREC file"
+    if qid.startswith("\ufeff"):
+        return f"topic id {qid!r} starts with a byte order mark; save the file as UTF-8 without BOM"
+    return None
+
+
+def check_topic_id(qid: str) -> str:
+    """``qid``, or a ValueError when it cannot be written in a TREC file (see :func:`topic_id_problem`)."""
+    problem = topic_id_problem(qid)
+    if problem:
+        raise ValueError(problem)
+    return qid
