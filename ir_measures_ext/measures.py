@@ -12,12 +12,29 @@ from __future__ import annotations
 
 from ir_measures import measures
 
+from ir_measures_ext.errors import InvalidInput
+
 _CITE = measures.ParamInfo(dtype=str, choices=("first", "all"), default="first",
                            desc="which citations of a sentence are judged: 'first' (TREC 2024) or 'all'")
 
 
 class _Measure(measures.Measure):
-    """A measure whose hash is computed once."""
+    """A measure whose hash is computed once and whose parameters are checked where they are given."""
+
+    def __call__(self, **kwargs):
+        # ir_measures checks parameters only when a measure is computed, with an AssertionError: refuse them here,
+        # so that parse_measure("V_strict@10") fails in one line (as parse_measure("Vstrict") does)
+        for name, value in kwargs.items():
+            info = self.SUPPORTED_PARAMS.get(name)
+            if info is None:
+                what = "cutoff (@k): it scores a whole answer, not a ranked list" if name == self.AT_PARAM \
+                    else f"parameter {name!r}"
+                takes = ", ".join(self.SUPPORTED_PARAMS) or "none"
+                raise InvalidInput(f"{self.NAME} takes no {what} (its parameters: {takes})")
+            if not info.validate(value):
+                raise InvalidInput(f"{self.NAME}({name}={value!r}): not a valid value"
+                                   + (f"; choose one of {', '.join(map(repr, info.choices))}" if info.choices else ""))
+        return super().__call__(**kwargs)
 
     def __hash__(self):
         # ir_measures hashes a measure by its repr for every per-topic value it handles; the parameters of a
@@ -221,10 +238,10 @@ class _Segments(_Measure):
         from ir_measures import parse_measure
         name = self.params.get("measure")
         if not isinstance(name, str):
-            raise ValueError("Segments needs the measure to wrap, e.g. Segments(measure='nDCG@10')")
+            raise InvalidInput("Segments needs the measure to wrap, e.g. Segments(measure='nDCG@10')")
         inner = parse_measure(name)
         if inner.NAME == self.NAME:
-            raise ValueError(f"Segments cannot wrap Segments ({name!r})")
+            raise InvalidInput(f"Segments cannot wrap Segments ({name!r})")
         if self.params.get("cutoff") is not None:
             inner = inner @ self.params["cutoff"]
         return inner

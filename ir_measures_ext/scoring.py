@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from ir_measures_ext import ids
+from ir_measures_ext.errors import InvalidInput
 
 PARTIAL_CREDIT = 0.5  # seed 001 eq. (1): partial_support scores 0.5 in the non-strict scores
 OKAY_WEIGHT = 0.5  # seed 001 §3.5 "Weighted Score": vital nuggets weigh 1, okay nuggets 0.5
@@ -63,7 +64,7 @@ def nugget_scores(nuggets: Sequence[tuple[int, float]]) -> NuggetScores:
             s_okay += s
             ss_okay += ss
         else:
-            raise ValueError(f"nugget grade must be {VITAL_GRADE} (vital) or {OKAY_GRADE} (okay), got {grade!r}")
+            raise InvalidInput(f"nugget grade must be {VITAL_GRADE} (vital) or {OKAY_GRADE} (okay), got {grade!r}")
     w_den = n_vital + OKAY_WEIGHT * n_okay
     return NuggetScores(
         V_strict=_ratio(ss_vital, n_vital),
@@ -96,7 +97,7 @@ def support_scores(sentences: Sequence[Sequence[float]], cite: str = "first") ->
     An answer with no sentence, or with no citation at all, has precision 0 (no pair) and recall 0.
     """
     if cite not in ("first", "all"):
-        raise ValueError(f"cite must be 'first' or 'all', got {cite!r}")
+        raise InvalidInput(f"cite must be 'first' or 'all', got {cite!r}")
     pair_sum = 0.0
     pairs = 0
     recall_sum = 0.0
@@ -157,7 +158,7 @@ def argue_label(content: str, citation: str) -> str:
     try:
         return ARGUE_TABLE[content, citation]
     except KeyError:
-        raise ValueError(f"ARGUE: content must be one of {ids.CONTENT_LABELS} and citation one of "
+        raise InvalidInput(f"ARGUE: content must be one of {ids.CONTENT_LABELS} and citation one of "
                          f"{CITATION_LABELS}, got {content!r}, {citation!r}") from None
 
 
@@ -187,9 +188,9 @@ def argue_scores(sentences: Sequence[ArgueSentence], nuggets: Sequence) -> Argue
     answered: set = set()
     for s in sentences:
         if s.content != ids.SOME_NUGGETS and s.nuggets:
-            raise ValueError(f"ARGUE: a sentence labelled {s.content!r} cannot convey nuggets {sorted(s.nuggets)}")
+            raise InvalidInput(f"ARGUE: a sentence labelled {s.content!r} cannot convey nuggets {sorted(s.nuggets)}")
         if s.content == ids.SOME_NUGGETS and not s.nuggets:
-            raise ValueError("ARGUE: a sentence that conveys nuggets must name at least one")
+            raise InvalidInput("ARGUE: a sentence that conveys nuggets must name at least one")
         label = argue_label(s.content, citation_label(s.citation_scores))
         if label == VALID:
             valid += 1

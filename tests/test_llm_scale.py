@@ -343,19 +343,47 @@ def test_invalid_once_then_valid_on_reask(tmp_path):
 def test_model_without_endpoint_is_refused(monkeypatch):
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "PYTERRIER_NUGGETS_MODEL"):
         monkeypatch.delenv(name, raising=False)
-    with pytest.raises(ValueError, match="embedded=True"):
+    with pytest.raises(ValueError, match="model 'gpt-4o-mini' was asked for, but no LLM endpoint .*embedded=True"):
         LLMClient(model="gpt-4o-mini", cache=None)
     monkeypatch.setenv("PYTERRIER_NUGGETS_MODEL", "gpt-4o-mini")
-    with pytest.raises(ValueError, match="no endpoint is configured"):
+    with pytest.raises(ValueError, match="no LLM endpoint is configured"):
         LLMClient(cache=None)
     with pytest.raises(ValueError, match="embedded=True runs"):
         LLMClient(model="gpt-4o-mini", embedded=True, cache=None)
-    with pytest.raises(ValueError, match="neither an endpoint nor an API key"):
+    with pytest.raises(ValueError, match="no LLM endpoint is configured"):
         LLMClient(model="m", embedded=False, cache=None)
     monkeypatch.delenv("PYTERRIER_NUGGETS_MODEL")
-    with pytest.raises(ValueError, match=r"no model name for the endpoint http://127.0.0.1:9/v1: .*--model on the "
-                                         r"command line"):
+    with pytest.raises(ValueError, match=r"no model name for the endpoint http://127.0.0.1:9/v1: pass model=\.\.\. "):
         LLMClient(base_url="http://127.0.0.1:9/v1", cache=None)
+
+
+def test_nothing_configured_never_falls_back_to_the_embedded_model(monkeypatch):
+    """LLMClient() and a judge without a client refuse in one line naming both ways (the endpoint, or
+    embedded=True), in Python terms for the API and in option terms on the command line."""
+    from ir_measures_ext.errors import InvalidInput
+    from pyterrier_nuggets.judges import NuggetScorer
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "PYTERRIER_NUGGETS_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(InvalidInput, match="no LLM endpoint is configured: pass base_url=.*embedded=True") as err:
+        LLMClient(cache=None)
+    assert "\n" not in str(err.value) and "--llm embedded" in err.value.for_command_line()
+    nuggets = pd.DataFrame({"qid": ["q1"], "query": ["q"], "nugget_text": ["a fact"]})
+    with pytest.raises(InvalidInput, match="no LLM endpoint is configured"):
+        NuggetScorer()(nuggets)
+
+
+def test_cli_messages_name_options_not_python_arguments(monkeypatch, tmp_path, capsys):
+    from pyterrier_nuggets.cli import main
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "PYTERRIER_NUGGETS_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    assert main(["demo", "--llm", "endpoint", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "--base-url" in err and "base_url=" not in err
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"qid": "1", "nuggets": [{"text": "a", "importance": "failed"}]}\n')
+    assert main(["export", "--nuggets", str(bad), "--qrels", str(tmp_path / "q.qrels")]) == 2
+    err = capsys.readouterr().err
+    assert "--on-invalid drop" in err and "on_invalid=" not in err and err.count("\n") <= 8
 
 
 def test_base_url_from_the_environment_without_a_key(monkeypatch, tmp_path):
@@ -410,7 +438,8 @@ def test_cli_refuses_a_model_without_an_endpoint(tmp_path, capsys, monkeypatch):
     code = cli.main(["demo", "--topics", "t03", "--model", "gpt-4o-mini", "--out", str(tmp_path / "o"),
                      "--llm-cache", str(tmp_path / "c.sqlite")])
     err = capsys.readouterr().err
-    assert code == 2 and "gpt-4o-mini" in err and "no endpoint" in err and "Traceback" not in err
+    assert code == 2 and "gpt-4o-mini" in err and "no LLM endpoint" in err and "--base-url" in err
+    assert "Traceback" not in err
     assert not (tmp_path / "o").exists()
 
 

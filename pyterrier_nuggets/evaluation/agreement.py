@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.evaluation.labels import LabelKind, Labels, item_name
 from pyterrier_nuggets.formats import InputError
 
@@ -112,7 +113,7 @@ def agreement(a: Labels, b: Labels, label_a: str | None = None, label_b: str | N
     different things under the same id; unless one side marks the item as post-edited (``Labels.edited``,
     e.g. the annotation tool's reworded nuggets): it is then compared by id and listed in ``edited``."""
     if a.kind.name != b.kind.name or a.kind.labels != b.kind.labels:
-        raise ValueError(f"labels of different kinds: {a.kind.name} {a.kind.labels} and {b.kind.name} "
+        raise InvalidInput(f"labels of different kinds: {a.kind.name} {a.kind.labels} and {b.kind.name} "
                          f"{b.kind.labels}")
     label_a = label_a or a.source or "A"
     label_b = label_b or b.source or "B"
@@ -132,7 +133,7 @@ def agreement(a: Labels, b: Labels, label_a: str | None = None, label_b: str | N
                              "the two files judge different things under the same id: give both judges the same "
                              "nuggets / answers")
     if not common:
-        raise ValueError(f"{label_a} and {label_b} have no item in common ({len(a.items)} and {len(b.items)} "
+        raise InvalidInput(f"{label_a} and {label_b} have no item in common ({len(a.items)} and {len(b.items)} "
                          "items): do they judge the same runs, topics and nuggets? (ids are matched exactly, "
                          "including the run id)")
     labels = _order(a.kind, [a.items[i] for i in common] + [b.items[i] for i in common])
@@ -153,7 +154,7 @@ def agreement_from_confusion(confusion: Sequence[Sequence[int]], kind: LabelKind
     matrix = np.asarray(confusion)
     labels = tuple(labels if labels is not None else kind.labels or range(len(matrix)))
     if matrix.shape != (len(labels), len(labels)) or (matrix < 0).any() or (matrix != np.round(matrix)).any():
-        raise ValueError(f"a {len(labels)} x {len(labels)} matrix of non-negative counts is needed, got {matrix!r}")
+        raise InvalidInput(f"a {len(labels)} x {len(labels)} matrix of non-negative counts is needed, got {matrix!r}")
     rows, cols = np.indices(matrix.shape)
     counts = matrix.astype(int).ravel()
     return _from_indices(np.repeat(rows.ravel(), counts), np.repeat(cols.ravel(), counts), kind, labels,
