@@ -165,6 +165,7 @@ def index_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("indexes")
 
 
+@pytest.mark.slow
 def test_offline_main_job_on_the_sample(tmp_path, index_dir):
     collection = sample_collection(qids=["t01", "t04", "t09"])
     assert collection.nuggets is not None  # the hand-written nuggets shipped with the sample

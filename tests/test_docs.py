@@ -163,7 +163,12 @@ def check_jsonl(body: str, where: str) -> None:
             pytest.fail(f"{where} line {i}: not one JSON object a line (JSONL): {line[:80]}")
 
 
-@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: p.name)
+# documents whose examples run the main job or a large grid: over 20 s each, marked slow (-m "not slow" skips them)
+SLOW = {"getting-started.md", "meta-evaluation.md"}
+
+
+@pytest.mark.parametrize("document", [pytest.param(d, marks=pytest.mark.slow) if d.name in SLOW else d
+                                      for d in DOCUMENTS], ids=lambda p: p.name)
 def test_examples_run(document, environment, tmp_path, monkeypatch):
     for f in SAMPLE.iterdir():
         shutil.copy(f, tmp_path / f.name)
