@@ -248,9 +248,9 @@ def test_cli_demo_offline_default_systems_with_the_embedded_writer(tmp_path, ind
                                      "bm25-k3-smollm2"]
     assert "SmolLM2" in table["generation"].iloc[-1] and "extractive" in table["generation"].iloc[0]
     assert "ManualNuggets" in out and "Kendall's τ-b between the system orderings" in out
-    assert re.search(r"^generate\s+1\s+0\s+1\s", out, re.M)  # one answer written, one call
+    assert re.search(r"^generate\s+1\s+0\s+1\s+0\s+1\s", out, re.M)  # one answer written, one call
     assert cli.main(args + ["--out", str(tmp_path / "again")]) == 0
-    assert re.search(r"^generate\s+1\s+1\s+0\s", capsys.readouterr().out, re.M)  # from the cache
+    assert re.search(r"^generate\s+1\s+0\s+1\s+1\s+0\s", capsys.readouterr().out, re.M)  # from the cache
 
 
 def test_vector_cache_makes_a_rerun_load_no_encoder(tmp_path):

@@ -1,5 +1,6 @@
 """CitedGenerator and the parsing of cited answers, against the fake OpenAI-compatible server."""
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -169,16 +170,35 @@ def test_generator_empty_reply_reasked_then_failure_policies(tmp_path):
         assert s.count == 2  # the empty answer was re-asked once
         reask = s.requests[1]["messages"][-1]["content"]
         assert "the answer is empty" in reask
-        gen = CitedGenerator(llm, on_failure="empty", run_id="r")
+        gen = CitedGenerator(llm, on_failure="exclude", run_id="r")
+        with pytest.warns(UserWarning, match="CitedGenerator: 1 failed step"):
+            out = gen(results(n=2))
+    assert out.empty and list(out.columns)[:3] == ["qid", "query", "run_id"]  # a failure is never an answer
+    assert len(gen.failures) == 1 and "invalid output" in gen.failures[0].error
+    with pytest.raises(ValueError, match="on_failure must be one of \\('raise', 'exclude'\\)"):
+        CitedGenerator(llm, on_failure="empty")
+
+
+@pytest.mark.parametrize("garbage, why", [
+    ("Sure! Here you go: [unterminated", "citation marker is not closed"),
+    ('{"answer": "The tower [1', "citation marker is not closed"),
+    ("[1] [2]", "the answer is empty"),
+])
+def test_garbage_generation_is_reasked_failed_and_healed_by_a_rerun(tmp_path, garbage, why):
+    """A reply that is no cited answer is re-asked, then a failure (never an answer, never cached as one); the
+    next run asks it again and the answer completes."""
+    with FakeOpenAIServer(responder=lambda body: garbage) as s:
+        llm = LLMClient(model="fake", base_url=s.base_url, api_key="k", cache=tmp_path / "c.sqlite", progress=False)
+        gen = CitedGenerator(llm, on_failure="exclude", max_reasks=1)
         with pytest.warns(UserWarning):
             out = gen(results(n=2))
-    row = out.iloc[0]
-    assert row["sentences"] == [] and row["qanswer"] == "" and row["problems"][0]["kind"] == "failed"
-    assert len(gen.failures) == 1 and "invalid output" in gen.failures[0].error
-    # an empty answer is still a valid answer file line
-    path = tmp_path / "a.jsonl"
-    formats.write_answers_2024(path, formats.frame_to_answers(out))
-    assert json.loads(path.read_text())["answer"] == []
+        assert out.empty and len(gen.failures) == 1 and s.count == 2
+        assert re.search(why, s.requests[1]["messages"][-1]["content"])  # the re-ask says what was wrong
+        assert llm.usage().stages["generate"]["failed_items"] == 1
+    with FakeOpenAIServer() as s:  # a re-run, on an endpoint that answers: the failed item is asked again
+        llm = LLMClient(model="fake", base_url=s.base_url, api_key="k", cache=tmp_path / "c.sqlite", progress=False)
+        out = CitedGenerator(llm, on_failure="exclude", max_reasks=1)(results(n=2))
+        assert len(out) == 1 and out.iloc[0]["sentences"][0]["citations"] == [0] and s.count == 1
 
 
 def test_generator_reask_after_empty_then_answer(tmp_path):

@@ -29,11 +29,14 @@ def test_embedded_model_answers_conversational_turns(tmp_path):
     ranking = pd.DataFrame([{"qid": "0_2", "docno": "p1", "score": 2.0,
                              "text": "Vegetarian haggis is made with oats, onions and spices."},
                             {"qid": "0_2", "docno": "p2", "score": 1.0, "text": "Glasgow has a mild, wet climate."}])
-    out = CitedGenerator(llm, conversation="raw", topics=turns, on_failure="empty", run_id="emb")(ranking)
+    generator = CitedGenerator(llm, conversation="raw", topics=turns, on_failure="exclude", run_id="emb")
+    out = generator(ranking)
+    if out.empty:  # the tiny model may fail to cite after the re-ask: a reported failure, never an answer
+        assert [f.qid for f in generator.failures] == ["0_2"]
+        return
     row = out.iloc[0]
     assert row["turn_id"] == "0_2" and row["query"] == "What Scottish food should I eat as a vegetarian?"
-    kinds = {p["kind"] for p in row["problems"]}
-    assert row["qanswer"] or "failed" in kinds or "empty" in kinds  # an answer, or a reported failure
+    assert row["qanswer"] and not generator.failures
     for s in row["sentences"]:
         assert all(0 <= c < 2 for c in s["citations"])
     run = formats.ikat_run_from_frames("emb", ranking, out)

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from pyterrier_nuggets.llm import LLMClient, ResponseCache, request_key
+from pyterrier_nuggets.llm import EndpointError, LLMClient, ResponseCache, request_key
 from pyterrier_nuggets.llm.parsing import OutputError, parse_labels
 from tests.fake_openai_server import FakeOpenAIServer, Reply
 
@@ -53,12 +53,13 @@ def test_cache_key_covers_every_parameter_but_not_the_key():
 def test_api_key_never_in_cache_repr_or_errors(tmp_path, capsys):
     with FakeOpenAIServer(script=[Reply(status=401)], responder=lambda body: "[1]") as server:
         llm = client(server, tmp_path, max_retries=0)
-        failed = llm.chat(MESSAGES)
-        ok = llm.chat([{"role": "user", "content": "other"}])
-        assert not failed.ok and ok.ok
+        with pytest.raises(EndpointError, match="HTTP 401, the API key was refused") as failed:
+            llm.chat(MESSAGES)  # a refused key stops the job, in one line that names no key
+        ok = client(server, tmp_path).chat([{"role": "user", "content": "other"}])
+        assert ok.ok
         assert server.headers[0]["authorization"] == f"Bearer {SECRET}"  # it is sent ...
         # ... but it is nowhere else
-        for text in (repr(llm), failed.error, str(llm.stats), capsys.readouterr().out):
+        for text in (repr(llm), str(failed.value), str(llm.stats), capsys.readouterr().out):
             assert SECRET not in text
         data = b"".join(p.read_bytes() for p in tmp_path.iterdir())
         assert SECRET.encode() not in data and b"sk-test" not in data
@@ -137,10 +138,13 @@ def test_client_errors_are_not_retried(tmp_path):
 
 
 def test_malformed_http_body_is_a_failure_not_a_crash(tmp_path):
-    with FakeOpenAIServer(responder=lambda body: Reply(raw_body=b"{this is not json")) as server:
+    """Once the endpoint has answered, a malformed body is a failed item (retried, then failed); as its first
+    reply it says the endpoint is not a chat completions endpoint (tests/test_endpoint_errors.py)."""
+    with FakeOpenAIServer(script=[Reply("[]")], responder=lambda body: Reply(raw_body=b"{this is not json")) as server:
         llm = client(server, tmp_path, max_retries=1)
+        assert llm.chat([{"role": "user", "content": "first"}]).ok
         result = llm.chat(MESSAGES)
-        assert not result.ok
+        assert not result.ok and "malformed response" in result.error and server.count == 3
 
 
 def test_ask_reasks_after_invalid_output(tmp_path):

@@ -18,6 +18,7 @@
     pyterrier-nuggets ikat (--run RUN.json ... | --responses FILE [--response-nuggets FILE]) [--gold-nuggets SET|FILE]
                            [--qrels Q] [--topics T] [--matcher embedding|nli:PATH|llm] [--out DIR]
     pyterrier-nuggets annotate init|users|serve|export ...   (the human annotation tool, docs/annotation.md)
+    pyterrier-nuggets check-endpoint [--base-url URL] [--model NAME]   (can a job use the LLM endpoint?)
 """
 from __future__ import annotations
 
@@ -27,14 +28,16 @@ import traceback
 import warnings
 
 from ir_measures_ext.errors import InvalidInput, SetupError
-from pyterrier_nuggets.cli import agree, annotate, correlate, demo, export, ikat, score, table
+from pyterrier_nuggets.cli import agree, annotate, check_endpoint, correlate, demo, export, ikat, score, table
 from pyterrier_nuggets.judges import LLMStepError
+from pyterrier_nuggets.llm.batch import BatchError
+from pyterrier_nuggets.llm.retry import EndpointError
 
 # exit codes (docs/cli.md): 0 done; 1 an LLM step or the endpoint failed; 2 an input, usage or set-up error
-# (one line); 3 a bug of the package (its traceback)
-EXIT_LLM_FAILED, EXIT_INPUT, EXIT_BUG = 1, 2, 3
+# (one line); 3 a bug of the package (its traceback); 130 interrupted (Ctrl-C)
+EXIT_LLM_FAILED, EXIT_INPUT, EXIT_BUG, EXIT_INTERRUPTED = 1, 2, 3, 130
 
-SUBCOMMANDS = (demo, export, table, score, correlate, agree, annotate, ikat)
+SUBCOMMANDS = (demo, export, table, score, correlate, agree, annotate, ikat, check_endpoint)
 
 
 def main(argv=None) -> int:
@@ -49,9 +52,13 @@ def main(argv=None) -> int:
             code = args.func(args)
         _print_warnings(caught)
         return code
-    except LLMStepError as e:  # the model failed, not the input: exit 1, like a failed run
+    except (LLMStepError, EndpointError, BatchError) as e:  # the model or the endpoint failed, not the input
         print(f"error: {e}", file=sys.stderr)
         return EXIT_LLM_FAILED
+    except KeyboardInterrupt:
+        print(f"interrupted (exit {EXIT_INTERRUPTED}): every LLM answer received so far is in the response cache; "
+              "run the same command again to go on (cached answers cost no call)", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except (InvalidInput, SetupError, OSError) as e:  # our input, usage and set-up errors; a file not found
         print(f"error: {_one_line(e)}", file=sys.stderr)
         return EXIT_INPUT

@@ -90,8 +90,8 @@ def add_demo_arguments(p) -> None:
     g.add_argument("--nuggets", metavar="PATH", help="imported nuggets (nugget JSONL, e.g. post-edited or manual) "
                    "instead of creating them from the qrels (AutoNuggets)")
     g.add_argument("--base-url", help="an OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else the OpenAI API "
-                   "when $OPENAI_API_KEY is set, else the embedded SmolLM2 model); the key is read from "
-                   "$OPENAI_API_KEY only (a local server without one gets the placeholder key EMPTY)")
+                   "when $OPENAI_API_KEY is set); the key is read from $OPENAI_API_KEY only (a local server without "
+                   "one gets the placeholder key EMPTY)")
     g.add_argument("--model", help="the model name at that endpoint (default: $PYTERRIER_NUGGETS_MODEL)")
     g.add_argument("--concurrency", type=positive_int, default=8, help="the ceiling of LLM requests in flight; below it the "
                    "client finds how many the endpoint takes (default 8)")
@@ -120,7 +120,14 @@ def add_demo_arguments(p) -> None:
                    help="imported nugget/assignment files with invalid labels: refuse them (default) or drop those "
                         "nuggets, reported in the notes (as export --on-invalid)")
     g.add_argument("--strict", action="store_true", help="stop at the first failed LLM step (default: report "
-                   "failures and exclude the affected answers, never score them as 0)")
+                   "failures and leave the topics they touch out of the table for every system, never scored)")
+    g.add_argument("--max-failed-share", type=share, default=0.1, metavar="F",
+                   help="stop, without a table, when more than this share of a stage's LLM items failed (default "
+                        "0.1); e.g. 0.5 to accept up to half")
+    g.add_argument("--timeout", type=positive_number, default=120.0, metavar="SECONDS",
+                   help="seconds to wait for one LLM reply before it is retried (default 120)")
+    g.add_argument("--max-retry-time", type=positive_number, default=600.0, metavar="SECONDS",
+                   help="seconds one request may spend in retries before it fails (default 600)")
     g.add_argument("--no-plots", action="store_true", help="do not write the PNG plots")
 
 
@@ -174,7 +181,8 @@ def llm_options(args) -> dict:
     from pyterrier_nuggets.llm import Prices
     prices = Prices.parse(args.price, args.batch_discount) if args.price else None
     return dict(requests_per_minute=args.max_rpm, tokens_per_minute=args.max_tpm, batch=args.batch,
-                batch_poll=args.batch_poll, frozen=args.frozen, prices=prices)
+                batch_poll=args.batch_poll, frozen=args.frozen, prices=prices, timeout=args.timeout,
+                max_retry_time=args.max_retry_time)
 
 
 def plan_main_job(llm, job) -> object:
@@ -227,7 +235,8 @@ def run_ikat_demo(args) -> int:
             "--matcher", matcher, "--out", args.out]
     argv += ["--no-plots"] * args.no_plots + ["--base-url", args.base_url] * bool(args.base_url) + \
         ["--model", args.model] * bool(args.model) + ["--generate", args.generate] * bool(args.generate) + \
-        ["--k", str(args.k)] * bool(args.k and args.generate)
+        ["--k", str(args.k)] * bool(args.k and args.generate) + \
+        ["--timeout", str(args.timeout), "--max-retry-time", str(args.max_retry_time)]
     parser = argparse.ArgumentParser(prog="pyterrier-nuggets")  # the ikat command's own options and defaults
     ikat.add_parser(parser.add_subparsers())
     ns = parser.parse_args(argv)
@@ -272,7 +281,8 @@ def run_demo(args) -> int:
     def job(out_dir, log, plots=not args.no_plots):
         return run_main_job(collection, systems, out_dir, llm=llm, judges=LLM_MODES[mode], nuggets_path=args.nuggets,
                             index_dir=args.index_dir, strict=args.strict, plots=plots,
-                            max_nuggets=args.max_nuggets, log=log, on_invalid=args.on_invalid)
+                            max_nuggets=args.max_nuggets, log=log, on_invalid=args.on_invalid,
+                            max_failed_share=args.max_failed_share)
 
     if args.dry_run or (llm is not None and llm.batch):
         if llm is None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from pyterrier_nuggets.cli.errors import UsageError, positive_int, probability
+from pyterrier_nuggets.cli.errors import UsageError, positive_int, positive_number, probability
 
 GOLD_SETS = ("human", "human-dedup", "llm", "llm-dedup")
 
@@ -27,6 +27,10 @@ def add_parser(sub) -> None:
                    "folder), llm (--base-url / --model)")
     p.add_argument("--base-url", help="OpenAI-compatible endpoint for --matcher llm")
     p.add_argument("--model", help="model name for --matcher llm")
+    p.add_argument("--timeout", type=positive_number, default=120.0, metavar="SECONDS",
+                   help="seconds to wait for one LLM reply before it is retried (default 120)")
+    p.add_argument("--max-retry-time", type=positive_number, default=600.0, metavar="SECONDS",
+                   help="seconds one LLM request may spend in retries before it fails (default 600)")
     p.add_argument("--only", nargs="+", metavar="RUN", help="only these runs of --responses")
     p.add_argument("--baseline", help="system for the paired tests (default: the first)")
     p.add_argument("--test", choices=("t", "wilcoxon"), default="t")
@@ -64,7 +68,8 @@ def _llm(args):
     if not endpoint_configured(args.model, args.base_url):
         raise UsageError("an LLM step (--matcher llm, --generate, --extract) needs an endpoint: --base-url and "
                          "--model, or OPENAI_BASE_URL / OPENAI_API_KEY and PYTERRIER_NUGGETS_MODEL")
-    return LLMClient(model=args.model, base_url=args.base_url)
+    return LLMClient(model=args.model, base_url=args.base_url, timeout=args.timeout,
+                     max_retry_time=args.max_retry_time)
 
 
 def _matcher(args, llm):

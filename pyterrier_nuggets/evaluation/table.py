@@ -307,7 +307,10 @@ def joint_table(systems: Sequence[System], nugget_qrels, segment_qrels=None,
                 values.update(_per_query(retrieval_measures, sq, retrieval))
             values.update(_per_query(answer_measures, nq, evaluation))
         per[s.name] = values
-    rows = [(name, qid, m, v) for name, vals in per.items() for m, byq in vals.items() for qid, v in byq.items()]
+    # in a fixed order (system, measure as in the table, topic), whatever order the scores were computed in: a
+    # cached re-run writes byte-identical files
+    rows = sorted(((name, qid, m, v) for name, vals in per.items() for m, byq in vals.items() for qid, v in byq.items()),
+                  key=lambda r: (names.index(r[0]), columns.index(r[2]) if r[2] in columns else len(columns), r[1]))
     per_query = pd.DataFrame(rows, columns=["system", "qid", "measure", "value"])
     means = pd.DataFrame({m: [_mean(per[n].get(m, {})) for n in names] for m in columns}, index=names)
     baseline = baseline or (names[0] if len(names) > 1 else None)

@@ -12,7 +12,15 @@
 - :mod:`.cone`: :class:`NuggetExtractor`, CONE-RAG span nugget extraction (seed 003 §4.1).
 The CONE-RAG matching judge, :class:`~pyterrier_nuggets.matchers.LLMMatcher`, lives with the other matchers.
 """
-from pyterrier_nuggets.judges.base import FAILED, Failure, LLMJudge, LLMStepError, NuggetizationError, failure_summary
+from pyterrier_nuggets.judges.base import (
+    FAILED,
+    Failure,
+    LLMJudge,
+    LLMStepError,
+    NuggetizationError,
+    TooManyFailures,
+    failure_summary,
+)
 from pyterrier_nuggets.judges.cone import NuggetExtractor
 from pyterrier_nuggets.judges.generation import CitedGenerator
 from pyterrier_nuggets.judges.nuggets import NuggetAssigner, NuggetCreator, NuggetScorer
@@ -20,6 +28,6 @@ from pyterrier_nuggets.judges.overlap import Overlapped, run_together
 from pyterrier_nuggets.judges.relevance import RelevanceJudge
 from pyterrier_nuggets.judges.support import SupportJudge
 
-__all__ = ["LLMJudge", "Failure", "LLMStepError", "NuggetizationError", "failure_summary", "FAILED",
+__all__ = ["LLMJudge", "Failure", "LLMStepError", "TooManyFailures", "NuggetizationError", "failure_summary", "FAILED",
            "NuggetCreator", "NuggetScorer", "NuggetAssigner", "CitedGenerator", "SupportJudge", "RelevanceJudge", "NuggetExtractor",
            "Overlapped", "run_together"]

@@ -74,6 +74,19 @@ class LLMStepError(RuntimeError):
             "are in this error's .failures.")
 
 
+class TooManyFailures(LLMStepError):
+    """More than the allowed share of a stage's items failed: no table is made of what is left. ``stage``,
+    ``failed``, ``items``: what failed of how many."""
+
+    def __init__(self, stage: str, failed: int, items: int, allowed: float, option: str = "max_failed_share"):
+        self.stage, self.failed, self.items, self.failures = stage, failed, items, []
+        RuntimeError.__init__(
+            self, f"{stage}: {failed} of {items} items failed ({failed / items:.0%}, more than the {allowed:.0%} "
+                  f"allowed by {option}); the job stops instead of making a table of what is left. What succeeded is "
+                  "cached: run again to complete the rest (the failures' causes are in the usage table and the "
+                  "warnings above).")
+
+
 NuggetizationError = LLMStepError  # the name of the first release, kept for user code that catches it
 
 
@@ -87,6 +100,9 @@ class LLMJudge(pt.Transformer):
     default_prompt: ClassVar[str] = ""
     reask_prompt: ClassVar[str] = REASK_LIST
     plan_assumption: ClassVar[str] = ""  # how a dry run's placeholder answers are chosen
+    # the steps whose answers decide how many items this one asks (a dry run counts them on those steps'
+    # placeholder answers when they are not cached: an estimate, said so in the plan)
+    plan_reads: ClassVar[tuple[str, ...]] = ()
 
     repr_params: ClassVar[tuple[str, ...]] = ()  # the attributes that name the judge's setting in its repr
 
@@ -162,6 +178,8 @@ class LLMJudge(pt.Transformer):
         ``plan_reply`` is the answer a dry run assumes (valid for ``parse``, of a typical length)."""
         if memo_key is not None and memo_key in self._memo:
             return self._memo[memo_key]
+        if self.plan_reads and llm.mode == "plan":
+            llm.plan_reads(self.step, self.plan_reads)
         outcome = llm.ask(messages, parse, reask=self.reask, max_reasks=self.max_reasks, json_schema=json_schema,
                           stage=self.step, plan_reply=plan_reply, plan_note=self.plan_assumption or None, **params)
         if outcome.ok and not outcome.planned and memo_key is not None:

@@ -203,9 +203,17 @@ def parse_cited_answer(text: str, passages: int, *, first: int = 1, max_words: i
     return sentences, problems
 
 
-def _nonempty(text: str) -> str:
+def usable_answer(text: str) -> str:
+    """``text`` when it is an answer, else an :class:`OutputError` saying why (the re-ask tells the model): it has
+    at least one sentence, and every ``[`` of a citation marker is closed. A reply such as ``Sure! Here you go:
+    [unterminated`` (cut off, or not an answer at all) is re-asked, then a failure (never scored), and a re-run
+    asks it again. An answer without citations is an answer (TREC RAG allows uncited sentences; they count against
+    support recall), and so is one citing a passage that was not shown (reported in ``problems``)."""
     if not split_cited_sentences(text):
         raise OutputError("the answer is empty; write the answer as sentences citing the passages")
+    if text.count("[") != text.count("]"):
+        raise OutputError("a citation marker is not closed (a '[' without ']'); write complete sentences and cite "
+                          "passages as [i]")
     return text
 
 
@@ -296,9 +304,10 @@ class CitedGenerator(LLMJudge):
     0-based indices into ``references``), ``references`` (docnos), ``reference_texts``, ``problems`` (see
     :func:`parse_cited_answer`), ``run_id`` when given, and the topic-level input columns.
 
-    ``on_failure``: ``"raise"`` (default, after all topics ran; the rest is cached) or ``"empty"``: a topic
-    whose generation failed gets an empty answer with a ``failed`` problem (it then scores 0), and the
-    failure is listed in ``failures``.
+    Replies are checked (:func:`usable_answer`) and re-asked when they are no cited answer. ``on_failure``:
+    ``"raise"`` (default, after all topics ran; the rest is cached) or ``"exclude"``: a topic whose generation
+    failed gets no answer row (never an empty answer that would be scored), and the failure is listed in
+    ``failures``.
 
     ``conversation``: ``None`` (TREC RAG: the ``query`` column), ``"resolved"`` or ``"raw"`` for iKAT turns
     (module docstring); each has its own packaged prompt, ``prompt=`` overrides it. The turn's fields are read
@@ -311,7 +320,7 @@ class CitedGenerator(LLMJudge):
     step_name = "answer generation"
     repr_params = ("k", "max_words", "run_id")
     failure_policies = {"raise": "stop with an error once all topics ran",
-                        "empty": "a failed topic gets an empty answer, reported in its problems and .failures"}
+                        "exclude": "a failed topic gets no answer (its row is left out), listed in .failures"}
     default_prompt = CITED_GENERATION
     reask_prompt = REASK_GENERATION
     plan_assumption = "an answer of 10 sentences of 25 words (at most one per passage), each citing one passage"
@@ -372,12 +381,11 @@ class CitedGenerator(LLMJudge):
         outcomes = llm.map(functools.partial(self._generate, llm), topics, desc="generating answers", unit="topic")
         rows, failures = [], []
         for (qid, query, docnos, passages, extra, _), outcome in zip(topics, outcomes):
-            if outcome.ok:
-                sentences, problems = parse_cited_answer(outcome.value, len(docnos), first=self.first,
-                                                         max_words=self.max_words)
-            else:
+            if not outcome.ok:  # a failure, never an answer
                 failures.append(Failure(self.step, qid, "answer", outcome.error, outcome.raw))
-                sentences, problems = [], [{"kind": "failed", "sentence": None, "detail": outcome.error}]
+                continue
+            sentences, problems = parse_cited_answer(outcome.value, len(docnos), first=self.first,
+                                                     max_words=self.max_words)
             run_id = self.run_id if self.run_id is not None else extra.get("run_id", "run")
             answer = Answer(qid=qid, run_id=str(run_id), sentences=tuple(sentences), references=docnos, query=query)
             row = {"qid": qid, "query": query, "qanswer": answer.text,
@@ -421,4 +429,4 @@ class CitedGenerator(LLMJudge):
         planned = " ".join(f"This placeholder sentence stands for a typical answer sentence of twenty five words in "
                            f"a cited answer to the question, number {i} [{i}]." for i in
                            range(self.first, self.first + min(10, len(passages))))
-        return self.ask(llm, messages, _nonempty, max_tokens=self.max_tokens, plan_reply=planned)
+        return self.ask(llm, messages, usable_answer, max_tokens=self.max_tokens, plan_reply=planned)

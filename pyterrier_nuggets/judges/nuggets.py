@@ -178,6 +178,7 @@ class NuggetScorer(LLMJudge):
                         "exclude": "nuggets without importance are left out of the nugget list, and reported"}
     default_prompt = NUGGET_SCORING
     plan_assumption = "every nugget vital"
+    plan_reads = ("create",)
 
     def __init__(self, llm: LLMClient | None = None, *, batch_size: int = 10, keep: int | None = 20, prompt=None,
                  max_reasks: int = 2, on_failure: str = "raise"):
@@ -274,6 +275,7 @@ class NuggetAssigner(LLMJudge):
                         "exclude_answer": "answers with a failed nugget give no rows, and are reported",
                         "mark": "failed rows kept with assignment 'failed', score NaN"}
     plan_assumption = "every nugget supported"
+    plan_reads = ("create", "score")
 
     def __init__(self, nuggets, llm: LLMClient | None = None, *, grades: int = 3, batch_size: int = 10,
                  prompt=None, max_reasks: int = 2, on_failure: str = "raise"):

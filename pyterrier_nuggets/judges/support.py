@@ -160,6 +160,7 @@ class SupportJudge(LLMJudge):
     default_prompt = SUPPORT_JUDGMENT
     reask_prompt = REASK_SUPPORT
     plan_assumption = "every citation fully supports its sentence"
+    plan_reads = ("generate",)
 
     def __init__(self, llm: LLMClient | None = None, *, citations: str = "first", docstore: Any = None,
                  prompt=None, max_reasks: int = 2, on_failure: str = "raise"):

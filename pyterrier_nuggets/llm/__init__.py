@@ -3,7 +3,7 @@ model, with cache, retries, bounded concurrency and strict output parsing.
 
 - :mod:`.client`: :class:`LLMClient` (requests, retries, concurrency, ``ask`` with re-asks, ``map``).
 - :mod:`.cache`: the SQLite response cache and its request key.
-- :mod:`.retry`: which errors are retried and how long to wait.
+- :mod:`.retry`: which errors are retried and how long to wait; which stop the job (:class:`EndpointError`).
 - :mod:`.embedded`: the embedded SmolLM2 model as an HTTP transport of the openai SDK.
 - :mod:`.parsing`: reading lists and labels out of model output (:class:`OutputError`).
 - :mod:`.config`: the environment variables.
@@ -19,9 +19,10 @@ from pyterrier_nuggets.llm.config import ENV_API_KEY, ENV_BASE_URL, ENV_CACHE, E
 from pyterrier_nuggets.llm.embedded import EMBEDDED_MODEL, find_embedded_model
 from pyterrier_nuggets.llm.limits import AdaptiveLimiter
 from pyterrier_nuggets.llm.parsing import OutputError
+from pyterrier_nuggets.llm.retry import EndpointError
 from pyterrier_nuggets.llm.tokens import TokenCounter
 from pyterrier_nuggets.llm.usage import Plan, Prices, Usage
 
-__all__ = ["LLMClient", "ChatResult", "Outcome", "endpoint_configured", "ResponseCache", "request_key", "default_cache_path",
+__all__ = ["LLMClient", "ChatResult", "Outcome", "endpoint_configured", "EndpointError", "ResponseCache", "request_key", "default_cache_path",
            "OutputError", "ENV_API_KEY", "ENV_BASE_URL", "ENV_CACHE", "ENV_MODEL", "EMBEDDED_MODEL",
            "find_embedded_model", "AdaptiveLimiter", "TokenCounter", "Plan", "Prices", "Usage"]

@@ -5,7 +5,8 @@ JSONL (``custom_id`` = the cache key), uploads the file (``POST /v1/files``, pur
 the batch (``POST /v1/batches``, window 24 h), records the batch id and its requests in the response
 cache *before* waiting, polls until the batch ends, downloads the output and error files and puts every
 answer into the cache. A run that is interrupted while it waits finds the recorded batch the next time
-and waits for it again instead of submitting (and paying for) the same requests twice. A request that
+and waits for it again instead of submitting (and paying for) the same requests twice; a recorded batch the
+endpoint no longer knows (HTTP 404 when polled) is abandoned, said, and its requests are submitted again. A request that
 failed inside the batch (an error line, or no line in an expired, cancelled or failed batch) is returned
 as an error; it is not cached, so a later run asks it again.
 
@@ -56,7 +57,7 @@ class BatchRunner:
         self.poll_interval = poll_interval
         self.timeout = timeout
         self.log = log or (lambda message: None)
-        self.stats = dict(rounds=0, batches=0, resumed=0, polls=0, requests=0, errors=0)
+        self.stats = dict(rounds=0, batches=0, resumed=0, forgotten=0, polls=0, requests=0, errors=0)
 
     def run(self, pending: dict[str, dict]) -> tuple[dict[str, dict], dict[str, str]]:
         """Answer ``pending`` (key -> body): ``(answers by key, errors by key)``; answers are cached."""
@@ -67,11 +68,17 @@ class BatchRunner:
             if requests.keys() & pending.keys():
                 self.log(f"Batch API: resuming batch {batch_id} ({len(requests)} requests) submitted by an earlier run")
                 self.stats["resumed"] += 1
-                self._collect(batch_id, requests, answers, errors)
+                if not self._collect(batch_id, requests, answers, errors):
+                    self.stats["forgotten"] += 1
+                    self.log(f"Batch API: the endpoint no longer knows batch {batch_id} (HTTP 404); it is abandoned "
+                             f"and its requests are submitted again")
         remaining = {k: b for k, b in pending.items() if k not in answers and k not in errors}
         for chunk in self._chunks(remaining):
             batch_id = self._submit(chunk)
-            self._collect(batch_id, chunk, answers, errors)
+            if not self._collect(batch_id, chunk, answers, errors):
+                raise BatchError(f"Batch API: the endpoint {self.endpoint} does not know batch {batch_id}, which it "
+                                 "has just created (HTTP 404 when polling it): it does not keep batches; run without "
+                                 "--batch (batch=False)")
         return answers, errors
 
     @staticmethod
@@ -91,11 +98,16 @@ class BatchRunner:
             size += n
         return chunks
 
-    def _api(self, what: str, fn: Callable, *args, **kwargs):
-        """One API call of the batch workflow, retried a few times on transient errors."""
+    def _api(self, what: str, fn: Callable, *args, missing_ok: bool = False, **kwargs):
+        """One API call of the batch workflow, retried a few times on transient errors; with ``missing_ok``, None
+        when the endpoint does not know the object (HTTP 404)."""
         for attempt in range(5):
             try:
                 return fn(*args, **kwargs)
+            except openai.NotFoundError as exc:
+                if missing_ok:
+                    return None
+                raise BatchError(f"Batch API: {what} failed: {describe_error(exc)}") from exc
             except RETRYABLE as exc:
                 if attempt == 4:
                     raise BatchError(f"Batch API: {what} failed: {describe_error(exc)}") from exc
@@ -116,12 +128,17 @@ class BatchRunner:
         self.log(f"Batch API: submitted batch {batch.id} with {len(requests)} requests")
         return batch.id
 
-    def _collect(self, batch_id: str, requests: dict[str, dict], answers: dict, errors: dict) -> None:
+    def _collect(self, batch_id: str, requests: dict[str, dict], answers: dict, errors: dict) -> bool:
+        """Wait for a batch and take its answers and errors; False when the endpoint does not know the batch (it
+        was forgotten: it is closed in the cache, its requests stay unanswered so that they can be sent again)."""
         started = time.monotonic()
         status = None
         while True:
-            batch = self._api(f"polling batch {batch_id}", self.client.batches.retrieve, batch_id)
+            batch = self._api(f"polling batch {batch_id}", self.client.batches.retrieve, batch_id, missing_ok=True)
             self.stats["polls"] += 1
+            if batch is None:
+                self.cache.close_batch(batch_id, "forgotten")
+                return False
             if batch.status != status:
                 status = batch.status
                 counts = batch.request_counts
@@ -145,6 +162,7 @@ class BatchRunner:
                 errors[key] = f"Batch API: batch {batch_id} ended {why} without an answer to this request"
         self.stats["errors"] += sum(1 for k in requests if k in errors)
         self.cache.close_batch(batch_id, status)
+        return True
 
     def _read(self, text: str, requests: dict[str, dict], answers: dict, errors: dict) -> None:
         for line in text.splitlines():

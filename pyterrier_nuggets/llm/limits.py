@@ -9,7 +9,9 @@
   push-back (429, 503, 504 or a timeout) ends slow start. On each push-back the limit
   drops to ``decrease`` (0.7) times the number of requests that were in flight when the rejected one was
   sent, minus one (multiplicative decrease; one decrease per burst of rejections), then grows again by
-  one per round trip (additive increase). It grows freely up to the level that was pushed back, and
+  one per round trip (additive increase); a push-back that comes with ``Retry-After`` once the level is
+  known from an earlier one sets the limit just below the level instead (fast recovery: the endpoint said
+  what it takes and when to come back). It grows freely up to the level that was pushed back, and
   probes above it only after ``probe_hold`` seconds, a hold that doubles after each failed probe and
   resets after a successful one: an endpoint with a fixed limit sees a handful of rejections per run,
   not one per round trip;
@@ -224,9 +226,12 @@ class AdaptiveLimiter:
         if ticket.probe:
             self.hold = min(self.max_hold, self.hold * 2)  # a failed probe: wait longer before the next
         self.slow_start = False
+        # a push-back with Retry-After at a level learned before: the endpoint's limit is known and says when to
+        # come back, so the limit goes just below that level (fast recovery) instead of 0.7 times it
+        fast = retry_after is not None and self.known_max is not None
         self.known_max = max(1, ticket.level - 1)  # the level counts replies still on their way: may be high
         self.probe_after = now + self.hold
-        self.limit = max(1.0, min(self.limit, float(self.known_max)) * self.decrease)
+        self.limit = max(1.0, min(self.limit, float(self.known_max)) * (1.0 if fast else self.decrease))
         self.stats["lowest_limit"] = min(self.stats["lowest_limit"], self.limit)
 
     def _succeeded(self, ticket: Ticket, now: float) -> None:

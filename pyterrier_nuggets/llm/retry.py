@@ -8,6 +8,25 @@ import time
 import openai
 
 RETRYABLE = (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError, openai.APIConnectionError)
+# what no retry can fix, whatever the request: the endpoint refuses the key, forbids the model or does not know it
+FATAL_STATUS = {401: "the API key was refused", 403: "access is forbidden",
+                404: "not found (no such model, or not a chat completions endpoint)"}
+FATAL_FIX = {401: "check the key ($OPENAI_API_KEY) and that it belongs to this endpoint",
+             403: "check that the key may use this model",
+             404: "check the model name ($PYTERRIER_NUGGETS_MODEL, --model) and the endpoint's address "
+                  "($OPENAI_BASE_URL, --base-url: most servers' addresses end in /v1)"}
+PROBE_ATTEMPTS = 3  # a first request that cannot connect is tried this often (about 1.5 s) before the job stops
+
+
+class EndpointError(RuntimeError):
+    """The endpoint cannot be used at all (a wrong key, model or address, a server that is down, HTTP 200 without
+    a chat completion): the job stops at once, in one line naming the endpoint, the model and the cause, instead
+    of failing every item after its retries."""
+
+
+def is_connection_error(exc: Exception) -> bool:
+    """A request that never reached the server (refused, unreachable host), not a timeout of one that did."""
+    return isinstance(exc, openai.APIConnectionError) and not isinstance(exc, openai.APITimeoutError)
 
 
 def retry_after(exc: Exception) -> float | None:

@@ -68,7 +68,6 @@ class Scheduler:
         self._flushing = False
         self._local = threading.local()
         self.rounds = 0  # flushes so far
-        self.on_drained: list[Callable[[], None]] = []  # called when all work is done
 
     # ------------------------------------------------------------------------------ context
 
@@ -203,20 +202,12 @@ class Scheduler:
             self._active += 1
 
     def _check(self) -> None:
-        """Flush when nothing can move; tell the listeners when everything is done."""
+        """Flush when nothing can move."""
         with self._cond:
-            if self._flushing or self._queue or self._running or self._active:
+            if self._flushing or self._queue or self._running or self._active or not self._parked:
                 return
-            if not self._parked:
-                drained = True
-            else:
-                drained = False
-                self._flushing = True
-                parked, self._parked = self._parked, []
-        if drained:
-            for listener in self.on_drained:
-                listener()
-            return
+            self._flushing = True
+            parked, self._parked = self._parked, []
         try:
             self._flush()
         except BaseException as exc:

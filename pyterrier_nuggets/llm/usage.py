@@ -12,7 +12,8 @@ import pandas as pd
 
 from ir_measures_ext.errors import InvalidInput
 
-COUNTERS = ("requests", "cache_hits", "calls", "retries", "throttled", "failures", "prompt_tokens", "completion_tokens",
+COUNTERS = ("items", "failed_items", "requests", "cache_hits", "calls", "retries", "throttled", "failures",
+            "prompt_tokens", "completion_tokens",
             "batch_requests", "batch_prompt_tokens", "batch_completion_tokens", "planned", "planned_prompt_tokens",
             "planned_completion_tokens")
 
@@ -72,8 +73,9 @@ class Usage:
     def to_frame(self) -> pd.DataFrame:
         rows = []
         for stage, c in list(self.stages.items()) + [("total", self.total())]:
-            rows.append({"stage": stage, "requests": c["requests"], "cache hits": c["cache_hits"],
-                         "calls": c["calls"], "batch": c["batch_requests"], "failed": c["failures"],
+            rows.append({"stage": stage, "items": c["items"], "failed items": c["failed_items"],
+                         "requests": c["requests"], "cache hits": c["cache_hits"],
+                         "calls": c["calls"], "batch": c["batch_requests"], "failed calls": c["failures"],
                          "prompt tokens": c["prompt_tokens"] + c["batch_prompt_tokens"],
                          "completion tokens": c["completion_tokens"] + c["batch_completion_tokens"],
                          "cost": self.cost(c)})
@@ -93,8 +95,11 @@ class Usage:
             frame = frame.drop(columns=["cost"])
         note = "" if self.prices is None else (f"\nprices: ${self.prices.input:g} / ${self.prices.output:g} per million "
                                                f"prompt / completion tokens, Batch API {self.prices.batch_discount:.0%} off")
-        return ("calls = HTTP requests to the chat endpoint (retries included); batch = answered by the Batch API; "
-                "tokens as the endpoint reported them\n" + frame.to_string(index=False) + note)
+        return ("items = units of work asked (a window, an answer, a citation...), failed items = those without a "
+                "usable answer for any reason (the endpoint, or invalid output after the re-asks); requests = chat "
+                "requests incl. re-asks; calls = HTTP requests to the chat endpoint (retries included), failed calls = "
+                "those that got no answer; batch = answered by the Batch API; tokens as the endpoint reported them\n"
+                + frame.to_string(index=False) + note)
 
 
 @dataclass
@@ -112,6 +117,14 @@ class Plan:
     method: str
     assumptions: dict[str, str] = field(default_factory=dict)
     prices: Prices | None = None
+    reads: dict[str, tuple[str, ...]] = field(default_factory=dict)  # stage -> stages whose answers size it
+
+    def estimated(self) -> dict[str, list[str]]:
+        """The stages whose calls are counted on placeholder answers (``stage -> the planned stages it reads``):
+        estimates, not exact counts; the others are exact (re-asks and retries aside)."""
+        planned = {s for s, c in self.stages.items() if c.get("planned")}
+        out = {stage: [r for r in reads if r in planned] for stage, reads in self.reads.items()}
+        return {stage: r for stage, r in out.items() if r and stage in self.stages}
 
     def calls(self, stage: str | None = None) -> int:
         if stage is not None:
@@ -146,6 +159,13 @@ class Plan:
                  f"prompt tokens: {self.method}.",
                  "completion tokens: those of the placeholder answers below; re-asks and retries are not counted."]
         lines += [f"  {stage}: {text}" for stage, text in self.assumptions.items()]
+        estimated = self.estimated()
+        if estimated:
+            lines.append("calls: exact for " + (", ".join(s for s in self.stages if s not in estimated) or "none")
+                         + "; estimated for " + ", ".join(f"{s} (counted on the placeholder answers of "
+                                                          f"{' and '.join(r)}: real answers give fewer or more)"
+                                                          for s, r in estimated.items())
+                         + ". Identical requests are planned once, as the cache answers them once.")
         if self.prices is None:
             lines.append("no prices given (--price INPUT,OUTPUT in USD per million tokens): no cost shown.")
         else:

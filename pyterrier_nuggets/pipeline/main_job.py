@@ -45,6 +45,7 @@ from pyterrier_nuggets.judges import (
     NuggetScorer,
     Overlapped,
     SupportJudge,
+    TooManyFailures,
 )
 from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.matchers import EmbeddingMatcher
@@ -57,9 +58,11 @@ EMBEDDED_MAX_NUGGETS = 10  # the embedded model fills every list to the limit: k
 
 
 def create_nuggets(collection: Collection, llm: LLMClient, strict: bool = False, max_nuggets: int = 30,
-                   keep: int | None = 20, notes: list[str] | None = None) -> pd.DataFrame:
+                   keep: int | None = 20, notes: list[str] | None = None,
+                   failed: dict[str, str] | None = None) -> pd.DataFrame:
     """AutoNuggets (seed 000 §4.1.1): nuggets from the segments judged >= 1 (at most ``max_nuggets``, 30 in
-    the paper), scored vital/okay, the first ``keep`` (20) kept."""
+    the paper), scored vital/okay, the first ``keep`` (20) kept. ``failed`` receives the topics whose nugget
+    list is incomplete (a failed creation window or scoring batch) and the step that failed."""
     judged = collection.qrels[collection.qrels["label"] >= 1]
     judged = judged.merge(collection.topics, on="qid")
     texts = fetch_texts(collection.docstore, judged["docno"].tolist())
@@ -72,6 +75,9 @@ def create_nuggets(collection: Collection, llm: LLMClient, strict: bool = False,
         warnings.simplefilter("ignore")  # failures are summarised in ``notes``
         # topic by topic, a topic's scoring as soon as its nuggets exist (results identical to creator >> scorer)
         nuggets = Overlapped(creator >> scorer)(judged[["qid", "query", "docno", "text", "label"]])
+    if failed is not None:
+        failed.update({f.qid: "nugget scoring" for f in scorer.failures})
+        failed.update({f.qid: "nugget creation" for f in creator.failures})
     if notes is not None:
         if creator.failures:
             notes.append(f"nugget creation: {len(creator.failures)} failed window(s) of "
@@ -99,6 +105,7 @@ class SystemResult:
     answers: pd.DataFrame | None
     evaluation: pd.DataFrame
     notes: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)  # topic -> the LLM step that failed on it
 
 
 @dataclass
@@ -166,7 +173,7 @@ class Judges:
             return ExtractiveGenerator(spec.k, matcher=self.shared_matcher(), docstore=collection.docstore,
                                        run_id=spec.name)
         return CitedGenerator(_need(self.llm), k=spec.k, docstore=collection.docstore, run_id=spec.name,
-                              on_failure="raise" if self.strict else "empty")
+                              on_failure="raise" if self.strict else "exclude")
 
     def assigner(self, nuggets: pd.DataFrame):
         if self.mode == "baseline":
@@ -218,6 +225,7 @@ def _evaluate_system(spec: SystemSpec, collection: Collection, nuggets: pd.DataF
                      judges: Judges, index_dir, retrieved_cache: dict, out_dir: str, files: list[str],
                      on_invalid: str = "refuse") -> SystemResult:
     notes: list[str] = []
+    failed: dict[str, str] = {}
     retrieved = retrieve(spec, collection, index_dir, retrieved_cache)
     if retrieved is not None:
         path = os.path.join(out_dir, f"{spec.name}.segments.run")
@@ -234,8 +242,9 @@ def _evaluate_system(spec: SystemSpec, collection: Collection, nuggets: pd.DataF
     elif retrieved is not None and not spec.assignments:
         generator = judges.generator(spec, collection)
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # problems are counted below
+            warnings.simplefilter("ignore")  # problems and failures are counted below
             answers = generator(retrieved)
+        failed.update({f.qid: "generation" for f in getattr(generator, "failures", [])})
         if generator.problems:
             notes.append(f"generation: {len(generator.problems)} problem(s) in "
                          f"{len({p['qid'] for p in generator.problems})} answer(s) (see NAME.answers.jsonl)")
@@ -245,7 +254,6 @@ def _evaluate_system(spec: SystemSpec, collection: Collection, nuggets: pd.DataF
         files.append(path)
 
     rows = pd.DataFrame(columns=["qid", "docno", "score"])
-    excluded: set[str] = set()  # answers with a failed LLM step: no rows at all (scored as unanswered)
     imported_rows: list[formats.Row] = []
     assigner = judge = None
     if spec.assignments:
@@ -268,7 +276,7 @@ def _evaluate_system(spec: SystemSpec, collection: Collection, nuggets: pd.DataF
         notes.append("no answers: citations not judged; give --answers NAME=PATH for SupportP/SupportR")
     if assigner is not None:
         if assigner.failures:
-            excluded |= {f.qid for f in assigner.failures}
+            failed.update({f.qid: "assignment" for f in assigner.failures})
             notes.append(f"assignment: {len(assigner.failures)} failed step(s)")
         assigned_answers = formats.assignment_frame_to_answers(evaluated.assigned, nugget_set, spec.name)
         path = os.path.join(out_dir, f"{spec.name}.assignments.jsonl")
@@ -276,21 +284,21 @@ def _evaluate_system(spec: SystemSpec, collection: Collection, nuggets: pd.DataF
         files.append(path)
     if judge is not None:
         if judge.failures:
-            excluded |= {f.qid for f in judge.failures}
+            failed.update({f.qid: "support" for f in judge.failures})
             notes.append(f"support: {len(judge.failures)} failed judgment(s)")
         path = os.path.join(out_dir, f"{spec.name}.support.jsonl")
         formats.write_support(path, formats.frame_to_judgments(evaluated.support), spec.name)
         files.append(path)
     rows = imported_rows + [(str(q), str(d), float(s)) for q, d, s in zip(rows["qid"], rows["docno"], rows["score"])]
-    if excluded:
-        rows = [r for r in rows if r[0] not in excluded]
-        notes.append(f"{len(excluded)} answer(s) excluded after failed LLM steps, scored as unanswered (0): "
-                     f"{', '.join(sorted(excluded))}")
+    if failed:  # a failed step's answer has no rows: it is left out of the table, never scored
+        rows = [r for r in rows if r[0] not in failed]
+        notes.append(f"{len(failed)} answer(s) with a failed LLM step, left out of the table: "
+                     + ", ".join(f"{q} ({step})" for q, step in sorted(failed.items())))
     evaluation = pd.DataFrame(rows, columns=["qid", "docno", "score"])
     path = os.path.join(out_dir, f"{spec.name}.eval.run")
     formats.write_run(path, rows, spec.name)
     files.append(path)
-    return SystemResult(spec, retrieved, answers, evaluation, notes)
+    return SystemResult(spec, retrieved, answers, evaluation, notes, failed)
 
 
 def offline_nuggets(collection: Collection, nuggets_path: str | None, systems: Sequence[SystemSpec]) -> str | None:
@@ -323,6 +331,18 @@ def _ordering_note(table: JointTable) -> list[str]:
             f"({len(table.means)} systems, p = {result.pvalue:.3g})"]
 
 
+MAX_FAILED_SHARE = 0.1  # the job stops when more than this share of a stage's items failed
+
+
+def check_failed_share(llm: LLMClient, max_failed_share: float = MAX_FAILED_SHARE) -> None:
+    """Stop (:class:`~pyterrier_nuggets.judges.base.TooManyFailures`) when more than ``max_failed_share`` of the
+    items of a stage failed so far: a table of what is left would not be a table of the run."""
+    for stage, counters in llm.usage().stages.items():
+        items, failed = counters["items"], counters["failed_items"]
+        if items and failed / items > max_failed_share:
+            raise TooManyFailures(stage, failed, items, max_failed_share, "--max-failed-share")
+
+
 def _need(llm: LLMClient | None) -> LLMClient:
     if llm is None:
         raise InvalidInput("this step needs an LLM, but none was configured")
@@ -333,7 +353,7 @@ def run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir:
                  llm: LLMClient | None = None, judges: str = "llm", nuggets_path: str | None = None,
                  index_dir: str | os.PathLike | None = None, strict: bool = False, plots: bool = True,
                  max_nuggets: int | None = None, log: Callable[[str], None] = print,
-                 on_invalid: str = "refuse") -> MainJobResult:
+                 on_invalid: str = "refuse", max_failed_share: float = MAX_FAILED_SHARE) -> MainJobResult:
     """Evaluate ``systems`` on ``collection`` end to end and write everything to ``out_dir``: per system
     the segments run, answers, assignments, support judgments and evaluation run; the nuggets and their
     qrels; the joint table (``joint_table.csv/.md/.tex/.perquery.csv``) and the plots.
@@ -344,8 +364,10 @@ def run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir:
     ``llm`` (default: ``LLMClient()``, the configured endpoint; none configured is refused) is created only when
     a step needs it. ``nuggets_path``: imported nuggets (nugget JSONL); without it the nuggets of imported
     assignment files are used, else (``"llm"``) they are created from the qrels, or (``"baseline"``) the
-    collection's are used. ``strict``: any failed LLM step raises (default: failures are reported and the
-    affected answers excluded, never scored as 0). ``max_nuggets``: nuggets created per topic (default 30
+    collection's are used. ``strict``: any failed LLM step raises (default: failures are reported, and a topic
+    on which any system's LLM step failed is left out of the table for every system, never scored; when more than
+    ``max_failed_share`` of a stage's items failed, the job stops with
+    :class:`~pyterrier_nuggets.judges.base.TooManyFailures` instead of making a table). ``max_nuggets``: nuggets created per topic (default 30
     as in seed 000, at most 20 kept; with the embedded model 10, all kept).
     ``on_invalid``: imported nugget and assignment files with invalid labels are refused (default) or, with
     ``"drop"``, read without those nuggets, which the notes report.
@@ -358,7 +380,7 @@ def run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir:
     stage = tempfile.mkdtemp(prefix=".partial-", dir=out_dir)  # all outputs or none: moved at the end
     try:
         result = _run_main_job(collection, systems, stage, Judges(judges, llm, strict), nuggets_path, index_dir,
-                               plots, max_nuggets, log, on_invalid)
+                               plots, max_nuggets, log, on_invalid, max_failed_share)
         final = []
         for path in result.files:
             target = os.path.join(out_dir, os.path.basename(path))
@@ -395,12 +417,14 @@ def _check_inputs_outside(out_dir: str, systems: Sequence[SystemSpec], nuggets_p
 
 def _run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir: str, judges: Judges,
                   nuggets_path: str | None, index_dir, plots: bool, max_nuggets: int | None,
-                  log: Callable[[str], None], on_invalid: str = "refuse") -> MainJobResult:
+                  log: Callable[[str], None], on_invalid: str = "refuse",
+                  max_failed_share: float = MAX_FAILED_SHARE) -> MainJobResult:
     start = time.time()
     index_dir = Path(index_dir) if index_dir is not None else default_index_dir()
     judges.vector_cache = index_dir / "embedding-vectors.sqlite"
     files: list[str] = []
     notes: list[str] = []
+    incomplete: dict[str, str] = {}  # topics with a failed LLM step (in any system): left out of the table
     baseline = judges.mode == "baseline"
     imported = [s for s in systems if s.assignments]
     manual = None
@@ -437,7 +461,9 @@ def _run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir
         log("nuggets: creating them from the judged segments (NuggetCreator >> NuggetScorer)")
         if max_nuggets is None:
             max_nuggets = EMBEDDED_MAX_NUGGETS if llm is not None and llm.embedded else 30
-        nuggets = create_nuggets(collection, _need(llm), judges.strict, max_nuggets, min(20, max_nuggets), notes)
+        nuggets = create_nuggets(collection, _need(llm), judges.strict, max_nuggets, min(20, max_nuggets), notes,
+                                 incomplete)
+        check_failed_share(llm, max_failed_share)
         source = "auto"
         nugget_set = formats.frame_to_nuggets(nuggets) if len(nuggets) else formats.NuggetSet([])
     if nuggets.empty:
@@ -445,10 +471,7 @@ def _run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir
     condition = evaluation_condition(source, systems, judges.mode)
     path = os.path.join(out_dir, "nuggets.jsonl")
     formats.write_nuggets(path, nugget_set, dict(zip(collection.topics["qid"], collection.topics["query"])))
-    nugget_qrels = formats.nugget_qrels(nuggets)
-    qrels_path = os.path.join(out_dir, "nuggets.qrels")
-    formats.write_nugget_qrels(qrels_path, nugget_set)
-    files += [path, qrels_path]
+    files.append(path)
 
     results = []
     retrieved_cache: dict = {}
@@ -459,6 +482,25 @@ def _run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir
                         f"{spec.assignments}") if x))
         results.append(_evaluate_system(spec, collection, nuggets, nugget_set, judges, index_dir, retrieved_cache,
                                         out_dir, files, on_invalid))
+        if llm is not None:
+            check_failed_share(llm, max_failed_share)
+    for r in results:
+        for qid, step in r.failed.items():
+            incomplete.setdefault(qid, f"{r.spec.name}: {step}")
+    if incomplete:  # never scored: left out for every system, so that the systems are compared on the same topics
+        notes.append(f"{len(incomplete)} topic(s) left out of the table because an LLM step failed on them (run again "
+                     "to complete them: what succeeded is cached): "
+                     + "; ".join(f"{q} ({why})" for q, why in sorted(incomplete.items())))
+        nuggets = nuggets[~nuggets["qid"].isin(incomplete)]
+        for r in results:
+            r.evaluation = r.evaluation[~r.evaluation["qid"].isin(incomplete)]
+            if r.retrieved is not None:
+                r.retrieved = r.retrieved[~r.retrieved["qid"].isin(incomplete)]
+    nugget_qrels = formats.nugget_qrels(nuggets)  # the qrels of the table's topics
+    qrels_path = os.path.join(out_dir, "nuggets.qrels")
+    formats.write_nugget_qrels(qrels_path, [n for n in nugget_set.nuggets if n.qid not in incomplete])
+    files.append(qrels_path)
+    segment_qrels = collection.qrels[~collection.qrels["qid"].isin(incomplete)]
 
     has_retrieval = all(r.retrieved is not None for r in results) and not collection.qrels.empty
     measures = list(ANSWER_MEASURES)
@@ -468,7 +510,7 @@ def _run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir
     if not has_retrieval:
         log("nDCG@10 left out: a system has no retrieved segments (give --run NAME=PATH) or there are no qrels")
     table = joint_table([System(r.spec.name, r.evaluation, r.retrieved if has_retrieval else None) for r in results],
-                        nugget_qrels, collection.qrels if has_retrieval else None, answer_measures=measures)
+                        nugget_qrels, segment_qrels if has_retrieval else None, answer_measures=measures)
     table.provenance = {"nuggets": _describe_nuggets(source, nuggets_path, imported, llm)}
     if any(not s.assignments for s in systems):
         table.provenance["assignment"] = judges.describe_assignment()

@@ -1,0 +1,25 @@
+"""``pyterrier-nuggets check-endpoint``: ask the configured LLM endpoint one tiny question and say whether a job
+could use it (the probe a job makes with its first request, on purpose and for a few tokens)."""
+from __future__ import annotations
+
+from pyterrier_nuggets.cli.errors import positive_number
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("check-endpoint", help="ask the LLM endpoint one tiny question: can a job use it? (exit 0 if "
+                                              "so; 1 with the cause, e.g. HTTP 401, an unknown model, no server)")
+    p.add_argument("--base-url", help="the OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (default: "
+                                      "$OPENAI_BASE_URL, else the OpenAI API when $OPENAI_API_KEY is set)")
+    p.add_argument("--model", help="the model name at that endpoint, e.g. gpt-4o-mini (default: "
+                                   "$PYTERRIER_NUGGETS_MODEL)")
+    p.add_argument("--timeout", type=positive_number, default=30.0, metavar="SECONDS",
+                   help="seconds to wait for the reply (default 30)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from pyterrier_nuggets.llm import LLMClient
+    llm = LLMClient(model=args.model, base_url=args.base_url, cache=None, progress=False, timeout=args.timeout,
+                    max_retries=2, max_retry_time=args.timeout)
+    print(llm.probe())
+    return 0

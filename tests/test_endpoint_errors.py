@@ -1,0 +1,171 @@
+"""Issue 23: when the endpoint itself is wrong, the job stops at once with the cause in one line (exit 1) and
+makes no table of zeros; failed LLM steps are never scored; a forgotten batch, a garbage or failed generation and
+Ctrl-C never leave a run stuck."""
+from __future__ import annotations
+
+import socket
+import time
+
+import pandas as pd
+import pytest
+
+from pyterrier_nuggets.cli import main
+from pyterrier_nuggets.judges import NuggetCreator
+from pyterrier_nuggets.llm import EndpointError, LLMClient, ResponseCache
+from tests.fake_openai_server import FakeOpenAIServer, Reply, auto_reply, first_prompt
+
+SECONDS = 60  # a generous bound for "in seconds" on a loaded machine (the fail-fast path takes about one)
+
+
+@pytest.fixture(scope="module")
+def index_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("indexes")
+
+
+@pytest.fixture
+def nuggets(tmp_path):
+    """Imported nuggets (the condition that made a table of zeros): two topics of the sample."""
+    path = tmp_path / "nuggets.jsonl"
+    path.write_text('{"qid": "t01", "nuggets": [{"text": "Bees dance to show where food is", "importance": "vital"}]}\n'
+                    '{"qid": "t02", "nuggets": [{"text": "Auroras come from the solar wind", "importance": "vital"}]}\n')
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def demo(base_url: str, tmp_path, index_dir, *extra: str) -> list[str]:
+    return ["demo", "--base-url", base_url, "--model", "judge-model", "--topics", "t01", "t02", "--system", "bm25:1",
+            "--out", str(tmp_path / "out"), "--llm-cache", str(tmp_path / "cache.sqlite"), "--index-dir",
+            str(index_dir), "--no-plots", *extra]
+
+
+def assert_stopped(code: int, err: str, tmp_path, *causes: str) -> None:
+    lines = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert code == 1, err
+    assert len(lines) == 1 and "judge-model" in lines[0] and all(c in lines[0] for c in causes), err
+    assert "Traceback" not in err and not (tmp_path / "out" / "joint_table.csv").exists()
+
+
+@pytest.mark.parametrize("reply, causes", [
+    (Reply(status=401), ("HTTP 401", "API key was refused")),
+    (Reply(status=404), ("HTTP 404", "check the model name")),
+    (Reply(raw_body=b""), ("HTTP 200 without a chat completion",)),
+    (Reply(raw_body=b'{"object": "chat.completion", "choices": []}'), ("HTTP 200 without a chat completion",)),
+], ids=["401", "404", "empty-200", "no-choices"])
+@pytest.mark.parametrize("imported", [False, True], ids=["autonuggets", "imported-nuggets"])
+def test_an_unusable_endpoint_stops_the_job_in_one_line(reply, causes, imported, tmp_path, index_dir, nuggets,
+                                                        capsys, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with FakeOpenAIServer(responder=lambda body: reply) as server:
+        start = time.monotonic()
+        extra = ("--nuggets", str(nuggets)) if imported else ()
+        code = main(demo(server.base_url, tmp_path, index_dir, *extra))
+        assert time.monotonic() - start < SECONDS
+        assert_stopped(code, capsys.readouterr().err, tmp_path, server.base_url, *causes)
+        assert server.count <= 8  # the first requests in flight, not every item times its retries
+
+
+@pytest.mark.parametrize("imported", [False, True], ids=["autonuggets", "imported-nuggets"])
+def test_an_endpoint_that_is_down_stops_the_job_after_a_short_probe(imported, tmp_path, index_dir, nuggets, capsys,
+                                                                    monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    extra = ("--nuggets", str(nuggets)) if imported else ()
+    code = main(demo(url, tmp_path, index_dir, *extra))
+    assert_stopped(code, capsys.readouterr().err, tmp_path, url, "cannot connect", "3 attempts")
+
+
+def test_check_endpoint(capsys, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with FakeOpenAIServer(responder=lambda body: "OK") as server:
+        assert main(["check-endpoint", "--base-url", server.base_url, "--model", "judge-model"]) == 0
+        assert "answered in" in capsys.readouterr().out and server.count == 1
+    with FakeOpenAIServer(responder=lambda body: Reply(status=401)) as server:
+        assert main(["check-endpoint", "--base-url", server.base_url, "--model", "judge-model"]) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "HTTP 401" in err and "judge-model" in err
+
+
+def test_failed_generation_is_left_out_never_scored(tmp_path, index_dir, nuggets, capsys, monkeypatch):
+    """A topic whose generation failed (garbage, still garbage after the re-ask) has no answer: it is left out of
+    the table for every system, said in a note, and a re-run on a healthy endpoint completes it."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+    def garbage_for_t02(body):
+        if "Passages:" in first_prompt(body) and "aurora" in first_prompt(body).lower():
+            return "Sure! Here you go: [unterminated"
+        return auto_reply(body)
+    argv = demo("", tmp_path, index_dir, "--nuggets", str(nuggets), "--system", "dense:1", "--max-failed-share", "0.5")
+    with FakeOpenAIServer(responder=garbage_for_t02) as server:
+        argv[argv.index("--base-url") + 1] = server.base_url
+        assert main(argv) == 0
+        out = capsys.readouterr().out
+        table = pd.read_csv(tmp_path / "out" / "joint_table.perquery.csv")
+        assert set(table["qid"]) == {"t01"}  # t02 failed for a system: left out for both
+        assert "1 topic(s) left out of the table because an LLM step failed on them" in out
+        assert "t02 (bm25-k1: generation)" in out
+        assert (tmp_path / "out" / "nuggets.qrels").read_text().split()[0] == "t01"
+        assert "t02" not in (tmp_path / "out" / "bm25-k1.eval.run").read_text()
+    # more failures than allowed: no table at all
+    (tmp_path / "out").rename(tmp_path / "first")
+    with FakeOpenAIServer(responder=garbage_for_t02) as server:
+        argv[argv.index("--base-url") + 1] = server.base_url
+        code = main(argv[:-1] + ["0.1"])
+        err = capsys.readouterr().err
+        assert code == 1 and "generate: 1 of 2 items failed (50%, more than the 10% allowed by --max-failed-share)" \
+            in err and not (tmp_path / "out" / "joint_table.csv").exists()
+    with FakeOpenAIServer() as server:  # a re-run on an endpoint that answers: the failed topic completes
+        argv[argv.index("--base-url") + 1] = server.base_url
+        assert main(argv) == 0
+        assert set(pd.read_csv(tmp_path / "out" / "joint_table.perquery.csv")["qid"]) == {"t01", "t02"}
+        assert "left out of the table" not in capsys.readouterr().out
+
+
+def test_a_forgotten_batch_is_said_and_submitted_again(tmp_path):
+    judged = pd.DataFrame({"qid": "q1", "query": "eiffel tower facts", "docno": ["d1", "d2"],
+                           "text": ["The tower was finished in 1889", "It is 330 metres tall"], "label": 2})
+    cache = tmp_path / "c.sqlite"
+    with FakeOpenAIServer(batch_polls=1000) as server:  # a batch that takes long: the first run gives up waiting
+        llm = LLMClient(model="m", base_url=server.base_url, api_key="k", cache=cache, batch=True, batch_poll=0.05,
+                        batch_timeout=0.2, progress=False)
+        with pytest.raises(Exception, match="run again later"):
+            NuggetCreator(llm)(judged)
+        assert len(ResponseCache(cache).open_batches(llm.endpoint)) == 1
+        server.batches.clear()  # the endpoint forgets it (a restart): polling it gives HTTP 404
+        server.batch_polls = 0
+        again = LLMClient(model="m", base_url=server.base_url, api_key="k", cache=cache, batch=True, batch_poll=0.05,
+                          progress=False)
+        nuggets = NuggetCreator(again)(judged)
+        assert len(nuggets) and again.batch_stats["forgotten"] == 1 and again.batch_stats["batches"] == 1
+        assert not ResponseCache(cache).open_batches(llm.endpoint)
+
+
+def test_ctrl_c_says_what_is_kept_and_exits_130(monkeypatch, capsys):
+    from pyterrier_nuggets.cli import table
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(table, "run", interrupted)
+    assert main(["table", "--nugget-qrels", "q", "--system", "a", "r"]) == 130
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "response cache" in err and "run the same command again" in err
+
+
+def test_an_endpoint_that_fails_after_answering_fails_items_not_the_job(tmp_path):
+    """Once the endpoint has answered, a 500 burst or a malformed reply fails the items it hits (retried, then
+    reported), and a 401 still stops the job (a key revoked mid-run)."""
+    with FakeOpenAIServer(script=[Reply("[]"), Reply(status=500), Reply(status=500)], responder=lambda b: "[]") as s:
+        llm = LLMClient(model="m", base_url=s.base_url, api_key="k", cache=None, progress=False, max_retries=1,
+                        backoff=0.01)
+        assert llm.chat([{"role": "user", "content": "a"}]).ok
+        assert not llm.chat([{"role": "user", "content": "b"}]).ok  # two 500s: this item failed
+        assert llm.chat([{"role": "user", "content": "c"}]).ok  # the job goes on
+        s.script.append(Reply(status=401))
+        with pytest.raises(EndpointError, match="HTTP 401"):
+            llm.chat([{"role": "user", "content": "d"}])
+        with pytest.raises(EndpointError):  # and every later call, at once
+            llm.chat([{"role": "user", "content": "e"}])
