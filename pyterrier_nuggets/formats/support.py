@@ -1,11 +1,13 @@
 """Support judgment files (JSONL, one judgment a line): ``{qid, run_id?, sentence, citation, docno,
-support}`` (seed 004 §3.2 labels full / partial / none)."""
+support}`` (seed 004 §3.2 labels full / partial / none), and BioGen relation files, the same form with
+``relation`` (supports / contradicts / neutral / not_relevant, seed 002 §3.3) in place of ``support``. The
+two never pass for each other: a relation file has no ``support`` field and a support file no ``relation``."""
 from __future__ import annotations
 
 from collections.abc import Iterable
 
 from pyterrier_nuggets.formats.files import InputError, get_field, get_qid, read_jsonl, write_jsonl
-from pyterrier_nuggets.records import SUPPORT_LEVELS, SupportJudgment
+from pyterrier_nuggets.records import BIOGEN_RELATIONS, SUPPORT_LEVELS, SupportJudgment, SupportRelation
 
 
 def read_support(path: str) -> list[SupportJudgment]:
@@ -47,3 +49,43 @@ def write_support(path: str, judgments: Iterable[SupportJudgment], run_id: str |
     write_jsonl(path, ({"qid": j.qid, **({"run_id": run_id or j.run_id} if run_id or j.run_id else {}),
                         "sentence": j.sentence,
                         "citation": j.citation, "docno": j.docno, "support": j.support} for j in judgments))
+
+
+def read_relations(path: str) -> list[SupportRelation]:
+    """BioGen relation judgments ``{qid, run_id?, sentence, citation, docno, relation}``, one per judged
+    citation (an uncited sentence has no line)."""
+    out = []
+    seen: dict[tuple, int] = {}
+    for line, obj in read_jsonl(path):
+        qid = get_qid(path, line, obj, "qid", "topic_id")
+        if "support" in obj and "relation" not in obj:
+            raise InputError(path, line, "relation", "missing; this is a support file (full/partial/none)",
+                             "a project on the BioGen scale needs BioGen relations (BioGenJudge output)")
+        sentence = get_field(path, line, obj, "sentence", int)
+        citation = get_field(path, line, obj, "citation", int)
+        if sentence < 0 or citation < 0:
+            field_name = "sentence" if sentence < 0 else "citation"
+            raise InputError(path, line, field_name, f"{obj[field_name]} is negative; positions are 0-based")
+        docno = get_field(path, line, obj, "docno", str)
+        relation = obj.get("relation")
+        if relation not in BIOGEN_RELATIONS:
+            raise InputError(path, line, "relation", f"{relation!r:.60} is not one of {BIOGEN_RELATIONS}")
+        run_id = obj.get("run_id")
+        if run_id is not None and (not isinstance(run_id, str) or not run_id):
+            raise InputError(path, line, "run_id", f"expected a run name, got {run_id!r:.60}")
+        key = (qid, run_id, sentence, citation)
+        if key in seen:
+            raise InputError(path, line, "citation", f"sentence {sentence}, citation {citation} of topic {qid} is "
+                             f"already judged at line {seen[key]}")
+        seen[key] = line
+        try:
+            out.append(SupportRelation(qid, sentence, citation, docno, relation, run_id))
+        except ValueError as e:
+            raise InputError(path, line, "docno", str(e)) from None
+    return out
+
+
+def write_relations(path: str, relations: Iterable[SupportRelation], run_id: str | None = None) -> None:
+    write_jsonl(path, ({"qid": r.qid, **({"run_id": run_id or r.run_id} if run_id or r.run_id else {}),
+                        "sentence": r.sentence, "citation": r.citation, "docno": r.docno, "relation": r.relation}
+                       for r in relations))

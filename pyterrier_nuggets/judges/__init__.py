@@ -6,6 +6,7 @@
   :class:`NuggetAssigner` (seed 000 §4.1-4.2, seed 001 §3.1-3.3).
 - :mod:`.generation`: :class:`CitedGenerator` (seed 001 §2) and the parsing of cited answers.
 - :mod:`.support`: :class:`SupportJudge` (seed 004 §3.2).
+- :mod:`.biogen`: :class:`BioGenJudge`, BioGen relations of cited sentences (seed 002 §3.3; our prompt).
 - :mod:`.relevance`: :class:`RelevanceJudge` (UMBRELA-style grades, seed 000 §4.1.1).
 - :mod:`.overlap`: :class:`Overlapped`, a chain of judges run topic by topic without stage barriers;
   :func:`run_together`, independent judges at once.
@@ -13,6 +14,7 @@
 The CONE-RAG matching judge, :class:`~pyterrier_nuggets.matchers.LLMMatcher`, lives with the other matchers.
 """
 from pyterrier_nuggets.judges.base import FAILED, Failure, LLMJudge, LLMStepError, NuggetizationError, failure_summary
+from pyterrier_nuggets.judges.biogen import BioGenJudge
 from pyterrier_nuggets.judges.cone import NuggetExtractor
 from pyterrier_nuggets.judges.generation import CitedGenerator
 from pyterrier_nuggets.judges.nuggets import NuggetAssigner, NuggetCreator, NuggetScorer
@@ -21,5 +23,6 @@ from pyterrier_nuggets.judges.relevance import RelevanceJudge
 from pyterrier_nuggets.judges.support import SupportJudge
 
 __all__ = ["LLMJudge", "Failure", "LLMStepError", "NuggetizationError", "failure_summary", "FAILED",
-           "NuggetCreator", "NuggetScorer", "NuggetAssigner", "CitedGenerator", "SupportJudge", "RelevanceJudge", "NuggetExtractor",
+           "NuggetCreator", "NuggetScorer", "NuggetAssigner", "CitedGenerator", "SupportJudge", "BioGenJudge", "RelevanceJudge",
+           "NuggetExtractor",
            "Overlapped", "run_together"]
