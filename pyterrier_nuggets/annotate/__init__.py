@@ -15,10 +15,10 @@ from pyterrier_nuggets.annotate.export import Export, export_project
 from pyterrier_nuggets.annotate.store import Store, create_project
 
 
-def init_project(config_path: str, directory: str, nuggets=None) -> Store:
+def init_project(config_path: str, directory: str, nuggets=None, passwords=None) -> Store:
     """Create a project directory from a configuration file (``nuggets`` may replace its nugget file with
-    a nugget frame or NuggetSet, e.g. NuggetCreator output)."""
-    return create_project(load_config(config_path, nuggets), directory)
+    a nugget frame or NuggetSet, e.g. NuggetCreator output). ``passwords``: see :class:`Store`."""
+    return create_project(load_config(config_path, nuggets), directory, passwords)
 
 
 __all__ = ["init_project", "load_config", "ProjectInput", "create_project", "Store", "Export", "export_project"]
