@@ -62,7 +62,7 @@ NONE = "none"
 SUPPORT_LEVEL_TO_SCORE = {FULL: 1.0, PARTIAL: 0.5, NONE: 0.0}
 SCORE_TO_SUPPORT_LEVEL = {v: k for k, v in SUPPORT_LEVEL_TO_SCORE.items()}
 
-# The relation of an answer sentence to a cited document in the TREC 2024 BioGen track (seed 002 §3.3):
+# The relation of an answer sentence to a cited document in the TREC 2024 BioGen track ([nugget-annotation §3.3]):
 # only "supports" is support when a BioGen label is scored as support (full), the others are no support.
 SUPPORTS = "supports"
 CONTRADICTS = "contradicts"

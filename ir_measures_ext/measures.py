@@ -16,7 +16,7 @@ _CITE = measures.ParamInfo(dtype=str, choices=("first", "all"), default="first",
                            desc="which citations of a sentence are judged: 'first' (TREC 2024) or 'all'")
 _REPEATS = measures.ParamInfo(dtype=str, choices=("forgive", "penalize"), default="forgive",
                               desc="an uncited sentence repeating nuggets a valid sentence conveyed before: "
-                                   "'forgive' (ignored, seed 002 §3.4) or 'penalize' (hallucinated, Table 1 as printed)")
+                                   "'forgive' (ignored, [nugget-annotation §3.4]) or 'penalize' (hallucinated, Table 1 as printed)")
 
 
 class _Measure(measures.Measure):
@@ -132,7 +132,7 @@ class _ArgueP(_NuggetMeasure):
 
     A sentence is valid when it conveys at least one nugget and one of its citations fully supports it;
     hallucinated when it conveys information (a nugget or irrelevant information) that no citation supports
-    or that it does not cite; ignored otherwise. ``repeats='forgive'`` (default, seed 002 §3.4): an uncited
+    or that it does not cite; ignored otherwise. ``repeats='forgive'`` (default, [nugget-annotation §3.4]): an uncited
     sentence whose nuggets were all conveyed by an earlier valid sentence is ignored, not hallucinated;
     ``repeats='penalize'``: Table 1 as printed. Needs the sentence content rows ``{qid}:s{j}:n{i}`` /
     ``:irrelevant`` / ``:noinfo`` (stage 4 of the annotation protocol) besides the support rows. 0 when no

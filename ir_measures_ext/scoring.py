@@ -172,11 +172,11 @@ class ArgueScores(NamedTuple):
     recall: float
 
 
-REPEATS = ("forgive", "penalize")  # an uncited repetition of a nugget cited earlier, seed 002 §3.4
+REPEATS = ("forgive", "penalize")  # an uncited repetition of a nugget cited earlier, [nugget-annotation §3.4]
 
 
 def argue_labels(sentences: Sequence[ArgueSentence], repeats: str = "forgive") -> list[str]:
-    """Valid / hallucinated / ignored of each sentence of one answer, in order (seed 002 §3.4, Table 1).
+    """Valid / hallucinated / ignored of each sentence of one answer, in order ([nugget-annotation §3.4, Table 1]).
 
     ``repeats="forgive"`` (default): the alignment of sentences to nuggets is used "to avoid penalizing
     sentences with the same nugget for having no citation after the first mention" (§3.4): a sentence that

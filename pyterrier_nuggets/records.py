@@ -142,8 +142,8 @@ class SupportJudgment:
 
 @dataclass(frozen=True)
 class SupportRelation:
-    """The relation of one answer sentence to one cited document on the TREC 2024 BioGen scale (seed 002
-    §3.3): ``supports``, ``contradicts``, ``neutral`` or ``not_relevant``. ``citation`` is the position of
+    """The relation of one answer sentence to one cited document on the TREC 2024 BioGen scale
+    ([nugget-annotation §3.3]): ``supports``, ``contradicts``, ``neutral`` or ``not_relevant``. ``citation`` is the position of
     the citation within the sentence (0 = first); an uncited sentence has no relation."""
 
     qid: str

@@ -159,7 +159,7 @@ def test_stage_rules(tmp_path):
     with pytest.raises(store_mod.Refused, match="pooled document") as e:
         protocol.save_revision(store, boss, 0, protocol.RevisionForm(form_id(), freeze=True))
     assert e.value.field == "freeze"
-    with pytest.raises(store_mod.Refused, match="no relevance grade") as e:  # seed 002 §3.1: a grade per document
+    with pytest.raises(store_mod.Refused, match="no relevance grade") as e:  # [nugget-annotation §3.1]: a grade per document
         protocol.save_document(store, alice, 0, 1, 0, _doc(done=True))
     assert e.value.field == "relevance"
     _finish_stage1(store, alice)

@@ -1,4 +1,4 @@
-"""BioGen relations (seed 002 §3.3): BioGenJudge against the fake OpenAI-compatible server, the relation file
+"""BioGen relations ([nugget-annotation §3.3]): BioGenJudge against the fake OpenAI-compatible server, the relation file
 format, and an annotation project on the BioGen scale with the judge's pre-fill, through the export and the
 agreement command; the embedded model runs the judge for real (slow)."""
 import json

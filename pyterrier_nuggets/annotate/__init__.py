@@ -1,4 +1,4 @@
-"""Human nugget annotation: the four-stage protocol of seed 002 (Yang et al., SIGIR 2025 demo) as a
+"""Human nugget annotation: the four-stage protocol of [nugget-annotation] (Yang et al., SIGIR 2025 demo) as a
 multi-user web tool, with exports in the package's own formats (docs/annotation.md).
 
 - :mod:`.config`: the project configuration (JSON) and the loading and cross-checking of its files;

@@ -1,4 +1,4 @@
-"""A project's configuration (seed 002 §4: "the task configuration is defined as a JSON file"; topic
+"""A project's configuration ([nugget-annotation §4]: "the task configuration is defined as a JSON file"; topic
 files, pooled documents and the answers to assess are separate files linked from it) and the loading and
 cross-checking of everything it names. Paths are relative to the configuration file.
 
@@ -30,16 +30,16 @@ from pyterrier_nuggets.docstore import fetch_texts
 from pyterrier_nuggets.formats.files import get_field, read_columns
 from pyterrier_nuggets.records import Answer, Nugget
 
-# support scales of stage 3 (seed 002 §3.3): label -> support level of the package's support files
+# support scales of stage 3 ([nugget-annotation §3.3]): label -> support level of the package's support files
 SCALES: dict[str, dict[str, str]] = {
-    "graded": {ids.FULL: ids.FULL, ids.PARTIAL: ids.PARTIAL, ids.NONE: ids.NONE},  # seed 004 §3.2
-    # the TREC 2024 BioGen relations (seed 002 §3.3); only Supports counts as support in SupportP/R and ARGUE
+    "graded": {ids.FULL: ids.FULL, ids.PARTIAL: ids.PARTIAL, ids.NONE: ids.NONE},  # [support24 §3.2]
+    # the TREC 2024 BioGen relations ([nugget-annotation §3.3]); only Supports counts as support in SupportP/R and ARGUE
     "biogen": dict(ids.BIOGEN_TO_SUPPORT_LEVEL),
 }
 SCALE_NAMES = {"full": "Full support", "partial": "Partial support", "none": "No support",
                "supports": "Supports", "contradicts": "Contradicts", "neutral": "Neutral",
                "not_relevant": "Not relevant"}
-# stage 1 relevance grade of a pooled document (seed 002 §3.1: "the level of relevance can be recorded by the
+# stage 1 relevance grade of a pooled document ([nugget-annotation §3.1]: "the level of relevance can be recorded by the
 # assessor"), on the 0-3 scale of the TREC RAG 2024 segment qrels (as judges/relevance.py grades)
 RELEVANCE_GRADES = {0: "0 · irrelevant", 1: "1 · related, does not answer", 2: "2 · highly relevant, some answer",
                     3: "3 · perfectly relevant, the exact answer"}
@@ -61,7 +61,7 @@ class ProjectInput:
 
     name: str
     topics: dict[str, str]  # qid -> query, in order
-    reports: list[Answer]  # the answers to assess (seed 002 calls them reports)
+    reports: list[Answer]  # the answers to assess ([nugget-annotation] calls them reports)
     documents: dict[str, str]  # docno -> text, every pooled document
     pool: dict[str, list[str]]  # qid -> pooled docnos: cited ones first, then the pool files'
     nuggets: list[Nugget] = field(default_factory=list)  # pre-populated nuggets

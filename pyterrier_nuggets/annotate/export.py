@@ -1,4 +1,4 @@
-"""A project's annotations as the package's own files (seed 002 §4 leaves scoring outside the tool; here
+"""A project's annotations as the package's own files ([nugget-annotation §4] leaves scoring outside the tool; here
 the outputs go straight into the measures and the meta-evaluation):
 
 ==============================  =========================================================================
@@ -13,13 +13,13 @@ the outputs go straight into the measures and the meta-evaluation):
                                 rows) for V_strict ... A, SupportP/R, ArgueP/R on the ir_measures CLI
 ``runs/RUN.assignments.jsonl``  per run: its assignments; ``runs/RUN.support.jsonl`` its human support
 ``argue.jsonl``                 per sentence: content, nuggets, citation support, ARGUE label (an uncited
-                                repetition of a nugget cited before is forgiven, seed 002 §3.4)
+                                repetition of a nugget cited before is forgiven, [nugget-annotation §3.4])
 ``relevance.qrels``             stage 1 relevance grades of the pooled documents (TREC qrels, 0-3)
 ``relevance.inferred.qrels``    grades inferred from the nuggets a document attests (2 a vital one, 1 only
-                                okay ones, 0 none; seed 002 §3.1)
+                                okay ones, 0 none; [nugget-annotation §3.1])
 ``relations.human.jsonl``       BioGen scale only: the stage 3 relations (BioGen relation JSONL), and
 ``relations.llm.jsonl``         the LLM pre-fill's, when the project had one
-``missing_questions.jsonl``     nugget questions flagged as missing in stage 4 (seed 002 §4), with the
+``missing_questions.jsonl``     nugget questions flagged as missing in stage 4 ([nugget-annotation §4]), with the
                                 manager's review
 ``audit.jsonl``                 the audit trail; ``manifest.json`` what was exported, by whom, how
 ==============================  =========================================================================
@@ -181,7 +181,7 @@ class Export:
         self.content.setdefault(run, []).extend(content_rows(qid, content))
 
     def _relevance(self, c) -> None:
-        """Stage 1 grades (seed 002 §3.1: "the level of relevance can be recorded by the assessor"), and grades
+        """Stage 1 grades ([nugget-annotation §3.1]: "the level of relevance can be recorded by the assessor"), and grades
         inferred from the frozen nuggets a document attests (§3.1: "inferred by the importance of the nuggets
         extracted from it"): 2 when it attests an answer of a vital nugget, 1 of okay nuggets only, else 0."""
         self.grades: list[tuple[str, str, int]] = []
@@ -220,8 +220,8 @@ class Export:
                        "relevance_grades": len(self.grades), "pooled_documents": len(self.inferred),
                        "missing_questions": len(self.missing),
                        "missing_questions_reviewed": sum(1 for m in self.missing if m["review"] != "open")},
-            "argue": "ARGUE labels of seed 002 Table 1; an uncited sentence whose nuggets an earlier valid sentence "
-                     "conveyed is forgiven (ignored, seed 002 §3.4): ArgueP(repeats='penalize') scores without that",
+            "argue": "ARGUE labels of [nugget-annotation Table 1]; an uncited sentence whose nuggets an earlier valid sentence "
+                     "conveyed is forgiven (ignored, [nugget-annotation §3.4]): ArgueP(repeats='penalize') scores without that",
             "relevance": "relevance.qrels: stage 1 grades 0-3 (TREC RAG 2024 scale); relevance.inferred.qrels: 2 "
                          "attests an answer of a vital nugget, 1 of okay nuggets only, 0 none",
         }

@@ -1,4 +1,4 @@
-"""The four stages of the annotation protocol (seed 002 §3) on a project's database: what each page
+"""The four stages of the annotation protocol ([nugget-annotation §3]) on a project's database: what each page
 shows, and every write, with the protocol's rules, access checks, optimistic concurrency and audit.
 
 1. Nugget creation and attribution (§3.1): per pooled document, once: write nugget questions with short
@@ -333,7 +333,7 @@ def _insert_answer(c: sqlite3.Connection, nugget_id: int, text: str, docno: str,
 
 
 def _add_nugget(c: sqlite3.Connection, user: dict, topic: sqlite3.Row, docno: str, question: str, answer: str) -> None:
-    """Stage 1: a new nugget question with its short answer, attested by the document (seed 002 §3.1)."""
+    """Stage 1: a new nugget question with its short answer, attested by the document ([nugget-annotation §3.1])."""
     qid = topic["qid"]
     question = _text(question, "the new nugget's question", "question", required=False)
     answer = _text(answer, "the new nugget's answer", "qanswer", required=False)
@@ -504,7 +504,7 @@ def _save_labels(c: sqlite3.Connection, user: dict, scale_name: str, qid: str, d
 
 
 def _save_relevance(c: sqlite3.Connection, user: dict, qid: str, doc: sqlite3.Row, edit: Edit) -> None:
-    """Stage 1: the document's relevance grade (seed 002 §3.1), 0-3 (``config.RELEVANCE_GRADES``)."""
+    """Stage 1: the document's relevance grade ([nugget-annotation §3.1]), 0-3 (``config.RELEVANCE_GRADES``)."""
     (grade,) = edit.values
     if grade is None or not edit.changed or grade == doc["relevance"]:
         return
@@ -519,7 +519,7 @@ def _save_relevance(c: sqlite3.Connection, user: dict, qid: str, doc: sqlite3.Ro
 
 
 def _mark_done(c: sqlite3.Connection, user: dict, qid: str, stage: int, doc: sqlite3.Row, form: DocumentForm) -> None:
-    """The user has finished this document for the stage (seed 002 §3: it is not shown again in the stage)."""
+    """The user has finished this document for the stage ([nugget-annotation §3]: it is not shown again in the stage)."""
     if stage == 3:
         open_ = c.execute("SELECT report_id, sentence, k FROM citations c WHERE docno = ? AND label IS NULL AND "
                           "report_id IN (SELECT id FROM reports WHERE qid = ?) ORDER BY report_id, sentence, k",
@@ -531,7 +531,7 @@ def _mark_done(c: sqlite3.Connection, user: dict, qid: str, stage: int, doc: sql
     else:
         grade = c.execute("SELECT relevance FROM pool WHERE qid = ? AND position = ?", (qid, doc["position"])).fetchone()
         if grade["relevance"] is None:
-            raise Refused("the document has no relevance grade yet: choose one (seed 002 §3.1)", "relevance")
+            raise Refused("the document has no relevance grade yet: choose one ([nugget-annotation §3.1])", "relevance")
     if doc[f"s{stage}_done_at"] is None:
         c.execute(f"UPDATE pool SET s{stage}_done_by = ?, s{stage}_done_at = ? WHERE qid = ? AND position = ?",
                   (user["name"], now(), qid, doc["position"]))
@@ -648,7 +648,7 @@ def _restore(c: sqlite3.Connection, user: dict, qid: str, field_name: str, nugge
 
 
 def _freeze(c: sqlite3.Connection, user: dict, topic: sqlite3.Row) -> str:
-    """Stage 2 ends: the nugget questions of the topic are fixed (seed 002 §3.2)."""
+    """Stage 2 ends: the nugget questions of the topic are fixed ([nugget-annotation §3.2])."""
     qid = topic["qid"]
     p = progress(c, qid)
     if p["s1"] < p["pool"]:
@@ -799,7 +799,7 @@ def _names(c: sqlite3.Connection, nugget_ids: set[int]) -> list[str]:
 # ----------------------------------------------------------------------- the manager: missing questions
 
 def missing_view(store: Store, user: dict) -> list[dict]:
-    """The nugget questions flagged as missing in stage 4, for the manager to review (seed 002 §4: "to
+    """The nugget questions flagged as missing in stage 4, for the manager to review ([nugget-annotation §4]: "to
     investigate annotation results post hoc and assess whether the gold nugget set is complete")."""
     _manager(user)
     with store.read() as c:

@@ -1,4 +1,4 @@
-"""One SQLite database per project (seed 002 §4), in WAL mode: the schema, project creation, users and
+"""One SQLite database per project ([nugget-annotation §4]), in WAL mode: the schema, project creation, users and
 their sessions, saved forms, and the audit trail. The annotation operations of the four stages are in
 :mod:`.protocol`; passwords and tokens in :mod:`.auth`.
 
@@ -26,7 +26,7 @@ from pyterrier_nuggets.annotate.config import ProjectInput
 
 DB_NAME = "annotation.sqlite"
 CONFIG_NAME = "config.json"
-NUGGETS_JSON = "nuggets.json"  # the nuggets, rewritten after every change (seed 002 §4)
+NUGGETS_JSON = "nuggets.json"  # the nuggets, rewritten after every change ([nugget-annotation §4])
 SCHEMA_VERSION = "2"
 ROLES = ("manager", "annotator")
 AUDIT_PAGE = 100  # rows per page of the audit trail
@@ -440,7 +440,7 @@ def create_project(inp: ProjectInput, directory: str, passwords: auth.Passwords 
 
 
 def write_nuggets_json(c: sqlite3.Connection, directory: str) -> None:
-    """The project's nuggets as one JSON file beside the database (seed 002 §4): per topic, each nugget with
+    """The project's nuggets as one JSON file beside the database ([nugget-annotation §4]): per topic, each nugget with
     its answers and the documents that attest them, deleted and merged ones included with their status."""
     answers: dict[int, list] = {}
     for r in c.execute("SELECT a.id, a.nugget_id, a.text, group_concat(t.docno, char(31)) AS docs FROM "

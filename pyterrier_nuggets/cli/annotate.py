@@ -1,4 +1,4 @@
-"""``pyterrier-nuggets annotate``: the human annotation tool of seed 002 (docs/annotation.md).
+"""``pyterrier-nuggets annotate``: the human annotation tool of [nugget-annotation] (docs/annotation.md).
 
     annotate init CONFIG.json DIR            create a project (one SQLite database) from a configuration
     annotate users DIR add NAME --role manager|annotator [--topics QID ...] [--password-stdin]
@@ -14,7 +14,7 @@ import sys
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("annotate", help="human nugget annotation: the four-stage web tool of seed 002")
+    p = sub.add_parser("annotate", help="human nugget annotation: the four-stage web tool of [nugget-annotation]")
     cmds = p.add_subparsers(dest="annotate_command", required=True)
     q = cmds.add_parser("init", help="create a project from a JSON configuration")
     q.add_argument("config")

@@ -1,6 +1,6 @@
 """Support judgment files (JSONL, one judgment a line): ``{qid, run_id?, sentence, citation, docno,
 support}`` (seed 004 §3.2 labels full / partial / none), and BioGen relation files, the same form with
-``relation`` (supports / contradicts / neutral / not_relevant, seed 002 §3.3) in place of ``support``. The
+``relation`` (supports / contradicts / neutral / not_relevant, [nugget-annotation §3.3]) in place of ``support``. The
 two never pass for each other: a relation file has no ``support`` field and a support file no ``relation``."""
 from __future__ import annotations
 

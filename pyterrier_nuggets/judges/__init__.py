@@ -6,7 +6,7 @@
   :class:`NuggetAssigner` (seed 000 §4.1-4.2, seed 001 §3.1-3.3).
 - :mod:`.generation`: :class:`CitedGenerator` (seed 001 §2) and the parsing of cited answers.
 - :mod:`.support`: :class:`SupportJudge` (seed 004 §3.2).
-- :mod:`.biogen`: :class:`BioGenJudge`, BioGen relations of cited sentences (seed 002 §3.3; our prompt).
+- :mod:`.biogen`: :class:`BioGenJudge`, BioGen relations of cited sentences ([nugget-annotation §3.3]; our prompt).
 - :mod:`.relevance`: :class:`RelevanceJudge` (UMBRELA-style grades, seed 000 §4.1.1).
 - :mod:`.overlap`: :class:`Overlapped`, a chain of judges run topic by topic without stage barriers;
   :func:`run_together`, independent judges at once.

@@ -1,10 +1,10 @@
 """BioGen relation judging: how an answer sentence relates to a document it cites, on the four relations of
-the TREC 2024 BioGen track (seed 002 §3.3: Supports, Contradicts, Neutral, Not Relevant). It is the LLM
+the TREC 2024 BioGen track ([nugget-annotation §3.3]: Supports, Contradicts, Neutral, Not Relevant). It is the LLM
 pre-fill of the annotation tool's BioGen scale (docs/annotation.md), as :class:`SupportJudge` output is the
 pre-fill of its graded scale.
 
-Seed 002 names the relations and prints no prompt: ``prompts/biogen_relation.txt`` is written for this
-package on the model of the support prompt of seed 004 Figure 1 (one statement, one cited passage, the
+[nugget-annotation] names the relations and prints no prompt: ``prompts/biogen_relation.txt`` is written for this
+package on the model of the support prompt of [support24 Figure 1] (one statement, one cited passage, the
 options, the label only). Its labels are a starting point for people to post-edit, never scored on their
 own; no agreement with human BioGen labels has been measured for it.
 
