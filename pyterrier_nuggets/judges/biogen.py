@@ -20,7 +20,7 @@ from ir_measures_ext import ids
 from pyterrier_nuggets.judges.base import Failure
 from pyterrier_nuggets.judges.support import SupportJudge
 from pyterrier_nuggets.llm import LLMClient
-from pyterrier_nuggets.llm.parsing import OutputError, reply_body
+from pyterrier_nuggets.llm.parsing import OutputError, reply_label
 from pyterrier_nuggets.prompts import BIOGEN_RELATION, REASK_BIOGEN
 
 LABELS = {ids.SUPPORTS: "Supports", ids.CONTRADICTS: "Contradicts", ids.NEUTRAL: "Neutral",
@@ -41,14 +41,7 @@ def parse_relation(text: str) -> str:
     Accepts the four labels in any case or spelling ("Not Relevant", "not_relevant", "**Supports**."), a JSON
     string or an object holding one label, and a reply that mentions exactly one of the four labels among
     other words. Anything else is an :class:`OutputError`: no reply is guessed."""
-    body, value = reply_body(text)
-    if isinstance(value, dict):
-        strings = [v for v in value.values() if isinstance(v, str)]
-        if len(strings) != 1:
-            raise OutputError("the answer is an object without exactly one label")
-        value = strings[0]
-    if not isinstance(value, str):
-        raise OutputError(f"the answer is a {type(value).__name__}, not a label")
+    value = reply_label(text)
     norm = " ".join(re.sub(r"[^a-z ]+", " ", re.sub(r"[_\-]+", " ", value.lower())).split())
     for relation, words in _SYNONYMS.items():
         if norm in words:
