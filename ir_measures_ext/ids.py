@@ -64,6 +64,15 @@ NONE = "none"
 SUPPORT_LEVEL_TO_SCORE = {FULL: 1.0, PARTIAL: 0.5, NONE: 0.0}
 SCORE_TO_SUPPORT_LEVEL = {v: k for k, v in SUPPORT_LEVEL_TO_SCORE.items()}
 
+# The relation of an answer sentence to a cited document in the TREC 2024 BioGen track ([nugget-annotation §3.3]):
+# only "supports" is support when a BioGen label is scored as support (full), the others are no support.
+SUPPORTS = "supports"
+CONTRADICTS = "contradicts"
+NEUTRAL = "neutral"
+NOT_RELEVANT = "not_relevant"
+BIOGEN_RELATIONS = (SUPPORTS, CONTRADICTS, NEUTRAL, NOT_RELEVANT)
+BIOGEN_TO_SUPPORT_LEVEL = {SUPPORTS: FULL, CONTRADICTS: NONE, NEUTRAL: NONE, NOT_RELEVANT: NONE}
+
 
 BELOW_SEGMENTS = -1e9  # offset of evaluation-row scores in a run that also holds segments
 SEGMENT_SCORE_FLOOR = BELOW_SEGMENTS / 2  # segment scores must be above it; evaluation rows are below it

@@ -16,6 +16,9 @@ from ir_measures_ext.errors import InvalidInput
 
 _CITE = measures.ParamInfo(dtype=str, choices=("first", "all"), default="first",
                            desc="which citations of a sentence are judged: 'first' (TREC 2024) or 'all'")
+_REPEATS = measures.ParamInfo(dtype=str, choices=("forgive", "penalize"), default="forgive",
+                              desc="an uncited sentence repeating nuggets a valid sentence conveyed before: "
+                                   "'forgive' (ignored, [nugget-annotation §3.4]) or 'penalize' (hallucinated, Table 1 as printed)")
 
 
 class _Measure(measures.Measure):
@@ -146,12 +149,15 @@ class _ArgueP(_NuggetMeasure):
 
     A sentence is valid when it conveys at least one nugget and one of its citations fully supports it;
     hallucinated when it conveys information (a nugget or irrelevant information) that no citation supports
-    or that it does not cite; ignored otherwise. Needs the sentence content rows ``{qid}:s{j}:n{i}`` /
+    or that it does not cite; ignored otherwise. ``repeats='forgive'`` (default, [nugget-annotation §3.4]): an uncited
+    sentence whose nuggets were all conveyed by an earlier valid sentence is ignored, not hallucinated;
+    ``repeats='penalize'``: Table 1 as printed. Needs the sentence content rows ``{qid}:s{j}:n{i}`` /
     ``:irrelevant`` / ``:noinfo`` (stage 4 of the annotation protocol) besides the support rows. 0 when no
     sentence is valid or hallucinated."""
 
     __name__ = "ArgueP"
     NAME = "ArgueP"
+    SUPPORTED_PARAMS = {"repeats": _REPEATS}
     PRETTY_NAME = "ARGUE sentence precision"
     SHORT_DESC = "Valid / (valid + hallucinated) answer sentences (ARGUE, seed 002 Table 1)."
 

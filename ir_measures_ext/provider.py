@@ -380,19 +380,19 @@ class ArgueEvaluator(providers.Evaluator):
                                  + what.format(q=qid, j=j) + "; every sentence needs both judgments")
             sentences = [scoring.ArgueSentence(t.content[j], tuple(t.citations[j]), frozenset(t.conveyed.get(j, ())))
                          for j in range(n)]
-            sc = scoring.argue_scores(sentences, list(self.nuggets[qid]))
             for measure in self.measures:
                 if measure.NAME == m.ArgueP.NAME:
-                    yield Metric(qid, measure, sc.precision)
+                    yield Metric(qid, measure, scoring.argue_scores(sentences, list(self.nuggets[qid]),
+                                                                    repeats=measure["repeats"]).precision)
                 elif measure.NAME == m.ArgueR.NAME:
-                    yield Metric(qid, measure, sc.recall)
+                    yield Metric(qid, measure, scoring.argue_scores(sentences, list(self.nuggets[qid])).recall)
 
 
 class ArgueProvider(providers.Provider):
     """``ArgueP``, ``ArgueR`` (seed 002 §3.4): the nugget qrels are read as the nugget provider reads them."""
 
     NAME = "argue"
-    SUPPORTED_MEASURES = [m._ArgueP(), m._ArgueR()]
+    SUPPORTED_MEASURES = [m._ArgueP(repeats=providers.base.Any()), m._ArgueR()]
 
     def _evaluator(self, measures, qrels) -> ArgueEvaluator:
         return ArgueEvaluator(list(measures), *read_nugget_qrels(qrels, needs_nuggets=True))

@@ -173,30 +173,60 @@ class ArgueScores(NamedTuple):
     recall: float
 
 
-def argue_scores(sentences: Sequence[ArgueSentence], nuggets: Sequence) -> ArgueScores:
+REPEATS = ("forgive", "penalize")  # an uncited repetition of a nugget cited earlier, [nugget-annotation §3.4]
+
+
+def argue_labels(sentences: Sequence[ArgueSentence], repeats: str = "forgive") -> list[str]:
+    """Valid / hallucinated / ignored of each sentence of one answer, in order ([nugget-annotation §3.4, Table 1]).
+
+    ``repeats="forgive"`` (default): the alignment of sentences to nuggets is used "to avoid penalizing
+    sentences with the same nugget for having no citation after the first mention" (§3.4): a sentence that
+    conveys nuggets and cites nothing is ignored, not hallucinated, when every nugget it conveys was
+    conveyed by an earlier valid sentence (one whose citation supports it). A repetition that cites a
+    document which does not support it stays hallucinated, and so does one whose first mention was not
+    valid. ``repeats="penalize"``: Table 1 as printed, every uncited sentence with nuggets is hallucinated.
+    """
+    if repeats not in REPEATS:
+        raise InvalidInput(f"repeats must be one of {REPEATS}, got {repeats!r}")
+    labels = []
+    credited: set = set()  # nuggets conveyed by a valid sentence so far
+    for s in sentences:
+        if s.content != ids.SOME_NUGGETS and s.nuggets:
+            raise InvalidInput(f"ARGUE: a sentence labelled {s.content!r} cannot convey nuggets {sorted(s.nuggets)}")
+        if s.content == ids.SOME_NUGGETS and not s.nuggets:
+            raise InvalidInput("ARGUE: a sentence that conveys nuggets must name at least one")
+        citation = citation_label(s.citation_scores)
+        label = argue_label(s.content, citation)
+        if repeats == "forgive" and citation == MISSING_CITATION and label == HALLUCINATED and \
+                s.content == ids.SOME_NUGGETS and s.nuggets <= credited:
+            label = IGNORED
+        if label == VALID:
+            credited |= s.nuggets
+        labels.append(label)
+    return labels
+
+
+def argue_scores(sentences: Sequence[ArgueSentence], nuggets: Sequence, repeats: str = "forgive") -> ArgueScores:
     """ARGUE sentence precision and nugget recall of one answer (seed 002 §3.4, Table 1).
 
     - precision = valid / (valid + hallucinated) sentences; ignored sentences do not count;
     - recall = nuggets of ``nuggets`` (all nuggets of the topic) conveyed by at least one valid
       sentence / number of nuggets.
 
-    An empty denominator gives 0 (as the other scores here). Worked example: sentences
-    (nuggets {n0}, supported), (nuggets {n1}, uncited), (irrelevant, supported), (no information, uncited)
-    are valid, hallucinated, ignored, ignored: precision 1/2; with nuggets n0..n3, recall 1/4.
+    ``repeats``: how an uncited repetition of a nugget is labelled (:func:`argue_labels`); it changes
+    precision only (a forgiven sentence repeats nuggets already credited). An empty denominator gives 0 (as
+    the other scores here). Worked example: sentences (nuggets {n0}, supported), (nuggets {n1}, uncited),
+    (irrelevant, supported), (no information, uncited) are valid, hallucinated, ignored, ignored: precision
+    1/2; with nuggets n0..n3, recall 1/4. A fifth sentence (nuggets {n0}, uncited) repeats n0: ignored
+    (precision stays 1/2), or hallucinated with ``repeats="penalize"`` (precision 1/3).
     """
-    valid = hallucinated = 0
+    labels = argue_labels(sentences, repeats)
+    valid = labels.count(VALID)
+    hallucinated = labels.count(HALLUCINATED)
     answered: set = set()
-    for s in sentences:
-        if s.content != ids.SOME_NUGGETS and s.nuggets:
-            raise InvalidInput(f"ARGUE: a sentence labelled {s.content!r} cannot convey nuggets {sorted(s.nuggets)}")
-        if s.content == ids.SOME_NUGGETS and not s.nuggets:
-            raise InvalidInput("ARGUE: a sentence that conveys nuggets must name at least one")
-        label = argue_label(s.content, citation_label(s.citation_scores))
+    for s, label in zip(sentences, labels):
         if label == VALID:
-            valid += 1
             answered |= s.nuggets
-        elif label == HALLUCINATED:
-            hallucinated += 1
     known = set(nuggets)
     return ArgueScores(precision=_ratio(valid, valid + hallucinated),
                        recall=_ratio(len(answered & known), len(known)))

@@ -14,6 +14,7 @@ from ir_measures_ext.errors import InvalidInput
 IMPORTANCES = (ids.VITAL, ids.OKAY)
 ASSIGNMENTS = (ids.SUPPORT, ids.PARTIAL_SUPPORT, ids.NOT_SUPPORT)
 SUPPORT_LEVELS = (ids.FULL, ids.PARTIAL, ids.NONE)
+BIOGEN_RELATIONS = ids.BIOGEN_RELATIONS
 
 
 @dataclass(frozen=True)
@@ -138,6 +139,29 @@ class SupportJudgment:
     @property
     def score(self) -> float:
         return ids.SUPPORT_LEVEL_TO_SCORE[self.support]
+
+
+@dataclass(frozen=True)
+class SupportRelation:
+    """The relation of one answer sentence to one cited document on the TREC 2024 BioGen scale
+    ([nugget-annotation §3.3]): ``supports``, ``contradicts``, ``neutral`` or ``not_relevant``. ``citation`` is the position of
+    the citation within the sentence (0 = first); an uncited sentence has no relation."""
+
+    qid: str
+    sentence: int
+    citation: int
+    docno: str
+    relation: str
+    run_id: str | None = field(default=None, compare=False)
+
+    def __post_init__(self):
+        if self.sentence < 0 or self.citation < 0:
+            raise InvalidInput("sentence and citation positions are 0-based, never negative")
+        if not self.docno:
+            raise InvalidInput("a relation needs the docno of the cited segment")
+        if self.relation not in BIOGEN_RELATIONS:
+            raise InvalidInput(f"relation must be one of {BIOGEN_RELATIONS}, got {self.relation!r}")
+
 
 
 

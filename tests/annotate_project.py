@@ -8,6 +8,7 @@ import importlib.util
 import json
 import os
 import re
+import secrets
 import socket
 import threading
 import time
@@ -15,6 +16,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from contextlib import contextmanager
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -57,11 +59,15 @@ POOL_QRELS = "t1 0 d4 1\nt1 0 d5 0\n"  # d4 joins the pool (relevant), d5 does n
 # ----------------------------------------------------------------------------------------- the plan
 NEW_NUGGET = ("Why does the sky not look violet?", "eyes are less sensitive to violet")
 STAGE1 = [  # pool order: cited documents first (d1, d2 of runA, d3 of runB), then the pool file's d4
-    {"docno": "d1", "answers": {"Blue light is scattered more than red light": "about five times more than red"}},
-    {"docno": "d2", "answers": {"Sunsets are red": "the sky near the horizon looks red"}},
-    {"docno": "d3", "links": ["about five times more than red"]},
-    {"docno": "d4", "new": NEW_NUGGET},
+    {"docno": "d1", "grade": 3, "answers": {"Blue light is scattered more than red light": "about five times more than red"}},
+    {"docno": "d2", "grade": 2, "answers": {"Sunsets are red": "the sky near the horizon looks red"}},
+    {"docno": "d3", "grade": 1, "links": ["about five times more than red"]},
+    {"docno": "d4", "grade": 2, "new": NEW_NUGGET},
 ]
+# relevance.qrels: the stage 1 grades; relevance.inferred.qrels: d1 and d3 attest the vital n0 (2), d2 the okay
+# n1 and d4 the okay n2 (1)
+RELEVANCE = {"d1": 3, "d2": 2, "d3": 1, "d4": 2}
+INFERRED = {"d1": 2, "d2": 1, "d3": 2, "d4": 1}
 STAGE2 = {"reword": ("Sunsets are red", "Why are sunsets red?"), "importance": {NEW_NUGGET[0]: "okay"}}
 STAGE3 = {("runA", 0, 0): "full", ("runA", 1, 0): "full", ("runB", 0, 0): "partial", ("runB", 0, 1): "full"}
 STAGE4 = {  # (run, sentence) -> content, nugget texts, missing question
@@ -109,10 +115,21 @@ def write_project(directory: Path, name: str = "sky", **extra) -> Path:
     return path
 
 
+def cheap_passwords():
+    """Cheap Argon2 parameters, passed explicitly to the stores and servers of the tests (never the tool's)."""
+    from pyterrier_nuggets.annotate.auth import Passwords
+    return Passwords.insecure_for_tests()
+
+
+def form_id() -> str:
+    return secrets.token_hex(16)
+
+
 def make_project(tmp: Path, name: str = "sky", users: tuple = ("boss", "alice", "bob"), **extra):
     """A project directory with its users: boss (manager); alice, bob, carol (annotators; carol has no topic)."""
     from pyterrier_nuggets.annotate import init_project
-    store = init_project(str(write_project(tmp / f"{name}-input", name, **extra)), str(tmp / name))
+    store = init_project(str(write_project(tmp / f"{name}-input", name, **extra)), str(tmp / name),
+                         passwords=cheap_passwords())
     for user in users:
         store.add_user(user, "manager" if user == "boss" else "annotator", PASSWORDS[user])
         if user in ("alice", "bob"):
@@ -121,7 +138,8 @@ def make_project(tmp: Path, name: str = "sky", users: tuple = ("boss", "alice", 
 
 
 def annotate_by_api(store) -> None:
-    """Carry out the plan through the protocol functions: alice stages 1 and 3, boss stage 2, bob stage 4."""
+    """Carry out the plan through the protocol functions, one form per page as the browser sends them: alice
+    stages 1 and 3, boss stage 2, bob stage 4."""
     from pyterrier_nuggets.annotate import protocol as p
     users = {u["name"]: u for u in store.users()}
 
@@ -135,35 +153,37 @@ def annotate_by_api(store) -> None:
     alice, boss, bob = users["alice"], users["boss"], users["bob"]
     for step in STAGE1:
         d = position[step["docno"]]
+        form = p.DocumentForm(form_id(), done=True, relevance=p.Edit("relevance", d, 0, p.fingerprint(None),
+                                                                     (step["grade"],)))
         for question, answer in step.get("answers", {}).items():
-            p.add_answer(store, alice, 0, 1, d, nuggets()[question]["id"], answer)
+            n = nuggets()[question]["id"]
+            form.new_answers.append((f"answer-{n}", n, answer))
         if "links" in step:
-            ids = {a["id"] for n in nuggets().values() for a in n["answers"] if a["text"] in step["links"]}
-            p.set_links(store, alice, 0, 1, d, set(), ids)
+            form.links = {a["id"] for n in nuggets().values() for a in n["answers"] if a["text"] in step["links"]}
         if "new" in step:
-            p.add_nugget(store, alice, 0, d, *step["new"])
-        p.mark_document_done(store, alice, 0, 1, d)
+            form.new_nugget = step["new"]
+        p.save_document(store, alice, 0, 1, d, form)
     old, new = STAGE2["reword"]
-    n = nuggets()[old]
-    p.edit_nugget(store, boss, 0, 2, n["id"], n["version"], new, n["importance"])
-    for text, importance in STAGE2["importance"].items():
-        n = nuggets()[text]
-        p.edit_nugget(store, boss, 0, 2, n["id"], n["version"], text, importance)
-    p.freeze(store, boss, 0)
+    revision = p.RevisionForm(form_id(), freeze=True)
+    for text, n in nuggets().items():
+        importance = STAGE2["importance"].get(text, n["importance"])
+        revision.nuggets.append(p.NuggetChange(f"n-{n['id']}", n["id"], n["version"], n["fingerprint"],
+                                               new if text == old else text, importance))
+    p.save_revision(store, boss, 0, revision)
     for d in sorted(position.values()):
         view = p.document_view(store, alice, 0, 3, d)
-        labels = {(c["report_id"], c["sentence"], c["k"]): (STAGE3[c["run_id"], c["sentence"], c["k"]], c["version"], None)
-                  for c in view["citing"]}
-        p.save_labels(store, alice, 0, d, labels)
-        p.mark_document_done(store, alice, 0, 3, d)
+        labels = [p.Edit(f"label-{c['report_id']}-{c['sentence']}-{c['k']}", (c["report_id"], c["sentence"], c["k"]),
+                         c["version"], c["fingerprint"], (STAGE3[c["run_id"], c["sentence"], c["k"]],))
+                  for c in view["citing"]]
+        p.save_document(store, alice, 0, 3, d, p.DocumentForm(form_id(), done=True, labels=labels))
     by_text = nuggets()
     for run, rid in reports.items():
         view = p.report_view(store, bob, 0, rid)
-        rows = {}
+        form = p.AlignmentForm(form_id(), done=True)
         for s in view["sentences"]:
             content, texts, missing = STAGE4[run, s["idx"]]
-            rows[s["idx"]] = (content, {by_text[t]["id"] for t in texts}, missing, s["version"], s["fingerprint"])
-        p.save_alignment(store, bob, 0, rid, rows, done=True)
+            form.rows[s["idx"]] = (content, {by_text[t]["id"] for t in texts}, missing, s["version"], s["fingerprint"])
+        p.save_alignment(store, bob, 0, rid, form)
 
 
 # ----------------------------------------------------------------------------------- live server
@@ -175,13 +195,22 @@ def free_port() -> int:
 
 
 @contextmanager
-def live_server(directories: list[str]):
+def live_server(directories: list[str], **options):
     """uvicorn serving the projects on 127.0.0.1 in a thread; yields the base URL."""
+    with live_app(directories, **options) as (base, _):
+        yield base
+
+
+@contextmanager
+def live_app(directories: list[str], **options):
+    """uvicorn serving the projects on 127.0.0.1 in a thread, with the tests' cheap passwords unless
+    ``options`` say otherwise (``make_app``'s options); yields the base URL and the annotation App."""
     import uvicorn
 
-    from pyterrier_nuggets.annotate.web import make_app
+    from pyterrier_nuggets.annotate.web import make_app, server_config
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(make_app(directories), host="127.0.0.1", port=port, log_level="warning"))
+    app = make_app(directories, **{"passwords": cheap_passwords(), **options})
+    server = uvicorn.Server(server_config(app, "127.0.0.1", port, "warning"))  # as serve() configures it
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.time() + 20
@@ -190,7 +219,7 @@ def live_server(directories: list[str]):
             raise RuntimeError("the annotation server did not start")
         time.sleep(0.05)
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{port}", app.state.annotate
     finally:
         server.should_exit = True
         thread.join(10)
@@ -234,3 +263,52 @@ class Client:
     def login(self, project: str, name: str, password: str | None = None):
         self.get(f"/p/{project}/login")
         return self.post(f"/p/{project}/login", {"name": name, "password": password or PASSWORDS[name]})
+
+
+class _Fields(HTMLParser):
+    """The fields a browser would send for one form of a page (the form's own inputs and those outside it
+    with ``form="ID"``): text and hidden inputs with their value, checked checkboxes and radios, selected
+    options, text areas."""
+
+    def __init__(self, form_id: str):
+        super().__init__()
+        self.form_id, self.fields, self._in_form, self._select = form_id, [], False, None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "form":
+            self._in_form = a.get("id") == self.form_id
+            return
+        mine = a.get("form") == self.form_id or (self._in_form and "form" not in a)
+        if tag == "input" and mine and a.get("name") and a.get("type") not in ("submit", "button"):
+            if a.get("type") in ("checkbox", "radio"):
+                if "checked" in a:
+                    self.fields.append((a["name"], a.get("value", "on")))
+            else:
+                self.fields.append((a["name"], a.get("value") or ""))
+        elif tag == "select" and mine:
+            self._select = [a.get("name"), None]
+        elif tag == "option" and self._select is not None and ("selected" in a or self._select[1] is None):
+            self._select[1] = a.get("value")
+
+    def handle_endtag(self, tag):
+        if tag == "form":
+            self._in_form = False
+        elif tag == "select" and self._select is not None:
+            self.fields.append(tuple(self._select))
+            self._select = None
+
+
+def form_fields(page: str, form_id: str) -> list[tuple[str, str]]:
+    """The fields of form ``form_id`` of an HTML page, as a browser would send them without changes."""
+    parser = _Fields(form_id)
+    parser.feed(page)
+    return parser.fields
+
+
+def with_fields(fields: list[tuple[str, str]], changes: dict | None = None, drop: tuple = (), add: list | None = None):
+    """``fields`` with ``changes`` (name -> value, replacing every field of that name), without the names in
+    ``drop``, plus ``add``."""
+    changes = changes or {}
+    out = [(k, v) for k, v in fields if k not in changes and k not in drop]
+    return out + list(changes.items()) + list(add or [])

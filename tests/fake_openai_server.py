@@ -102,7 +102,10 @@ def auto_reply(body: dict) -> str:
     if len(body["messages"]) > 2:  # a re-ask: answer the first user message instead
         prompt = first_prompt(body)
     if "Statement: " in prompt:
-        return support_reply(prompt)
+        level = support_reply(prompt)
+        if "“Not Relevant”" in prompt:  # BioGen relations (prompts/biogen_relation.txt) from the same overlap
+            return {"Full Support": "Supports", "Partial Support": "Neutral", "No Support": "Not Relevant"}[level]
+        return level
     if "##final score" in prompt:  # UMBRELA relevance: the query words found in the passage, 0-3
         query = {w for w in _after("Query:", prompt).split("\n")[0].lower().split() if len(w) > 3}
         passage = _after("Passage:", prompt).lower()

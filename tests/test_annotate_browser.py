@@ -30,7 +30,7 @@ try:
     from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
+    from selenium.webdriver.support.ui import Select, WebDriverWait
 except ImportError:
     HAVE_SELENIUM = False
 
@@ -118,6 +118,7 @@ def stage1(p: Person):
     p.submit(p.css("#topic-0 td:nth-child(2) a"))
     for step in STAGE1:
         assert p.css(".docno").text == step["docno"]
+        p.css(f"input[name=relevance][value='{step['grade']}']").click()
         for question, answer in step.get("answers", {}).items():
             p.css("input[name^=answer-]", p.nugget(question)).send_keys(answer)
         for answer in step.get("links", []):
@@ -136,18 +137,23 @@ def stage1(p: Person):
     assert "Stage 1 is done" in p.css("#stage-done").text
 
 
+def row_of(p: Person, text: str):
+    """The stage 2 row of the nugget whose text field holds ``text``."""
+    return p.xpath(f"//tr[.//input[starts-with(@name, 'text-')][@value={text!r}]]")
+
+
 def stage2(p: Person):
+    """One form for the page: the rewording and the importance together, then "Save and freeze", confirmed."""
     p.submit(p.css("#topic-0 td:nth-child(3) a"))
     old, new = STAGE2["reword"]
-    row = p.xpath(f"//tr[.//input[@name='text'][@value={old!r}]]")
-    p.fill(p.css("input[name=text]", row), new)
-    p.submit(p.css("button[type=submit]", row))
+    reworded = row_of(p, old)
     for text, importance in STAGE2["importance"].items():
-        row = p.xpath(f"//tr[.//input[@name='text'][@value={text!r}]]")
-        p.css(f"input[name=importance][value={importance}]", row).click()
-        p.shot("2-stage2-revision")
-        p.submit(p.css("button[type=submit]", row))
-    p.submit(p.css("#freeze button"))
+        p.css(f"input[name^=importance-][value={importance}]", row_of(p, text)).click()
+    p.fill(p.css("input[name^=text-]", reworded), new)
+    p.shot("2-stage2-revision")
+    p.submit(p.css("#freeze"))
+    assert "Freeze the 3 nugget questions of t1" in p.css("#consequences").text
+    p.submit(p.css("#confirm-yes"))
     assert "frozen, 3 nuggets" in p.css("#topic-0").text
 
 
@@ -156,7 +162,7 @@ def stage3(p: Person):
     first = True
     while not p.d.find_elements(By.ID, "stage-done"):
         for item in p.d.find_elements(By.CSS_SELECTOR, "#citing .sentence"):
-            key = p.css("input[name=item]", item).get_attribute("value")
+            key = p.css("input[name=labels]", item).get_attribute("value")
             _, j, k = (int(x) for x in key.split("-"))
             run = p.css(".run", item).text
             p.css(f"input[value={STAGE3[run, j, k]}]", item).click()
@@ -177,8 +183,8 @@ def stage4(p: Person):
             j = int(p.css("input[name=sentence]", s).get_attribute("value"))
             content, nuggets, missing = STAGE4[run, j]
             p.css(f"input[name=content-{j}][value={content}]", s).click()
-            for text in nuggets:
-                p.xpath(f".//label[@title={text!r}]/input", s).click()
+            for text in nuggets:  # the checkbox is labelled with the nugget's text, not only its id
+                p.xpath(f".//label[contains(@class, 'chip')][contains(., {text!r})]/input", s).click()
             if missing:
                 p.css(f"input[name=missing-{j}]", s).send_keys(missing)
         if first:
@@ -219,3 +225,196 @@ def test_two_annotators_and_a_manager_finish_the_project_in_the_browser(tmp_path
     export_project(store.directory, str(tmp_path / "out"))
     check_export(tmp_path / "out")
     assert NEW_NUGGET[0] in (tmp_path / "out" / "nuggets.jsonl").read_text()
+
+
+# ------------------------------------------------------------------------- usability, page by page
+
+def _db(store, sql, *args):
+    with store.read() as c:
+        return [tuple(r) for r in c.execute(sql, args)]
+
+
+def test_stage1_one_save_keeps_everything_and_a_refusal_names_the_field(tmp_path):
+    """Stage 1 has one form: an answer, a reworded question, a new nugget and the grade are saved by one click.
+    A refused form saves nothing, says which field, and keeps what was typed; the answers can be edited and
+    deleted."""
+    store = make_project(tmp_path)
+    with live_server([store.directory]) as base, chromium() as driver:
+        p = Person(driver, base, str(tmp_path))
+        p.login("alice")
+        p.go("/p/sky/t/0/s1/d/0")
+        n0 = p.nugget("Blue light is scattered more than red light")
+        p.css("input[name^=answer-]", n0).send_keys("five times more")
+        n1 = p.nugget("Sunsets are red")
+        p.css("details.edit summary", n1).click()
+        p.fill(p.css("input[name^=qtext-]", n1), "Why are sunsets red?")
+        p.css("input[name=question]").send_keys("Why not violet?")
+        p.css("input[name=relevance][value='3']").click()
+        p.submit(p.css("#save"))  # the new nugget has no answer: refused, nothing saved
+        assert "the new nugget's answer is empty" in p.css("#form-error").text
+        assert "the new nugget's answer is empty" in p.css("#error-qanswer").text
+        assert "invalid" in p.css("#f-qanswer").get_attribute("class")
+        assert p.css("input[name=question]").get_attribute("value") == "Why not violet?"
+        assert p.css("input[name^=answer-]", p.nugget("Blue light")).get_attribute("value") == "five times more"
+        assert p.css("input[name^=qtext-]", p.nugget("Sunsets are red")).get_attribute("value") == "Why are sunsets red?"
+        assert p.css("input[name=relevance][value='3']").is_selected()
+        assert _db(store, "SELECT count(*) FROM nugget_answers") == [(0,)]
+        p.css("input[name=qanswer]").send_keys("eyes are less sensitive to violet")
+        p.submit(p.css("#save"))
+        assert p.css("#notice").text == "Saved."
+        assert _db(store, "SELECT text FROM nuggets ORDER BY idx") == [
+            ("Blue light is scattered more than red light",), ("Why are sunsets red?",), ("Why not violet?",)]
+        assert _db(store, "SELECT text FROM nugget_answers ORDER BY id") == [
+            ("five times more",), ("eyes are less sensitive to violet",)]
+        assert _db(store, "SELECT relevance FROM pool WHERE position = 0") == [(3,)]
+        # edit one answer, delete the other
+        first = p.xpath("//li[starts-with(@id, 'answer-')][contains(., 'five times more')]")
+        p.css("summary", first).click()
+        p.fill(p.css("input[name^=atext-]", first), "about five times more")
+        second = p.xpath("//li[starts-with(@id, 'answer-')][contains(., 'eyes are less')]")
+        p.css("summary", second).click()
+        p.css("input[name^=adelete-]", second).click()
+        p.submit(p.css("#save"))
+        assert _db(store, "SELECT text FROM nugget_answers") == [("about five times more",)]
+        p.shot("stage1-after-edits")
+
+
+def test_a_session_that_ends_mid_form_loses_nothing(tmp_path):
+    store = make_project(tmp_path)
+    with live_server([store.directory]) as base, chromium() as driver:
+        p = Person(driver, base, str(tmp_path))
+        p.login("alice")
+        p.go("/p/sky/t/0/s1/d/1")
+        p.css("input[name^=answer-]", p.nugget("Sunsets are red")).send_keys("the horizon looks red")
+        with store.write() as c:  # the session ends (expired, or signed out elsewhere)
+            c.execute("DELETE FROM sessions")
+        p.submit(p.css("#save"))
+        assert "Your session has ended" in p.css("#login-error").text
+        p.css("input[name=name]").send_keys("alice")
+        p.css("input[name=password]").send_keys(PASSWORDS["alice"])
+        p.submit(p.css("#login button"))
+        assert p.d.current_url.endswith("/p/sky/t/0/s1/d/1")  # back on the document, not the dashboard
+        assert "not saved yet" in p.css("#notice").text
+        assert p.css("input[name^=answer-]", p.nugget("Sunsets are red")).get_attribute("value") == "the horizon looks red"
+        assert _db(store, "SELECT count(*) FROM nugget_answers") == [(0,)]
+        p.submit(p.css("#save"))
+        assert _db(store, "SELECT text FROM nugget_answers") == [("the horizon looks red",)]
+        # a page asked for without a session returns there after signing in, too
+        with store.write() as c:
+            c.execute("DELETE FROM sessions")
+        p.go("/p/sky/t/0/s1/d/2")
+        p.css("input[name=name]").send_keys("alice")
+        p.css("input[name=password]").send_keys(PASSWORDS["alice"])
+        p.submit(p.css("#login button"))
+        assert p.d.current_url.endswith("/p/sky/t/0/s1/d/2")
+
+
+def test_stage2_confirms_deletes_merges_and_freezing_and_undoes_them(tmp_path):
+    store = make_project(tmp_path)
+    from pyterrier_nuggets.annotate import protocol
+    from tests.annotate_project import form_id
+    alice = {u["name"]: u for u in store.users()}["alice"]
+    with store.read() as c:
+        n1 = {n["text"]: n for n in protocol._nuggets(c, "t1")}["Sunsets are red"]
+    protocol.save_document(store, alice, 0, 1, 1, protocol.DocumentForm(
+        form_id(), new_answers=[("a", n1["id"], "the horizon")], new_nugget=("Why not violet?", "eyes")))
+    with live_server([store.directory]) as base, chromium() as driver:
+        p = Person(driver, base, str(tmp_path))
+        p.login("boss")
+        p.go("/p/sky/t/0/s2")
+        # one form for the page: two rows changed, one save
+        p.fill(p.css("input[name^=text-]", row_of(p, "Blue light is scattered more than red light")), "Why is the sky blue?")
+        p.css("input[name^=importance-][value=okay]", row_of(p, "Why not violet?")).click()
+        Select(p.css("select", row_of(p, "Sunsets are red"))).select_by_visible_text("delete")
+        Select(p.css("select", row_of(p, "Why not violet?"))).select_by_index(2)  # merge into t1:n0
+        p.submit(p.css("#save"))
+        consequences = p.css("#consequences").text
+        assert "Delete t1:n1 “Sunsets are red”" in consequences and "Merge t1:n2 “Why not violet?” into t1:n0" in consequences
+        assert _db(store, "SELECT count(*) FROM nuggets WHERE status = 'active'") == [(3,)]  # nothing yet
+        p.submit(p.css("#confirm-no"))  # go back: the form as it was, to change it
+        assert Select(p.css("select", row_of(p, "Sunsets are red"))).first_selected_option.text == "delete"
+        assert p.css("input[name^=text-]", row_of(p, "Why is the sky blue?")) is not None
+        p.submit(p.css("#save"))
+        p.submit(p.css("#confirm-yes"))
+        assert _db(store, "SELECT idx, text, status, importance FROM nuggets ORDER BY idx") == [
+            (0, "Why is the sky blue?", "active", "vital"), (1, "Sunsets are red", "deleted", "okay"),
+            (2, "Why not violet?", "merged", "okay")]
+        assert "t1:n1 Sunsets are red" in p.css("#removed").text
+        # undo the deletion: no confirmation needed
+        p.xpath("//li[contains(., 'Sunsets are red')]/label/input[@name='restore']").click()
+        p.submit(p.css("#save"))
+        assert _db(store, "SELECT status FROM nuggets WHERE idx = 1") == [("active",)]
+        assert _db(store, "SELECT n.idx FROM nugget_answers a JOIN nuggets n ON n.id = a.nugget_id "
+                   "WHERE a.text = 'the horizon'") == [(1,)]
+        with store.write() as c:  # stage 1 done for every document
+            c.execute("UPDATE pool SET s1_done_at = 'now', s1_done_by = 'alice', relevance = 1")
+        p.go("/p/sky/t/0/s2")
+        p.submit(p.css("#freeze"))
+        assert "Freeze the 2 nugget questions" in p.css("#consequences").text
+        p.submit(p.css("#confirm-yes"))
+        assert "frozen, 2 nuggets" in p.css("#topic-0").text
+        p.go("/p/sky/t/0/s2")
+        p.submit(p.css("#unfreeze button"))
+        assert "Unfreeze the nugget questions of t1" in p.css("#consequences").text
+        p.submit(p.css("#confirm-yes"))
+        assert _db(store, "SELECT frozen_at FROM topics") == [(None,)]
+        p.shot("stage2-revision-after-undo")
+
+
+def test_stage4_nuggets_show_their_text(tmp_path):
+    from tests.annotate_project import annotate_by_api
+    store = make_project(tmp_path)
+    annotate_by_api(store)
+    with store.write() as c:
+        c.execute("UPDATE reports SET s4_done_at = NULL")
+    with live_server([store.directory]) as base, chromium() as driver:
+        p = Person(driver, base, str(tmp_path))
+        p.login("bob")
+        p.go("/p/sky/t/0/s4")
+        chips = [e.text for e in p.d.find_elements(By.CSS_SELECTOR, "#sentence-0 label.chip")]
+        assert chips == ["t1:n0 Blue light is scattered more than red light", "t1:n1 Why are sunsets red?",
+                         "t1:n2 Why does the sky not look violet?"]
+
+
+def test_manager_pages_index_audit_users_and_own_password(tmp_path):
+    """The index lists no project and its brand link goes home; the audit trail pages back to its first row;
+    the manager disables a user on the Users page; anyone changes their own password."""
+    store = make_project(tmp_path, users=("boss", "alice", "bob", "carol"))
+    with store.write() as c:
+        for i in range(150):
+            c.execute("INSERT INTO audit(at, user, action, target, detail) VALUES ('2025', 'test', 'page_test', ?, "
+                      "'{}')", (str(i),))
+    with live_server([store.directory]) as base, chromium() as driver:
+        p = Person(driver, base, str(tmp_path))
+        p.go("/")
+        assert "sky" not in p.css("#index").text and p.css(".brand").get_attribute("href") == base + "/"
+        p.login("boss")
+        p.go("/p/sky/audit")
+        pages = 1
+        while p.d.find_elements(By.ID, "older"):
+            p.submit(p.css("#older"))
+            pages += 1
+        assert pages == 2 and p.d.find_elements(By.XPATH, "//td[text()='create_project']")
+        p.go("/p/sky/users")
+        p.css("#user-carol input[name^=disabled-]").click()
+        p.submit(p.css("#save"))
+        assert p.css("#user-carol input[name^=disabled-]").is_selected() and "saved" in p.css("#notice").text
+        p.logout()
+        p.go("/p/sky/login")
+        p.css("input[name=name]").send_keys("carol")
+        p.css("input[name=password]").send_keys(PASSWORDS["carol"])
+        p.submit(p.css("#login button"))
+        assert "disabled" in p.css("#login-error").text
+        p.login("bob")
+        p.submit(p.css("a.who"))
+        p.css("input[name=current]").send_keys(PASSWORDS["bob"])
+        p.css("input[name=new]").send_keys("a-new-password")
+        p.css("input[name=again]").send_keys("another-one")
+        p.submit(p.css("#account button"))
+        assert "the two new passwords differ" in p.css("#error-again").text
+        p.css("input[name=current]").send_keys(PASSWORDS["bob"])
+        p.css("input[name=new]").send_keys("a-new-password")
+        p.css("input[name=again]").send_keys("a-new-password")
+        p.submit(p.css("#account button"))
+        assert "Your password is changed" in p.css("#notice").text
+    assert store.authenticate("bob", "a-new-password") is not None

@@ -57,6 +57,43 @@ def test_scores_of_the_docstring_example():
         scoring.argue_scores([ArgueSentence(ids.SOME_NUGGETS, (1.0,), frozenset())], ["n0"])
 
 
+def test_repetition_forgiveness_of_section_3_4():
+    """An uncited sentence whose nuggets a valid sentence conveyed before is ignored (seed 002 §3.4: "avoid
+    penalizing sentences with the same nugget for having no citation after the first mention"); the
+    docstring's fifth sentence, worked by hand."""
+    s = [ArgueSentence(ids.SOME_NUGGETS, (1.0,), frozenset({"n0"})),  # valid: n0 credited
+         ArgueSentence(ids.SOME_NUGGETS, (), frozenset({"n1"})),  # uncited, new nugget: hallucinated
+         ArgueSentence(ids.IRRELEVANT, (1.0,), frozenset()),
+         ArgueSentence(ids.NO_INFORMATION, (), frozenset()),
+         ArgueSentence(ids.SOME_NUGGETS, (), frozenset({"n0"}))]  # uncited repetition of n0: forgiven
+    assert scoring.argue_labels(s) == [VALID, HALLUCINATED, IGNORED, IGNORED, IGNORED]
+    assert scoring.argue_scores(s, ["n0", "n1", "n2", "n3"]) == (0.5, 0.25)
+    assert scoring.argue_labels(s, repeats="penalize")[-1] == HALLUCINATED
+    assert scoring.argue_scores(s, ["n0", "n1", "n2", "n3"], repeats="penalize") == pytest.approx((1 / 3, 0.25))
+    # not forgiven: a repetition before the first mention, one that adds a nugget, one whose first mention was
+    # not valid, one that cites a document that does not support it
+    not_forgiven = [
+        [ArgueSentence(ids.SOME_NUGGETS, (), frozenset({"n0"})), ArgueSentence(ids.SOME_NUGGETS, (1.0,), frozenset({"n0"}))],
+        [ArgueSentence(ids.SOME_NUGGETS, (1.0,), frozenset({"n0"})), ArgueSentence(ids.SOME_NUGGETS, (), frozenset({"n0", "n1"}))],
+        [ArgueSentence(ids.SOME_NUGGETS, (0.5,), frozenset({"n0"})), ArgueSentence(ids.SOME_NUGGETS, (), frozenset({"n0"}))],
+        [ArgueSentence(ids.SOME_NUGGETS, (1.0,), frozenset({"n0"})), ArgueSentence(ids.SOME_NUGGETS, (0.0,), frozenset({"n0"}))],
+    ]
+    for case in not_forgiven:
+        assert HALLUCINATED in scoring.argue_labels(case), case
+    with pytest.raises(ValueError, match="repeats must be one of"):
+        scoring.argue_labels(s, repeats="sometimes")
+
+
+def test_repeats_parameter_through_ir_measures():
+    qrels = [Qrel("q1", "q1:n0", 2), Qrel("q1", "q1:n1", 1)]
+    run = [ScoredDoc("q1", "q1:s0:c0:d1", 1.0), ScoredDoc("q1", "q1:s0:n0", 1),
+           ScoredDoc("q1", "q1:s1:uncited", 0), ScoredDoc("q1", "q1:s1:n0", 1)]
+    got = ir_measures.calc_aggregate([ArgueP, ArgueP(repeats="penalize"), ArgueR,
+                                      ir_measures.parse_measure("ArgueP(repeats='forgive')")], qrels, run)
+    assert got[ArgueP] == 1.0 and got[ArgueP(repeats="forgive")] == 1.0  # s1 repeats n0 without citation: ignored
+    assert got[ArgueP(repeats="penalize")] == 0.5 and got[ArgueR] == 0.5
+
+
 def test_row_ids_round_trip_and_are_not_segments():
     assert ids.sentence_nugget_id("q", 3, 7) == "q:s3:n7"
     assert ids.parse_row_id("q", "q:s3:n7") == ids.RowKind("sentence_nugget", nugget=7, sentence=3)

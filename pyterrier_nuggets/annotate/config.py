@@ -1,4 +1,4 @@
-"""A project's configuration (seed 002 §4: "the task configuration is defined as a JSON file"; topic
+"""A project's configuration ([nugget-annotation §4]: "the task configuration is defined as a JSON file"; topic
 files, pooled documents and the answers to assess are separate files linked from it) and the loading and
 cross-checking of everything it names. Paths are relative to the configuration file.
 
@@ -30,15 +30,19 @@ from pyterrier_nuggets.docstore import fetch_texts
 from pyterrier_nuggets.formats.files import get_field, read_columns
 from pyterrier_nuggets.records import Answer, Nugget
 
-# support scales of stage 3 (seed 002 §3.3): label -> support level of the package's support files
+# support scales of stage 3 ([nugget-annotation §3.3]): label -> support level of the package's support files
 SCALES: dict[str, dict[str, str]] = {
-    "graded": {ids.FULL: ids.FULL, ids.PARTIAL: ids.PARTIAL, ids.NONE: ids.NONE},  # seed 004 §3.2
-    # the TREC 2024 BioGen relations (seed 002 §3.3); only Supports counts as support in SupportP/R and ARGUE
-    "biogen": {"supports": ids.FULL, "contradicts": ids.NONE, "neutral": ids.NONE, "not_relevant": ids.NONE},
+    "graded": {ids.FULL: ids.FULL, ids.PARTIAL: ids.PARTIAL, ids.NONE: ids.NONE},  # [support24 §3.2]
+    # the TREC 2024 BioGen relations ([nugget-annotation §3.3]); only Supports counts as support in SupportP/R and ARGUE
+    "biogen": dict(ids.BIOGEN_TO_SUPPORT_LEVEL),
 }
 SCALE_NAMES = {"full": "Full support", "partial": "Partial support", "none": "No support",
                "supports": "Supports", "contradicts": "Contradicts", "neutral": "Neutral",
                "not_relevant": "Not relevant"}
+# stage 1 relevance grade of a pooled document ([nugget-annotation §3.1]: "the level of relevance can be recorded by the
+# assessor"), on the 0-3 scale of the TREC RAG 2024 segment qrels (as judges/relevance.py grades)
+RELEVANCE_GRADES = {0: "0 · irrelevant", 1: "1 · related, does not answer", 2: "2 · highly relevant, some answer",
+                    3: "3 · perfectly relevant, the exact answer"}
 KEYS = {"name", "answers", "documents", "topics", "pool", "pool_depth", "pool_min_relevance", "nuggets",
         "nuggets_on_invalid", "support", "show_support_prefill", "support_scale", "skip_nugget_creation"}
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -57,7 +61,7 @@ class ProjectInput:
 
     name: str
     topics: dict[str, str]  # qid -> query, in order
-    reports: list[Answer]  # the answers to assess (seed 002 calls them reports)
+    reports: list[Answer]  # the answers to assess ([nugget-annotation] calls them reports)
     documents: dict[str, str]  # docno -> text, every pooled document
     pool: dict[str, list[str]]  # qid -> pooled docnos: cited ones first, then the pool files'
     nuggets: list[Nugget] = field(default_factory=list)  # pre-populated nuggets
@@ -162,10 +166,9 @@ def _pool_file(path: str, depth: int, min_rel: int) -> dict[str, list[str]]:
 
 def _support(path: str, cfg: dict, reports: dict[tuple[str, str], Answer], topics: dict[str, str],
              scale: str) -> dict[tuple[str, str, int, int], str]:
+    """The LLM pre-fill of stage 3, by (run, topic, sentence, citation): support files (SupportJudge output,
+    full / partial / none) on the graded scale, BioGen relation files (BioGenJudge output) on the BioGen scale."""
     value = _get(path, cfg, "support", dict, {})
-    if value and scale != "graded":
-        raise ConfigError(path, "support", f"support pre-fill is full/partial/none, the scale is {scale!r}",
-                          "use support_scale 'graded' with a pre-fill")
     runs = {run for run, _ in reports}
     out: dict[tuple[str, str, int, int], str] = {}
     for run, name in value.items():
@@ -174,7 +177,8 @@ def _support(path: str, cfg: dict, reports: dict[tuple[str, str], Answer], topic
         if not isinstance(name, str):
             raise ConfigError(path, f"support.{run}", "expected a file name")
         file = _file(path, f"support.{run}", name)
-        for j in formats.read_support(file):
+        judged = formats.read_support(file) if scale == "graded" else formats.read_relations(file)
+        for j in judged:
             if j.qid not in topics or j.citation is None:
                 continue  # another topic, or an uncited sentence (no citation to judge in stage 3)
             report = reports.get((run, j.qid))
@@ -188,11 +192,20 @@ def _support(path: str, cfg: dict, reports: dict[tuple[str, str], Answer], topic
             if not 0 <= j.citation < len(cited) or cited[j.citation] != j.docno:
                 raise formats.InputError(file, None, "docno", f"{where}: judges {j.docno!r}, but the answer's "
                                          f"sentence cites {cited}", "pre-fill from the same answer file")
-            key = (run, j.qid, j.sentence, j.citation)
-            if out.get(key, j.support) != j.support:
+            key, label = (run, j.qid, j.sentence, j.citation), j.support if scale == "graded" else j.relation
+            if out.get(key, label) != label:
                 raise formats.InputError(file, None, "support", f"{where}: judged twice, differently")
-            out[key] = j.support
+            out[key] = label
     return out
+
+
+def _line_of_run(path: str, run_id: str) -> int | None:
+    """The first line of an answer file naming ``run_id`` (TREC RAG 2024 ``run_id`` or 2025 ``metadata``)."""
+    for line, obj in formats.read_jsonl(path):
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else obj
+        if str(meta.get("run_id")) == run_id:
+            return line
+    return None
 
 
 def load_config(path: str, nuggets: Any = None) -> ProjectInput:
@@ -224,6 +237,10 @@ def load_config(path: str, nuggets: Any = None) -> ProjectInput:
     all_reports: dict[tuple[str, str], Answer] = {}
     for file in answer_files:
         for a in formats.read_answers(file):
+            problem = formats.run_tag_problem(a.run_id)
+            if problem:  # the export names files after runs: refused here, before any work is done
+                raise formats.InputError(file, _line_of_run(file, a.run_id), "run_id", problem,
+                                         "give the run a plain name in its answer file")
             if (a.run_id, a.qid) in all_reports:
                 raise formats.InputError(file, None, "run_id", f"run {a.run_id} answers topic {a.qid} in two files")
             all_reports[a.run_id, a.qid] = a

@@ -1,4 +1,4 @@
-"""A project's annotations as the package's own files (seed 002 §4 leaves scoring outside the tool; here
+"""A project's annotations as the package's own files ([nugget-annotation §4] leaves scoring outside the tool; here
 the outputs go straight into the measures and the meta-evaluation):
 
 ==============================  =========================================================================
@@ -12,8 +12,15 @@ the outputs go straight into the measures and the meta-evaluation):
 ``runs/RUN.eval.run``           per run: the evaluation run (nugget, support, length and sentence content
                                 rows) for V_strict ... A, SupportP/R, ArgueP/R on the ir_measures CLI
 ``runs/RUN.assignments.jsonl``  per run: its assignments; ``runs/RUN.support.jsonl`` its human support
-``argue.jsonl``                 per sentence: content, nuggets, citation support, ARGUE label
-``missing_questions.jsonl``     nugget questions flagged as missing in stage 4 (seed 002 §4)
+``argue.jsonl``                 per sentence: content, nuggets, citation support, ARGUE label (an uncited
+                                repetition of a nugget cited before is forgiven, [nugget-annotation §3.4])
+``relevance.qrels``             stage 1 relevance grades of the pooled documents (TREC qrels, 0-3)
+``relevance.inferred.qrels``    grades inferred from the nuggets a document attests (2 a vital one, 1 only
+                                okay ones, 0 none; [nugget-annotation §3.1])
+``relations.human.jsonl``       BioGen scale only: the stage 3 relations (BioGen relation JSONL), and
+``relations.llm.jsonl``         the LLM pre-fill's, when the project had one
+``missing_questions.jsonl``     nugget questions flagged as missing in stage 4 ([nugget-annotation §4]), with the
+                                manager's review
 ``audit.jsonl``                 the audit trail; ``manifest.json`` what was exported, by whom, how
 ==============================  =========================================================================
 """
@@ -24,6 +31,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterable
+from dataclasses import replace
 
 from ir_measures_ext import ids, scoring
 from ir_measures_ext.errors import InvalidInput
@@ -32,7 +40,7 @@ from pyterrier_nuggets.annotate import protocol
 from pyterrier_nuggets.annotate.config import SCALES
 from pyterrier_nuggets.annotate.store import Store, now
 from pyterrier_nuggets.formats import AssignedAnswer
-from pyterrier_nuggets.records import Answer, Assignment, Nugget, Sentence, SupportJudgment
+from pyterrier_nuggets.records import Answer, Assignment, Nugget, Sentence, SupportJudgment, SupportRelation
 
 
 class Unfinished(InvalidInput):
@@ -69,7 +77,12 @@ class Export:
             self.skipped = unfinished
             if not self.topics:
                 raise Unfinished("no topic is finished: nothing to export")
+            for run in sorted({r["run_id"] for r in c.execute("SELECT run_id FROM reports")}):
+                problem = formats.run_tag_problem(run)
+                if problem:  # init refuses such runs; a database made otherwise is refused before any write
+                    raise InvalidInput(f"{store.path}: {problem}")
             self._read(c, scale)
+            self._relevance(c)
             self.audit = [dict(r) for r in c.execute("SELECT * FROM audit ORDER BY id")]
 
     def _read(self, c, scale: dict[str, str]) -> None:
@@ -82,6 +95,8 @@ class Export:
         self.content: dict[str, list[formats.Row]] = {}
         self.argue: list[dict] = []
         self.missing: list[dict] = []
+        self.relations: dict[str, list[SupportRelation]] = {}
+        self.llm_relations: dict[str, list[SupportRelation]] = {}
         self.people: dict[str, set[str]] = {"stage1": set(), "stage2": set(), "stage3": set(), "stage4": set()}
         for t in self.topics:
             qid, query = t["qid"], t["query"]
@@ -122,8 +137,9 @@ class Export:
         aligned: dict[int, set[int]] = {}
         for r in c.execute("SELECT sentence, nugget_id FROM alignment_nuggets WHERE report_id = ?", (rid,)):
             aligned.setdefault(r["sentence"], set()).add(by_row[r["nugget_id"]])
-        sentences, content, conveyed = [], [], set()
+        sentences, content, conveyed, judged = [], [], set(), []
         human, llm = self.human.setdefault(run, []), self.llm.setdefault(run, [])
+        biogen = self.store.meta["support_scale"] == "biogen"
         for s in c.execute("SELECT * FROM sentences WHERE report_id = ? ORDER BY idx", (rid,)).fetchall():
             j, cs = s["idx"], cites.get(s["idx"], [])
             sentences.append(Sentence(s["text"], tuple(r["ref"] for r in cs)))
@@ -133,18 +149,30 @@ class Export:
             for r in cs:
                 human.append(SupportJudgment(qid, j, r["k"], r["docno"], scale[r["label"]]))
                 if r["llm_label"] is not None:
-                    llm.append(SupportJudgment(qid, j, r["k"], r["docno"], r["llm_label"]))
+                    llm.append(SupportJudgment(qid, j, r["k"], r["docno"], scale[r["llm_label"]]))
+                if biogen:
+                    self.relations.setdefault(run, []).append(SupportRelation(qid, j, r["k"], r["docno"], r["label"]))
+                    if r["llm_label"] is not None:
+                        self.llm_relations.setdefault(run, []).append(
+                            SupportRelation(qid, j, r["k"], r["docno"], r["llm_label"]))
             nugget_idx = aligned.get(j, set())
             conveyed |= nugget_idx
             content.append((j, s["content"], nugget_idx))
             scores = tuple(ids.SUPPORT_LEVEL_TO_SCORE[scale[r["label"]]] for r in cs)
-            citation = scoring.citation_label(scores)
+            judged.append(scoring.ArgueSentence(s["content"], scores, frozenset(nugget_idx)))
             self.argue.append({"qid": qid, "run_id": run, "sentence": j, "content": s["content"],
-                               "nuggets": [ids.nugget_id(qid, i) for i in sorted(nugget_idx)], "citation": citation,
-                               "argue": scoring.argue_label(s["content"], citation)})
+                               "nuggets": [ids.nugget_id(qid, i) for i in sorted(nugget_idx)],
+                               "citation": scoring.citation_label(scores)})
             if s["missing_question"]:
                 self.missing.append({"qid": qid, "run_id": run, "sentence": j, "sentence_text": s["text"],
-                                     "question": s["missing_question"], "by": s["updated_by"]})
+                                     "question": s["missing_question"], "by": s["updated_by"],
+                                     "review": s["missing_status"] or "open", "review_note": s["missing_note"],
+                                     "reviewed_by": s["missing_by"]})
+        for row, label, plain in zip(self.argue[-len(judged):] if judged else [], scoring.argue_labels(judged),
+                                     scoring.argue_labels(judged, repeats="penalize")):
+            row["argue"] = label
+            if label != plain:
+                row["forgiven_repeat"] = True  # hallucinated by Table 1 as printed, forgiven by §3.4
         answer = Answer(qid, run, tuple(sentences), tuple(references), query, json.loads(rep["source"]))
         self.reports.append(answer)
         self.assigned.append(AssignedAnswer(
@@ -152,6 +180,24 @@ class Export:
             assignments=[Assignment(qid, n.index, ids.SUPPORT if n.index in conveyed else ids.NOT_SUPPORT)
                          for n in nuggets]))
         self.content.setdefault(run, []).extend(content_rows(qid, content))
+
+    def _relevance(self, c) -> None:
+        """Stage 1 grades ([nugget-annotation §3.1]: "the level of relevance can be recorded by the assessor"), and grades
+        inferred from the frozen nuggets a document attests (§3.1: "inferred by the importance of the nuggets
+        extracted from it"): 2 when it attests an answer of a vital nugget, 1 of okay nuggets only, else 0."""
+        self.grades: list[tuple[str, str, int]] = []
+        self.inferred: list[tuple[str, str, int]] = []
+        for t in self.topics:
+            qid = t["qid"]
+            best: dict[str, int] = {}
+            for r in c.execute("SELECT t.docno, n.importance FROM attestations t JOIN nugget_answers a ON a.id = "
+                               "t.answer_id JOIN nuggets n ON n.id = a.nugget_id WHERE n.qid = ? AND n.status = "
+                               "'active'", (qid,)):
+                best[r["docno"]] = max(best.get(r["docno"], 0), ids.IMPORTANCE_TO_GRADE[r["importance"]])
+            for p in c.execute("SELECT docno, relevance FROM pool WHERE qid = ? ORDER BY position", (qid,)):
+                if p["relevance"] is not None:
+                    self.grades.append((qid, p["docno"], p["relevance"]))
+                self.inferred.append((qid, p["docno"], best.get(p["docno"], 0)))
 
     def runs(self) -> list[str]:
         return sorted({a.run_id for a in self.reports})
@@ -172,7 +218,13 @@ class Export:
             "annotators": {k: sorted(u for u in v if u) for k, v in self.people.items()},
             "counts": {"nuggets": len(self.nuggets), "answers": len(self.reports),
                        "support_labels": sum(1 for js in self.human.values() for j in js if j.citation is not None),
-                       "missing_questions": len(self.missing)},
+                       "relevance_grades": len(self.grades), "pooled_documents": len(self.inferred),
+                       "missing_questions": len(self.missing),
+                       "missing_questions_reviewed": sum(1 for m in self.missing if m["review"] != "open")},
+            "argue": "ARGUE labels of [nugget-annotation Table 1]; an uncited sentence whose nuggets an earlier valid sentence "
+                     "conveyed is forgiven (ignored, [nugget-annotation §3.4]): ArgueP(repeats='penalize') scores without that",
+            "relevance": "relevance.qrels: stage 1 grades 0-3 (TREC RAG 2024 scale); relevance.inferred.qrels: 2 "
+                         "attests an answer of a vital nugget, 1 of okay nuggets only, 0 none",
         }
 
     def write(self, out_dir: str) -> list[str]:
@@ -212,6 +264,19 @@ class Export:
             _write_support(os.path.join(d, "support.llm.jsonl"), self.llm)
             names.append("support.llm.jsonl")
         formats.write_jsonl(os.path.join(d, "argue.jsonl"), self.argue)
+        formats.write_qrels(os.path.join(d, "relevance.inferred.qrels"), self.inferred)
+        names.append("relevance.inferred.qrels")
+        if self.grades:
+            formats.write_qrels(os.path.join(d, "relevance.qrels"), self.grades)
+            names.append("relevance.qrels")
+        if self.store.meta["support_scale"] == "biogen":
+            formats.write_relations(os.path.join(d, "relations.human.jsonl"),
+                                    (replace(r, run_id=run) for run in sorted(self.relations) for r in self.relations[run]))
+            names.append("relations.human.jsonl")
+            if self.store.meta["has_support_prefill"]:
+                formats.write_relations(os.path.join(d, "relations.llm.jsonl"), (
+                    replace(r, run_id=run) for run in sorted(self.llm_relations) for r in self.llm_relations[run]))
+                names.append("relations.llm.jsonl")
         formats.write_jsonl(os.path.join(d, "missing_questions.jsonl"), self.missing)
         formats.write_jsonl(os.path.join(d, "audit.jsonl"), ({**r, "detail": json.loads(r["detail"])}
                                                             for r in self.audit))
@@ -221,11 +286,22 @@ class Export:
             assigned = [a for a in self.assigned if a.run_id == run]
             answers = [a for a in self.reports if a.run_id == run]
             rows = formats.evaluation_rows(assigned, answers, self.human[run]) + self.content[run]
-            formats.write_run(os.path.join(d, "runs", f"{run}.eval.run"), rows, run)
-            formats.write_assignments(os.path.join(d, "runs", f"{run}.assignments.jsonl"), assigned)
-            formats.write_support(os.path.join(d, "runs", f"{run}.support.jsonl"), self.human[run], run)
-            names += [f"runs/{run}.eval.run", f"runs/{run}.assignments.jsonl", f"runs/{run}.support.jsonl"]
+            files = {suffix: _run_file(d, run, suffix) for suffix in (".eval.run", ".assignments.jsonl", ".support.jsonl")}
+            formats.write_run(files[".eval.run"], rows, run)
+            formats.write_assignments(files[".assignments.jsonl"], assigned)
+            formats.write_support(files[".support.jsonl"], self.human[run], run)
+            names += [os.path.relpath(f, d) for f in files.values()]
         return names
+
+
+def _run_file(d: str, run: str, suffix: str) -> str:
+    """``d/runs/RUN{suffix}``, refused unless it is a plain file name inside ``d/runs`` (a run tag is file
+    content: never a path)."""
+    folder = os.path.join(d, "runs")
+    path = os.path.join(folder, formats.check_run_tag(run) + suffix)
+    if os.path.dirname(os.path.abspath(path)) != os.path.abspath(folder):
+        raise InvalidInput(f"run {run!r:.80} would be written outside the export folder; refused")
+    return path
 
 
 def _write_support(path: str, by_run: dict[str, list[SupportJudgment]]) -> None:

@@ -1,15 +1,19 @@
-"""One SQLite database per project (seed 002 §4), in WAL mode: the schema, project creation, users and
-their sessions, and the audit trail. The annotation operations of the four stages are in
+"""One SQLite database per project ([nugget-annotation §4]), in WAL mode: the schema, project creation, users and
+their sessions, saved forms, and the audit trail. The annotation operations of the four stages are in
 :mod:`.protocol`; passwords and tokens in :mod:`.auth`.
 
 Every editable row has a ``version`` (optimistic concurrency: a write names the version it was made from
-and fails with :class:`Conflict` when another write came first); every write adds an ``audit`` row.
+and fails with :class:`Conflict` when another write came first); every write adds an ``audit`` row. A form
+is saved in one transaction (all of it or nothing) and its id is recorded with it, so the same form sent
+twice is saved once (``forms``). ``nuggets.json`` is derived from the database and written after the
+transaction commits.
 """
 from __future__ import annotations
 
 import json
 import os
 import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -17,20 +21,21 @@ from typing import Any
 
 from datasets_ext.files import atomic_write
 from ir_measures_ext import ids
-from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.annotate import auth
 from pyterrier_nuggets.annotate.config import ProjectInput
 
 DB_NAME = "annotation.sqlite"
 CONFIG_NAME = "config.json"
-NUGGETS_JSON = "nuggets.json"  # the nuggets, rewritten after every change (seed 002 §4)
-SCHEMA_VERSION = "1"
+NUGGETS_JSON = "nuggets.json"  # the nuggets, rewritten after every change ([nugget-annotation §4])
+SCHEMA_VERSION = "2"
 ROLES = ("manager", "annotator")
+AUDIT_PAGE = 100  # rows per page of the audit trail
 
 SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE users(id INTEGER PRIMARY KEY, name TEXT UNIQUE NOT NULL,
-    role TEXT NOT NULL CHECK(role IN ('manager', 'annotator')), pw_hash TEXT NOT NULL, created_at TEXT NOT NULL);
+    role TEXT NOT NULL CHECK(role IN ('manager', 'annotator')), pw_hash TEXT NOT NULL, created_at TEXT NOT NULL,
+    disabled INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE sessions(token_hash TEXT PRIMARY KEY, user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
     csrf TEXT NOT NULL, created_at TEXT NOT NULL, expires REAL NOT NULL);
 CREATE TABLE topics(qid TEXT PRIMARY KEY, position INTEGER UNIQUE NOT NULL, query TEXT NOT NULL,
@@ -41,12 +46,14 @@ CREATE TABLE documents(docno TEXT PRIMARY KEY, text TEXT NOT NULL);
 CREATE TABLE pool(qid TEXT NOT NULL REFERENCES topics(qid), position INTEGER NOT NULL,
     docno TEXT NOT NULL REFERENCES documents(docno), cited INTEGER NOT NULL,
     s1_done_by TEXT, s1_done_at TEXT, s3_done_by TEXT, s3_done_at TEXT,
+    relevance INTEGER, relevance_by TEXT, relevance_at TEXT,
     PRIMARY KEY(qid, position), UNIQUE(qid, docno));
 CREATE TABLE reports(id INTEGER PRIMARY KEY, qid TEXT NOT NULL REFERENCES topics(qid), run_id TEXT NOT NULL,
     source TEXT NOT NULL, s4_done_by TEXT, s4_done_at TEXT, UNIQUE(qid, run_id));
 CREATE TABLE sentences(report_id INTEGER NOT NULL REFERENCES reports(id), idx INTEGER NOT NULL, text TEXT NOT NULL,
     content TEXT CHECK(content IN ('nuggets', 'irrelevant', 'no_information')), missing_question TEXT,
-    version INTEGER NOT NULL DEFAULT 0, updated_by TEXT, updated_at TEXT, PRIMARY KEY(report_id, idx));
+    version INTEGER NOT NULL DEFAULT 0, updated_by TEXT, updated_at TEXT,
+    missing_status TEXT, missing_note TEXT, missing_by TEXT, missing_at TEXT, PRIMARY KEY(report_id, idx));
 CREATE TABLE references_(report_id INTEGER NOT NULL REFERENCES reports(id), idx INTEGER NOT NULL,
     docno TEXT NOT NULL, PRIMARY KEY(report_id, idx));
 CREATE TABLE citations(report_id INTEGER NOT NULL REFERENCES reports(id), sentence INTEGER NOT NULL,
@@ -59,13 +66,40 @@ CREATE TABLE nuggets(id INTEGER PRIMARY KEY, qid TEXT NOT NULL REFERENCES topics
     provenance TEXT NOT NULL DEFAULT '{}', created_by TEXT, version INTEGER NOT NULL DEFAULT 0,
     updated_by TEXT, updated_at TEXT, UNIQUE(qid, idx));
 CREATE TABLE nugget_answers(id INTEGER PRIMARY KEY, nugget_id INTEGER NOT NULL REFERENCES nuggets(id),
-    text TEXT NOT NULL, stage INTEGER NOT NULL, created_by TEXT NOT NULL, created_at TEXT NOT NULL);
+    text TEXT NOT NULL, stage INTEGER NOT NULL, created_by TEXT NOT NULL, created_at TEXT NOT NULL,
+    home INTEGER REFERENCES nuggets(id), version INTEGER NOT NULL DEFAULT 0, updated_by TEXT, updated_at TEXT);
 CREATE TABLE attestations(answer_id INTEGER NOT NULL REFERENCES nugget_answers(id), docno TEXT NOT NULL
     REFERENCES documents(docno), stage INTEGER NOT NULL, created_by TEXT NOT NULL, PRIMARY KEY(answer_id, docno));
 CREATE TABLE alignment_nuggets(report_id INTEGER NOT NULL, sentence INTEGER NOT NULL,
     nugget_id INTEGER NOT NULL REFERENCES nuggets(id), PRIMARY KEY(report_id, sentence, nugget_id));
 CREATE TABLE audit(id INTEGER PRIMARY KEY, at TEXT NOT NULL, user TEXT NOT NULL, action TEXT NOT NULL,
     target TEXT NOT NULL, detail TEXT NOT NULL);
+CREATE TABLE forms(form_id TEXT PRIMARY KEY, user TEXT NOT NULL, at TEXT NOT NULL);
+CREATE TABLE drafts(user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE, path TEXT NOT NULL,
+    data TEXT NOT NULL, created_at TEXT NOT NULL, PRIMARY KEY(user_id, path));
+"""
+
+# schema 1 (the first release) -> 2: disabled users, stage 1 relevance grades, editable answers (and where an
+# answer was written, so that undoing a merge can move it back), the manager's review of missing questions,
+# saved form ids, drafts kept over a sign-in
+MIGRATE_1_TO_2 = """
+ALTER TABLE users ADD COLUMN disabled INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE pool ADD COLUMN relevance INTEGER;
+ALTER TABLE pool ADD COLUMN relevance_by TEXT;
+ALTER TABLE pool ADD COLUMN relevance_at TEXT;
+ALTER TABLE sentences ADD COLUMN missing_status TEXT;
+ALTER TABLE sentences ADD COLUMN missing_note TEXT;
+ALTER TABLE sentences ADD COLUMN missing_by TEXT;
+ALTER TABLE sentences ADD COLUMN missing_at TEXT;
+ALTER TABLE nugget_answers ADD COLUMN home INTEGER REFERENCES nuggets(id);
+ALTER TABLE nugget_answers ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE nugget_answers ADD COLUMN updated_by TEXT;
+ALTER TABLE nugget_answers ADD COLUMN updated_at TEXT;
+UPDATE nugget_answers SET home = nugget_id;
+CREATE TABLE forms(form_id TEXT PRIMARY KEY, user TEXT NOT NULL, at TEXT NOT NULL);
+CREATE TABLE drafts(user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE, path TEXT NOT NULL,
+    data TEXT NOT NULL, created_at TEXT NOT NULL, PRIMARY KEY(user_id, path));
+UPDATE meta SET value = '"2"' WHERE key = 'schema';
 """
 
 
@@ -79,7 +113,20 @@ class Conflict(Exception):
 
 
 class Refused(ValueError):
-    """A request the protocol does not allow (wrong stage, missing label, ...): the message says why."""
+    """A request the protocol does not allow (wrong stage, missing label, ...): the message says why, and
+    ``field`` names the form field it is about, when there is one (the page shows the message there)."""
+
+    def __init__(self, message: str, field: str | None = None):
+        super().__init__(message)
+        self.field = field
+
+
+class DamagedProject(OSError):
+    """The project's database cannot be read: the message names the file and what to do."""
+
+
+class Duplicate(Exception):
+    """The form was saved already (sent twice: a double click, or browser Back and send again)."""
 
 
 def now() -> str:
@@ -87,19 +134,43 @@ def now() -> str:
 
 
 class Store:
-    """A project's directory: its database, configuration copy and nugget JSON."""
+    """A project's directory: its database, configuration copy and nugget JSON.
 
-    def __init__(self, directory: str):
+    ``passwords`` hashes and checks passwords (default: :class:`~.auth.Passwords` with Argon2id's RFC 9106
+    parameters; test suites pass cheap ones explicitly). ``check=True`` also runs SQLite's quick integrity
+    check (the server and the export do)."""
+
+    def __init__(self, directory: str, passwords: auth.Passwords | None = None, check: bool = False):
         self.directory = os.path.abspath(directory)
         self.path = os.path.join(self.directory, DB_NAME)
+        self.passwords = passwords or auth.Passwords()
+        self._json_lock = threading.Lock()
         if not os.path.isfile(self.path):
             raise FileNotFoundError(f"{self.directory} is not an annotation project (no {DB_NAME}); create one "
                                     "with 'pyterrier-nuggets annotate init CONFIG DIR'")
-        with self.read() as c:
-            self.meta = {r["key"]: json.loads(r["value"]) for r in c.execute("SELECT key, value FROM meta")}
-        if self.meta.get("schema") != SCHEMA_VERSION:
-            raise InvalidInput(f"{self.path}: schema {self.meta.get('schema')!r}, this version reads {SCHEMA_VERSION}")
-        self.name: str = self.meta["name"]
+        try:
+            with self.read() as c:
+                meta = {r["key"]: json.loads(r["value"]) for r in c.execute("SELECT key, value FROM meta")}
+                if check:
+                    result = c.execute("PRAGMA quick_check").fetchone()[0]
+                    if result != "ok":
+                        raise sqlite3.DatabaseError(result)
+            if meta.get("schema") == "1":
+                with self.write() as c:
+                    for statement in MIGRATE_1_TO_2.split(";\n"):
+                        if statement.strip():
+                            c.execute(statement)
+                    audit(c, "upgrade", "schema", self.directory, {"from": "1", "to": SCHEMA_VERSION})
+                meta["schema"] = SCHEMA_VERSION
+        except (sqlite3.DatabaseError, json.JSONDecodeError) as e:
+            raise DamagedProject(f"{self.path}: the project database is damaged or not an annotation database "
+                                 f"({e}); restore it from a backup (with its -wal file, if there is one) or create "
+                                 "the project again with 'pyterrier-nuggets annotate init'") from None
+        if meta.get("schema") != SCHEMA_VERSION:
+            raise DamagedProject(f"{self.path}: schema {meta.get('schema')!r}, this version reads "
+                                 f"{SCHEMA_VERSION}; use the version of pyterrier-nuggets that created it")
+        self.meta = meta
+        self.name: str = meta["name"]
 
     def connect(self) -> sqlite3.Connection:
         c = sqlite3.connect(self.path, timeout=10, isolation_level=None)
@@ -117,8 +188,9 @@ class Store:
             c.close()
 
     @contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction (BEGIN IMMEDIATE: one writer at a time); rolled back on any exception."""
+    def write(self, dry_run: bool = False) -> Iterator[sqlite3.Connection]:
+        """A write transaction (BEGIN IMMEDIATE: one writer at a time); rolled back on any exception, and
+        always with ``dry_run`` (to check a form and say what it would do, before asking to confirm it)."""
         c = self.connect()
         try:
             c.execute("BEGIN IMMEDIATE")
@@ -127,19 +199,26 @@ class Store:
             except BaseException:
                 c.execute("ROLLBACK")
                 raise
-            c.execute("COMMIT")
+            c.execute("ROLLBACK" if dry_run else "COMMIT")
         finally:
             c.close()
+
+    def write_nuggets_json(self) -> None:
+        """Rewrite ``nuggets.json`` from the database, atomically. Called after a transaction that changed
+        nuggets has committed (never inside it: the file never lists what the database does not hold); the
+        lock makes the last write read the database after the last commit."""
+        with self._json_lock, self.read() as c:
+            write_nuggets_json(c, self.directory)
 
     # ------------------------------------------------------------------------------------------ users
 
     def add_user(self, name: str, role: str, password: str, by: str = "cli") -> None:
         if role not in ROLES:
             raise Refused(f"role must be one of {ROLES}, got {role!r}")
-        if not name or not name.isprintable() or name != name.strip() or len(name) > 64:
-            raise Refused("a user name is 1-64 printable characters without surrounding spaces")
+        if not name or not name.isprintable() or name != name.strip() or len(name) > auth.MAX_NAME:
+            raise Refused(f"a user name is 1-{auth.MAX_NAME} printable characters without surrounding spaces")
         auth.check_password_strength(password)
-        pw_hash = auth.hash_password(password)
+        pw_hash = self.passwords.hash(password)
         with self.write() as c:
             if c.execute("SELECT 1 FROM users WHERE name = ?", (name,)).fetchone():
                 raise Refused(f"user {name!r} exists already in project {self.name}")
@@ -148,46 +227,44 @@ class Store:
             audit(c, by, "add_user", name, {"role": role})
 
     def set_password(self, name: str, password: str, by: str = "cli") -> None:
+        """A new password; every session of the user is closed."""
         auth.check_password_strength(password)
-        pw_hash = auth.hash_password(password)
+        pw_hash = self.passwords.hash(password)
         with self.write() as c:
-            row = c.execute("SELECT id FROM users WHERE name = ?", (name,)).fetchone()
-            if row is None:
-                raise Refused(f"no user {name!r} in project {self.name}")
+            row = _user_row(c, self.name, name)
             c.execute("UPDATE users SET pw_hash = ? WHERE id = ?", (pw_hash, row["id"]))
             c.execute("DELETE FROM sessions WHERE user_id = ?", (row["id"],))
             audit(c, by, "set_password", name, {})
 
+    def set_disabled(self, name: str, disabled: bool, by: str = "cli") -> None:
+        """Disable a user (they cannot sign in, their sessions are closed, their work is kept) or enable them
+        again. The last enabled manager cannot be disabled."""
+        with self.write() as c:
+            set_disabled(c, self.name, name, disabled, by)
+
     def assign_topics(self, name: str, qids: list[str], by: str = "cli") -> None:
         """Give an annotator exactly these topics (managers see every topic)."""
         with self.write() as c:
-            row = c.execute("SELECT id FROM users WHERE name = ?", (name,)).fetchone()
-            if row is None:
-                raise Refused(f"no user {name!r} in project {self.name}")
-            known = {r["qid"] for r in c.execute("SELECT qid FROM topics")}
-            unknown = [q for q in qids if q not in known]
-            if unknown:
-                raise Refused(f"unknown topic(s) {unknown}; the project has {sorted(known)[:10]}")
-            c.execute("DELETE FROM topic_users WHERE user_id = ?", (row["id"],))
-            c.executemany("INSERT INTO topic_users(qid, user_id) VALUES (?, ?)", [(q, row["id"]) for q in qids])
-            audit(c, by, "assign_topics", name, {"topics": qids})
+            assign_topics(c, self.name, name, qids, by)
 
     def users(self) -> list[dict]:
         with self.read() as c:
-            rows = c.execute("SELECT id, name, role, created_at FROM users ORDER BY name").fetchall()
-            topics = {}
-            for r in c.execute("SELECT user_id, qid FROM topic_users ORDER BY qid"):
-                topics.setdefault(r["user_id"], []).append(r["qid"])
-        return [{**dict(r), "topics": topics.get(r["id"], [])} for r in rows]
+            return users(c)
 
     def authenticate(self, name: str, password: str) -> dict | None:
-        """The user, if the password is right. The same work (one Argon2 verification) is done for an
-        unknown user as for a wrong password, so neither time nor message tells them apart."""
+        """The user, if the password is right (``disabled`` says whether they may sign in). The same work (one
+        Argon2 verification) is done for an unknown user as for a wrong password, so neither time nor message
+        tells them apart. A hash with weaker parameters than the server's is replaced."""
         with self.read() as c:
-            row = c.execute("SELECT id, name, role, pw_hash FROM users WHERE name = ?", (name,)).fetchone()
-        if not auth.verify_password(row["pw_hash"] if row else None, password):
+            row = c.execute("SELECT id, name, role, pw_hash, disabled FROM users WHERE name = ?", (name,)).fetchone()
+        if not self.passwords.verify(row["pw_hash"] if row else None, password):
             return None
-        return {"id": row["id"], "name": row["name"], "role": row["role"]}
+        if self.passwords.needs_rehash(row["pw_hash"]):
+            pw_hash = self.passwords.hash(password)
+            with self.write() as c:
+                c.execute("UPDATE users SET pw_hash = ? WHERE id = ? AND pw_hash = ?", (pw_hash, row["id"],
+                                                                                       row["pw_hash"]))
+        return {"id": row["id"], "name": row["name"], "role": row["role"], "disabled": bool(row["disabled"])}
 
     # --------------------------------------------------------------------------------------- sessions
 
@@ -205,9 +282,9 @@ class Store:
         if not token:
             return None
         with self.read() as c:
-            row = c.execute("SELECT u.id, u.name, u.role, s.csrf, s.expires FROM sessions s JOIN users u "
+            row = c.execute("SELECT u.id, u.name, u.role, u.disabled, s.csrf, s.expires FROM sessions s JOIN users u "
                             "ON u.id = s.user_id WHERE s.token_hash = ?", (auth.token_hash(token),)).fetchone()
-        if row is None or row["expires"] < auth.clock():
+        if row is None or row["expires"] < auth.clock() or row["disabled"]:
             return None
         return {"id": row["id"], "name": row["name"], "role": row["role"], "csrf": row["csrf"]}
 
@@ -216,9 +293,33 @@ class Store:
             c.execute("DELETE FROM sessions WHERE token_hash = ?", (auth.token_hash(token),))
             audit(c, user, "logout", user, {})
 
-    def audit_rows(self, limit: int = 500) -> list[dict]:
+    # ------------------------------------------------------------------------ drafts, audit trail
+
+    def keep_draft(self, user: dict, path: str, items: list[tuple[str, str]]) -> None:
+        """A form the user typed when their session had ended: shown again (not saved) on ``path``."""
+        with self.write() as c:
+            c.execute("INSERT OR REPLACE INTO drafts(user_id, path, data, created_at) VALUES (?, ?, ?, ?)",
+                      (user["id"], path, json.dumps(items, ensure_ascii=False), now()))
+
+    def take_draft(self, user: dict, path: str) -> list[tuple[str, str]] | None:
+        """The draft kept for ``path`` (then forgotten), or None."""
         with self.read() as c:
-            return [dict(r) for r in c.execute("SELECT * FROM audit ORDER BY id DESC LIMIT ?", (limit,))]
+            if not c.execute("SELECT 1 FROM drafts WHERE user_id = ? AND path = ?", (user["id"], path)).fetchone():
+                return None
+        with self.write() as c:
+            row = c.execute("SELECT data FROM drafts WHERE user_id = ? AND path = ?", (user["id"], path)).fetchone()
+            c.execute("DELETE FROM drafts WHERE user_id = ? AND path = ?", (user["id"], path))
+        return None if row is None else [(str(k), str(v)) for k, v in json.loads(row["data"])]
+
+    def audit_rows(self, before: int | None = None, limit: int = AUDIT_PAGE) -> list[dict]:
+        """The audit trail, newest first: ``limit`` rows with an id below ``before`` (a page)."""
+        with self.read() as c:
+            return [dict(r) for r in c.execute("SELECT * FROM audit WHERE id < ? ORDER BY id DESC LIMIT ?",
+                                               (before if before is not None else 2 ** 63 - 1, limit))]
+
+    def audit_count(self) -> int:
+        with self.read() as c:
+            return c.execute("SELECT count(*) FROM audit").fetchone()[0]
 
 
 def audit(c: sqlite3.Connection, user: str, action: str, target: str, detail: dict[str, Any]) -> None:
@@ -227,7 +328,57 @@ def audit(c: sqlite3.Connection, user: str, action: str, target: str, detail: di
               (now(), user, action, target, json.dumps(detail, ensure_ascii=False, sort_keys=True)))
 
 
-def create_project(inp: ProjectInput, directory: str) -> Store:
+def claim_form(c: sqlite3.Connection, form_id: str, user: str) -> None:
+    """Record a form as saved, in the transaction that saves it; :class:`Duplicate` when it was saved
+    before. A form whose saving fails is not recorded, so it can be corrected and sent again."""
+    if not isinstance(form_id, str) or not 16 <= len(form_id) <= 64:
+        raise Refused("the form has no valid form id: reload the page and enter your changes again")
+    if c.execute("SELECT 1 FROM forms WHERE form_id = ?", (form_id,)).fetchone():
+        raise Duplicate()
+    c.execute("INSERT INTO forms(form_id, user, at) VALUES (?, ?, ?)", (form_id, user, now()))
+
+
+def _user_row(c: sqlite3.Connection, project: str, name: str) -> sqlite3.Row:
+    row = c.execute("SELECT * FROM users WHERE name = ?", (name,)).fetchone()
+    if row is None:
+        raise Refused(f"no user {name!r} in project {project}")
+    return row
+
+
+def users(c: sqlite3.Connection) -> list[dict]:
+    rows = c.execute("SELECT id, name, role, created_at, disabled FROM users ORDER BY name").fetchall()
+    topics: dict[int, list[str]] = {}
+    for r in c.execute("SELECT tu.user_id, tu.qid FROM topic_users tu JOIN topics t ON t.qid = tu.qid "
+                       "ORDER BY t.position"):
+        topics.setdefault(r["user_id"], []).append(r["qid"])
+    return [{**dict(r), "disabled": bool(r["disabled"]), "topics": topics.get(r["id"], [])} for r in rows]
+
+
+def assign_topics(c: sqlite3.Connection, project: str, name: str, qids: list[str], by: str) -> None:
+    row = _user_row(c, project, name)
+    known = {r["qid"] for r in c.execute("SELECT qid FROM topics")}
+    unknown = [q for q in qids if q not in known]
+    if unknown:
+        raise Refused(f"unknown topic(s) {unknown}; the project has {sorted(known)[:10]}")
+    c.execute("DELETE FROM topic_users WHERE user_id = ?", (row["id"],))
+    c.executemany("INSERT INTO topic_users(qid, user_id) VALUES (?, ?)", [(q, row["id"]) for q in dict.fromkeys(qids)])
+    audit(c, by, "assign_topics", name, {"topics": list(dict.fromkeys(qids))})
+
+
+def set_disabled(c: sqlite3.Connection, project: str, name: str, disabled: bool, by: str) -> None:
+    row = _user_row(c, project, name)
+    if bool(row["disabled"]) == disabled:
+        return
+    if disabled and row["role"] == "manager" and c.execute(
+            "SELECT count(*) FROM users WHERE role = 'manager' AND disabled = 0").fetchone()[0] <= 1:
+        raise Refused(f"{name} is the last enabled manager of project {project}: enable or add another first")
+    c.execute("UPDATE users SET disabled = ? WHERE id = ?", (int(disabled), row["id"]))
+    if disabled:
+        c.execute("DELETE FROM sessions WHERE user_id = ?", (row["id"],))
+    audit(c, by, "disable_user" if disabled else "enable_user", name, {})
+
+
+def create_project(inp: ProjectInput, directory: str, passwords: auth.Passwords | None = None) -> Store:
     """Create the project directory (which must not exist, or be empty) and its database from checked input."""
     if os.path.exists(directory) and (not os.path.isdir(directory) or os.listdir(directory)):
         raise FileExistsError(f"{directory} exists and is not an empty directory; choose a new project directory")
@@ -283,14 +434,13 @@ def create_project(inp: ProjectInput, directory: str) -> Store:
     os.replace(tmp, path)
     with atomic_write(os.path.join(directory, CONFIG_NAME)) as f:
         json.dump(inp.config, f, indent=2, ensure_ascii=False)
-    store = Store(directory)
-    with store.read() as c:
-        write_nuggets_json(c, store.directory)
+    store = Store(directory, passwords)
+    store.write_nuggets_json()
     return store
 
 
 def write_nuggets_json(c: sqlite3.Connection, directory: str) -> None:
-    """The project's nuggets as one JSON file beside the database (seed 002 §4): per topic, each nugget with
+    """The project's nuggets as one JSON file beside the database ([nugget-annotation §4]): per topic, each nugget with
     its answers and the documents that attest them, deleted and merged ones included with their status."""
     answers: dict[int, list] = {}
     for r in c.execute("SELECT a.id, a.nugget_id, a.text, group_concat(t.docno, char(31)) AS docs FROM "

@@ -4,22 +4,30 @@ documents are web text), no JavaScript. Served by uvicorn (:func:`serve`).
 Every project is mounted under ``/p/NAME/`` and has its own users: a session cookie (HttpOnly,
 SameSite=Strict, path ``/p/NAME/``) opens one project only, and every page checks that the user may see
 the topic it names. Every form carries the session's CSRF token (the login form a cookie-bound one).
+
+Each page has one form, posted to the page's own address and saved in one transaction by
+:mod:`.protocol`. A form the protocol refuses is shown again with everything the user typed and the
+message next to the field it is about; a form sent after the session ended is kept over the sign-in and
+shown again (not saved) on its page; deleting, merging, freezing and unfreezing ask for confirmation.
 """
 from __future__ import annotations
 
 import functools
+import json
 import os
+import re
+import sqlite3
 from collections.abc import Awaitable, Callable
 from importlib import resources
 
 import jinja2
 from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
-from starlette.datastructures import FormData
+from starlette.convertors import Convertor, register_url_convertor
+from starlette.datastructures import FormData, MultiDict
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
@@ -27,12 +35,14 @@ from starlette.templating import Jinja2Templates
 from ir_measures_ext import ids
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.annotate import auth, protocol
-from pyterrier_nuggets.annotate.config import SCALE_NAMES, SCALES
-from pyterrier_nuggets.annotate.protocol import Forbidden, NotFound
-from pyterrier_nuggets.annotate.store import Conflict, Refused, Store
+from pyterrier_nuggets.annotate.config import RELEVANCE_GRADES, SCALE_NAMES, SCALES
+from pyterrier_nuggets.annotate.protocol import Edit, Forbidden, NotFound, fingerprint
+from pyterrier_nuggets.annotate.store import AUDIT_PAGE, Conflict, Duplicate, Refused, Store
 
 SESSION_COOKIE = "pn_session"
 LOGIN_COOKIE = "pn_login"
+MAX_BODY = 1 << 20  # bytes of a request body: the largest form (stage 4 of a long answer) is far below
+MAX_ID = 2 ** 63 - 1  # SQLite's integers
 HEADERS = {
     # no script runs on these pages, inline or not: a document that carries one cannot execute it
     "Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
@@ -43,11 +53,35 @@ HEADERS = {
     "Cache-Control": "no-store",
 }
 CONTENT_NAMES = {ids.SOME_NUGGETS: "conveys nuggets", ids.IRRELEVANT: "irrelevant", ids.NO_INFORMATION: "no information"}
+NOTICES = {
+    "saved": "Saved.",
+    "duplicate": "This form had been saved already (it was sent twice); nothing was saved twice.",
+    "password": "Your password is changed; your other sessions are closed.",
+    "users": "The users are saved.",
+}
+_NEXT = re.compile(r"/p/[A-Za-z0-9_-]{1,64}/[A-Za-z0-9/_-]{0,200}")
 
 _package = resources.files("pyterrier_nuggets.annotate")
 templates = Jinja2Templates(env=jinja2.Environment(
     loader=jinja2.FileSystemLoader(str(_package / "templates")), autoescape=True, undefined=jinja2.StrictUndefined))
-templates.env.globals.update(scale_names=SCALE_NAMES, content_names=CONTENT_NAMES, ids=ids)
+templates.env.globals.update(scale_names=SCALE_NAMES, content_names=CONTENT_NAMES, ids=ids,
+                             relevance_grades=RELEVANCE_GRADES, review_statuses=protocol.REVIEW_STATUSES)
+
+
+class IdConvertor(Convertor):
+    """A row id or position in a URL: at most 18 digits (below SQLite's 2^63), else the route does not match
+    (404), never an overflow."""
+
+    regex = "[0-9]{1,18}"
+
+    def convert(self, value: str) -> int:
+        return int(value)
+
+    def to_string(self, value: int) -> str:
+        return str(value)
+
+
+register_url_convertor("pnid", IdConvertor())
 
 
 class SecurityHeaders(BaseHTTPMiddleware):
@@ -58,18 +92,89 @@ class SecurityHeaders(BaseHTTPMiddleware):
         return response
 
 
-class App:
-    """The projects served, and the request handlers."""
+class BodyLimit:
+    """Refuses a request body longer than ``max_bytes`` (HTTP 413) before anything reads it; a body without a
+    declared length is cut off at the limit the same way."""
 
-    def __init__(self, directories: list[str], secure_cookies: bool = False):
+    def __init__(self, app, max_bytes: int = MAX_BODY):
+        self.app, self.max_bytes = app, max_bytes
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        length = dict(scope.get("headers") or []).get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.max_bytes):
+            return await PlainTextResponse(f"The request is larger than {self.max_bytes} bytes.", 413)(scope, receive, send)
+        seen = 0
+
+        async def limited():
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.max_bytes:
+                raise InvalidInput(f"request body above {self.max_bytes} bytes")
+            return message
+        return await self.app(scope, limited, send)
+
+
+class FormState:
+    """What the fields of a page's form show: the saved values, or the values the user sent (a refused form
+    shown again, a form kept over a sign-in), the errors by field, and a notice."""
+
+    def __init__(self, sent: list[tuple[str, str]] | None = None, errors: dict[str, str] | None = None,
+                 notice: str | None = None, status: int = 200):
+        self.sent = None if sent is None else MultiDict([(k, v) for k, v in sent if isinstance(v, str)])
+        self.errors = errors or {}
+        self.notice = notice
+        self.status = status
+        self.form_id = (self.sent.get("form_id") if self.sent is not None else None) or auth.new_token()[:32]
+
+    @property
+    def message(self) -> str | None:
+        return next(iter(self.errors.values()), None)
+
+    @property
+    def message_field(self) -> str | None:
+        return next(iter(self.errors), None)
+
+    def value(self, name: str, saved) -> str:
+        if self.sent is not None and name in self.sent:
+            return self.sent.getlist(name)[-1]
+        return "" if saved is None else str(saved)
+
+    def checked(self, name: str, value, saved: bool) -> bool:
+        if self.sent is None:
+            return bool(saved)
+        return str(value) in self.sent.getlist(name)
+
+    def base(self, name: str, version: int, shown: str) -> str:
+        """The hidden ``base-NAME`` field: what the item was when the form was first shown."""
+        return self.value(f"base-{name}", f"{version}:{shown}")
+
+    def error(self, name: str) -> str:
+        return self.errors.get(name, "")
+
+
+class App:
+    """The projects served, and the request handlers.
+
+    ``passwords``: how passwords are hashed and checked (default Argon2id RFC 9106; test suites pass cheap
+    parameters here, explicitly); ``throttle`` and ``gate``: the limits on sign-in attempts and on concurrent
+    password hashes (:mod:`.auth`)."""
+
+    def __init__(self, directories: list[str], secure_cookies: bool = False, passwords: auth.Passwords | None = None,
+                 throttle: auth.LoginThrottle | None = None, gate: auth.HashGate | None = None):
+        self.passwords = passwords or auth.Passwords()
         self.projects: dict[str, Store] = {}
         for d in directories:
-            store = Store(d)
+            store = Store(d, self.passwords, check=True)
             if store.name in self.projects:
                 raise InvalidInput(f"two projects are named {store.name!r}: {self.projects[store.name].directory} and {d}")
             self.projects[store.name] = store
+            store.write_nuggets_json()  # a file left behind by a crash between a commit and its rewrite
         self.secure = secure_cookies
-        self.throttle = auth.LoginThrottle()
+        self.throttle = throttle or auth.LoginThrottle()
+        self.gate = gate or auth.HashGate()
 
     # ------------------------------------------------------------------------------------- plumbing
 
@@ -82,94 +187,144 @@ class App:
     def render(self, request: Request, name: str, status: int = 200, **context) -> HTMLResponse:
         store = self.projects.get(request.path_params.get("project", ""))
         base = f"/p/{store.name}" if store else ""
+        context.setdefault("f", FormState())
         return templates.TemplateResponse(request, name, {"base": base, "project": store.name if store else None,
                                                           "user": context.pop("user", None), **context},
                                           status_code=status)
+
+    def error(self, request: Request, status: int, message: str, user: dict | None = None, back: str | None = None):
+        return self.render(request, "error.html", status, user=user, message=message, back=back)
 
     def cookie(self, response: Response, store: Store, name: str, value: str, max_age: int | None) -> None:
         response.set_cookie(name, value, max_age=max_age, path=f"/p/{store.name}/", httponly=True, samesite="strict",
                             secure=self.secure)
 
-    def page(self, handler: Callable[..., Awaitable[Response]], post: bool = False):
-        """A signed-in page: the project, its user (else the login page), the CSRF check of a form, and the
-        protocol's refusals as pages."""
+    def page(self, view: Callable[..., Awaitable[Response]], save: Callable[..., Awaitable[Response]] | None = None):
+        """A signed-in page: GET shows ``view(request, store, user, state)``; POST checks the CSRF token and
+        runs ``save(request, store, user, form)``. A refused form is shown again by ``view`` with what was sent
+        and the message at its field; a form sent twice is recognised; a form sent after the session ended is
+        kept over the sign-in."""
 
-        @functools.wraps(handler)
+        @functools.wraps(view)
         async def endpoint(request: Request) -> Response:
             try:
                 store = self.store(request)
             except NotFound:
-                return self.render(request, "error.html", 404, message="No such project.")
+                return self.error(request, 404, "No such project.")
             user = store.session(request.cookies.get(SESSION_COOKIE))
             if user is None:
-                if post:
-                    return self.render(request, "error.html", 403, message="Your session has ended: sign in again.")
-                return RedirectResponse(f"/p/{store.name}/login", 303)
-            form = None
-            if post:
-                form = await request.form()
-                if not auth.same_token(form.get("csrf"), user["csrf"]):
-                    return self.render(request, "error.html", 403, user=user, message="The form's security token "
-                                       "is missing or wrong (CSRF): reload the page and submit it again.")
+                if request.method == "POST":
+                    return await self.session_ended(request, store)
+                return RedirectResponse(f"/p/{store.name}/login?next={request.url.path}", 303)
+            back = request.url.path
             try:
-                return await handler(request, store, user, form) if post else await handler(request, store, user)
+                if request.method == "GET":
+                    draft = store.take_draft(user, request.url.path)
+                    if draft is not None:
+                        state = FormState(draft, notice="Your session had ended when you sent this form: here is "
+                                          "what you typed, not saved yet. Check it and save.")
+                    else:
+                        state = FormState(notice=NOTICES.get(request.query_params.get("notice", "")))
+                    return await view(request, store, user, state)
+                form = await request.form(max_fields=100_000)
+                if not auth.same_token(form.get("csrf"), user["csrf"]):
+                    return self.error(request, 403, "The form's security token is missing or wrong (CSRF): reload the "
+                                      "page and submit it again.", user, back)
+                try:
+                    return await save(request, store, user, form)
+                except Refused as e:
+                    state = FormState(form.multi_items(), {e.field or "": f"Not saved: {e}."}, status=400)
+                    return await view(request, store, user, state)
+                except Duplicate:
+                    return RedirectResponse(f"{request.url.path}?notice=duplicate", 303)
             except Forbidden as e:
-                return self.render(request, "error.html", 403, user=user, message=f"Not allowed: {e}.")
+                return self.error(request, 403, f"Not allowed: {e}.", user)
             except NotFound as e:
-                return self.render(request, "error.html", 404, user=user, message=f"Not found: {e}.")
+                return self.error(request, 404, f"Not found: {e}.", user)
             except Conflict as e:
-                return self.render(request, "conflict.html", 409, user=user, conflict=e,
-                                   back=_back(request, store))
+                return self.render(request, "conflict.html", 409, user=user, conflict=e, back=back)
             except Refused as e:
-                return self.render(request, "error.html", 400, user=user, message=str(e), back=_back(request, store))
+                return self.error(request, 400, f"{e}.", user, back)
             except ValueError as e:
-                return self.render(request, "error.html", 400, user=user, message=f"Bad request: {e}",
-                                   back=_back(request, store))
+                return self.error(request, 400, f"Bad request: {e}.", user, back)
+            except auth.Busy:
+                return self.busy(request, user)
+            except sqlite3.DatabaseError as e:
+                return self.error(request, 500, f"The project database {store.path} could not be read or written "
+                                  f"({e}): tell the project manager.", user)
         return endpoint
+
+    def busy(self, request: Request, user: dict | None = None) -> Response:
+        response = self.error(request, 503, "The server is busy checking other passwords: try again in a few "
+                              "seconds.", user)
+        response.headers["Retry-After"] = "5"
+        return response
+
+    async def session_ended(self, request: Request, store: Store) -> Response:
+        """A form sent without a valid session: the login page, with the form kept for after the sign-in."""
+        form = await request.form(max_fields=100_000)
+        kept = [(k, v) for k, v in form.multi_items() if isinstance(v, str) and k != "csrf"]
+        return self.login_page(request, store, 401, "Your session has ended: sign in again. What you typed is kept "
+                               "and shown again on its page after you sign in (not saved yet).",
+                               next_path=request.url.path, draft=json.dumps(kept, ensure_ascii=False))
 
     # -------------------------------------------------------------------------------- login, logout
 
     async def index(self, request: Request) -> Response:
-        return self.render(request, "index.html", projects=sorted(self.projects))
+        return self.render(request, "index.html")
 
     async def login_form(self, request: Request) -> Response:
         try:
             store = self.store(request)
         except NotFound:
-            return self.render(request, "error.html", 404, message="No such project.")
-        return self.login_page(request, store, 200, None)
+            return self.error(request, 404, "No such project.")
+        return self.login_page(request, store, 200, None, _safe_next(store, request.query_params.get("next")))
 
     async def login(self, request: Request) -> Response:
         try:
             store = self.store(request)
         except NotFound:
-            return self.render(request, "error.html", 404, message="No such project.")
+            return self.error(request, 404, "No such project.")
         form = await request.form()
+        next_path, draft = _safe_next(store, form.get("next")), str(form.get("draft") or "")
         if not auth.same_token(form.get("csrf"), request.cookies.get(LOGIN_COOKIE)):
-            return self.render(request, "error.html", 403, message="The login form's security token is missing or "
-                               "wrong (CSRF): reload the login page.")
+            return self.error(request, 403, "The login form's security token is missing or wrong (CSRF): reload the "
+                              "login page.")
         name, password = str(form.get("name", "")), str(form.get("password", ""))
-        key = (store.name, request.client.host if request.client else "", name)
-        wait = self.throttle.wait(key)
+        address = request.client.host if request.client else ""
+        if len(name) > auth.MAX_NAME:  # no such user can exist: no password to check
+            return self.login_page(request, store, 401, "Unknown user or wrong password.", next_path, draft)
+        wait = self.throttle.attempt(store.name, address, name)  # counted before the (slow) check
         if wait > 0:
             return self.login_page(request, store, 429, f"Too many failed sign-ins for this name from here: try "
-                                    f"again in {int(wait // 60) + 1} minutes, or ask the project manager to set a "
-                                    "new password.")
-        user = await run_in_threadpool(store.authenticate, name, password)
+                                   f"again in {int(wait // 60) + 1} minutes, or ask the project manager to set a "
+                                   "new password.", next_path, draft)
+        try:
+            user = await self.gate.run(store.authenticate, name, password)
+        except auth.Busy:
+            self.throttle.cancel(store.name, address, name)
+            return self.busy(request)
         if user is None:
-            self.throttle.failed(key)
-            return self.login_page(request, store, 401, "Unknown user or wrong password.")
-        self.throttle.succeeded(key)
+            return self.login_page(request, store, 401, "Unknown user or wrong password.", next_path, draft)
+        self.throttle.succeeded(store.name, address, name)
+        if user["disabled"]:
+            return self.login_page(request, store, 403, "This account is disabled: ask the project manager.")
         session = store.create_session(user)
-        response = RedirectResponse(f"/p/{store.name}/", 303)
+        if next_path and draft:
+            items = _draft_items(draft)
+            if items:
+                store.keep_draft(user, next_path, items)
+        response = RedirectResponse(next_path or f"/p/{store.name}/", 303)
         self.cookie(response, store, SESSION_COOKIE, session, auth.SESSION_SECONDS)
         response.delete_cookie(LOGIN_COOKIE, path=f"/p/{store.name}/")
         return response
 
-    def login_page(self, request: Request, store: Store, status: int, error: str | None) -> Response:
+    def login_page(self, request: Request, store: Store, status: int, error: str | None, next_path: str | None = None,
+                   draft: str = "") -> Response:
         """The login page, with ``error`` if any and a fresh login-form token (in the form and a cookie)."""
         token = auth.new_token()
-        response = self.render(request, "login.html", status, login_csrf=token, error=error)
+        response = self.render(request, "login.html", status, login_csrf=token, error=error, next_path=next_path or "",
+                               draft=draft)
         self.cookie(response, store, LOGIN_COOKIE, token, 3600)
         return response
 
@@ -179,144 +334,243 @@ class App:
         response.delete_cookie(SESSION_COOKIE, path=f"/p/{store.name}/")
         return response
 
+    async def account(self, request: Request, store: Store, user: dict, state: FormState) -> Response:
+        return self.render(request, "account.html", state.status, user=user, f=state)
+
+    async def change_password(self, request: Request, store: Store, user: dict, form: FormData) -> Response:
+        """Change one's own password: the current one is checked like a sign-in (counted, through the gate)."""
+        current, new, again = (str(form.get(k, "")) for k in ("current", "new", "again"))
+        if new != again:
+            raise Refused("the two new passwords differ", "again")
+        try:
+            auth.check_password_strength(new)
+        except ValueError as e:
+            raise Refused(str(e), "new") from None
+        address = request.client.host if request.client else ""
+        wait = self.throttle.attempt(store.name, address, user["name"])
+        if wait > 0:
+            raise Refused(f"too many wrong passwords: try again in {int(wait // 60) + 1} minutes", "current")
+        try:
+            ok = await self.gate.run(store.authenticate, user["name"], current)
+        except auth.Busy:
+            self.throttle.cancel(store.name, address, user["name"])
+            raise
+        if ok is None:
+            raise Refused("the current password is wrong", "current")
+        self.throttle.succeeded(store.name, address, user["name"])
+        await self.gate.run(store.set_password, user["name"], new, user["name"])
+        response = RedirectResponse(f"/p/{store.name}/?notice=password", 303)
+        self.cookie(response, store, SESSION_COOKIE, store.create_session(user), auth.SESSION_SECONDS)
+        return response
+
     # ------------------------------------------------------------------------------------- dashboard
 
-    async def dashboard(self, request: Request, store: Store, user: dict) -> Response:
-        return self.render(request, "dashboard.html", user=user, topics=protocol.overview(store, user), meta=store.meta)
+    async def dashboard(self, request: Request, store: Store, user: dict, state: FormState) -> Response:
+        return self.render(request, "dashboard.html", user=user, topics=protocol.overview(store, user), meta=store.meta,
+                           f=state)
 
-    async def users(self, request: Request, store: Store, user: dict) -> Response:
+    async def users(self, request: Request, store: Store, user: dict, state: FormState) -> Response:
         _manager(user)
         with store.read() as c:
             topics = [r["qid"] for r in c.execute("SELECT qid FROM topics ORDER BY position")]
-        return self.render(request, "users.html", user=user, users=store.users(), topics=topics)
+        people = [{**u, "fingerprint": fingerprint(frozenset(u["topics"]), u["disabled"])} for u in store.users()]
+        return self.render(request, "users.html", state.status, user=user, users=people, topics=topics, f=state)
 
-    async def assign(self, request: Request, store: Store, user: dict, form: FormData) -> Response:
+    async def save_users(self, request: Request, store: Store, user: dict, form: FormData) -> Response:
         _manager(user)
-        store.assign_topics(str(form.get("name", "")), [str(q) for q in form.getlist("topics")], by=user["name"])
-        return RedirectResponse(f"/p/{store.name}/users", 303)
+        changes = []
+        for u in store.users():
+            key = f"user-{u['id']}"
+            if f"base-{key}" not in form:
+                continue  # added after the page was loaded
+            version, shown = _base(form, key)
+            changes.append(Edit(key, u["name"], version, shown, (frozenset(map(str, form.getlist(f"topics-{u['id']}"))),
+                                                                  bool(form.get(f"disabled-{u['id']}")))))
+        protocol.save_users(store, user, str(form.get("form_id", "")), changes)
+        return RedirectResponse(f"/p/{store.name}/users?notice=users", 303)
 
-    async def audit(self, request: Request, store: Store, user: dict) -> Response:
+    async def audit(self, request: Request, store: Store, user: dict, state: FormState) -> Response:
         _manager(user)
-        return self.render(request, "audit.html", user=user, rows=store.audit_rows())
+        before = request.query_params.get("before")
+        before_id = _int(before) if before else None
+        rows = store.audit_rows(before_id)
+        older = rows[-1]["id"] if len(rows) == AUDIT_PAGE and rows[-1]["id"] > 1 else None
+        return self.render(request, "audit.html", user=user, rows=rows, older=older, newest=before_id is not None,
+                           total=store.audit_count(), f=state)
+
+    async def missing(self, request: Request, store: Store, user: dict, state: FormState) -> Response:
+        return self.render(request, "missing.html", state.status, user=user, flags=protocol.missing_view(store, user),
+                           f=state)
+
+    async def save_missing(self, request: Request, store: Store, user: dict, form: FormData) -> Response:
+        reviews = []
+        for key in form.getlist("flag"):
+            rid, j = (_int(x) for x in str(key).split("-", 1))
+            version, shown = _base(form, f"missing-{key}")
+            reviews.append(Edit(f"missing-{key}", (rid, j), version, shown,
+                                (str(form.get(f"question-{key}", "")), str(form.get(f"status-{key}", "")),
+                                 str(form.get(f"note-{key}", "")))))
+        protocol.save_missing_reviews(store, user, str(form.get("form_id", "")), reviews)
+        return RedirectResponse(f"/p/{store.name}/missing?notice=saved", 303)
 
     # ------------------------------------------------------------------------------ stages 1 and 3
 
-    async def next_doc(self, request: Request, store: Store, user: dict) -> Response:
+    async def next_doc(self, request: Request, store: Store, user: dict, state: FormState) -> Response:
         t, stage = request.path_params["t"], _stage(request, (1, 3))
         d = protocol.next_document(store, user, t, stage)
         if d is None:
             return self.render(request, "stage_done.html", user=user, stage=stage, t=t)
         return RedirectResponse(f"/p/{store.name}/t/{t}/s{stage}/d/{d}", 303)
 
-    async def document(self, request: Request, store: Store, user: dict) -> Response:
+    async def document(self, request: Request, store: Store, user: dict, state: FormState) -> Response:
         t, stage = request.path_params["t"], _stage(request, (1, 3))
         view = protocol.document_view(store, user, t, stage, request.path_params["d"])
         scale = list(SCALES[store.meta["support_scale"]])
-        return self.render(request, f"stage{stage}.html", user=user, t=t, v=view, scale=scale,
-                           show_prefill=store.meta["show_support_prefill"])
+        return self.render(request, f"stage{stage}.html", state.status, user=user, t=t, v=view, scale=scale,
+                           show_prefill=store.meta["show_support_prefill"], f=state)
 
-    async def save(self, request: Request, store: Store, user: dict, form: FormData) -> Response:
-        """The document page's one form (stages 1 and 3): support labels (stage 3), links of the document to
-        answers, new answers, a new nugget (stage 1), and "done with this document"."""
+    async def save_document(self, request: Request, store: Store, user: dict, form: FormData) -> Response:
+        """The document page's one form (stages 1 and 3), saved in one transaction."""
         t, stage, d = request.path_params["t"], _stage(request, (1, 3)), request.path_params["d"]
-        if stage == 3:
-            labels = {}
-            for key in form.getlist("item"):
-                rid, j, k = (_int(x) for x in str(key).split("-"))
-                label = form.get(f"label-{key}")
-                if label:
-                    labels[rid, j, k] = (str(label), _int(form.get(f"version-{key}")), form.get(f"shown-{key}") or None)
-            protocol.save_labels(store, user, t, d, labels)
-        protocol.set_links(store, user, t, stage, d, _ints(form.getlist("seen")), _ints(form.getlist("link")))
+        doc = protocol.DocumentForm(form_id=str(form.get("form_id", "")), done=form.get("action") == "done",
+                                    seen=_ints(form.getlist("seen")), links=_ints(form.getlist("link")))
         for key, value in form.multi_items():
-            if key.startswith("answer-") and str(value).strip():
-                protocol.add_answer(store, user, t, stage, d, _int(key[len("answer-"):]), str(value))
-        question, answer = str(form.get("question", "")).strip(), str(form.get("qanswer", "")).strip()
-        if stage == 1 and (question or answer):
-            protocol.add_nugget(store, user, t, d, question, answer)
-        if form.get("action") == "done":
-            protocol.mark_document_done(store, user, t, stage, d)
+            key, value = str(key), str(value)
+            if key.startswith("qtext-"):
+                doc.question_edits.append(_edit(form, key, _int(key[6:]), (value,)))
+            elif key.startswith("atext-"):
+                doc.answer_edits.append(_edit(form, key, _int(key[6:]), (value,)))
+            elif key.startswith("adelete-"):
+                doc.answer_deletes.append((key, _int(key[8:])))
+            elif key.startswith("answer-") and value.strip():
+                doc.new_answers.append((key, _int(key[7:]), value))
+        for item in form.getlist("labels"):
+            rid, j, k = (_int(x) for x in str(item).split("-"))
+            label = form.get(f"label-{item}")
+            doc.labels.append(_edit(form, f"label-{item}", (rid, j, k), (str(label) if label else None,)))
+        if stage == 1:
+            question, answer = str(form.get("question", "")), str(form.get("qanswer", ""))
+            if question.strip() or answer.strip():
+                doc.new_nugget = (question, answer)
+            if "base-relevance" in form:
+                grade = form.get("relevance")
+                doc.relevance = _edit(form, "relevance", d, (_int(grade) if grade not in (None, "") else None,))
+        protocol.save_document(store, user, t, stage, d, doc)
+        if doc.done:
             return RedirectResponse(f"/p/{store.name}/t/{t}/s{stage}", 303)
-        return RedirectResponse(f"/p/{store.name}/t/{t}/s{stage}/d/{d}", 303)
-
-    async def edit(self, request: Request, store: Store, user: dict, form: FormData) -> Response:
-        """Reword a nugget (stage 1), or reword it and set its importance (stage 2)."""
-        t, stage, n = request.path_params["t"], _stage(request, (1, 2)), request.path_params["n"]
-        importance = form.get("importance") if stage == 2 else None
-        protocol.edit_nugget(store, user, t, stage, n, _int(form.get("version")), str(form.get("text", "")),
-                             str(importance) if importance else None)
-        back = f"/p/{store.name}/t/{t}/s2" if stage == 2 else f"/p/{store.name}/t/{t}/s1/d/{_int(form.get('d'))}"
-        return RedirectResponse(back, 303)
+        return RedirectResponse(f"/p/{store.name}/t/{t}/s{stage}/d/{d}?notice=saved", 303)
 
     # ------------------------------------------------------------------------------------- stage 2
 
-    async def revision(self, request: Request, store: Store, user: dict) -> Response:
+    async def revision(self, request: Request, store: Store, user: dict, state: FormState) -> Response:
         t = request.path_params["t"]
-        return self.render(request, "stage2.html", user=user, t=t, v=protocol.revision_view(store, user, t))
+        return self.render(request, "stage2.html", state.status, user=user, t=t,
+                           v=protocol.revision_view(store, user, t), f=state)
 
-    async def remove(self, request: Request, store: Store, user: dict, form: FormData) -> Response:
-        t, n = request.path_params["t"], request.path_params["n"]
-        target = form.get("into")
-        protocol.remove_nugget(store, user, t, n, _int(form.get("version")), _int(target) if target else None)
-        return RedirectResponse(f"/p/{store.name}/t/{t}/s2", 303)
-
-    async def freeze(self, request: Request, store: Store, user: dict, form: FormData) -> Response:
+    async def save_revision(self, request: Request, store: Store, user: dict, form: FormData) -> Response:
         t = request.path_params["t"]
-        protocol.freeze(store, user, t)
-        return RedirectResponse(f"/p/{store.name}/", 303)
+        if form.get("review"):  # "go back and change" on the confirmation page: the form again, as it was sent
+            return await self.revision(request, store, user, FormState(form.multi_items()))
+        rev = protocol.RevisionForm(form_id=str(form.get("form_id", "")), freeze=form.get("action") == "freeze",
+                                    restores=[(f"restore-{n}", n) for n in _ints(form.getlist("restore"))])
+        for key in form.getlist("nugget"):
+            n = _int(key)
+            version, shown = _base(form, f"n-{n}")
+            importance = form.get(f"importance-{n}")
+            action, into = str(form.get(f"action-{n}") or "keep"), None
+            if action.startswith("merge-"):  # "merge-ID": merge into nugget ID
+                action, into = "merge", _int(action[len("merge-"):])
+            rev.nuggets.append(protocol.NuggetChange(
+                f"n-{n}", n, version, shown, str(form.get(f"text-{n}", "")), str(importance) if importance else None,
+                action, into))
+        for key, value in form.multi_items():
+            key = str(key)
+            if key.startswith("atext-"):
+                rev.answer_edits.append(_edit(form, key, _int(key[6:]), (str(value),)))
+            elif key.startswith("adelete-"):
+                rev.answer_deletes.append((key, _int(key[8:])))
+        if not form.get("confirmed"):
+            weighty = protocol.save_revision(store, user, t, rev, dry_run=True)
+            if weighty:
+                return self.confirm(request, store, user, form, weighty, f"/p/{store.name}/t/{t}/s2")
+        protocol.save_revision(store, user, t, rev)
+        if rev.freeze:
+            return RedirectResponse(f"/p/{store.name}/?notice=saved", 303)
+        return RedirectResponse(f"/p/{store.name}/t/{t}/s2?notice=saved", 303)
+
+    async def unfreeze(self, request: Request, store: Store, user: dict, form: FormData) -> Response:
+        t = request.path_params["t"]
+        if form.get("review"):
+            return RedirectResponse(f"/p/{store.name}/t/{t}/s2", 303)
+        form_id = str(form.get("form_id", ""))
+        if not form.get("confirmed"):
+            weighty = protocol.unfreeze(store, user, t, form_id, dry_run=True)
+            return self.confirm(request, store, user, form, weighty, f"/p/{store.name}/t/{t}/s2/unfreeze")
+        protocol.unfreeze(store, user, t, form_id)
+        return RedirectResponse(f"/p/{store.name}/t/{t}/s2?notice=saved", 303)
+
+    def confirm(self, request: Request, store: Store, user: dict, form: FormData, weighty: list[str],
+                action: str) -> Response:
+        """The confirmation page of a form that deletes, merges, freezes or unfreezes: what it will do, and the
+        form again (hidden) to confirm or to go back and change."""
+        kept = [(k, v) for k, v in form.multi_items() if isinstance(v, str) and k not in ("csrf", "confirmed", "review")]
+        return self.render(request, "confirm.html", user=user, weighty=weighty, kept=kept, action=action)
 
     # ------------------------------------------------------------------------------------- stage 4
 
-    async def next_report(self, request: Request, store: Store, user: dict) -> Response:
+    async def next_report(self, request: Request, store: Store, user: dict, state: FormState) -> Response:
         t = request.path_params["t"]
         r = protocol.next_report(store, user, t)
         if r is None:
             return self.render(request, "stage_done.html", user=user, stage=4, t=t)
         return RedirectResponse(f"/p/{store.name}/t/{t}/s4/r/{r}", 303)
 
-    async def report(self, request: Request, store: Store, user: dict) -> Response:
+    async def report(self, request: Request, store: Store, user: dict, state: FormState) -> Response:
         t = request.path_params["t"]
         view = protocol.report_view(store, user, t, request.path_params["r"])
-        return self.render(request, "stage4.html", user=user, t=t, v=view, contents=protocol.CONTENTS)
+        return self.render(request, "stage4.html", state.status, user=user, t=t, v=view, contents=protocol.CONTENTS,
+                           f=state)
 
     async def align(self, request: Request, store: Store, user: dict, form: FormData) -> Response:
         t, r = request.path_params["t"], request.path_params["r"]
-        rows = {}
+        alignment = protocol.AlignmentForm(str(form.get("form_id", "")), done=form.get("action") == "done")
         for j in _ints(form.getlist("sentence")):
             content = form.get(f"content-{j}")
-            rows[j] = (str(content) if content else None, _ints(form.getlist(f"nugget-{j}")),
-                       str(form.get(f"missing-{j}", "")), _int(form.get(f"version-{j}")), str(form.get(f"shown-{j}", "")))
-        protocol.save_alignment(store, user, t, r, rows, bool(form.get("done")))
-        if form.get("done"):
+            version, shown = _base(form, f"sentence-{j}")
+            alignment.rows[j] = (str(content) if content else None, _ints(form.getlist(f"nugget-{j}")),
+                                 str(form.get(f"missing-{j}", "")), version, shown)
+        protocol.save_alignment(store, user, t, r, alignment)
+        if alignment.done:
             return RedirectResponse(f"/p/{store.name}/t/{t}/s4", 303)
-        return RedirectResponse(f"/p/{store.name}/t/{t}/s4/r/{r}", 303)
+        return RedirectResponse(f"/p/{store.name}/t/{t}/s4/r/{r}?notice=saved", 303)
 
     # ---------------------------------------------------------------------------------------- routes
 
     def routes(self) -> list:
-        p, post = "/p/{project}", functools.partial(self.page, post=True)
-        doc = p + "/t/{t:int}/s{stage:int}/d/{d:int}"
+        p, page = "/p/{project}", self.page
+        both = ["GET", "POST"]
         return [
             Route("/", self.index),
             Mount("/static", StaticFiles(directory=str(_package / "static")), name="static"),
             Route(p + "/login", self.login_form, methods=["GET"]),
             Route(p + "/login", self.login, methods=["POST"]),
-            Route(p + "/logout", post(self.logout), methods=["POST"]),
-            Route(p + "/", self.page(self.dashboard)),
-            Route(p + "/users", self.page(self.users)),
-            Route(p + "/users/assign", post(self.assign), methods=["POST"]),
-            Route(p + "/audit", self.page(self.audit)),
-            Route(p + "/t/{t:int}/s2", self.page(self.revision)),
-            Route(p + "/t/{t:int}/s2/freeze", post(self.freeze), methods=["POST"]),
-            Route(p + "/t/{t:int}/s2/nugget/{n:int}/remove", post(self.remove), methods=["POST"]),
-            Route(p + "/t/{t:int}/s{stage:int}/nugget/{n:int}/edit", post(self.edit), methods=["POST"]),
-            Route(p + "/t/{t:int}/s4", self.page(self.next_report)),
-            Route(p + "/t/{t:int}/s4/r/{r:int}", self.page(self.report), methods=["GET"]),
-            Route(p + "/t/{t:int}/s4/r/{r:int}", post(self.align), methods=["POST"]),
-            Route(p + "/t/{t:int}/s{stage:int}", self.page(self.next_doc)),
-            Route(doc, self.page(self.document), methods=["GET"]),
-            Route(doc + "/save", post(self.save), methods=["POST"]),
+            Route(p + "/logout", page(_no_page, self.logout), methods=["POST"]),
+            Route(p + "/", page(self.dashboard)),
+            Route(p + "/account", page(self.account, self.change_password), methods=both),
+            Route(p + "/users", page(self.users, self.save_users), methods=both),
+            Route(p + "/audit", page(self.audit)),
+            Route(p + "/missing", page(self.missing, self.save_missing), methods=both),
+            Route(p + "/t/{t:pnid}/s2", page(self.revision, self.save_revision), methods=both),
+            Route(p + "/t/{t:pnid}/s2/unfreeze", page(self.revision, self.unfreeze), methods=["POST"]),
+            Route(p + "/t/{t:pnid}/s4", page(self.next_report)),
+            Route(p + "/t/{t:pnid}/s4/r/{r:pnid}", page(self.report, self.align), methods=both),
+            Route(p + "/t/{t:pnid}/s{stage:pnid}", page(self.next_doc)),
+            Route(p + "/t/{t:pnid}/s{stage:pnid}/d/{d:pnid}", page(self.document, self.save_document), methods=both),
         ]
+
+
+async def _no_page(request, store, user, state):
+    raise NotFound("this address takes a form only")
 
 
 def _manager(user: dict) -> None:
@@ -332,40 +586,83 @@ def _stage(request: Request, allowed: tuple[int, ...]) -> int:
 
 
 def _int(value) -> int:
-    try:
-        return int(str(value))
-    except (TypeError, ValueError):
-        raise InvalidInput(f"expected a number, got {str(value)[:20]!r}") from None
+    """A number of a form or query: an id, a version, a grade (0 to 2^63 - 1), else a ValueError (HTTP 400)."""
+    text = str(value)
+    if not text.isascii() or not text.isdigit() or int(text) > MAX_ID:
+        raise InvalidInput(f"expected a number from 0 to 2^63 - 1, got {text[:24]!r}")
+    return int(text)
 
 
 def _ints(values) -> set[int]:
     return {_int(v) for v in values}
 
 
-def _back(request: Request, store: Store) -> str:
-    """Where a refused form returns to: the page it was posted from (same project), else the dashboard."""
-    path = request.url.path
-    for suffix in ("/save", "/freeze"):
-        if path.endswith(suffix):
-            return path[: -len(suffix)]
-    if "/nugget/" in path:
-        return path.split("/nugget/")[0]
-    if request.method == "POST" and "/s4/r/" in path:
-        return path
-    return f"/p/{store.name}/"
+def _base(form: FormData, name: str) -> tuple[int, str]:
+    """The version and fingerprint a form's item was shown with (its hidden ``base-NAME`` field)."""
+    value = str(form.get(f"base-{name}", ""))
+    version, _, shown = value.partition(":")
+    if not shown:
+        raise InvalidInput(f"the form lacks base-{name}: reload the page")
+    return _int(version), shown
 
 
-def make_app(directories: list[str], secure_cookies: bool = False) -> Starlette:
-    """The ASGI application serving the projects in ``directories``."""
-    app = App(directories, secure_cookies)
-    return Starlette(routes=app.routes(), middleware=[Middleware(SecurityHeaders)])
+def _edit(form: FormData, name: str, item, values: tuple) -> Edit:
+    version, shown = _base(form, name)
+    return Edit(name, item, version, shown, values)
 
 
-def serve(directories: list[str], host: str = "127.0.0.1", port: int = 8000, secure_cookies: bool = False) -> None:
+def _safe_next(store: Store, value) -> str | None:
+    """A page of this project to go to after signing in, or None (never another site or project)."""
+    if not isinstance(value, str) or not _NEXT.fullmatch(value) or "//" in value:
+        return None
+    return value if value.startswith(f"/p/{store.name}/") and not value.endswith("/login") else None
+
+
+def _draft_items(draft: str) -> list[tuple[str, str]] | None:
+    try:
+        items = json.loads(draft)
+    except ValueError:
+        return None
+    if not isinstance(items, list) or not all(isinstance(i, list) and len(i) == 2 and all(isinstance(x, str) for x in i)
+                                              for i in items):
+        return None
+    return [(k, v) for k, v in items]
+
+
+def make_app(directories: list[str], secure_cookies: bool = False, forwarded_allow_ips: str | list[str] | None = None,
+             passwords: auth.Passwords | None = None, throttle: auth.LoginThrottle | None = None,
+             gate: auth.HashGate | None = None, max_body: int = MAX_BODY):
+    """The ASGI application serving the projects in ``directories``.
+
+    ``forwarded_allow_ips``: the addresses of trusted reverse proxies (comma-separated addresses or networks,
+    or ``*``); requests from them are taken to come from the address their ``X-Forwarded-For`` names (and
+    their ``X-Forwarded-Proto`` scheme). Without it, those headers are ignored: a client cannot claim another
+    address to dodge the sign-in throttle. ``passwords``, ``throttle``, ``gate``: see :class:`App`. The
+    :class:`App` is ``app.state.annotate`` (the Starlette app; behind proxies, of the wrapped one)."""
+    annotate_app = App(directories, secure_cookies, passwords, throttle, gate)
+    app = Starlette(routes=annotate_app.routes(), middleware=[Middleware(SecurityHeaders),
+                                                              Middleware(BodyLimit, max_bytes=max_body)])
+    app.state.annotate = annotate_app
+    if forwarded_allow_ips:
+        from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
+        wrapped = ProxyHeadersMiddleware(app, trusted_hosts=forwarded_allow_ips)
+        wrapped.state = app.state
+        return wrapped
+    return app
+
+
+def server_config(app, host: str, port: int, log_level: str = "info"):
+    """uvicorn's configuration of the server: uvicorn's own proxy-header handling is off (its default trusts
+    127.0.0.1); trusted proxies are :func:`make_app`'s ``forwarded_allow_ips`` only."""
+    import uvicorn
+    return uvicorn.Config(app, host=host, port=port, log_level=log_level, proxy_headers=False, server_header=False)
+
+
+def serve(directories: list[str], host: str = "127.0.0.1", port: int = 8000, secure_cookies: bool = False,
+          forwarded_allow_ips: str | None = None) -> None:
     """Serve the projects with uvicorn (one process; SQLite in WAL mode serialises the writes)."""
     import uvicorn
     for d in directories:
         if not os.path.isdir(d):
             raise FileNotFoundError(f"{d} is not a directory")
-    uvicorn.run(make_app(directories, secure_cookies), host=host, port=port, log_level="info",
-                proxy_headers=False, server_header=False)
+    uvicorn.Server(server_config(make_app(directories, secure_cookies, forwarded_allow_ips), host, port)).run()

@@ -1,9 +1,10 @@
-"""``pyterrier-nuggets annotate``: the human annotation tool of seed 002 (docs/annotation.md).
+"""``pyterrier-nuggets annotate``: the human annotation tool of [nugget-annotation] (docs/annotation.md).
 
     annotate init CONFIG.json DIR            create a project (one SQLite database) from a configuration
     annotate users DIR add NAME --role manager|annotator [--topics QID ...] [--password-stdin]
-    annotate users DIR passwd NAME [--password-stdin] | assign NAME --topics QID ... | list
-    annotate serve DIR [DIR ...] [--host 127.0.0.1] [--port 8000] [--secure-cookies]
+    annotate users DIR passwd NAME [--password-stdin] | assign NAME --topics QID ... | disable NAME | enable NAME
+    annotate users DIR list
+    annotate serve DIR [DIR ...] [--host 127.0.0.1] [--port 8000] [--secure-cookies] [--forwarded-allow-ips IPS]
     annotate export DIR --out OUT_DIR [--finished-only]
 """
 from __future__ import annotations
@@ -15,7 +16,7 @@ from ir_measures_ext.errors import InvalidInput
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("annotate", help="human nugget annotation: the four-stage web tool of seed 002")
+    p = sub.add_parser("annotate", help="human nugget annotation: the four-stage web tool of [nugget-annotation]")
     cmds = p.add_subparsers(dest="annotate_command", required=True)
     q = cmds.add_parser("init", help="create a project from a JSON configuration")
     q.add_argument("config")
@@ -25,6 +26,10 @@ def add_parser(sub) -> None:
     q.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     q.add_argument("--port", type=int, default=8000)
     q.add_argument("--secure-cookies", action="store_true", help="mark cookies Secure (behind an HTTPS proxy)")
+    q.add_argument("--forwarded-allow-ips", metavar="IPS",
+                   help="addresses of trusted reverse proxies (comma-separated addresses or networks): their "
+                        "X-Forwarded-For gives the client's address (the sign-in throttle counts per client); "
+                        "without it those headers are ignored")
     q = cmds.add_parser("export", help="annotations -> nugget, assignment, support files and evaluation runs")
     q.add_argument("directory")
     q.add_argument("--out", required=True, help="output directory")
@@ -43,6 +48,10 @@ def add_parser(sub) -> None:
     u = users.add_parser("assign")
     u.add_argument("name")
     u.add_argument("--topics", nargs="+", required=True)
+    u = users.add_parser("disable", help="the user can no longer sign in (their sessions end; their work is kept)")
+    u.add_argument("name")
+    u = users.add_parser("enable", help="a disabled user can sign in again")
+    u.add_argument("name")
     users.add_parser("list")
     p.set_defaults(func=run)
 
@@ -84,7 +93,7 @@ def _run(annotate, args) -> int:
         return 0
     if cmd == "serve":
         from pyterrier_nuggets.annotate.web import serve
-        serve(args.directories, args.host, args.port, args.secure_cookies)
+        serve(args.directories, args.host, args.port, args.secure_cookies, args.forwarded_allow_ips)
         return 0
     if cmd == "export":
         exp = annotate.Export(annotate.Store(args.directory), args.finished_only)
@@ -97,7 +106,8 @@ def _run(annotate, args) -> int:
     store = annotate.Store(args.directory)
     if args.users_command == "list":
         for u in store.users():
-            print(f"{u['name']}\t{u['role']}\t{' '.join(u['topics']) if u['role'] == 'annotator' else 'all'}")
+            topics = ' '.join(u['topics']) if u['role'] == 'annotator' else 'all'
+            print(f"{u['name']}\t{u['role']}\t{topics}" + ("\tdisabled" if u["disabled"] else ""))
     elif args.users_command == "add":
         store.add_user(args.name, args.role, _password(args))
         if args.topics:
@@ -109,4 +119,8 @@ def _run(annotate, args) -> int:
     elif args.users_command == "assign":
         store.assign_topics(args.name, args.topics)
         print(f"{args.name}: topics {' '.join(args.topics)}")
+    elif args.users_command in ("disable", "enable"):
+        store.set_disabled(args.name, args.users_command == "disable")
+        print(f"{args.name} is {args.users_command}d" + ("; their sessions are closed" if args.users_command ==
+                                                         "disable" else ""))
     return 0

@@ -12,6 +12,8 @@ kind                    labels (low to high)                         ordinal  it
 ``support``             none, partial, full                          yes      support JSONL: (run, topic,
                                                                               sentence, citation)
 ``relevance``           the integer grades of the files              yes      TREC qrels: (topic, docno)
+``biogen``              supports, contradicts, neutral, not_relevant no       BioGen relation JSONL: (run,
+                                                                              topic, sentence, citation)
 ``match``               no, yes                                      no       generic label file (CONE-RAG
                                                                               matching, seed 003 §5.2)
 ``generic``             given, or the sorted labels of the files     given    generic label file
@@ -58,12 +60,14 @@ IMPORTANCE = LabelKind("importance", (ids.OKAY, ids.VITAL), True, "nugget import
 SUPPORT = LabelKind("support", (ids.NONE, ids.PARTIAL, ids.FULL), True, "citation support (seed 004 §3.2)")
 RELEVANCE = LabelKind("relevance", None, True, "relevance grades of TREC qrels")
 MATCH = LabelKind("match", ("no", "yes"), False, "CONE-RAG nugget matching, yes/no (seed 003 §5.2)")
-KINDS = {k.name: k for k in (ASSIGNMENT, ASSIGNMENT_2GRADE, IMPORTANCE, SUPPORT, RELEVANCE, MATCH)}
-FILE_TYPES = ("assignments", "nuggets", "support", "qrels", "generic")
-_DEFAULT_KIND = {"assignments": "assignment", "nuggets": "importance", "support": "support", "qrels": "relevance",
-                 "generic": "generic"}
+BIOGEN = LabelKind("biogen", ids.BIOGEN_RELATIONS, False, "BioGen relation of a cited sentence ([nugget-annotation §3.3])")
+KINDS = {k.name: k for k in (ASSIGNMENT, ASSIGNMENT_2GRADE, IMPORTANCE, SUPPORT, RELEVANCE, MATCH, BIOGEN)}
+FILE_TYPES = ("assignments", "nuggets", "support", "relations", "qrels", "generic")
+_DEFAULT_KIND = {"assignments": "assignment", "nuggets": "importance", "support": "support", "relations": "biogen",
+                 "qrels": "relevance", "generic": "generic"}
 _KINDS_OF_FILE = {"assignments": ("assignment", "assignment-2grade", "importance"), "nuggets": ("importance",),
-                  "support": ("support",), "qrels": ("relevance",), "generic": ("generic", "match")}
+                  "support": ("support",), "relations": ("biogen",), "qrels": ("relevance",),
+                  "generic": ("generic", "match")}
 
 
 def generic_kind(labels: Sequence | None = None, ordinal: bool = False) -> LabelKind:
@@ -135,11 +139,13 @@ def detect_file_type(path: str) -> str:
                 return "assignments" if assigned else "nuggets"
             if "support" in obj and "sentence" in obj:
                 return "support"
+            if "relation" in obj and "sentence" in obj:
+                return "relations"
             if "label" in obj:
                 return "generic"
             break
-        raise InputError(path, lineno, None, "not a label file: expected a nugget, assignment or support JSONL "
-                         "line, or a generic {\"id\", \"label\"} line")
+        raise InputError(path, lineno, None, "not a label file: expected a nugget, assignment, support or relation "
+                         "JSONL line, or a generic {\"id\", \"label\"} line")
     if "\t" in text and len(text.split("\t")) == 2:
         return "generic"
     if len(text.split()) == 4:
@@ -182,6 +188,8 @@ def _read_labels(path: str, kind: LabelKind | str | None, on_invalid: str, file_
                       _invalid(data.invalid), {n.id for n in data.nuggets if _edited(n)})
     if file_type == "support":
         return _from_support(path, resolved)
+    if file_type == "relations":
+        return _from_relations(path, resolved)
     if file_type == "qrels":
         return _from_qrels(path, resolved)
     return _from_generic(path, resolved)
@@ -251,6 +259,17 @@ def _from_support(path: str, kind: LabelKind) -> Labels:
             raise InputError(path, line, "citation", f"{item_name(item)} is judged twice (first at line {where[item]})")
         items[item], what[item], where[item] = j.support, str(j.docno), line
     return Labels(kind, items, path, what, where, {"uncited sentences (not judged)": uncited} if uncited else {})
+
+
+def _from_relations(path: str, kind: LabelKind) -> Labels:
+    items: dict[Hashable, Any] = {}
+    what: dict[Hashable, str] = {}
+    where: dict[Hashable, int] = {}
+    for r, (line, _) in zip(formats.read_relations(path), read_jsonl(path)):
+        item = (r.run_id, r.qid, f"s{r.sentence}", f"c{r.citation}") if r.run_id else \
+            (r.qid, f"s{r.sentence}", f"c{r.citation}")
+        items[item], what[item], where[item] = r.relation, r.docno, line
+    return Labels(kind, items, path, what, where)
 
 
 def _from_qrels(path: str, kind: LabelKind) -> Labels:

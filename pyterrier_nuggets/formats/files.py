@@ -30,7 +30,8 @@ from ir_measures_ext.errors import InvalidInput
 
 __all__ = ["InputError", "InvalidLabel", "InvalidLabelReport", "InvalidLabelsError", "POLICIES", "check_policy",
            "finish_report", "read_lines", "read_jsonl", "read_columns", "load_json", "write_jsonl", "atomic_write", "get_field",
-           "get_qid", "topic_id_problem", "check_topic_id", "check_outputs", "write_all", "shown_path"]
+           "get_qid", "topic_id_problem", "check_topic_id", "check_outputs", "write_all", "shown_path", "run_tag_problem",
+           "check_run_tag"]
 
 POLICIES = ("refuse", "drop")
 
@@ -121,6 +122,32 @@ def write_jsonl(path: str, objects: Iterable[dict]) -> None:
     with atomic_write(path) as f:
         for obj in objects:
             f.write(json.dumps(obj, ensure_ascii=False) + "\n")
+
+
+MAX_RUN_TAG = 128
+
+
+def run_tag_problem(tag: str) -> str | None:
+    """Why ``tag`` cannot be a run tag, or None. A run tag is the last field of a TREC run line, so it is
+    non-empty without whitespace; the package also names files after it (``runs/RUN.eval.run``), so it holds
+    no path separator or control character, is not ``.`` or ``..`` and has at most 128 characters. Every run
+    tag the package reads or writes follows this one rule."""
+    if not isinstance(tag, str) or not tag or any(c.isspace() for c in tag):
+        return f"run tag {tag!r} is empty or contains whitespace; it would be two fields (or none) in a TREC run"
+    if any(c in "/\\" or not c.isprintable() for c in tag) or tag in (".", ".."):
+        return (f"run tag {tag!r:.80} contains a path separator or a control character, or is '.' or '..'; "
+                "files are named after run tags, so use letters, digits, '-', '_', '.'")
+    if len(tag) > MAX_RUN_TAG:
+        return f"run tag {tag[:40]!r}... has {len(tag)} characters; at most {MAX_RUN_TAG}"
+    return None
+
+
+def check_run_tag(tag: str) -> str:
+    """``tag``, or an InvalidInput when it cannot be a run tag (see :func:`run_tag_problem`)."""
+    problem = run_tag_problem(tag)
+    if problem:
+        raise InvalidInput(problem)
+    return tag
 
 
 def check_outputs(outputs: dict[str, str | None], inputs: dict[str, str | None]) -> None:

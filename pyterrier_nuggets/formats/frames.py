@@ -27,7 +27,7 @@ from pyterrier_nuggets.formats.assignments import AssignedAnswer
 from pyterrier_nuggets.formats.nuggets import NuggetSet
 from pyterrier_nuggets.formats.support import write_support
 from pyterrier_nuggets.formats.trec import Row
-from pyterrier_nuggets.records import Answer, Assignment, Nugget, Sentence, SupportJudgment
+from pyterrier_nuggets.records import Answer, Assignment, Nugget, Sentence, SupportJudgment, SupportRelation
 
 NUGGET_COLUMNS = ["qid", "query", "nugget_index", "nugget_id", "nugget_text", "importance"]
 ANSWER_COLUMNS = ["qid", "query", "run_id", "qanswer", "sentences", "references"]
@@ -184,6 +184,18 @@ def frame_to_judgments(df: pd.DataFrame) -> list[SupportJudgment]:
         docno = r["docno"] if isinstance(r["docno"], str) else None
         out.append(SupportJudgment(str(r["qid"]), int(r["sentence"]), citation, docno, r["support"]))
     return out
+
+
+def frame_to_relations(df: pd.DataFrame) -> list[SupportRelation]:
+    """The output of ``BioGenJudge`` as :class:`SupportRelation` records (with ``run_id`` when the frame has
+    it), for ``formats.write_relations``. Failed rows are an error, as in :func:`frame_to_judgments`."""
+    bad = df[~df["relation"].isin(ids.BIOGEN_RELATIONS)]
+    if len(bad):
+        row = bad.iloc[0]
+        raise InvalidInput(f"{len(bad)} row(s) have no valid BioGen relation (e.g. {row['relation']!r} for topic "
+                         f"{row['qid']}, sentence {row['sentence']}); re-run the judge or drop those answers")
+    return [SupportRelation(str(r["qid"]), int(r["sentence"]), int(r["citation"]), str(r["docno"]), r["relation"],
+                            str(r["run_id"]) if "run_id" in r else None) for r in df.to_dict("records")]
 
 
 def judgments_to_frame(judgments: Iterable[SupportJudgment], run_id: str | None = None) -> pd.DataFrame:

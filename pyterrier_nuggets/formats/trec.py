@@ -12,7 +12,7 @@ from ir_measures_ext import ids
 from ir_measures_ext.errors import InvalidInput
 from ir_measures_ext.scoring import answer_words
 from pyterrier_nuggets.formats.assignments import AssignedAnswer
-from pyterrier_nuggets.formats.files import InputError, atomic_write, check_topic_id, read_columns
+from pyterrier_nuggets.formats.files import InputError, atomic_write, check_run_tag, check_topic_id, read_columns
 from pyterrier_nuggets.formats.nuggets import NuggetSet
 from pyterrier_nuggets.records import Answer, Assignment, SupportJudgment
 
@@ -53,8 +53,7 @@ def evaluation_rows(assigned: Iterable[AssignedAnswer] = (), answers: Iterable[A
 
 def write_run(path: str, rows: Iterable[Row], run_tag: str) -> None:
     """A TREC run ``qid Q0 row_id rank score tag``; rank counts rows of a topic from 1, in given order."""
-    if not run_tag or any(c.isspace() for c in run_tag):
-        raise InvalidInput(f"run tag must be non-empty without whitespace, got {run_tag!r}")
+    check_run_tag(run_tag)
     ranks: Counter = Counter()
     rows = list(rows)
     for qid, row_id, _ in rows:

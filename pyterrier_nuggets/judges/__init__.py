@@ -6,6 +6,7 @@
   :class:`NuggetAssigner` (seed 000 §4.1-4.2, seed 001 §3.1-3.3).
 - :mod:`.generation`: :class:`CitedGenerator` (seed 001 §2) and the parsing of cited answers.
 - :mod:`.support`: :class:`SupportJudge` (seed 004 §3.2).
+- :mod:`.biogen`: :class:`BioGenJudge`, BioGen relations of cited sentences ([nugget-annotation §3.3]; our prompt).
 - :mod:`.relevance`: :class:`RelevanceJudge` (UMBRELA-style grades, seed 000 §4.1.1).
 - :mod:`.overlap`: :class:`Overlapped`, a chain of judges run topic by topic without stage barriers;
   :func:`run_together`, independent judges at once.
@@ -21,6 +22,7 @@ from pyterrier_nuggets.judges.base import (
     TooManyFailures,
     failure_summary,
 )
+from pyterrier_nuggets.judges.biogen import BioGenJudge
 from pyterrier_nuggets.judges.cone import NuggetExtractor
 from pyterrier_nuggets.judges.generation import CitedGenerator
 from pyterrier_nuggets.judges.nuggets import NuggetAssigner, NuggetCreator, NuggetScorer
@@ -29,5 +31,6 @@ from pyterrier_nuggets.judges.relevance import RelevanceJudge
 from pyterrier_nuggets.judges.support import SupportJudge
 
 __all__ = ["LLMJudge", "Failure", "LLMStepError", "TooManyFailures", "NuggetizationError", "failure_summary", "FAILED",
-           "NuggetCreator", "NuggetScorer", "NuggetAssigner", "CitedGenerator", "SupportJudge", "RelevanceJudge", "NuggetExtractor",
+           "NuggetCreator", "NuggetScorer", "NuggetAssigner", "CitedGenerator", "SupportJudge", "BioGenJudge", "RelevanceJudge",
+           "NuggetExtractor",
            "Overlapped", "run_together"]

@@ -31,7 +31,7 @@ from pyterrier_nuggets.docstore import fetch_texts
 from pyterrier_nuggets.formats.frames import SUPPORT_COLUMNS
 from pyterrier_nuggets.judges.base import FAILED, Failure, LLMJudge
 from pyterrier_nuggets.llm import LLMClient
-from pyterrier_nuggets.llm.parsing import OutputError, reply_body
+from pyterrier_nuggets.llm.parsing import OutputError, reply_label
 from pyterrier_nuggets.prompts import REASK_SUPPORT, SUPPORT_JUDGMENT
 
 CITATION_MODES = ("first", "all")
@@ -60,14 +60,7 @@ def parse_support(text: str) -> str:
     "**Partial Support**.", "FS"), a JSON string or a JSON object holding one label, and a reply that
     mentions exactly one of the three labels among other words. Anything else is an :class:`OutputError`:
     no reply is guessed, and none becomes "no support" by default."""
-    body, value = reply_body(text)
-    if isinstance(value, dict):
-        strings = [v for v in value.values() if isinstance(v, str)]
-        if len(strings) != 1:
-            raise OutputError("the answer is an object without exactly one label")
-        value = strings[0]
-    if not isinstance(value, str):
-        raise OutputError(f"the answer is a {type(value).__name__}, not a label")
+    value = reply_label(text)
     norm = _normalise(value)
     for level, words in _SYNONYMS.items():
         if norm in words:

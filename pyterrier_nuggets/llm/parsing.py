@@ -43,6 +43,20 @@ def reply_body(text: str | None) -> tuple[str, object]:
         return body, body
 
 
+def reply_label(text: str | None, what: str = "a label") -> str:
+    """The one string of a short one-label reply: the reply's body, a JSON string, or the only string of a
+    JSON object (as JSON mode gives it); anything else is an :class:`OutputError` naming ``what`` it should be."""
+    _, value = reply_body(text)
+    if isinstance(value, dict):
+        strings = [v for v in value.values() if isinstance(v, str)]
+        if len(strings) != 1:
+            raise OutputError(f"the answer is an object without exactly one {what.removeprefix('a ')}")
+        value = strings[0]
+    if not isinstance(value, str):
+        raise OutputError(f"the answer is a {type(value).__name__}, not {what}")
+    return value
+
+
 def _literal(text: str):
     try:
         return json.loads(text)
