@@ -12,7 +12,8 @@ row id                      what the row says                                   
                             nugget list, as in the nugget file)                       0.5 partial_support,
                                                                                       0.0 not_support
 ``{qid}:s{j}:c{k}:{docno}`` support of answer sentence j (0-based) by its k-th         1.0 full, 0.5 partial,
-                            citation (0-based), the segment ``docno``                  0.0 no support
+                            citation (0-based), the segment or document ``docno``      0.0 no support,
+                                                                                      -1.0 unjudged
 ``{qid}:s{j}:uncited``      answer sentence j has no citation                         0.0
 ``{qid}:words``             the answer's length L in words                            L
 ``{qid}:s{j}:n{i}``         answer sentence j conveys nugget i (ARGUE content, seed   1.0
@@ -61,6 +62,11 @@ PARTIAL = "partial"
 NONE = "none"
 SUPPORT_LEVEL_TO_SCORE = {FULL: 1.0, PARTIAL: 0.5, NONE: 0.0}
 SCORE_TO_SUPPORT_LEVEL = {v: k for k, v in SUPPORT_LEVEL_TO_SCORE.items()}
+# A cited citation whose support judgment is missing or failed: label -1 of the TREC RAG 2026 toolkit
+# (castorini/RAGDoll support assignments). Never a support level: the support measures leave such a sentence
+# out of their denominators as the toolkit does (ir_measures_ext.scoring.support_scores).
+UNJUDGED = "unjudged"
+UNJUDGED_SCORE = -1.0
 
 
 BELOW_SEGMENTS = -1e9  # offset of evaluation-row scores in a run that also holds segments

@@ -12,12 +12,25 @@ from __future__ import annotations
 
 from ir_measures import measures
 
-_CITE = measures.ParamInfo(dtype=str, choices=("first", "all"), default="first",
-                           desc="which citations of a sentence are judged: 'first' (TREC 2024) or 'all'")
+_CITE = measures.ParamInfo(dtype=str, choices=("first", "all_judged", "all_pairs"), default="first",
+                           desc="which citations of a sentence count: 'first' (TREC 2024, the 2026 toolkit's "
+                           "*_first_citation), 'all_judged' (the mean over its judged citations, the toolkit's "
+                           "*_all_judged_citations) or 'all_pairs' (every judged pair; recall: best citation)")
+_CREDIT = measures.ParamInfo(dtype=str, choices=("weighted", "hard"), default="weighted",
+                             desc="what a citation is worth: 'weighted' (full 1, partial 0.5) or 'hard' (full "
+                             "support only; first citation, the toolkit's hard_precision / hard_recall)")
 
 
 class _Measure(measures.Measure):
-    """A measure whose hash is computed once."""
+    """A measure whose hash is computed once, whose parameters show in declaration order (so that
+    ``SupportP(credit='hard', cite='first')`` and ``SupportP(cite='first', credit='hard')`` are one measure)."""
+
+    def __repr__(self):
+        order = list(self.SUPPORTED_PARAMS)
+        ordered = sorted(self.params.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order))
+        if list(self.params.items()) != ordered:
+            return type(self)(**dict(ordered)).__repr__()
+        return super().__repr__()
 
     def __hash__(self):
         # ir_measures hashes a measure by its repr for every per-topic value it handles; the parameters of a
@@ -90,28 +103,52 @@ class _A(_NuggetMeasure):
     SHORT_DESC = "Mean score of all nuggets, partial support = 0.5 (TREC RAG 2024)."
 
 
-class _SupportP(_NuggetMeasure):
-    """Weighted support precision (seed 004 §3.4): sum of s(a_i, p_j) over judged (sentence, citation)
-    pairs / number of pairs; s = 1 full, 0.5 partial, 0 no support. ``cite='first'`` (default, as the
-    track did) counts each sentence's first citation only; ``cite='all'`` every judged citation.
-    Uncited sentences do not count. 0 when the answer has no citation."""
+class _SupportFamily(_NuggetMeasure):
+    """Shared parameters of SupportP and SupportR (``cite``, ``credit``), checked on construction."""
+
+    SUPPORTED_PARAMS = {"cite": _CITE, "credit": _CREDIT}
+
+    def __call__(self, **params):
+        if params.get("cite") == "all":
+            raise ValueError(f"{self.NAME}(cite='all') was ambiguous and is gone: cite='all_judged' is the TREC RAG "
+                             "2026 toolkit's mean over each sentence's judged citations, cite='all_pairs' counts "
+                             "every judged (sentence, citation) pair (the earlier cite='all')")
+        out = super().__call__(**params)
+        if out["credit"] == "hard" and out["cite"] != "first":
+            raise ValueError(f"{self.NAME}(credit='hard') is defined on the first citation (the toolkit's "
+                             f"hard_precision / hard_recall); cite={out['cite']!r} has no hard variant")
+        return out
+
+
+class _SupportP(_SupportFamily):
+    """Support precision over cited sentences (seed 004 §3.4; the TREC RAG 2026 toolkit's variants).
+
+    Sum over the sentences with a counted citation of its value / number of such sentences; uncited sentences do
+    not count. ``cite='first'`` (default; TREC 2024, the toolkit's ``weighted_precision_first_citation``): each
+    sentence's first citation, s = 1 full, 0.5 partial, 0 none. ``cite='all_judged'``
+    (``weighted_precision_all_judged_citations``): the mean of s over the sentence's judged citations.
+    ``credit='hard'`` (``hard_precision``): full support only, first citation. ``cite='all_pairs'``: every
+    judged (sentence, citation) pair. A citation scored -1 (unjudged: missing or failed) takes its sentence out
+    of the denominators as the toolkit does (:func:`ir_measures_ext.scoring.support_scores`). 0 when the
+    answer has no citation."""
 
     __name__ = "SupportP"
     NAME = "SupportP"
-    SUPPORTED_PARAMS = {"cite": _CITE}
-    PRETTY_NAME = "Weighted support precision"
-    SHORT_DESC = "Weighted fraction of citations that support their sentence (TREC RAG 2024 support)."
+    PRETTY_NAME = "Support precision"
+    SHORT_DESC = "Support of the cited sentences by their citations (TREC RAG 2024 / 2026 support)."
 
 
-class _SupportR(_NuggetMeasure):
-    """Weighted support recall (seed 004 §3.4): sum over sentences of the support of its (first, or with
-    ``cite='all'`` best) citation / number of sentences; an uncited sentence scores 0."""
+class _SupportR(_SupportFamily):
+    """Support recall over all sentences (seed 004 §3.4; the TREC RAG 2026 toolkit's variants): the sum of
+    :class:`_SupportP` / number of sentences; an uncited sentence counts 0, a sentence whose counted citations
+    are all unjudged (-1) leaves the denominator. ``cite='all_pairs'``: the best citation of each sentence.
+    Parameters as SupportP (``weighted_recall_first_citation``, ``weighted_recall_all_judged_citations``,
+    ``hard_recall``)."""
 
     __name__ = "SupportR"
     NAME = "SupportR"
-    SUPPORTED_PARAMS = {"cite": _CITE}
-    PRETTY_NAME = "Weighted support recall"
-    SHORT_DESC = "Weighted fraction of answer sentences supported by their citations (TREC RAG 2024 support)."
+    PRETTY_NAME = "Support recall"
+    SHORT_DESC = "Share of the answer's sentences supported by their citations (TREC RAG 2024 / 2026 support)."
 
 
 class _AnswerWords(_NuggetMeasure):

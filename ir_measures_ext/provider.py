@@ -20,6 +20,7 @@ from ir_measures_ext import measures as m
 
 _ASSIGNMENT_SCORES = frozenset(ids.ASSIGNMENT_TO_SCORE.values())
 _SUPPORT_SCORES = frozenset(ids.SUPPORT_LEVEL_TO_SCORE.values())
+_SUPPORT_ROW_SCORES = _SUPPORT_SCORES | {ids.UNJUDGED_SCORE}  # support rows of the support measures: -1 unjudged
 
 
 _BOM = "\ufeff"
@@ -79,6 +80,7 @@ def _value(qid: str, doc_id: str, score: float, valid: frozenset, names: str, wh
 
 _ASSIGNMENT_NAMES = "1.0 support, 0.5 partial_support, 0.0 not_support"
 _SUPPORT_NAMES = "1.0 full, 0.5 partial, 0.0 none"
+_SUPPORT_ROW_NAMES = _SUPPORT_NAMES + ", -1.0 unjudged"
 
 
 class _Topic:
@@ -136,7 +138,7 @@ class NuggetEvaluator(providers.Evaluator):
                 if kind.sentence in t.uncited:
                     raise ValueError(f"run row {qid} {doc_id}: sentence {kind.sentence} also has an ':uncited' row")
                 t.sentences.setdefault(kind.sentence, {})[kind.citation] = _value(
-                    qid, doc_id, score, _SUPPORT_SCORES, _SUPPORT_NAMES, "support")
+                    qid, doc_id, score, _SUPPORT_ROW_SCORES, _SUPPORT_ROW_NAMES, "support")
                 old = t.docnos.setdefault((kind.sentence, kind.citation), kind.docno)
                 if old != kind.docno:
                     raise ValueError(f"run row {qid} {doc_id}: citation {kind.citation} of sentence {kind.sentence} "
@@ -203,7 +205,10 @@ class NuggetEvaluator(providers.Evaluator):
         per_sentence = [[c[k] for k in sorted(c)] for c in (t.sentences[j] for j in range(n))]
         for measure in self.measures:
             if measure.NAME in (m.SupportP.NAME, m.SupportR.NAME):
-                sc = scoring.support_scores(per_sentence, cite=measure["cite"])
+                try:
+                    sc = scoring.support_scores(per_sentence, cite=measure["cite"], credit=measure["credit"])
+                except ValueError as e:
+                    raise ValueError(f"{measure}, topic {qid}: {e}") from None
                 yield Metric(qid, measure, sc.precision if measure.NAME == m.SupportP.NAME else sc.recall)
 
 
@@ -213,7 +218,8 @@ class NuggetProvider(providers.Provider):
     NAME = "nuggets"
     SUPPORTED_MEASURES = [
         m._V_strict(), m._V(), m._W_strict(), m._W(), m._A_strict(), m._A(),
-        m._SupportP(cite=providers.base.Any()), m._SupportR(cite=providers.base.Any()), m._AnswerWords(),
+        m._SupportP(cite=providers.base.Any(), credit=providers.base.Any()),
+        m._SupportR(cite=providers.base.Any(), credit=providers.base.Any()), m._AnswerWords(),
     ]
 
     def _evaluator(self, measures, qrels) -> NuggetEvaluator:

@@ -1,7 +1,8 @@
 """The score formulas, as pure functions on plain data. Every other module calls these.
 
 Nugget scores: seed 001 (Pradeep et al., TREC 2024 RAG Track initial nugget evaluation) §3.5.
-Support scores: seed 004 (Thakur et al., support evaluation for the TREC 2024 RAG Track) §3.4.
+Support scores: seed 004 (Thakur et al., support evaluation for the TREC 2024 RAG Track) §3.4, and the
+TREC RAG 2026 toolkit's variants (first / all judged citations, hard; unjudged citations).
 Answer length: words as the TREC RAG validator counts them (NFKC-normalised, whitespace-separated).
 ARGUE sentence labels and scores: seed 002 (Yang et al., nugget-based annotation protocol) §3.4 Table 1.
 CONE-RAG nugget recall and precision: seed 003 (Abbasiantaeb et al., Conversational Gold) §5.3 eq. 4-6.
@@ -80,33 +81,72 @@ class SupportScores(NamedTuple):
     recall: float
 
 
-def support_scores(sentences: Sequence[Sequence[float]], cite: str = "first") -> SupportScores:
-    """Weighted support precision and recall of one answer (seed 004 §3.4).
+SUPPORT_CITE = ("first", "all_judged", "all_pairs")  # which citations of a sentence count
+SUPPORT_CREDIT = ("weighted", "hard")  # what a citation's support is worth
+UNJUDGED = ids.UNJUDGED_SCORE  # -1: a citation without a judgment (missing or failed), as the 2026 toolkit writes it
 
-    ``sentences``: for each answer sentence, in order, the support scores of its judged citations in
-    citation order: 1.0 full, 0.5 partial, 0.0 no support; an empty list for a sentence without citation.
 
-    - ``cite="first"`` (the track's protocol, seed 004 §3.3): only each sentence's first citation counts.
-      Precision = sum of s(a_i, p_i) / number of (sentence, citation) pairs;
-      recall = the same sum / number of sentences. An uncited sentence lowers recall, not precision.
-    - ``cite="all"``: every judged citation is a pair for precision; for recall a sentence scores its best
-      citation (max), so recall still lies in [0, 1]. With one citation per sentence both modes agree.
+def support_scores(sentences: Sequence[Sequence[float]], cite: str = "first", credit: str = "weighted"
+                   ) -> SupportScores:
+    """Support precision and recall of one answer: seed 004 §3.4 ([support24]) and the TREC RAG 2026
+    toolkit's variants (castorini/RAGDoll, [ragdoll]; docs/trec-rag-2025-2026.md).
 
-    Worked example of §3.4: ``[[0.5], [1.0], []]`` gives precision 0.75, recall 0.5.
-    An answer with no sentence, or with no citation at all, has precision 0 (no pair) and recall 0.
+    ``sentences``: for each answer sentence (answer object), in order, the support of its citations in
+    citation order: 1.0 full, 0.5 partial, 0.0 none, and -1.0 (:data:`UNJUDGED`) for a citation whose
+    judgment is missing or failed; an empty list for a sentence without citation.
+
+    A citation is worth w = its support (``credit="weighted"``: 1 / 0.5 / 0) or h = 1 for full support, else 0
+    (``credit="hard"``). Per sentence with at least one citation:
+
+    - ``cite="first"`` (seed 004 §3.3; the toolkit's ``*_first_citation`` and ``hard_*``): its first citation.
+      If that one is unjudged (-1) the sentence leaves the recall denominator and counts nowhere; otherwise
+      it adds its value to the sum and 1 to the precision denominator.
+    - ``cite="all_judged"`` (the toolkit's ``*_all_judged_citations``): the mean of w over its citations
+      that are judged (> -1); a sentence whose citations are all unjudged leaves the recall denominator.
+      Weighted only: the toolkit defines hard precision/recall on the first citation.
+    - ``cite="all_pairs"`` (this package's earlier ``cite='all'``): every judged (sentence, citation) pair
+      counts in precision; for recall a sentence scores its best citation. Weighted only; no unjudged
+      citation.
+
+    Precision = sum / sentences counted (cited objects only); recall = sum / (all sentences minus those left
+    out): an uncited sentence counts 0 in recall and nothing in precision; a reference nobody cites counts
+    nowhere. 0 where a denominator is 0 (an empty answer, an answer without citations).
+    Worked example of seed 004 §3.4: ``[[0.5], [1.0], []]`` gives precision 0.75, recall 0.5.
     """
-    if cite not in ("first", "all"):
-        raise ValueError(f"cite must be 'first' or 'all', got {cite!r}")
-    pair_sum = 0.0
-    pairs = 0
-    recall_sum = 0.0
+    if cite not in SUPPORT_CITE:
+        raise ValueError(f"cite must be one of {SUPPORT_CITE}, got {cite!r}")
+    if credit not in SUPPORT_CREDIT:
+        raise ValueError(f"credit must be one of {SUPPORT_CREDIT}, got {credit!r}")
+    if credit == "hard" and cite != "first":
+        raise ValueError(f"hard support is defined on the first citation of a sentence (the toolkit's "
+                         f"hard_precision / hard_recall); cite={cite!r} has no hard variant")
+    total = 0.0
+    counted = 0  # sentences in the precision denominator (all_pairs: judged pairs)
+    recall_den = len(sentences)
+    recall_sum = 0.0  # all_pairs only: best citation per sentence
     for scores in sentences:
-        counted = list(scores[:1]) if cite == "first" else list(scores)
-        pair_sum += sum(counted)
-        pairs += len(counted)
-        if counted:
-            recall_sum += max(counted)
-    return SupportScores(precision=_ratio(pair_sum, pairs), recall=_ratio(recall_sum, len(sentences)))
+        scores = list(scores)
+        if cite == "all_pairs":
+            if UNJUDGED in scores:
+                raise ValueError("cite='all_pairs' has no rule for an unjudged citation (-1); use cite='first' or "
+                                 "cite='all_judged', which leave such sentences out as the TREC RAG 2026 toolkit does")
+            total += sum(scores)
+            counted += len(scores)
+            recall_sum += max(scores, default=0.0)
+            continue
+        if not scores:
+            continue  # uncited: 0 in recall, nowhere in precision
+        judged = scores[:1] if cite == "first" else scores
+        judged = [s for s in judged if s != UNJUDGED]
+        if not judged:
+            recall_den -= 1  # its (first) citation is unjudged: the sentence leaves the recall denominator
+            continue
+        values = [1.0 if s == 1.0 else 0.0 for s in judged] if credit == "hard" else judged
+        total += sum(values) / len(values)
+        counted += 1
+    if cite == "all_pairs":
+        return SupportScores(precision=_ratio(total, counted), recall=_ratio(recall_sum, recall_den))
+    return SupportScores(precision=_ratio(total, counted), recall=_ratio(total, recall_den))
 
 
 def answer_words(text: str) -> int:

@@ -4,7 +4,7 @@ module per format family, every name also available here (``formats.read_nuggets
 - :mod:`.nuggets`: nugget files (nuggetizer "create" JSONL, TREC RAG 2025 nuggets) and nugget qrels.
 - :mod:`.assignments`: assignment files (nuggetizer "assign" JSONL).
 - :mod:`.answers`: TREC RAG 2024 / 2025 answer files.
-- :mod:`.support`: support judgment JSONL.
+- :mod:`.support`: support judgment JSONL, and the TREC RAG 2026 toolkit's support assignments.
 - :mod:`.cone`: CONE-RAG resource files (gold nuggets, responses, response nuggets) and extracted-nugget JSONL.
 - :mod:`.ikat`: the official TREC iKAT 2024 run format (passage ranking + responses with provenance).
 - :mod:`.trec`: TREC runs and qrels, the rows of an evaluation run (design.md decision 1).
@@ -98,7 +98,13 @@ from pyterrier_nuggets.formats.nuggets import (
     write_nugget_qrels,
     write_nuggets,
 )
-from pyterrier_nuggets.formats.support import read_support, write_support
+from pyterrier_nuggets.formats.support import (
+    read_support,
+    read_support_assignments,
+    support_assignment_rows,
+    write_support,
+    write_support_assignments,
+)
 from pyterrier_nuggets.formats.trec import (
     Row,
     assignment_rows,
@@ -121,7 +127,8 @@ __all__ = [
     "NuggetSet", "read_nuggets", "write_nuggets", "write_nugget_qrels", "read_nugget_qrels",
     "AssignedAnswer", "AssignmentSet", "read_assignments", "write_assignments",
     "read_answers", "write_answers_2024", "write_answers_2025", "answer_2024_json", "answer_2025_json",
-    "answer_sentences", "read_support", "write_support",
+    "answer_sentences", "read_support", "write_support", "read_support_assignments", "support_assignment_rows",
+    "write_support_assignments",
     "Row", "assignment_rows", "words_rows", "support_rows", "evaluation_rows", "write_run", "write_qrels",
     "write_assignment_run", "read_assignment_run", "read_run_rows", "read_qrels_rows",
     "NUGGET_COLUMNS", "ANSWER_COLUMNS", "ASSIGNMENT_COLUMNS", "SUPPORT_COLUMNS", "nuggets_to_frame",
