@@ -3,7 +3,7 @@ module per format family, every name also available here (``formats.read_nuggets
 
 - :mod:`.nuggets`: nugget files (nuggetizer "create" JSONL, TREC RAG 2025 nuggets) and nugget qrels.
 - :mod:`.assignments`: assignment files (nuggetizer "assign" JSONL).
-- :mod:`.answers`: TREC RAG 2024 / 2025 answer files.
+- :mod:`.answers`: TREC RAG 2024 / 2025 / 2026 answer files and a track's answer rules.
 - :mod:`.support`: support judgment JSONL, and the TREC RAG 2026 toolkit's support assignments.
 - :mod:`.cone`: CONE-RAG resource files (gold nuggets, responses, response nuggets) and extracted-nugget JSONL.
 - :mod:`.ikat`: the official TREC iKAT 2024 run format (passage ranking + responses with provenance).
@@ -22,12 +22,16 @@ counted as another label. Writers are atomic: a file is complete or absent. Noth
 pyterrier or openai (design.md decision 6).
 """
 from pyterrier_nuggets.formats.answers import (
+    TREC_RAG_2026,
+    AnswerRules,
     answer_2024_json,
     answer_2025_json,
     answer_sentences,
     read_answers,
+    rule_problems,
     write_answers_2024,
     write_answers_2025,
+    write_answers_2026,
 )
 from pyterrier_nuggets.formats.assignments import AssignedAnswer, AssignmentSet, read_assignments, write_assignments
 from pyterrier_nuggets.formats.checks import (
@@ -126,7 +130,8 @@ __all__ = [
     "one_run", "check_support", "check_assignments_answers", "check_assignment_nuggets",
     "NuggetSet", "read_nuggets", "write_nuggets", "write_nugget_qrels", "read_nugget_qrels",
     "AssignedAnswer", "AssignmentSet", "read_assignments", "write_assignments",
-    "read_answers", "write_answers_2024", "write_answers_2025", "answer_2024_json", "answer_2025_json",
+    "read_answers", "write_answers_2024", "write_answers_2025", "write_answers_2026", "answer_2024_json",
+    "answer_2025_json", "AnswerRules", "TREC_RAG_2026", "rule_problems",
     "answer_sentences", "read_support", "write_support", "read_support_assignments", "support_assignment_rows",
     "write_support_assignments",
     "Row", "assignment_rows", "words_rows", "support_rows", "evaluation_rows", "write_run", "write_qrels",

@@ -83,6 +83,7 @@ NUGGET_ASSIGNMENT_2GRADE = "nugget_assignment_2grade.txt"
 CITED_GENERATION = "cited_generation.txt"
 CITED_GENERATION_RESOLVED = "cited_generation_resolved.txt"  # iKAT: the resolved utterance
 CITED_GENERATION_RAW = "cited_generation_raw.txt"  # iKAT: raw utterance, history and PTKB
+CITED_GENERATION_2026 = "cited_generation_2026.txt"  # TREC RAG 2026 answer rules (word and citation limits)
 SUPPORT_JUDGMENT = "support_judgment.txt"
 RELEVANCE_UMBRELA = "relevance_umbrela.txt"
 CONE_EXTRACTION = "cone_extraction.txt"
