@@ -26,7 +26,15 @@ row id                      what the row says                                   
                             the response, NtN matching (seed 003 eq. 2, 4)
 ``{qid}:ntn:x{j}``          the j-th (0-based) nugget extracted from the response     1.0 yes, 0.0 no
                             entails some gold nugget (seed 003 eq. 5)
+``{qid}:r{i}``              verdict on rubric criterion i (0-based position in the    1.0 satisfied,
+                            topic's rubric)                                           0.5 partially,
+                                                                                      0.0 not satisfied
 ==========================  ========================================================  =====================
+
+Rubric qrels (TREC RAG 2026): ``qid 0 {qid}:r{i} WEIGHT`` (the criterion's integer weight, negative for a
+criterion that describes a flaw) and, for a rubric with tiers, ``qid 0 {qid}:r{i}:mandatory 1`` or
+``qid 0 {qid}:r{i}:optional 1``. Nugget qrels may carry each nugget's sub-narrative (TREC RAG 2025):
+``qid 0 {qid}:n{i}:sn{k} 1``, nugget i maps to the topic's k-th sub-narrative.
 
 CONE-RAG rows name their matching (``ntr`` / ``ntn``), so a run of one method can never be scored as the
 other, and an AutoNuggetizer assignment row (``{qid}:n{i}``) is never read as a CONE-RAG decision.
@@ -102,12 +110,12 @@ def words_id(qid: str) -> str:
 
 class RowKind(NamedTuple):
     kind: str  # "nugget" | "support" | "uncited" | "words" | "sentence_nugget" | "sentence_content" |
-    #            "ntr_gold" | "ntn_gold" | "ntn_extracted" | "other"
+    #            "ntr_gold" | "ntn_gold" | "ntn_extracted" | "rubric" | "rubric_tier" | "other"
     nugget: int = -1
     sentence: int = -1
     citation: int = -1
     docno: str = ""
-    content: str = ""  # "sentence_content" rows: IRRELEVANT or NO_INFORMATION
+    content: str = ""  # "sentence_content" rows: IRRELEVANT or NO_INFORMATION; "rubric_tier": MANDATORY/OPTIONAL
 
 
 _NUGGET = re.compile(r"n(\d+)")
@@ -136,6 +144,9 @@ def parse_row_id(qid: str, row_id: str) -> RowKind:
     cone = parse_cone_row(rest)
     if cone is not None:
         return cone
+    rubric = parse_rubric_row(rest)
+    if rubric is not None:
+        return rubric
     return parse_content_row(rest)
 
 
@@ -176,6 +187,47 @@ def parse_cone_row(rest: str) -> RowKind | None:
         return RowKind("ntn_extracted", sentence=int(m.group(1)))
     return None
 
+
+
+# ------------------------------------------------------------------------------------------- rubrics
+# TREC RAG 2026 rubric scoring (design decision 11; docs/trec-rag-2025-2026.md): criteria with a weight and,
+# in nugget rubrics, a tier; a verdict per (answer, criterion). Criterion i of topic q is ``{q}:r{i}``, i its
+# 0-based position in the topic's rubric.
+
+SATISFIED = "satisfied"
+PARTIALLY_SATISFIED = "partially_satisfied"
+NOT_SATISFIED = "not_satisfied"
+VERDICT_TO_SCORE = {SATISFIED: 1.0, PARTIALLY_SATISFIED: 0.5, NOT_SATISFIED: 0.0}
+SCORE_TO_VERDICT = {v: k for k, v in VERDICT_TO_SCORE.items()}
+MANDATORY = "mandatory"
+OPTIONAL = "optional"
+TIERS = (MANDATORY, OPTIONAL)
+_RUBRIC = re.compile(r"r(\d+)")
+_RUBRIC_TIER = re.compile(r"r(\d+):(mandatory|optional)")
+
+
+def rubric_id(qid: str, index: int) -> str:
+    """Id of criterion ``index`` (0-based) of topic ``qid``'s rubric: ``{qid}:r{index}`` (qrels and run)."""
+    return f"{qid}:r{index}"
+
+
+def rubric_tier_id(qid: str, index: int, tier: str) -> str:
+    """Id of the qrels row giving criterion ``index`` its tier: ``{qid}:r{i}:mandatory`` / ``:optional``."""
+    if tier not in TIERS:
+        raise ValueError(f"tier must be one of {TIERS}, got {tier!r}")
+    return f"{qid}:r{index}:{tier}"
+
+
+def parse_rubric_row(rest: str) -> RowKind | None:
+    """Classify the part of a row id after ``{qid}:`` as a rubric row (kind ``rubric``, ``nugget`` holding the
+    criterion's position) or a tier row (``rubric_tier``, ``content`` the tier), or None."""
+    m = _RUBRIC.fullmatch(rest)
+    if m:
+        return RowKind("rubric", nugget=int(m.group(1)))
+    m = _RUBRIC_TIER.fullmatch(rest)
+    if m:
+        return RowKind("rubric_tier", nugget=int(m.group(1)), content=m.group(2))
+    return None
 
 
 # --------------------------------------------------------------------------------------- ARGUE content

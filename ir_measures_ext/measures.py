@@ -3,7 +3,8 @@ provider's job (:mod:`ir_measures_ext.provider`); formulas are in :mod:`ir_measu
 
 Inputs (design.md decision 1; row ids in :mod:`ir_measures_ext.ids`):
 - qrels: nugget qrels ``qid 0 {qid}:n{i} REL`` (2 vital, 1 okay); they define the topics and their nuggets.
-- run: an evaluation run; CONE-RAG rows ``{qid}:ntr:n{i}``, ``{qid}:ntn:n{i}``, ``{qid}:ntn:x{j}`` (1 / 0); nugget rows ``{qid}:n{i}`` scored 1 / 0.5 / 0, support rows
+- qrels of rubric scoring: ``qid 0 {qid}:r{i} WEIGHT`` and tier rows ``{qid}:r{i}:mandatory|optional``.
+- run: an evaluation run; rubric verdict rows ``{qid}:r{i}`` (1 / 0.5 / 0); CONE-RAG rows ``{qid}:ntr:n{i}``, ``{qid}:ntn:n{i}``, ``{qid}:ntn:x{j}`` (1 / 0); nugget rows ``{qid}:n{i}`` scored 1 / 0.5 / 0, support rows
   ``{qid}:s{j}:c{k}:{docno}`` scored 1 / 0.5 / 0, ``{qid}:s{j}:uncited`` rows, and a ``{qid}:words`` row
   (or a ``qanswer`` column when the run is a DataFrame, as in pt.Experiment).
 A topic of the qrels that is missing from the run scores 0 on every measure (an empty answer).
@@ -224,6 +225,42 @@ class _Precision_NtN(_NuggetMeasure):
     SHORT_DESC = "Extracted nuggets that entail some gold nugget (NtN) / extracted nuggets (CONE-RAG, iKAT 2024)."
 
 
+_GRADING = measures.ParamInfo(dtype=str, choices=("ternary", "binary"), default="ternary",
+                              desc="'ternary': satisfied 1, partially satisfied 0.5, not satisfied 0; 'binary': "
+                              "partially satisfied counts as not satisfied")
+
+
+class _RubricMeasure(_NuggetMeasure):
+    SUPPORTED_PARAMS = {"grading": _GRADING}
+
+
+class _RubricScore(_RubricMeasure):
+    """Rubric score (TREC RAG 2026; ResearchRubrics): Σ w·v / Σ_{w > 0} w over the topic's rubric criteria, w
+    the criterion's weight (negative for a criterion that describes a flaw), v its verdict: 1 satisfied, 0.5
+    partially satisfied, 0 not satisfied (``grading='ternary'``, default) or 1 / 0 / 0
+    (``grading='binary'``). Reads rubric qrels ``qid 0 {qid}:r{i} WEIGHT`` and verdict rows ``{qid}:r{i}``
+    scored 1 / 0.5 / 0. At most 1; below 0 when satisfied flaws outweigh the rest. NaN for a topic without a
+    positive weight. A topic of the qrels missing from the run is an empty answer (nothing satisfied: 0)."""
+
+    __name__ = "RubricScore"
+    NAME = "RubricScore"
+    PRETTY_NAME = "Rubric score"
+    SHORT_DESC = "Weighted share of the rubric criteria the answer satisfies (TREC RAG 2026)."
+
+
+class _RubricFailedMandatory(_RubricMeasure):
+    """Mandatory rubric criteria the answer fails (TREC RAG 2026): criteria of tier ``mandatory`` (nugget
+    rubrics: the vital nuggets) with verdict not satisfied; with ``grading='binary'`` partially satisfied ones
+    too. Reads the tier rows ``qid 0 {qid}:r{i}:mandatory 1`` of the rubric qrels: a rubric without tiers
+    (ResearchRubrics criteria have weights and axes only) is an error, not 0. A topic missing from the run
+    fails all its mandatory criteria. Mean over topics when aggregated."""
+
+    __name__ = "RubricFailedMandatory"
+    NAME = "RubricFailedMandatory"
+    PRETTY_NAME = "Failed mandatory rubric criteria"
+    SHORT_DESC = "Mandatory rubric criteria the answer does not satisfy (TREC RAG 2026)."
+
+
 class _Segments(_Measure):
     """Any ir_measures measure computed on the retrieved *segments* only (design.md decision 8): the rows
     and qrels of nugget evaluation (ids of :mod:`ir_measures_ext.ids`: ``{qid}:n{i}``, ``{qid}:s{j}:...``,
@@ -287,10 +324,13 @@ ArgueR = _ArgueR()
 Recall_NtR = _Recall_NtR()
 Recall_NtN = _Recall_NtN()
 Precision_NtN = _Precision_NtN()
+RubricScore = _RubricScore()
+RubricFailedMandatory = _RubricFailedMandatory()
 
 NUGGET_MEASURES = (V_strict, V, W_strict, W, A_strict, A)
 SUPPORT_MEASURES = (SupportP, SupportR)
 ALL_MEASURES = NUGGET_MEASURES + SUPPORT_MEASURES + (AnswerWords,)
 ARGUE_MEASURES = (ArgueP, ArgueR)  # need sentence content rows: not in ALL_MEASURES (LLM runs have none)
 CONE_MEASURES = (Recall_NtR, Recall_NtN, Precision_NtN)  # CONE-RAG (seed 003): need gold nugget rows
-REGISTERED = ALL_MEASURES + (Segments,) + ARGUE_MEASURES + CONE_MEASURES  # every name this package adds
+RUBRIC_MEASURES = (RubricScore, RubricFailedMandatory)  # TREC RAG 2026: need rubric qrels and verdict rows
+REGISTERED = ALL_MEASURES + (Segments,) + ARGUE_MEASURES + CONE_MEASURES + RUBRIC_MEASURES  # every name we add

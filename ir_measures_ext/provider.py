@@ -473,6 +473,127 @@ class ConeProvider(providers.Provider):
 cone_provider = ConeProvider()
 
 
+# -------------------------------------------------------------------------------------------- rubrics
+
+class _Rubric:
+    __slots__ = ("weights", "tiers")
+
+    def __init__(self):
+        self.weights: dict[int, int] = {}  # criterion position -> weight
+        self.tiers: dict[int, str] = {}  # criterion position -> ids.MANDATORY | ids.OPTIONAL
+
+
+def read_rubric_qrels(qrels) -> dict[str, _Rubric]:
+    """The rubric of each topic (criterion weights and tiers) in qrels of any form ir_measures accepts: rows
+    ``{qid}:r{i} WEIGHT`` and ``{qid}:r{i}:mandatory|optional 1``; rows of other ids are skipped. A criterion
+    twice, a tier row of a criterion without weight row, two tiers, or qrels without any rubric row are refused."""
+    rubrics: dict[str, _Rubric] = {}
+    tier_rows: list[tuple[str, str, int, str, object]] = []
+    for qid, doc_id, rel in _iter_qrels(qrels):
+        kind = ids.parse_row_id(qid, doc_id)
+        if kind.kind == "rubric":
+            r = rubrics.setdefault(qid, _Rubric())
+            if kind.nugget in r.weights:
+                raise ValueError(f"rubric qrels row {qid} {doc_id}: the criterion is listed twice; list each once")
+            r.weights[kind.nugget] = int(rel)
+        elif kind.kind == "rubric_tier":
+            tier_rows.append((qid, doc_id, kind.nugget, kind.content, rel))
+    for qid, doc_id, i, tier, rel in tier_rows:
+        r = rubrics.get(qid)
+        if r is None or i not in r.weights:
+            raise ValueError(f"rubric qrels row {qid} {doc_id}: a tier for criterion {ids.rubric_id(qid, i)}, which "
+                             "has no weight row")
+        if rel != 1:
+            raise ValueError(f"rubric qrels row {qid} {doc_id}: relevance {rel!r}; a tier row has relevance 1")
+        if r.tiers.setdefault(i, tier) != tier:
+            raise ValueError(f"rubric qrels row {qid} {doc_id}: criterion {ids.rubric_id(qid, i)} is both "
+                             f"{r.tiers[i]} and {tier}")
+    if not rubrics:
+        raise ValueError("rubric qrels: no row has a rubric criterion id '{qid}:r{i}'; write them with "
+                         "pyterrier_nuggets.formats.write_rubric_qrels (or pyterrier-nuggets export --rubrics)")
+    return rubrics
+
+
+_VERDICT_SCORES = frozenset(ids.VERDICT_TO_SCORE.values())
+_VERDICT_NAMES = "1.0 satisfied, 0.5 partially satisfied, 0.0 not satisfied"
+
+
+class RubricEvaluator(providers.Evaluator):
+    """Rubric score and failed mandatory criteria from the verdict rows ``{qid}:r{i}`` of an evaluation run."""
+
+    def __init__(self, measures, rubrics: dict[str, _Rubric]):
+        super().__init__(measures, set(rubrics))
+        self.rubrics = rubrics
+        for measure in measures:
+            if measure.NAME == m.RubricFailedMandatory.NAME:
+                untiered = sorted(q for q, r in rubrics.items() if len(r.tiers) != len(r.weights))
+                if untiered:
+                    raise ValueError(f"{measure}: the rubric of topic(s) {', '.join(untiered[:5])} has criteria "
+                                     "without a tier ('{qid}:r{i}:mandatory' / ':optional' rows); which criteria "
+                                     "are mandatory is not known (ResearchRubrics criteria have no tier): drop "
+                                     "this measure, or give the rubric tiers")
+
+    def _collect(self, run) -> dict[str, dict[int, float]]:
+        rows, _ = _iter_run(run)
+        topics: dict[str, dict[int, float]] = {}
+        other: set[str] = set()
+        for qid, doc_id, score in rows:
+            rubric = self.rubrics.get(qid)
+            if rubric is None:
+                continue  # not in the qrels: not evaluated
+            kind = ids.parse_row_id(qid, doc_id)
+            if kind.kind != "rubric":
+                if kind.kind != "other":
+                    other.add(qid)
+                continue
+            if kind.nugget not in rubric.weights:
+                raise ValueError(f"run row {qid} {doc_id}: a verdict on a criterion that is not in the rubric qrels "
+                                 f"(topic {qid} has {len(rubric.weights)} criteria); the run and the qrels were "
+                                 "made from different rubrics")
+            verdicts = topics.setdefault(qid, {})
+            if kind.nugget in verdicts:
+                raise ValueError(f"run row {qid} {doc_id}: the row appears twice; one verdict per criterion")
+            verdicts[kind.nugget] = _value(qid, doc_id, score, _VERDICT_SCORES, _VERDICT_NAMES, "verdict")
+        for qid in sorted(other - set(topics)):
+            raise ValueError(f"rubric measures: the run has evaluation rows for topic {qid} but no verdict rows "
+                             f"('{qid}:r<i>'); judge the answer against the rubric (RubricJudge) or drop the "
+                             "rubric measures")
+        return topics
+
+    def _iter_calc(self, run) -> Iterator[Metric]:
+        topics = self._collect(run)
+        for qid, rubric in self.rubrics.items():
+            verdicts = topics.get(qid)
+            if verdicts is None:
+                verdicts = {}  # no row at all: the empty answer, nothing satisfied
+            elif len(verdicts) != len(rubric.weights):
+                missing = sorted(set(rubric.weights) - set(verdicts))
+                raise ValueError(f"rubric measures: criteria {', '.join(ids.rubric_id(qid, i) for i in missing[:5])} "
+                                 "have no verdict; every criterion of a judged answer needs one (a failed judgment "
+                                 "is never counted as not satisfied)")
+            criteria = [scoring.RubricCriterionVerdict(w, verdicts.get(i, 0.0), rubric.tiers.get(i) == ids.MANDATORY)
+                        for i, w in sorted(rubric.weights.items())]
+            for measure in self.measures:
+                if measure.NAME == m.RubricScore.NAME:
+                    yield Metric(qid, measure, scoring.rubric_score(criteria, measure["grading"]))
+                elif measure.NAME == m.RubricFailedMandatory.NAME:
+                    yield Metric(qid, measure, float(scoring.rubric_failed_mandatory(criteria, measure["grading"])))
+
+
+class RubricProvider(providers.Provider):
+    """``RubricScore``, ``RubricFailedMandatory`` (TREC RAG 2026 rubric scoring)."""
+
+    NAME = "rubrics"
+    SUPPORTED_MEASURES = [m._RubricScore(grading=providers.base.Any()),
+                          m._RubricFailedMandatory(grading=providers.base.Any())]
+
+    def _evaluator(self, measures, qrels) -> RubricEvaluator:
+        return RubricEvaluator(list(measures), read_rubric_qrels(qrels))
+
+
+rubric_provider = RubricProvider()
+
+
 def register() -> None:
     """Make the measures known to ir_measures (parse_measure, the CLI, ir_measures.calc). Idempotent; a
     foreign measure or provider already registered under one of our names is a clear error."""
@@ -486,7 +607,7 @@ def register() -> None:
                 f"ir_measures already has a measure named {measure.NAME!r} "
                 f"({type(existing).__module__}.{type(existing).__name__}); pyterrier-nuggets cannot register its "
                 f"{measure.NAME}. Uninstall or rename the other measure, or use ir_measures_ext.{measure.NAME} directly.")
-    ours = (nugget_provider, segments_provider, argue_provider, cone_provider)
+    ours = (nugget_provider, segments_provider, argue_provider, cone_provider, rubric_provider)
     for provider in ours:
         existing = providers.registry.get(provider.NAME)
         if existing is not None and type(existing).__module__ != __name__:

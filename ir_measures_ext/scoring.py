@@ -6,6 +6,8 @@ TREC RAG 2026 toolkit's variants (first / all judged citations, hard; unjudged c
 Answer length: words as the TREC RAG validator counts them (NFKC-normalised, whitespace-separated).
 ARGUE sentence labels and scores: seed 002 (Yang et al., nugget-based annotation protocol) §3.4 Table 1.
 CONE-RAG nugget recall and precision: seed 003 (Abbasiantaeb et al., Conversational Gold) §5.3 eq. 4-6.
+Rubric score and failed mandatory criteria: TREC RAG 2026 (design decision 11; ResearchRubrics).
+Sub-narrative coverage: TREC RAG 2025 nuggets mapped to the narrative's sub-narratives.
 """
 from __future__ import annotations
 
@@ -266,3 +268,44 @@ def cone_scores(gold_matched: Sequence[bool], extracted_matched: Sequence[bool] 
     gold = [bool(x) for x in gold_matched]
     extracted = [bool(x) for x in extracted_matched]
     return ConeScores(recall=_ratio(sum(gold), len(gold)), precision=_ratio(sum(extracted), len(extracted)))
+
+
+# -------------------------------------------------------------------------------------------- rubrics
+# TREC RAG 2026 rubric scoring (design decision 11; ResearchRubrics, [researchrubrics]): each criterion has a
+# weight w (negative for a criterion that describes a flaw) and a verdict v = 1 satisfied, 0.5 partially
+# satisfied, 0 not satisfied.
+
+RUBRIC_GRADINGS = ("ternary", "binary")
+
+
+class RubricCriterionVerdict(NamedTuple):
+    weight: float
+    verdict: float  # 1.0 satisfied, 0.5 partially satisfied, 0.0 not satisfied
+    mandatory: bool = False
+
+
+def _graded(verdict: float, grading: str) -> float:
+    if grading not in RUBRIC_GRADINGS:
+        raise ValueError(f"grading must be one of {RUBRIC_GRADINGS}, got {grading!r}")
+    if verdict not in (0.0, 0.5, 1.0):
+        raise ValueError(f"a rubric verdict is 1.0, 0.5 or 0.0, got {verdict!r}")
+    return verdict if grading == "ternary" else (1.0 if verdict == 1.0 else 0.0)
+
+
+def rubric_score(criteria: Sequence[RubricCriterionVerdict], grading: str = "ternary") -> float:
+    """Rubric score of one answer: Σ w·v / Σ_{w > 0} w over the topic's criteria; ``grading="binary"`` counts a
+    partially satisfied criterion as not satisfied (v = 0). Satisfied negative criteria lower the score (it can
+    be below 0); the maximum is 1 (every positive criterion satisfied, no negative one). NaN when no criterion
+    has a positive weight (the score is undefined; decision 11).
+
+    Worked example: weights 5, 3, 2, -4 with verdicts satisfied, partially, not, satisfied: ternary
+    (5 + 1.5 + 0 - 4) / 10 = 0.25, binary (5 + 0 + 0 - 4) / 10 = 0.1."""
+    positive = sum(c.weight for c in criteria if c.weight > 0)
+    total = sum(c.weight * _graded(c.verdict, grading) for c in criteria)
+    return total / positive if positive > 0 else float("nan")
+
+
+def rubric_failed_mandatory(criteria: Sequence[RubricCriterionVerdict], grading: str = "ternary") -> int:
+    """How many mandatory criteria the answer fails: ternary, those not satisfied (v = 0); binary, those not
+    fully satisfied (partial counts as failed, as the binary score counts it 0)."""
+    return sum(1 for c in criteria if c.mandatory and _graded(c.verdict, grading) == 0.0)

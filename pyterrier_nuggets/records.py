@@ -144,6 +144,31 @@ class SupportJudgment:
 
 
 
+VERDICTS = tuple(ids.VERDICT_TO_SCORE)  # satisfied, partially_satisfied, not_satisfied
+
+
+@dataclass(frozen=True)
+class RubricVerdict:
+    """The verdict on criterion ``index`` of topic ``qid``'s rubric for one answer of run ``run_id``."""
+
+    qid: str
+    index: int
+    verdict: str
+    run_id: str | None = None
+
+    def __post_init__(self):
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+
+    @property
+    def criterion_id(self) -> str:
+        return ids.rubric_id(self.qid, self.index)
+
+    @property
+    def score(self) -> float:
+        return ids.VERDICT_TO_SCORE[self.verdict]
+
+
 SPAN_EXACT = "exact"  # the extracted nugget is a span of the text, character for character
 SPAN_NORMALISED = "normalised"  # a span once whitespace runs are collapsed and case is ignored
 SPAN_NONE = "none"  # not a span of the text (the extraction prompt asks for spans: seed 003 Table 3)

@@ -5,6 +5,7 @@ module per format family, every name also available here (``formats.read_nuggets
 - :mod:`.assignments`: assignment files (nuggetizer "assign" JSONL).
 - :mod:`.answers`: TREC RAG 2024 / 2025 / 2026 answer files and a track's answer rules.
 - :mod:`.support`: support judgment JSONL, and the TREC RAG 2026 toolkit's support assignments.
+- :mod:`.rubrics`: rubric files (ResearchRubrics, the TREC RAG 2026 toolkit's rubrics), rubric qrels, verdicts.
 - :mod:`.cone`: CONE-RAG resource files (gold nuggets, responses, response nuggets) and extracted-nugget JSONL.
 - :mod:`.ikat`: the official TREC iKAT 2024 run format (passage ranking + responses with provenance).
 - :mod:`.trec`: TREC runs and qrels, the rows of an evaluation run (design.md decision 1).
@@ -71,6 +72,7 @@ from pyterrier_nuggets.formats.frames import (
     ASSIGNMENT_COLUMNS,
     NUGGET_COLUMNS,
     SUPPORT_COLUMNS,
+    VERDICT_COLUMNS,
     answers_to_frame,
     as_nugget_set,
     assigned_answers_to_frame,
@@ -78,6 +80,7 @@ from pyterrier_nuggets.formats.frames import (
     frame_to_answers,
     frame_to_judgments,
     frame_to_nuggets,
+    frame_to_verdicts,
     judgments_to_frame,
     nugget_qrels,
     nuggets_to_frame,
@@ -101,6 +104,19 @@ from pyterrier_nuggets.formats.nuggets import (
     read_nuggets,
     write_nugget_qrels,
     write_nuggets,
+)
+from pyterrier_nuggets.formats.rubrics import (
+    RubricCriterion,
+    RubricSet,
+    RubricVerdict,
+    nuggets_to_rubrics,
+    read_rubric_verdicts,
+    read_rubrics,
+    rubric_qrels_rows,
+    rubric_rows,
+    write_rubric_qrels,
+    write_rubric_verdicts,
+    write_rubrics,
 )
 from pyterrier_nuggets.formats.support import (
     read_support,
@@ -143,4 +159,7 @@ __all__ = [
     "ResponseNuggets", "read_cone_gold_nuggets", "write_cone_gold_nuggets", "read_cone_responses",
     "write_cone_responses", "read_cone_response_nuggets", "write_cone_response_nuggets", "read_extracted_nuggets",
     "write_extracted_nuggets",
+    "RubricCriterion", "RubricSet", "RubricVerdict", "read_rubrics", "write_rubrics", "rubric_qrels_rows",
+    "write_rubric_qrels", "nuggets_to_rubrics", "read_rubric_verdicts", "write_rubric_verdicts", "rubric_rows",
+    "VERDICT_COLUMNS", "frame_to_verdicts",
 ]

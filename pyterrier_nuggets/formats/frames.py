@@ -6,6 +6,7 @@
 | answer frame | ``qid, query, run_id, qanswer, sentences, references`` |
 | assignment frame | ``qid, docno, score, assignment`` (+ the answer's columns), NuggetAssigner's output |
 | support frame | ``qid, sentence, citation, docno, support, score`` (+ ``run_id``...), SupportJudge's output |
+| verdict frame | ``qid, docno, score, verdict`` (+ ``weight``, ``criterion`` and the answer's columns), RubricJudge's output |
 | qrels | ``qid, docno, label`` (PyTerrier's qrels columns) |
 | evaluation run | ``qid, docno, score`` |
 
@@ -26,12 +27,13 @@ from pyterrier_nuggets.formats.assignments import AssignedAnswer
 from pyterrier_nuggets.formats.nuggets import NuggetSet
 from pyterrier_nuggets.formats.support import write_support
 from pyterrier_nuggets.formats.trec import Row
-from pyterrier_nuggets.records import Answer, Assignment, Nugget, Sentence, SupportJudgment
+from pyterrier_nuggets.records import Answer, Assignment, Nugget, RubricVerdict, Sentence, SupportJudgment
 
 NUGGET_COLUMNS = ["qid", "query", "nugget_index", "nugget_id", "nugget_text", "importance"]
 ANSWER_COLUMNS = ["qid", "query", "run_id", "qanswer", "sentences", "references"]
 ASSIGNMENT_COLUMNS = ["qid", "docno", "score", "assignment"]
 SUPPORT_COLUMNS = ["qid", "sentence", "citation", "docno", "support", "score"]
+VERDICT_COLUMNS = ["qid", "docno", "score", "verdict"]
 QRELS_COLUMNS = ["qid", "docno", "label"]
 RUN_COLUMNS = ["qid", "docno", "score"]
 
@@ -198,6 +200,25 @@ def write_support_frame(path: str, df: pd.DataFrame) -> None:
     if len(runs) > 1:
         raise ValueError(f"judgments of several runs {runs}: write one support file per run")
     write_support(path, frame_to_judgments(df), run_id=runs[0] if runs else None)
+
+
+# ------------------------------------------------------------------------------------------- rubrics
+
+def frame_to_verdicts(df: pd.DataFrame, run_id: str = "run") -> list[RubricVerdict]:
+    """The output of ``RubricJudge`` as :class:`RubricVerdict` records (``run_id`` from the column when present),
+    for ``formats.write_rubric_verdicts`` and ``formats.rubric_rows``. Failed rows are an error."""
+    bad = df[~df["verdict"].isin(ids.VERDICT_TO_SCORE)]
+    if len(bad):
+        row = bad.iloc[0]
+        raise ValueError(f"{len(bad)} row(s) have no verdict (e.g. {row['verdict']!r} for {row['docno']}); re-run "
+                         "the judge or drop those answers")
+    out = []
+    for r in df.to_dict("records"):
+        kind = ids.parse_row_id(str(r["qid"]), str(r["docno"]))
+        if kind.kind != "rubric":
+            raise ValueError(f"row {r['qid']} {r['docno']} is not a rubric criterion id ('{{qid}}:r{{i}}')")
+        out.append(RubricVerdict(str(r["qid"]), kind.nugget, r["verdict"], str(r.get("run_id") or run_id)))
+    return out
 
 
 # ------------------------------------------------------------------------------------- qrels and runs

@@ -6,7 +6,9 @@
   :class:`NuggetAssigner` (seed 000 §4.1-4.2, seed 001 §3.1-3.3).
 - :mod:`.generation`: :class:`CitedGenerator` (seed 001 §2) and the parsing of cited answers.
 - :mod:`.support`: :class:`SupportJudge` (seed 004 §3.2).
-- :mod:`.relevance`: :class:`RelevanceJudge` (UMBRELA-style grades, seed 000 §4.1.1).
+- :mod:`.relevance`: :class:`RelevanceJudge` (UMBRELA-style grades, seed 000 §4.1.1; the 2025/2026 0-4
+  sub-narrative prompt).
+- :mod:`.rubrics`: :class:`RubricJudge` (TREC RAG 2026 rubric verdicts).
 - :mod:`.overlap`: :class:`Overlapped`, a chain of judges run topic by topic without stage barriers;
   :func:`run_together`, independent judges at once.
 - :mod:`.cone`: :class:`NuggetExtractor`, CONE-RAG span nugget extraction (seed 003 §4.1).
@@ -18,8 +20,10 @@ from pyterrier_nuggets.judges.generation import CitedGenerator
 from pyterrier_nuggets.judges.nuggets import NuggetAssigner, NuggetCreator, NuggetScorer
 from pyterrier_nuggets.judges.overlap import Overlapped, run_together
 from pyterrier_nuggets.judges.relevance import RelevanceJudge
+from pyterrier_nuggets.judges.rubrics import RubricJudge
 from pyterrier_nuggets.judges.support import SupportJudge
 
 __all__ = ["LLMJudge", "Failure", "LLMStepError", "NuggetizationError", "failure_summary", "FAILED",
            "NuggetCreator", "NuggetScorer", "NuggetAssigner", "CitedGenerator", "SupportJudge", "RelevanceJudge", "NuggetExtractor",
+           "RubricJudge",
            "Overlapped", "run_together"]
