@@ -11,6 +11,8 @@ Sub-narrative coverage: TREC RAG 2025 nuggets mapped to the narrative's sub-narr
 """
 from __future__ import annotations
 
+import math
+import statistics
 import unicodedata
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -309,3 +311,36 @@ def rubric_failed_mandatory(criteria: Sequence[RubricCriterionVerdict], grading:
     """How many mandatory criteria the answer fails: ternary, those not satisfied (v = 0); binary, those not
     fully satisfied (partial counts as failed, as the binary score counts it 0)."""
     return sum(1 for c in criteria if c.mandatory and _graded(c.verdict, grading) == 0.0)
+
+
+# -------------------------------------------------------------------------------------- label consensus
+# One label of several judges' (UMBRELA's ensembles of models; the consensus qrels of several judges):
+# pyterrier_nuggets.evaluation.agreement.consensus and pyterrier_nuggets.judges.ensemble use it.
+
+CONSENSUS_METHODS = ("majority", "mean", "median")
+TIE_RULES = ("low", "high")
+
+
+def consensus_label(values: Sequence[int], method: str, ties: str = "low") -> tuple[int, bool]:
+    """The consensus of label positions ``values`` (0 = the lowest label of the kind) and whether it was a tie:
+    ``majority`` the most frequent position (a tie between several: the lowest or highest of them);
+    ``mean`` the mean rounded to the nearest position (exactly half-way: down or up); ``median`` the median
+    (with an even number of judges whose two middle positions differ by an odd number: down or up).
+    ``ties``: ``"low"`` or ``"high"``."""
+    if method not in CONSENSUS_METHODS:
+        raise ValueError(f"method must be one of {CONSENSUS_METHODS}, got {method!r}")
+    if ties not in TIE_RULES:
+        raise ValueError(f"ties must be one of {TIE_RULES}, got {ties!r}")
+    values = list(values)
+    if not values:
+        raise ValueError("no labels to combine")
+    if method == "majority":
+        counts = {v: values.count(v) for v in set(values)}
+        best = max(counts.values())
+        top = sorted(v for v, c in counts.items() if c == best)
+        return (top[0] if ties == "low" else top[-1]), len(top) > 1
+    centre = statistics.fmean(values) if method == "mean" else float(statistics.median(values))
+    low, high = math.floor(centre), math.ceil(centre)
+    if centre - low == 0.5:
+        return (low if ties == "low" else high), True
+    return int(round(centre)), False

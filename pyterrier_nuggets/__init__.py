@@ -48,6 +48,7 @@ from pyterrier_nuggets.evaluation import (
 )
 from pyterrier_nuggets.judges import (
     CitedGenerator,
+    JudgeEnsemble,
     LLMJudge,
     LLMStepError,
     NuggetAssigner,
@@ -75,5 +76,5 @@ __all__ = [
     "CitedGenerator", "SupportJudge", "RelevanceJudge", "Overlapped", "Prices", "RAGEvaluation", "rag_qrels", "RAG_MEASURES",
     "Recall_NtR", "Recall_NtN", "Precision_NtN", "NuggetExtractor", "NuggetToResponse", "NuggetToNugget", "deduplicate",
     "Matcher", "Match", "LLMMatcher", "NLIMatcher", "EmbeddingMatcher",
-    "RubricScore", "RubricFailedMandatory", "RubricJudge",
+    "RubricScore", "RubricFailedMandatory", "RubricJudge", "JudgeEnsemble",
 ]

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ir_measures_ext.scoring import consensus_label
 from pyterrier_nuggets.evaluation.labels import LabelKind, Labels, item_name
 from pyterrier_nuggets.formats import InputError
 
@@ -293,8 +294,6 @@ def multi_agreement(judges: Sequence[Labels], names: Sequence[str] | None = None
     return MultiAgreement(kind, labels, names, pairs, krippendorff_alpha(judges), n_all, len(items))
 
 
-CONSENSUS_METHODS = ("majority", "mean", "median")
-TIE_RULES = ("low", "high")
 
 
 @dataclass
@@ -314,34 +313,10 @@ class Consensus:
                 f"{len(self.left_out)} items not judged by every judge left out")
 
 
-def consensus_label(values: Sequence[int], method: str, ties: str = "low") -> tuple[int, bool]:
-    """The consensus of label positions ``values`` (0 = the lowest label of the kind) and whether it was a tie:
-    ``majority`` the most frequent position (a tie between several: the lowest or highest of them);
-    ``mean`` the mean rounded to the nearest position (exactly half-way: down or up); ``median`` the median
-    (with an even number of judges whose two middle positions differ by an odd number: down or up).
-    ``ties``: ``"low"`` or ``"high"``."""
-    if method not in CONSENSUS_METHODS:
-        raise ValueError(f"method must be one of {CONSENSUS_METHODS}, got {method!r}")
-    if ties not in TIE_RULES:
-        raise ValueError(f"ties must be one of {TIE_RULES}, got {ties!r}")
-    if not values:
-        raise ValueError("no labels to combine")
-    if method == "majority":
-        counts = {v: values.count(v) for v in set(values)}
-        best = max(counts.values())
-        top = sorted(v for v, c in counts.items() if c == best)
-        return (top[0] if ties == "low" else top[-1]), len(top) > 1
-    centre = float(np.mean(values)) if method == "mean" else float(np.median(values))
-    low, high = math.floor(centre), math.ceil(centre)
-    if centre - low == 0.5:
-        return (low if ties == "low" else high), True
-    return int(round(centre)), False
-
-
 def consensus(judges: Sequence[Labels], method: str = "majority", ties: str = "low",
               source: str = "consensus") -> Consensus:
     """One judge of several (e.g. an UMBRELA ensemble's qrels): for every item all judges labelled, the
-    :func:`consensus_label` of their labels in the kind's order. ``mean`` and ``median`` need an ordinal kind.
+    :func:`~ir_measures_ext.scoring.consensus_label` of their labels in the kind's order. ``mean`` and ``median`` need an ordinal kind.
     Items some judge did not label are left out and listed (a consensus of fewer judges would be another
     judge)."""
     kind, labels, items = _common_labels(list(judges))

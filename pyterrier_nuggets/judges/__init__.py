@@ -9,6 +9,7 @@
 - :mod:`.relevance`: :class:`RelevanceJudge` (UMBRELA-style grades, seed 000 §4.1.1; the 2025/2026 0-4
   sub-narrative prompt).
 - :mod:`.rubrics`: :class:`RubricJudge` (TREC RAG 2026 rubric verdicts).
+- :mod:`.ensemble`: :class:`JudgeEnsemble`, a labelling judge run on several models, labels combined.
 - :mod:`.overlap`: :class:`Overlapped`, a chain of judges run topic by topic without stage barriers;
   :func:`run_together`, independent judges at once.
 - :mod:`.cone`: :class:`NuggetExtractor`, CONE-RAG span nugget extraction (seed 003 §4.1).
@@ -16,6 +17,7 @@ The CONE-RAG matching judge, :class:`~pyterrier_nuggets.matchers.LLMMatcher`, li
 """
 from pyterrier_nuggets.judges.base import FAILED, Failure, LLMJudge, LLMStepError, NuggetizationError, failure_summary
 from pyterrier_nuggets.judges.cone import NuggetExtractor
+from pyterrier_nuggets.judges.ensemble import JudgeEnsemble
 from pyterrier_nuggets.judges.generation import CitedGenerator
 from pyterrier_nuggets.judges.nuggets import NuggetAssigner, NuggetCreator, NuggetScorer
 from pyterrier_nuggets.judges.overlap import Overlapped, run_together
@@ -25,5 +27,5 @@ from pyterrier_nuggets.judges.support import SupportJudge
 
 __all__ = ["LLMJudge", "Failure", "LLMStepError", "NuggetizationError", "failure_summary", "FAILED",
            "NuggetCreator", "NuggetScorer", "NuggetAssigner", "CitedGenerator", "SupportJudge", "RelevanceJudge", "NuggetExtractor",
-           "RubricJudge",
+           "RubricJudge", "JudgeEnsemble",
            "Overlapped", "run_together"]

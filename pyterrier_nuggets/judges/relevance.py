@@ -31,7 +31,7 @@ import pyterrier as pt
 from pyterrier_nuggets.docstore import segment_texts
 from pyterrier_nuggets.formats.frames import qrels_frame
 from pyterrier_nuggets.formats.trec import write_qrels as write_trec_qrels
-from pyterrier_nuggets.judges.base import Failure, LLMJudge
+from pyterrier_nuggets.judges.base import EnsembleLabels, Failure, LLMJudge
 from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.llm.parsing import OutputError, reply_body
 from pyterrier_nuggets.prompts import (
@@ -140,6 +140,10 @@ class RelevanceJudge(LLMJudge):
         self.sub_narratives = sub_narratives
         self.grades, self.default_prompt, self.reask_prompt = AGAINST[against]
         self.setup(llm, prompt, max_reasks, on_failure)
+
+    def ensemble_labels(self) -> EnsembleLabels:
+        """The grade in ``label_column``, one per input row (UMBRELA's ensembles of models)."""
+        return EnsembleLabels(self.label_column, self.grades)
 
     def repr_prefix(self) -> list[str]:
         """``against=`` first when it is not the default (the TREC RAG 2024 judge keeps its short repr)."""

@@ -22,7 +22,7 @@ import pyterrier as pt
 from ir_measures_ext import ids
 from pyterrier_nuggets.formats.frames import VERDICT_COLUMNS
 from pyterrier_nuggets.formats.rubrics import RubricCriterion, RubricSet, read_rubrics
-from pyterrier_nuggets.judges.base import FAILED, Failure, LLMJudge
+from pyterrier_nuggets.judges.base import FAILED, EnsembleLabels, Failure, LLMJudge
 from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.llm.parsing import parse_labels
 from pyterrier_nuggets.prompts import RUBRIC_GRADING
@@ -84,6 +84,11 @@ class RubricJudge(LLMJudge):
 
     def repr_prefix(self) -> list[str]:
         return [f"<{len(self._set)} criteria of {len(self._by_topic)} topics>"]
+
+    def ensemble_labels(self) -> EnsembleLabels:
+        """The verdict on each criterion (``docno``) for an answer; ``score`` follows it."""
+        return EnsembleLabels("verdict", (ids.NOT_SATISFIED, ids.PARTIALLY_SATISFIED, ids.SATISFIED),
+                              items=("docno",), derived={"score": dict(ids.VERDICT_TO_SCORE)})
 
     def run(self, inp: pd.DataFrame) -> tuple[pd.DataFrame, list[Failure]]:
         pt.validate.columns(inp, includes=["qid", "qanswer"], context=self)
