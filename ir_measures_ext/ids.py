@@ -103,6 +103,12 @@ def support_id(qid: str, sentence: int, citation: int | None, docno: str | None 
     return f"{qid}:s{sentence}:c{citation}:{docno}"
 
 
+def sub_narrative_id(qid: str, index: int, sub: int) -> str:
+    """Id of the nugget qrels row saying that nugget ``index`` of topic ``qid`` belongs to the topic's ``sub``-th
+    sub-narrative (TREC RAG 2025): ``{qid}:n{index}:sn{sub}``."""
+    return f"{qid}:n{index}:sn{sub}"
+
+
 def words_id(qid: str) -> str:
     """Id of the answer-length row: ``{qid}:words``."""
     return f"{qid}:words"
@@ -110,15 +116,17 @@ def words_id(qid: str) -> str:
 
 class RowKind(NamedTuple):
     kind: str  # "nugget" | "support" | "uncited" | "words" | "sentence_nugget" | "sentence_content" |
-    #            "ntr_gold" | "ntn_gold" | "ntn_extracted" | "rubric" | "rubric_tier" | "other"
+    #            "ntr_gold" | "ntn_gold" | "ntn_extracted" | "rubric" | "rubric_tier" | "sub_narrative" | "other"
     nugget: int = -1
     sentence: int = -1
     citation: int = -1
     docno: str = ""
     content: str = ""  # "sentence_content" rows: IRRELEVANT or NO_INFORMATION; "rubric_tier": MANDATORY/OPTIONAL
+    sub: int = -1  # "sub_narrative" rows: the sub-narrative's position k in its topic
 
 
 _NUGGET = re.compile(r"n(\d+)")
+_SUB_NARRATIVE = re.compile(r"n(\d+):sn(\d+)")
 _SUPPORT = re.compile(r"s(\d+):c(\d+):(.+)", re.S)
 _UNCITED = re.compile(r"s(\d+):uncited")
 OTHER = RowKind("other")
@@ -135,6 +143,9 @@ def parse_row_id(qid: str, row_id: str) -> RowKind:
     m = _NUGGET.fullmatch(rest)
     if m:
         return RowKind("nugget", nugget=int(m.group(1)))
+    m = _SUB_NARRATIVE.fullmatch(rest)
+    if m:
+        return RowKind("sub_narrative", nugget=int(m.group(1)), sub=int(m.group(2)))
     m = _SUPPORT.fullmatch(rest)
     if m:
         return RowKind("support", sentence=int(m.group(1)), citation=int(m.group(2)), docno=m.group(3))

@@ -2,7 +2,8 @@
 provider's job (:mod:`ir_measures_ext.provider`); formulas are in :mod:`ir_measures_ext.scoring`.
 
 Inputs (design.md decision 1; row ids in :mod:`ir_measures_ext.ids`):
-- qrels: nugget qrels ``qid 0 {qid}:n{i} REL`` (2 vital, 1 okay); they define the topics and their nuggets.
+- qrels: nugget qrels ``qid 0 {qid}:n{i} REL`` (2 vital, 1 okay); they define the topics and their nuggets;
+  sub-narrative rows ``qid 0 {qid}:n{i}:sn{k} 1`` map nuggets to the narrative's sub-narratives (TREC RAG 2025).
 - qrels of rubric scoring: ``qid 0 {qid}:r{i} WEIGHT`` and tier rows ``{qid}:r{i}:mandatory|optional``.
 - run: an evaluation run; rubric verdict rows ``{qid}:r{i}`` (1 / 0.5 / 0); CONE-RAG rows ``{qid}:ntr:n{i}``, ``{qid}:ntn:n{i}``, ``{qid}:ntn:x{j}`` (1 / 0); nugget rows ``{qid}:n{i}`` scored 1 / 0.5 / 0, support rows
   ``{qid}:s{j}:c{k}:{docno}`` scored 1 / 0.5 / 0, ``{qid}:s{j}:uncited`` rows, and a ``{qid}:words`` row
@@ -102,6 +103,25 @@ class _A(_NuggetMeasure):
     NAME = "A"
     PRETTY_NAME = "All nugget score"
     SHORT_DESC = "Mean score of all nuggets, partial support = 0.5 (TREC RAG 2024)."
+
+
+class _SubNarrativeCoverage(_NuggetMeasure):
+    """Sub-narrative coverage (TREC RAG 2025): the share of the topic's sub-narratives with at least one supported
+    vital nugget. ``credit='strict'`` (default): a sub-narrative counts when one of its vital nuggets is fully
+    supported; ``credit='partial'``: it counts 0.5 when its best vital nugget is partially supported. Reads the
+    nugget qrels' sub-narrative rows ``qid 0 {qid}:n{i}:sn{k} 1`` (nugget i belongs to sub-narrative k; written
+    from the nuggets' ``mapped_sub_narrative``) and the assignment rows ``{qid}:n{i}``. Sub-narratives whose
+    nuggets are all okay count in the denominator (they cannot be covered). Qrels without sub-narrative rows are
+    an error, not 0."""
+
+    __name__ = "SubNarrativeCoverage"
+    NAME = "SubNarrativeCoverage"
+    SUPPORTED_PARAMS = {"credit": measures.ParamInfo(
+        dtype=str, choices=("strict", "partial"), default="strict",
+        desc="'strict': a fully supported vital nugget covers its sub-narrative; 'partial': a partially supported "
+             "one covers it half")}
+    PRETTY_NAME = "Sub-narrative coverage"
+    SHORT_DESC = "Share of the narrative's sub-narratives with a supported vital nugget (TREC RAG 2025)."
 
 
 class _SupportFamily(_NuggetMeasure):
@@ -324,6 +344,7 @@ ArgueR = _ArgueR()
 Recall_NtR = _Recall_NtR()
 Recall_NtN = _Recall_NtN()
 Precision_NtN = _Precision_NtN()
+SubNarrativeCoverage = _SubNarrativeCoverage()
 RubricScore = _RubricScore()
 RubricFailedMandatory = _RubricFailedMandatory()
 
@@ -333,4 +354,6 @@ ALL_MEASURES = NUGGET_MEASURES + SUPPORT_MEASURES + (AnswerWords,)
 ARGUE_MEASURES = (ArgueP, ArgueR)  # need sentence content rows: not in ALL_MEASURES (LLM runs have none)
 CONE_MEASURES = (Recall_NtR, Recall_NtN, Precision_NtN)  # CONE-RAG (seed 003): need gold nugget rows
 RUBRIC_MEASURES = (RubricScore, RubricFailedMandatory)  # TREC RAG 2026: need rubric qrels and verdict rows
-REGISTERED = ALL_MEASURES + (Segments,) + ARGUE_MEASURES + CONE_MEASURES + RUBRIC_MEASURES  # every name we add
+SUB_NARRATIVE_MEASURES = (SubNarrativeCoverage,)  # TREC RAG 2025: need sub-narrative rows in the nugget qrels
+REGISTERED = (ALL_MEASURES + (Segments,) + ARGUE_MEASURES + CONE_MEASURES + RUBRIC_MEASURES
+              + SUB_NARRATIVE_MEASURES)  # every name this package adds

@@ -100,7 +100,8 @@ class NuggetEvaluator(providers.Evaluator):
         super().__init__(measures, qids)
         self.nuggets = nuggets
         names = {x.NAME for x in measures}
-        self.want_nuggets = bool(names & {x.NAME for x in m.NUGGET_MEASURES})
+        self.want_nuggets = bool(names & {x.NAME for x in m.NUGGET_MEASURES + m.SUB_NARRATIVE_MEASURES})
+        self.sub_narratives: dict[str, list[list[str]]] = {}  # topic -> sub-narrative -> its nugget ids
         self.want_support = bool(names & {x.NAME for x in m.SUPPORT_MEASURES})
         self.want_words = m.AnswerWords.NAME in names
 
@@ -175,6 +176,10 @@ class NuggetEvaluator(providers.Evaluator):
                 for measure in self.measures:
                     if measure.NAME in ns._fields:
                         yield Metric(qid, measure, getattr(ns, measure.NAME))
+                    elif measure.NAME == m.SubNarrativeCoverage.NAME:
+                        subs = [[(grades[d], t.assigned.get(d, 0.0)) for d in nuggets]
+                                for nuggets in self.sub_narratives.get(qid, [])]
+                        yield Metric(qid, measure, scoring.sub_narrative_coverage(subs, measure["credit"]))
             if self.want_words:
                 if t.words is None:
                     raise ValueError(
@@ -218,14 +223,22 @@ class NuggetProvider(providers.Provider):
     NAME = "nuggets"
     SUPPORTED_MEASURES = [
         m._V_strict(), m._V(), m._W_strict(), m._W(), m._A_strict(), m._A(),
+        m._SubNarrativeCoverage(credit=providers.base.Any()),
         m._SupportP(cite=providers.base.Any(), credit=providers.base.Any()),
         m._SupportR(cite=providers.base.Any(), credit=providers.base.Any()), m._AnswerWords(),
     ]
 
     def _evaluator(self, measures, qrels) -> NuggetEvaluator:
         measures = list(measures)
-        needs_nuggets = any(x.NAME in {n.NAME for n in m.NUGGET_MEASURES} for x in measures)
-        return NuggetEvaluator(measures, *read_nugget_qrels(qrels, needs_nuggets))
+        needs_nuggets = any(x.NAME in {n.NAME for n in m.NUGGET_MEASURES + m.SUB_NARRATIVE_MEASURES}
+                            for x in measures)
+        coverage = any(x.NAME == m.SubNarrativeCoverage.NAME for x in measures)
+        if coverage and not isinstance(qrels, dict) and not hasattr(qrels, "itertuples"):
+            qrels = list(qrels)  # read twice (an iterator of Qrel tuples would be spent after the first reading)
+        evaluator = NuggetEvaluator(measures, *read_nugget_qrels(qrels, needs_nuggets))
+        if coverage:
+            evaluator.sub_narratives = read_sub_narrative_qrels(qrels, evaluator.nuggets)
+        return evaluator
 
 
 def _list(grades: dict[str, int]) -> str:
@@ -269,6 +282,46 @@ def read_nugget_qrels(qrels, needs_nuggets: bool = True) -> tuple[dict[str, dict
                       stacklevel=2)
     evaluated = set(nuggets) if needs_nuggets else set(others) | set(nuggets)
     return {**{q: {} for q in missing}, **nuggets}, evaluated
+
+
+def read_sub_narrative_qrels(qrels, nuggets: dict[str, dict[str, int]]) -> dict[str, list[list[str]]]:
+    """Each topic's sub-narratives as lists of their nugget ids, from the rows ``{qid}:n{i}:sn{k} 1`` of nugget
+    qrels (``nuggets``: the topics' nuggets, :func:`read_nugget_qrels`). A row of a nugget not in the qrels, a
+    nugget in two sub-narratives, a relevance other than 1, a numbering with gaps, qrels without any such row
+    and a topic with nuggets but none are refused: coverage would be computed over other sub-narratives."""
+    groups: dict[str, dict[int, list[str]]] = {}
+    seen: dict[str, str] = {}
+    for qid, doc_id, rel in _iter_qrels(qrels):
+        kind = ids.parse_row_id(qid, doc_id)
+        if kind.kind != "sub_narrative":
+            continue
+        nugget = ids.nugget_id(qid, kind.nugget)
+        if nugget not in nuggets.get(qid, {}):
+            raise ValueError(f"nugget qrels row {qid} {doc_id}: a sub-narrative of nugget {nugget}, which is not in "
+                             "the qrels")
+        if rel != 1:
+            raise ValueError(f"nugget qrels row {qid} {doc_id}: relevance {rel!r}; a sub-narrative row has 1")
+        if nugget in seen:
+            raise ValueError(f"nugget qrels row {qid} {doc_id}: nugget {nugget} is already in sub-narrative "
+                             f"{seen[nugget]}; a nugget belongs to one sub-narrative")
+        seen[nugget] = f"sn{kind.sub}"
+        groups.setdefault(qid, {}).setdefault(kind.sub, []).append(nugget)
+    if not groups:
+        raise ValueError("SubNarrativeCoverage: the nugget qrels have no sub-narrative rows ('{qid}:n{i}:sn{k}'); "
+                         "write them from nuggets with mapped_sub_narrative (formats.write_nugget_qrels, "
+                         "pyterrier-nuggets export --nuggets) or drop the measure")
+    lacking = sorted(q for q, grades in nuggets.items() if grades and q not in groups)
+    if lacking:
+        raise ValueError(f"SubNarrativeCoverage: topic(s) {', '.join(lacking[:10])} have nuggets but no sub-narrative "
+                         "rows; their coverage is not defined")
+    out = {}
+    for qid, subs in groups.items():
+        if sorted(subs) != list(range(len(subs))):
+            gap = next(k for k in range(len(subs) + 1) if k not in subs)
+            raise ValueError(f"nugget qrels of topic {qid}: sub-narrative sn{gap} has no row but sn{max(subs)} has; "
+                             "sub-narratives are numbered from 0 without gaps")
+        out[qid] = [subs[k] for k in range(len(subs))]
+    return out
 
 
 nugget_provider = NuggetProvider()

@@ -344,3 +344,34 @@ def consensus_label(values: Sequence[int], method: str, ties: str = "low") -> tu
     if centre - low == 0.5:
         return (low if ties == "low" else high), True
     return int(round(centre)), False
+
+
+# ------------------------------------------------------------------------------------ sub-narratives
+# TREC RAG 2025: the nuggets of a topic are mapped to the narrative's sub-narratives (``mapped_sub_narrative``).
+
+SUB_NARRATIVE_CREDITS = ("strict", "partial")
+
+
+def sub_narrative_coverage(sub_narratives: Sequence[Sequence[tuple[int, float]]], credit: str = "strict") -> float:
+    """Sub-narrative coverage of one answer: the share of the topic's sub-narratives with at least one supported
+    vital nugget.
+
+    ``sub_narratives``: for each sub-narrative of the topic, the ``(grade, s)`` of its nuggets (grade 2 vital,
+    1 okay; s the assignment score 1 / 0.5 / 0). A sub-narrative's credit is the best s of its vital nuggets:
+    ``credit="strict"`` counts full support only (1 if a vital nugget is supported, else 0, as V_strict);
+    ``credit="partial"`` gives a partially supported vital nugget 0.5 (as V). Coverage = mean credit over all
+    the topic's sub-narratives: one whose nuggets are all okay stays in the denominator and can never be covered
+    (the topic's maximum is then below 1). 0 for a topic without sub-narratives.
+
+    Worked example: sub-narratives A (vital supported, okay), B (vital partially supported), C (okay supported
+    only): strict (1 + 0 + 0) / 3, partial (1 + 0.5 + 0) / 3."""
+    if credit not in SUB_NARRATIVE_CREDITS:
+        raise ValueError(f"credit must be one of {SUB_NARRATIVE_CREDITS}, got {credit!r}")
+    total = 0.0
+    for nuggets in sub_narratives:
+        vital = [s for grade, s in nuggets if grade == VITAL_GRADE]
+        if credit == "strict":
+            total += 1.0 if any(s == 1.0 for s in vital) else 0.0
+        else:
+            total += max(vital, default=0.0)
+    return _ratio(total, len(sub_narratives))

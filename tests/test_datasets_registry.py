@@ -82,7 +82,9 @@ def test_rag25():
     assert len(ds.docs_store().get_many([q.doc_id for q in ds.qrels_iter()])) == 2
     dev = ir_datasets.load(f"{RAG25}/dev-nuggets")
     assert [q.query_id for q in dev.queries_iter()] == ["58"]
-    assert [(q.doc_id, q.relevance) for q in dev.qrels_iter()] == [("58:n0", 2), ("58:n1", 1)]
+    # nugget rows, then each nugget's sub-narrative (mapped_sub_narrative): two sub-narratives, sn0 and sn1
+    assert [(q.doc_id, q.relevance) for q in dev.qrels_iter()] == [("58:n0", 2), ("58:n1", 1), ("58:n0:sn0", 1),
+                                                                   ("58:n1:sn1", 1)]
     nugget = dev.docs_store().get("58:n1")
     assert nugget.importance == "okay" and '"source": "post-edit"' in nugget.extra
 
@@ -152,7 +154,7 @@ def test_pyterrier(home):
     ikat = pt.get_dataset("irds:trec-ikat/2023").get_topics("resolved_utterance")
     assert list(ikat.columns) == ["qid", "query"] and ikat["query"][0].startswith("2023 resolved")
     nuggets = pt.get_dataset(f"irds:{RAG25}/dev-nuggets")
-    assert list(nuggets.get_qrels().docno) == ["58:n0", "58:n1"]
+    assert list(nuggets.get_qrels().docno) == ["58:n0", "58:n1", "58:n0:sn0", "58:n1:sn1"]
     assert [d["docno"] for d in nuggets.get_corpus_iter(verbose=False)] == ["58:n0", "58:n1"]
 
 
@@ -165,7 +167,8 @@ def test_ir_datasets_cli(home):
     proc = run("ir_datasets", "lookup", "msmarco-segment-v2.1", "msmarco_v2.1_doc_00_0#0_7", home=home_dir)
     assert proc.stdout == "" and "not found" in proc.stderr  # reported, not silently dropped
     out = run("ir_datasets", "export", f"{RAG25}/dev-nuggets", "qrels", home=home_dir).stdout
-    assert out.split() == ["58", "0", "58:n0", "2", "58", "0", "58:n1", "1"]
+    assert out.split() == ["58", "0", "58:n0", "2", "58", "0", "58:n1", "1", "58", "0", "58:n0:sn0", "1",
+                           "58", "0", "58:n1:sn1", "1"]
 
 
 def test_ir_measures_cli_with_nugget_qrels(home, tmp_path):

@@ -102,6 +102,8 @@ from pyterrier_nuggets.formats.nuggets import (
     NuggetSet,
     read_nugget_qrels,
     read_nuggets,
+    sub_narrative_qrels,
+    sub_narratives,
     write_nugget_qrels,
     write_nuggets,
 )
@@ -144,7 +146,8 @@ __all__ = [
     "InputError", "InvalidLabel", "InvalidLabelReport", "InvalidLabelsError", "POLICIES",
     "read_lines", "read_jsonl", "load_json", "write_jsonl", "atomic_write", "check_outputs", "write_all", "check_topic_id",
     "one_run", "check_support", "check_assignments_answers", "check_assignment_nuggets",
-    "NuggetSet", "read_nuggets", "write_nuggets", "write_nugget_qrels", "read_nugget_qrels",
+    "NuggetSet", "read_nuggets", "write_nuggets", "write_nugget_qrels", "read_nugget_qrels", "sub_narratives",
+    "sub_narrative_qrels",
     "AssignedAnswer", "AssignmentSet", "read_assignments", "write_assignments",
     "read_answers", "write_answers_2024", "write_answers_2025", "write_answers_2026", "answer_2024_json",
     "answer_2025_json", "AnswerRules", "TREC_RAG_2026", "rule_problems",

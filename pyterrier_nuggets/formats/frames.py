@@ -24,7 +24,7 @@ import pandas as pd
 from ir_measures_ext import ids
 from pyterrier_nuggets.formats.answers import answer_sentences
 from pyterrier_nuggets.formats.assignments import AssignedAnswer
-from pyterrier_nuggets.formats.nuggets import NuggetSet
+from pyterrier_nuggets.formats.nuggets import NuggetSet, sub_narrative_qrels
 from pyterrier_nuggets.formats.support import write_support
 from pyterrier_nuggets.formats.trec import Row
 from pyterrier_nuggets.records import Answer, Assignment, Nugget, RubricVerdict, Sentence, SupportJudgment
@@ -95,15 +95,16 @@ def as_nugget_set(nuggets: Any) -> NuggetSet:
 
 def nugget_qrels(nuggets: Any) -> pd.DataFrame:
     """Nugget qrels (design.md decision 1) with PyTerrier column names ``qid, docno, label`` (2 vital, 1 okay),
-    as ``pt.Experiment`` takes them, from nuggets in any form. Nuggets without a valid importance are an
-    error, never given a grade."""
+    as ``pt.Experiment`` takes them, from nuggets in any form, then the sub-narrative rows (``{qid}:n{i}:sn{k}``,
+    label 1) of nuggets that name their sub-narrative. Nuggets without a valid importance are an error, never
+    given a grade."""
     ns = as_nugget_set(nuggets).nuggets
     unscored = [n for n in ns if n.importance is None]
     if unscored:
         raise ValueError(f"{len(unscored)} nuggets have no valid importance (e.g. {unscored[0].id}): score them "
                          "(NuggetScorer) or drop them explicitly")
-    return pd.DataFrame({"qid": [n.qid for n in ns], "docno": [n.id for n in ns], "label": [n.grade for n in ns]},
-                        columns=QRELS_COLUMNS)
+    rows = [(n.qid, n.id, n.grade) for n in ns] + sub_narrative_qrels(ns)
+    return pd.DataFrame(rows, columns=QRELS_COLUMNS)
 
 
 # ------------------------------------------------------------------------------------------- answers
