@@ -14,10 +14,14 @@
     pyterrier-nuggets score --assignments A.jsonl [--on-invalid refuse|drop]   (per-topic scores)
     pyterrier-nuggets correlate A B --measure M [--measure-b M] [--level run|topic|all] [--runs-a NAME=RUN ...]
                                 [--runs-b NAME=RUN ...] [--resamples N] [--json] [--plot PNG]
-    pyterrier-nuggets agree A B [--kind KIND] [--labels L1,L2,...] [--ordinal] [--json] [--plot PNG]
+    pyterrier-nuggets agree A B [C ...] [--kind KIND] [--labels L1,L2,...] [--ordinal] [--name NAME ...] [--json]
+                            [--plot PNG] [--consensus majority|mean|median --out QRELS [--ties low|high]]
     pyterrier-nuggets ikat (--run RUN.json ... | --responses FILE [--response-nuggets FILE]) [--gold-nuggets SET|FILE]
                            [--qrels Q] [--topics T] [--matcher embedding|nli:PATH|llm] [--out DIR]
     pyterrier-nuggets annotate init|users|serve|export ...   (the human annotation tool, docs/annotation.md)
+    pyterrier-nuggets trec-rag --answers FILE ... --out DIR [--rules 2026|2025] [--nuggets FILE|ID]
+                               [--rubrics FILE|ID] [--support --docs FILE|ID | --support-assignments FILE ...]
+                               [--topics FILE|ID] [--base-url URL] [--model NAME]   (docs/trec-rag-2025-2026.md)
 """
 from __future__ import annotations
 
@@ -25,10 +29,10 @@ import argparse
 import sys
 import warnings
 
-from pyterrier_nuggets.cli import agree, annotate, correlate, demo, export, ikat, score, table
+from pyterrier_nuggets.cli import agree, annotate, correlate, demo, export, ikat, score, table, trec_rag
 from pyterrier_nuggets.judges import LLMStepError
 
-SUBCOMMANDS = (demo, export, table, score, correlate, agree, annotate, ikat)
+SUBCOMMANDS = (demo, export, table, score, correlate, agree, annotate, ikat, trec_rag)
 
 
 def main(argv=None) -> int:

@@ -8,6 +8,7 @@ module per format family, every name also available here (``formats.read_nuggets
 - :mod:`.rubrics`: rubric files (ResearchRubrics, the TREC RAG 2026 toolkit's rubrics), rubric qrels, verdicts.
 - :mod:`.cone`: CONE-RAG resource files (gold nuggets, responses, response nuggets) and extracted-nugget JSONL.
 - :mod:`.ikat`: the official TREC iKAT 2024 run format (passage ranking + responses with provenance).
+- :mod:`.texts`: topic TSV and document JSONL (texts of topics and of segments or documents).
 - :mod:`.trec`: TREC runs and qrels, the rows of an evaluation run (design.md decision 1).
 - :mod:`.frames`: the DataFrame forms and every frame <-> record conversion.
 - :mod:`.checks`: files checked against each other (support judgments ↔ answers ↔ assignments ↔ nuggets ↔
@@ -127,6 +128,7 @@ from pyterrier_nuggets.formats.support import (
     write_support,
     write_support_assignments,
 )
+from pyterrier_nuggets.formats.texts import read_docs, read_topics_tsv
 from pyterrier_nuggets.formats.trec import (
     Row,
     assignment_rows,
@@ -164,5 +166,5 @@ __all__ = [
     "write_extracted_nuggets",
     "RubricCriterion", "RubricSet", "RubricVerdict", "read_rubrics", "write_rubrics", "rubric_qrels_rows",
     "write_rubric_qrels", "nuggets_to_rubrics", "read_rubric_verdicts", "write_rubric_verdicts", "rubric_rows",
-    "VERDICT_COLUMNS", "frame_to_verdicts",
+    "VERDICT_COLUMNS", "frame_to_verdicts", "read_topics_tsv", "read_docs",
 ]

@@ -172,9 +172,9 @@ def assigned_answers_to_frame(answers: Sequence[AssignedAnswer]) -> pd.DataFrame
 # ------------------------------------------------------------------------------------------- support
 
 def frame_to_judgments(df: pd.DataFrame) -> list[SupportJudgment]:
-    """The output of ``SupportJudge`` (or :func:`judgments_to_frame`) as :class:`SupportJudgment` records,
-    for ``formats.write_support`` and ``formats.support_rows``. Failed rows are an error: they cannot be
-    written or scored as a label."""
+    """The output of ``SupportJudge`` (or :func:`judgments_to_frame`) as :class:`SupportJudgment` records (with
+    the ``run_id`` column's run, when there is one), for ``formats.write_support`` and ``formats.support_rows``.
+    Failed rows are an error: they cannot be written or scored as a label."""
     bad = df[~df["support"].isin(ids.SUPPORT_LEVEL_TO_SCORE)]
     if len(bad):
         row = bad.iloc[0]
@@ -184,7 +184,9 @@ def frame_to_judgments(df: pd.DataFrame) -> list[SupportJudgment]:
     for r in df.to_dict("records"):
         citation = None if _missing(r["citation"]) else int(r["citation"])
         docno = r["docno"] if isinstance(r["docno"], str) else None
-        out.append(SupportJudgment(str(r["qid"]), int(r["sentence"]), citation, docno, r["support"]))
+        run_id = r.get("run_id")
+        out.append(SupportJudgment(str(r["qid"]), int(r["sentence"]), citation, docno, r["support"],
+                                   str(run_id) if isinstance(run_id, str) and run_id else None))
     return out
 
 
