@@ -41,7 +41,7 @@ from typing import Any, NamedTuple
 from ir_datasets.formats import BaseQrels, TrecQrel
 
 from datasets_ext.docs import FileDocs
-from datasets_ext.reading import InputError, get_field, get_qid, read_jsonl
+from datasets_ext.reading import InputError, get_field, read_topic_lines
 from ir_measures_ext import ids
 
 QRELS_DEFS = {ids.IMPORTANCE_TO_GRADE[ids.VITAL]: "vital nugget",
@@ -114,13 +114,7 @@ def parse_nugget_list(path: str, line: int, qid: str, items: list, with_assignme
 
 def read_nugget_lines(path: str) -> Iterator[NuggetLine]:
     """Every topic line of the nugget file at ``path``, in file order; a topic on two lines is an InputError."""
-    seen: dict[str, int] = {}
-    for line, obj in read_jsonl(path):
-        qid = get_qid(path, line, obj, "qid", "topic_id")
-        if qid in seen:
-            raise InputError(path, line, "qid", f"topic {qid} already appeared at line {seen[qid]}",
-                             "a nugget file has one line per topic")
-        seen[qid] = line
+    for line, qid, obj in read_topic_lines(path, "nugget"):
         items = get_field(path, line, obj, "nuggets", list)
         query = obj["query"] if isinstance(obj.get("query"), str) else None
         yield NuggetLine(line, qid, query, parse_nugget_list(path, line, qid, items, False))

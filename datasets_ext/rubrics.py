@@ -26,7 +26,7 @@ from typing import NamedTuple
 from ir_datasets.formats import BaseQrels, TrecQrel
 
 from datasets_ext.docs import FileDocs
-from datasets_ext.reading import InputError, get_field, get_qid, read_jsonl
+from datasets_ext.reading import InputError, get_field, read_topic_lines
 from ir_measures_ext import ids
 
 QRELS_DEFS = {1: "tier row (mandatory / optional) of a criterion; criterion rows carry the criterion's weight"}
@@ -124,13 +124,7 @@ def parse_criteria(path: str, line: int, qid: str, obj: dict) -> list[RubricCrit
 
 def read_rubric_lines(path: str) -> Iterator[RubricLine]:
     """Every topic line of the rubric file at ``path``, in file order; a topic on two lines is an InputError."""
-    seen: dict[str, int] = {}
-    for line, obj in read_jsonl(path):
-        qid = get_qid(path, line, obj, "qid", "topic_id")
-        if qid in seen:
-            raise InputError(path, line, "qid", f"topic {qid} already appeared at line {seen[qid]}",
-                             "a rubric file has one line per topic")
-        seen[qid] = line
+    for line, qid, obj in read_topic_lines(path, "rubric"):
         criteria = parse_criteria(path, line, qid, obj)
         extra = {k: v for k, v in obj.items() if k not in ("qid", "topic_id", "rubrics", "criteria")}
         yield RubricLine(line, qid, criteria, extra)

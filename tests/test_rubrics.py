@@ -185,8 +185,9 @@ def test_rubric_judge_verdicts_scores_and_files(server, llm, tmp_path):
     assert got == {("A", "q1:r0"): "satisfied", ("A", "q1:r1"): "not_satisfied", ("A", "q1:r2"): "not_satisfied",
                    ("B", "q1:r0"): "not_satisfied", ("B", "q1:r1"): "partially_satisfied",
                    ("B", "q1:r2"): "satisfied"}
-    prompt = server.requests[0]["messages"][-1]["content"]
-    assert 'Criteria: ["Paris capital France", "Eiffel tower height"]' in prompt and "weight" not in prompt.lower()
+    prompts = [r["messages"][-1]["content"] for r in server.requests]  # sent concurrently: any order
+    assert sum('Criteria: ["Paris capital France", "Eiffel tower height"]' in p for p in prompts) == 2
+    assert sum('Criteria: ["bananas"]' in p for p in prompts) == 2 and not any("weight" in p.lower() for p in prompts)
     assert repr(judge) == "RubricJudge(<3 criteria of 1 topics>, batch_size=2, llm='fake')"
     RubricJudge(RUBRIC, llm, batch_size=2)(answers())
     assert server.count == 4  # the response cache

@@ -50,17 +50,20 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _dataset_file(value: str, what: str) -> str:
-    """``value`` itself when it is a file, else the file behind the docs of ir_datasets id ``value``."""
-    if os.path.isfile(value):
-        return value
+def _dataset(value: str, option: str):
+    """The ir_datasets dataset of id ``value`` (given by ``option`` when it is not a file)."""
     import ir_datasets
 
     import datasets_ext  # noqa: F401  (registers the ids)
     try:
-        return ir_datasets.load(value).docs_path()
+        return ir_datasets.load(value)
     except KeyError:
-        raise UsageError(f"{what} {value!r} is neither a file nor an ir_datasets id") from None
+        raise UsageError(f"{option} {value!r} is neither a file nor an ir_datasets id") from None
+
+
+def _dataset_file(value: str, option: str) -> str:
+    """``value`` itself when it is a file, else the file behind the docs of ir_datasets id ``value``."""
+    return value if os.path.isfile(value) else _dataset(value, option).docs_path()
 
 
 def _topics(value: str | None) -> dict[str, str]:
@@ -69,26 +72,14 @@ def _topics(value: str | None) -> dict[str, str]:
         return {}
     if os.path.isfile(value):
         return dict(formats.read_topics_tsv(value))
-    import ir_datasets
-
-    import datasets_ext  # noqa: F401
-    try:
-        return {q.query_id: q.default_text() for q in ir_datasets.load(value).queries_iter()}
-    except KeyError:
-        raise UsageError(f"--topics {value!r} is neither a file nor an ir_datasets id") from None
+    return {q.query_id: q.default_text() for q in _dataset(value, "--topics").queries_iter()}
 
 
 def _docstore(value: str | None):
     from pyterrier_nuggets import formats
-    if value is None or os.path.isfile(value):
-        return formats.read_docs(value) if value else None
-    import ir_datasets
-
-    import datasets_ext  # noqa: F401
-    try:
-        return ir_datasets.load(value)
-    except KeyError:
-        raise UsageError(f"--docs {value!r} is neither a file nor an ir_datasets id") from None
+    if value is None:
+        return None
+    return formats.read_docs(value) if os.path.isfile(value) else _dataset(value, "--docs")
 
 
 def _llm(args):
