@@ -32,6 +32,12 @@ def _jsonl(path, rows):
     return str(path)
 
 
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    """The command's LLM client caches in the default place: a private one per test (counts of calls are exact)."""
+    monkeypatch.setenv("PYTERRIER_NUGGETS_CACHE", str(tmp_path / "llm-cache.sqlite"))
+
+
 @pytest.fixture
 def files(tmp_path):
     return {"answers": _jsonl(tmp_path / "answers.jsonl", ANSWERS),
