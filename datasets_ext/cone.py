@@ -22,12 +22,13 @@ from ir_datasets.formats import BaseDocs, BaseQrels, TrecQrel
 from datasets_ext.docs import FileDocs
 from datasets_ext.reading import load_json
 from ir_measures_ext import ids
+from ir_measures_ext.errors import InvalidInput
 
 _KEY = re.compile(r"\[(\d+)\]")
 QRELS_DEFS = {ids.GOLD_GRADE: "gold nugget (CONE-RAG; every gold nugget weighs alike, seed 003 eq. 4-6)"}
 
 
-class ConeFormatError(ValueError):
+class ConeFormatError(InvalidInput):
     """A CONE-RAG file that does not have the published form: ``path``, ``where`` (the JSON path of the field)
     and ``problem``."""
 

@@ -18,6 +18,8 @@ from pathlib import Path
 import ir_datasets
 from ir_datasets.util import Download, RequestsDownload
 
+from ir_measures_ext.errors import InvalidInput, SetupError
+
 
 def _current_umask() -> int:
     mask = os.umask(0o022)
@@ -67,7 +69,7 @@ class DatasetFile:
     def __init__(self, directory: str, name: str, url: str | None = None, md5: str | None = None,
                  instructions: str | None = None):
         if (url is None) == (instructions is None):
-            raise ValueError("give exactly one of url and instructions")
+            raise InvalidInput("give exactly one of url and instructions")
         self.directory = directory
         self.name = name
         self.url = url
@@ -91,7 +93,7 @@ class DatasetFile:
         try:
             return download.path()
         except Exception as e:
-            raise RuntimeError(f"could not download {self.url} ({type(e).__name__}: {e}). If you have a copy "
+            raise SetupError(f"could not download {self.url} ({type(e).__name__}: {e}). If you have a copy "
                                f"of this file, put it at {local}"
                                + (f" (md5 {self.md5})." if self.md5 else ".")) from e
 

@@ -37,6 +37,7 @@ from datasets_ext import cone
 from datasets_ext.files import DatasetFile
 from datasets_ext.reading import load_json
 from datasets_ext.registry import dataset, register
+from ir_measures_ext.errors import InvalidInput
 
 NAME = "trec-ikat"
 IKAT_REPO = "https://raw.githubusercontent.com/irlabamsterdam/iKAT/main/"
@@ -119,21 +120,21 @@ class IkatQuery(NamedTuple):
 
 def _require(obj: dict, key: str, types, where: str):
     if key not in obj:
-        raise ValueError(f"{where}: field {key!r} missing")
+        raise InvalidInput(f"{where}: field {key!r} missing")
     value = obj[key]
     if not isinstance(value, types) or isinstance(value, bool):
-        raise ValueError(f"{where}: field {key!r} has type {type(value).__name__}")
+        raise InvalidInput(f"{where}: field {key!r} has type {type(value).__name__}")
     return value
 
 
 def parse_ikat_topics(data, label: str) -> Iterator[IkatQuery]:
     """Turns of an iKAT topic file (already parsed JSON), in file order."""
     if not isinstance(data, list):
-        raise ValueError(f"{label}: expected a JSON list of conversations")
+        raise InvalidInput(f"{label}: expected a JSON list of conversations")
     for c, conv in enumerate(data):
         where = f"{label}: conversation [{c}]"
         if not isinstance(conv, dict):
-            raise ValueError(f"{where}: not an object")
+            raise InvalidInput(f"{where}: not an object")
         number = str(_require(conv, "number", (str, int), where))
         where = f"{label}: conversation {number}"
         title = _require(conv, "title", str, where)
@@ -143,7 +144,7 @@ def parse_ikat_topics(data, label: str) -> Iterator[IkatQuery]:
         for t, turn in enumerate(_require(conv, "turns", list, where)):
             twhere = f"{where} turn [{t}]"
             if not isinstance(turn, dict):
-                raise ValueError(f"{twhere}: not an object")
+                raise InvalidInput(f"{twhere}: not an object")
             turn_id = _require(turn, "turn_id", (int, str), twhere)
             twhere = f"{where} turn {turn_id}"
             utterance = _require(turn, "utterance", str, twhere)
@@ -226,7 +227,7 @@ class IkatPassages(BaseDocs):
                         record = json.loads(line)
                         yield IkatPassage(record["id"], record["contents"], record.get("url", ""))
                     except (ValueError, KeyError) as e:
-                        raise ValueError(f"{path}:{lineno}: not an iKAT passage line ({type(e).__name__}: {e}); "
+                        raise InvalidInput(f"{path}:{lineno}: not an iKAT passage line ({type(e).__name__}: {e}); "
                                          f"expected {{\"id\", \"contents\", \"url\"}}") from e
 
     def docs_cls(self):

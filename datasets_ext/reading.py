@@ -12,13 +12,15 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from ir_measures_ext.errors import InvalidInput
+
 __all__ = ["InputError", "read_lines", "read_jsonl", "read_columns", "load_json", "get_field", "get_qid",
            "topic_id_problem", "check_topic_id"]
 
 _BOM = b"\xef\xbb\xbf"
 
 
-class InputError(ValueError):
+class InputError(InvalidInput):
     """Bad input: says which file, line and field, what was wrong and what to do."""
 
     def __init__(self, path: str, line: int | None, field_name: str | None, problem: str, fix: str = ""):
@@ -152,5 +154,5 @@ def check_topic_id(qid: str) -> str:
     """``qid``, or a ValueError when it cannot be written in a TREC file (see :func:`topic_id_problem`)."""
     problem = topic_id_problem(qid)
     if problem:
-        raise ValueError(problem)
+        raise InvalidInput(problem)
     return qid

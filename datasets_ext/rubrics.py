@@ -28,6 +28,7 @@ from ir_datasets.formats import BaseQrels, TrecQrel
 from datasets_ext.docs import FileDocs
 from datasets_ext.reading import InputError, get_field, read_topic_lines
 from ir_measures_ext import ids
+from ir_measures_ext.errors import InvalidInput
 
 QRELS_DEFS = {1: "tier row (mandatory / optional) of a criterion; criterion rows carry the criterion's weight"}
 _RESEARCH_KEYS = ("criterion", "weight", "axis")  # the fields of a ResearchRubrics criterion
@@ -57,9 +58,9 @@ class RubricCriterion(NamedTuple):
            type: str | None = None, source_nugget: str | None = None, extra: dict | None = None) -> RubricCriterion:
         """A criterion made in code (its id from ``qid`` and ``index``); the tier is checked."""
         if tier is not None and tier not in ids.TIERS:
-            raise ValueError(f"tier must be one of {ids.TIERS} or None, got {tier!r}")
+            raise InvalidInput(f"tier must be one of {ids.TIERS} or None, got {tier!r}")
         if isinstance(weight, bool) or int(weight) != weight:
-            raise ValueError(f"a criterion's weight is a whole number, got {weight!r}")
+            raise InvalidInput(f"a criterion's weight is a whole number, got {weight!r}")
         return cls(ids.rubric_id(qid, index), qid, index, text, int(weight), axis, tier, type, source_nugget,
                    json.dumps(extra or {}, ensure_ascii=False))
 

@@ -25,6 +25,7 @@ from ir_datasets.formats import BaseDocs
 from ir_datasets.indices import Docstore
 
 from datasets_ext.files import atomic_write
+from ir_measures_ext.errors import InvalidInput
 
 NAME = "msmarco-segment-v2.1"
 N_SHARDS = 60
@@ -94,26 +95,34 @@ def segment_from_json(line: bytes | str, where: str = "") -> MsMarcoV21Segment:
         doc_id = data["docid"]
         loc = parse_segment_id(doc_id)
         if loc is None:
-            raise ValueError(f"field docid: {doc_id!r} is not a segment id msmarco_v2.1_doc_NN_DOCBYTE#IDX_SEGBYTE")
+            raise InvalidInput(f"field docid: {doc_id!r} is not a segment id msmarco_v2.1_doc_NN_DOCBYTE#IDX_SEGBYTE")
         return MsMarcoV21Segment(doc_id, data["url"], data["title"], data["headings"], data["segment"],
                                  int(data["start_char"]), int(data["end_char"]), loc.document_id, loc.segment_idx)
     except (ValueError, KeyError, TypeError) as e:
         detail = f"missing field {e}" if isinstance(e, KeyError) else str(e)
-        raise ValueError(f"{where}: not a V2.1 segment line ({detail})") from e
+        raise InvalidInput(f"{where}: not a V2.1 segment line ({detail})") from e
 
 
 class SegmentsNotFound(KeyError):
-    """Some requested segment ids could not be found; ``missing`` maps each id to the reason."""
+    """Some requested segment ids could not be found; ``missing`` maps each id to the reason. The message gives
+    one line per kind of reason (how many ids, an example), not one per id."""
 
-    def __init__(self, missing: dict[str, str]):
+    def __init__(self, missing: dict[str, str], causes: dict[str, str] | None = None):
         self.missing = dict(missing)
-        shown = list(self.missing.items())[:20]
-        lines = "\n".join(f"  {doc_id}: {reason}" for doc_id, reason in shown)
-        more = f"\n  ... and {len(self.missing) - len(shown)} more" if len(self.missing) > len(shown) else ""
-        super().__init__(f"{len(self.missing)} segment id(s) not found in msmarco-segment-v2.1:\n{lines}{more}")
+        causes = causes or {doc_id: reason for doc_id, reason in self.missing.items()}
+        by_cause: dict[str, list[str]] = {}
+        for doc_id in self.missing:
+            by_cause.setdefault(causes[doc_id], []).append(doc_id)
+        lines = "\n".join(f"  {len(ids)} {cause}: e.g. {ids[0]} ({self.missing[ids[0]]})"
+                          for cause, ids in by_cause.items())
+        super().__init__(f"{len(self.missing)} segment id(s) not found in msmarco-segment-v2.1:\n{lines}")
 
     def __str__(self) -> str:  # KeyError would show the repr of the message
         return self.args[0]
+
+
+class ShardsMissing(FileNotFoundError):
+    """Requested segments lie in shard files that are not in place: the message names them and where they go."""
 
 
 class IndexedShard:
@@ -128,7 +137,7 @@ class IndexedShard:
         self.index_path = Path(index_path)
         self.meta_path = self.index_path.with_name(self.index_path.name + ".json")
         if spacing <= 32768:
-            raise ValueError(f"spacing must be more than the 32 KiB deflate window, not {spacing}")
+            raise InvalidInput(f"spacing must be more than the 32 KiB deflate window, not {spacing}")
         self.spacing = spacing
         self._file = None
 
@@ -194,7 +203,7 @@ class SegmentDocstore(Docstore):
     def __init__(self, shards: "SegmentShards", on_missing: str = "raise", open_shards: int = DEFAULT_OPEN_SHARDS):
         super().__init__(MsMarcoV21Segment, "doc_id")
         if on_missing not in ("raise", "warn"):
-            raise ValueError(f"on_missing must be 'raise' or 'warn', not {on_missing!r}")
+            raise InvalidInput(f"on_missing must be 'raise' or 'warn', not {on_missing!r}")
         self.shards = shards
         self.on_missing = on_missing
         self.open_shards = max(1, open_shards)
@@ -213,40 +222,56 @@ class SegmentDocstore(Docstore):
         return indexed
 
     def get_many_iter(self, doc_ids: Iterable[str]) -> Iterator[MsMarcoV21Segment]:
-        missing: dict[str, str] = {}
+        missing: dict[str, str] = {}  # id -> why, in detail
+        causes: dict[str, str] = {}  # id -> the kind of reason (one line of the error each)
+        absent: dict[Path, list[str]] = {}  # shard files not in place -> the ids asked of them
         by_shard: dict[int, list[tuple[int, str]]] = {}
+
+        def lost(doc_id: str, cause: str, detail: str) -> None:
+            missing[doc_id], causes[doc_id] = detail, cause
+
         for doc_id in dict.fromkeys(doc_ids):  # unique, in order
             loc = parse_segment_id(doc_id)
             if loc is None:
-                missing[doc_id] = "not a segment id (msmarco_v2.1_doc_NN_DOCBYTE#IDX_SEGBYTE)"
+                lost(doc_id, "not segment ids", "not of the form msmarco_v2.1_doc_NN_DOCBYTE#IDX_SEGBYTE")
             elif loc.shard >= N_SHARDS:
-                missing[doc_id] = f"no shard {loc.shard:02d} (shards are 00-{N_SHARDS - 1})"
+                lost(doc_id, "name a shard that does not exist", f"no shard {loc.shard:02d}; shards are "
+                     f"00-{N_SHARDS - 1}")
             else:
                 by_shard.setdefault(loc.shard, []).append((loc.offset, doc_id))
         # shard by shard, offsets ascending: each shard's index is loaded once and reads move forward
         for shard in sorted(by_shard, key=lambda s: (s not in self._open, s)):
             path = self.shards.shard_path(shard)
             if not path.exists():
+                absent[path] = [doc_id for _, doc_id in by_shard[shard]]
                 for _, doc_id in by_shard[shard]:
-                    missing[doc_id] = f"shard file {path} not found (see docs/datasets.md)"
+                    lost(doc_id, "are in shard files not in place", f"shard file {path} not found")
                 continue
             indexed = self._shard(shard)
             for offset, doc_id in sorted(by_shard[shard]):
                 line = indexed.read_line(offset)
                 if not line:
-                    missing[doc_id] = f"offset {offset} is past the end of {path.name}"
+                    lost(doc_id, "are not at their offset", f"offset {offset} is past the end of {path.name}")
                     continue
                 try:
                     seg = segment_from_json(line, f"{path}@{offset}")
                 except ValueError:
-                    missing[doc_id] = f"no segment line starts at offset {offset} of {path.name}"
+                    lost(doc_id, "are not at their offset", f"no segment line starts at offset {offset} of "
+                         f"{path.name}")
                     continue
                 if seg.doc_id != doc_id:
-                    missing[doc_id] = f"the line at offset {offset} of {path.name} is {seg.doc_id}"
+                    lost(doc_id, "are not at their offset", f"the line at offset {offset} of {path.name} is "
+                         f"{seg.doc_id}")
                     continue
                 yield seg
+        if absent and len(missing) == sum(len(v) for v in absent.values()) and self.on_missing == "raise":
+            # nothing else is wrong: the corpus is incomplete, not the ids (ir_datasets lookup says so too)
+            names = ", ".join(p.name for p in list(absent)[:5]) + (", ..." if len(absent) > 5 else "")
+            raise ShardsMissing(f"msmarco-segment-v2.1: {len(missing)} requested segment(s) (e.g. "
+                                f"{next(iter(missing))}) lie in {len(absent)} shard file(s) not in place: {names}; "
+                                f"put them in {next(iter(absent)).parent}.\n{self.shards.instructions()}")
         if missing:
-            error = SegmentsNotFound(missing)
+            error = SegmentsNotFound(missing, causes)
             if self.on_missing == "raise":
                 raise error
             warnings.warn(str(error), stacklevel=2)

@@ -34,6 +34,7 @@ from datasets_ext.nuggets import NuggetDocs, NuggetQrels
 from datasets_ext.registry import dataset, register
 from datasets_ext.rubrics import RubricDocs, RubricQrels
 from datasets_ext.segments import NAME, SegmentShards
+from ir_measures_ext.errors import InvalidInput
 
 ANSERINI = "https://raw.githubusercontent.com/castorini/anserini-tools/master/topics-and-qrels/"
 TREC_RAG_SITE = "https://trec-rag.github.io/assets/"
@@ -130,12 +131,12 @@ class RagConditionQrels(BaseQrels):
                 if not cols:
                     continue
                 if len(cols) != 4:
-                    raise ValueError(f"{path}:{lineno}: expected 4 columns 'qid condition docid grade', "
+                    raise InvalidInput(f"{path}:{lineno}: expected 4 columns 'qid condition docid grade', "
                                      f"got {len(cols)}")
                 try:
                     yield RagConditionQrel(cols[0], cols[2], int(cols[3]), int(cols[1]))
                 except ValueError as e:
-                    raise ValueError(f"{path}:{lineno}: condition (column 2) and grade (column 4) must be "
+                    raise InvalidInput(f"{path}:{lineno}: condition (column 2) and grade (column 4) must be "
                                      f"integers: {line.strip()!r}") from e
 
     def qrels_cls(self):

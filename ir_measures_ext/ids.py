@@ -54,6 +54,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from ir_measures_ext.errors import InvalidInput
+
 VITAL = "vital"
 OKAY = "okay"
 IMPORTANCE_TO_GRADE = {VITAL: 2, OKAY: 1}
@@ -178,7 +180,7 @@ def cone_gold_id(qid: str, method: str, index: int) -> str:
     """Id of the row saying whether gold nugget ``index`` is matched under ``method`` (``"ntr"`` or
     ``"ntn"``): ``{qid}:ntr:n{i}`` / ``{qid}:ntn:n{i}``."""
     if method not in (NTR, NTN):
-        raise ValueError(f"method must be {NTR!r} or {NTN!r}, got {method!r}")
+        raise InvalidInput(f"method must be {NTR!r} or {NTN!r}, got {method!r}")
     return f"{qid}:{method}:n{index}"
 
 
@@ -225,7 +227,7 @@ def rubric_id(qid: str, index: int) -> str:
 def rubric_tier_id(qid: str, index: int, tier: str) -> str:
     """Id of the qrels row giving criterion ``index`` its tier: ``{qid}:r{i}:mandatory`` / ``:optional``."""
     if tier not in TIERS:
-        raise ValueError(f"tier must be one of {TIERS}, got {tier!r}")
+        raise InvalidInput(f"tier must be one of {TIERS}, got {tier!r}")
     return f"{qid}:r{index}:{tier}"
 
 
@@ -265,7 +267,7 @@ def sentence_content_id(qid: str, sentence: int, content: str) -> str:
     """Id of the row saying that a sentence is ``irrelevant`` or holds ``no_information``:
     ``{qid}:s{j}:irrelevant`` / ``{qid}:s{j}:noinfo``."""
     if content not in _CONTENT_SUFFIX:
-        raise ValueError(f"content must be one of {tuple(_CONTENT_SUFFIX)}, got {content!r} (a sentence that "
+        raise InvalidInput(f"content must be one of {tuple(_CONTENT_SUFFIX)}, got {content!r} (a sentence that "
                          "conveys nuggets is written as one sentence_nugget_id row per nugget)")
     return f"{qid}:s{sentence}:{_CONTENT_SUFFIX[content]}"
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from ir_measures import measures
 
+from ir_measures_ext.errors import InvalidInput
+
 _CITE = measures.ParamInfo(dtype=str, choices=("first", "all_judged", "all_pairs"), default="first",
                            desc="which citations of a sentence count: 'first' (TREC 2024, the 2026 toolkit's "
                            "*_first_citation), 'all_judged' (the mean over its judged citations, the toolkit's "
@@ -24,8 +26,24 @@ _CREDIT = measures.ParamInfo(dtype=str, choices=("weighted", "hard"), default="w
 
 
 class _Measure(measures.Measure):
-    """A measure whose hash is computed once, whose parameters show in declaration order (so that
-    ``SupportP(credit='hard', cite='first')`` and ``SupportP(cite='first', credit='hard')`` are one measure)."""
+    """A measure whose hash is computed once, whose parameters are checked where they are given and show
+    in declaration order (so that ``SupportP(credit='hard', cite='first')`` and
+    ``SupportP(cite='first', credit='hard')`` are one measure)."""
+
+    def __call__(self, **kwargs):
+        # ir_measures checks parameters only when a measure is computed, with an AssertionError: refuse them here,
+        # so that parse_measure("V_strict@10") fails in one line (as parse_measure("Vstrict") does)
+        for name, value in kwargs.items():
+            info = self.SUPPORTED_PARAMS.get(name)
+            if info is None:
+                what = "cutoff (@k): it scores a whole answer, not a ranked list" if name == self.AT_PARAM \
+                    else f"parameter {name!r}"
+                takes = ", ".join(self.SUPPORTED_PARAMS) or "none"
+                raise InvalidInput(f"{self.NAME} takes no {what} (its parameters: {takes})")
+            if not info.validate(value):
+                raise InvalidInput(f"{self.NAME}({name}={value!r}): not a valid value"
+                                   + (f"; choose one of {', '.join(map(repr, info.choices))}" if info.choices else ""))
+        return super().__call__(**kwargs)
 
     def __repr__(self):
         order = list(self.SUPPORTED_PARAMS)
@@ -131,12 +149,12 @@ class _SupportFamily(_NuggetMeasure):
 
     def __call__(self, **params):
         if params.get("cite") == "all":
-            raise ValueError(f"{self.NAME}(cite='all') was ambiguous and is gone: cite='all_judged' is the TREC RAG "
+            raise InvalidInput(f"{self.NAME}(cite='all') was ambiguous and is gone: cite='all_judged' is the TREC RAG "
                              "2026 toolkit's mean over each sentence's judged citations, cite='all_pairs' counts "
                              "every judged (sentence, citation) pair (the earlier cite='all')")
         out = super().__call__(**params)
         if out["credit"] == "hard" and out["cite"] != "first":
-            raise ValueError(f"{self.NAME}(credit='hard') is defined on the first citation (the toolkit's "
+            raise InvalidInput(f"{self.NAME}(credit='hard') is defined on the first citation (the toolkit's "
                              f"hard_precision / hard_recall); cite={out['cite']!r} has no hard variant")
         return out
 
@@ -315,10 +333,10 @@ class _Segments(_Measure):
         from ir_measures import parse_measure
         name = self.params.get("measure")
         if not isinstance(name, str):
-            raise ValueError("Segments needs the measure to wrap, e.g. Segments(measure='nDCG@10')")
+            raise InvalidInput("Segments needs the measure to wrap, e.g. Segments(measure='nDCG@10')")
         inner = parse_measure(name)
         if inner.NAME == self.NAME:
-            raise ValueError(f"Segments cannot wrap Segments ({name!r})")
+            raise InvalidInput(f"Segments cannot wrap Segments ({name!r})")
         if self.params.get("cutoff") is not None:
             inner = inner @ self.params["cutoff"]
         return inner

@@ -17,6 +17,8 @@ from ir_measures import Metric, providers
 
 from ir_measures_ext import ids, scoring
 from ir_measures_ext import measures as m
+from ir_measures_ext.errors import InvalidInput
+from ir_measures_ext.topics import warn_topic_mismatch
 
 _ASSIGNMENT_SCORES = frozenset(ids.ASSIGNMENT_TO_SCORE.values())
 _SUPPORT_SCORES = frozenset(ids.SUPPORT_LEVEL_TO_SCORE.values())
@@ -28,7 +30,7 @@ _BOM = "\ufeff"
 
 def _check_topic_id(what: str, qid: str, doc_id: str) -> None:
     if qid.startswith(_BOM):
-        raise ValueError(f"{what} row {qid!r} {doc_id}: the topic id starts with a UTF-8 byte order mark (U+FEFF): "
+        raise InvalidInput(f"{what} row {qid!r} {doc_id}: the topic id starts with a UTF-8 byte order mark (U+FEFF): "
                          "save the file as UTF-8 without BOM")
 
 
@@ -39,7 +41,7 @@ def _iter_qrels(qrels) -> Iterator[tuple[str, str, int]]:
         cols = qrels.columns
         for col in ("query_id", "doc_id", "relevance"):
             if col not in cols:
-                raise ValueError(f"qrels DataFrame has no column {col!r} (columns: {list(cols)})")
+                raise InvalidInput(f"qrels DataFrame has no column {col!r} (columns: {list(cols)})")
         rows = zip(qrels["query_id"].astype(str).tolist(), qrels["doc_id"].astype(str).tolist(),
                    qrels["relevance"].tolist())
     else:
@@ -58,7 +60,7 @@ def _iter_run(run) -> tuple[Iterator[tuple[str, str, float]], dict[str, str]]:
         cols = run.columns
         for col in ("query_id", "doc_id", "score"):
             if col not in cols:
-                raise ValueError(f"run DataFrame has no column {col!r} (columns: {list(cols)})")
+                raise InvalidInput(f"run DataFrame has no column {col!r} (columns: {list(cols)})")
         answers: dict[str, str] = {}
         if "qanswer" in cols:
             for qid, text in zip(run["query_id"].astype(str).tolist(), run["qanswer"].tolist()):
@@ -70,11 +72,21 @@ def _iter_run(run) -> tuple[Iterator[tuple[str, str, float]], dict[str, str]]:
     return ((str(r.query_id), str(r.doc_id), float(r.score)) for r in run), {}
 
 
+def _noting_topics(rows, qrels_qids) -> Iterator[tuple[str, str, float]]:
+    """The run's rows as they are; once all are read, a :class:`~ir_measures_ext.topics.TopicMismatchWarning`
+    when fewer than half of the run's topics are topics of the qrels (:func:`~ir_measures_ext.topics.topic_mismatch`)."""
+    seen: set[str] = set()
+    for row in rows:
+        seen.add(row[0])
+        yield row
+    warn_topic_mismatch(seen, qrels_qids, stacklevel=4)
+
+
 def _value(qid: str, doc_id: str, score: float, valid: frozenset, names: str, what: str) -> float:
     """The value of an evaluation row (either score form, :func:`ids.row_value`), which must be in ``valid``."""
     value = ids.row_value(score)
     if value not in valid:
-        raise ValueError(f"run row {qid} {doc_id}: {what} score {score!r} is not a valid value ({names})")
+        raise InvalidInput(f"run row {qid} {doc_id}: {what} score {score!r} is not a valid value ({names})")
     return value
 
 
@@ -107,6 +119,7 @@ class NuggetEvaluator(providers.Evaluator):
 
     def _collect(self, run) -> tuple[dict[str, _Topic], dict[str, str]]:
         rows, answers = _iter_run(run)
+        rows = _noting_topics(rows, self.qrel_qids)
         topics: dict[str, _Topic] = {}
         nuggets = self.nuggets
         for qid, doc_id, score in rows:
@@ -114,7 +127,7 @@ class NuggetEvaluator(providers.Evaluator):
             if grades is None or qid not in self.qrel_qids:
                 _check_topic_id("run", qid, doc_id)
                 if grades is not None and ids.parse_row_id(qid, doc_id).kind == "nugget":
-                    raise ValueError(f"run row {qid} {doc_id}: an assignment of a nugget that is not in the nugget "
+                    raise InvalidInput(f"run row {qid} {doc_id}: an assignment of a nugget that is not in the nugget "
                                      f"qrels (topic {qid} has no nugget in the qrels); the run and the qrels were "
                                      "made from different nuggets")
                 continue  # topic not in the qrels (or without nugget): not evaluated (as trec_eval does)
@@ -125,35 +138,35 @@ class NuggetEvaluator(providers.Evaluator):
             if t is None:
                 t = topics[qid] = _Topic()
             if doc_id in t.seen:
-                raise ValueError(f"run row {qid} {doc_id}: the row appears twice; an evaluation run has one row "
+                raise InvalidInput(f"run row {qid} {doc_id}: the row appears twice; an evaluation run has one row "
                                  "per nugget, citation, uncited sentence and answer")
             t.seen.add(doc_id)
             if kind.kind == "nugget":
                 if doc_id not in grades:
                     has = f"has {_list(grades)}" if grades else "has no nugget in the qrels"
-                    raise ValueError(
+                    raise InvalidInput(
                         f"run row {qid} {doc_id}: an assignment of a nugget that is not in the nugget qrels (topic "
                         f"{qid} {has}); the run and the qrels were made from different nuggets")
                 t.assigned[doc_id] = _value(qid, doc_id, score, _ASSIGNMENT_SCORES, _ASSIGNMENT_NAMES, "assignment")
             elif kind.kind == "support":
                 if kind.sentence in t.uncited:
-                    raise ValueError(f"run row {qid} {doc_id}: sentence {kind.sentence} also has an ':uncited' row")
+                    raise InvalidInput(f"run row {qid} {doc_id}: sentence {kind.sentence} also has an ':uncited' row")
                 t.sentences.setdefault(kind.sentence, {})[kind.citation] = _value(
                     qid, doc_id, score, _SUPPORT_ROW_SCORES, _SUPPORT_ROW_NAMES, "support")
                 old = t.docnos.setdefault((kind.sentence, kind.citation), kind.docno)
                 if old != kind.docno:
-                    raise ValueError(f"run row {qid} {doc_id}: citation {kind.citation} of sentence {kind.sentence} "
+                    raise InvalidInput(f"run row {qid} {doc_id}: citation {kind.citation} of sentence {kind.sentence} "
                                      f"is also judged as segment {old}; a citation is one segment")
             elif kind.kind == "uncited":
                 if t.sentences.get(kind.sentence):
-                    raise ValueError(f"run row {qid} {doc_id}: sentence {kind.sentence} also has citation rows")
+                    raise InvalidInput(f"run row {qid} {doc_id}: sentence {kind.sentence} also has citation rows")
                 _value(qid, doc_id, score, frozenset({0.0}), "0.0", "uncited-sentence")
                 t.uncited.add(kind.sentence)
                 t.sentences.setdefault(kind.sentence, {})
             elif kind.kind == "words":
                 words = ids.row_value(score)
                 if not math.isfinite(words) or words < 0 or words != int(words):
-                    raise ValueError(f"run row {qid} {doc_id}: score {score!r} is not an answer length (a whole "
+                    raise InvalidInput(f"run row {qid} {doc_id}: score {score!r} is not an answer length (a whole "
                                      "number of words, 0 or more)")
                 t.words = words
         for qid, text in answers.items():
@@ -163,7 +176,7 @@ class NuggetEvaluator(providers.Evaluator):
                 if t.words is None:
                     t.words = length
                 elif t.words != length:
-                    raise ValueError(f"run row {qid} {ids.words_id(qid)}: length {t.words:g} but the run's answer "
+                    raise InvalidInput(f"run row {qid} {ids.words_id(qid)}: length {t.words:g} but the run's answer "
                                      f"(column qanswer) has {length:g} words; the rows are of another answer")
         return topics, answers
 
@@ -182,7 +195,7 @@ class NuggetEvaluator(providers.Evaluator):
                         yield Metric(qid, measure, scoring.sub_narrative_coverage(subs, measure["credit"]))
             if self.want_words:
                 if t.words is None:
-                    raise ValueError(
+                    raise InvalidInput(
                         f"AnswerWords: the run has rows for topic {qid} but no '{ids.words_id(qid)}' row and no "
                         "qanswer column; write the run with the answers (pyterrier_nuggets.formats) or drop AnswerWords")
                 for measure in self.measures:
@@ -193,19 +206,19 @@ class NuggetEvaluator(providers.Evaluator):
 
     def _support(self, qid: str, t: _Topic) -> Iterator[Metric]:
         if not t.sentences and t.words != 0:
-            raise ValueError(
+            raise InvalidInput(
                 f"SupportP/SupportR: the run has no support rows ('{qid}:s<j>:...') for topic {qid}; judge "
                 "the citations first (SupportJudge) or import support judgments, or drop the support measures")
         n = max(t.sentences) + 1 if t.sentences else 0
         missing = [j for j in range(n) if j not in t.sentences]
         if missing:
-            raise ValueError(f"support rows of topic {qid} skip sentence(s) {missing}: every sentence needs a "
+            raise InvalidInput(f"support rows of topic {qid} skip sentence(s) {missing}: every sentence needs a "
                              "support row or an ':uncited' row, otherwise recall would be wrong")
         for j in range(n):
             cites = sorted(t.sentences[j])
             if cites != list(range(len(cites))):
                 gap = next(k for k in range(len(cites) + 1) if k not in t.sentences[j])
-                raise ValueError(f"support rows of topic {qid}, sentence {j}: citation {gap} has no row but "
+                raise InvalidInput(f"support rows of topic {qid}, sentence {j}: citation {gap} has no row but "
                                  f"citation {cites[-1]} has; every citation of a judged sentence needs its row")
         per_sentence = [[c[k] for k in sorted(c)] for c in (t.sentences[j] for j in range(n))]
         for measure in self.measures:
@@ -213,7 +226,7 @@ class NuggetEvaluator(providers.Evaluator):
                 try:
                     sc = scoring.support_scores(per_sentence, cite=measure["cite"], credit=measure["credit"])
                 except ValueError as e:
-                    raise ValueError(f"{measure}, topic {qid}: {e}") from None
+                    raise InvalidInput(f"{measure}, topic {qid}: {e}") from None
                 yield Metric(qid, measure, sc.precision if measure.NAME == m.SupportP.NAME else sc.recall)
 
 
@@ -260,17 +273,17 @@ def read_nugget_qrels(qrels, needs_nuggets: bool = True) -> tuple[dict[str, dict
             others.setdefault(qid, doc_id)
             continue
         if rel not in valid:
-            raise ValueError(f"nugget qrels row {qid} {doc_id}: relevance {rel!r}; nugget qrels use 2 = vital, "
+            raise InvalidInput(f"nugget qrels row {qid} {doc_id}: relevance {rel!r}; nugget qrels use 2 = vital, "
                              "1 = okay")
         grades = nuggets.setdefault(qid, {})
         if doc_id in grades:
-            raise ValueError(f"nugget qrels row {qid} {doc_id}: the nugget is listed twice (grades {grades[doc_id]} "
+            raise InvalidInput(f"nugget qrels row {qid} {doc_id}: the nugget is listed twice (grades {grades[doc_id]} "
                              f"and {rel}); list each nugget once")
         grades[doc_id] = int(rel)
     if needs_nuggets and not nuggets:
         qid, doc_id = next(iter(others.items())) if others else ("q1", "")
         first = f"first row: topic {qid}, id {doc_id!r}" if others else "the qrels are empty"
-        raise ValueError(
+        raise InvalidInput(
             f"nugget qrels: no row has a nugget id ({first}); nugget ids are "
             f"'{{qid}}:n{{i}}' (e.g. {ids.nugget_id(qid, 0)}), i the nugget's 0-based position in its topic's "
             "list: write them with pyterrier-nuggets export or pyterrier_nuggets.formats.write_nugget_qrels. "
@@ -297,28 +310,28 @@ def read_sub_narrative_qrels(qrels, nuggets: dict[str, dict[str, int]]) -> dict[
             continue
         nugget = ids.nugget_id(qid, kind.nugget)
         if nugget not in nuggets.get(qid, {}):
-            raise ValueError(f"nugget qrels row {qid} {doc_id}: a sub-narrative of nugget {nugget}, which is not in "
+            raise InvalidInput(f"nugget qrels row {qid} {doc_id}: a sub-narrative of nugget {nugget}, which is not in "
                              "the qrels")
         if rel != 1:
-            raise ValueError(f"nugget qrels row {qid} {doc_id}: relevance {rel!r}; a sub-narrative row has 1")
+            raise InvalidInput(f"nugget qrels row {qid} {doc_id}: relevance {rel!r}; a sub-narrative row has 1")
         if nugget in seen:
-            raise ValueError(f"nugget qrels row {qid} {doc_id}: nugget {nugget} is already in sub-narrative "
+            raise InvalidInput(f"nugget qrels row {qid} {doc_id}: nugget {nugget} is already in sub-narrative "
                              f"{seen[nugget]}; a nugget belongs to one sub-narrative")
         seen[nugget] = f"sn{kind.sub}"
         groups.setdefault(qid, {}).setdefault(kind.sub, []).append(nugget)
     if not groups:
-        raise ValueError("SubNarrativeCoverage: the nugget qrels have no sub-narrative rows ('{qid}:n{i}:sn{k}'); "
+        raise InvalidInput("SubNarrativeCoverage: the nugget qrels have no sub-narrative rows ('{qid}:n{i}:sn{k}'); "
                          "write them from nuggets with mapped_sub_narrative (formats.write_nugget_qrels, "
                          "pyterrier-nuggets export --nuggets) or drop the measure")
     lacking = sorted(q for q, grades in nuggets.items() if grades and q not in groups)
     if lacking:
-        raise ValueError(f"SubNarrativeCoverage: topic(s) {', '.join(lacking[:10])} have nuggets but no sub-narrative "
+        raise InvalidInput(f"SubNarrativeCoverage: topic(s) {', '.join(lacking[:10])} have nuggets but no sub-narrative "
                          "rows; their coverage is not defined")
     out = {}
     for qid, subs in groups.items():
         if sorted(subs) != list(range(len(subs))):
             gap = next(k for k in range(len(subs) + 1) if k not in subs)
-            raise ValueError(f"nugget qrels of topic {qid}: sub-narrative sn{gap} has no row but sn{max(subs)} has; "
+            raise InvalidInput(f"nugget qrels of topic {qid}: sub-narrative sn{gap} has no row but sn{max(subs)} has; "
                              "sub-narratives are numbered from 0 without gaps")
         out[qid] = [subs[k] for k in range(len(subs))]
     return out
@@ -384,6 +397,7 @@ class ArgueEvaluator(providers.Evaluator):
 
     def _collect(self, run) -> dict[str, _ArgueTopic]:
         rows, _ = _iter_run(run)
+        rows = _noting_topics(rows, self.qrel_qids)
         topics: dict[str, _ArgueTopic] = {}
         for qid, doc_id, score in rows:
             grades = self.nuggets.get(qid)
@@ -402,13 +416,13 @@ class ArgueEvaluator(providers.Evaluator):
                 content = ids.SOME_NUGGETS if kind.kind == "sentence_nugget" else kind.content
                 old = t.content.setdefault(j, content)
                 if old != content:
-                    raise ValueError(f"run rows of topic {qid} label sentence {j} both {old!r} and {content!r}: a "
+                    raise InvalidInput(f"run rows of topic {qid} label sentence {j} both {old!r} and {content!r}: a "
                                      f"sentence conveys nuggets ('{qid}:s{j}:n<i>' rows), or is irrelevant, or "
                                      "holds no information")
                 if kind.kind == "sentence_nugget":
                     nugget = ids.nugget_id(qid, kind.nugget)
                     if nugget not in grades:
-                        raise ValueError(f"run row {qid} {doc_id}: nugget {nugget} is not in the nugget qrels")
+                        raise InvalidInput(f"run row {qid} {doc_id}: nugget {nugget} is not in the nugget qrels")
                     t.conveyed.setdefault(j, set()).add(nugget)
         return topics
 
@@ -421,7 +435,7 @@ class ArgueEvaluator(providers.Evaluator):
                 j = lacking[0]
                 what = "support row ('{q}:s{j}:c<k>:<docno>' or ':uncited')" if j not in t.citations else \
                     "content row ('{q}:s{j}:n<i>', ':irrelevant' or ':noinfo')"
-                raise ValueError(f"ArgueP/ArgueR: sentence(s) {lacking} of topic {qid} lack a "
+                raise InvalidInput(f"ArgueP/ArgueR: sentence(s) {lacking} of topic {qid} lack a "
                                  + what.format(q=qid, j=j) + "; every sentence needs both judgments")
             sentences = [scoring.ArgueSentence(t.content[j], tuple(t.citations[j]), frozenset(t.conveyed.get(j, ())))
                          for j in range(n)]
@@ -462,6 +476,7 @@ class ConeEvaluator(providers.Evaluator):
 
     def _collect(self, run) -> dict[str, dict[str, dict[int, float]]]:
         rows, _ = _iter_run(run)
+        rows = _noting_topics(rows, self.qrel_qids)
         topics: dict[str, dict[str, dict[int, float]]] = {}
         for qid, doc_id, score in rows:
             grades = self.nuggets.get(qid)
@@ -471,18 +486,18 @@ class ConeEvaluator(providers.Evaluator):
             if kind.kind not in ("ntr_gold", "ntn_gold", "ntn_extracted"):
                 continue
             if score not in _CONE_MATCH_SCORES:
-                raise ValueError(f"run row {qid} {doc_id}: a CONE-RAG matching row scores 1.0 (yes) or 0.0 (no), "
+                raise InvalidInput(f"run row {qid} {doc_id}: a CONE-RAG matching row scores 1.0 (yes) or 0.0 (no), "
                                  f"got {score!r}")
             if kind.kind == "ntn_extracted":
                 position = kind.sentence
             else:
                 position = kind.nugget
                 if ids.nugget_id(qid, position) not in grades:
-                    raise ValueError(f"run row {qid} {doc_id}: gold nugget {ids.nugget_id(qid, position)} is not in "
+                    raise InvalidInput(f"run row {qid} {doc_id}: gold nugget {ids.nugget_id(qid, position)} is not in "
                                      "the nugget qrels (score the run with the gold nugget qrels it was matched to)")
             decisions = topics.setdefault(qid, {}).setdefault(kind.kind, {})
             if decisions.get(position, score) != score:
-                raise ValueError(f"run has two different decisions for {doc_id}")
+                raise InvalidInput(f"run has two different decisions for {doc_id}")
             decisions[position] = score
         return topics
 
@@ -493,16 +508,16 @@ class ConeEvaluator(providers.Evaluator):
                 kind = _CONE_KIND[measure.NAME]
                 if kind == "ntn_extracted":
                     if "ntn_gold" not in kinds and kind not in kinds:
-                        raise ValueError(self._missing(qid, measure, "ntn:n<i>' and '{q}:ntn:x<j>"))
+                        raise InvalidInput(self._missing(qid, measure, "ntn:n<i>' and '{q}:ntn:x<j>"))
                     extracted = kinds.get(kind, {})
                     n = max(extracted) + 1 if extracted else 0
                     missing = [j for j in range(n) if j not in extracted]
                     if missing:
-                        raise ValueError(f"{measure.NAME}: topic {qid} lacks rows for extracted nugget(s) {missing}")
+                        raise InvalidInput(f"{measure.NAME}: topic {qid} lacks rows for extracted nugget(s) {missing}")
                     value = scoring.cone_scores((), [extracted[j] == 1.0 for j in range(n)]).precision
                 else:
                     if kind not in kinds:
-                        raise ValueError(self._missing(qid, measure, kind.split("_")[0] + ":n<i>"))
+                        raise InvalidInput(self._missing(qid, measure, kind.split("_")[0] + ":n<i>"))
                     value = scoring.cone_scores([kinds[kind].get(i, 0.0) == 1.0 for i in gold]).recall
                 yield Metric(qid, measure, value)
 
@@ -547,22 +562,22 @@ def read_rubric_qrels(qrels) -> dict[str, _Rubric]:
         if kind.kind == "rubric":
             r = rubrics.setdefault(qid, _Rubric())
             if kind.nugget in r.weights:
-                raise ValueError(f"rubric qrels row {qid} {doc_id}: the criterion is listed twice; list each once")
+                raise InvalidInput(f"rubric qrels row {qid} {doc_id}: the criterion is listed twice; list each once")
             r.weights[kind.nugget] = int(rel)
         elif kind.kind == "rubric_tier":
             tier_rows.append((qid, doc_id, kind.nugget, kind.content, rel))
     for qid, doc_id, i, tier, rel in tier_rows:
         r = rubrics.get(qid)
         if r is None or i not in r.weights:
-            raise ValueError(f"rubric qrels row {qid} {doc_id}: a tier for criterion {ids.rubric_id(qid, i)}, which "
+            raise InvalidInput(f"rubric qrels row {qid} {doc_id}: a tier for criterion {ids.rubric_id(qid, i)}, which "
                              "has no weight row")
         if rel != 1:
-            raise ValueError(f"rubric qrels row {qid} {doc_id}: relevance {rel!r}; a tier row has relevance 1")
+            raise InvalidInput(f"rubric qrels row {qid} {doc_id}: relevance {rel!r}; a tier row has relevance 1")
         if r.tiers.setdefault(i, tier) != tier:
-            raise ValueError(f"rubric qrels row {qid} {doc_id}: criterion {ids.rubric_id(qid, i)} is both "
+            raise InvalidInput(f"rubric qrels row {qid} {doc_id}: criterion {ids.rubric_id(qid, i)} is both "
                              f"{r.tiers[i]} and {tier}")
     if not rubrics:
-        raise ValueError("rubric qrels: no row has a rubric criterion id '{qid}:r{i}'; write them with "
+        raise InvalidInput("rubric qrels: no row has a rubric criterion id '{qid}:r{i}'; write them with "
                          "pyterrier_nuggets.formats.write_rubric_qrels (or pyterrier-nuggets export --rubrics)")
     return rubrics
 
@@ -581,7 +596,7 @@ class RubricEvaluator(providers.Evaluator):
             if measure.NAME == m.RubricFailedMandatory.NAME:
                 untiered = sorted(q for q, r in rubrics.items() if len(r.tiers) != len(r.weights))
                 if untiered:
-                    raise ValueError(f"{measure}: the rubric of topic(s) {', '.join(untiered[:5])} has criteria "
+                    raise InvalidInput(f"{measure}: the rubric of topic(s) {', '.join(untiered[:5])} has criteria "
                                      "without a tier ('{qid}:r{i}:mandatory' / ':optional' rows); which criteria "
                                      "are mandatory is not known (ResearchRubrics criteria have no tier): drop "
                                      "this measure, or give the rubric tiers")
@@ -600,15 +615,15 @@ class RubricEvaluator(providers.Evaluator):
                     other.add(qid)
                 continue
             if kind.nugget not in rubric.weights:
-                raise ValueError(f"run row {qid} {doc_id}: a verdict on a criterion that is not in the rubric qrels "
+                raise InvalidInput(f"run row {qid} {doc_id}: a verdict on a criterion that is not in the rubric qrels "
                                  f"(topic {qid} has {len(rubric.weights)} criteria); the run and the qrels were "
                                  "made from different rubrics")
             verdicts = topics.setdefault(qid, {})
             if kind.nugget in verdicts:
-                raise ValueError(f"run row {qid} {doc_id}: the row appears twice; one verdict per criterion")
+                raise InvalidInput(f"run row {qid} {doc_id}: the row appears twice; one verdict per criterion")
             verdicts[kind.nugget] = _value(qid, doc_id, score, _VERDICT_SCORES, _VERDICT_NAMES, "verdict")
         for qid in sorted(other - set(topics)):
-            raise ValueError(f"rubric measures: the run has evaluation rows for topic {qid} but no verdict rows "
+            raise InvalidInput(f"rubric measures: the run has evaluation rows for topic {qid} but no verdict rows "
                              f"('{qid}:r<i>'); judge the answer against the rubric (RubricJudge) or drop the "
                              "rubric measures")
         return topics
@@ -621,7 +636,7 @@ class RubricEvaluator(providers.Evaluator):
                 verdicts = {}  # no row at all: the empty answer, nothing satisfied
             elif len(verdicts) != len(rubric.weights):
                 missing = sorted(set(rubric.weights) - set(verdicts))
-                raise ValueError(f"rubric measures: criteria {', '.join(ids.rubric_id(qid, i) for i in missing[:5])} "
+                raise InvalidInput(f"rubric measures: criteria {', '.join(ids.rubric_id(qid, i) for i in missing[:5])} "
                                  "have no verdict; every criterion of a judged answer needs one (a failed judgment "
                                  "is never counted as not satisfied)")
             criteria = [scoring.RubricCriterionVerdict(w, verdicts.get(i, 0.0), rubric.tiers.get(i) == ids.MANDATORY)

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from ir_measures_ext import ids
+from ir_measures_ext.errors import InvalidInput
 
 PARTIAL_CREDIT = 0.5  # seed 001 eq. (1): partial_support scores 0.5 in the non-strict scores
 OKAY_WEIGHT = 0.5  # seed 001 §3.5 "Weighted Score": vital nuggets weigh 1, okay nuggets 0.5
@@ -68,7 +69,7 @@ def nugget_scores(nuggets: Sequence[tuple[int, float]]) -> NuggetScores:
             s_okay += s
             ss_okay += ss
         else:
-            raise ValueError(f"nugget grade must be {VITAL_GRADE} (vital) or {OKAY_GRADE} (okay), got {grade!r}")
+            raise InvalidInput(f"nugget grade must be {VITAL_GRADE} (vital) or {OKAY_GRADE} (okay), got {grade!r}")
     w_den = n_vital + OKAY_WEIGHT * n_okay
     return NuggetScores(
         V_strict=_ratio(ss_vital, n_vital),
@@ -118,11 +119,11 @@ def support_scores(sentences: Sequence[Sequence[float]], cite: str = "first", cr
     Worked example of seed 004 §3.4: ``[[0.5], [1.0], []]`` gives precision 0.75, recall 0.5.
     """
     if cite not in SUPPORT_CITE:
-        raise ValueError(f"cite must be one of {SUPPORT_CITE}, got {cite!r}")
+        raise InvalidInput(f"cite must be one of {SUPPORT_CITE}, got {cite!r}")
     if credit not in SUPPORT_CREDIT:
-        raise ValueError(f"credit must be one of {SUPPORT_CREDIT}, got {credit!r}")
+        raise InvalidInput(f"credit must be one of {SUPPORT_CREDIT}, got {credit!r}")
     if credit == "hard" and cite != "first":
-        raise ValueError(f"hard support is defined on the first citation of a sentence (the toolkit's "
+        raise InvalidInput(f"hard support is defined on the first citation of a sentence (the toolkit's "
                          f"hard_precision / hard_recall); cite={cite!r} has no hard variant")
     total = 0.0
     counted = 0  # sentences in the precision denominator (all_pairs: judged pairs)
@@ -132,7 +133,7 @@ def support_scores(sentences: Sequence[Sequence[float]], cite: str = "first", cr
         scores = list(scores)
         if cite == "all_pairs":
             if UNJUDGED in scores:
-                raise ValueError("cite='all_pairs' has no rule for an unjudged citation (-1); use cite='first' or "
+                raise InvalidInput("cite='all_pairs' has no rule for an unjudged citation (-1); use cite='first' or "
                                  "cite='all_judged', which leave such sentences out as the TREC RAG 2026 toolkit does")
             total += sum(scores)
             counted += len(scores)
@@ -201,7 +202,7 @@ def argue_label(content: str, citation: str) -> str:
     try:
         return ARGUE_TABLE[content, citation]
     except KeyError:
-        raise ValueError(f"ARGUE: content must be one of {ids.CONTENT_LABELS} and citation one of "
+        raise InvalidInput(f"ARGUE: content must be one of {ids.CONTENT_LABELS} and citation one of "
                          f"{CITATION_LABELS}, got {content!r}, {citation!r}") from None
 
 
@@ -231,9 +232,9 @@ def argue_scores(sentences: Sequence[ArgueSentence], nuggets: Sequence) -> Argue
     answered: set = set()
     for s in sentences:
         if s.content != ids.SOME_NUGGETS and s.nuggets:
-            raise ValueError(f"ARGUE: a sentence labelled {s.content!r} cannot convey nuggets {sorted(s.nuggets)}")
+            raise InvalidInput(f"ARGUE: a sentence labelled {s.content!r} cannot convey nuggets {sorted(s.nuggets)}")
         if s.content == ids.SOME_NUGGETS and not s.nuggets:
-            raise ValueError("ARGUE: a sentence that conveys nuggets must name at least one")
+            raise InvalidInput("ARGUE: a sentence that conveys nuggets must name at least one")
         label = argue_label(s.content, citation_label(s.citation_scores))
         if label == VALID:
             valid += 1
@@ -288,9 +289,9 @@ class RubricCriterionVerdict(NamedTuple):
 
 def _graded(verdict: float, grading: str) -> float:
     if grading not in RUBRIC_GRADINGS:
-        raise ValueError(f"grading must be one of {RUBRIC_GRADINGS}, got {grading!r}")
+        raise InvalidInput(f"grading must be one of {RUBRIC_GRADINGS}, got {grading!r}")
     if verdict not in (0.0, 0.5, 1.0):
-        raise ValueError(f"a rubric verdict is 1.0, 0.5 or 0.0, got {verdict!r}")
+        raise InvalidInput(f"a rubric verdict is 1.0, 0.5 or 0.0, got {verdict!r}")
     return verdict if grading == "ternary" else (1.0 if verdict == 1.0 else 0.0)
 
 
@@ -328,12 +329,12 @@ def consensus_label(values: Sequence[int], method: str, ties: str = "low") -> tu
     (with an even number of judges whose two middle positions differ by an odd number: down or up).
     ``ties``: ``"low"`` or ``"high"``."""
     if method not in CONSENSUS_METHODS:
-        raise ValueError(f"method must be one of {CONSENSUS_METHODS}, got {method!r}")
+        raise InvalidInput(f"method must be one of {CONSENSUS_METHODS}, got {method!r}")
     if ties not in TIE_RULES:
-        raise ValueError(f"ties must be one of {TIE_RULES}, got {ties!r}")
+        raise InvalidInput(f"ties must be one of {TIE_RULES}, got {ties!r}")
     values = list(values)
     if not values:
-        raise ValueError("no labels to combine")
+        raise InvalidInput("no labels to combine")
     if method == "majority":
         counts = {v: values.count(v) for v in set(values)}
         best = max(counts.values())
@@ -366,7 +367,7 @@ def sub_narrative_coverage(sub_narratives: Sequence[Sequence[tuple[int, float]]]
     Worked example: sub-narratives A (vital supported, okay), B (vital partially supported), C (okay supported
     only): strict (1 + 0 + 0) / 3, partial (1 + 0.5 + 0) / 3."""
     if credit not in SUB_NARRATIVE_CREDITS:
-        raise ValueError(f"credit must be one of {SUB_NARRATIVE_CREDITS}, got {credit!r}")
+        raise InvalidInput(f"credit must be one of {SUB_NARRATIVE_CREDITS}, got {credit!r}")
     total = 0.0
     for nuggets in sub_narratives:
         vital = [s for grade, s in nuggets if grade == VITAL_GRADE]

@@ -10,6 +10,8 @@ from typing import Any
 
 import pandas as pd
 
+from ir_measures_ext.errors import InvalidInput
+
 
 def fetch_texts(docstore: Any, docnos: Sequence[str]) -> dict[str, str]:
     """Texts of ``docnos`` from a docstore: a mapping docno -> text (or document), an ir_datasets dataset
@@ -20,7 +22,7 @@ def fetch_texts(docstore: Any, docnos: Sequence[str]) -> dict[str, str]:
     if not docnos:
         return {}
     if docstore is None:
-        raise ValueError(f"{len(docnos)} segment(s) have no text in the frame (e.g. {docnos[0]!r}) and no docstore "
+        raise InvalidInput(f"{len(docnos)} segment(s) have no text in the frame (e.g. {docnos[0]!r}) and no docstore "
                          "was given: pass docstore=... (a dict docno -> text, an ir_datasets dataset or docs "
                          "store), or add a text column, e.g. with pt.text.get_text(...)")
     if hasattr(docstore, "docs_store") and not hasattr(docstore, "get_many"):
@@ -34,7 +36,7 @@ def fetch_texts(docstore: Any, docnos: Sequence[str]) -> dict[str, str]:
                         f"{type(docstore).__name__}")
     missing = [d for d in docnos if d not in found]
     if missing:
-        raise ValueError(f"{len(missing)} docno(s) not in the docstore, e.g. {missing[:5]}")
+        raise InvalidInput(f"{len(missing)} docno(s) not in the docstore, e.g. {missing[:5]}")
     return {d: _doc_text(found[d]) for d in docnos}
 
 

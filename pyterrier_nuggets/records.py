@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ir_measures_ext import ids
+from ir_measures_ext.errors import InvalidInput
 
 IMPORTANCES = (ids.VITAL, ids.OKAY)
 ASSIGNMENTS = (ids.SUPPORT, ids.PARTIAL_SUPPORT, ids.NOT_SUPPORT)
@@ -35,7 +36,7 @@ class Nugget:
 
     def __post_init__(self):
         if self.importance is not None and self.importance not in IMPORTANCES:
-            raise ValueError(f"nugget importance must be one of {IMPORTANCES}, got {self.importance!r}")
+            raise InvalidInput(f"nugget importance must be one of {IMPORTANCES}, got {self.importance!r}")
 
     @property
     def id(self) -> str:
@@ -45,7 +46,7 @@ class Nugget:
     def grade(self) -> int:
         """Relevance in nugget qrels: 2 = vital, 1 = okay."""
         if self.importance is None:
-            raise ValueError(f"nugget {self.id} has no importance yet: score it (NuggetScorer) or give it "
+            raise InvalidInput(f"nugget {self.id} has no importance yet: score it (NuggetScorer) or give it "
                              "'vital' or 'okay' before scoring answers against it")
         return ids.IMPORTANCE_TO_GRADE[self.importance]
 
@@ -60,7 +61,7 @@ class Assignment:
 
     def __post_init__(self):
         if self.assignment not in ASSIGNMENTS:
-            raise ValueError(f"assignment must be one of {ASSIGNMENTS}, got {self.assignment!r}")
+            raise InvalidInput(f"assignment must be one of {ASSIGNMENTS}, got {self.assignment!r}")
 
     @property
     def nugget_id(self) -> str:
@@ -98,7 +99,7 @@ class Answer:
         for j, sentence in enumerate(self.sentences):
             for c in sentence.citations:
                 if not (0 <= c < len(self.references)):
-                    raise ValueError(
+                    raise InvalidInput(
                         f"sentence {j} cites reference {c}, but the answer has {len(self.references)} references")
 
     @property
@@ -129,13 +130,13 @@ class SupportJudgment:
 
     def __post_init__(self):
         if self.sentence < 0 or (self.citation is not None and self.citation < 0):
-            raise ValueError("sentence and citation positions are 0-based, never negative")
+            raise InvalidInput("sentence and citation positions are 0-based, never negative")
         if self.citation is not None and not self.docno:
-            raise ValueError("a judged citation needs the docno of the cited segment")
+            raise InvalidInput("a judged citation needs the docno of the cited segment")
         if self.support not in JUDGMENT_LABELS:
-            raise ValueError(f"support must be one of {JUDGMENT_LABELS}, got {self.support!r}")
+            raise InvalidInput(f"support must be one of {JUDGMENT_LABELS}, got {self.support!r}")
         if self.citation is None and self.support != ids.NONE:
-            raise ValueError("a sentence without citation can only have support 'none'")
+            raise InvalidInput("a sentence without citation can only have support 'none'")
 
     @property
     def score(self) -> float:
@@ -158,7 +159,7 @@ class RubricVerdict:
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
-            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+            raise InvalidInput(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
 
     @property
     def criterion_id(self) -> str:
@@ -191,8 +192,8 @@ class ExtractedNugget:
 
     def __post_init__(self):
         if self.span not in SPAN_MATCHES:
-            raise ValueError(f"span must be one of {SPAN_MATCHES}, got {self.span!r}")
+            raise InvalidInput(f"span must be one of {SPAN_MATCHES}, got {self.span!r}")
         if (self.span == SPAN_NONE) != (self.start is None or self.end is None):
-            raise ValueError(f"nugget {self.index} of {self.qid}: offsets are given exactly when the nugget is a span")
+            raise InvalidInput(f"nugget {self.index} of {self.qid}: offsets are given exactly when the nugget is a span")
         if self.start is not None and not 0 <= self.start <= self.end:
-            raise ValueError(f"nugget {self.index} of {self.qid}: bad offsets {self.start}..{self.end}")
+            raise InvalidInput(f"nugget {self.index} of {self.qid}: bad offsets {self.start}..{self.end}")

@@ -652,6 +652,36 @@ def cases() -> list[Case]:
         Case("demo: --dataset and --collection", "cli", ["demo", "--dataset", "x/y", "--collection", "{d}/collection",
                                                          "--out", "{d}/o"], message=r"--dataset or --collection"),
         )
+    # issue 21: where a user slips, a refusal instead of a table of zeros with exit 0
+    unprefixed = edit("r.eval.run", lambda s: "".join(line[1:].replace(" t", " ", 1) for line in s.splitlines(True)))
+    add("silent zero",
+        Case("table: run topic ids without the qrels' prefix", "cli", TABLE, unprefixed,
+             r"only 0 of the 2 topics of .*r.eval.run are topics of the nugget qrels \(2 topics; e.g. .* has topic "
+             r"'1', the nugget qrels has 't1'\).*--allow-topic-mismatch"),
+        Case("table: segment run topic ids without the prefix", "cli", TABLE,
+             edit("r.segments.run", lambda s: s.replace("t1 ", "1 ").replace("t2 ", "2 ")),
+             r"r.segments.run are topics of the segment qrels"),
+        Case("table: --system runs swapped", "cli", ["table", "--nugget-qrels", "{d}/nuggets.qrels", "--segment-qrels",
+                                                     "{d}/segments.qrels", "--system", "r", "{d}/r.segments.run",
+                                                     "{d}/r.eval.run", "--out", "{d}/tab"],
+             message=r"r.segments.run: none of its 4 rows is an evaluation row.*look swapped: give --system r "
+                     r"EVAL_RUN SEGMENT_RUN"),
+        Case("table: a segment run as the evaluation run", "cli",
+             ["table", "--nugget-qrels", "{d}/nuggets.qrels", "--system", "r", "{d}/r.segments.run", "--out", "{d}/tab"],
+             message=r"none of its 4 rows is an evaluation row.*give the evaluation run"),
+        Case("table: empty evaluation run", "cli", TABLE, edit("r.eval.run", lambda s: ""),
+             r"r.eval.run has no rows: every one of the 2 topics of the nugget qrels scores 0"),
+        Case("table: a cutoff on a nugget measure", "cli", TABLE + ["--measures", "V_strict@10"],
+             message=r"measure 'V_strict@10': V_strict takes no cutoff \(@k\)"),
+        Case("table: an unknown parameter value", "cli", TABLE + ["--measures", "SupportP(cite='last')"],
+             message=r"SupportP\(cite='last'\): not a valid value; choose one of 'first', 'all_judged', 'all_pairs'"),
+        Case("python: a cutoff on a nugget measure", "python",
+             lambda d: __import__("ir_measures").parse_measure("A_strict@5"), message=r"A_strict takes no cutoff"),
+        Case("table: --allow-topic-mismatch scores what matches", "cli",
+             TABLE + ["--allow-topic-mismatch", "--measures", "V_strict"],
+             edit("r.eval.run", lambda s: "".join(line for line in s.splitlines(True) if line.startswith("t1"))
+                  + "x9 Q0 x9:n0 1 1 r\nx8 Q0 x8:n0 1 1 r\n")),
+        )
 
     # ---- TREC RAG 2025/2026 (issue 25): answer rules, the toolkit's support files, rubrics, sub-narratives
     answers_2026 = "r26.answers.jsonl"

@@ -165,6 +165,7 @@ def index_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("indexes")
 
 
+@pytest.mark.slow
 def test_offline_main_job_on_the_sample(tmp_path, index_dir):
     collection = sample_collection(qids=["t01", "t04", "t09"])
     assert collection.nuggets is not None  # the hand-written nuggets shipped with the sample
@@ -183,6 +184,11 @@ def test_offline_main_job_on_the_sample(tmp_path, index_dir):
     assert {"nuggets", "assignment", "support", "generation"} <= set(csv.columns)
     assert (csv["assignment"] == table.provenance["assignment"]).all()
     assert result.notes[0].startswith("judged by: nuggets: ManualNuggets")
+    # files for publication and printed notes name the shipped nuggets as such, not by this machine's path
+    assert "sample:collection/nuggets.jsonl" in table.provenance["nuggets"]
+    for name in ("joint_table.csv", "joint_table.md", "joint_table.tex"):
+        assert "site-packages" not in (out / name).read_text() and str(tmp_path) not in (out / name).read_text()
+    assert not any("site-packages" in n for n in result.notes)
     assert any(n.startswith("Kendall's τ-b between the system orderings by nDCG@10 and by V_strict")
                for n in result.notes)
     # the extractive answers are fully supported; longer answers (k) cover at least as many nuggets here

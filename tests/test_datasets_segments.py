@@ -12,6 +12,7 @@ from datasets_ext.segments import (
     MsMarcoV21Segment,
     SegmentShards,
     SegmentsNotFound,
+    ShardsMissing,
     parse_segment_id,
 )
 
@@ -66,6 +67,9 @@ def test_unknown_ids_are_reported_not_dropped(collection):
     assert set(err.value.missing) == set(bad)
     assert ids[0][5] in err.value.missing[other_line]  # says which segment is really there
     assert isinstance(err.value, KeyError)
+    message = str(err.value).splitlines()  # one line per kind of reason, not one per id
+    assert message[0] == "5 segment id(s) not found in msmarco-segment-v2.1:" and len(message) == 4
+    assert sum(line.startswith("  3 are not at their offset: e.g.") for line in message) == 1
     with pytest.raises(KeyError):
         store.get(past_end)
     with pytest.warns(UserWarning, match="5 segment id"):
@@ -78,8 +82,15 @@ def test_missing_shard_file(tmp_path):
     ids = write_shard(base / "msmarco_v2.1_doc_segmented" / "msmarco_v2.1_doc_segmented_03.json.gz", 3, 3)
     shards = SegmentShards(base)
     assert shards.docs_store().get(ids[1]).doc_id == ids[1]  # one shard is enough for its lookups
-    with pytest.raises(SegmentsNotFound, match="msmarco_v2.1_doc_segmented_04.json.gz not found"):
-        shards.docs_store().get_many(["msmarco_v2.1_doc_04_0#0_0"])
+    with pytest.raises(ShardsMissing, match="1 requested segment.* msmarco_v2.1_doc_segmented_04.json.gz; put them "
+                                            f"in {base / 'msmarco_v2.1_doc_segmented'}"):
+        shards.docs_store().get("msmarco_v2.1_doc_04_0#0_0")  # ir_datasets lookup's call: not a bare KeyError
+    with pytest.raises(SegmentsNotFound) as err:  # another cause too: the ids' error, one line per cause
+        shards.docs_store().get_many(["msmarco_v2.1_doc_04_0#0_0", "no-id"])
+    assert sorted(str(err.value).splitlines()[1:]) == [
+        f"  1 are in shard files not in place: e.g. msmarco_v2.1_doc_04_0#0_0 (shard file "
+        f"{base / 'msmarco_v2.1_doc_segmented' / 'msmarco_v2.1_doc_segmented_04.json.gz'} not found)",
+        "  1 not segment ids: e.g. no-id (not of the form msmarco_v2.1_doc_NN_DOCBYTE#IDX_SEGBYTE)"]
     with pytest.raises(FileNotFoundError, match="59 of 60 shards are missing") as err:
         next(shards.docs_iter())
     assert str(base / "msmarco_v2.1_doc_segmented") in str(err.value)  # says where to put them

@@ -22,6 +22,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -72,7 +73,7 @@ INSTEAD = {
         "tests/test_baseline_judges.py runs it); later blocks read its out/demo"),
 }
 # documents whose examples say they run from a checkout of the repository (they read tests/data)
-FROM_CHECKOUT = {"meta-evaluation.md"}
+FROM_CHECKOUT = {"meta-evaluation.md", "llm.md"}
 # documents whose examples run twice in the same folder: a second run must work too (indexes exist)
 TWICE = {"api.md"}
 
@@ -112,11 +113,48 @@ def environment(tmp_path_factory):
                     os.environ[k] = v
 
 
-def run_shell(body: str, cwd: Path, where: str) -> None:
-    done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", body], cwd=cwd, capture_output=True, text=True,
-                          timeout=900)
+def run_shell(body: str, cwd: Path, where: str, background: Background | None = None) -> None:
+    """Run a shell block; its lines that end in ``&`` are started in the background (``background`` keeps them,
+    checks them before every later block and stops them when the document is done)."""
+    lines = body.splitlines()
+    for line in lines:
+        if line.rstrip().endswith("&") and not line.rstrip().endswith("&&"):
+            assert background is not None, f"{where}: a background command outside a document: {line}"
+            background.start(line.rstrip()[:-1], cwd, where)
+    foreground = "\n".join(x for x in lines if not (x.rstrip().endswith("&") and not x.rstrip().endswith("&&")))
+    done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", foreground], cwd=cwd, capture_output=True,
+                          text=True, timeout=900)
     assert done.returncode == 0, f"{where}: exit {done.returncode}\n{body}\n--- stdout\n{done.stdout[-3000:]}" \
                                  f"\n--- stderr\n{done.stderr[-3000:]}"
+
+
+class Background:
+    """The background commands (``cmd &``) of one document's shell blocks. A background command that ends
+    before its document is done is a failure with its output (a server that could not start, e.g. for a
+    missing file or a port in use, would otherwise be hidden by the ``&``); all are stopped at the end."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.running: list[tuple[str, str, subprocess.Popen, Path]] = []
+
+    def start(self, command: str, cwd: Path, where: str) -> None:
+        log = self.folder / f"background-{len(self.running)}.log"
+        with open(log, "w") as out:
+            proc = subprocess.Popen(["bash", "-c", f"exec {command}"], cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+        self.running.append((where, command, proc, log))
+
+    def check(self) -> None:
+        for where, command, proc, log in self.running:
+            if proc.poll() is not None:
+                pytest.fail(f"{where}: the background command `{command}` ended (exit {proc.returncode}) before "
+                            f"the document was done:\n{log.read_text()[-3000:]}")
+
+    def stop(self) -> None:
+        for _, _, proc, _ in self.running:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(timeout=10)
 
 
 def check_jsonl(body: str, where: str) -> None:
@@ -127,7 +165,12 @@ def check_jsonl(body: str, where: str) -> None:
             pytest.fail(f"{where} line {i}: not one JSON object a line (JSONL): {line[:80]}")
 
 
-@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: p.name)
+# documents whose examples run the main job or a large grid: over 20 s each, marked slow (-m "not slow" skips them)
+SLOW = {"getting-started.md", "meta-evaluation.md"}
+
+
+@pytest.mark.parametrize("document", [pytest.param(d, marks=pytest.mark.slow) if d.name in SLOW else d
+                                      for d in DOCUMENTS], ids=lambda p: p.name)
 def test_examples_run(document, environment, tmp_path, monkeypatch):
     for f in SAMPLE.iterdir():
         shutil.copy(f, tmp_path / f.name)
@@ -139,8 +182,18 @@ def test_examples_run(document, environment, tmp_path, monkeypatch):
 
 
 def run_blocks(document: Path, cwd: Path, run: int) -> None:
+    background = Background(cwd)
+    try:
+        run_blocks_of(document, cwd, run, background)
+        background.check()
+    finally:
+        background.stop()
+
+
+def run_blocks_of(document: Path, cwd: Path, run: int, background: Background) -> None:
     namespace: dict = {"__name__": "__docs__"}
     for line, language, body in code_blocks(document):
+        background.check()
         where = f"{document.name}:{line}" + (" (second run)" if run else "")
         os.chdir(cwd)  # an example may change directory (README's os.chdir(SAMPLE_DIR))
         instead = next((cmd for (doc, start), (cmd, _) in INSTEAD.items()
@@ -153,7 +206,7 @@ def run_blocks(document: Path, cwd: Path, run: int) -> None:
         if language == "python":
             exec(compile(body, where, "exec"), namespace)  # noqa: S102 - the documented example itself
         elif language in SHELL:
-            run_shell(body, cwd, where)
+            run_shell(body, cwd, where, background)
         elif language == "json":
             check_jsonl(body, where)
 
@@ -169,3 +222,27 @@ def test_skip_list_is_current():
                     assert language in SHELL | {"python"}, (doc, start)
                     matched.add((doc, start))
     assert matched == skip, skip - matched
+
+
+def test_a_background_command_that_dies_fails_the_document(tmp_path):
+    """A doc's ``server &`` that cannot start (here: a script that is not there) fails the docs test with its
+    output, instead of hiding behind the ``&`` until a client gives up."""
+    doc = tmp_path / "doc.md"
+    doc.write_text("```bash\npython no_such_server.py --port 0 &\nsleep 1\n```\n\n```bash\necho later\n```\n")
+    with pytest.raises(pytest.fail.Exception, match=r"doc.md:1: the background command `python no_such_server.py "
+                                                    r"--port 0 ` ended \(exit 2\)(.|\n)*No such file"):
+        run_blocks(doc, tmp_path, 0)
+
+
+def test_a_background_command_is_stopped_with_its_document(tmp_path):
+    doc = tmp_path / "doc.md"
+    doc.write_text("```bash\nsleep 600 &\n```\n\n```bash\necho $$ > done\n```\n")
+    background = Background(tmp_path)
+    try:
+        run_blocks_of(doc, tmp_path, 0, background)
+        background.check()
+        (_, _, proc, _), = background.running
+        assert proc.poll() is None and (tmp_path / "done").exists()
+    finally:
+        background.stop()
+    assert proc.poll() is not None

@@ -4,7 +4,7 @@ one), the Batch API (partial errors, several polls, a resumed batch), dry runs w
 a real run then makes, re-runs that complete items whose answers failed validation; and the endpoint
 selection of issue 10."""
 import json
-import time
+import threading
 
 import pandas as pd
 import pytest
@@ -108,9 +108,8 @@ def test_rate_limit_headers_and_quota(tmp_path):
     reset instead of being rejected again and again."""
     with FakeOpenAIServer(quota=5, quota_window=1.0, ratelimit_headers=True, responder=lambda b: "[]") as server:
         llm = client(server, tmp_path / "c.sqlite", concurrency=4)
-        start = time.monotonic()
         results = llm.map(llm.chat, [[{"role": "user", "content": str(i)}] for i in range(12)])
-        assert all(r.ok for r in results) and time.monotonic() - start >= 1.0
+        assert all(r.ok for r in results) and llm.limiter.stats["waits_for_quota"] >= 1
         # at most the requests already in flight when a reply said the budget was used up (concurrency - 1)
         assert server.stats["accepted"] == 12 and server.stats["quota_rejected"] <= 3
         assert llm.limiter.header_requests is not None
@@ -121,9 +120,9 @@ def test_rate_limit_headers_and_quota(tmp_path):
 def test_user_quota_keeps_under_the_endpoint_quota(tmp_path):
     with FakeOpenAIServer(quota=5, quota_window=1.0, responder=lambda b: "[]") as server:
         llm = client(server, tmp_path / "q.sqlite", concurrency=8, requests_per_minute=120)  # 2 a second
-        start = time.monotonic()
         assert all(r.ok for r in llm.map(llm.chat, [[{"role": "user", "content": str(i)}] for i in range(6)]))
-        assert time.monotonic() - start >= 1.9  # 2 at once, then one every half second
+        # 2 at once, then one every half second: held by the client's bucket, never by the endpoint
+        assert llm.limiter.stats["waits_for_quota"] >= 1 and server.stats["accepted"] == 6
         assert server.stats["quota_rejected"] == 0
 
 
@@ -135,9 +134,8 @@ def test_user_token_quota_spaces_requests(tmp_path):
         probe = client(server, None, max_tokens=5)
         per_request = probe.tokens.count_messages(messages[0]) + 5
         llm = client(server, tmp_path / "tpm.sqlite", concurrency=8, max_tokens=5, tokens_per_minute=60 * per_request)
-        start = time.monotonic()
         assert all(r.ok for r in llm.map(llm.chat, messages))
-        assert time.monotonic() - start >= 1.9 and llm.limiter.stats["waits_for_quota"] >= 2
+        assert llm.limiter.stats["waits_for_quota"] >= 2
         assert max(server.in_flight_seen) == 0  # each arrived alone (the count excludes itself)
 
 
@@ -345,19 +343,47 @@ def test_invalid_once_then_valid_on_reask(tmp_path):
 def test_model_without_endpoint_is_refused(monkeypatch):
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "PYTERRIER_NUGGETS_MODEL"):
         monkeypatch.delenv(name, raising=False)
-    with pytest.raises(ValueError, match="embedded=True"):
+    with pytest.raises(ValueError, match="model 'gpt-4o-mini' was asked for, but no LLM endpoint .*embedded=True"):
         LLMClient(model="gpt-4o-mini", cache=None)
     monkeypatch.setenv("PYTERRIER_NUGGETS_MODEL", "gpt-4o-mini")
-    with pytest.raises(ValueError, match="no endpoint is configured"):
+    with pytest.raises(ValueError, match="no LLM endpoint is configured"):
         LLMClient(cache=None)
     with pytest.raises(ValueError, match="embedded=True runs"):
         LLMClient(model="gpt-4o-mini", embedded=True, cache=None)
-    with pytest.raises(ValueError, match="neither an endpoint nor an API key"):
+    with pytest.raises(ValueError, match="no LLM endpoint is configured"):
         LLMClient(model="m", embedded=False, cache=None)
     monkeypatch.delenv("PYTERRIER_NUGGETS_MODEL")
-    with pytest.raises(ValueError, match=r"no model name for the endpoint http://127.0.0.1:9/v1: .*--model on the "
-                                         r"command line"):
+    with pytest.raises(ValueError, match=r"no model name for the endpoint http://127.0.0.1:9/v1: pass model=\.\.\. "):
         LLMClient(base_url="http://127.0.0.1:9/v1", cache=None)
+
+
+def test_nothing_configured_never_falls_back_to_the_embedded_model(monkeypatch):
+    """LLMClient() and a judge without a client refuse in one line naming both ways (the endpoint, or
+    embedded=True), in Python terms for the API and in option terms on the command line."""
+    from ir_measures_ext.errors import InvalidInput
+    from pyterrier_nuggets.judges import NuggetScorer
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "PYTERRIER_NUGGETS_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(InvalidInput, match="no LLM endpoint is configured: pass base_url=.*embedded=True") as err:
+        LLMClient(cache=None)
+    assert "\n" not in str(err.value) and "--llm embedded" in err.value.for_command_line()
+    nuggets = pd.DataFrame({"qid": ["q1"], "query": ["q"], "nugget_text": ["a fact"]})
+    with pytest.raises(InvalidInput, match="no LLM endpoint is configured"):
+        NuggetScorer()(nuggets)
+
+
+def test_cli_messages_name_options_not_python_arguments(monkeypatch, tmp_path, capsys):
+    from pyterrier_nuggets.cli import main
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "PYTERRIER_NUGGETS_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    assert main(["demo", "--llm", "endpoint", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "--base-url" in err and "base_url=" not in err
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"qid": "1", "nuggets": [{"text": "a", "importance": "failed"}]}\n')
+    assert main(["export", "--nuggets", str(bad), "--qrels", str(tmp_path / "q.qrels")]) == 2
+    err = capsys.readouterr().err
+    assert "--on-invalid drop" in err and "on_invalid=" not in err and err.count("\n") <= 8
 
 
 def test_base_url_from_the_environment_without_a_key(monkeypatch, tmp_path):
@@ -412,7 +438,8 @@ def test_cli_refuses_a_model_without_an_endpoint(tmp_path, capsys, monkeypatch):
     code = cli.main(["demo", "--topics", "t03", "--model", "gpt-4o-mini", "--out", str(tmp_path / "o"),
                      "--llm-cache", str(tmp_path / "c.sqlite")])
     err = capsys.readouterr().err
-    assert code == 2 and "gpt-4o-mini" in err and "no endpoint" in err and "Traceback" not in err
+    assert code == 2 and "gpt-4o-mini" in err and "no LLM endpoint" in err and "--base-url" in err
+    assert "Traceback" not in err
     assert not (tmp_path / "o").exists()
 
 
@@ -449,24 +476,30 @@ def test_assignment_and_support_run_together(tmp_path):
     judged, _ = workload(topics=4)
     retrieved = judged.assign(score=1.0, rank=judged.groupby("qid").cumcount())[["qid", "query", "docno", "text",
                                                                                   "score", "rank"]]
-    asked = []  # (kind, time) of each request the server answers
+    # While `hold` is set, the first assignment request is held at the endpoint until a support request has
+    # arrived: with a barrier between the two judges none would arrive (the held assignment would give up
+    # after a minute); without one, the first support request releases it. Order, not time. (One request
+    # only: holding all would fill the client's slots and starve the support requests of the test's making.)
+    hold, support_arrived, first = threading.Event(), threading.Event(), threading.Lock()
+    held = []  # whether a support request released the held assignment
 
     def slow_assignments(body):
         kind = "support" if "supported by its corresponding citations" in first_prompt(body) else \
             "assign" if "Nugget List" in first_prompt(body) and "Passage" in first_prompt(body) else "other"
-        asked.append((kind, time.monotonic()))
-        return Reply(auto_reply(body), delay=0.5 if kind == "assign" else 0.0)
+        if kind == "support":
+            support_arrived.set()
+        elif kind == "assign" and hold.is_set() and first.acquire(blocking=False):
+            held.append(support_arrived.wait(timeout=60))
+        return Reply(auto_reply(body))
 
     with FakeOpenAIServer(responder=slow_assignments) as server:
         llm = client(server, tmp_path / "t.sqlite", concurrency=16)
         nuggets = (NuggetCreator(llm) >> NuggetScorer(llm))(judged)
         answers = CitedGenerator(llm, k=4)(retrieved)
-        asked.clear()
+        hold.set()
         together = evaluate_answers(answers, NuggetAssigner(nuggets, llm), SupportJudge(llm))
-        assigns = [t for k, t in asked if k == "assign"]
-        supports = [t for k, t in asked if k == "support"]
-        assert assigns and supports and set(k for k, _ in asked) == {"assign", "support"}
-        assert min(supports) < max(assigns) + 0.5 - 0.2  # support asked before the last assignment was answered
+        hold.clear()
+        assert held == [True]  # support asked while an assignment was still unanswered
         fresh = client(server, tmp_path / "t2.sqlite", concurrency=16)
         assigned = NuggetAssigner(nuggets, fresh)(answers)
         support = SupportJudge(fresh)(answers)

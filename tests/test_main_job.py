@@ -97,8 +97,9 @@ def test_make_llm_endpoint_and_key(monkeypatch, tmp_path):
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     llm = make_llm("http://127.0.0.1:9/v1", "m", cache=str(tmp_path / "c.sqlite"))
     assert (llm.embedded, llm.base_url, llm.model) == (False, "http://127.0.0.1:9/v1", "m")
-    with pytest.raises(ValueError, match="--base-url"):
+    with pytest.raises(ValueError, match="no LLM endpoint") as err:
         make_llm(None, "gpt-x")
+    assert "--base-url" in err.value.for_command_line()
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     assert "sk-test" not in repr(make_llm("http://127.0.0.1:9/v1", "m", cache=None))
 
@@ -233,7 +234,7 @@ def test_main_job_embedded_one_topic(tmp_path, index_dir, monkeypatch):
     """`--llm embedded`: the embedded SmolLM2 model for every LLM step, on one topic, BM25 top 3."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    llm = LLMClient(cache=tmp_path / "cache.sqlite", progress=False)
+    llm = LLMClient(embedded=True, cache=tmp_path / "cache.sqlite", progress=False)
     assert llm.embedded
     result = run_main_job(sample_collection(qids=["t02"]), build_systems(["bm25:3", "bm25:1"]), str(tmp_path / "o"),
                           llm=llm, index_dir=index_dir, log=lambda m: None)

@@ -16,6 +16,8 @@ import time
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
+from ir_measures_ext.errors import InvalidInput
+
 SESSION_SECONDS = 12 * 3600
 MIN_PASSWORD = 8
 _hasher = PasswordHasher()
@@ -41,7 +43,7 @@ def verify_password(pw_hash: str | None, password: str) -> bool:
 
 def check_password_strength(password: str) -> None:
     if len(password) < MIN_PASSWORD:
-        raise ValueError(f"a password needs at least {MIN_PASSWORD} characters")
+        raise InvalidInput(f"a password needs at least {MIN_PASSWORD} characters")
 
 
 def new_token() -> str:

@@ -26,6 +26,7 @@ import tempfile
 from collections.abc import Iterable
 
 from ir_measures_ext import ids, scoring
+from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets import formats
 from pyterrier_nuggets.annotate import protocol
 from pyterrier_nuggets.annotate.config import SCALES
@@ -34,7 +35,7 @@ from pyterrier_nuggets.formats import AssignedAnswer
 from pyterrier_nuggets.records import Answer, Assignment, Nugget, Sentence, SupportJudgment
 
 
-class Unfinished(ValueError):
+class Unfinished(InvalidInput):
     """The project has topics whose four stages are not complete."""
 
 
@@ -181,7 +182,7 @@ class Export:
             raise FileExistsError(f"{out_dir} is a file; give a directory for the export")
         if os.path.commonpath([out_dir, self.store.directory]) == self.store.directory and \
                 out_dir != os.path.join(self.store.directory, "export"):
-            raise ValueError(f"{out_dir} is inside the project directory: export to another directory "
+            raise InvalidInput(f"{out_dir} is inside the project directory: export to another directory "
                              f"(or to {os.path.join(self.store.directory, 'export')})")
         parent = os.path.dirname(out_dir)
         os.makedirs(parent, exist_ok=True)

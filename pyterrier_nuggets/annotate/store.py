@@ -17,6 +17,7 @@ from typing import Any
 
 from datasets_ext.files import atomic_write
 from ir_measures_ext import ids
+from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.annotate import auth
 from pyterrier_nuggets.annotate.config import ProjectInput
 
@@ -97,7 +98,7 @@ class Store:
         with self.read() as c:
             self.meta = {r["key"]: json.loads(r["value"]) for r in c.execute("SELECT key, value FROM meta")}
         if self.meta.get("schema") != SCHEMA_VERSION:
-            raise ValueError(f"{self.path}: schema {self.meta.get('schema')!r}, this version reads {SCHEMA_VERSION}")
+            raise InvalidInput(f"{self.path}: schema {self.meta.get('schema')!r}, this version reads {SCHEMA_VERSION}")
         self.name: str = self.meta["name"]
 
     def connect(self) -> sqlite3.Connection:

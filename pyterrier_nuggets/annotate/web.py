@@ -25,6 +25,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from ir_measures_ext import ids
+from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.annotate import auth, protocol
 from pyterrier_nuggets.annotate.config import SCALE_NAMES, SCALES
 from pyterrier_nuggets.annotate.protocol import Forbidden, NotFound
@@ -65,7 +66,7 @@ class App:
         for d in directories:
             store = Store(d)
             if store.name in self.projects:
-                raise ValueError(f"two projects are named {store.name!r}: {self.projects[store.name].directory} and {d}")
+                raise InvalidInput(f"two projects are named {store.name!r}: {self.projects[store.name].directory} and {d}")
             self.projects[store.name] = store
         self.secure = secure_cookies
         self.throttle = auth.LoginThrottle()
@@ -334,7 +335,7 @@ def _int(value) -> int:
     try:
         return int(str(value))
     except (TypeError, ValueError):
-        raise ValueError(f"expected a number, got {str(value)[:20]!r}") from None
+        raise InvalidInput(f"expected a number, got {str(value)[:20]!r}") from None
 
 
 def _ints(values) -> set[int]:

@@ -27,10 +27,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+import traceback
 import warnings
 
+from ir_measures_ext.errors import InvalidInput, SetupError
 from pyterrier_nuggets.cli import agree, annotate, correlate, demo, export, ikat, score, table, trec_rag
 from pyterrier_nuggets.judges import LLMStepError
+
+# exit codes (docs/cli.md): 0 done; 1 an LLM step or the endpoint failed; 2 an input, usage or set-up error
+# (one line); 3 a bug of the package (its traceback)
+EXIT_LLM_FAILED, EXIT_INPUT, EXIT_BUG = 1, 2, 3
 
 SUBCOMMANDS = (demo, export, table, score, correlate, agree, annotate, ikat, trec_rag)
 
@@ -49,17 +55,22 @@ def main(argv=None) -> int:
         return code
     except LLMStepError as e:  # the model failed, not the input: exit 1, like a failed run
         print(f"error: {e}", file=sys.stderr)
-        return 1
-    except (ValueError, OSError, LookupError) as e:  # input and usage errors (InputError is a ValueError)
+        return EXIT_LLM_FAILED
+    except (InvalidInput, SetupError, OSError) as e:  # our input, usage and set-up errors; a file not found
         print(f"error: {_one_line(e)}", file=sys.stderr)
-        return 2
+        return EXIT_INPUT
+    except Exception:  # anything else is a bug of ours: keep the traceback
+        traceback.print_exc()
+        print(f"pyterrier-nuggets: internal error (exit {EXIT_BUG}): this is a bug of pyterrier-nuggets, not of your "
+              "input; please report it with the traceback above and the command line", file=sys.stderr)
+        return EXIT_BUG
 
 
 def _one_line(e: BaseException) -> str:
     if isinstance(e, OSError) and e.filename:
         return f"{e.filename}: {e.strerror or e}"
-    if isinstance(e, KeyError):  # e.g. an unknown ir_datasets id
-        return f"not found: {e.args[0] if e.args else e}"
+    if isinstance(e, InvalidInput):
+        return e.for_command_line()
     return str(e)
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import getpass
 import sys
 
+from ir_measures_ext.errors import InvalidInput
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser("annotate", help="human nugget annotation: the four-stage web tool of seed 002")
@@ -50,7 +52,7 @@ def _password(args) -> str:
         return sys.stdin.readline().rstrip("\n")
     first = getpass.getpass(f"password for {args.name}: ")
     if first != getpass.getpass("again: "):
-        raise ValueError("the two passwords differ")
+        raise InvalidInput("the two passwords differ")
     return first
 
 

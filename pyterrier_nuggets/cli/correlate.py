@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 
+from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.cli.errors import non_negative_int, probability
 from pyterrier_nuggets.cli.paths import check_inputs, check_output
 from pyterrier_nuggets.formats import InputError
@@ -94,7 +95,7 @@ def _scores(path: str, runs: dict[str, str], measure: str):
         try:
             ir_measures.parse_measure(measure)
         except (NameError, ValueError) as e:
-            raise ValueError(f"--measure {measure!r}: {e}") from None
+            raise InvalidInput(f"--measure {measure!r}: {e}") from None
         frame = per_query_scores(runs, path, [measure])
         if frame.empty:
             raise InputError(path, None, None, f"no {measure} scores: do the runs {sorted(runs)} and these qrels "

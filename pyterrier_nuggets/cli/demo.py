@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import os
 
+from ir_measures_ext.errors import InvalidInput
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser("demo", help="the main job: retrieve, generate, nuggetize, assign, judge support, "
@@ -131,13 +133,25 @@ def llm_mode(args) -> str:
     """``--llm``, or its default: ``endpoint`` when one is configured (arguments or environment), else
     ``offline``."""
     from pyterrier_nuggets.llm import endpoint_configured
-    configured = endpoint_configured(args.model, args.base_url)
+    configured = endpoint_configured(args.model, args.base_url, dry_run_key(args))
     if args.llm is None:
         return "endpoint" if configured else "offline"
     if args.llm == "endpoint" and not configured:
-        raise ValueError("--llm endpoint: no endpoint is configured; give --base-url (and --model) or set "
+        raise InvalidInput("--llm endpoint: no endpoint is configured; give --base-url (and --model) or set "
                          "OPENAI_BASE_URL / OPENAI_API_KEY")
     return args.llm
+
+
+def dry_run_key(args) -> str | None:
+    """A dry run makes no call, so it needs no API key: with ``--dry-run``, a model and no key configured, the
+    plan is made for the OpenAI API (or ``--base-url``) with a placeholder key that is never sent."""
+    from pyterrier_nuggets.llm.config import ENV_API_KEY
+    if args.dry_run and (args.model or args.base_url) and not os.environ.get(ENV_API_KEY):
+        return DRY_RUN_KEY
+    return None
+
+
+DRY_RUN_KEY = "dry-run: no key needed"
 
 
 def make_llm(base_url: str | None = None, model: str | None = None, concurrency: int = 8, cache: str | None = None,
@@ -227,12 +241,12 @@ def run_demo(args) -> int:
     if args.dataset and args.dataset.rstrip("/") == IKAT_DATASET:
         return run_ikat_demo(args)
     if args.generate:
-        raise ValueError(f"--generate is for --dataset {IKAT_DATASET}; a TREC RAG system's generator is chosen "
+        raise InvalidInput(f"--generate is for --dataset {IKAT_DATASET}; a TREC RAG system's generator is chosen "
                          "in --system NAME=RETRIEVER:K:GENERATOR")
     from pyterrier_nuggets.pipeline import build_systems, dataset_collection, run_main_job, sample_collection
     from pyterrier_nuggets.pipeline.main_job import llm_needed, offline_nuggets
     if args.dataset and args.collection:
-        raise ValueError("give --dataset or --collection, not both")
+        raise InvalidInput("give --dataset or --collection, not both")
     mode = llm_mode(args)
     client_options = llm_options(args)  # a bad --price is refused before anything else
     systems = build_systems(args.system, args.run, args.answers, args.assignments, k=args.k, mode=mode)
@@ -249,6 +263,8 @@ def run_demo(args) -> int:
         options = dict(client_options, embedded=True, max_tokens=OFFLINE_MAX_TOKENS)
     else:
         options = dict(client_options, embedded=True) if mode == "embedded" else client_options
+    if mode == "endpoint" and dry_run_key(args):
+        options["api_key"] = dry_run_key(args)
     llm = make_llm(None if mode != "endpoint" else args.base_url, None if mode != "endpoint" else args.model,
                    args.concurrency, args.llm_cache, **options) \
         if llm_needed(systems, LLM_MODES[mode], args.nuggets) else None

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+from ir_measures_ext.errors import InvalidInput
 
-class UsageError(ValueError):
+
+class UsageError(InvalidInput):
     """Options that do not fit together, or an option value that cannot be used."""
 
 

@@ -1,6 +1,7 @@
 """``pyterrier-nuggets table``: the joint table of retrieval and answer measures for several systems."""
 from __future__ import annotations
 
+from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.cli.errors import UsageError, probability
 
 
@@ -21,6 +22,10 @@ def add_parser(sub) -> None:
     p.add_argument("--label", action="append", default=[], metavar="KEY=VALUE",
                    help="what produced the evaluation runs, printed above the table and written as a CSV column, "
                         "e.g. --label 'nuggets=NIST post-edited' --label 'assignment=GPT-4o AutoAssign'; repeat")
+    p.add_argument("--allow-topic-mismatch", action="store_true",
+                   help="score a run even when fewer than half of its topics are topics of its qrels (refused by "
+                        "default: such a run scores 0 on every topic of the qrels, e.g. topic ids '105741' against "
+                        "qrels of '2024-105741'); a warning says so")
     p.add_argument("--out", help="write PREFIX.csv, PREFIX.md, PREFIX.tex, PREFIX.perquery.csv")
     p.add_argument("--compare-to", metavar="OTHER.perquery.csv",
                    help="another evaluation of the same systems (per-query or run-level CSV, e.g. another table's "
@@ -70,14 +75,17 @@ def run(args) -> int:
     for given in (args.measures or []) + (args.retrieval_measures or []):
         try:
             ir_measures.parse_measure(given)
-        except (NameError, ValueError):
+        except InvalidInput as e:  # one of ours with a parameter it does not take
+            raise UsageError(f"measure {given!r}: {e}") from None
+        except (NameError, ValueError, SyntaxError):
             raise UsageError(f"unknown measure {given!r}: give ir_measures names, e.g. nDCG@10, V_strict, "
                              "Segments(measure='nDCG@10') (docs/measures.md)") from None
     table = joint_table(systems, args.nugget_qrels, args.segment_qrels,
                         answer_measures=args.measures or ANSWER_MEASURES,
                         retrieval_measures=args.retrieval_measures or RETRIEVAL_MEASURES,
                         baseline=args.baseline, alpha=args.alpha, test=args.test, correction=args.correction,
-                        compare_to=args.compare_to, compare_label=args.compare_label)
+                        compare_to=args.compare_to, compare_label=args.compare_label,
+                        allow_topic_mismatch=args.allow_topic_mismatch)
     table.provenance = labels
     print(table.to_text())
     if args.out:

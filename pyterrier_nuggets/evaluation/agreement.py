@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ir_measures_ext.errors import InvalidInput
 from ir_measures_ext.scoring import consensus_label
 from pyterrier_nuggets.evaluation.labels import LabelKind, Labels, item_name
 from pyterrier_nuggets.formats import InputError
@@ -120,7 +121,7 @@ def agreement(a: Labels, b: Labels, label_a: str | None = None, label_b: str | N
     different things under the same id; unless one side marks the item as post-edited (``Labels.edited``,
     e.g. the annotation tool's reworded nuggets): it is then compared by id and listed in ``edited``."""
     if a.kind.name != b.kind.name or a.kind.labels != b.kind.labels:
-        raise ValueError(f"labels of different kinds: {a.kind.name} {a.kind.labels} and {b.kind.name} "
+        raise InvalidInput(f"labels of different kinds: {a.kind.name} {a.kind.labels} and {b.kind.name} "
                          f"{b.kind.labels}")
     label_a = label_a or a.source or "A"
     label_b = label_b or b.source or "B"
@@ -140,7 +141,7 @@ def agreement(a: Labels, b: Labels, label_a: str | None = None, label_b: str | N
                              "the two files judge different things under the same id: give both judges the same "
                              "nuggets / answers")
     if not common:
-        raise ValueError(f"{label_a} and {label_b} have no item in common ({len(a.items)} and {len(b.items)} "
+        raise InvalidInput(f"{label_a} and {label_b} have no item in common ({len(a.items)} and {len(b.items)} "
                          "items): do they judge the same runs, topics and nuggets? (ids are matched exactly, "
                          "including the run id)")
     labels = _order(a.kind, [a.items[i] for i in common] + [b.items[i] for i in common])
@@ -161,7 +162,7 @@ def agreement_from_confusion(confusion: Sequence[Sequence[int]], kind: LabelKind
     matrix = np.asarray(confusion)
     labels = tuple(labels if labels is not None else kind.labels or range(len(matrix)))
     if matrix.shape != (len(labels), len(labels)) or (matrix < 0).any() or (matrix != np.round(matrix)).any():
-        raise ValueError(f"a {len(labels)} x {len(labels)} matrix of non-negative counts is needed, got {matrix!r}")
+        raise InvalidInput(f"a {len(labels)} x {len(labels)} matrix of non-negative counts is needed, got {matrix!r}")
     rows, cols = np.indices(matrix.shape)
     counts = matrix.astype(int).ravel()
     return _from_indices(np.repeat(rows.ravel(), counts), np.repeat(cols.ravel(), counts), kind, labels,
@@ -249,7 +250,7 @@ class MultiAgreement:
 def _common_labels(judges: Sequence[Labels]) -> tuple[LabelKind, tuple, list[Hashable]]:
     kinds = {(j.kind.name, j.kind.labels) for j in judges}
     if len(kinds) != 1:
-        raise ValueError(f"labels of different kinds: {sorted(map(str, kinds))}")
+        raise InvalidInput(f"labels of different kinds: {sorted(map(str, kinds))}")
     items = list(dict.fromkeys(i for j in judges for i in j.items))
     labels = _order(judges[0].kind, [label for j in judges for label in j.items.values()])
     return judges[0].kind, labels, items
@@ -283,10 +284,10 @@ def multi_agreement(judges: Sequence[Labels], names: Sequence[str] | None = None
     over all judges (:func:`krippendorff_alpha`)."""
     judges = list(judges)
     if len(judges) < 2:
-        raise ValueError("agreement needs at least two judges")
+        raise InvalidInput("agreement needs at least two judges")
     names = list(names) if names is not None else [j.source or f"judge {k + 1}" for k, j in enumerate(judges)]
     if len(names) != len(judges) or len(set(names)) != len(names):
-        raise ValueError(f"give one distinct name per judge, got {names} for {len(judges)} judges")
+        raise InvalidInput(f"give one distinct name per judge, got {names} for {len(judges)} judges")
     kind, labels, items = _common_labels(judges)
     pairs = [agreement(judges[a], judges[b], names[a], names[b])
              for a in range(len(judges)) for b in range(a + 1, len(judges))]
@@ -321,7 +322,7 @@ def consensus(judges: Sequence[Labels], method: str = "majority", ties: str = "l
     judge)."""
     kind, labels, items = _common_labels(list(judges))
     if method in ("mean", "median") and not kind.ordinal:
-        raise ValueError(f"the {method} of {kind.name} labels means nothing: they are not ordinal (use majority)")
+        raise InvalidInput(f"the {method} of {kind.name} labels means nothing: they are not ordinal (use majority)")
     index = {label: k for k, label in enumerate(labels)}
     out, tied, left_out = {}, [], []
     for item in items:

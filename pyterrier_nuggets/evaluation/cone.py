@@ -26,6 +26,7 @@ import pandas as pd
 import pyterrier as pt
 
 from ir_measures_ext import ids
+from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.formats import NuggetSet, as_nugget_set
 from pyterrier_nuggets.judges.base import FAILED, Failure, LLMStepError, failure_summary
 from pyterrier_nuggets.matchers import Match, Matcher, as_matcher
@@ -45,7 +46,7 @@ class _MatchingStep(pt.Transformer):
 
     def __init__(self, gold_nuggets: Any, matcher: Any = None, *, on_failure: str = "raise"):
         if on_failure not in POLICIES:
-            raise ValueError(f"on_failure must be one of {tuple(POLICIES)}, got {on_failure!r}")
+            raise InvalidInput(f"on_failure must be one of {tuple(POLICIES)}, got {on_failure!r}")
         self.gold_nuggets = as_nugget_set(gold_nuggets)
         self.matcher = as_matcher(matcher)
         self.on_failure = on_failure
@@ -150,7 +151,7 @@ class NuggetToNugget(_MatchingStep):
 
 def _texts(nuggets: Any, qid: str) -> list[str]:
     if nuggets is None or (isinstance(nuggets, float) and math.isnan(nuggets)):
-        raise ValueError(f"topic {qid}: the response has no extracted nuggets (its extraction failed?); extract "
+        raise InvalidInput(f"topic {qid}: the response has no extracted nuggets (its extraction failed?); extract "
                          "them again or leave the response out, it cannot be matched")
     return [str(n["text"]) if isinstance(n, dict) else str(n) for n in nuggets]
 

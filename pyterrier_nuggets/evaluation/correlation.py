@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.evaluation import statistics
 from pyterrier_nuggets.formats import InputError
 
@@ -98,7 +99,7 @@ class Correlation:
         for a single system)."""
         level = level or next(iter(self.levels))
         if level not in self.levels:
-            raise ValueError(f"level {level!r} is not available here (have {list(self.levels)}): the "
+            raise InvalidInput(f"level {level!r} is not available here (have {list(self.levels)}): the "
                              "topic and all levels need per-topic scores on both sides")
         out: dict[str, Any] = {"measure_a": self.measure_a, "measure_b": self.measure_b, "a": self.label_a,
                                "b": self.label_b, "reference": self.label_a, "level": level,
@@ -171,7 +172,7 @@ def correlate(a, b, measure: str, measure_b: str | None = None, *, label_a: str 
     percentile, seeded by ``seed``; ``n_resamples=0``: no intervals).
     """
     if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
+        raise InvalidInput(f"confidence must be between 0 and 1, got {confidence}")
     measure_b = measure_b or measure
     ta, ra = _scores(a, measure, label_a)
     tb, rb = _scores(b, measure_b, label_b)
@@ -181,12 +182,12 @@ def correlate(a, b, measure: str, measure_b: str | None = None, *, label_a: str 
         systems = _common(list(ta.columns), list(tb.columns), "systems", excluded)
         topics = _common(list(ta.index), list(tb.index), "topics", excluded)
         if not topics:
-            raise ValueError(f"{label_a} and {label_b} have no topic in common")
+            raise InvalidInput(f"{label_a} and {label_b} have no topic in common")
         ta, tb = ta.loc[topics, systems], tb.loc[topics, systems]
         for grid, label in ((ta, label_a), (tb, label_b)):
             if grid.isna().any().any():
                 qid, system = grid.stack(future_stack=True).loc[lambda s: s.isna()].index[0]
-                raise ValueError(f"{label}: no {measure} score for system {system!r} on topic {qid!r}, which the "
+                raise InvalidInput(f"{label}: no {measure} score for system {system!r} on topic {qid!r}, which the "
                                  "other evaluation has: give every system a score on every topic")
         run_a, run_b = ta.mean(), tb.mean()
     else:
@@ -204,7 +205,7 @@ def correlate(a, b, measure: str, measure_b: str | None = None, *, label_a: str 
                      "evaluations (e.g. a truncated name), rename it in one of them.")
     one_system = len(systems) == 1 and ta is not None and len(topics) >= 2
     if len(systems) < 2 and not one_system:
-        raise ValueError(f"{label_a} and {label_b} have {len(systems)} system(s) in common: a rank correlation "
+        raise InvalidInput(f"{label_a} and {label_b} have {len(systems)} system(s) in common: a rank correlation "
                          "of systems needs at least two (one system with per-topic scores gives the all level)")
     if one_system:
         notes.append("Note: one system: only the all level (its topics as observations) is defined.")
@@ -243,7 +244,7 @@ def run_level_tau(a, b, measure: str) -> tuple[float, int, int]:
     systems and topics in common (0 topics: run-level input), for the joint table's note."""
     result = correlate(a, b, measure, n_resamples=0)
     if "run" not in result.levels:
-        raise ValueError(f"{measure}: one system in common with the other evaluation; an ordering of systems "
+        raise InvalidInput(f"{measure}: one system in common with the other evaluation; an ordering of systems "
                          "needs at least two")
     return result.levels["run"].kendall_tau, len(result.systems), len(result.topics)
 
@@ -271,30 +272,30 @@ def _scores(obj, measure: str, label: str) -> tuple[pd.DataFrame | None, pd.Seri
         raise TypeError(f"{label}: expected a DataFrame or a JointTable, got {type(obj).__name__}")
     name = next((c for c in _NAME_COLUMNS if c in frame.columns), None)
     if name is None:
-        raise ValueError(f"{label}: a score table needs a 'system' (or pt.Experiment's 'name') column, "
+        raise InvalidInput(f"{label}: a score table needs a 'system' (or pt.Experiment's 'name') column, "
                          f"has {list(frame.columns)}")
     if "measure" in frame.columns and "value" in frame.columns:
         part = frame[frame["measure"].astype(str) == str(measure)]
         if part.empty:
-            raise ValueError(f"{label}: no scores of {measure}; it has {sorted(frame['measure'].astype(str).unique())}")
+            raise InvalidInput(f"{label}: no scores of {measure}; it has {sorted(frame['measure'].astype(str).unique())}")
         values = pd.to_numeric(part["value"], errors="coerce")
         if values.isna().any() or not np.isfinite(values).all():
-            raise ValueError(f"{label}: {measure} has values that are not finite numbers")
+            raise InvalidInput(f"{label}: {measure} has values that are not finite numbers")
         part = part.assign(value=values)
         keys = [name, "qid"] if "qid" in part.columns else [name]
         dup = part.duplicated(keys)
         if dup.any():
-            raise ValueError(f"{label}: {measure} is given twice for {tuple(part.loc[dup, keys].iloc[0])}")
+            raise InvalidInput(f"{label}: {measure} is given twice for {tuple(part.loc[dup, keys].iloc[0])}")
         if "qid" in part.columns:
             return part.pivot(index="qid", columns=name, values="value").rename(index=str, columns=str), None
         return None, part.set_index(name)["value"].rename(index=str)
     if str(measure) not in frame.columns:
-        raise ValueError(f"{label}: no column {measure}; it has {list(frame.columns)}")
+        raise InvalidInput(f"{label}: no column {measure}; it has {list(frame.columns)}")
     if frame[name].duplicated().any():
-        raise ValueError(f"{label}: system {frame.loc[frame[name].duplicated(), name].iloc[0]!r} appears twice")
+        raise InvalidInput(f"{label}: system {frame.loc[frame[name].duplicated(), name].iloc[0]!r} appears twice")
     values = pd.to_numeric(frame[str(measure)], errors="coerce")
     if values.isna().any() or not np.isfinite(values).all():
-        raise ValueError(f"{label}: {measure} has values that are not finite numbers")
+        raise InvalidInput(f"{label}: {measure} has values that are not finite numbers")
     return None, pd.Series(values.to_numpy(float), index=frame[name].astype(str), name=str(measure))
 
 

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from ir_measures_ext import ids
+from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.formats import AssignedAnswer, AssignmentSet, NuggetSet
 from pyterrier_nuggets.records import Nugget
 
@@ -23,7 +24,7 @@ def describe(nuggets: NuggetSet | Sequence[Nugget] | None = None,
     words (the paper counts tokens). Percentages are of all nuggets / all assignments; a column without data
     is NaN."""
     if nuggets is None and assignments is None:
-        raise ValueError("describe needs nuggets, assignments or both")
+        raise InvalidInput("describe needs nuggets, assignments or both")
     answers = list(assignments.answers if isinstance(assignments, AssignmentSet) else assignments or [])
     if nuggets is None:  # the nuggets of each topic, from its first answer
         first: dict[str, AssignedAnswer] = {}

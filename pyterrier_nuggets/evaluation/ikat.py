@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.evaluation.cone import NuggetToNugget, NuggetToResponse
 from pyterrier_nuggets.evaluation.table import JointTable, System, joint_table
 from pyterrier_nuggets.formats import as_nugget_set, atomic_write, nugget_qrels, write_all
@@ -152,25 +153,25 @@ def ikat_table(systems: Sequence[IkatSystem], gold_nuggets: Any, passage_qrels: 
     id), needed when a system has a ranking; ``matcher``: NtR / NtN matcher (default: the embedding baseline);
     ``topics``: the iKAT queries, for depth and personal breakdowns."""
     if not systems:
-        raise ValueError("ikat_table needs at least one system")
+        raise InvalidInput("ikat_table needs at least one system")
     gold = as_nugget_set(gold_nuggets)
     matcher = as_matcher(matcher)
     ranked = [s.ranking is not None for s in systems]
     if any(ranked) and not all(ranked):
         missing = [s.name for s in systems if s.ranking is None]
-        raise ValueError(f"systems {missing} have no passage ranking while others have: give every system one, or "
+        raise InvalidInput(f"systems {missing} have no passage ranking while others have: give every system one, or "
                          "none (then the table has only the nugget measures)")
     if all(ranked) and passage_qrels is None:
-        raise ValueError("the systems have passage rankings but no passage qrels were given")
+        raise InvalidInput("the systems have passage rankings but no passage qrels were given")
     with_nuggets = [s.nuggets is not None for s in systems]
     if any(with_nuggets) and not all(with_nuggets):
-        raise ValueError("extracted nuggets were given for some systems only: NtN needs them for every system")
+        raise InvalidInput("extracted nuggets were given for some systems only: NtN needs them for every system")
     measures = NTR + (NTN if all(with_nuggets) else [])
     rows = []
     ntr, ntn = NuggetToResponse(gold, matcher), NuggetToNugget(gold, matcher)
     responses = [s.responses.assign(run_id=s.name) for s in systems if s.responses is not None]
     if len(responses) != len(systems):
-        raise ValueError("every system needs its responses (Recall_NtR)")
+        raise InvalidInput("every system needs its responses (Recall_NtR)")
     rows.append(ntr(pd.concat(responses, ignore_index=True)[["qid", "qanswer", "run_id"]]))
     if all(with_nuggets):
         frames = [s.nuggets.assign(run_id=s.name)[["qid", "nuggets", "run_id"]] for s in systems]
@@ -214,7 +215,7 @@ def systems_from_cone(responses: Mapping[tuple[str, str], str], response_nuggets
         resp = pd.DataFrame([{"qid": t, "qanswer": text} for (t, run), text in responses.items() if run == name],
                             columns=["qid", "qanswer"])
         if resp.empty:
-            raise ValueError(f"run {name!r} has no response in the responses file")
+            raise InvalidInput(f"run {name!r} has no response in the responses file")
         extracted = None
         if response_nuggets is not None:
             extracted = pd.DataFrame([{"qid": q, "nuggets": nuggets.get((q, name), [])} for q in resp["qid"]],
@@ -237,7 +238,7 @@ def ptkb_table(runs: Mapping[str, pd.DataFrame], qrels: Any, topics: Sequence[An
     ir_measures does). With ``topics``, every statement id of the runs and of the qrels must be one of the turn's
     PTKB (a ValueError names the first that is not); the per-turn values get ``depth`` and ``personal``."""
     if not runs:
-        raise ValueError("ptkb_table needs at least one run")
+        raise InvalidInput("ptkb_table needs at least one run")
     if topics is not None:
         statements = ptkb_statements(topics)
         judged = qrels if isinstance(qrels, pd.DataFrame) else None
@@ -245,7 +246,7 @@ def ptkb_table(runs: Mapping[str, pd.DataFrame], qrels: Any, topics: Sequence[An
         for what, frame in checked:
             for qid, docno in zip(frame["qid"].astype(str), frame["docno"].astype(str)):
                 if docno not in statements.get(qid, ()):
-                    raise ValueError(f"{what}: turn {qid}, statement {docno!r} is not a PTKB statement of the turn "
+                    raise InvalidInput(f"{what}: turn {qid}, statement {docno!r} is not a PTKB statement of the turn "
                                      "in the topics (wrong topics year, or ids that are not the topics' ptkb keys)")
     systems = [System(name, None, run[["qid", "docno", "score"]]) for name, run in runs.items()]
     table = joint_table(systems, qrels, qrels, answer_measures=[], retrieval_measures=list(measures),

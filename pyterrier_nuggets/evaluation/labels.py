@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ir_measures_ext import ids
+from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets import formats
 from pyterrier_nuggets.formats import InputError
 from pyterrier_nuggets.formats.files import read_columns, read_jsonl
@@ -73,9 +74,9 @@ def generic_kind(labels: Sequence | None = None, ordinal: bool = False) -> Label
     """A kind for labels the package does not declare: ``labels`` in order (lowest first), or None to take
     the sorted labels of the data (nominal only: an order must be given)."""
     if ordinal and not labels:
-        raise ValueError("ordinal generic labels need their order: give labels, lowest first")
+        raise InvalidInput("ordinal generic labels need their order: give labels, lowest first")
     if labels is not None and len(set(labels)) != len(labels):
-        raise ValueError(f"labels must be distinct, got {list(labels)}")
+        raise InvalidInput(f"labels must be distinct, got {list(labels)}")
     return LabelKind("generic", tuple(labels) if labels else None, ordinal, "labels of a generic label file")
 
 
@@ -95,11 +96,14 @@ class Labels:
     excluded: dict[str, int] = field(default_factory=dict)
     edited: set = field(default_factory=set)
 
+    def __repr__(self) -> str:  # bounded: a judge's labels may number hundreds of thousands
+        return f"Labels({self.kind.name!r}, {len(self.items)} items, source={self.source!r})"
+
     def __post_init__(self):
         if self.kind.labels is not None:
             for item, label in self.items.items():
                 if label not in self.kind.labels:
-                    raise ValueError(f"{self.source or 'labels'}: item {item_name(item)} has label {label!r}, not "
+                    raise InvalidInput(f"{self.source or 'labels'}: item {item_name(item)} has label {label!r}, not "
                                      f"one of the {self.kind.name} labels {self.kind.labels}")
 
     @classmethod
@@ -166,7 +170,7 @@ def read_labels(path: str, kind: LabelKind | str | None = None, *, on_invalid: s
 def _read_labels(path: str, kind: LabelKind | str | None, on_invalid: str, file_type: str | None) -> Labels:
     file_type = file_type or detect_file_type(path)
     if file_type not in FILE_TYPES:
-        raise ValueError(f"file_type must be one of {FILE_TYPES}, got {file_type!r}")
+        raise InvalidInput(f"file_type must be one of {FILE_TYPES}, got {file_type!r}")
     if kind is None:
         kind = _DEFAULT_KIND[file_type]
     name = kind if isinstance(kind, str) else kind.name

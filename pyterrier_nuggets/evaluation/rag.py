@@ -29,6 +29,7 @@ import pandas as pd
 import pyterrier as pt
 
 from ir_measures_ext import Segments, ids
+from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.evaluation.measures import ANSWER_MEASURES
 from pyterrier_nuggets.formats import frame_to_answers, frame_to_judgments, nugget_qrels, support_rows, words_rows
 from pyterrier_nuggets.judges import LLMJudge, NuggetAssigner, SupportJudge, run_together
@@ -51,7 +52,7 @@ def rag_qrels(segment_qrels: pd.DataFrame, nuggets: Any) -> pd.DataFrame:
     segments = segment_qrels[["qid", "docno", "label"]].astype({"qid": str, "docno": str})
     clash = [d for d, ok in zip(segments["docno"], _is_segment(segments["qid"], segments["docno"])) if not ok]
     if clash:
-        raise ValueError(f"segment qrels contain evaluation-run ids, e.g. {clash[0]!r}; segment docnos must not "
+        raise InvalidInput(f"segment qrels contain evaluation-run ids, e.g. {clash[0]!r}; segment docnos must not "
                          "have the form '{qid}:n{i}', '{qid}:s{j}:...' or '{qid}:words'")
     return pd.concat([segments, nugget_qrels(nuggets)], ignore_index=True)
 
@@ -132,7 +133,7 @@ class RAGEvaluation(pt.Transformer):
         ok = _is_segment(segments["qid"], segments["docno"])
         if not all(ok):
             bad = segments["docno"][[not x for x in ok]].iloc[0]
-            raise ValueError(f"retrieved docno {bad!r} has the form of an evaluation-run id; it would be scored as "
+            raise InvalidInput(f"retrieved docno {bad!r} has the form of an evaluation-run id; it would be scored as "
                              "one. Rename such segments before evaluation.")
         answers = self.generator(segments)
         evaluation = evaluate_answers(answers, self.assigner, self.support).rows
@@ -145,7 +146,7 @@ class RAGEvaluation(pt.Transformer):
             segments["score"] = -segments["rank"].astype(float)
         low = segments["score"].astype(float) <= ids.SEGMENT_SCORE_FLOOR
         if low.any():
-            raise ValueError(f"retrieved segment {segments['docno'][low].iloc[0]} of topic {segments['qid'][low].iloc[0]} "
+            raise InvalidInput(f"retrieved segment {segments['docno'][low].iloc[0]} of topic {segments['qid'][low].iloc[0]} "
                              f"has score {segments['score'][low].iloc[0]}, at or below {ids.SEGMENT_SCORE_FLOOR:g}, "
                              "where evaluation rows are ranked; rescale the retriever's scores")
         evaluation["score"] = evaluation["score"].map(ids.score_below_segments)

@@ -11,6 +11,8 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ir_measures_ext.errors import InvalidInput
+
 TESTS = ("t", "wilcoxon")
 # the correction methods of statsmodels.stats.multitest.multipletests, as pt.Experiment's ``correction``
 CORRECTIONS = ("bonferroni", "sidak", "holm-sidak", "holm", "simes-hochberg", "hommel", "fdr_bh", "fdr_by",
@@ -23,9 +25,9 @@ def paired_test(a: Sequence[float], b: Sequence[float], test: str = "t") -> floa
     signed-rank test (``scipy.stats.wilcoxon``). Identical samples, or fewer than two topics, give 1.0."""
     from scipy import stats
     if test not in TESTS:
-        raise ValueError(f"test must be one of {TESTS}, got {test!r}")
+        raise InvalidInput(f"test must be one of {TESTS}, got {test!r}")
     if len(a) != len(b):
-        raise ValueError(f"paired samples of different lengths ({len(a)} and {len(b)})")
+        raise InvalidInput(f"paired samples of different lengths ({len(a)} and {len(b)})")
     if len(a) < 2 or all(x == y for x, y in zip(a, b)):
         return 1.0
     with warnings.catch_warnings():  # constant differences: scipy warns, the p-value (0) is still right
@@ -42,7 +44,7 @@ def correct(pvalues: Sequence[float], method: str | None, alpha: float = 0.05) -
     if method is None:
         return values
     if method not in CORRECTIONS:
-        raise ValueError(f"correction must be one of {CORRECTIONS}, got {method!r}")
+        raise InvalidInput(f"correction must be one of {CORRECTIONS}, got {method!r}")
     tested = [i for i, p in enumerate(values) if not math.isnan(p)]
     if not tested:
         return values
@@ -59,9 +61,9 @@ def _pair(a: Sequence[float], b: Sequence[float]):
     import numpy as np
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.shape != y.shape or x.ndim != 1:
-        raise ValueError(f"two score lists of the same length are needed, got {x.shape} and {y.shape}")
+        raise InvalidInput(f"two score lists of the same length are needed, got {x.shape} and {y.shape}")
     if not (np.isfinite(x).all() and np.isfinite(y).all()):
-        raise ValueError("scores must be finite numbers (no NaN or infinity)")
+        raise InvalidInput("scores must be finite numbers (no NaN or infinity)")
     return x, y
 
 

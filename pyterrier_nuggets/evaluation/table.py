@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +19,9 @@ from typing import Any
 import ir_measures
 import pandas as pd
 
+from ir_measures_ext import ids
+from ir_measures_ext.errors import InvalidInput
+from ir_measures_ext.topics import TopicMismatchWarning, topic_mismatch
 from pyterrier_nuggets.evaluation import correlation, statistics
 from pyterrier_nuggets.evaluation.measures import ANSWER_MEASURES, RETRIEVAL_MEASURES
 from pyterrier_nuggets.formats import atomic_write, read_qrels_rows, read_run_rows, write_all
@@ -47,13 +51,65 @@ def _load_run(run):
 
 def _load_qrels(qrels):
     if isinstance(qrels, str) and not os.path.exists(qrels) and "/" in qrels and not qrels.startswith((".", "/")):
-        import ir_datasets  # an ir_datasets id, e.g. msmarco-segment-v2.1/trec-rag-2024/nuggets
-        return list(ir_datasets.load(qrels).qrels_iter())
+        from datasets_ext.registry import load  # an ir_datasets id, e.g. msmarco-segment-v2.1/trec-rag-2024/nuggets
+        return list(load(qrels).qrels_iter())
     if isinstance(qrels, str):
         return [ir_measures.Qrel(*row) for row in read_qrels_rows(qrels)]
     if isinstance(qrels, pd.DataFrame):
         return qrels.rename(columns={"qid": "query_id", "docno": "doc_id", "label": "relevance"})
     return qrels
+
+
+def _run_rows(run) -> list[tuple[str, str]]:
+    """``(qid, doc_id)`` of every row of a loaded run (a DataFrame or ir_measures scored docs)."""
+    if isinstance(run, pd.DataFrame):
+        return list(zip(run["query_id"].astype(str), run["doc_id"].astype(str)))
+    return [(str(r.query_id), str(r.doc_id)) for r in run]
+
+
+def _qrels_topics(qrels, nuggets: bool) -> set[str]:
+    """The topics of loaded qrels: with ``nuggets``, those with a nugget row (the topics nugget measures
+    score), else every topic."""
+    if isinstance(qrels, pd.DataFrame):
+        rows = zip(qrels["query_id"].astype(str), qrels["doc_id"].astype(str))
+    else:
+        rows = ((str(q.query_id), str(q.doc_id)) for q in qrels)
+    return {q for q, d in rows if not nuggets or ids.parse_row_id(q, d).kind == "nugget"}
+
+
+def _label(run, system: str, what: str) -> str:
+    return run if isinstance(run, str) else f"the {what} of system {system}"
+
+
+def check_system_runs(system: System, evaluation, retrieval, nugget_topics: set[str] | None,
+                      segment_topics: set[str] | None, allow_topic_mismatch: bool = False) -> None:
+    """Refuse what would score 0 without a word: an evaluation run without evaluation rows (a segment run given
+    in its place, or the two runs swapped), and a run fewer than half of whose topics are in its qrels
+    (:func:`ir_measures_ext.topics.topic_mismatch`; a warning instead with ``allow_topic_mismatch``).
+    ``nugget_topics`` / ``segment_topics``: the topics of the qrels, None where no measure uses that run."""
+    rows = _run_rows(evaluation) if nugget_topics is not None else []
+    evaluation_rows = sum(ids.parse_row_id(q, d).kind != "other" for q, d in rows)
+    label = _label(system.evaluation, system.name, "evaluation run")
+    if rows and not evaluation_rows:
+        retrieval_rows = _run_rows(retrieval) if retrieval is not None else []
+        swapped = any(ids.parse_row_id(q, d).kind != "other" for q, d in retrieval_rows)
+        qid, docno = rows[0]
+        fix = (f"the two runs look swapped: give --system {system.name} EVAL_RUN SEGMENT_RUN, i.e. "
+               f"{_label(system.retrieval, system.name, 'segment run')} first" if swapped else
+               "give the evaluation run of pyterrier-nuggets export (rows such as '{qid}:n0')")
+        raise InvalidInput(f"{label}: none of its {len(rows)} rows is an evaluation row (e.g. {qid} {docno!r} is a "
+                           f"retrieved segment); every answer measure would be 0. {fix}")
+    checks = [(label, {q for q, _ in rows}, nugget_topics, "the nugget qrels")] if nugget_topics is not None else []
+    if retrieval is not None and segment_topics is not None:
+        checks.append((_label(system.retrieval, system.name, "segment run"),
+                       {q for q, d in _run_rows(retrieval)}, segment_topics, "the segment qrels"))
+    for what, run_topics, qrels_topics, qrels_label in checks:
+        problem = topic_mismatch(run_topics, qrels_topics, what, qrels_label)
+        if problem and not allow_topic_mismatch:
+            raise InvalidInput(f"{problem}. To score it anyway, pass allow_topic_mismatch=True",
+                               cli=f"{problem}. To score it anyway, give --allow-topic-mismatch")
+        if problem:
+            warnings.warn(problem, TopicMismatchWarning, stacklevel=3)
 
 
 def _per_query(measures, qrels, run) -> dict[str, dict[str, float]]:
@@ -203,7 +259,8 @@ def joint_table(systems: Sequence[System], nugget_qrels, segment_qrels=None,
                 answer_measures: Sequence = ANSWER_MEASURES,
                 retrieval_measures: Sequence = RETRIEVAL_MEASURES,
                 baseline: str | None = None, alpha: float = 0.05, test: str = "t",
-                correction: str | None = None, compare_to=None, compare_label: str | None = None) -> JointTable:
+                correction: str | None = None, compare_to=None, compare_label: str | None = None,
+                allow_topic_mismatch: bool = False) -> JointTable:
     """Score every system and put retrieval and answer measures in one table.
 
     ``nugget_qrels`` / ``segment_qrels``: paths, DataFrames or ir_measures qrels. Retrieval measures
@@ -214,12 +271,17 @@ def joint_table(systems: Sequence[System], nugget_qrels, segment_qrels=None,
     PREFIX.perquery.csv, a score frame or a JointTable, see :mod:`.correlation`): the table's note gives the
     run-level Kendall's τ-b between the two orderings for every measure both have, e.g. AutoNuggets vs
     ManualNuggets (seed 000 §5.2); ``compare_label`` names it (default: the file name).
+
+    Each system's runs are checked first (:func:`check_system_runs`): an evaluation run without evaluation rows
+    is refused, and so is a run fewer than half of whose topics are in its qrels (a run that would score 0
+    without a word, e.g. topic ids ``105741`` against qrels of ``2024-105741``) unless
+    ``allow_topic_mismatch`` (then a warning).
     """
     if not systems:
-        raise ValueError("joint_table needs at least one system")
+        raise InvalidInput("joint_table needs at least one system")
     names = [s.name for s in systems]
     if len(set(names)) != len(names):
-        raise ValueError(f"system names must be unique, got {names}")
+        raise InvalidInput(f"system names must be unique, got {names}")
     parse = lambda ms: [ir_measures.parse_measure(m) if isinstance(m, str) else m for m in ms]  # noqa: E731
     answer_measures, retrieval_measures = parse(answer_measures), parse(retrieval_measures)
     if segment_qrels is None:
@@ -228,20 +290,29 @@ def joint_table(systems: Sequence[System], nugget_qrels, segment_qrels=None,
     sq = _load_qrels(segment_qrels) if segment_qrels is not None else None
     columns = [str(m) for m in retrieval_measures] + [str(m) for m in answer_measures]
     per: dict[str, dict[str, dict[str, float]]] = {}
+    nugget_topics = _qrels_topics(nq, nuggets=True)
+    segment_topics = _qrels_topics(sq, nuggets=False) if sq is not None else None
     for s in systems:
         values: dict[str, dict[str, float]] = {}
-        if retrieval_measures:
-            if s.retrieval is None:
-                raise ValueError(f"system {s.name!r} has no retrieval run, but retrieval measures were asked for")
-            values.update(_per_query(retrieval_measures, sq, _load_run(s.retrieval)))
-        values.update(_per_query(answer_measures, nq, _load_run(s.evaluation)))
+        evaluation = _load_run(s.evaluation)
+        retrieval = _load_run(s.retrieval) if s.retrieval is not None else None
+        check_system_runs(s, evaluation, retrieval, nugget_topics if answer_measures else None,
+                          segment_topics if retrieval_measures else None, allow_topic_mismatch)
+        with warnings.catch_warnings():  # said by check_system_runs, once per run
+            warnings.simplefilter("ignore", TopicMismatchWarning)
+            if retrieval_measures:
+                if retrieval is None:
+                    raise InvalidInput(f"system {s.name!r} has no retrieval run, but retrieval measures were asked "
+                                       "for")
+                values.update(_per_query(retrieval_measures, sq, retrieval))
+            values.update(_per_query(answer_measures, nq, evaluation))
         per[s.name] = values
     rows = [(name, qid, m, v) for name, vals in per.items() for m, byq in vals.items() for qid, v in byq.items()]
     per_query = pd.DataFrame(rows, columns=["system", "qid", "measure", "value"])
     means = pd.DataFrame({m: [_mean(per[n].get(m, {})) for n in names] for m in columns}, index=names)
     baseline = baseline or (names[0] if len(names) > 1 else None)
     if baseline is not None and baseline not in names:
-        raise ValueError(f"baseline {baseline!r} is not one of the systems {names}")
+        raise InvalidInput(f"baseline {baseline!r} is not one of the systems {names}")
     pvalues = pd.DataFrame(index=names, columns=columns, dtype=float)
     if baseline:
         for n in names:
@@ -270,7 +341,7 @@ def _compare(table: JointTable, other, label: str | None) -> None:
     theirs = set(frame["measure"].astype(str)) if "measure" in frame.columns else set(frame.columns)
     shared = [m for m in table.means.columns if m in theirs]
     if not shared:
-        raise ValueError(f"compare_to: {label or 'the other evaluation'} has none of the table's measures "
+        raise InvalidInput(f"compare_to: {label or 'the other evaluation'} has none of the table's measures "
                          f"{list(table.means.columns)}")
     for m in shared:
         tau, n_systems, n_topics = correlation.run_level_tau(table.per_query, frame, m)

@@ -65,6 +65,7 @@ from pyterrier_nuggets.formats.files import (
     load_json,
     read_jsonl,
     read_lines,
+    shown_path,
     write_all,
     write_jsonl,
 )
@@ -146,7 +147,7 @@ from pyterrier_nuggets.formats.trec import (
 __all__ = [
     "IkatRun", "ikat_answers", "ikat_ranking", "ikat_run_from_frames", "parse_ikat_run", "read_ikat_run", "read_ptkb_run", "write_ikat_run",
     "InputError", "InvalidLabel", "InvalidLabelReport", "InvalidLabelsError", "POLICIES",
-    "read_lines", "read_jsonl", "load_json", "write_jsonl", "atomic_write", "check_outputs", "write_all", "check_topic_id",
+    "read_lines", "read_jsonl", "load_json", "write_jsonl", "shown_path", "atomic_write", "check_outputs", "write_all", "check_topic_id",
     "one_run", "check_support", "check_assignments_answers", "check_assignment_nuggets",
     "NuggetSet", "read_nuggets", "write_nuggets", "write_nugget_qrels", "read_nugget_qrels", "sub_narratives",
     "sub_narrative_qrels",

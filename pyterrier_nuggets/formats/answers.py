@@ -11,6 +11,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ir_measures_ext.errors import InvalidInput
 from ir_measures_ext.scoring import answer_words
 from pyterrier_nuggets.formats.files import InputError, get_field, get_qid, read_jsonl, write_jsonl
 from pyterrier_nuggets.records import Answer, Sentence
@@ -154,6 +155,6 @@ def write_answers_2026(path: str, answers: Iterable[Answer], citations_as_docids
     answers = list(answers)
     for a in answers:
         for field_name, problem in rule_problems(a, rules):
-            raise ValueError(f"answer of topic {a.qid} (run {a.run_id}), {field_name}: {problem}; this answer cannot "
+            raise InvalidInput(f"answer of topic {a.qid} (run {a.run_id}), {field_name}: {problem}; this answer cannot "
                              f"be submitted to {rules.name} (CitedGenerator(rules=...) keeps the limits)")
     write_answers_2025(path, answers, citations_as_docids)

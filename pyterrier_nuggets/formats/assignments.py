@@ -31,11 +31,21 @@ class AssignedAnswer:
     assignments: list[Assignment]
     query: str = ""
 
+    def __repr__(self) -> str:
+        words = "no answer text" if self.answer_text is None else f"{len(self.answer_text.split())} words"
+        return (f"AssignedAnswer(qid={self.qid!r}, run_id={self.run_id!r}, {len(self.nuggets)} nuggets, "
+                f"{len(self.assignments)} assignments, {words})")
+
 
 @dataclass
 class AssignmentSet:
     answers: list[AssignedAnswer]
     invalid: InvalidLabelReport
+
+    def __repr__(self) -> str:  # bounded: TREC RAG 2024's baseline run alone is 1.85 MB of records
+        topics = len({a.qid for a in self.answers})
+        runs = len({a.run_id for a in self.answers})
+        return f"AssignmentSet({len(self.answers)} answers of {topics} topics and {runs} run(s), {self.invalid!r})"
 
     def nugget_set(self) -> NuggetSet:
         """The nuggets of each topic (from the first answer of that topic)."""

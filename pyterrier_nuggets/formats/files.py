@@ -26,10 +26,11 @@ from datasets_ext.reading import (
     read_lines,
     topic_id_problem,
 )
+from ir_measures_ext.errors import InvalidInput
 
 __all__ = ["InputError", "InvalidLabel", "InvalidLabelReport", "InvalidLabelsError", "POLICIES", "check_policy",
            "finish_report", "read_lines", "read_jsonl", "read_columns", "load_json", "write_jsonl", "atomic_write", "get_field",
-           "get_qid", "topic_id_problem", "check_topic_id", "check_outputs", "write_all"]
+           "get_qid", "topic_id_problem", "check_topic_id", "check_outputs", "write_all", "shown_path"]
 
 POLICIES = ("refuse", "drop")
 
@@ -56,6 +57,10 @@ class InvalidLabelReport:
     def __bool__(self) -> bool:
         return bool(self.items)
 
+    def __repr__(self) -> str:
+        return (f"InvalidLabelReport(policy={self.policy!r}, {len(self.items)} invalid label(s) in "
+                f"{len(self.per_topic())} topic(s))")
+
     def per_topic(self) -> dict[str, int]:
         return dict(Counter(i.qid for i in self.items))
 
@@ -72,17 +77,18 @@ class InvalidLabelReport:
         return "\n".join(lines)
 
 
-class InvalidLabelsError(ValueError):
+class InvalidLabelsError(InvalidInput):
     def __init__(self, report: InvalidLabelReport):
         self.report = report
-        super().__init__(report.summary() + "\nvalid importances: vital, okay; valid assignments: support, "
-                         "partial_support, not_support. Fix the file, or read it with on_invalid='drop' to drop "
-                         "those nuggets from their topics (reported).")
+        valid = ("\nvalid importances: vital, okay; valid assignments: support, partial_support, not_support. Fix the "
+                 "file, or read it with {} to drop those nuggets from their topics (reported).")
+        super().__init__(report.summary() + valid.format("on_invalid='drop'"),
+                         cli=report.summary() + valid.format("--on-invalid drop"))
 
 
 def check_policy(on_invalid: str) -> None:
     if on_invalid not in POLICIES:
-        raise ValueError(f"on_invalid must be one of {POLICIES}, got {on_invalid!r}")
+        raise InvalidInput(f"on_invalid must be one of {POLICIES}, got {on_invalid!r}")
 
 
 def finish_report(report: InvalidLabelReport) -> None:
@@ -92,6 +98,23 @@ def finish_report(report: InvalidLabelReport) -> None:
     if report.policy == "refuse":
         raise InvalidLabelsError(report)
     warnings.warn("dropped from their topics: " + report.summary(), stacklevel=3)
+
+
+_SAMPLE_ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "sample")
+
+
+def shown_path(path: str | os.PathLike) -> str:
+    """A path as tables, notes and published files show it: a file shipped with the package as
+    ``sample:collection/nuggets.jsonl`` (not the site-packages folder of this machine), a path under the home
+    folder as ``~/...``, any other path as given."""
+    path = os.fspath(path)
+    absolute = os.path.abspath(path)
+    if os.path.commonpath([absolute, _SAMPLE_ROOT]) == _SAMPLE_ROOT:
+        return "sample:" + os.path.relpath(absolute, _SAMPLE_ROOT).replace(os.sep, "/")
+    home = os.path.expanduser("~")
+    if os.path.isabs(path) and home != "/" and os.path.commonpath([absolute, home]) == home:
+        return "~/" + os.path.relpath(absolute, home)
+    return path
 
 
 def write_jsonl(path: str, objects: Iterable[dict]) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 import pandas as pd
 
 from ir_measures_ext import ids
+from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.formats.answers import answer_sentences
 from pyterrier_nuggets.formats.assignments import AssignedAnswer
 from pyterrier_nuggets.formats.nuggets import NuggetSet, sub_narrative_qrels
@@ -61,7 +62,7 @@ def frame_to_nuggets(df: pd.DataFrame) -> NuggetSet:
     within the topic, ``importance`` to None (not scored yet, as NuggetCreator outputs)."""
     missing = [c for c in ("qid", "nugget_text") if c not in df.columns]
     if missing:
-        raise ValueError(f"nugget frame lacks columns {missing} (has {list(df.columns)})")
+        raise InvalidInput(f"nugget frame lacks columns {missing} (has {list(df.columns)})")
     df = df.reset_index(drop=True)
     if "nugget_index" not in df.columns:
         df = df.assign(nugget_index=df.groupby("qid", sort=False).cumcount())
@@ -73,7 +74,7 @@ def frame_to_nuggets(df: pd.DataFrame) -> NuggetSet:
             nuggets.append(Nugget(str(row["qid"]), int(row["nugget_index"]), str(row["nugget_text"]),
                                   None if _missing(importance) else importance, prov if isinstance(prov, dict) else {}))
         except ValueError as e:
-            raise ValueError(f"nugget frame row {i} (topic {row['qid']}): {e}") from None
+            raise InvalidInput(f"nugget frame row {i} (topic {row['qid']}): {e}") from None
     queries = {}
     if "query" in df.columns:
         queries = {str(q): t for q, t in zip(df["qid"], df["query"]) if isinstance(t, str)}
@@ -101,7 +102,7 @@ def nugget_qrels(nuggets: Any) -> pd.DataFrame:
     ns = as_nugget_set(nuggets).nuggets
     unscored = [n for n in ns if n.importance is None]
     if unscored:
-        raise ValueError(f"{len(unscored)} nuggets have no valid importance (e.g. {unscored[0].id}): score them "
+        raise InvalidInput(f"{len(unscored)} nuggets have no valid importance (e.g. {unscored[0].id}): score them "
                          "(NuggetScorer) or drop them explicitly")
     rows = [(n.qid, n.id, n.grade) for n in ns] + sub_narrative_qrels(ns)
     return pd.DataFrame(rows, columns=QRELS_COLUMNS)
@@ -120,7 +121,7 @@ def answers_to_frame(answers: Iterable[Answer]) -> pd.DataFrame:
 def frame_to_answers(df: pd.DataFrame, run_id: str = "run") -> list[Answer]:
     missing = [c for c in ("qid", "sentences", "references") if c not in df.columns]
     if missing:
-        raise ValueError(f"answer frame lacks columns {missing} (has {list(df.columns)})")
+        raise InvalidInput(f"answer frame lacks columns {missing} (has {list(df.columns)})")
     out = []
     for i, row in enumerate(df.to_dict("records")):
         try:
@@ -129,7 +130,7 @@ def frame_to_answers(df: pd.DataFrame, run_id: str = "run") -> list[Answer]:
                 sentences=tuple(Sentence(s["text"], tuple(int(c) for c in s["citations"])) for s in row["sentences"]),
                 references=tuple(row["references"]), query=row.get("query")))
         except (ValueError, KeyError, TypeError) as e:
-            raise ValueError(f"answer frame row {i} (topic {row['qid']}): {e}") from None
+            raise InvalidInput(f"answer frame row {i} (topic {row['qid']}): {e}") from None
     return out
 
 
@@ -146,7 +147,7 @@ def assignment_frame_to_answers(df: pd.DataFrame, nuggets: Any, run_id: str = "r
     queries = as_nugget_set(nuggets).queries
     bad = df[~df["assignment"].isin(ids.ASSIGNMENT_TO_SCORE)]
     if len(bad):
-        raise ValueError(f"{len(bad)} rows have no valid assignment (e.g. {bad.iloc[0]['assignment']!r} for "
+        raise InvalidInput(f"{len(bad)} rows have no valid assignment (e.g. {bad.iloc[0]['assignment']!r} for "
                          f"{bad.iloc[0]['docno']}); they cannot be written as labels")
     if "run_id" not in df.columns:
         df = df.assign(run_id=run_id)
@@ -178,7 +179,7 @@ def frame_to_judgments(df: pd.DataFrame) -> list[SupportJudgment]:
     bad = df[~df["support"].isin(ids.SUPPORT_LEVEL_TO_SCORE)]
     if len(bad):
         row = bad.iloc[0]
-        raise ValueError(f"{len(bad)} row(s) have no valid support label (e.g. {row['support']!r} for topic "
+        raise InvalidInput(f"{len(bad)} row(s) have no valid support label (e.g. {row['support']!r} for topic "
                          f"{row['qid']}, sentence {row['sentence']}); re-run the judge or drop those answers")
     out = []
     for r in df.to_dict("records"):
@@ -201,7 +202,7 @@ def write_support_frame(path: str, df: pd.DataFrame) -> None:
     """Write a SupportJudge frame as support-judgment JSONL (one file per run: ``run_id`` when single)."""
     runs = sorted(set(df["run_id"])) if "run_id" in df.columns else []
     if len(runs) > 1:
-        raise ValueError(f"judgments of several runs {runs}: write one support file per run")
+        raise InvalidInput(f"judgments of several runs {runs}: write one support file per run")
     write_support(path, frame_to_judgments(df), run_id=runs[0] if runs else None)
 
 
@@ -213,13 +214,13 @@ def frame_to_verdicts(df: pd.DataFrame, run_id: str = "run") -> list[RubricVerdi
     bad = df[~df["verdict"].isin(ids.VERDICT_TO_SCORE)]
     if len(bad):
         row = bad.iloc[0]
-        raise ValueError(f"{len(bad)} row(s) have no verdict (e.g. {row['verdict']!r} for {row['docno']}); re-run "
+        raise InvalidInput(f"{len(bad)} row(s) have no verdict (e.g. {row['verdict']!r} for {row['docno']}); re-run "
                          "the judge or drop those answers")
     out = []
     for r in df.to_dict("records"):
         kind = ids.parse_row_id(str(r["qid"]), str(r["docno"]))
         if kind.kind != "rubric":
-            raise ValueError(f"row {r['qid']} {r['docno']} is not a rubric criterion id ('{{qid}}:r{{i}}')")
+            raise InvalidInput(f"row {r['qid']} {r['docno']} is not a rubric criterion id ('{{qid}}:r{{i}}')")
         out.append(RubricVerdict(str(r["qid"]), kind.nugget, r["verdict"], str(r.get("run_id") or run_id)))
     return out
 

@@ -58,6 +58,10 @@ class IkatResponse:
     ptkb_provenance: list[str] = field(default_factory=list)
     passage_provenance: list[PassageProvenance] = field(default_factory=list)
 
+    def __repr__(self) -> str:  # bounded: a passage ranking may list 1,000 passages
+        return (f"IkatResponse(rank={self.rank}, {len(self.text.split())} words, {len(self.ptkb_provenance)} PTKB "
+                f"statements, {len(self.passage_provenance)} passages)")
+
     def used_passages(self) -> list[str]:
         """The passages the response is grounded on: those marked ``used``, else the first five."""
         used = [p.id for p in self.passage_provenance if p.used]
@@ -69,6 +73,9 @@ class IkatTurn:
     turn_id: str
     responses: list[IkatResponse]
 
+    def __repr__(self) -> str:
+        return f"IkatTurn({self.turn_id!r}, {len(self.responses)} response(s))"
+
 
 @dataclass
 class IkatRun:
@@ -76,6 +83,11 @@ class IkatRun:
     run_type: str
     turns: list[IkatTurn]
     eval_response: bool | None = None
+
+    def __repr__(self) -> str:  # bounded: a run holds every passage ranking of every turn
+        responses = sum(len(t.responses) for t in self.turns)
+        return (f"IkatRun({self.run_name!r}, {self.run_type!r}, {len(self.turns)} turns, {responses} responses, "
+                f"eval_response={self.eval_response!r})")
 
     def to_json(self) -> dict:
         doc: dict = {"run_name": self.run_name, "run_type": self.run_type}

@@ -44,6 +44,10 @@ class NuggetSet:
     def __len__(self) -> int:
         return len(self.nuggets)
 
+    def __repr__(self) -> str:  # bounded: a TREC-scale set holds thousands of nuggets
+        topics = len({n.qid for n in self.nuggets})
+        return f"NuggetSet({len(self.nuggets)} nuggets of {topics} topics, {self.invalid!r})"
+
 
 def _checked(path: str, line: int, qid: str, entries: list[nugget_files.NuggetEntry], with_assignment: bool,
              report: InvalidLabelReport) -> list[tuple[Nugget, str | None]]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from datasets_ext.rubrics import RubricCriterion, read_rubric_lines, rubric_qrels
 from ir_measures_ext import ids
+from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.formats.files import InputError, atomic_write, get_field, get_qid, read_jsonl, write_jsonl
 from pyterrier_nuggets.formats.frames import as_nugget_set
 from pyterrier_nuggets.records import VERDICTS, RubricVerdict
@@ -98,7 +99,7 @@ def nuggets_to_rubrics(nuggets) -> RubricSet:
     criteria, positions = [], {}
     for n in sorted(nugget_set.nuggets, key=lambda n: (n.qid, n.index)):
         if n.importance is None:
-            raise ValueError(f"nugget {n.id} has no importance: score the nuggets before making a rubric of them")
+            raise InvalidInput(f"nugget {n.id} has no importance: score the nuggets before making a rubric of them")
         i = positions[n.qid] = positions.get(n.qid, -1) + 1
         mandatory = n.importance == ids.VITAL
         criteria.append(RubricCriterion.of(
@@ -160,7 +161,7 @@ def write_rubric_verdicts(path: str, verdicts: Iterable[RubricVerdict], rubrics:
     for (qid, run_id), got in grouped.items():
         criteria = by_topic.get(qid)
         if criteria is None or set(got) != set(range(len(criteria))):
-            raise ValueError(f"verdicts of topic {qid} (run {run_id}) are for criteria {sorted(got)}, but its rubric "
+            raise InvalidInput(f"verdicts of topic {qid} (run {run_id}) are for criteria {sorted(got)}, but its rubric "
                              f"has {len(criteria or [])} criteria: every criterion needs a verdict")
         lines.append({"qid": qid, "run_id": run_id or "run",
                       "criteria": [{**_criterion_json(c), "verdict": got[c.index]} for c in criteria]})

@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 
 from ir_measures_ext import ids
+from ir_measures_ext.errors import InvalidInput
 from ir_measures_ext.scoring import answer_words
 from pyterrier_nuggets.formats.assignments import AssignedAnswer
 from pyterrier_nuggets.formats.files import InputError, atomic_write, check_topic_id, read_columns
@@ -27,7 +28,7 @@ def words_rows(answers: Iterable[Answer | AssignedAnswer]) -> Iterator[Row]:
     for a in answers:
         text = a.text if isinstance(a, Answer) else a.answer_text
         if text is None:
-            raise ValueError(f"the assigned answer of topic {a.qid} (run {a.run_id}) has no answer_text, so its "
+            raise InvalidInput(f"the assigned answer of topic {a.qid} (run {a.run_id}) has no answer_text, so its "
                              "length is unknown: give the answers (--answers) or drop AnswerWords")
         yield a.qid, ids.words_id(a.qid), float(answer_words(text))
 
@@ -53,16 +54,16 @@ def evaluation_rows(assigned: Iterable[AssignedAnswer] = (), answers: Iterable[A
 def write_run(path: str, rows: Iterable[Row], run_tag: str) -> None:
     """A TREC run ``qid Q0 row_id rank score tag``; rank counts rows of a topic from 1, in given order."""
     if not run_tag or any(c.isspace() for c in run_tag):
-        raise ValueError(f"run tag must be non-empty without whitespace, got {run_tag!r}")
+        raise InvalidInput(f"run tag must be non-empty without whitespace, got {run_tag!r}")
     ranks: Counter = Counter()
     rows = list(rows)
     for qid, row_id, _ in rows:
         check_topic_id(qid)
         if any(c.isspace() for c in row_id):
-            raise ValueError(f"row id {row_id!r} of topic {qid} contains whitespace; it cannot be written "
+            raise InvalidInput(f"row id {row_id!r} of topic {qid} contains whitespace; it cannot be written "
                              "in a TREC run")
         if ids.parse_row_id(qid, row_id).kind == "other":
-            raise ValueError(f"row {qid} {row_id} is not an evaluation-run row; an evaluation run is written "
+            raise InvalidInput(f"row {qid} {row_id} is not an evaluation-run row; an evaluation run is written "
                              "on its own, retrieved segments go to their own run file (pt.io.write_results)")
     with atomic_write(path) as f:
         for qid, row_id, score in rows:
@@ -116,7 +117,7 @@ def write_qrels(path: str, rows: Iterable[tuple[str, str, int]]) -> None:
     for qid, docno, _ in rows:
         check_topic_id(qid)
         if not docno or any(c.isspace() for c in docno):
-            raise ValueError(f"qrels row of topic {qid}: document id {docno!r} is empty or contains whitespace")
+            raise InvalidInput(f"qrels row of topic {qid}: document id {docno!r} is empty or contains whitespace")
     with atomic_write(path) as f:
         for qid, docno, label in rows:
             f.write(f"{qid} 0 {docno} {label}\n")
@@ -127,7 +128,7 @@ def write_assignment_run(path: str, answers: Iterable[AssignedAnswer], run_tag: 
     answers = list(answers)
     tags = {a.run_id for a in answers}
     if len(tags) > 1 and run_tag is None:
-        raise ValueError(f"answers of several runs {sorted(tags)}: write one assignment run per run")
+        raise InvalidInput(f"answers of several runs {sorted(tags)}: write one assignment run per run")
     tag = run_tag or (tags.pop() if tags else "run")
 
     def rows():

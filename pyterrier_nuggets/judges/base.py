@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 import pandas as pd
 import pyterrier as pt
 
+from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.llm import LLMClient, Outcome
 from pyterrier_nuggets.prompts import REASK_LIST, load_prompt
 
@@ -112,7 +113,7 @@ class LLMJudge(pt.Transformer):
     def setup(self, llm: LLMClient | None, prompt: Any, max_reasks: int, on_failure: str) -> None:
         """Store the common arguments (as attributes of the same name) and prepare the prompts."""
         if on_failure not in self.failure_policies:
-            raise ValueError(f"on_failure must be one of {tuple(self.failure_policies)}, got {on_failure!r}")
+            raise InvalidInput(f"on_failure must be one of {tuple(self.failure_policies)}, got {on_failure!r}")
         self.llm = llm
         self.prompt = prompt
         self.max_reasks = max_reasks

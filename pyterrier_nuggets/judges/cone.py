@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 import pyterrier as pt
 
+from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.judges.base import FAILED, Failure, LLMJudge
 from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.llm.parsing import OutputError, strip_fences
@@ -144,7 +145,7 @@ class NuggetExtractor(LLMJudge):
     def __init__(self, llm: LLMClient | None = None, *, text_column: str = "qanswer", nonspan: str = "keep",
                  prompt=None, max_reasks: int = 2, on_failure: str = "raise"):
         if nonspan not in NONSPAN_POLICIES:
-            raise ValueError(f"nonspan must be one of {NONSPAN_POLICIES}, got {nonspan!r}")
+            raise InvalidInput(f"nonspan must be one of {NONSPAN_POLICIES}, got {nonspan!r}")
         self.text_column = text_column
         self.nonspan = nonspan
         self.setup(llm, prompt, max_reasks, on_failure)

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from ir_measures_ext.errors import InvalidInput
 from ir_measures_ext.scoring import CONSENSUS_METHODS, TIE_RULES, consensus_label
 from pyterrier_nuggets.judges.base import FAILED, EnsembleLabels, Failure, LLMJudge
 from pyterrier_nuggets.llm import LLMClient
@@ -57,11 +58,11 @@ class JudgeEnsemble(LLMJudge):
                  on_failure: str = "raise"):
         judges = list(judges)
         if len(judges) < 2:
-            raise ValueError("an ensemble needs at least two judges")
+            raise InvalidInput("an ensemble needs at least two judges")
         if combine not in CONSENSUS_METHODS:
-            raise ValueError(f"combine must be one of {CONSENSUS_METHODS}, got {combine!r}")
+            raise InvalidInput(f"combine must be one of {CONSENSUS_METHODS}, got {combine!r}")
         if ties not in TIE_RULES:
-            raise ValueError(f"ties must be one of {TIE_RULES}, got {ties!r}")
+            raise InvalidInput(f"ties must be one of {TIE_RULES}, got {ties!r}")
         first = judges[0]
         if not isinstance(first, LLMJudge) or first.ensemble_labels() is None:
             raise TypeError(f"{type(first).__name__} does not label items one by one: it cannot be an ensemble "
@@ -69,10 +70,10 @@ class JudgeEnsemble(LLMJudge):
         spec = first.ensemble_labels()
         for j in judges[1:]:
             if type(j) is not type(first) or j.ensemble_labels() != spec:
-                raise ValueError(f"ensemble members must be judges of one class and setting; {j!r} differs from "
+                raise InvalidInput(f"ensemble members must be judges of one class and setting; {j!r} differs from "
                                  f"{first!r}")
         if combine != "majority" and not spec.ordinal:
-            raise ValueError(f"the {combine} of {spec.column} labels means nothing: they are not ordinal (use majority)")
+            raise InvalidInput(f"the {combine} of {spec.column} labels means nothing: they are not ordinal (use majority)")
         self.judges = judges
         self.combine = combine
         self.ties = ties
@@ -146,7 +147,7 @@ def _labels_by_item(df: pd.DataFrame, keys: list[str], column: str) -> dict[tupl
     out: dict[tuple, object] = {}
     for item, label in zip(_item_keys(df, keys), df[column] if len(df) else []):
         if item in out:
-            raise ValueError(f"ensemble: a member labelled item {item} twice; the items of its output are not "
+            raise InvalidInput(f"ensemble: a member labelled item {item} twice; the items of its output are not "
                              f"identified by {keys}")
         out[item] = label
     return out

@@ -37,6 +37,7 @@ from typing import Any
 import pandas as pd
 import pyterrier as pt
 
+from ir_measures_ext.errors import InvalidInput
 from ir_measures_ext.scoring import answer_words
 from pyterrier_nuggets.docstore import segment_texts
 from pyterrier_nuggets.formats.answers import AnswerRules
@@ -237,7 +238,7 @@ def _pairs(value: Any, what: str, qid: str) -> list[tuple[str, str]]:
     except TypeError:
         pairs = None
     if pairs is None or isinstance(value, str) or any(len(p) != 2 or isinstance(p, str) for p in pairs):
-        raise ValueError(f"CitedGenerator: {what} of turn {qid} is {value!r}; expected pairs "
+        raise InvalidInput(f"CitedGenerator: {what} of turn {qid} is {value!r}; expected pairs "
                          f"{'(statement id, statement)' if what == 'ptkb' else '(utterance, response)'}, as "
                          "the iKAT queries of datasets_ext give them")
     return [(str(a), str(b)) for a, b in pairs]
@@ -250,7 +251,7 @@ def conversation_fields(turn: Any, qid: str) -> dict[str, str]:
     get = turn.get if isinstance(turn, dict) else lambda name: getattr(turn, name, None)
     missing = [n for n in ("utterance", "resolved_utterance", "context", "ptkb") if get(n) is None]
     if missing:
-        raise ValueError(f"CitedGenerator: turn {qid} has no {', '.join(missing)}; give the iKAT queries as input "
+        raise InvalidInput(f"CitedGenerator: turn {qid} has no {', '.join(missing)}; give the iKAT queries as input "
                          "columns or as topics=")
     history = "\n".join(f"User: {' '.join(u.split())}\nAssistant: {' '.join(r.split())}"
                         for u, r in _pairs(get("context"), "context", qid))
@@ -284,7 +285,7 @@ def top_segments(inp: pd.DataFrame, k: int, docstore: Any = None) -> pd.DataFram
 def check_reference_count(k: int, what: str = "k") -> int:
     """``k``, the number of segments a generator is given, checked against the TREC RAG reference limit."""
     if not 1 <= k <= MAX_REFERENCES:
-        raise ValueError(f"{what} must be between 1 and {MAX_REFERENCES} (the TREC RAG reference limit), got {k}")
+        raise InvalidInput(f"{what} must be between 1 and {MAX_REFERENCES} (the TREC RAG reference limit), got {k}")
     return k
 
 
@@ -332,13 +333,13 @@ class CitedGenerator(LLMJudge):
                  max_tokens: int | None = None, max_reasks: int = 1, on_failure: str = "raise",
                  conversation: str | None = None, topics: Any = None, rules: AnswerRules | None = None):
         if conversation is not None and conversation not in CONVERSATION_PROMPTS:
-            raise ValueError(f"conversation must be None (TREC RAG), 'resolved' or 'raw', got {conversation!r}")
+            raise InvalidInput(f"conversation must be None (TREC RAG), 'resolved' or 'raw', got {conversation!r}")
         if topics is not None and conversation is None:
-            raise ValueError("topics= is for conversational topics: give conversation='resolved' or 'raw' too")
+            raise InvalidInput("topics= is for conversational topics: give conversation='resolved' or 'raw' too")
         if rules is not None and conversation is not None:
-            raise ValueError("rules= are the TREC RAG answer rules; conversational (iKAT) answers have their own")
+            raise InvalidInput("rules= are the TREC RAG answer rules; conversational (iKAT) answers have their own")
         if rules is not None and max_words is not None and rules.max_words is not None and max_words > rules.max_words:
-            raise ValueError(f"max_words={max_words} is above the {rules.max_words} words of {rules.name}")
+            raise InvalidInput(f"max_words={max_words} is above the {rules.max_words} words of {rules.name}")
         self.k = check_reference_count(k)
         self.rules = rules
         self.max_citations = rules.max_citations if rules is not None else None
@@ -430,7 +431,7 @@ class CitedGenerator(LLMJudge):
         if all(c in row.index for c in ("utterance", "resolved_utterance", "context", "ptkb")):
             return conversation_fields(row.to_dict(), qid)
         if qid not in self._turns:
-            raise ValueError(f"CitedGenerator(conversation={self.conversation!r}): turn {qid} is neither in the "
+            raise InvalidInput(f"CitedGenerator(conversation={self.conversation!r}): turn {qid} is neither in the "
                              "input's iKAT query columns (utterance, resolved_utterance, context, ptkb) nor in "
                              "topics=; give the iKAT queries of this turn")
         return conversation_fields(self._turns[qid], qid)

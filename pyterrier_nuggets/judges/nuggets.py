@@ -24,6 +24,7 @@ import pandas as pd
 import pyterrier as pt
 
 from ir_measures_ext import ids
+from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.formats.frames import ASSIGNMENT_COLUMNS, NUGGET_COLUMNS, as_nugget_set
 from pyterrier_nuggets.judges.base import FAILED, EnsembleLabels, Failure, LLMJudge
 from pyterrier_nuggets.llm import LLMClient
@@ -277,7 +278,7 @@ class NuggetAssigner(LLMJudge):
     def __init__(self, nuggets, llm: LLMClient | None = None, *, grades: int = 3, batch_size: int = 10,
                  prompt=None, max_reasks: int = 2, on_failure: str = "raise"):
         if grades not in (2, 3):
-            raise ValueError(f"grades must be 2 or 3, got {grades!r}")
+            raise InvalidInput(f"grades must be 2 or 3, got {grades!r}")
         self.nuggets = nuggets
         self.grades = grades
         self.batch_size = batch_size
@@ -304,7 +305,7 @@ class NuggetAssigner(LLMJudge):
 
     def run(self, inp: pd.DataFrame) -> tuple[pd.DataFrame, list[Failure]]:
         if self.nuggets is None:
-            raise ValueError("NuggetAssigner(None): no nuggets to assign; give them, or use it as the assigner of "
+            raise InvalidInput("NuggetAssigner(None): no nuggets to assign; give them, or use it as the assigner of "
                              "Overlapped(...).assign, which gives each topic its nuggets")
         pt.validate.columns(inp, includes=["qid", "qanswer"], context=self)
         owned = ("docno", "score", "rank", "assignment")

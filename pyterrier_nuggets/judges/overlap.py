@@ -26,6 +26,7 @@ from collections.abc import Iterator
 import pandas as pd
 import pyterrier as pt
 
+from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.judges.base import Failure, LLMJudge
 from pyterrier_nuggets.judges.nuggets import NuggetAssigner
 
@@ -93,7 +94,7 @@ class Overlapped(pt.Transformer):
         stages = self.stages + ([assigner] if assigner is not None else [])
         clients = list({id(c): c for c in (s.client() for s in stages if isinstance(s, LLMJudge))}.values())
         if len(clients) > 1 and any(c.mode != "online" for c in clients):
-            raise ValueError("Overlapped in Batch API mode or in a dry run needs one LLM client for all stages")
+            raise InvalidInput("Overlapped in Batch API mode or in a dry run needs one LLM client for all stages")
         schedulers = [c.scheduler for c in clients]
         frame = inp.assign(**{ROW: range(len(inp))})
         topics = [(str(qid), group) for qid, group in frame.groupby("qid", sort=False)]

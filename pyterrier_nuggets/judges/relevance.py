@@ -28,6 +28,7 @@ from typing import Any
 import pandas as pd
 import pyterrier as pt
 
+from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.docstore import segment_texts
 from pyterrier_nuggets.formats.frames import qrels_frame
 from pyterrier_nuggets.formats.trec import write_qrels as write_trec_qrels
@@ -91,11 +92,11 @@ def _schema(grades: tuple[int, ...]) -> dict:
 
 def _sub_narratives(value: Any, qid: str) -> tuple[str, ...]:
     if isinstance(value, str) or not hasattr(value, "__iter__"):
-        raise ValueError(f"RelevanceJudge(against='sub_narratives'): the sub-narratives of topic {qid} are "
+        raise InvalidInput(f"RelevanceJudge(against='sub_narratives'): the sub-narratives of topic {qid} are "
                          f"{value!r:.80}; expected a list of strings")
     subs = tuple(" ".join(str(x).split()) for x in value)
     if not subs or not all(subs):
-        raise ValueError(f"RelevanceJudge(against='sub_narratives'): topic {qid} has no sub-narratives (or an empty "
+        raise InvalidInput(f"RelevanceJudge(against='sub_narratives'): topic {qid} has no sub-narratives (or an empty "
                          "one); the 0-4 scale counts the sub-narratives a passage answers")
     return subs
 
@@ -131,9 +132,9 @@ class RelevanceJudge(LLMJudge):
                  label_column: str = "label", max_reasks: int = 1, on_failure: str = "raise",
                  against: str = "query", sub_narratives: dict[str, Any] | None = None):
         if against not in AGAINST:
-            raise ValueError(f"against must be one of {tuple(AGAINST)}, got {against!r}")
+            raise InvalidInput(f"against must be one of {tuple(AGAINST)}, got {against!r}")
         if sub_narratives is not None and against != "sub_narratives":
-            raise ValueError("sub_narratives= is for against='sub_narratives'")
+            raise InvalidInput("sub_narratives= is for against='sub_narratives'")
         self.docstore = docstore
         self.label_column = label_column
         self.against = against
@@ -163,7 +164,7 @@ class RelevanceJudge(LLMJudge):
             for qid, value in zip(df["qid"], column):
                 if value is None or (isinstance(value, float) and value != value):
                     if str(qid) not in given:
-                        raise ValueError(f"RelevanceJudge(against='sub_narratives'): topic {qid} has no "
+                        raise InvalidInput(f"RelevanceJudge(against='sub_narratives'): topic {qid} has no "
                                          "sub-narratives: give a 'sub_narratives' column or sub_narratives={qid: "
                                          "[...]}")
                     value = given[str(qid)]

@@ -20,6 +20,7 @@ import pandas as pd
 import pyterrier as pt
 
 from ir_measures_ext import ids
+from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.formats.frames import VERDICT_COLUMNS
 from pyterrier_nuggets.formats.rubrics import RubricCriterion, RubricSet, read_rubrics
 from pyterrier_nuggets.judges.base import FAILED, EnsembleLabels, Failure, LLMJudge
@@ -75,7 +76,7 @@ class RubricJudge(LLMJudge):
     def __init__(self, rubrics, llm: LLMClient | None = None, *, batch_size: int = 10, prompt=None,
                  max_reasks: int = 2, on_failure: str = "raise"):
         if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+            raise InvalidInput(f"batch_size must be at least 1, got {batch_size}")
         self.rubrics = rubrics
         self.batch_size = batch_size
         self._set = as_rubric_set(rubrics)
@@ -104,7 +105,7 @@ class RubricJudge(LLMJudge):
             query = r.get("query") if isinstance(r.get("query"), str) and r.get("query") else \
                 self._set.topics.get(qid, {}).get("query")
             if qid in self._by_topic and not isinstance(query, str):
-                raise ValueError(f"RubricJudge: the answer of topic {qid} has no query (no 'query' column and no "
+                raise InvalidInput(f"RubricJudge: the answer of topic {qid} has no query (no 'query' column and no "
                                  "query in the rubric file); give the topics' queries as a 'query' column")
             keys.append((qid, str(query or ""), "" if r["qanswer"] is None else str(r["qanswer"])))
         tasks = []

@@ -26,6 +26,7 @@ import pandas as pd
 import pyterrier as pt
 
 from ir_measures_ext import ids
+from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.docstore import fetch_texts
 from pyterrier_nuggets.formats.frames import SUPPORT_COLUMNS
 from pyterrier_nuggets.judges.base import FAILED, EnsembleLabels, Failure, LLMJudge
@@ -110,7 +111,7 @@ def cited_statements(records: list[dict], citations: str = "first", docstore: An
     sentence text, segment text)``, and per uncited sentence ``(answer index, sentence index, None, None,
     None, None)`` (no support without a judgment). A citation outside the answer's references is an error."""
     if citations not in CITATION_MODES:
-        raise ValueError(f"citations must be one of {CITATION_MODES}, got {citations!r}")
+        raise InvalidInput(f"citations must be one of {CITATION_MODES}, got {citations!r}")
     texts = reference_texts(records, docstore)
     planned = []
     for i, r in enumerate(records):
@@ -122,7 +123,7 @@ def cited_statements(records: list[dict], citations: str = "first", docstore: An
                 continue
             for k, c in enumerate(cites[:1] if citations == "first" else cites):
                 if not 0 <= int(c) < len(references):
-                    raise ValueError(f"answer of topic {r['qid']}: sentence {j} cites reference {c}, but the "
+                    raise InvalidInput(f"answer of topic {r['qid']}: sentence {j} cites reference {c}, but the "
                                      f"answer has {len(references)} references")
                 planned.append((i, j, k, str(references[int(c)]), str(s["text"]), texts[(i, int(c))]))
     return planned
@@ -163,7 +164,7 @@ class SupportJudge(LLMJudge):
     def __init__(self, llm: LLMClient | None = None, *, citations: str = "first", docstore: Any = None,
                  prompt=None, max_reasks: int = 2, on_failure: str = "raise"):
         if citations not in CITATION_MODES:
-            raise ValueError(f"citations must be one of {CITATION_MODES}, got {citations!r}")
+            raise InvalidInput(f"citations must be one of {CITATION_MODES}, got {citations!r}")
         self.citations = citations
         self.docstore = docstore
         self.setup(llm, prompt, max_reasks, on_failure)

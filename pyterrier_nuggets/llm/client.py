@@ -35,9 +35,9 @@ argument           environment variable            meaning
 =================  ==============================  ================================================
 
 An endpoint without a key (a local vLLM or llama.cpp server) gets the placeholder key ``EMPTY``. With no
-endpoint, no key and no model name, the client runs the embedded SmolLM2-135M-Instruct on CPU through
-llama-cpp-python (:mod:`.embedded`); a model name without an endpoint is refused unless ``embedded=True``
-is asked for. The embedded model is plugged in *below* the openai SDK as its HTTP transport, so it and a
+endpoint and no key the client refuses in one line naming both ways: configure an endpoint, or ask for the
+embedded SmolLM2-135M-Instruct on CPU through llama-cpp-python (:mod:`.embedded`) with ``embedded=True``
+(never chosen silently: it checks the code path, its numbers mean nothing). The embedded model is plugged in *below* the openai SDK as its HTTP transport, so it and a
 remote endpoint share one code path: the same requests, cache, retries, counters and output checks.
 """
 from __future__ import annotations
@@ -54,6 +54,8 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 import openai
+
+from ir_measures_ext.errors import InvalidInput
 
 try:  # the HTTP library of the openai SDK: httpx2 from openai 3, httpx before
     import httpx2 as _http
@@ -118,37 +120,51 @@ class Outcome(Generic[T]):
 
 def _select_endpoint(model: str | None, base_url: str | None, api_key: str | None, embedded: bool | None
                      ) -> tuple[bool, str | None, str | None]:
-    """(embedded, base_url, key) from the arguments and the environment (issue 10: a model name without an
-    endpoint is refused, an endpoint without a key gets the placeholder key)."""
+    """(embedded, base_url, key) from the arguments and the environment. Nothing configured and no explicit
+    ``embedded=True`` is refused (never a silent fall-back to the embedded model, whose numbers mean nothing);
+    a model name without an endpoint is refused; an endpoint without a key gets the placeholder key."""
     env_base = os.environ.get(ENV_BASE_URL) or None
     env_key = os.environ.get(ENV_API_KEY) or None
     if embedded:
         if model and model != EMBEDDED_MODEL:
-            raise ValueError(f"embedded=True runs {EMBEDDED_MODEL}, not {model!r}: leave model unset, or give the "
-                             f"endpoint that serves {model!r} (base_url=... or ${ENV_BASE_URL})")
+            raise InvalidInput(
+                f"embedded=True runs {EMBEDDED_MODEL}, not {model!r}: leave model unset, or give the endpoint that "
+                f"serves {model!r} (base_url=... or ${ENV_BASE_URL})",
+                cli=f"--llm embedded runs {EMBEDDED_MODEL}, not {model!r}: leave --model out, or give the endpoint "
+                    f"that serves {model!r} (--base-url or ${ENV_BASE_URL})")
         return True, None, None
     base_url = base_url or env_base
     secret = api_key or env_key
-    if embedded is None and base_url is None and secret is None:
+    if base_url is None and secret is None:
         named = model or os.environ.get(ENV_MODEL)
-        if named and named != EMBEDDED_MODEL:
-            raise ValueError(f"model {named!r} was asked for, but no endpoint is configured: pass base_url=... "
-                             f"(--base-url on the command line) or set ${ENV_BASE_URL} for a local or hosted "
-                             f"server, or ${ENV_API_KEY} for the OpenAI API; to try the pipeline on the embedded "
-                             f"{EMBEDDED_MODEL} instead, pass embedded=True and no model")
-        return True, None, None
+        asked = f"model {named!r} was asked for, but no" if named else "no"
+        raise NoEndpoint(
+            f"{asked} LLM endpoint is configured: pass base_url=... and model=... (or set ${ENV_BASE_URL} and "
+            f"${ENV_MODEL} for a local or hosted server, ${ENV_API_KEY} for the OpenAI API); or pass embedded=True "
+            f"to run the LLM steps on the embedded {EMBEDDED_MODEL} (a check of the code path: its numbers mean "
+            "nothing)",
+            cli=f"{asked} LLM endpoint is configured: give --base-url URL --model NAME (or set ${ENV_BASE_URL} and "
+                f"${ENV_MODEL}; ${ENV_API_KEY} for the OpenAI API); or --llm embedded to run the LLM steps on the "
+                f"embedded {EMBEDDED_MODEL} (a check of the code path: its numbers mean nothing)")
     if secret is None:
-        if base_url is None:
-            raise ValueError(f"embedded=False but neither an endpoint nor an API key is configured: pass "
-                             f"base_url=... or set ${ENV_BASE_URL} or ${ENV_API_KEY}")
         secret = PLACEHOLDER_KEY
     return False, base_url, secret
 
 
-def endpoint_configured(model: str | None = None, base_url: str | None = None) -> bool:
-    """Whether these arguments and the environment name an endpoint (else the client would run the embedded
-    model); a model name without an endpoint is refused as by :class:`LLMClient`."""
-    return not _select_endpoint(model, base_url, None, None)[0]
+class NoEndpoint(InvalidInput):
+    """No LLM endpoint is configured (arguments or environment) and the embedded model was not asked for."""
+
+
+def endpoint_configured(model: str | None = None, base_url: str | None = None, api_key: str | None = None) -> bool:
+    """Whether these arguments and the environment name an endpoint; a model name without one is refused as by
+    :class:`LLMClient`."""
+    try:
+        _select_endpoint(model, base_url, api_key, None)
+    except NoEndpoint:
+        if model or os.environ.get(ENV_MODEL):
+            raise
+        return False
+    return True
 
 
 class LLMClient:
@@ -192,8 +208,9 @@ class LLMClient:
             self.base_url = base_url
             self.model = model or os.environ.get(ENV_MODEL) or None
             if not self.model:
-                raise ValueError(f"no model name for the endpoint {base_url or 'of the OpenAI API'}: pass model=... "
-                                 f"(--model on the command line) or set ${ENV_MODEL}")
+                where = base_url or "of the OpenAI API"
+                raise InvalidInput(f"no model name for the endpoint {where}: pass model=... or set ${ENV_MODEL}",
+                                   cli=f"no model name for the endpoint {where}: give --model NAME or set ${ENV_MODEL}")
             http_client = None
             self.endpoint = base_url or "https://api.openai.com/v1"
         if cache is _DEFAULT_CACHE:
@@ -203,9 +220,9 @@ class LLMClient:
         self.cache = cache
         self.concurrency = int(concurrency)
         if self.concurrency < 1:
-            raise ValueError("concurrency must be at least 1")
+            raise InvalidInput("concurrency must be at least 1")
         if batch and (self.embedded or cache is None):
-            raise ValueError("batch=True needs a remote endpoint with the Batch API and a response cache (the "
+            raise InvalidInput("batch=True needs a remote endpoint with the Batch API and a response cache (the "
                              "answers and batch ids are kept there)")
         self.timeout = timeout
         self.max_retries = max_retries
@@ -367,7 +384,7 @@ class LLMClient:
                 status, headers = raw.status_code, raw.headers
                 completion = raw.json()
                 if not isinstance(completion, dict):
-                    raise ValueError("the response body is not a JSON object")
+                    raise InvalidInput("the response body is not a JSON object")
                 error = None
             except RETRYABLE as exc:
                 error = exc

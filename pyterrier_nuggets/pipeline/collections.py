@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets import formats
 
 SAMPLE_COLLECTION = str(resources.files("pyterrier_nuggets") / "sample" / "collection")
@@ -39,11 +40,11 @@ def _select_topics(topics: pd.DataFrame, qrels: pd.DataFrame, qids: Sequence[str
     if qids:
         unknown = sorted(set(qids) - set(topics["qid"]))
         if unknown:
-            raise ValueError(f"unknown topic id(s) {unknown}; the collection has e.g. {list(topics['qid'][:5])}")
+            raise InvalidInput(f"unknown topic id(s) {unknown}; the collection has e.g. {list(topics['qid'][:5])}")
         topics = topics[topics["qid"].isin(qids)]
     if max_topics is not None:
         if max_topics < 1:
-            raise ValueError(f"max_topics must be 1 or more, got {max_topics}")
+            raise InvalidInput(f"max_topics must be 1 or more, got {max_topics}")
         topics = topics.head(max_topics)
     return topics.reset_index(drop=True), qrels[qrels["qid"].isin(topics["qid"])].reset_index(drop=True)
 
@@ -79,11 +80,9 @@ def dataset_collection(dataset_id: str, qids: Sequence[str] | None = None,
     """An ir_datasets dataset (e.g. ``msmarco-segment-v2.1/trec-rag-2024``; importing ``datasets_ext``
     registers the TREC RAG and iKAT ids): its queries, qrels and docs store. Indexing it is only needed
     for the built-in retrievers; with ``--run`` files only the segments that are used are looked up."""
-    import ir_datasets
+    from datasets_ext.registry import load
 
-    import datasets_ext  # noqa: F401 - registers the dataset ids
-
-    ds = ir_datasets.load(dataset_id)
+    ds = load(dataset_id)
     topics = pd.DataFrame([(q.query_id, q.default_text()) for q in ds.queries_iter()], columns=["qid", "query"])
     qrels = pd.DataFrame([(q.query_id, q.doc_id, int(q.relevance)) for q in ds.qrels_iter()] if ds.has_qrels()
                          else [], columns=["qid", "docno", "label"])

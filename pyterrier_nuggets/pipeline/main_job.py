@@ -33,6 +33,7 @@ from pathlib import Path
 import pandas as pd
 import pyterrier as pt
 
+from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets import formats
 from pyterrier_nuggets.docstore import fetch_texts
 from pyterrier_nuggets.evaluation import ANSWER_MEASURES, JointTable, System, evaluate_answers, joint_table
@@ -209,7 +210,7 @@ def _read_assignments(path: str, on_invalid: str, notes: list[str] | None = None
     reported in ``notes``."""
     data = formats.read_assignments(path, on_invalid=on_invalid, run_id=run_id)
     if data.invalid and notes is not None:
-        notes.append(f"{path}: dropped {data.invalid.summary().splitlines()[0]}")
+        notes.append(f"{formats.shown_path(path)}: dropped {data.invalid.summary().splitlines()[0]}")
     return data
 
 
@@ -298,17 +299,17 @@ def offline_nuggets(collection: Collection, nuggets_path: str | None, systems: S
     if nuggets_path or any(s.assignments for s in systems):
         return nuggets_path
     if collection.nuggets is None:
-        raise ValueError(f"the offline judges need nuggets, and {collection.name} has none of its own: give "
+        raise InvalidInput(f"the offline judges need nuggets, and {collection.name} has none of its own: give "
                          "--nuggets PATH (a nugget JSONL), or an LLM endpoint (--base-url/--model) for AutoNuggets")
     return collection.nuggets
 
 
 def _describe_nuggets(source: str, path: str | None, imported: Sequence[SystemSpec], llm: LLMClient | None) -> str:
     if source == "manual":
-        return f"ManualNuggets: hand-written (vital/okay) with the collection, {path}"
+        return f"ManualNuggets: hand-written (vital/okay) with the collection, {formats.shown_path(path)}"
     if source == "auto":
         return f"AutoNuggets: NuggetCreator >> NuggetScorer (seed 000 §4.1) on {llm_name(_need(llm))}"
-    return f"imported: {path or imported[0].assignments}"
+    return f"imported: {formats.shown_path(path or imported[0].assignments)}"
 
 
 def _ordering_note(table: JointTable) -> list[str]:
@@ -324,7 +325,7 @@ def _ordering_note(table: JointTable) -> list[str]:
 
 def _need(llm: LLMClient | None) -> LLMClient:
     if llm is None:
-        raise ValueError("this step needs an LLM, but none was configured")
+        raise InvalidInput("this step needs an LLM, but none was configured")
     return llm
 
 
@@ -340,7 +341,7 @@ def run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir:
     ``judges``: ``"llm"`` (the AutoNuggetizer's LLM steps and the LLM support judge) or ``"baseline"``
     (offline: similarity judges and the extractive generator, see the module docstring; nuggets must then
     be the collection's hand-written ones, ``nuggets_path`` or those of imported assignments).
-    ``llm`` (default: ``LLMClient()``, the configured endpoint or the embedded model) is created only when
+    ``llm`` (default: ``LLMClient()``, the configured endpoint; none configured is refused) is created only when
     a step needs it. ``nuggets_path``: imported nuggets (nugget JSONL); without it the nuggets of imported
     assignment files are used, else (``"llm"``) they are created from the qrels, or (``"baseline"``) the
     collection's are used. ``strict``: any failed LLM step raises (default: failures are reported and the
@@ -350,7 +351,7 @@ def run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir:
     ``"drop"``, read without those nuggets, which the notes report.
     """
     if judges not in ("llm", "baseline"):
-        raise ValueError(f"judges must be 'llm' or 'baseline', got {judges!r}")
+        raise InvalidInput(f"judges must be 'llm' or 'baseline', got {judges!r}")
     start = time.time()
     os.makedirs(out_dir, exist_ok=True)
     _check_inputs_outside(out_dir, systems, nuggets_path)
@@ -418,9 +419,9 @@ def _run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir
         nugget_set = formats.read_nuggets(nuggets_path, on_invalid=on_invalid)
         source = "manual" if manual else "imported"
         if nugget_set.invalid:
-            notes.append(f"{nuggets_path}: dropped {nugget_set.invalid.summary().splitlines()[0]}")
+            notes.append(f"{formats.shown_path(nuggets_path)}: dropped {nugget_set.invalid.summary().splitlines()[0]}")
         nuggets = topic_nuggets(nugget_set, collection.topics)
-        log(f"nuggets: {'hand-written with the collection' if manual else 'imported'}: {nuggets_path}")
+        log(f"nuggets: {'hand-written with the collection' if manual else 'imported'}: {formats.shown_path(nuggets_path)}")
     elif imported:
         nugget_set = _read_assignments(imported[0].assignments, on_invalid).nugget_set()
         nuggets, source = topic_nuggets(nugget_set, collection.topics), "imported"
@@ -440,7 +441,7 @@ def _run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir
         source = "auto"
         nugget_set = formats.frame_to_nuggets(nuggets) if len(nuggets) else formats.NuggetSet([])
     if nuggets.empty:
-        raise ValueError("no nuggets for the selected topics: nothing to score the answers against")
+        raise InvalidInput("no nuggets for the selected topics: nothing to score the answers against")
     condition = evaluation_condition(source, systems, judges.mode)
     path = os.path.join(out_dir, "nuggets.jsonl")
     formats.write_nuggets(path, nugget_set, dict(zip(collection.topics["qid"], collection.topics["query"])))

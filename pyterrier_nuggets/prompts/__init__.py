@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ir_measures_ext.errors import InvalidInput
+
 PROMPT_DIR = Path(__file__).parent
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _ROLES = {"SYSTEM:": "system", "USER:": "user"}
@@ -35,11 +37,11 @@ class PromptTemplate:
             if role is not None:
                 messages.append([role, []])
             elif not messages:
-                raise ValueError(f"{source}:{lineno}: expected SYSTEM: or USER: before the prompt text")
+                raise InvalidInput(f"{source}:{lineno}: expected SYSTEM: or USER: before the prompt text")
             else:
                 messages[-1][1].append(line)
         if not messages:
-            raise ValueError(f"{source}: no SYSTEM: or USER: message")
+            raise InvalidInput(f"{source}: no SYSTEM: or USER: message")
         return cls(tuple((role, "\n".join(body).strip("\n")) for role, body in messages), source)
 
     @classmethod
