@@ -37,7 +37,7 @@ def add_parser(sub) -> None:
     p.add_argument("--rubrics", metavar="FILE|ID", help="rubric JSONL (ResearchRubrics or the toolkit's form) or an "
                    "ir_datasets id (e.g. trec-rag-2026/research-rubrics-dev): grade every criterion (RubricScore)")
     p.add_argument("--support", action="store_true", help="judge every citation of every answer (SupportJudge, "
-                   "citations='all'); needs --docs unless the answers' documents are in the cache")
+                   "citations='all'); the cited texts come from --docs")
     p.add_argument("--support-assignments", action="append", default=[], metavar="FILE",
                    help="the toolkit's support assignment JSONL instead of judging (labels 2/1/0/-1)")
     p.add_argument("--docs", metavar="FILE|ID", help="texts of the cited documents or segments: JSONL {docno, text} "
