@@ -16,6 +16,14 @@ wraps them with the package's invalid-label policies, and the ir_datasets classe
 The parser checks structure (every error an :class:`~datasets_ext.reading.InputError` naming file, line and
 field) and hands labels over as written: what an invalid label means is the consumer's policy.
 
+Sub-narratives (TREC RAG 2025). A nugget's ``mapped_sub_narrative`` (a string; ``New: ...`` for one the assessors
+added) names the narrative's sub-narrative it belongs to. The nugget qrels carry it as one more row per nugget,
+``qid 0 {qid}:n{i}:sn{k} 1``: nugget ``i`` belongs to the topic's ``k``-th sub-narrative, numbered from 0 in
+order of first appearance over the topic's graded nuggets by index (:func:`sub_narrative_rows`). Two spellings
+are one sub-narrative when they are equal after NFKC normalisation, whitespace collapsing, removing one pair of
+enclosing double quotes and case folding (:func:`sub_narrative_key`). Nugget measures read only ``{qid}:n{i}``
+rows, so these rows change none of them; ``SubNarrativeCoverage`` reads them.
+
 Invalid importance labels. Real nugget files contain labels other than vital/okay (e.g. "failed", free
 text) produced by LLM output that was not validated. Such a nugget has no grade, so the ir_datasets qrels
 *leave it out* and never turn it into anything: reading the qrels issues one ``InvalidNuggetWarning`` per file
@@ -25,6 +33,7 @@ written.
 """
 
 import json
+import unicodedata
 import warnings
 from collections.abc import Iterator
 from typing import Any, NamedTuple
@@ -32,11 +41,14 @@ from typing import Any, NamedTuple
 from ir_datasets.formats import BaseQrels, TrecQrel
 
 from datasets_ext.docs import FileDocs
-from datasets_ext.reading import InputError, get_field, get_qid, read_jsonl
+from datasets_ext.reading import InputError, get_field, read_topic_lines
 from ir_measures_ext import ids
 
-QRELS_DEFS = {ids.IMPORTANCE_TO_GRADE[ids.VITAL]: "vital nugget", ids.IMPORTANCE_TO_GRADE[ids.OKAY]: "okay nugget"}
+QRELS_DEFS = {ids.IMPORTANCE_TO_GRADE[ids.VITAL]: "vital nugget",
+              ids.IMPORTANCE_TO_GRADE[ids.OKAY]: "okay nugget; or, for an id {qid}:n{i}:sn{k}, nugget i belongs to "
+                                                 "sub-narrative k"}
 NUGGET_KEYS = ("text", "importance", "id", "assignment")  # the fields of a nugget that are not provenance
+SUB_NARRATIVE = "mapped_sub_narrative"  # the TREC RAG 2025 nuggets' field naming a nugget's sub-narrative
 
 
 class InvalidNuggetWarning(UserWarning):
@@ -92,6 +104,9 @@ def parse_nugget_list(path: str, line: int, qid: str, items: list, with_assignme
             raise InputError(path, line, where + "importance", "missing", "nuggets need 'vital' or 'okay'")
         if with_assignment and "assignment" not in obj:
             raise InputError(path, line, where + "assignment", "missing")
+        if SUB_NARRATIVE in obj and sub_narrative_key(obj[SUB_NARRATIVE]) is None:
+            raise InputError(path, line, where + SUB_NARRATIVE, f"expected the sub-narrative's text, got "
+                             f"{obj[SUB_NARRATIVE]!r:.60}")
         extra = {k: v for k, v in obj.items() if k not in NUGGET_KEYS}
         out.append(NuggetEntry(index, text, obj["importance"], obj.get("assignment"), extra))
     return out
@@ -99,16 +114,46 @@ def parse_nugget_list(path: str, line: int, qid: str, items: list, with_assignme
 
 def read_nugget_lines(path: str) -> Iterator[NuggetLine]:
     """Every topic line of the nugget file at ``path``, in file order; a topic on two lines is an InputError."""
-    seen: dict[str, int] = {}
-    for line, obj in read_jsonl(path):
-        qid = get_qid(path, line, obj, "qid", "topic_id")
-        if qid in seen:
-            raise InputError(path, line, "qid", f"topic {qid} already appeared at line {seen[qid]}",
-                             "a nugget file has one line per topic")
-        seen[qid] = line
+    for line, qid, obj in read_topic_lines(path, "nugget"):
         items = get_field(path, line, obj, "nuggets", list)
         query = obj["query"] if isinstance(obj.get("query"), str) else None
         yield NuggetLine(line, qid, query, parse_nugget_list(path, line, qid, items, False))
+
+
+def sub_narrative_text(value) -> str | None:
+    """A sub-narrative as written, tidied for display: NFKC, whitespace collapsed, one pair of enclosing double
+    quotes removed (the 2025 files quote most of them); None for anything but a non-empty string."""
+    if not isinstance(value, str):
+        return None
+    text = " ".join(unicodedata.normalize("NFKC", value).split())
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        text = text[1:-1].strip()
+    return text or None
+
+
+def sub_narrative_key(value) -> str | None:
+    """What makes two spellings one sub-narrative: :func:`sub_narrative_text`, case folded."""
+    text = sub_narrative_text(value)
+    return text.casefold() if text is not None else None
+
+
+def sub_narrative_rows(qid: str, nuggets) -> tuple[list[str], list[tuple[str, int]]]:
+    """The sub-narratives of one topic and the qrels rows that map its nuggets to them: ``(texts, [(doc id, k),
+    ...])`` from ``(index, fields)`` pairs of the topic's graded nuggets (``fields`` the nugget's other fields,
+    ``mapped_sub_narrative`` among them); sub-narrative ``k`` is the ``k``-th distinct one in index order, its
+    text the first spelling met. Nuggets without the field map to none."""
+    texts: list[str] = []
+    keys: dict[str, int] = {}
+    rows = []
+    for index, fields in sorted(nuggets, key=lambda x: x[0]):
+        key = sub_narrative_key(fields.get(SUB_NARRATIVE))
+        if key is None:
+            continue
+        if key not in keys:
+            keys[key] = len(texts)
+            texts.append(sub_narrative_text(fields[SUB_NARRATIVE]))
+        rows.append((ids.sub_narrative_id(qid, index, keys[key]), keys[key]))
+    return texts, rows
 
 
 class Nugget(NamedTuple):
@@ -137,7 +182,8 @@ def read_nuggets(dlc) -> Iterator[tuple[int, Nugget]]:
 
 
 class NuggetQrels(BaseQrels):
-    """Nugget qrels ``qid 0 {qid}:n{i} grade`` from a nugget file (grade 2 vital, 1 okay)."""
+    """Nugget qrels ``qid 0 {qid}:n{i} grade`` from a nugget file (grade 2 vital, 1 okay), then the sub-narrative
+    rows ``qid 0 {qid}:n{i}:sn{k} 1`` of nuggets that name one."""
 
     def __init__(self, nuggets_dlc):
         self._dlc = nuggets_dlc
@@ -148,13 +194,18 @@ class NuggetQrels(BaseQrels):
     def qrels_iter(self) -> Iterator[TrecQrel]:
         label = self._dlc.path()
         invalid: dict[str, list[str]] = {}
+        graded: dict[str, list[tuple[int, dict]]] = {}
         for lineno, nugget in read_nuggets(self._dlc):
             grade = ids.IMPORTANCE_TO_GRADE.get(nugget.importance)
             if grade is None:
                 invalid.setdefault(nugget.query_id, []).append(
                     f"line {lineno} nugget {nugget.index} {nugget.importance!r}")
                 continue
+            graded.setdefault(nugget.query_id, []).append((nugget.index, json.loads(nugget.extra)))
             yield TrecQrel(nugget.query_id, nugget.doc_id, grade, "0")
+        for qid, nuggets in graded.items():
+            for doc_id, _ in sub_narrative_rows(qid, nuggets)[1]:
+                yield TrecQrel(qid, doc_id, 1, "0")
         if invalid:
             total = sum(len(v) for v in invalid.values())
             per_topic = "\n".join(f"  topic {qid}: {len(v)} left out ({'; '.join(v)})" for qid, v in invalid.items())

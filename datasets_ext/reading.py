@@ -64,6 +64,19 @@ def read_jsonl(path: str) -> Iterator[tuple[int, dict]]:
         yield lineno, obj
 
 
+def read_topic_lines(path: str, what: str) -> Iterator[tuple[int, str, dict]]:
+    """``(line number, topic id, object)`` of a JSONL file of one topic a line (``qid``, or ``topic_id``), e.g. a
+    nugget or rubric file (``what``); a topic on two lines is an InputError."""
+    seen: dict[str, int] = {}
+    for line, obj in read_jsonl(path):
+        qid = get_qid(path, line, obj, "qid", "topic_id")
+        if qid in seen:
+            raise InputError(path, line, "qid", f"topic {qid} already appeared at line {seen[qid]}",
+                             f"a {what} file has one line per topic")
+        seen[qid] = line
+        yield line, qid, obj
+
+
 def read_columns(path: str, columns: str) -> Iterator[tuple[int, list[str]]]:
     """(line number, fields) for each non-blank line of a whitespace-separated file (TREC qrels and runs);
     ``columns`` names the fields, e.g. ``"qid 0 nugget_id relevance"``. A line with another number of

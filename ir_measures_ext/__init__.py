@@ -1,7 +1,8 @@
 """ir_measures measures for RAG answers: the TREC RAG 2024 nugget scores (V_strict, V, W_strict, W,
 A_strict, A), weighted citation support precision and recall (SupportP, SupportR), AnswerWords, ARGUE
 sentence precision and nugget recall (ArgueP, ArgueR); CONE-RAG nugget recall and precision (Recall_NtR,
-Recall_NtN, Precision_NtN); and
+Recall_NtN, Precision_NtN); TREC RAG 2025 sub-narrative coverage (SubNarrativeCoverage); TREC RAG 2026 rubric scores (RubricScore,
+RubricFailedMandatory); and
 Segments(measure=...), any retrieval measure on the segment rows of a run that also holds evaluation rows.
 
 Importing this package registers them with ir_measures. It imports nothing but ir_measures (no
@@ -13,6 +14,8 @@ from ir_measures_ext.measures import (
     ARGUE_MEASURES,
     CONE_MEASURES,
     NUGGET_MEASURES,
+    RUBRIC_MEASURES,
+    SUB_NARRATIVE_MEASURES,
     SUPPORT_MEASURES,
     A,
     A_strict,
@@ -22,7 +25,10 @@ from ir_measures_ext.measures import (
     Precision_NtN,
     Recall_NtN,
     Recall_NtR,
+    RubricFailedMandatory,
+    RubricScore,
     Segments,
+    SubNarrativeCoverage,
     SupportP,
     SupportR,
     V,
@@ -34,11 +40,13 @@ from ir_measures_ext.provider import (
     ArgueProvider,
     ConeProvider,
     NuggetProvider,
+    RubricProvider,
     SegmentsProvider,
     argue_provider,
     cone_provider,
     nugget_provider,
     register,
+    rubric_provider,
     segments_provider,
 )
 
@@ -50,4 +58,6 @@ __all__ = [
     "NUGGET_MEASURES", "SUPPORT_MEASURES", "ALL_MEASURES",
     "ArgueP", "ArgueR", "ARGUE_MEASURES", "argue_provider", "ArgueProvider",
     "Recall_NtR", "Recall_NtN", "Precision_NtN", "CONE_MEASURES", "cone_provider", "ConeProvider",
+    "RubricScore", "RubricFailedMandatory", "RUBRIC_MEASURES", "rubric_provider", "RubricProvider",
+    "SubNarrativeCoverage", "SUB_NARRATIVE_MEASURES",
 ]

@@ -12,7 +12,8 @@ row id                      what the row says                                   
                             nugget list, as in the nugget file)                       0.5 partial_support,
                                                                                       0.0 not_support
 ``{qid}:s{j}:c{k}:{docno}`` support of answer sentence j (0-based) by its k-th         1.0 full, 0.5 partial,
-                            citation (0-based), the segment ``docno``                  0.0 no support
+                            citation (0-based), the segment or document ``docno``      0.0 no support,
+                                                                                      -1.0 unjudged
 ``{qid}:s{j}:uncited``      answer sentence j has no citation                         0.0
 ``{qid}:words``             the answer's length L in words                            L
 ``{qid}:s{j}:n{i}``         answer sentence j conveys nugget i (ARGUE content, seed   1.0
@@ -25,7 +26,15 @@ row id                      what the row says                                   
                             the response, NtN matching (seed 003 eq. 2, 4)
 ``{qid}:ntn:x{j}``          the j-th (0-based) nugget extracted from the response     1.0 yes, 0.0 no
                             entails some gold nugget (seed 003 eq. 5)
+``{qid}:r{i}``              verdict on rubric criterion i (0-based position in the    1.0 satisfied,
+                            topic's rubric)                                           0.5 partially,
+                                                                                      0.0 not satisfied
 ==========================  ========================================================  =====================
+
+Rubric qrels (TREC RAG 2026): ``qid 0 {qid}:r{i} WEIGHT`` (the criterion's integer weight, negative for a
+criterion that describes a flaw) and, for a rubric with tiers, ``qid 0 {qid}:r{i}:mandatory 1`` or
+``qid 0 {qid}:r{i}:optional 1``. Nugget qrels may carry each nugget's sub-narrative (TREC RAG 2025):
+``qid 0 {qid}:n{i}:sn{k} 1``, nugget i maps to the topic's k-th sub-narrative.
 
 CONE-RAG rows name their matching (``ntr`` / ``ntn``), so a run of one method can never be scored as the
 other, and an AutoNuggetizer assignment row (``{qid}:n{i}``) is never read as a CONE-RAG decision.
@@ -63,6 +72,11 @@ PARTIAL = "partial"
 NONE = "none"
 SUPPORT_LEVEL_TO_SCORE = {FULL: 1.0, PARTIAL: 0.5, NONE: 0.0}
 SCORE_TO_SUPPORT_LEVEL = {v: k for k, v in SUPPORT_LEVEL_TO_SCORE.items()}
+# A cited citation whose support judgment is missing or failed: label -1 of the TREC RAG 2026 toolkit
+# (castorini/RAGDoll support assignments). Never a support level: the support measures leave such a sentence
+# out of their denominators as the toolkit does (ir_measures_ext.scoring.support_scores).
+UNJUDGED = "unjudged"
+UNJUDGED_SCORE = -1.0
 
 # The relation of an answer sentence to a cited document in the TREC 2024 BioGen track ([nugget-annotation §3.3]):
 # only "supports" is support when a BioGen label is scored as support (full), the others are no support.
@@ -100,6 +114,12 @@ def support_id(qid: str, sentence: int, citation: int | None, docno: str | None 
     return f"{qid}:s{sentence}:c{citation}:{docno}"
 
 
+def sub_narrative_id(qid: str, index: int, sub: int) -> str:
+    """Id of the nugget qrels row saying that nugget ``index`` of topic ``qid`` belongs to the topic's ``sub``-th
+    sub-narrative (TREC RAG 2025): ``{qid}:n{index}:sn{sub}``."""
+    return f"{qid}:n{index}:sn{sub}"
+
+
 def words_id(qid: str) -> str:
     """Id of the answer-length row: ``{qid}:words``."""
     return f"{qid}:words"
@@ -107,15 +127,17 @@ def words_id(qid: str) -> str:
 
 class RowKind(NamedTuple):
     kind: str  # "nugget" | "support" | "uncited" | "words" | "sentence_nugget" | "sentence_content" |
-    #            "ntr_gold" | "ntn_gold" | "ntn_extracted" | "other"
+    #            "ntr_gold" | "ntn_gold" | "ntn_extracted" | "rubric" | "rubric_tier" | "sub_narrative" | "other"
     nugget: int = -1
     sentence: int = -1
     citation: int = -1
     docno: str = ""
-    content: str = ""  # "sentence_content" rows: IRRELEVANT or NO_INFORMATION
+    content: str = ""  # "sentence_content" rows: IRRELEVANT or NO_INFORMATION; "rubric_tier": MANDATORY/OPTIONAL
+    sub: int = -1  # "sub_narrative" rows: the sub-narrative's position k in its topic
 
 
 _NUGGET = re.compile(r"n(\d+)")
+_SUB_NARRATIVE = re.compile(r"n(\d+):sn(\d+)")
 _SUPPORT = re.compile(r"s(\d+):c(\d+):(.+)", re.S)
 _UNCITED = re.compile(r"s(\d+):uncited")
 OTHER = RowKind("other")
@@ -132,6 +154,9 @@ def parse_row_id(qid: str, row_id: str) -> RowKind:
     m = _NUGGET.fullmatch(rest)
     if m:
         return RowKind("nugget", nugget=int(m.group(1)))
+    m = _SUB_NARRATIVE.fullmatch(rest)
+    if m:
+        return RowKind("sub_narrative", nugget=int(m.group(1)), sub=int(m.group(2)))
     m = _SUPPORT.fullmatch(rest)
     if m:
         return RowKind("support", sentence=int(m.group(1)), citation=int(m.group(2)), docno=m.group(3))
@@ -141,6 +166,9 @@ def parse_row_id(qid: str, row_id: str) -> RowKind:
     cone = parse_cone_row(rest)
     if cone is not None:
         return cone
+    rubric = parse_rubric_row(rest)
+    if rubric is not None:
+        return rubric
     return parse_content_row(rest)
 
 
@@ -181,6 +209,47 @@ def parse_cone_row(rest: str) -> RowKind | None:
         return RowKind("ntn_extracted", sentence=int(m.group(1)))
     return None
 
+
+
+# ------------------------------------------------------------------------------------------- rubrics
+# TREC RAG 2026 rubric scoring (design decision 11; docs/trec-rag-2025-2026.md): criteria with a weight and,
+# in nugget rubrics, a tier; a verdict per (answer, criterion). Criterion i of topic q is ``{q}:r{i}``, i its
+# 0-based position in the topic's rubric.
+
+SATISFIED = "satisfied"
+PARTIALLY_SATISFIED = "partially_satisfied"
+NOT_SATISFIED = "not_satisfied"
+VERDICT_TO_SCORE = {SATISFIED: 1.0, PARTIALLY_SATISFIED: 0.5, NOT_SATISFIED: 0.0}
+SCORE_TO_VERDICT = {v: k for k, v in VERDICT_TO_SCORE.items()}
+MANDATORY = "mandatory"
+OPTIONAL = "optional"
+TIERS = (MANDATORY, OPTIONAL)
+_RUBRIC = re.compile(r"r(\d+)")
+_RUBRIC_TIER = re.compile(r"r(\d+):(mandatory|optional)")
+
+
+def rubric_id(qid: str, index: int) -> str:
+    """Id of criterion ``index`` (0-based) of topic ``qid``'s rubric: ``{qid}:r{index}`` (qrels and run)."""
+    return f"{qid}:r{index}"
+
+
+def rubric_tier_id(qid: str, index: int, tier: str) -> str:
+    """Id of the qrels row giving criterion ``index`` its tier: ``{qid}:r{i}:mandatory`` / ``:optional``."""
+    if tier not in TIERS:
+        raise InvalidInput(f"tier must be one of {TIERS}, got {tier!r}")
+    return f"{qid}:r{index}:{tier}"
+
+
+def parse_rubric_row(rest: str) -> RowKind | None:
+    """Classify the part of a row id after ``{qid}:`` as a rubric row (kind ``rubric``, ``nugget`` holding the
+    criterion's position) or a tier row (``rubric_tier``, ``content`` the tier), or None."""
+    m = _RUBRIC.fullmatch(rest)
+    if m:
+        return RowKind("rubric", nugget=int(m.group(1)))
+    m = _RUBRIC_TIER.fullmatch(rest)
+    if m:
+        return RowKind("rubric_tier", nugget=int(m.group(1)), content=m.group(2))
+    return None
 
 
 # --------------------------------------------------------------------------------------- ARGUE content

@@ -2,8 +2,10 @@
 provider's job (:mod:`ir_measures_ext.provider`); formulas are in :mod:`ir_measures_ext.scoring`.
 
 Inputs (design.md decision 1; row ids in :mod:`ir_measures_ext.ids`):
-- qrels: nugget qrels ``qid 0 {qid}:n{i} REL`` (2 vital, 1 okay); they define the topics and their nuggets.
-- run: an evaluation run; CONE-RAG rows ``{qid}:ntr:n{i}``, ``{qid}:ntn:n{i}``, ``{qid}:ntn:x{j}`` (1 / 0); nugget rows ``{qid}:n{i}`` scored 1 / 0.5 / 0, support rows
+- qrels: nugget qrels ``qid 0 {qid}:n{i} REL`` (2 vital, 1 okay); they define the topics and their nuggets;
+  sub-narrative rows ``qid 0 {qid}:n{i}:sn{k} 1`` map nuggets to the narrative's sub-narratives (TREC RAG 2025).
+- qrels of rubric scoring: ``qid 0 {qid}:r{i} WEIGHT`` and tier rows ``{qid}:r{i}:mandatory|optional``.
+- run: an evaluation run; rubric verdict rows ``{qid}:r{i}`` (1 / 0.5 / 0); CONE-RAG rows ``{qid}:ntr:n{i}``, ``{qid}:ntn:n{i}``, ``{qid}:ntn:x{j}`` (1 / 0); nugget rows ``{qid}:n{i}`` scored 1 / 0.5 / 0, support rows
   ``{qid}:s{j}:c{k}:{docno}`` scored 1 / 0.5 / 0, ``{qid}:s{j}:uncited`` rows, and a ``{qid}:words`` row
   (or a ``qanswer`` column when the run is a DataFrame, as in pt.Experiment).
 A topic of the qrels that is missing from the run scores 0 on every measure (an empty answer).
@@ -14,15 +16,22 @@ from ir_measures import measures
 
 from ir_measures_ext.errors import InvalidInput
 
-_CITE = measures.ParamInfo(dtype=str, choices=("first", "all"), default="first",
-                           desc="which citations of a sentence are judged: 'first' (TREC 2024) or 'all'")
+_CITE = measures.ParamInfo(dtype=str, choices=("first", "all_judged", "all_pairs"), default="first",
+                           desc="which citations of a sentence count: 'first' (TREC 2024, the 2026 toolkit's "
+                           "*_first_citation), 'all_judged' (the mean over its judged citations, the toolkit's "
+                           "*_all_judged_citations) or 'all_pairs' (every judged pair; recall: best citation)")
+_CREDIT = measures.ParamInfo(dtype=str, choices=("weighted", "hard"), default="weighted",
+                             desc="what a citation is worth: 'weighted' (full 1, partial 0.5) or 'hard' (full "
+                             "support only; first citation, the toolkit's hard_precision / hard_recall)")
 _REPEATS = measures.ParamInfo(dtype=str, choices=("forgive", "penalize"), default="forgive",
                               desc="an uncited sentence repeating nuggets a valid sentence conveyed before: "
                                    "'forgive' (ignored, [nugget-annotation §3.4]) or 'penalize' (hallucinated, Table 1 as printed)")
 
 
 class _Measure(measures.Measure):
-    """A measure whose hash is computed once and whose parameters are checked where they are given."""
+    """A measure whose hash is computed once, whose parameters are checked where they are given and show
+    in declaration order (so that ``SupportP(credit='hard', cite='first')`` and
+    ``SupportP(cite='first', credit='hard')`` are one measure)."""
 
     def __call__(self, **kwargs):
         # ir_measures checks parameters only when a measure is computed, with an AssertionError: refuse them here,
@@ -38,6 +47,13 @@ class _Measure(measures.Measure):
                 raise InvalidInput(f"{self.NAME}({name}={value!r}): not a valid value"
                                    + (f"; choose one of {', '.join(map(repr, info.choices))}" if info.choices else ""))
         return super().__call__(**kwargs)
+
+    def __repr__(self):
+        order = list(self.SUPPORTED_PARAMS)
+        ordered = sorted(self.params.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order))
+        if list(self.params.items()) != ordered:
+            return type(self)(**dict(ordered)).__repr__()
+        return super().__repr__()
 
     def __hash__(self):
         # ir_measures hashes a measure by its repr for every per-topic value it handles; the parameters of a
@@ -110,28 +126,71 @@ class _A(_NuggetMeasure):
     SHORT_DESC = "Mean score of all nuggets, partial support = 0.5 (TREC RAG 2024)."
 
 
-class _SupportP(_NuggetMeasure):
-    """Weighted support precision (seed 004 §3.4): sum of s(a_i, p_j) over judged (sentence, citation)
-    pairs / number of pairs; s = 1 full, 0.5 partial, 0 no support. ``cite='first'`` (default, as the
-    track did) counts each sentence's first citation only; ``cite='all'`` every judged citation.
-    Uncited sentences do not count. 0 when the answer has no citation."""
+class _SubNarrativeCoverage(_NuggetMeasure):
+    """Sub-narrative coverage (TREC RAG 2025): the share of the topic's sub-narratives with at least one supported
+    vital nugget. ``credit='strict'`` (default): a sub-narrative counts when one of its vital nuggets is fully
+    supported; ``credit='partial'``: it counts 0.5 when its best vital nugget is partially supported. Reads the
+    nugget qrels' sub-narrative rows ``qid 0 {qid}:n{i}:sn{k} 1`` (nugget i belongs to sub-narrative k; written
+    from the nuggets' ``mapped_sub_narrative``) and the assignment rows ``{qid}:n{i}``. Sub-narratives whose
+    nuggets are all okay count in the denominator (they cannot be covered). Qrels without sub-narrative rows are
+    an error, not 0."""
+
+    __name__ = "SubNarrativeCoverage"
+    NAME = "SubNarrativeCoverage"
+    SUPPORTED_PARAMS = {"credit": measures.ParamInfo(
+        dtype=str, choices=("strict", "partial"), default="strict",
+        desc="'strict': a fully supported vital nugget covers its sub-narrative; 'partial': a partially supported "
+             "one covers it half")}
+    PRETTY_NAME = "Sub-narrative coverage"
+    SHORT_DESC = "Share of the narrative's sub-narratives with a supported vital nugget (TREC RAG 2025)."
+
+
+class _SupportFamily(_NuggetMeasure):
+    """Shared parameters of SupportP and SupportR (``cite``, ``credit``), checked on construction."""
+
+    SUPPORTED_PARAMS = {"cite": _CITE, "credit": _CREDIT}
+
+    def __call__(self, **params):
+        if params.get("cite") == "all":
+            raise InvalidInput(f"{self.NAME}(cite='all') was ambiguous and is gone: cite='all_judged' is the TREC RAG "
+                             "2026 toolkit's mean over each sentence's judged citations, cite='all_pairs' counts "
+                             "every judged (sentence, citation) pair (the earlier cite='all')")
+        out = super().__call__(**params)
+        if out["credit"] == "hard" and out["cite"] != "first":
+            raise InvalidInput(f"{self.NAME}(credit='hard') is defined on the first citation (the toolkit's "
+                             f"hard_precision / hard_recall); cite={out['cite']!r} has no hard variant")
+        return out
+
+
+class _SupportP(_SupportFamily):
+    """Support precision over cited sentences (seed 004 §3.4; the TREC RAG 2026 toolkit's variants).
+
+    Sum over the sentences with a counted citation of its value / number of such sentences; uncited sentences do
+    not count. ``cite='first'`` (default; TREC 2024, the toolkit's ``weighted_precision_first_citation``): each
+    sentence's first citation, s = 1 full, 0.5 partial, 0 none. ``cite='all_judged'``
+    (``weighted_precision_all_judged_citations``): the mean of s over the sentence's judged citations.
+    ``credit='hard'`` (``hard_precision``): full support only, first citation. ``cite='all_pairs'``: every
+    judged (sentence, citation) pair. A citation scored -1 (unjudged: missing or failed) takes its sentence out
+    of the denominators as the toolkit does (:func:`ir_measures_ext.scoring.support_scores`). 0 when the
+    answer has no citation."""
 
     __name__ = "SupportP"
     NAME = "SupportP"
-    SUPPORTED_PARAMS = {"cite": _CITE}
-    PRETTY_NAME = "Weighted support precision"
-    SHORT_DESC = "Weighted fraction of citations that support their sentence (TREC RAG 2024 support)."
+    PRETTY_NAME = "Support precision"
+    SHORT_DESC = "Support of the cited sentences by their citations (TREC RAG 2024 / 2026 support)."
 
 
-class _SupportR(_NuggetMeasure):
-    """Weighted support recall (seed 004 §3.4): sum over sentences of the support of its (first, or with
-    ``cite='all'`` best) citation / number of sentences; an uncited sentence scores 0."""
+class _SupportR(_SupportFamily):
+    """Support recall over all sentences (seed 004 §3.4; the TREC RAG 2026 toolkit's variants): the sum of
+    :class:`_SupportP` / number of sentences; an uncited sentence counts 0, a sentence whose counted citations
+    are all unjudged (-1) leaves the denominator. ``cite='all_pairs'``: the best citation of each sentence.
+    Parameters as SupportP (``weighted_recall_first_citation``, ``weighted_recall_all_judged_citations``,
+    ``hard_recall``)."""
 
     __name__ = "SupportR"
     NAME = "SupportR"
-    SUPPORTED_PARAMS = {"cite": _CITE}
-    PRETTY_NAME = "Weighted support recall"
-    SHORT_DESC = "Weighted fraction of answer sentences supported by their citations (TREC RAG 2024 support)."
+    PRETTY_NAME = "Support recall"
+    SHORT_DESC = "Share of the answer's sentences supported by their citations (TREC RAG 2024 / 2026 support)."
 
 
 class _AnswerWords(_NuggetMeasure):
@@ -210,6 +269,42 @@ class _Precision_NtN(_NuggetMeasure):
     SHORT_DESC = "Extracted nuggets that entail some gold nugget (NtN) / extracted nuggets (CONE-RAG, iKAT 2024)."
 
 
+_GRADING = measures.ParamInfo(dtype=str, choices=("ternary", "binary"), default="ternary",
+                              desc="'ternary': satisfied 1, partially satisfied 0.5, not satisfied 0; 'binary': "
+                              "partially satisfied counts as not satisfied")
+
+
+class _RubricMeasure(_NuggetMeasure):
+    SUPPORTED_PARAMS = {"grading": _GRADING}
+
+
+class _RubricScore(_RubricMeasure):
+    """Rubric score (TREC RAG 2026; ResearchRubrics): Σ w·v / Σ_{w > 0} w over the topic's rubric criteria, w
+    the criterion's weight (negative for a criterion that describes a flaw), v its verdict: 1 satisfied, 0.5
+    partially satisfied, 0 not satisfied (``grading='ternary'``, default) or 1 / 0 / 0
+    (``grading='binary'``). Reads rubric qrels ``qid 0 {qid}:r{i} WEIGHT`` and verdict rows ``{qid}:r{i}``
+    scored 1 / 0.5 / 0. At most 1; below 0 when satisfied flaws outweigh the rest. NaN for a topic without a
+    positive weight. A topic of the qrels missing from the run is an empty answer (nothing satisfied: 0)."""
+
+    __name__ = "RubricScore"
+    NAME = "RubricScore"
+    PRETTY_NAME = "Rubric score"
+    SHORT_DESC = "Weighted share of the rubric criteria the answer satisfies (TREC RAG 2026)."
+
+
+class _RubricFailedMandatory(_RubricMeasure):
+    """Mandatory rubric criteria the answer fails (TREC RAG 2026): criteria of tier ``mandatory`` (nugget
+    rubrics: the vital nuggets) with verdict not satisfied; with ``grading='binary'`` partially satisfied ones
+    too. Reads the tier rows ``qid 0 {qid}:r{i}:mandatory 1`` of the rubric qrels: a rubric without tiers
+    (ResearchRubrics criteria have weights and axes only) is an error, not 0. A topic missing from the run
+    fails all its mandatory criteria. Mean over topics when aggregated."""
+
+    __name__ = "RubricFailedMandatory"
+    NAME = "RubricFailedMandatory"
+    PRETTY_NAME = "Failed mandatory rubric criteria"
+    SHORT_DESC = "Mandatory rubric criteria the answer does not satisfy (TREC RAG 2026)."
+
+
 class _Segments(_Measure):
     """Any ir_measures measure computed on the retrieved *segments* only (design.md decision 8): the rows
     and qrels of nugget evaluation (ids of :mod:`ir_measures_ext.ids`: ``{qid}:n{i}``, ``{qid}:s{j}:...``,
@@ -273,10 +368,16 @@ ArgueR = _ArgueR()
 Recall_NtR = _Recall_NtR()
 Recall_NtN = _Recall_NtN()
 Precision_NtN = _Precision_NtN()
+SubNarrativeCoverage = _SubNarrativeCoverage()
+RubricScore = _RubricScore()
+RubricFailedMandatory = _RubricFailedMandatory()
 
 NUGGET_MEASURES = (V_strict, V, W_strict, W, A_strict, A)
 SUPPORT_MEASURES = (SupportP, SupportR)
 ALL_MEASURES = NUGGET_MEASURES + SUPPORT_MEASURES + (AnswerWords,)
 ARGUE_MEASURES = (ArgueP, ArgueR)  # need sentence content rows: not in ALL_MEASURES (LLM runs have none)
 CONE_MEASURES = (Recall_NtR, Recall_NtN, Precision_NtN)  # CONE-RAG (seed 003): need gold nugget rows
-REGISTERED = ALL_MEASURES + (Segments,) + ARGUE_MEASURES + CONE_MEASURES  # every name this package adds
+RUBRIC_MEASURES = (RubricScore, RubricFailedMandatory)  # TREC RAG 2026: need rubric qrels and verdict rows
+SUB_NARRATIVE_MEASURES = (SubNarrativeCoverage,)  # TREC RAG 2025: need sub-narrative rows in the nugget qrels
+REGISTERED = (ALL_MEASURES + (Segments,) + ARGUE_MEASURES + CONE_MEASURES + RUBRIC_MEASURES
+              + SUB_NARRATIVE_MEASURES)  # every name this package adds

@@ -22,6 +22,7 @@ from ir_measures_ext.topics import warn_topic_mismatch
 
 _ASSIGNMENT_SCORES = frozenset(ids.ASSIGNMENT_TO_SCORE.values())
 _SUPPORT_SCORES = frozenset(ids.SUPPORT_LEVEL_TO_SCORE.values())
+_SUPPORT_ROW_SCORES = _SUPPORT_SCORES | {ids.UNJUDGED_SCORE}  # support rows of the support measures: -1 unjudged
 
 
 _BOM = "\ufeff"
@@ -91,6 +92,7 @@ def _value(qid: str, doc_id: str, score: float, valid: frozenset, names: str, wh
 
 _ASSIGNMENT_NAMES = "1.0 support, 0.5 partial_support, 0.0 not_support"
 _SUPPORT_NAMES = "1.0 full, 0.5 partial, 0.0 none"
+_SUPPORT_ROW_NAMES = _SUPPORT_NAMES + ", -1.0 unjudged"
 
 
 class _Topic:
@@ -110,7 +112,8 @@ class NuggetEvaluator(providers.Evaluator):
         super().__init__(measures, qids)
         self.nuggets = nuggets
         names = {x.NAME for x in measures}
-        self.want_nuggets = bool(names & {x.NAME for x in m.NUGGET_MEASURES})
+        self.want_nuggets = bool(names & {x.NAME for x in m.NUGGET_MEASURES + m.SUB_NARRATIVE_MEASURES})
+        self.sub_narratives: dict[str, list[list[str]]] = {}  # topic -> sub-narrative -> its nugget ids
         self.want_support = bool(names & {x.NAME for x in m.SUPPORT_MEASURES})
         self.want_words = m.AnswerWords.NAME in names
 
@@ -149,7 +152,7 @@ class NuggetEvaluator(providers.Evaluator):
                 if kind.sentence in t.uncited:
                     raise InvalidInput(f"run row {qid} {doc_id}: sentence {kind.sentence} also has an ':uncited' row")
                 t.sentences.setdefault(kind.sentence, {})[kind.citation] = _value(
-                    qid, doc_id, score, _SUPPORT_SCORES, _SUPPORT_NAMES, "support")
+                    qid, doc_id, score, _SUPPORT_ROW_SCORES, _SUPPORT_ROW_NAMES, "support")
                 old = t.docnos.setdefault((kind.sentence, kind.citation), kind.docno)
                 if old != kind.docno:
                     raise InvalidInput(f"run row {qid} {doc_id}: citation {kind.citation} of sentence {kind.sentence} "
@@ -186,6 +189,10 @@ class NuggetEvaluator(providers.Evaluator):
                 for measure in self.measures:
                     if measure.NAME in ns._fields:
                         yield Metric(qid, measure, getattr(ns, measure.NAME))
+                    elif measure.NAME == m.SubNarrativeCoverage.NAME:
+                        subs = [[(grades[d], t.assigned.get(d, 0.0)) for d in nuggets]
+                                for nuggets in self.sub_narratives.get(qid, [])]
+                        yield Metric(qid, measure, scoring.sub_narrative_coverage(subs, measure["credit"]))
             if self.want_words:
                 if t.words is None:
                     raise InvalidInput(
@@ -216,7 +223,10 @@ class NuggetEvaluator(providers.Evaluator):
         per_sentence = [[c[k] for k in sorted(c)] for c in (t.sentences[j] for j in range(n))]
         for measure in self.measures:
             if measure.NAME in (m.SupportP.NAME, m.SupportR.NAME):
-                sc = scoring.support_scores(per_sentence, cite=measure["cite"])
+                try:
+                    sc = scoring.support_scores(per_sentence, cite=measure["cite"], credit=measure["credit"])
+                except ValueError as e:
+                    raise InvalidInput(f"{measure}, topic {qid}: {e}") from None
                 yield Metric(qid, measure, sc.precision if measure.NAME == m.SupportP.NAME else sc.recall)
 
 
@@ -226,13 +236,22 @@ class NuggetProvider(providers.Provider):
     NAME = "nuggets"
     SUPPORTED_MEASURES = [
         m._V_strict(), m._V(), m._W_strict(), m._W(), m._A_strict(), m._A(),
-        m._SupportP(cite=providers.base.Any()), m._SupportR(cite=providers.base.Any()), m._AnswerWords(),
+        m._SubNarrativeCoverage(credit=providers.base.Any()),
+        m._SupportP(cite=providers.base.Any(), credit=providers.base.Any()),
+        m._SupportR(cite=providers.base.Any(), credit=providers.base.Any()), m._AnswerWords(),
     ]
 
     def _evaluator(self, measures, qrels) -> NuggetEvaluator:
         measures = list(measures)
-        needs_nuggets = any(x.NAME in {n.NAME for n in m.NUGGET_MEASURES} for x in measures)
-        return NuggetEvaluator(measures, *read_nugget_qrels(qrels, needs_nuggets))
+        needs_nuggets = any(x.NAME in {n.NAME for n in m.NUGGET_MEASURES + m.SUB_NARRATIVE_MEASURES}
+                            for x in measures)
+        coverage = any(x.NAME == m.SubNarrativeCoverage.NAME for x in measures)
+        if coverage and not isinstance(qrels, dict) and not hasattr(qrels, "itertuples"):
+            qrels = list(qrels)  # read twice (an iterator of Qrel tuples would be spent after the first reading)
+        evaluator = NuggetEvaluator(measures, *read_nugget_qrels(qrels, needs_nuggets))
+        if coverage:
+            evaluator.sub_narratives = read_sub_narrative_qrels(qrels, evaluator.nuggets)
+        return evaluator
 
 
 def _list(grades: dict[str, int]) -> str:
@@ -276,6 +295,46 @@ def read_nugget_qrels(qrels, needs_nuggets: bool = True) -> tuple[dict[str, dict
                       stacklevel=2)
     evaluated = set(nuggets) if needs_nuggets else set(others) | set(nuggets)
     return {**{q: {} for q in missing}, **nuggets}, evaluated
+
+
+def read_sub_narrative_qrels(qrels, nuggets: dict[str, dict[str, int]]) -> dict[str, list[list[str]]]:
+    """Each topic's sub-narratives as lists of their nugget ids, from the rows ``{qid}:n{i}:sn{k} 1`` of nugget
+    qrels (``nuggets``: the topics' nuggets, :func:`read_nugget_qrels`). A row of a nugget not in the qrels, a
+    nugget in two sub-narratives, a relevance other than 1, a numbering with gaps, qrels without any such row
+    and a topic with nuggets but none are refused: coverage would be computed over other sub-narratives."""
+    groups: dict[str, dict[int, list[str]]] = {}
+    seen: dict[str, str] = {}
+    for qid, doc_id, rel in _iter_qrels(qrels):
+        kind = ids.parse_row_id(qid, doc_id)
+        if kind.kind != "sub_narrative":
+            continue
+        nugget = ids.nugget_id(qid, kind.nugget)
+        if nugget not in nuggets.get(qid, {}):
+            raise InvalidInput(f"nugget qrels row {qid} {doc_id}: a sub-narrative of nugget {nugget}, which is not in "
+                             "the qrels")
+        if rel != 1:
+            raise InvalidInput(f"nugget qrels row {qid} {doc_id}: relevance {rel!r}; a sub-narrative row has 1")
+        if nugget in seen:
+            raise InvalidInput(f"nugget qrels row {qid} {doc_id}: nugget {nugget} is already in sub-narrative "
+                             f"{seen[nugget]}; a nugget belongs to one sub-narrative")
+        seen[nugget] = f"sn{kind.sub}"
+        groups.setdefault(qid, {}).setdefault(kind.sub, []).append(nugget)
+    if not groups:
+        raise InvalidInput("SubNarrativeCoverage: the nugget qrels have no sub-narrative rows ('{qid}:n{i}:sn{k}'); "
+                         "write them from nuggets with mapped_sub_narrative (formats.write_nugget_qrels, "
+                         "pyterrier-nuggets export --nuggets) or drop the measure")
+    lacking = sorted(q for q, grades in nuggets.items() if grades and q not in groups)
+    if lacking:
+        raise InvalidInput(f"SubNarrativeCoverage: topic(s) {', '.join(lacking[:10])} have nuggets but no sub-narrative "
+                         "rows; their coverage is not defined")
+    out = {}
+    for qid, subs in groups.items():
+        if sorted(subs) != list(range(len(subs))):
+            gap = next(k for k in range(len(subs) + 1) if k not in subs)
+            raise InvalidInput(f"nugget qrels of topic {qid}: sub-narrative sn{gap} has no row but sn{max(subs)} has; "
+                             "sub-narratives are numbered from 0 without gaps")
+        out[qid] = [subs[k] for k in range(len(subs))]
+    return out
 
 
 nugget_provider = NuggetProvider()
@@ -482,6 +541,127 @@ class ConeProvider(providers.Provider):
 cone_provider = ConeProvider()
 
 
+# -------------------------------------------------------------------------------------------- rubrics
+
+class _Rubric:
+    __slots__ = ("weights", "tiers")
+
+    def __init__(self):
+        self.weights: dict[int, int] = {}  # criterion position -> weight
+        self.tiers: dict[int, str] = {}  # criterion position -> ids.MANDATORY | ids.OPTIONAL
+
+
+def read_rubric_qrels(qrels) -> dict[str, _Rubric]:
+    """The rubric of each topic (criterion weights and tiers) in qrels of any form ir_measures accepts: rows
+    ``{qid}:r{i} WEIGHT`` and ``{qid}:r{i}:mandatory|optional 1``; rows of other ids are skipped. A criterion
+    twice, a tier row of a criterion without weight row, two tiers, or qrels without any rubric row are refused."""
+    rubrics: dict[str, _Rubric] = {}
+    tier_rows: list[tuple[str, str, int, str, object]] = []
+    for qid, doc_id, rel in _iter_qrels(qrels):
+        kind = ids.parse_row_id(qid, doc_id)
+        if kind.kind == "rubric":
+            r = rubrics.setdefault(qid, _Rubric())
+            if kind.nugget in r.weights:
+                raise InvalidInput(f"rubric qrels row {qid} {doc_id}: the criterion is listed twice; list each once")
+            r.weights[kind.nugget] = int(rel)
+        elif kind.kind == "rubric_tier":
+            tier_rows.append((qid, doc_id, kind.nugget, kind.content, rel))
+    for qid, doc_id, i, tier, rel in tier_rows:
+        r = rubrics.get(qid)
+        if r is None or i not in r.weights:
+            raise InvalidInput(f"rubric qrels row {qid} {doc_id}: a tier for criterion {ids.rubric_id(qid, i)}, which "
+                             "has no weight row")
+        if rel != 1:
+            raise InvalidInput(f"rubric qrels row {qid} {doc_id}: relevance {rel!r}; a tier row has relevance 1")
+        if r.tiers.setdefault(i, tier) != tier:
+            raise InvalidInput(f"rubric qrels row {qid} {doc_id}: criterion {ids.rubric_id(qid, i)} is both "
+                             f"{r.tiers[i]} and {tier}")
+    if not rubrics:
+        raise InvalidInput("rubric qrels: no row has a rubric criterion id '{qid}:r{i}'; write them with "
+                         "pyterrier_nuggets.formats.write_rubric_qrels (or pyterrier-nuggets export --rubrics)")
+    return rubrics
+
+
+_VERDICT_SCORES = frozenset(ids.VERDICT_TO_SCORE.values())
+_VERDICT_NAMES = "1.0 satisfied, 0.5 partially satisfied, 0.0 not satisfied"
+
+
+class RubricEvaluator(providers.Evaluator):
+    """Rubric score and failed mandatory criteria from the verdict rows ``{qid}:r{i}`` of an evaluation run."""
+
+    def __init__(self, measures, rubrics: dict[str, _Rubric]):
+        super().__init__(measures, set(rubrics))
+        self.rubrics = rubrics
+        for measure in measures:
+            if measure.NAME == m.RubricFailedMandatory.NAME:
+                untiered = sorted(q for q, r in rubrics.items() if len(r.tiers) != len(r.weights))
+                if untiered:
+                    raise InvalidInput(f"{measure}: the rubric of topic(s) {', '.join(untiered[:5])} has criteria "
+                                     "without a tier ('{qid}:r{i}:mandatory' / ':optional' rows); which criteria "
+                                     "are mandatory is not known (ResearchRubrics criteria have no tier): drop "
+                                     "this measure, or give the rubric tiers")
+
+    def _collect(self, run) -> dict[str, dict[int, float]]:
+        rows, _ = _iter_run(run)
+        topics: dict[str, dict[int, float]] = {}
+        other: set[str] = set()
+        for qid, doc_id, score in rows:
+            rubric = self.rubrics.get(qid)
+            if rubric is None:
+                continue  # not in the qrels: not evaluated
+            kind = ids.parse_row_id(qid, doc_id)
+            if kind.kind != "rubric":
+                if kind.kind != "other":
+                    other.add(qid)
+                continue
+            if kind.nugget not in rubric.weights:
+                raise InvalidInput(f"run row {qid} {doc_id}: a verdict on a criterion that is not in the rubric qrels "
+                                 f"(topic {qid} has {len(rubric.weights)} criteria); the run and the qrels were "
+                                 "made from different rubrics")
+            verdicts = topics.setdefault(qid, {})
+            if kind.nugget in verdicts:
+                raise InvalidInput(f"run row {qid} {doc_id}: the row appears twice; one verdict per criterion")
+            verdicts[kind.nugget] = _value(qid, doc_id, score, _VERDICT_SCORES, _VERDICT_NAMES, "verdict")
+        for qid in sorted(other - set(topics)):
+            raise InvalidInput(f"rubric measures: the run has evaluation rows for topic {qid} but no verdict rows "
+                             f"('{qid}:r<i>'); judge the answer against the rubric (RubricJudge) or drop the "
+                             "rubric measures")
+        return topics
+
+    def _iter_calc(self, run) -> Iterator[Metric]:
+        topics = self._collect(run)
+        for qid, rubric in self.rubrics.items():
+            verdicts = topics.get(qid)
+            if verdicts is None:
+                verdicts = {}  # no row at all: the empty answer, nothing satisfied
+            elif len(verdicts) != len(rubric.weights):
+                missing = sorted(set(rubric.weights) - set(verdicts))
+                raise InvalidInput(f"rubric measures: criteria {', '.join(ids.rubric_id(qid, i) for i in missing[:5])} "
+                                 "have no verdict; every criterion of a judged answer needs one (a failed judgment "
+                                 "is never counted as not satisfied)")
+            criteria = [scoring.RubricCriterionVerdict(w, verdicts.get(i, 0.0), rubric.tiers.get(i) == ids.MANDATORY)
+                        for i, w in sorted(rubric.weights.items())]
+            for measure in self.measures:
+                if measure.NAME == m.RubricScore.NAME:
+                    yield Metric(qid, measure, scoring.rubric_score(criteria, measure["grading"]))
+                elif measure.NAME == m.RubricFailedMandatory.NAME:
+                    yield Metric(qid, measure, float(scoring.rubric_failed_mandatory(criteria, measure["grading"])))
+
+
+class RubricProvider(providers.Provider):
+    """``RubricScore``, ``RubricFailedMandatory`` (TREC RAG 2026 rubric scoring)."""
+
+    NAME = "rubrics"
+    SUPPORTED_MEASURES = [m._RubricScore(grading=providers.base.Any()),
+                          m._RubricFailedMandatory(grading=providers.base.Any())]
+
+    def _evaluator(self, measures, qrels) -> RubricEvaluator:
+        return RubricEvaluator(list(measures), read_rubric_qrels(qrels))
+
+
+rubric_provider = RubricProvider()
+
+
 def register() -> None:
     """Make the measures known to ir_measures (parse_measure, the CLI, ir_measures.calc). Idempotent; a
     foreign measure or provider already registered under one of our names is a clear error."""
@@ -495,7 +675,7 @@ def register() -> None:
                 f"ir_measures already has a measure named {measure.NAME!r} "
                 f"({type(existing).__module__}.{type(existing).__name__}); pyterrier-nuggets cannot register its "
                 f"{measure.NAME}. Uninstall or rename the other measure, or use ir_measures_ext.{measure.NAME} directly.")
-    ours = (nugget_provider, segments_provider, argue_provider, cone_provider)
+    ours = (nugget_provider, segments_provider, argue_provider, cone_provider, rubric_provider)
     for provider in ours:
         existing = providers.registry.get(provider.NAME)
         if existing is not None and type(existing).__module__ != __name__:

@@ -1,13 +1,18 @@
 """The score formulas, as pure functions on plain data. Every other module calls these.
 
 Nugget scores: seed 001 (Pradeep et al., TREC 2024 RAG Track initial nugget evaluation) §3.5.
-Support scores: seed 004 (Thakur et al., support evaluation for the TREC 2024 RAG Track) §3.4.
+Support scores: seed 004 (Thakur et al., support evaluation for the TREC 2024 RAG Track) §3.4, and the
+TREC RAG 2026 toolkit's variants (first / all judged citations, hard; unjudged citations).
 Answer length: words as the TREC RAG validator counts them (NFKC-normalised, whitespace-separated).
 ARGUE sentence labels and scores: seed 002 (Yang et al., nugget-based annotation protocol) §3.4 Table 1.
 CONE-RAG nugget recall and precision: seed 003 (Abbasiantaeb et al., Conversational Gold) §5.3 eq. 4-6.
+Rubric score and failed mandatory criteria: TREC RAG 2026 (design decision 11; ResearchRubrics).
+Sub-narrative coverage: TREC RAG 2025 nuggets mapped to the narrative's sub-narratives.
 """
 from __future__ import annotations
 
+import math
+import statistics
 import unicodedata
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -81,33 +86,72 @@ class SupportScores(NamedTuple):
     recall: float
 
 
-def support_scores(sentences: Sequence[Sequence[float]], cite: str = "first") -> SupportScores:
-    """Weighted support precision and recall of one answer (seed 004 §3.4).
+SUPPORT_CITE = ("first", "all_judged", "all_pairs")  # which citations of a sentence count
+SUPPORT_CREDIT = ("weighted", "hard")  # what a citation's support is worth
+UNJUDGED = ids.UNJUDGED_SCORE  # -1: a citation without a judgment (missing or failed), as the 2026 toolkit writes it
 
-    ``sentences``: for each answer sentence, in order, the support scores of its judged citations in
-    citation order: 1.0 full, 0.5 partial, 0.0 no support; an empty list for a sentence without citation.
 
-    - ``cite="first"`` (the track's protocol, seed 004 §3.3): only each sentence's first citation counts.
-      Precision = sum of s(a_i, p_i) / number of (sentence, citation) pairs;
-      recall = the same sum / number of sentences. An uncited sentence lowers recall, not precision.
-    - ``cite="all"``: every judged citation is a pair for precision; for recall a sentence scores its best
-      citation (max), so recall still lies in [0, 1]. With one citation per sentence both modes agree.
+def support_scores(sentences: Sequence[Sequence[float]], cite: str = "first", credit: str = "weighted"
+                   ) -> SupportScores:
+    """Support precision and recall of one answer: seed 004 §3.4 ([support24]) and the TREC RAG 2026
+    toolkit's variants (castorini/RAGDoll, [ragdoll]; docs/trec-rag-2025-2026.md).
 
-    Worked example of §3.4: ``[[0.5], [1.0], []]`` gives precision 0.75, recall 0.5.
-    An answer with no sentence, or with no citation at all, has precision 0 (no pair) and recall 0.
+    ``sentences``: for each answer sentence (answer object), in order, the support of its citations in
+    citation order: 1.0 full, 0.5 partial, 0.0 none, and -1.0 (:data:`UNJUDGED`) for a citation whose
+    judgment is missing or failed; an empty list for a sentence without citation.
+
+    A citation is worth w = its support (``credit="weighted"``: 1 / 0.5 / 0) or h = 1 for full support, else 0
+    (``credit="hard"``). Per sentence with at least one citation:
+
+    - ``cite="first"`` (seed 004 §3.3; the toolkit's ``*_first_citation`` and ``hard_*``): its first citation.
+      If that one is unjudged (-1) the sentence leaves the recall denominator and counts nowhere; otherwise
+      it adds its value to the sum and 1 to the precision denominator.
+    - ``cite="all_judged"`` (the toolkit's ``*_all_judged_citations``): the mean of w over its citations
+      that are judged (> -1); a sentence whose citations are all unjudged leaves the recall denominator.
+      Weighted only: the toolkit defines hard precision/recall on the first citation.
+    - ``cite="all_pairs"`` (this package's earlier ``cite='all'``): every judged (sentence, citation) pair
+      counts in precision; for recall a sentence scores its best citation. Weighted only; no unjudged
+      citation.
+
+    Precision = sum / sentences counted (cited objects only); recall = sum / (all sentences minus those left
+    out): an uncited sentence counts 0 in recall and nothing in precision; a reference nobody cites counts
+    nowhere. 0 where a denominator is 0 (an empty answer, an answer without citations).
+    Worked example of seed 004 §3.4: ``[[0.5], [1.0], []]`` gives precision 0.75, recall 0.5.
     """
-    if cite not in ("first", "all"):
-        raise InvalidInput(f"cite must be 'first' or 'all', got {cite!r}")
-    pair_sum = 0.0
-    pairs = 0
-    recall_sum = 0.0
+    if cite not in SUPPORT_CITE:
+        raise InvalidInput(f"cite must be one of {SUPPORT_CITE}, got {cite!r}")
+    if credit not in SUPPORT_CREDIT:
+        raise InvalidInput(f"credit must be one of {SUPPORT_CREDIT}, got {credit!r}")
+    if credit == "hard" and cite != "first":
+        raise InvalidInput(f"hard support is defined on the first citation of a sentence (the toolkit's "
+                         f"hard_precision / hard_recall); cite={cite!r} has no hard variant")
+    total = 0.0
+    counted = 0  # sentences in the precision denominator (all_pairs: judged pairs)
+    recall_den = len(sentences)
+    recall_sum = 0.0  # all_pairs only: best citation per sentence
     for scores in sentences:
-        counted = list(scores[:1]) if cite == "first" else list(scores)
-        pair_sum += sum(counted)
-        pairs += len(counted)
-        if counted:
-            recall_sum += max(counted)
-    return SupportScores(precision=_ratio(pair_sum, pairs), recall=_ratio(recall_sum, len(sentences)))
+        scores = list(scores)
+        if cite == "all_pairs":
+            if UNJUDGED in scores:
+                raise InvalidInput("cite='all_pairs' has no rule for an unjudged citation (-1); use cite='first' or "
+                                 "cite='all_judged', which leave such sentences out as the TREC RAG 2026 toolkit does")
+            total += sum(scores)
+            counted += len(scores)
+            recall_sum += max(scores, default=0.0)
+            continue
+        if not scores:
+            continue  # uncited: 0 in recall, nowhere in precision
+        judged = scores[:1] if cite == "first" else scores
+        judged = [s for s in judged if s != UNJUDGED]
+        if not judged:
+            recall_den -= 1  # its (first) citation is unjudged: the sentence leaves the recall denominator
+            continue
+        values = [1.0 if s == 1.0 else 0.0 for s in judged] if credit == "hard" else judged
+        total += sum(values) / len(values)
+        counted += 1
+    if cite == "all_pairs":
+        return SupportScores(precision=_ratio(total, counted), recall=_ratio(recall_sum, recall_den))
+    return SupportScores(precision=_ratio(total, counted), recall=_ratio(total, recall_den))
 
 
 def answer_words(text: str) -> int:
@@ -257,3 +301,108 @@ def cone_scores(gold_matched: Sequence[bool], extracted_matched: Sequence[bool] 
     gold = [bool(x) for x in gold_matched]
     extracted = [bool(x) for x in extracted_matched]
     return ConeScores(recall=_ratio(sum(gold), len(gold)), precision=_ratio(sum(extracted), len(extracted)))
+
+
+# -------------------------------------------------------------------------------------------- rubrics
+# TREC RAG 2026 rubric scoring (design decision 11; ResearchRubrics, [researchrubrics]): each criterion has a
+# weight w (negative for a criterion that describes a flaw) and a verdict v = 1 satisfied, 0.5 partially
+# satisfied, 0 not satisfied.
+
+RUBRIC_GRADINGS = ("ternary", "binary")
+
+
+class RubricCriterionVerdict(NamedTuple):
+    weight: float
+    verdict: float  # 1.0 satisfied, 0.5 partially satisfied, 0.0 not satisfied
+    mandatory: bool = False
+
+
+def _graded(verdict: float, grading: str) -> float:
+    if grading not in RUBRIC_GRADINGS:
+        raise InvalidInput(f"grading must be one of {RUBRIC_GRADINGS}, got {grading!r}")
+    if verdict not in (0.0, 0.5, 1.0):
+        raise InvalidInput(f"a rubric verdict is 1.0, 0.5 or 0.0, got {verdict!r}")
+    return verdict if grading == "ternary" else (1.0 if verdict == 1.0 else 0.0)
+
+
+def rubric_score(criteria: Sequence[RubricCriterionVerdict], grading: str = "ternary") -> float:
+    """Rubric score of one answer: Σ w·v / Σ_{w > 0} w over the topic's criteria; ``grading="binary"`` counts a
+    partially satisfied criterion as not satisfied (v = 0). Satisfied negative criteria lower the score (it can
+    be below 0); the maximum is 1 (every positive criterion satisfied, no negative one). NaN when no criterion
+    has a positive weight (the score is undefined; decision 11).
+
+    Worked example: weights 5, 3, 2, -4 with verdicts satisfied, partially, not, satisfied: ternary
+    (5 + 1.5 + 0 - 4) / 10 = 0.25, binary (5 + 0 + 0 - 4) / 10 = 0.1."""
+    positive = sum(c.weight for c in criteria if c.weight > 0)
+    total = sum(c.weight * _graded(c.verdict, grading) for c in criteria)
+    return total / positive if positive > 0 else float("nan")
+
+
+def rubric_failed_mandatory(criteria: Sequence[RubricCriterionVerdict], grading: str = "ternary") -> int:
+    """How many mandatory criteria the answer fails: ternary, those not satisfied (v = 0); binary, those not
+    fully satisfied (partial counts as failed, as the binary score counts it 0)."""
+    return sum(1 for c in criteria if c.mandatory and _graded(c.verdict, grading) == 0.0)
+
+
+# -------------------------------------------------------------------------------------- label consensus
+# One label of several judges' (UMBRELA's ensembles of models; the consensus qrels of several judges):
+# pyterrier_nuggets.evaluation.agreement.consensus and pyterrier_nuggets.judges.ensemble use it.
+
+CONSENSUS_METHODS = ("majority", "mean", "median")
+TIE_RULES = ("low", "high")
+
+
+def consensus_label(values: Sequence[int], method: str, ties: str = "low") -> tuple[int, bool]:
+    """The consensus of label positions ``values`` (0 = the lowest label of the kind) and whether it was a tie:
+    ``majority`` the most frequent position (a tie between several: the lowest or highest of them);
+    ``mean`` the mean rounded to the nearest position (exactly half-way: down or up); ``median`` the median
+    (with an even number of judges whose two middle positions differ by an odd number: down or up).
+    ``ties``: ``"low"`` or ``"high"``."""
+    if method not in CONSENSUS_METHODS:
+        raise InvalidInput(f"method must be one of {CONSENSUS_METHODS}, got {method!r}")
+    if ties not in TIE_RULES:
+        raise InvalidInput(f"ties must be one of {TIE_RULES}, got {ties!r}")
+    values = list(values)
+    if not values:
+        raise InvalidInput("no labels to combine")
+    if method == "majority":
+        counts = {v: values.count(v) for v in set(values)}
+        best = max(counts.values())
+        top = sorted(v for v, c in counts.items() if c == best)
+        return (top[0] if ties == "low" else top[-1]), len(top) > 1
+    centre = statistics.fmean(values) if method == "mean" else float(statistics.median(values))
+    low, high = math.floor(centre), math.ceil(centre)
+    if centre - low == 0.5:
+        return (low if ties == "low" else high), True
+    return int(round(centre)), False
+
+
+# ------------------------------------------------------------------------------------ sub-narratives
+# TREC RAG 2025: the nuggets of a topic are mapped to the narrative's sub-narratives (``mapped_sub_narrative``).
+
+SUB_NARRATIVE_CREDITS = ("strict", "partial")
+
+
+def sub_narrative_coverage(sub_narratives: Sequence[Sequence[tuple[int, float]]], credit: str = "strict") -> float:
+    """Sub-narrative coverage of one answer: the share of the topic's sub-narratives with at least one supported
+    vital nugget.
+
+    ``sub_narratives``: for each sub-narrative of the topic, the ``(grade, s)`` of its nuggets (grade 2 vital,
+    1 okay; s the assignment score 1 / 0.5 / 0). A sub-narrative's credit is the best s of its vital nuggets:
+    ``credit="strict"`` counts full support only (1 if a vital nugget is supported, else 0, as V_strict);
+    ``credit="partial"`` gives a partially supported vital nugget 0.5 (as V). Coverage = mean credit over all
+    the topic's sub-narratives: one whose nuggets are all okay stays in the denominator and can never be covered
+    (the topic's maximum is then below 1). 0 for a topic without sub-narratives.
+
+    Worked example: sub-narratives A (vital supported, okay), B (vital partially supported), C (okay supported
+    only): strict (1 + 0 + 0) / 3, partial (1 + 0.5 + 0) / 3."""
+    if credit not in SUB_NARRATIVE_CREDITS:
+        raise InvalidInput(f"credit must be one of {SUB_NARRATIVE_CREDITS}, got {credit!r}")
+    total = 0.0
+    for nuggets in sub_narratives:
+        vital = [s for grade, s in nuggets if grade == VITAL_GRADE]
+        if credit == "strict":
+            total += 1.0 if any(s == 1.0 for s in vital) else 0.0
+        else:
+            total += max(vital, default=0.0)
+    return _ratio(total, len(sub_narratives))

@@ -2,7 +2,9 @@
 
 ``import pyterrier as pt`` exposes this package as ``pt.nuggets``. The measures themselves
 (``V_strict``, ``V``, ``W_strict``, ``W``, ``A_strict``, ``A``, ``SupportP``, ``SupportR``,
-``AnswerWords``, ``Segments``, CONE-RAG's ``Recall_NtR``, ``Recall_NtN``, ``Precision_NtN``) live in :mod:`ir_measures_ext` and are re-exported here for pt.Experiment.
+``AnswerWords``, ``Segments``, CONE-RAG's ``Recall_NtR``, ``Recall_NtN``, ``Precision_NtN``, TREC RAG 2026's
+``RubricScore``, ``RubricFailedMandatory``) live in :mod:`ir_measures_ext` and are re-exported here for
+pt.Experiment.
 The layout is described in docs/architecture.md.
 """
 from ir_measures_ext import (
@@ -12,6 +14,8 @@ from ir_measures_ext import (
     Precision_NtN,
     Recall_NtN,
     Recall_NtR,
+    RubricFailedMandatory,
+    RubricScore,
     Segments,
     SupportP,
     SupportR,
@@ -44,6 +48,7 @@ from pyterrier_nuggets.evaluation import (
 )
 from pyterrier_nuggets.judges import (
     CitedGenerator,
+    JudgeEnsemble,
     LLMJudge,
     LLMStepError,
     NuggetAssigner,
@@ -53,6 +58,7 @@ from pyterrier_nuggets.judges import (
     NuggetScorer,
     Overlapped,
     RelevanceJudge,
+    RubricJudge,
     SupportJudge,
 )
 from pyterrier_nuggets.llm import LLMClient, Prices
@@ -70,4 +76,5 @@ __all__ = [
     "CitedGenerator", "SupportJudge", "RelevanceJudge", "Overlapped", "Prices", "RAGEvaluation", "rag_qrels", "RAG_MEASURES",
     "Recall_NtR", "Recall_NtN", "Precision_NtN", "NuggetExtractor", "NuggetToResponse", "NuggetToNugget", "deduplicate",
     "Matcher", "Match", "LLMMatcher", "NLIMatcher", "EmbeddingMatcher",
+    "RubricScore", "RubricFailedMandatory", "RubricJudge", "JudgeEnsemble",
 ]

@@ -15,6 +15,7 @@ IMPORTANCES = (ids.VITAL, ids.OKAY)
 ASSIGNMENTS = (ids.SUPPORT, ids.PARTIAL_SUPPORT, ids.NOT_SUPPORT)
 SUPPORT_LEVELS = (ids.FULL, ids.PARTIAL, ids.NONE)
 BIOGEN_RELATIONS = ids.BIOGEN_RELATIONS
+JUDGMENT_LABELS = SUPPORT_LEVELS + (ids.UNJUDGED,)  # a support judgment's label: a level, or unjudged (-1)
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,9 @@ class Answer:
 
 @dataclass(frozen=True)
 class SupportJudgment:
-    """Support of one answer sentence by one cited segment (seed 004 §3.2): full / partial / none.
+    """Support of one answer sentence by one cited segment or document (seed 004 §3.2): full / partial / none,
+    or ``unjudged`` (label -1 of the TREC RAG 2026 toolkit: the judgment is missing or failed; the support
+    measures leave such a sentence out of their denominators, as the toolkit does).
 
     ``citation`` is the position of the citation within the sentence (0 = first), or ``None`` for a
     sentence without citation (which counts as no support, seed 004 §3.4).
@@ -131,14 +134,15 @@ class SupportJudgment:
             raise InvalidInput("sentence and citation positions are 0-based, never negative")
         if self.citation is not None and not self.docno:
             raise InvalidInput("a judged citation needs the docno of the cited segment")
-        if self.support not in SUPPORT_LEVELS:
-            raise InvalidInput(f"support must be one of {SUPPORT_LEVELS}, got {self.support!r}")
+        if self.support not in JUDGMENT_LABELS:
+            raise InvalidInput(f"support must be one of {JUDGMENT_LABELS}, got {self.support!r}")
         if self.citation is None and self.support != ids.NONE:
             raise InvalidInput("a sentence without citation can only have support 'none'")
 
     @property
     def score(self) -> float:
-        return ids.SUPPORT_LEVEL_TO_SCORE[self.support]
+        """1 / 0.5 / 0, or -1 for an unjudged citation (the value of its evaluation-run row)."""
+        return ids.UNJUDGED_SCORE if self.support == ids.UNJUDGED else ids.SUPPORT_LEVEL_TO_SCORE[self.support]
 
 
 @dataclass(frozen=True)
@@ -163,6 +167,31 @@ class SupportRelation:
             raise InvalidInput(f"relation must be one of {BIOGEN_RELATIONS}, got {self.relation!r}")
 
 
+
+
+VERDICTS = tuple(ids.VERDICT_TO_SCORE)  # satisfied, partially_satisfied, not_satisfied
+
+
+@dataclass(frozen=True)
+class RubricVerdict:
+    """The verdict on criterion ``index`` of topic ``qid``'s rubric for one answer of run ``run_id``."""
+
+    qid: str
+    index: int
+    verdict: str
+    run_id: str | None = None
+
+    def __post_init__(self):
+        if self.verdict not in VERDICTS:
+            raise InvalidInput(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+
+    @property
+    def criterion_id(self) -> str:
+        return ids.rubric_id(self.qid, self.index)
+
+    @property
+    def score(self) -> float:
+        return ids.VERDICT_TO_SCORE[self.verdict]
 
 
 SPAN_EXACT = "exact"  # the extracted nugget is a span of the text, character for character

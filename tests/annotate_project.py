@@ -84,14 +84,14 @@ STAGE4 = {  # (run, sentence) -> content, nugget texts, missing question
 #   ARGUE: s0 valid, s1 valid, s2 no information + uncited = ignored: ArgueP 2/2, ArgueR 2/3.
 # runB conveys n0 (s0): V_strict 1, A_strict 1/3, W 1/2.
 #   Support: s0 first citation d3 partial (.5), s1 uncited: SupportP .5/1, SupportR .5/2;
-#   cite='all': s0 has .5 and 1: SupportP 1.5/2, SupportR (1 + 0)/2.
+#   cite='all_pairs': s0 has .5 and 1: SupportP 1.5/2, SupportR (1 + 0)/2.
 #   ARGUE: s0 conveys n0 and d1 fully supports it: valid; s1 irrelevant + uncited: hallucinated:
 #   ArgueP 1/2, ArgueR 1/3.
 EXPECTED = {
     "runA": {"V_strict": 1.0, "A_strict": 2 / 3, "W": 0.75, "SupportP": 1.0, "SupportR": 2 / 3,
              "ArgueP": 1.0, "ArgueR": 2 / 3},
     "runB": {"V_strict": 1.0, "A_strict": 1 / 3, "W": 0.5, "SupportP": 0.5, "SupportR": 0.25,
-             "SupportP(cite='all')": 0.75, "SupportR(cite='all')": 0.5, "ArgueP": 0.5, "ArgueR": 1 / 3},
+             "SupportP(cite='all_pairs')": 0.75, "SupportR(cite='all_pairs')": 0.5, "ArgueP": 0.5, "ArgueR": 1 / 3},
 }
 PASSWORDS = {"boss": "boss-password-1", "alice": "alice-password-1", "bob": "bob-password-1",
              "carol": "carol-password-1"}

@@ -131,6 +131,10 @@ def nothing(d: Path) -> None:
     pass
 
 
+def write(name: str, text: str) -> Callable[[Path], None]:
+    return lambda d: (d / name).write_text(text)
+
+
 def both(*edits) -> Callable[[Path], None]:
     def apply(d: Path) -> None:
         for e in edits:
@@ -258,6 +262,21 @@ def _read(fn_name: str, file: str, **kwargs):
 def _collection(d: Path):
     from pyterrier_nuggets.pipeline import sample_collection
     sample_collection(str(d / "collection"))
+
+
+def _read_2026(d: Path):
+    from pyterrier_nuggets import formats
+    formats.read_answers(str(d / "r26.answers.jsonl"), rules=formats.TREC_RAG_2026)
+
+
+ANSWER_2026 = {"metadata": {"team_id": "us", "run_id": "r26", "type": "automatic", "narrative_id": "t1"},
+               "references": ["shard_1", "shard_2"], "answer": [{"text": "Paris is the capital.", "citations": [0, 1]}]}
+TOOLKIT_SUPPORT = {"topic_id": "t1", "run_id": "r", "sentences": [
+    {"sentenceID": 0, "text": "Paris is the capital of France.", "citations": [
+        {"citationID": 0, "reference": "d1", "support": "2"}]}]}
+RUBRIC = {"qid": "t1", "criteria": [{"text": "Names the capital", "weight": 5, "tier": "mandatory"},
+                                    {"text": "Names a museum", "weight": 2, "tier": "optional"}]}
+RUBRIC_QRELS = "t1 0 t1:r0 5\nt1 0 t1:r0:mandatory 1\nt1 0 t1:r1 2\nt1 0 t1:r1:optional 1\n"
 
 
 def _check_support(d: Path):
@@ -655,12 +674,75 @@ def cases() -> list[Case]:
         Case("table: a cutoff on a nugget measure", "cli", TABLE + ["--measures", "V_strict@10"],
              message=r"measure 'V_strict@10': V_strict takes no cutoff \(@k\)"),
         Case("table: an unknown parameter value", "cli", TABLE + ["--measures", "SupportP(cite='last')"],
-             message=r"SupportP\(cite='last'\): not a valid value; choose one of 'first', 'all'"),
+             message=r"SupportP\(cite='last'\): not a valid value; choose one of 'first', 'all_judged', 'all_pairs'"),
         Case("python: a cutoff on a nugget measure", "python",
              lambda d: __import__("ir_measures").parse_measure("A_strict@5"), message=r"A_strict takes no cutoff"),
         Case("table: --allow-topic-mismatch scores what matches", "cli",
              TABLE + ["--allow-topic-mismatch", "--measures", "V_strict"],
              edit("r.eval.run", lambda s: "".join(line for line in s.splitlines(True) if line.startswith("t1"))
                   + "x9 Q0 x9:n0 1 1 r\nx8 Q0 x8:n0 1 1 r\n")),
+        )
+
+    # ---- TREC RAG 2025/2026 (issue 25): answer rules, the toolkit's support files, rubrics, sub-narratives
+    answers_2026 = "r26.answers.jsonl"
+    add("TREC RAG 2025/2026 inputs",
+        Case("2026 answers: four citations in one object", "python", _read_2026,
+             write(answers_2026, _jsonl([{**ANSWER_2026, "answer": [{"text": "x", "citations": [0, 1, "shard_1", 0]}]}])),
+             r"r26.answers.jsonl:1: field 'answer\[0\].citations'.*4 citations"),
+        Case("2026 answers: more than 1,024 words", "python", _read_2026,
+             write(answers_2026, _jsonl([{**ANSWER_2026, "answer": [{"text": "w " * 1025, "citations": []}]}])),
+             r"r26.answers.jsonl:1: field 'answer'.*1025 words"),
+        Case("2026 answers: the 2024 form", "python", _read_2026,
+             lambda d: (d / answers_2026).write_text((d / "r.answers.jsonl").read_text()),
+             r"r26.answers.jsonl:1: field 'metadata'"),
+        Case("2026 answers: a document twice in references", "python", _read_2026,
+             write(answers_2026, _jsonl([{**ANSWER_2026, "references": ["shard_1", "shard_1"]}])),
+             r"r26.answers.jsonl:1: field 'references'.*listed twice"),
+        Case("toolkit support file: a label 3", "python", _read("read_support_assignments", "ts.jsonl"),
+             write("ts.jsonl", _jsonl([TOOLKIT_SUPPORT]).replace('"support": "2"', '"support": "3"')),
+             r"ts.jsonl:1: field 'sentences\[0\].citations\[0\].support'"),
+        Case("toolkit support file: sentence ids out of order", "python", _read("read_support_assignments", "ts.jsonl"),
+             write("ts.jsonl", _jsonl([TOOLKIT_SUPPORT]).replace('"sentenceID": 0', '"sentenceID": 1')),
+             r"ts.jsonl:1: field 'sentences\[0\].sentenceID'"),
+        Case("rubric file: a fractional weight", "python", _read("read_rubrics", "rubric.jsonl"),
+             write("rubric.jsonl", _jsonl([RUBRIC]).replace('"weight": 2', '"weight": 2.5')),
+             r"rubric.jsonl:1: field 'criteria\[1\].weight'.*whole number"),
+        Case("rubric file: an unknown tier", "python", _read("read_rubrics", "rubric.jsonl"),
+             write("rubric.jsonl", _jsonl([RUBRIC]).replace('"optional"', '"nice"')),
+             r"rubric.jsonl:1: field 'criteria\[1\].tier'"),
+        Case("rubric verdicts: a criterion not in the qrels", "ir_measures",
+             ["{d}/rubric.qrels", "{d}/v.run", "RubricScore"],
+             both(write("rubric.qrels", RUBRIC_QRELS), write("v.run", "t1 Q0 t1:r0 1 1 r\nt1 Q0 t1:r1 2 0 r\n"
+                                                                        "t1 Q0 t1:r5 3 1 r\n")),
+             r"t1 t1:r5.*not in the rubric qrels"),
+        Case("rubric verdicts: a criterion without verdict", "ir_measures",
+             ["{d}/rubric.qrels", "{d}/v.run", "RubricScore"],
+             both(write("rubric.qrels", RUBRIC_QRELS), write("v.run", "t1 Q0 t1:r0 1 1 r\n")),
+             r"t1:r1 have no verdict"),
+        Case("rubric verdicts: accepted", "ir_measures", ["{d}/rubric.qrels", "{d}/v.run", "RubricScore",
+                                                          "RubricFailedMandatory"],
+             both(write("rubric.qrels", RUBRIC_QRELS), write("v.run", "t1 Q0 t1:r0 1 0.5 r\nt1 Q0 t1:r1 2 1 r\n")),
+             scores={"RubricScore": (2.5 + 2) / 7, "RubricFailedMandatory": 0.0}),
+        Case("SubNarrativeCoverage on nugget qrels without sub-narratives", "ir_measures",
+             ["{d}/nuggets.qrels", "{d}/r.eval.run", "SubNarrativeCoverage"], message=r"no sub-narrative rows"),
+        Case("SubNarrativeCoverage: a nugget in two sub-narratives", "ir_measures",
+             ["{d}/nuggets.qrels", "{d}/r.eval.run", "SubNarrativeCoverage"],
+             append("nuggets.qrels", "t1 0 t1:n0:sn0 1\nt1 0 t1:n1:sn1 1\nt1 0 t1:n2:sn0 1\nt2 0 t2:n0:sn0 1\n"
+                                     "t2 0 t2:n1:sn0 1\nt1 0 t1:n0:sn1 1\n"),
+             r"t1 t1:n0:sn1.*already in sub-narrative sn0"),
+        Case("SubNarrativeCoverage: accepted", "ir_measures",
+             ["{d}/nuggets.qrels", "{d}/r.eval.run", "SubNarrativeCoverage"],
+             append("nuggets.qrels", "t1 0 t1:n0:sn0 1\nt1 0 t1:n1:sn1 1\nt1 0 t1:n2:sn0 1\nt2 0 t2:n0:sn0 1\n"
+                                     "t2 0 t2:n1:sn0 1\n"),
+             scores={"SubNarrativeCoverage": (0.5 + 1.0) / 2}),  # t1: sn0 covered (n0), sn1 okay only; t2: 1
+        Case("SupportP(cite='all'): ambiguous, refused", "python",  # the ir_measures CLI says "syntax error"
+             lambda d: __import__("ir_measures").parse_measure("SupportP(cite='all')"), message=r"all_judged.*all_pairs"),
+        Case("agree: a consensus of support files", "cli",
+             ["agree", "{d}/r.support.jsonl", "{d}/r.support.jsonl", "--consensus", "majority", "--out", "{d}/c.qrels"],
+             message=r"field '--consensus'.*qrels files"),
+        Case("trec-rag: answers over the 2026 rules", "cli",
+             ["trec-rag", "--answers", "{d}/r26.answers.jsonl", "--nuggets", "{d}/nuggets.jsonl", "--out", "{d}/o"],
+             write(answers_2026, _jsonl([{**ANSWER_2026, "answer": [{"text": "x", "citations": [0, 1, 0, 1]}]}])),
+             r"r26.answers.jsonl:1: field 'answer\[0\].citations'"),
         )
     return c

@@ -17,6 +17,12 @@ RAG24_TOPICS = [("2024-145979", "what is vicarious trauma and how can it be cope
                 ("2024-32912", "how bad did the vietnam war devastate the economy in 1968")]
 RAG25_QUERIES = [("464", "I want a thorough understanding of what makes up a community."),
                  ("58", "Nuclear energy: advantages, accidents and safety?")]
+RAG26_QUERIES = [("rag2026-0", "I’m on a hospital nursing DEI council with limited money."),
+                 ("rag2026-1", "My mother is 72 and my father died suddenly six weeks ago.")]
+# the three judges' UMBRELA files of the RAG25 development topics: grades of the same three documents
+UMBRELA_DEV = {"rag25-climbmix-umbrela-codex-gpt5.5-medium-reasoning-v1.qrels": [4, 2, 0],
+               "rag25-climbmix-umbrela-qwen3.5-9b-v2.qrels": [3, 1, 0],
+               "rag25-climbmix-umbrela-ministral-3-14b-instruct-2512-v2.qrels": [4, 2, 1]}
 
 
 def segment_records(shard: int, n_docs: int) -> list[dict]:
@@ -100,6 +106,16 @@ def build_rag(home: Path, ids: dict[int, list[str]]) -> None:
         {"text": "Chernobyl and Fukushima were major accidents",
          "mapped_sub_narrative": "\"Major nuclear accidents\"", "importance": "okay", "source": "post-edit"}]}
     _write(d25 / "rag25-dev-nuggets.jsonl", json.dumps(dev) + "\n")
+
+    d26 = home / "trec-rag-2026"
+    _write(d26 / "trec_rag_2026_queries.tsv", "".join(f"{q}\t{t}\n" for q, t in RAG26_QUERIES))
+    _write(d26 / "research-rubrics-topics-dev.tsv", "683a\tWrite a blog post on competition geometry.\n")
+    rubric = {"qid": "683a", "domain": "STEM", "rubrics": [
+        {"criterion": "The response defines every acronym.", "weight": 4.0, "axis": "Communication Quality"},
+        {"criterion": "The response places diagrams far from their text.", "weight": -3.0, "axis": "Communication Quality"}]}
+    _write(d26 / "research-rubrics-dev-rubrics.jsonl", json.dumps(rubric) + "\n")
+    for name, grades in UMBRELA_DEV.items():
+        _write(d26 / name, "".join(f"58 0 shard_0000{i}_{i * 11} {g}\n" for i, g in enumerate(grades)))
 
 
 def _ikat_topics(number_of, year: int) -> list[dict]:

@@ -96,6 +96,34 @@ def generation_reply(prompt: str) -> str:
     return " ".join(sentences + ["That is all I know."])
 
 
+def _covered(text: str, passage: str) -> tuple[int, int]:
+    words = [w.strip(".,?!:;\"'").lower() for w in text.split() if len(w) > 3]
+    return sum(w in passage for w in words), len(words)
+
+
+def subnarrative_reply(prompt: str) -> str:
+    """UMBRELA's sub-narrative prompt: a sub-narrative counts when every word of more than 3 letters is in the
+    passage; 0 covered -> 1 if a narrative word is there else 0, 1 -> 2, 2-3 -> 3, 4+ -> 4."""
+    passage = _after("Passage:", prompt).lower()
+    subs = json.loads(_after("Sub-narratives:", prompt) or "[]")
+    covered = sum(1 for sub in subs if _covered(sub, passage)[0] == _covered(sub, passage)[1] > 0)
+    if covered == 0:
+        return f"##final score: {1 if _covered(_after('Narrative:', prompt), passage)[0] else 0}"
+    return f"##final score: {2 if covered == 1 else 3 if covered <= 3 else 4}"
+
+
+def rubric_reply(prompt: str) -> str:
+    """Rubric grading: satisfied when every word of more than 3 letters of the criterion is in the answer,
+    partially_satisfied when some are, else not_satisfied."""
+    answer = _after("Answer:", prompt).lower()
+    verdicts = []
+    for criterion in json.loads(_after("Criteria:", prompt) or "[]"):
+        found, total = _covered(criterion, answer)
+        verdicts.append("satisfied" if total and found == total else "partially_satisfied" if found
+                        else "not_satisfied")
+    return json.dumps(verdicts)
+
+
 def auto_reply(body: dict) -> str:
     """Valid output for the package's prompts, derived deterministically from the prompt."""
     prompt = body["messages"][-1]["content"]
@@ -106,6 +134,10 @@ def auto_reply(body: dict) -> str:
         if "“Not Relevant”" in prompt:  # BioGen relations (prompts/biogen_relation.txt) from the same overlap
             return {"Full Support": "Supports", "Partial Support": "Neutral", "No Support": "Not Relevant"}[level]
         return level
+    if "Sub-narratives:" in prompt:  # UMBRELA 2025/2026: how many sub-narratives the passage covers, 0-4
+        return subnarrative_reply(prompt)
+    if "Verdicts:" in prompt:  # rubric grading
+        return rubric_reply(prompt)
     if "##final score" in prompt:  # UMBRELA relevance: the query words found in the passage, 0-3
         query = {w for w in _after("Query:", prompt).split("\n")[0].lower().split() if len(w) > 3}
         passage = _after("Passage:", prompt).lower()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import ir_datasets
 import pytest
-from datasets_fixtures import RAG24_TOPICS, build_home
+from datasets_fixtures import RAG24_TOPICS, RAG26_QUERIES, UMBRELA_DEV, build_home
 
 import datasets_ext
 from datasets_ext.nuggets import InvalidNuggetWarning
@@ -43,7 +43,9 @@ def run(*args, home):
 
 def test_all_ids_registered():
     for name in ["msmarco-segment-v2.1", RAG24, f"{RAG24}/umbrela", f"{RAG24}/nuggets-mistral", RAG25,
-                 f"{RAG25}/dev-nuggets", "trec-ikat/2023", "trec-ikat/2023/ptkb", "trec-ikat/2024"]:
+                 f"{RAG25}/dev-nuggets", "trec-ikat/2023", "trec-ikat/2023/ptkb", "trec-ikat/2024", "trec-rag-2026",
+                 "trec-rag-2026/research-rubrics-dev", "trec-rag-2026/rag25-dev/umbrela-gpt5.5",
+                 "trec-rag-2026/rag25-dev/umbrela-qwen3.5-9b", "trec-rag-2026/rag25-dev/umbrela-ministral-3-14b"]:
         assert name in ir_datasets.registry
     # registering again is a no-op: upstream (or a first import) wins
     assert datasets_ext.trec_rag.register_all() == [] and datasets_ext.ikat.register_all() == []
@@ -80,9 +82,34 @@ def test_rag25():
     assert len(ds.docs_store().get_many([q.doc_id for q in ds.qrels_iter()])) == 2
     dev = ir_datasets.load(f"{RAG25}/dev-nuggets")
     assert [q.query_id for q in dev.queries_iter()] == ["58"]
-    assert [(q.doc_id, q.relevance) for q in dev.qrels_iter()] == [("58:n0", 2), ("58:n1", 1)]
+    # nugget rows, then each nugget's sub-narrative (mapped_sub_narrative): two sub-narratives, sn0 and sn1
+    assert [(q.doc_id, q.relevance) for q in dev.qrels_iter()] == [("58:n0", 2), ("58:n1", 1), ("58:n0:sn0", 1),
+                                                                   ("58:n1:sn1", 1)]
     nugget = dev.docs_store().get("58:n1")
     assert nugget.importance == "okay" and '"source": "post-edit"' in nugget.extra
+
+
+def test_rag26(home):
+    assert [(q.query_id, q.text) for q in ir_datasets.load("trec-rag-2026").queries_iter()] == RAG26_QUERIES
+    rr = ir_datasets.load("trec-rag-2026/research-rubrics-dev")
+    assert [q.query_id for q in rr.queries_iter()] == ["683a"]
+    assert [(q.doc_id, q.relevance) for q in rr.qrels_iter()] == [("683a:r0", 4), ("683a:r1", -3)]
+    c = rr.docs_store().get("683a:r1")
+    assert (c.text, c.weight, c.axis, c.tier) == ("The response places diagrams far from their text.", -3,
+                                                  "Communication Quality", None)
+    for judge, grades in zip(["gpt5.5", "qwen3.5-9b", "ministral-3-14b"], UMBRELA_DEV.values()):
+        ds = ir_datasets.load(f"trec-rag-2026/rag25-dev/umbrela-{judge}")
+        assert [q.query_id for q in ds.queries_iter()] == ["58"]
+        assert [(q.doc_id, q.relevance) for q in ds.qrels_iter()] == [
+            (f"shard_0000{i}_{i * 11}", g) for i, g in enumerate(grades)]
+        assert ds.qrels_defs()[4] == "answers 4 or more sub-narratives in sufficient detail"
+
+
+def test_rag26_rubric_qrels_on_the_ir_measures_cli(home, tmp_path):
+    verdicts = tmp_path / "verdicts.run"
+    verdicts.write_text("683a Q0 683a:r0 1 0.5 r\n683a Q0 683a:r1 2 1 r\n")
+    out = run("ir_measures", "trec-rag-2026/research-rubrics-dev", str(verdicts), "RubricScore", home=home[0])
+    assert out.stdout.split() == ["RubricScore", "-0.2500"]  # (4 * 0.5 - 3 * 1) / 4
 
 
 def test_ikat_queries_both_years():
@@ -127,7 +154,7 @@ def test_pyterrier(home):
     ikat = pt.get_dataset("irds:trec-ikat/2023").get_topics("resolved_utterance")
     assert list(ikat.columns) == ["qid", "query"] and ikat["query"][0].startswith("2023 resolved")
     nuggets = pt.get_dataset(f"irds:{RAG25}/dev-nuggets")
-    assert list(nuggets.get_qrels().docno) == ["58:n0", "58:n1"]
+    assert list(nuggets.get_qrels().docno) == ["58:n0", "58:n1", "58:n0:sn0", "58:n1:sn1"]
     assert [d["docno"] for d in nuggets.get_corpus_iter(verbose=False)] == ["58:n0", "58:n1"]
 
 
@@ -140,7 +167,8 @@ def test_ir_datasets_cli(home):
     proc = run("ir_datasets", "lookup", "msmarco-segment-v2.1", "msmarco_v2.1_doc_00_0#0_7", home=home_dir)
     assert proc.stdout == "" and "not found" in proc.stderr  # reported, not silently dropped
     out = run("ir_datasets", "export", f"{RAG25}/dev-nuggets", "qrels", home=home_dir).stdout
-    assert out.split() == ["58", "0", "58:n0", "2", "58", "0", "58:n1", "1"]
+    assert out.split() == ["58", "0", "58:n0", "2", "58", "0", "58:n1", "1", "58", "0", "58:n0:sn0", "1",
+                           "58", "0", "58:n1:sn1", "1"]
 
 
 def test_ir_measures_cli_with_nugget_qrels(home, tmp_path):

@@ -49,6 +49,8 @@ SKIP = {
                                                                           "job twice (the timings it documents)",
     ("benchmarks.md", "PYTHONPATH=$PWD python benchmarks/offline_judge_agreement.py"):
         "needs the real GPT-4o assignments of TREC RAG 2024 (not in the repository)",
+    ("benchmarks.md", "PYTHONPATH=$PWD .venv/bin/python benchmarks/umbrela_judges_agreement.py"):
+        "needs the three LLM judges' qrels of the TREC RAG 2026 development data (not in the repository)",
     ("annotation.md", "pyterrier-nuggets annotate serve"): "starts a server that does not return (the "
                                                            "browser test covers it)",
     ("annotation.md", "pyterrier-nuggets annotate export"): "needs a finished annotation project",

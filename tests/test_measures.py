@@ -32,7 +32,7 @@ def per_query(measures, qrels=QRELS, run=RUN):
 
 def test_parse_measure_and_registration():
     assert ir_measures.parse_measure("V_strict") == V_strict
-    assert ir_measures.parse_measure("SupportP(cite='all')") == SupportP(cite="all")
+    assert ir_measures.parse_measure("SupportP(cite='all_pairs')") == SupportP(cite="all_pairs")
     for name in ["V_strict", "V", "W_strict", "W", "A_strict", "A", "SupportP", "SupportR", "AnswerWords"]:
         assert name in ir_measures.measures.registry
 
@@ -53,11 +53,11 @@ def test_nugget_measures_per_query_and_missing_topic():
 
 
 def test_support_and_words():
-    r = per_query([SupportP, SupportR, SupportP(cite="all"), SupportR(cite="all"), AnswerWords])
+    r = per_query([SupportP, SupportR, SupportP(cite="all_pairs"), SupportR(cite="all_pairs"), AnswerWords])
     assert r["q1", "SupportP"] == pytest.approx(0.75)  # first citations: 0.5 and 1.0
     assert r["q1", "SupportR"] == pytest.approx(0.5)  # (0.5 + 1 + 0) / 3
-    assert r["q1", "SupportP(cite='all')"] == pytest.approx(2.5 / 3)
-    assert r["q1", "SupportR(cite='all')"] == pytest.approx(2 / 3)  # best citation of s0 is 1.0
+    assert r["q1", "SupportP(cite='all_pairs')"] == pytest.approx(2.5 / 3)
+    assert r["q1", "SupportR(cite='all_pairs')"] == pytest.approx(2 / 3)  # best citation of s0 is 1.0
     assert r["q1", "AnswerWords"] == 30
     # q2: empty answer (0 words, no sentence) -> support 0; q3 missing -> 0
     assert r["q2", "SupportP"] == 0.0 and r["q2", "SupportR"] == 0.0 and r["q2", "AnswerWords"] == 0

@@ -112,3 +112,70 @@ def test_empty_frame_and_rerun(server, llm):
     calls = server.count
     RelevanceJudge(llm)(segments())
     assert server.count == calls
+
+
+# ----------------------------------------------------------- TREC RAG 2025/2026: against sub-narratives
+
+NARRATIVE = "I want to understand nuclear energy: its advantages, accidents and waste."
+SUBS = ["Key advantages of nuclear energy", "Major nuclear accidents", "Nuclear waste management",
+        "Nuclear fusion research", "Nuclear energy costs"]
+
+
+def test_parse_grade_on_the_0_to_4_scale():
+    assert parse_grade("##final score: 4", grades=(0, 1, 2, 3, 4)) == 4
+    with pytest.raises(OutputError, match="from 0 to 3"):
+        parse_grade("##final score: 4")
+    with pytest.raises(OutputError, match="from 0 to 4"):
+        parse_grade("##final score: 5", grades=(0, 1, 2, 3, 4))
+
+
+def test_subnarrative_prompt_is_the_readme_prompt_word_for_word():
+    from pyterrier_nuggets.prompts import RELEVANCE_UMBRELA_SUBNARRATIVES, load_prompt
+    messages = load_prompt(None, RELEVANCE_UMBRELA_SUBNARRATIVES).render(
+        narrative="N", sub_narratives='["a", "b"]', passage="P")
+    assert [m["role"] for m in messages] == ["user"]
+    text = messages[0]["content"]
+    assert text.startswith("Given a user first person narrative and a passage, you must provide a score on an "
+                           "integer scale of 0 to 4\nwith the following meaning:\n0 - represents")
+    assert "Narrative: N\nSub-narratives: [\"a\", \"b\"]\nPassage: P\nInstructions: Determine whether" in text
+    assert text.endswith("only give the score in the format: ##final score: X")
+
+
+def docs():
+    texts = ["Nuclear energy advantages: it is key, low carbon.",  # 1 sub-narrative -> 2
+             "Major nuclear accidents and nuclear waste management, fusion research, energy costs.",  # 4 -> 4
+             "Nuclear plants exist.",  # related only -> 1
+             "Bananas are yellow."]  # -> 0
+    return pd.DataFrame([{"qid": "58", "query": NARRATIVE, "docno": f"shard_0000{i}_1", "text": t}
+                         for i, t in enumerate(texts)])
+
+
+@pytest.mark.parametrize("how", ["column", "mapping"])
+def test_judge_against_sub_narratives(how, tmp_path):
+    with FakeOpenAIServer() as server:  # the default replies count the sub-narratives a passage covers
+        llm = LLMClient(model="fake", base_url=server.base_url, api_key="k", cache=tmp_path / "c.sqlite",
+                        backoff=0.01, progress=False)
+        inp = docs().assign(sub_narratives=[SUBS] * 4) if how == "column" else docs()
+        judge = RelevanceJudge(llm, against="sub_narratives", sub_narratives=None if how == "column" else {"58": SUBS})
+        out = judge(inp)
+        assert out["label"].tolist() == [2, 4, 1, 0]
+        prompt = server.requests[0]["messages"][0]["content"]
+        assert f"Narrative: {NARRATIVE}\nSub-narratives: " + '["Key advantages of nuclear energy", ' in prompt
+        assert len(server.requests[0]["messages"]) == 1  # one user message, as the README's prompt
+        assert repr(judge).startswith("RelevanceJudge(against='sub_narratives', label_column='label'")
+
+
+def test_sub_narratives_needed_and_re_asked_on_the_0_to_4_scale(tmp_path):
+    with pytest.raises(ValueError, match="against must be"):
+        RelevanceJudge(against="narrative")
+    with pytest.raises(ValueError, match="sub_narratives= is for"):
+        RelevanceJudge(sub_narratives={"58": SUBS})
+    replies = [Reply("##final score: 7"), Reply("##final score: 3")]
+    with FakeOpenAIServer(script=replies) as server:
+        llm = LLMClient(model="fake", base_url=server.base_url, api_key="k", cache=tmp_path / "c.sqlite",
+                        backoff=0.01, progress=False)
+        with pytest.raises(ValueError, match="topic 58 has no sub-narratives"):
+            RelevanceJudge(llm, against="sub_narratives")(docs())
+        out = RelevanceJudge(llm, against="sub_narratives", sub_narratives={"58": SUBS})(docs().iloc[:1])
+        assert out["label"].tolist() == [3]
+        assert "from 0 to 4" in server.requests[1]["messages"][-1]["content"]

@@ -57,7 +57,7 @@ def test_support_first_vs_all_citations():
     sentences = [[1.0, 0.0], [0.0, 0.5], []]
     first = support_scores(sentences, cite="first")
     assert first.precision == pytest.approx(0.5) and first.recall == pytest.approx(1 / 3)
-    every = support_scores(sentences, cite="all")
+    every = support_scores(sentences, cite="all_pairs")
     assert every.precision == pytest.approx(1.5 / 4)
     assert every.recall == pytest.approx((1.0 + 0.5) / 3)  # best citation per sentence
 

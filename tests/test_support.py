@@ -82,11 +82,11 @@ def test_all_citations_option(server, llm):
     judgments = frame_to_judgments(out)
     scores = score(pd.DataFrame({"qid": ["q1"], "docno": ["q1:n0"], "label": [2]}),
                    run_frame(formats.support_rows(judgments)),
-                   [ir_measures_ext.SupportP(cite="all"), ir_measures_ext.SupportR(cite="all")])
+                   [ir_measures_ext.SupportP(cite="all_pairs"), ir_measures_ext.SupportR(cite="all_pairs")])
     values = dict(zip(scores["measure"], scores["value"]))
     # pairs: s0 full, no; s1 no, full; s3 partial -> P = 2.5 / 5; R = (1 + 1 + 0 + 0.5) / 4
-    assert values["SupportP(cite='all')"] == pytest.approx(0.5)
-    assert values["SupportR(cite='all')"] == pytest.approx(0.625)
+    assert values["SupportP(cite='all_pairs')"] == pytest.approx(0.5)
+    assert values["SupportR(cite='all_pairs')"] == pytest.approx(0.625)
 
 
 def test_judgments_feed_support_measures_and_file_round_trip(server, llm, tmp_path):

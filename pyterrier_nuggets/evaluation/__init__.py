@@ -7,8 +7,9 @@
 - :mod:`.statistics`: paired significance tests, multiple-testing corrections, rank correlations (Kendall's τ-b,
   Spearman's ρ, τ_AP), pair counts and bootstrap intervals.
 - :mod:`.correlation`: do two evaluations order the systems alike? (:func:`correlate`, three levels)
-- :mod:`.labels`, :mod:`.agreement`: do two judges label the same items alike? (:func:`agreement`: exact
-  agreement, Cohen's κ, confusion matrix)
+- :mod:`.labels`, :mod:`.agreement`: do judges label the same items alike? (:func:`agreement`: exact
+  agreement, Cohen's κ, weighted κ, confusion matrix; :func:`multi_agreement`: every pair and Krippendorff's
+  α over several judges; :func:`consensus`: one judge of several)
 - :mod:`.descriptive`: descriptive statistics of a nugget evaluation (seed 000 Table 4).
 - :mod:`.measures`: the default measure lists.
 - :mod:`.plots`: PNG plots of a joint table and of a meta-evaluation.
@@ -18,7 +19,16 @@
 ``nugget_qrels``, ``evaluation_rows`` and ``run_frame`` (from :mod:`pyterrier_nuggets.formats`) are
 re-exported here, where the first release had them.
 """
-from pyterrier_nuggets.evaluation.agreement import Agreement, agreement, agreement_from_confusion
+from pyterrier_nuggets.evaluation.agreement import (
+    Agreement,
+    Consensus,
+    MultiAgreement,
+    agreement,
+    agreement_from_confusion,
+    consensus,
+    krippendorff_alpha,
+    multi_agreement,
+)
 from pyterrier_nuggets.evaluation.cone import NuggetToNugget, NuggetToResponse, deduplicate
 from pyterrier_nuggets.evaluation.correlation import Correlation, correlate, read_score_table
 from pyterrier_nuggets.evaluation.descriptive import describe, describe_conditions
@@ -40,5 +50,6 @@ __all__ = ["ANSWER_MEASURES", "NUGGET_MEASURES", "RETRIEVAL_MEASURES", "RAG_MEAS
            "rag_qrels", "evaluate_answers", "AnswerEvaluation", "score", "score_assignments", "JointTable", "System",
            "joint_table", "per_query_scores", "evaluation_rows", "nugget_qrels", "run_frame",
            "correlate", "Correlation", "read_score_table", "agreement", "agreement_from_confusion", "Agreement",
+           "multi_agreement", "MultiAgreement", "krippendorff_alpha", "consensus", "Consensus",
            "Labels", "LabelKind", "KINDS", "generic_kind", "read_labels", "describe", "describe_conditions",
            "NuggetToResponse", "NuggetToNugget", "deduplicate"]

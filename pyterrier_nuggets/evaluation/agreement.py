@@ -1,11 +1,15 @@
-"""Do two judges give the same labels to the same items? Label agreement as the seed papers report it:
+"""Do judges give the same labels to the same items? Label agreement as the seed papers report it:
 exact agreement and the confusion matrix in counts and percent (seed 004 §4.2, Figure 3), Cohen's κ
-(seed 004 §5, Figure 4; seed 003 Table 6), linearly weighted κ for ordinal labels, and each judge's label
-distribution (seed 004 Table 3, Figure 5; seed 000 Table 4).
+(seed 004 §5, Figure 4; seed 003 Table 6), linearly and quadratically weighted κ for ordinal labels, and each
+judge's label distribution (seed 004 Table 3, Figure 5; seed 000 Table 4). For two or more judges
+(:func:`multi_agreement`): every pair as above and Krippendorff's α over all judges; :func:`consensus` makes
+one judge of several (majority, mean or median label; ties broken by a stated rule and counted).
 
 κ comes from scikit-learn (``sklearn.metrics.cohen_kappa_score``): unweighted, and with ``weights="linear"``
-(disagreement weight |i - j| / (k - 1) between the i-th and j-th label in the kind's order) for ordinal kinds.
-Items are matched by id (:mod:`.labels`); items only one judge has are listed, never dropped silently.
+(disagreement weight |i - j| / (k - 1) between the i-th and j-th label in the kind's order) or ``"quadratic"``
+((i - j)² / (k - 1)²) for ordinal kinds. α comes from the ``krippendorff`` package (nominal, ordinal and, for
+integer grades, interval level; items a judge did not label are missing values, as α allows).
+Items are matched by id (:mod:`.labels`); items only some judges have are listed, never dropped silently.
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ir_measures_ext.errors import InvalidInput
+from ir_measures_ext.scoring import consensus_label
 from pyterrier_nuggets.evaluation.labels import LabelKind, Labels, item_name
 from pyterrier_nuggets.formats import InputError
 
@@ -33,6 +38,7 @@ class Agreement:
     exact: float
     kappa: float
     weighted_kappa: float | None  # linear weights; ordinal kinds only
+    quadratic_kappa: float | None = None  # quadratic weights; ordinal kinds only
     only_a: list[Hashable] = field(default_factory=list)
     only_b: list[Hashable] = field(default_factory=list)
     excluded_a: dict[str, int] = field(default_factory=dict)
@@ -62,6 +68,7 @@ class Agreement:
             "a": self.label_a, "b": self.label_b, "n_items": self.n,
             "exact_agreement": nan(self.exact), "cohen_kappa": nan(self.kappa),
             "weighted_kappa_linear": nan(self.weighted_kappa),
+            "weighted_kappa_quadratic": nan(self.quadratic_kappa),
             "confusion": self.confusion.astype(int).tolist(),
             "confusion_percent": [[round(float(v), 4) for v in row] for row in self.percent],
             "distribution_a": {str(k): v for k, v in self.distribution("a").items()},
@@ -80,6 +87,7 @@ class Agreement:
         lines.append(f"  Cohen's κ         {_fmt(self.kappa)}")
         if self.weighted_kappa is not None:
             lines.append(f"  linear weighted κ {_fmt(self.weighted_kappa)}")
+            lines.append(f"  quadratic w. κ    {_fmt(self.quadratic_kappa)}")
         names = [str(x) for x in self.labels]
         first = max(len("total B"), *(len(x) for x in names)) + 2
         cell = max(len(f"{self.n} (100.0%)"), *(len(x) for x in names)) + 2
@@ -169,7 +177,8 @@ def _from_indices(ya: np.ndarray, yb: np.ndarray, kind: LabelKind, labels: tuple
     exact = float(np.trace(confusion) / confusion.sum()) if confusion.sum() else float("nan")
     kappa = _kappa(ya, yb, k, None, cohen_kappa_score)
     weighted = _kappa(ya, yb, k, "linear", cohen_kappa_score) if kind.ordinal else None
-    return Agreement(kind, labels, label_a, label_b, confusion, exact, kappa, weighted)
+    quadratic = _kappa(ya, yb, k, "quadratic", cohen_kappa_score) if kind.ordinal else None
+    return Agreement(kind, labels, label_a, label_b, confusion, exact, kappa, weighted, quadratic)
 
 
 def _kappa(ya, yb, k: int, weights: str | None, cohen_kappa_score) -> float:
@@ -191,3 +200,137 @@ def _order(kind: LabelKind, seen: list) -> tuple:
 
 def _fmt(v: float | None) -> str:
     return "n/a" if v is None or math.isnan(v) else f"{v:.3f}"
+
+
+# ------------------------------------------------------------------------------------ several judges
+
+@dataclass
+class MultiAgreement:
+    """Agreement of two or more judges: every pair (:class:`Agreement`, A = the earlier judge) and
+    Krippendorff's α over all judges (``alpha``: level -> α; ``nominal`` always, ``ordinal`` for ordinal kinds,
+    ``interval`` for integer grades). ``n_all``: items every judge labelled; ``n_any``: items some judge did."""
+
+    kind: LabelKind
+    labels: tuple
+    names: list[str]
+    pairs: list[Agreement]
+    alpha: dict[str, float]
+    n_all: int
+    n_any: int
+
+    def to_dict(self, examples: int = 20) -> dict[str, Any]:
+        nan = lambda v: None if isinstance(v, float) and math.isnan(v) else v  # noqa: E731
+        return {"kind": self.kind.name, "ordinal": self.kind.ordinal, "labels": [str(x) for x in self.labels],
+                "judges": self.names, "items_judged_by_all": self.n_all, "items_judged_by_some": self.n_any,
+                "krippendorff_alpha": {k: nan(v) for k, v in self.alpha.items()},
+                "pairs": [p.to_dict(examples) for p in self.pairs]}
+
+    def to_text(self) -> str:
+        lines = [f"Agreement on {self.kind.name} labels ({self.kind.description}) between {len(self.names)} judges: "
+                 + ", ".join(self.names),
+                 f"  items judged by all: {self.n_all}; by some only: {self.n_any - self.n_all}",
+                 "  Krippendorff's α: " + ", ".join(f"{level} {_fmt(v)}" for level, v in self.alpha.items())]
+        header = f"  {'A':<24}{'B':<24}{'items':>7}{'exact':>8}{'κ':>8}"
+        if self.kind.ordinal:
+            header += f"{'linear κ':>10}{'quadr. κ':>10}"
+        lines += ["Pairwise:", header]
+        for p in self.pairs:
+            row = f"  {p.label_a[:23]:<24}{p.label_b[:23]:<24}{p.n:>7}{_fmt(p.exact):>8}{_fmt(p.kappa):>8}"
+            if self.kind.ordinal:
+                row += f"{_fmt(p.weighted_kappa):>10}{_fmt(p.quadratic_kappa):>10}"
+            lines.append(row)
+        for p in self.pairs:
+            lines += ["", p.to_text()]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+
+def _common_labels(judges: Sequence[Labels]) -> tuple[LabelKind, tuple, list[Hashable]]:
+    kinds = {(j.kind.name, j.kind.labels) for j in judges}
+    if len(kinds) != 1:
+        raise InvalidInput(f"labels of different kinds: {sorted(map(str, kinds))}")
+    items = list(dict.fromkeys(i for j in judges for i in j.items))
+    labels = _order(judges[0].kind, [label for j in judges for label in j.items.values()])
+    return judges[0].kind, labels, items
+
+
+def krippendorff_alpha(judges: Sequence[Labels]) -> dict[str, float]:
+    """Krippendorff's α of the judges' labels (judges x items, a missing value where a judge did not label an
+    item): ``nominal``; ``ordinal`` for ordinal kinds; ``interval`` for integer grades (relevance). Labels are
+    their positions in the kind's order (grades: the grade itself), so the ordinal and interval distances are
+    those of the order. NaN where α is undefined (fewer than two values paired)."""
+    import krippendorff
+    kind, labels, items = _common_labels(judges)
+    index = {label: k for k, label in enumerate(labels)}
+    numeric = all(isinstance(x, int) for x in labels)
+    value = (lambda label: float(label)) if numeric else (lambda label: float(index[label]))
+    data = np.array([[value(j.items[i]) if i in j.items else np.nan for i in items] for j in judges])
+    domain = [value(x) for x in labels]
+    levels = ["nominal"] + (["ordinal"] if kind.ordinal else []) + (["interval"] if numeric and kind.ordinal else [])
+    out = {}
+    for level in levels:
+        try:
+            out[level] = float(krippendorff.alpha(reliability_data=data, value_domain=domain,
+                                                  level_of_measurement=level))
+        except ValueError:  # e.g. one value only: no disagreement to measure
+            out[level] = float("nan")
+    return out
+
+
+def multi_agreement(judges: Sequence[Labels], names: Sequence[str] | None = None) -> MultiAgreement:
+    """Agreement of two or more judges' labels of one kind: every pair (:func:`agreement`) and Krippendorff's α
+    over all judges (:func:`krippendorff_alpha`)."""
+    judges = list(judges)
+    if len(judges) < 2:
+        raise InvalidInput("agreement needs at least two judges")
+    names = list(names) if names is not None else [j.source or f"judge {k + 1}" for k, j in enumerate(judges)]
+    if len(names) != len(judges) or len(set(names)) != len(names):
+        raise InvalidInput(f"give one distinct name per judge, got {names} for {len(judges)} judges")
+    kind, labels, items = _common_labels(judges)
+    pairs = [agreement(judges[a], judges[b], names[a], names[b])
+             for a in range(len(judges)) for b in range(a + 1, len(judges))]
+    n_all = sum(1 for i in items if all(i in j.items for j in judges))
+    return MultiAgreement(kind, labels, names, pairs, krippendorff_alpha(judges), n_all, len(items))
+
+
+
+
+@dataclass
+class Consensus:
+    """One judge made of several: ``labels`` (of the items every judge labelled), the items whose label was a
+    tie broken by the ``ties`` rule (``tied``), and the items left out because some judge did not label them."""
+
+    labels: Labels
+    method: str
+    ties: str
+    tied: list[Hashable]
+    left_out: list[Hashable]
+
+    def summary(self) -> str:
+        return (f"consensus by {self.method} of the labels of {len(self.labels)} items judged by every judge; "
+                f"{len(self.tied)} ties broken toward the {'lower' if self.ties == 'low' else 'higher'} label; "
+                f"{len(self.left_out)} items not judged by every judge left out")
+
+
+def consensus(judges: Sequence[Labels], method: str = "majority", ties: str = "low",
+              source: str = "consensus") -> Consensus:
+    """One judge of several (e.g. an UMBRELA ensemble's qrels): for every item all judges labelled, the
+    :func:`~ir_measures_ext.scoring.consensus_label` of their labels in the kind's order. ``mean`` and ``median`` need an ordinal kind.
+    Items some judge did not label are left out and listed (a consensus of fewer judges would be another
+    judge)."""
+    kind, labels, items = _common_labels(list(judges))
+    if method in ("mean", "median") and not kind.ordinal:
+        raise InvalidInput(f"the {method} of {kind.name} labels means nothing: they are not ordinal (use majority)")
+    index = {label: k for k, label in enumerate(labels)}
+    out, tied, left_out = {}, [], []
+    for item in items:
+        if not all(item in j.items for j in judges):
+            left_out.append(item)
+            continue
+        position, tie = consensus_label([index[j.items[item]] for j in judges], method, ties)
+        out[item] = labels[position]
+        if tie:
+            tied.append(item)
+    return Consensus(Labels(kind, out, source), method, ties, tied, left_out)

@@ -9,7 +9,9 @@ kind                    labels (low to high)                         ordinal  it
 ``assignment``          not_support, partial_support, support        yes      assignment JSONL: (run, nugget)
 ``assignment-2grade``   not_support, support                         yes      assignment JSONL: (run, nugget)
 ``importance``          okay, vital                                  yes      nugget or assignment JSONL: nugget
-``support``             none, partial, full                          yes      support JSONL: (run, topic,
+``support``             none, partial, full                          yes      support JSONL, or the TREC RAG
+                                                                              2026 toolkit's support
+                                                                              assignments: (run, topic,
                                                                               sentence, citation)
 ``relevance``           the integer grades of the files              yes      TREC qrels: (topic, docno)
 ``biogen``              supports, contradicts, neutral, not_relevant no       BioGen relation JSONL: (run,
@@ -26,7 +28,8 @@ Items are matched by id across the two judges; where both files say what an item
 judged segment of a citation) the two must agree, else the files judge different things. The one exception is
 a nugget its file marks as post-edited (``"edited": true``, as the annotation tool exports the pre-populated
 nuggets a manager changed, with their ids kept): its text may differ, and it is compared by id. Uncited sentences
-(support ``none`` by definition, not judged, seed 004 §3.4) are not items; they are counted in ``excluded``.
+(support ``none`` by definition, not judged, seed 004 §3.4) are not items, nor are unjudged citations (label -1
+of the toolkit's files); both are counted in ``excluded``.
 """
 from __future__ import annotations
 
@@ -62,11 +65,12 @@ RELEVANCE = LabelKind("relevance", None, True, "relevance grades of TREC qrels")
 MATCH = LabelKind("match", ("no", "yes"), False, "CONE-RAG nugget matching, yes/no (seed 003 §5.2)")
 BIOGEN = LabelKind("biogen", ids.BIOGEN_RELATIONS, False, "BioGen relation of a cited sentence ([nugget-annotation §3.3])")
 KINDS = {k.name: k for k in (ASSIGNMENT, ASSIGNMENT_2GRADE, IMPORTANCE, SUPPORT, RELEVANCE, MATCH, BIOGEN)}
-FILE_TYPES = ("assignments", "nuggets", "support", "relations", "qrels", "generic")
-_DEFAULT_KIND = {"assignments": "assignment", "nuggets": "importance", "support": "support", "relations": "biogen",
-                 "qrels": "relevance", "generic": "generic"}
+FILE_TYPES = ("assignments", "nuggets", "support", "support-assignments", "relations", "qrels", "generic")
+_DEFAULT_KIND = {"assignments": "assignment", "nuggets": "importance", "support": "support",
+                 "support-assignments": "support", "relations": "biogen", "qrels": "relevance", "generic": "generic"}
 _KINDS_OF_FILE = {"assignments": ("assignment", "assignment-2grade", "importance"), "nuggets": ("importance",),
-                  "support": ("support",), "relations": ("biogen",), "qrels": ("relevance",),
+                  "support": ("support",), "support-assignments": ("support",), "relations": ("biogen",),
+                  "qrels": ("relevance",),
                   "generic": ("generic", "match")}
 
 
@@ -141,6 +145,8 @@ def detect_file_type(path: str) -> str:
                 return "support"
             if "relation" in obj and "sentence" in obj:
                 return "relations"
+            if isinstance(obj.get("sentences"), list) and "run_id" in obj:
+                return "support-assignments"
             if "label" in obj:
                 return "generic"
             break
@@ -187,7 +193,12 @@ def _read_labels(path: str, kind: LabelKind | str | None, on_invalid: str, file_
                       {n.id: n.text for n in data.nuggets}, {n.id: lines.get(n.qid, 0) for n in data.nuggets},
                       _invalid(data.invalid), {n.id for n in data.nuggets if _edited(n)})
     if file_type == "support":
-        return _from_support(path, resolved)
+        return _from_support(path, resolved, formats.read_support(path), [line for line, _ in read_jsonl(path)])
+    if file_type == "support-assignments":
+        judgments = formats.read_support_assignments(path)
+        lines = {str(obj.get("run_id")) + "\0" + str(obj.get("topic_id", obj.get("narrative_id"))): line
+                 for line, obj in read_jsonl(path)}
+        return _from_support(path, resolved, judgments, [lines.get(f"{j.run_id}\0{j.qid}", 0) for j in judgments])
     if file_type == "relations":
         return _from_relations(path, resolved)
     if file_type == "qrels":
@@ -242,23 +253,25 @@ def _from_assignments(path: str, kind: LabelKind, on_invalid: str) -> Labels:
     return Labels(kind, items, path, what, where, _invalid(data.invalid), edited)
 
 
-def _from_support(path: str, kind: LabelKind) -> Labels:
-    judgments = formats.read_support(path)
-    runs = [str(obj.get("run_id") or "") for _, obj in read_jsonl(path)]  # read_support keeps no run_id
-    lines = [line for line, _ in read_jsonl(path)]
+def _from_support(path: str, kind: LabelKind, judgments: list, lines: list[int]) -> Labels:
     items: dict[Hashable, Any] = {}
     what: dict[Hashable, str] = {}
     where: dict[Hashable, int] = {}
-    uncited = 0
-    for j, run, line in zip(judgments, runs, lines):
+    uncited = unjudged = 0
+    for j, line in zip(judgments, lines):
         if j.citation is None:
             uncited += 1
             continue
+        if j.support == ids.UNJUDGED:
+            unjudged += 1
+            continue
+        run = j.run_id or ""
         item = (run, j.qid, f"s{j.sentence}", f"c{j.citation}") if run else (j.qid, f"s{j.sentence}", f"c{j.citation}")
         if item in items:
             raise InputError(path, line, "citation", f"{item_name(item)} is judged twice (first at line {where[item]})")
         items[item], what[item], where[item] = j.support, str(j.docno), line
-    return Labels(kind, items, path, what, where, {"uncited sentences (not judged)": uncited} if uncited else {})
+    excluded = {"uncited sentences (not judged)": uncited, "unjudged citations (label -1)": unjudged}
+    return Labels(kind, items, path, what, where, {k: v for k, v in excluded.items() if v})
 
 
 def _from_relations(path: str, kind: LabelKind) -> Labels:

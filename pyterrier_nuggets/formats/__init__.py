@@ -3,10 +3,12 @@ module per format family, every name also available here (``formats.read_nuggets
 
 - :mod:`.nuggets`: nugget files (nuggetizer "create" JSONL, TREC RAG 2025 nuggets) and nugget qrels.
 - :mod:`.assignments`: assignment files (nuggetizer "assign" JSONL).
-- :mod:`.answers`: TREC RAG 2024 / 2025 answer files.
-- :mod:`.support`: support judgment JSONL.
+- :mod:`.answers`: TREC RAG 2024 / 2025 / 2026 answer files and a track's answer rules.
+- :mod:`.support`: support judgment JSONL, and the TREC RAG 2026 toolkit's support assignments.
+- :mod:`.rubrics`: rubric files (ResearchRubrics, the TREC RAG 2026 toolkit's rubrics), rubric qrels, verdicts.
 - :mod:`.cone`: CONE-RAG resource files (gold nuggets, responses, response nuggets) and extracted-nugget JSONL.
 - :mod:`.ikat`: the official TREC iKAT 2024 run format (passage ranking + responses with provenance).
+- :mod:`.texts`: topic TSV and document JSONL (texts of topics and of segments or documents).
 - :mod:`.trec`: TREC runs and qrels, the rows of an evaluation run (design.md decision 1).
 - :mod:`.frames`: the DataFrame forms and every frame <-> record conversion.
 - :mod:`.checks`: files checked against each other (support judgments ↔ answers ↔ assignments ↔ nuggets ↔
@@ -22,12 +24,16 @@ counted as another label. Writers are atomic: a file is complete or absent. Noth
 pyterrier or openai (design.md decision 6).
 """
 from pyterrier_nuggets.formats.answers import (
+    TREC_RAG_2026,
+    AnswerRules,
     answer_2024_json,
     answer_2025_json,
     answer_sentences,
     read_answers,
+    rule_problems,
     write_answers_2024,
     write_answers_2025,
+    write_answers_2026,
 )
 from pyterrier_nuggets.formats.assignments import AssignedAnswer, AssignmentSet, read_assignments, write_assignments
 from pyterrier_nuggets.formats.checks import (
@@ -70,6 +76,7 @@ from pyterrier_nuggets.formats.frames import (
     ASSIGNMENT_COLUMNS,
     NUGGET_COLUMNS,
     SUPPORT_COLUMNS,
+    VERDICT_COLUMNS,
     answers_to_frame,
     as_nugget_set,
     assigned_answers_to_frame,
@@ -78,6 +85,7 @@ from pyterrier_nuggets.formats.frames import (
     frame_to_judgments,
     frame_to_nuggets,
     frame_to_relations,
+    frame_to_verdicts,
     judgments_to_frame,
     nugget_qrels,
     nuggets_to_frame,
@@ -99,10 +107,34 @@ from pyterrier_nuggets.formats.nuggets import (
     NuggetSet,
     read_nugget_qrels,
     read_nuggets,
+    sub_narrative_qrels,
+    sub_narratives,
     write_nugget_qrels,
     write_nuggets,
 )
-from pyterrier_nuggets.formats.support import read_relations, read_support, write_relations, write_support
+from pyterrier_nuggets.formats.rubrics import (
+    RubricCriterion,
+    RubricSet,
+    RubricVerdict,
+    nuggets_to_rubrics,
+    read_rubric_verdicts,
+    read_rubrics,
+    rubric_qrels_rows,
+    rubric_rows,
+    write_rubric_qrels,
+    write_rubric_verdicts,
+    write_rubrics,
+)
+from pyterrier_nuggets.formats.support import (
+    read_relations,
+    read_support,
+    read_support_assignments,
+    support_assignment_rows,
+    write_relations,
+    write_support,
+    write_support_assignments,
+)
+from pyterrier_nuggets.formats.texts import read_docs, read_topics_tsv
 from pyterrier_nuggets.formats.trec import (
     Row,
     assignment_rows,
@@ -123,10 +155,13 @@ __all__ = [
     "read_lines", "read_jsonl", "load_json", "write_jsonl", "shown_path", "atomic_write", "check_outputs", "write_all", "check_topic_id",
     "check_run_tag", "run_tag_problem",
     "one_run", "check_support", "check_assignments_answers", "check_assignment_nuggets",
-    "NuggetSet", "read_nuggets", "write_nuggets", "write_nugget_qrels", "read_nugget_qrels",
+    "NuggetSet", "read_nuggets", "write_nuggets", "write_nugget_qrels", "read_nugget_qrels", "sub_narratives",
+    "sub_narrative_qrels",
     "AssignedAnswer", "AssignmentSet", "read_assignments", "write_assignments",
-    "read_answers", "write_answers_2024", "write_answers_2025", "answer_2024_json", "answer_2025_json",
-    "answer_sentences", "read_support", "write_support", "read_relations", "write_relations",
+    "read_answers", "write_answers_2024", "write_answers_2025", "write_answers_2026", "answer_2024_json",
+    "answer_2025_json", "AnswerRules", "TREC_RAG_2026", "rule_problems",
+    "answer_sentences", "read_support", "write_support", "read_support_assignments", "support_assignment_rows",
+    "write_support_assignments", "read_relations", "write_relations",
     "Row", "assignment_rows", "words_rows", "support_rows", "evaluation_rows", "write_run", "write_qrels",
     "write_assignment_run", "read_assignment_run", "read_run_rows", "read_qrels_rows",
     "NUGGET_COLUMNS", "ANSWER_COLUMNS", "ASSIGNMENT_COLUMNS", "SUPPORT_COLUMNS", "nuggets_to_frame",
@@ -137,4 +172,7 @@ __all__ = [
     "ResponseNuggets", "read_cone_gold_nuggets", "write_cone_gold_nuggets", "read_cone_responses",
     "write_cone_responses", "read_cone_response_nuggets", "write_cone_response_nuggets", "read_extracted_nuggets",
     "write_extracted_nuggets",
+    "RubricCriterion", "RubricSet", "RubricVerdict", "read_rubrics", "write_rubrics", "rubric_qrels_rows",
+    "write_rubric_qrels", "nuggets_to_rubrics", "read_rubric_verdicts", "write_rubric_verdicts", "rubric_rows",
+    "VERDICT_COLUMNS", "frame_to_verdicts", "read_topics_tsv", "read_docs",
 ]

@@ -1,14 +1,56 @@
 """RAG answer files: TREC RAG 2024 ``{run_id, topic_id, topic, references, response_length, answer:[{text,
-citations}]}`` and TREC RAG 2025 ``{metadata:{team_id, run_id, narrative_id, ...}, references,
-answer:[{text, citations}]}`` (citations as indices into references, or docid strings in 2025)."""
+citations}]}`` and TREC RAG 2025 / 2026 ``{metadata:{team_id, run_id, narrative_id, type, ...}, references,
+answer:[{text, citations}]}`` (citations as indices into references, or docid strings in 2025 / 2026).
+
+A track's limits on answers (:class:`AnswerRules`; :data:`TREC_RAG_2026`: at most 1,024 words, 0-3
+citations per answer object) are checked by the one reader (``read_answers(path, rules=...)``), by the writer
+(``write_answers_2026``) and by ``CitedGenerator(rules=...)`` through :func:`rule_problems`."""
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 
+from ir_measures_ext.errors import InvalidInput
 from ir_measures_ext.scoring import answer_words
 from pyterrier_nuggets.formats.files import InputError, get_field, get_qid, read_jsonl, write_jsonl
 from pyterrier_nuggets.records import Answer, Sentence
+
+
+@dataclass(frozen=True)
+class AnswerRules:
+    """What a track allows in an answer: ``max_words`` (NFKC words split on whitespace, the answer's objects
+    together, :func:`~ir_measures_ext.scoring.answer_words`), ``max_citations`` per answer object, whether
+    answers have the ``metadata`` form (2025 / 2026). ``None``: no limit. Answer objects without citations, and
+    objects whose text is Markdown (a heading, a list item, a table row), are answer objects like any other."""
+
+    name: str
+    max_words: int | None = None
+    max_citations: int | None = None
+    metadata_form: bool = True
+
+
+TREC_RAG_2026 = AnswerRules("TREC RAG 2026", max_words=1024, max_citations=3)
+
+
+def rule_problems(answer: Answer, rules: AnswerRules) -> list[tuple[str, str]]:
+    """How ``answer`` breaks ``rules``: ``(field, problem)`` pairs, empty when it keeps them. A citation twice
+    in one answer object is always a problem (the support measures would count it twice)."""
+    problems = []
+    words = answer_words(" ".join(s.text for s in answer.sentences))
+    if rules.max_words is not None and words > rules.max_words:
+        problems.append(("answer", f"{words} words; {rules.name} answers have at most {rules.max_words} (NFKC "
+                         "words split on whitespace, all answer objects together)"))
+    for j, s in enumerate(answer.sentences):
+        if rules.max_citations is not None and len(s.citations) > rules.max_citations:
+            problems.append((f"answer[{j}].citations", f"{len(s.citations)} citations; {rules.name} answer objects "
+                             f"have 0 to {rules.max_citations}"))
+        if len(set(s.citations)) != len(s.citations):
+            problems.append((f"answer[{j}].citations", "cites a reference twice"))
+    if len(set(answer.references)) != len(answer.references):
+        twice = next(r for r in answer.references if answer.references.count(r) > 1)
+        problems.append(("references", f"{twice!r} is listed twice"))
+    return problems
 
 
 def _parse_answer(path: str, line: int, obj: dict, run_default: str) -> Answer:
@@ -56,13 +98,20 @@ def _parse_answer(path: str, line: int, obj: dict, run_default: str) -> Answer:
                   query=query, metadata=metadata)
 
 
-def read_answers(path: str, run_id: str | None = None) -> list[Answer]:
-    """Read TREC RAG 2024 or 2025 answer JSONL (told apart per line by the 2025 ``metadata`` object)."""
+def read_answers(path: str, run_id: str | None = None, rules: AnswerRules | None = None) -> list[Answer]:
+    """Read TREC RAG 2024, 2025 or 2026 answer JSONL (told apart per line by the ``metadata`` object). With
+    ``rules`` (e.g. :data:`TREC_RAG_2026`) every answer is checked against them: a line that breaks them is
+    refused with its line and field (:func:`rule_problems`)."""
     run_default = run_id or os.path.basename(path).split(".")[0]
     answers = []
     seen: dict[tuple[str, str], int] = {}
     for line, obj in read_jsonl(path):
+        if rules is not None and rules.metadata_form and "metadata" not in obj:
+            raise InputError(path, line, "metadata", f"missing: {rules.name} answers have the form {{\"metadata\": "
+                             "{\"team_id\", \"run_id\", \"type\", \"narrative_id\"}, \"references\", \"answer\"}")
         a = _parse_answer(path, line, obj, run_default)
+        for field_name, problem in (rule_problems(a, rules) if rules is not None else ()):
+            raise InputError(path, line, field_name, f"topic {a.qid}: {problem}")
         if (a.qid, a.run_id) in seen:
             raise InputError(path, line, "topic_id", f"topic {a.qid} of run {a.run_id} already answered at line "
                              f"{seen[a.qid, a.run_id]}")
@@ -97,3 +146,15 @@ def write_answers_2024(path: str, answers: Iterable[Answer]) -> None:
 
 def write_answers_2025(path: str, answers: Iterable[Answer], citations_as_docids: bool = False) -> None:
     write_jsonl(path, (answer_2025_json(a, citations_as_docids) for a in answers))
+
+
+def write_answers_2026(path: str, answers: Iterable[Answer], citations_as_docids: bool = False,
+                       rules: AnswerRules = TREC_RAG_2026) -> None:
+    """Write TREC RAG 2026 answers (the 2025 form); an answer that breaks ``rules`` is refused before anything
+    is written, naming its topic and what is wrong."""
+    answers = list(answers)
+    for a in answers:
+        for field_name, problem in rule_problems(a, rules):
+            raise InvalidInput(f"answer of topic {a.qid} (run {a.run_id}), {field_name}: {problem}; this answer cannot "
+                             f"be submitted to {rules.name} (CitedGenerator(rules=...) keeps the limits)")
+    write_answers_2025(path, answers, citations_as_docids)

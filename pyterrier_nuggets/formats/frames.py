@@ -6,6 +6,7 @@
 | answer frame | ``qid, query, run_id, qanswer, sentences, references`` |
 | assignment frame | ``qid, docno, score, assignment`` (+ the answer's columns), NuggetAssigner's output |
 | support frame | ``qid, sentence, citation, docno, support, score`` (+ ``run_id``...), SupportJudge's output |
+| verdict frame | ``qid, docno, score, verdict`` (+ ``weight``, ``criterion`` and the answer's columns), RubricJudge's output |
 | qrels | ``qid, docno, label`` (PyTerrier's qrels columns) |
 | evaluation run | ``qid, docno, score`` |
 
@@ -24,15 +25,24 @@ from ir_measures_ext import ids
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.formats.answers import answer_sentences
 from pyterrier_nuggets.formats.assignments import AssignedAnswer
-from pyterrier_nuggets.formats.nuggets import NuggetSet
+from pyterrier_nuggets.formats.nuggets import NuggetSet, sub_narrative_qrels
 from pyterrier_nuggets.formats.support import write_support
 from pyterrier_nuggets.formats.trec import Row
-from pyterrier_nuggets.records import Answer, Assignment, Nugget, Sentence, SupportJudgment, SupportRelation
+from pyterrier_nuggets.records import (
+    Answer,
+    Assignment,
+    Nugget,
+    RubricVerdict,
+    Sentence,
+    SupportJudgment,
+    SupportRelation,
+)
 
 NUGGET_COLUMNS = ["qid", "query", "nugget_index", "nugget_id", "nugget_text", "importance"]
 ANSWER_COLUMNS = ["qid", "query", "run_id", "qanswer", "sentences", "references"]
 ASSIGNMENT_COLUMNS = ["qid", "docno", "score", "assignment"]
 SUPPORT_COLUMNS = ["qid", "sentence", "citation", "docno", "support", "score"]
+VERDICT_COLUMNS = ["qid", "docno", "score", "verdict"]
 QRELS_COLUMNS = ["qid", "docno", "label"]
 RUN_COLUMNS = ["qid", "docno", "score"]
 
@@ -94,15 +104,16 @@ def as_nugget_set(nuggets: Any) -> NuggetSet:
 
 def nugget_qrels(nuggets: Any) -> pd.DataFrame:
     """Nugget qrels (design.md decision 1) with PyTerrier column names ``qid, docno, label`` (2 vital, 1 okay),
-    as ``pt.Experiment`` takes them, from nuggets in any form. Nuggets without a valid importance are an
-    error, never given a grade."""
+    as ``pt.Experiment`` takes them, from nuggets in any form, then the sub-narrative rows (``{qid}:n{i}:sn{k}``,
+    label 1) of nuggets that name their sub-narrative. Nuggets without a valid importance are an error, never
+    given a grade."""
     ns = as_nugget_set(nuggets).nuggets
     unscored = [n for n in ns if n.importance is None]
     if unscored:
         raise InvalidInput(f"{len(unscored)} nuggets have no valid importance (e.g. {unscored[0].id}): score them "
                          "(NuggetScorer) or drop them explicitly")
-    return pd.DataFrame({"qid": [n.qid for n in ns], "docno": [n.id for n in ns], "label": [n.grade for n in ns]},
-                        columns=QRELS_COLUMNS)
+    rows = [(n.qid, n.id, n.grade) for n in ns] + sub_narrative_qrels(ns)
+    return pd.DataFrame(rows, columns=QRELS_COLUMNS)
 
 
 # ------------------------------------------------------------------------------------------- answers
@@ -170,9 +181,9 @@ def assigned_answers_to_frame(answers: Sequence[AssignedAnswer]) -> pd.DataFrame
 # ------------------------------------------------------------------------------------------- support
 
 def frame_to_judgments(df: pd.DataFrame) -> list[SupportJudgment]:
-    """The output of ``SupportJudge`` (or :func:`judgments_to_frame`) as :class:`SupportJudgment` records,
-    for ``formats.write_support`` and ``formats.support_rows``. Failed rows are an error: they cannot be
-    written or scored as a label."""
+    """The output of ``SupportJudge`` (or :func:`judgments_to_frame`) as :class:`SupportJudgment` records (with
+    the ``run_id`` column's run, when there is one), for ``formats.write_support`` and ``formats.support_rows``.
+    Failed rows are an error: they cannot be written or scored as a label."""
     bad = df[~df["support"].isin(ids.SUPPORT_LEVEL_TO_SCORE)]
     if len(bad):
         row = bad.iloc[0]
@@ -182,7 +193,9 @@ def frame_to_judgments(df: pd.DataFrame) -> list[SupportJudgment]:
     for r in df.to_dict("records"):
         citation = None if _missing(r["citation"]) else int(r["citation"])
         docno = r["docno"] if isinstance(r["docno"], str) else None
-        out.append(SupportJudgment(str(r["qid"]), int(r["sentence"]), citation, docno, r["support"]))
+        run_id = r.get("run_id")
+        out.append(SupportJudgment(str(r["qid"]), int(r["sentence"]), citation, docno, r["support"],
+                                   str(run_id) if isinstance(run_id, str) and run_id else None))
     return out
 
 
@@ -211,6 +224,25 @@ def write_support_frame(path: str, df: pd.DataFrame) -> None:
     if len(runs) > 1:
         raise InvalidInput(f"judgments of several runs {runs}: write one support file per run")
     write_support(path, frame_to_judgments(df), run_id=runs[0] if runs else None)
+
+
+# ------------------------------------------------------------------------------------------- rubrics
+
+def frame_to_verdicts(df: pd.DataFrame, run_id: str = "run") -> list[RubricVerdict]:
+    """The output of ``RubricJudge`` as :class:`RubricVerdict` records (``run_id`` from the column when present),
+    for ``formats.write_rubric_verdicts`` and ``formats.rubric_rows``. Failed rows are an error."""
+    bad = df[~df["verdict"].isin(ids.VERDICT_TO_SCORE)]
+    if len(bad):
+        row = bad.iloc[0]
+        raise InvalidInput(f"{len(bad)} row(s) have no verdict (e.g. {row['verdict']!r} for {row['docno']}); re-run "
+                         "the judge or drop those answers")
+    out = []
+    for r in df.to_dict("records"):
+        kind = ids.parse_row_id(str(r["qid"]), str(r["docno"]))
+        if kind.kind != "rubric":
+            raise InvalidInput(f"row {r['qid']} {r['docno']} is not a rubric criterion id ('{{qid}}:r{{i}}')")
+        out.append(RubricVerdict(str(r["qid"]), kind.nugget, r["verdict"], str(r.get("run_id") or run_id)))
+    return out
 
 
 # ------------------------------------------------------------------------------------- qrels and runs

@@ -2,7 +2,9 @@
 
 - Nugget files (JSONL, one topic a line): nuggetizer "create" output ``{qid, query, nuggets:[{text,
   importance}]}`` and TREC RAG 2025 nuggets ``{qid, nuggets:[{text, importance, source, ...}]}``.
-- Nugget qrels (TREC qrels, design.md decision 1): ``qid 0 {qid}:n{i} REL``, REL 2 = vital, 1 = okay.
+- Nugget qrels (TREC qrels, design.md decision 1): ``qid 0 {qid}:n{i} REL``, REL 2 = vital, 1 = okay; for nuggets
+  that name their sub-narrative (TREC RAG 2025 ``mapped_sub_narrative``), ``qid 0 {qid}:n{i}:sn{k} 1`` after the
+  nugget rows (:func:`datasets_ext.nuggets.sub_narrative_rows`, the one rule; nugget measures ignore them).
 """
 from __future__ import annotations
 
@@ -105,8 +107,30 @@ def write_nuggets(path: str, nuggets: NuggetSet | Sequence[Nugget], queries: dic
                        for qid, ns in topics.items()))
 
 
+def sub_narrative_qrels(nuggets: Sequence[Nugget]) -> list[tuple[str, str, int]]:
+    """The sub-narrative rows ``(qid, {qid}:n{i}:sn{k}, 1)`` of graded nuggets (module docstring)."""
+    topics: dict[str, list[tuple[int, dict]]] = {}
+    for n in nuggets:
+        topics.setdefault(n.qid, []).append((n.index, n.provenance))
+    return [(qid, doc_id, 1) for qid, ns in topics.items() for doc_id, _ in nugget_files.sub_narrative_rows(qid, ns)[1]]
+
+
+def sub_narratives(nuggets: NuggetSet | Sequence[Nugget]) -> dict[str, list[str]]:
+    """Each topic's sub-narratives as its nuggets name them (``mapped_sub_narrative``), sub-narrative ``k`` at
+    position ``k`` (the ``sn{k}`` of the nugget qrels); topics whose nuggets name none are left out. E.g. the
+    input of ``RelevanceJudge(against="sub_narratives", sub_narratives=...)``."""
+    if isinstance(nuggets, NuggetSet):
+        nuggets = nuggets.nuggets
+    topics: dict[str, list[tuple[int, dict]]] = {}
+    for n in nuggets:
+        topics.setdefault(n.qid, []).append((n.index, n.provenance))
+    out = {qid: nugget_files.sub_narrative_rows(qid, ns)[0] for qid, ns in topics.items()}
+    return {qid: texts for qid, texts in out.items() if texts}
+
+
 def write_nugget_qrels(path: str, nuggets: NuggetSet | Sequence[Nugget]) -> None:
-    """TREC qrels ``qid 0 {qid}:n{i} REL``, REL 2 = vital, 1 = okay (design.md decision 1)."""
+    """TREC qrels ``qid 0 {qid}:n{i} REL``, REL 2 = vital, 1 = okay (design.md decision 1), then the sub-narrative
+    rows ``qid 0 {qid}:n{i}:sn{k} 1`` of nuggets that name their sub-narrative."""
     if isinstance(nuggets, NuggetSet):
         nuggets = nuggets.nuggets
     for n in nuggets:
@@ -114,19 +138,26 @@ def write_nugget_qrels(path: str, nuggets: NuggetSet | Sequence[Nugget]) -> None
     with atomic_write(path) as f:
         for n in nuggets:
             f.write(f"{n.qid} 0 {n.id} {n.grade}\n")
+        for qid, doc_id, rel in sub_narrative_qrels(nuggets):
+            f.write(f"{qid} 0 {doc_id} {rel}\n")
 
 
 def read_nugget_qrels(path: str, texts: NuggetSet | None = None) -> NuggetSet:
-    """Read nugget qrels back into nuggets; texts come from ``texts`` (the sidecar JSONL) when given."""
+    """Read nugget qrels back into nuggets; texts (and provenance, the sub-narratives among it) come from
+    ``texts`` (the sidecar JSONL) when given. Sub-narrative rows must map a nugget of the file, with relevance 1."""
     known = {n.id: n for n in texts.nuggets} if texts else {}
     out = NuggetSet([], dict(texts.queries) if texts else {})
     seen: dict[str, int] = {}
+    mapped: list[tuple[int, str, str, str]] = []
     for line, (qid, _, doc_id, rel) in read_columns(path, "qid 0 nugget_id relevance"):
         if doc_id in seen:
             raise InputError(path, line, "nugget_id", f"{doc_id} is already listed at line {seen[doc_id]}",
                              "list each nugget once")
         seen[doc_id] = line
         kind = ids.parse_row_id(qid, doc_id)
+        if kind.kind == "sub_narrative":
+            mapped.append((line, qid, doc_id, rel))
+            continue
         if kind.kind != "nugget":
             raise InputError(path, line, "nugget_id", f"{doc_id!r} is not a nugget id of topic {qid} "
                              f"(expected {ids.nugget_id(qid, 0)}, ...)")
@@ -136,4 +167,11 @@ def read_nugget_qrels(path: str, texts: NuggetSet | None = None) -> NuggetSet:
         text = known[doc_id].text if doc_id in known else ""
         provenance = known[doc_id].provenance if doc_id in known else {}
         out.nuggets.append(Nugget(qid, kind.nugget, text, importance, provenance))
+    listed = {n.id for n in out.nuggets}
+    for line, qid, doc_id, rel in mapped:
+        nugget = ids.nugget_id(qid, ids.parse_row_id(qid, doc_id).nugget)
+        if nugget not in listed or rel != "1":
+            raise InputError(path, line, "nugget_id", f"{doc_id}: a sub-narrative row of nugget {nugget}, which is not "
+                             "in the file" if nugget not in listed else f"{doc_id}: relevance {rel!r}; a sub-narrative "
+                             "row has relevance 1")
     return out

@@ -1,13 +1,15 @@
-"""Support judgment files (JSONL, one judgment a line): ``{qid, run_id?, sentence, citation, docno,
-support}`` ([support24 §3.2] labels full / partial / none), and BioGen relation files, the same form with
-``relation`` (supports / contradicts / neutral / not_relevant, [nugget-annotation §3.3]) in place of ``support``. The
-two never pass for each other: a relation file has no ``support`` field and a support file no ``relation``."""
+"""Support judgment files: ours (JSONL, one judgment a line: ``{qid, run_id?, sentence, citation, docno,
+support}``, [support24 §3.2] labels full / partial / none, and ``unjudged``), BioGen relation files, the same form
+with ``relation`` (supports / contradicts / neutral / not_relevant, [nugget-annotation §3.3]) in place of
+``support`` (the two never pass for each other: a relation file has no ``support`` field and a support file no
+``relation``), and the TREC RAG 2026 toolkit's support assignments (one answer a line, labels 2 / 1 / 0 / -1)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ir_measures_ext import ids
 from pyterrier_nuggets.formats.files import InputError, get_field, get_qid, read_jsonl, write_jsonl
-from pyterrier_nuggets.records import BIOGEN_RELATIONS, SUPPORT_LEVELS, SupportJudgment, SupportRelation
+from pyterrier_nuggets.records import BIOGEN_RELATIONS, JUDGMENT_LABELS, Answer, SupportJudgment, SupportRelation
 
 
 def _judged_lines(path: str, label_field: str, labels: tuple, uncited: bool):
@@ -45,7 +47,7 @@ def read_support(path: str) -> list[SupportJudgment]:
     """Support judgments ``{qid, run_id?, sentence, citation, docno, support}``; ``citation`` null and
     ``support`` "none" for a sentence without citation. Human judgments use the same form."""
     out = []
-    for line, qid, sentence, citation, docno, support, run_id in _judged_lines(path, "support", SUPPORT_LEVELS, True):
+    for line, qid, sentence, citation, docno, support, run_id in _judged_lines(path, "support", JUDGMENT_LABELS, True):
         try:
             out.append(SupportJudgment(qid, sentence, citation, docno, support, run_id))
         except ValueError as e:
@@ -74,3 +76,85 @@ def write_relations(path: str, relations: Iterable[SupportRelation], run_id: str
     write_jsonl(path, ({"qid": r.qid, **({"run_id": run_id or r.run_id} if run_id or r.run_id else {}),
                         "sentence": r.sentence, "citation": r.citation, "docno": r.docno, "relation": r.relation}
                        for r in relations))
+# ------------------------------------------------------------------ the TREC RAG 2026 toolkit's support files
+# castorini/RAGDoll support assignments (docs/formats.md): one row per (topic_id, run_id),
+# {"topic_id", "narrative_id"?, "run_id", "sentences": [{"sentenceID", "text", "citations": [{"citationID",
+# "reference", "support": "2"|"1"|"0"|"-1"}]}]}; support 2 full, 1 partial, 0 none, -1 missing or failed.
+
+TRACK_SUPPORT_LABELS = {"2": ids.FULL, "1": ids.PARTIAL, "0": ids.NONE, "-1": ids.UNJUDGED}
+LABEL_TO_TRACK_SUPPORT = {v: k for k, v in TRACK_SUPPORT_LABELS.items()}
+
+
+def _position(path: str, line: int, obj: dict, key: str, expected: int, where: str) -> None:
+    value = obj.get(key, expected)
+    if isinstance(value, bool) or not isinstance(value, int) or value != expected:
+        raise InputError(path, line, f"{where}{key}", f"is {value!r}, expected {expected} (0-based, in order)",
+                         "the toolkit numbers sentences and citations from 0 in file order")
+
+
+def read_support_assignments(path: str) -> list[SupportJudgment]:
+    """The TREC RAG 2026 toolkit's support assignment JSONL (castorini/RAGDoll ``support assemble``) as support
+    judgments: one per (topic, run, sentence, citation), ``unjudged`` for label -1, and one ``citation: None``,
+    ``none`` judgment per sentence without citation. ``run_id`` is kept on every judgment (a file may hold
+    several runs). Labels are ``"2"``, ``"1"``, ``"0"``, ``"-1"`` (strings, or integers); anything else, a
+    (topic, run) twice, or positions out of order are refused with line and field."""
+    out: list[SupportJudgment] = []
+    seen: dict[tuple[str, str], int] = {}
+    for line, obj in read_jsonl(path):
+        qid = get_qid(path, line, obj, "topic_id", "narrative_id", "qid")
+        if "narrative_id" in obj and "topic_id" in obj and str(obj["narrative_id"]) != qid:
+            raise InputError(path, line, "narrative_id", f"{obj['narrative_id']!r} differs from topic_id {qid!r}")
+        run_id = get_field(path, line, obj, "run_id", str)
+        if not run_id:
+            raise InputError(path, line, "run_id", "is empty", "name the run")
+        if (qid, run_id) in seen:
+            raise InputError(path, line, "topic_id", f"topic {qid} of run {run_id} already at line {seen[qid, run_id]}")
+        seen[qid, run_id] = line
+        for j, sentence in enumerate(get_field(path, line, obj, "sentences", list)):
+            where = f"sentences[{j}]."
+            if not isinstance(sentence, dict):
+                raise InputError(path, line, f"sentences[{j}]", f"expected an object, got {sentence!r:.60}")
+            _position(path, line, sentence, "sentenceID", j, where)
+            citations = get_field(path, line, sentence, "citations", list, where)
+            if not citations:
+                out.append(SupportJudgment(qid, j, None, None, ids.NONE, run_id))
+            for k, citation in enumerate(citations):
+                at = f"{where}citations[{k}]."
+                if not isinstance(citation, dict):
+                    raise InputError(path, line, f"{where}citations[{k}]", f"expected an object, got {citation!r:.60}")
+                _position(path, line, citation, "citationID", k, at)
+                reference = get_field(path, line, citation, "reference", str, at)
+                label = citation.get("support")
+                if isinstance(label, bool) or not isinstance(label, (str, int)) or str(label) not in TRACK_SUPPORT_LABELS:
+                    raise InputError(path, line, f"{at}support", f"{label!r} is not one of "
+                                     f"{tuple(TRACK_SUPPORT_LABELS)} (2 full, 1 partial, 0 none, -1 missing or failed)")
+                if not reference:
+                    raise InputError(path, line, f"{at}reference", "is empty", "give the cited document or segment id")
+                out.append(SupportJudgment(qid, j, k, reference, TRACK_SUPPORT_LABELS[str(label)], run_id))
+    return out
+
+
+def support_assignment_rows(answers: Iterable[Answer], judgments: Iterable[SupportJudgment]) -> list[dict]:
+    """The toolkit's support assignment rows of ``answers`` (one per answer) with the labels of ``judgments``
+    (of the same answers, as ``formats.check_support`` checks them); a citation without a judgment is -1
+    (missing), as the toolkit's ``support assemble`` writes it."""
+    labels: dict[tuple, str] = {}
+    for j in judgments:
+        if j.citation is not None:
+            labels[j.qid, j.run_id, j.sentence, j.citation] = j.support
+    rows = []
+    for a in answers:
+        sentences = []
+        for s, sentence in enumerate(a.sentences):
+            citations = []
+            for k, docno in enumerate(a.cited_docnos(s)):
+                label = labels.get((a.qid, a.run_id, s, k), labels.get((a.qid, None, s, k), ids.UNJUDGED))
+                citations.append({"citationID": k, "reference": docno, "support": LABEL_TO_TRACK_SUPPORT[label]})
+            sentences.append({"sentenceID": s, "text": sentence.text, "citations": citations})
+        rows.append({"topic_id": a.qid, "narrative_id": a.qid, "run_id": a.run_id, "sentences": sentences})
+    return rows
+
+
+def write_support_assignments(path: str, answers: Iterable[Answer], judgments: Iterable[SupportJudgment]) -> None:
+    """Write :func:`support_assignment_rows` as JSONL (atomically), for the toolkit's ``support metrics``."""
+    write_jsonl(path, support_assignment_rows(answers, judgments))

@@ -8,6 +8,10 @@
 - :mod:`.support`: :class:`SupportJudge` (seed 004 §3.2).
 - :mod:`.biogen`: :class:`BioGenJudge`, BioGen relations of cited sentences ([nugget-annotation §3.3]; our prompt).
 - :mod:`.relevance`: :class:`RelevanceJudge` (UMBRELA-style grades, seed 000 §4.1.1).
+- :mod:`.relevance`: :class:`RelevanceJudge` (UMBRELA-style grades, seed 000 §4.1.1; the 2025/2026 0-4
+  sub-narrative prompt).
+- :mod:`.rubrics`: :class:`RubricJudge` (TREC RAG 2026 rubric verdicts).
+- :mod:`.ensemble`: :class:`JudgeEnsemble`, a labelling judge run on several models, labels combined.
 - :mod:`.overlap`: :class:`Overlapped`, a chain of judges run topic by topic without stage barriers;
   :func:`run_together`, independent judges at once.
 - :mod:`.cone`: :class:`NuggetExtractor`, CONE-RAG span nugget extraction (seed 003 §4.1).
@@ -24,13 +28,15 @@ from pyterrier_nuggets.judges.base import (
 )
 from pyterrier_nuggets.judges.biogen import BioGenJudge
 from pyterrier_nuggets.judges.cone import NuggetExtractor
+from pyterrier_nuggets.judges.ensemble import JudgeEnsemble
 from pyterrier_nuggets.judges.generation import CitedGenerator
 from pyterrier_nuggets.judges.nuggets import NuggetAssigner, NuggetCreator, NuggetScorer
 from pyterrier_nuggets.judges.overlap import Overlapped, run_together
 from pyterrier_nuggets.judges.relevance import RelevanceJudge
+from pyterrier_nuggets.judges.rubrics import RubricJudge
 from pyterrier_nuggets.judges.support import SupportJudge
 
 __all__ = ["LLMJudge", "Failure", "LLMStepError", "TooManyFailures", "NuggetizationError", "failure_summary", "FAILED",
            "NuggetCreator", "NuggetScorer", "NuggetAssigner", "CitedGenerator", "SupportJudge", "BioGenJudge", "RelevanceJudge",
-           "NuggetExtractor",
+           "NuggetExtractor", "RubricJudge", "JudgeEnsemble",
            "Overlapped", "run_together"]

@@ -90,6 +90,21 @@ class TooManyFailures(LLMStepError):
 NuggetizationError = LLMStepError  # the name of the first release, kept for user code that catches it
 
 
+@dataclass(frozen=True)
+class EnsembleLabels:
+    """What a judge labels, declared for :class:`~pyterrier_nuggets.judges.ensemble.JudgeEnsemble`: the output
+    ``column`` holding the label, the ``labels`` in order (lowest first), whether they are ``ordinal`` (mean and
+    median need it), the output columns that with the input row identify one judged item (``items``, e.g.
+    ``sentence, citation`` of a support judgment; none when each input row is one item), and the columns
+    computed from the label (``derived``: column -> {label: value}, e.g. ``score``)."""
+
+    column: str
+    labels: tuple
+    ordinal: bool = True
+    items: tuple[str, ...] = ()
+    derived: dict = field(default_factory=dict)
+
+
 class LLMJudge(pt.Transformer):
     """Base of the transformers that ask an LLM; see the module docstring. A subclass sets the class
     attributes below, calls :meth:`setup` in its constructor and uses :meth:`ask` and :meth:`finish`."""
@@ -204,3 +219,8 @@ class LLMJudge(pt.Transformer):
     def failure_summary(self) -> pd.DataFrame:
         """Per-topic summary of the failures of the last transform."""
         return failure_summary(self.failures)
+
+    def ensemble_labels(self) -> EnsembleLabels | None:
+        """What this judge labels, for an ensemble of judges (:class:`~.ensemble.JudgeEnsemble`); None for a
+        step that does not label items (generation, nugget creation) or whose output is a ranked, cut list."""
+        return None

@@ -40,11 +40,13 @@ import pyterrier as pt
 from ir_measures_ext.errors import InvalidInput
 from ir_measures_ext.scoring import answer_words
 from pyterrier_nuggets.docstore import segment_texts
+from pyterrier_nuggets.formats.answers import AnswerRules
 from pyterrier_nuggets.judges.base import Failure, LLMJudge
 from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.llm.parsing import OutputError
 from pyterrier_nuggets.prompts import (
     CITED_GENERATION,
+    CITED_GENERATION_2026,
     CITED_GENERATION_RAW,
     CITED_GENERATION_RESOLVED,
     REASK_GENERATION,
@@ -159,12 +161,13 @@ def split_cited_sentences(text: str) -> list[tuple[str, list[int]]]:
     return out
 
 
-def parse_cited_answer(text: str, passages: int, *, first: int = 1, max_words: int | None = MAX_WORDS
-                       ) -> tuple[list[Sentence], list[dict]]:
+def parse_cited_answer(text: str, passages: int, *, first: int = 1, max_words: int | None = MAX_WORDS,
+                       max_citations: int | None = None) -> tuple[list[Sentence], list[dict]]:
     """Sentences with 0-based citations (passage number - ``first``) and the problems found.
 
     Problems (dicts ``{"kind", "sentence", "detail"}``): ``out_of_range`` (a citation of a passage that
-    was not shown: dropped), ``duplicate`` (cited twice in a sentence: kept once), ``truncated`` (sentences
+    was not shown: dropped), ``duplicate`` (cited twice in a sentence: kept once), ``too_many_citations``
+    (citations of a sentence beyond ``max_citations``: dropped, the first ones kept), ``truncated`` (sentences
     beyond ``max_words`` words dropped, or the first sentence cut), ``empty`` (no sentence at all)."""
     problems: list[dict] = []
     sentences: list[Sentence] = []
@@ -177,6 +180,9 @@ def parse_cited_answer(text: str, passages: int, *, first: int = 1, max_words: i
                                  "detail": f"[{n}] is not one of the passages [{first}]-[{first + passages - 1}]"})
             elif c in cites:
                 problems.append({"kind": "duplicate", "sentence": j, "detail": f"[{n}] cited again"})
+            elif max_citations is not None and len(cites) >= max_citations:
+                problems.append({"kind": "too_many_citations", "sentence": j,
+                                 "detail": f"[{n}] dropped: at most {max_citations} citations per sentence"})
             else:
                 cites.append(c)
         sentences.append(Sentence(sentence, tuple(cites)))
@@ -309,6 +315,12 @@ class CitedGenerator(LLMJudge):
     failed gets no answer row (never an empty answer that would be scored), and the failure is listed in
     ``failures``.
 
+    ``rules``: a track's answer rules (``formats.TREC_RAG_2026``: at most 1,024 words, 0-3 citations per
+    sentence): they set ``max_words`` (unless given, and never above the rules') and the citation limit (extra
+    citations are dropped and reported, ``too_many_citations``), and the packaged prompt that states them
+    (``prompts/cited_generation_2026.txt``). Write such answers with ``formats.write_answers_2026``. Passages
+    may be segments or whole documents (the 2026 ClimbMix documents): ``docstore`` holds either.
+
     ``conversation``: ``None`` (TREC RAG: the ``query`` column), ``"resolved"`` or ``"raw"`` for iKAT turns
     (module docstring); each has its own packaged prompt, ``prompt=`` overrides it. The turn's fields are read
     from the input columns ``utterance, resolved_utterance, context, ptkb`` when present, else from
@@ -325,15 +337,23 @@ class CitedGenerator(LLMJudge):
     reask_prompt = REASK_GENERATION
     plan_assumption = "an answer of 10 sentences of 25 words (at most one per passage), each citing one passage"
 
-    def __init__(self, llm: LLMClient | None = None, *, k: int = MAX_REFERENCES, max_words: int = MAX_WORDS,
+    def __init__(self, llm: LLMClient | None = None, *, k: int = MAX_REFERENCES, max_words: int | None = None,
                  docstore: Any = None, run_id: str | None = None, prompt=None, first: int = 1,
                  max_tokens: int | None = None, max_reasks: int = 1, on_failure: str = "raise",
-                 conversation: str | None = None, topics: Any = None):
+                 conversation: str | None = None, topics: Any = None, rules: AnswerRules | None = None):
         if conversation is not None and conversation not in CONVERSATION_PROMPTS:
             raise InvalidInput(f"conversation must be None (TREC RAG), 'resolved' or 'raw', got {conversation!r}")
         if topics is not None and conversation is None:
             raise InvalidInput("topics= is for conversational topics: give conversation='resolved' or 'raw' too")
+        if rules is not None and conversation is not None:
+            raise InvalidInput("rules= are the TREC RAG answer rules; conversational (iKAT) answers have their own")
+        if rules is not None and max_words is not None and rules.max_words is not None and max_words > rules.max_words:
+            raise InvalidInput(f"max_words={max_words} is above the {rules.max_words} words of {rules.name}")
         self.k = check_reference_count(k)
+        self.rules = rules
+        self.max_citations = rules.max_citations if rules is not None else None
+        if max_words is None:
+            max_words = rules.max_words if rules is not None and rules.max_words is not None else MAX_WORDS
         self.max_words = max_words
         self.docstore = docstore
         self.run_id = run_id
@@ -344,11 +364,15 @@ class CitedGenerator(LLMJudge):
         self._turns = _topic_lookup(topics)
         if conversation is not None:
             self.default_prompt = CONVERSATION_PROMPTS[conversation]
+        if rules is not None:
+            self.default_prompt = CITED_GENERATION_2026
         self.setup(llm, prompt, max_reasks, on_failure)
         self.problems: list[dict] = []
 
     def repr_prefix(self) -> list[str]:
-        """``conversation=`` first when set (TREC RAG generators keep their short repr)."""
+        """``conversation=`` or ``rules=`` first when set (TREC RAG 2024 generators keep their short repr)."""
+        if self.rules is not None:
+            return [f"rules={self.rules.name!r}"]
         return [f"conversation={self.conversation!r}"] if self.conversation is not None else []
 
     def problem_summary(self) -> pd.DataFrame:
@@ -385,7 +409,7 @@ class CitedGenerator(LLMJudge):
                 failures.append(Failure(self.step, qid, "answer", outcome.error, outcome.raw))
                 continue
             sentences, problems = parse_cited_answer(outcome.value, len(docnos), first=self.first,
-                                                     max_words=self.max_words)
+                                                     max_words=self.max_words, max_citations=self.max_citations)
             run_id = self.run_id if self.run_id is not None else extra.get("run_id", "run")
             answer = Answer(qid=qid, run_id=str(run_id), sentences=tuple(sentences), references=docnos, query=query)
             row = {"qid": qid, "query": query, "qanswer": answer.text,
@@ -424,8 +448,10 @@ class CitedGenerator(LLMJudge):
         qid, query, docnos, passages, _, turn = topic
         context = "\n".join(f"[{i}] {text}" for i, text in enumerate(passages, self.first))
         turn = {"utterance": query, "resolved_utterance": query, "history": NO_HISTORY, "ptkb": NO_PTKB, **turn}
+        limits = {"max_citations": self.max_citations} if self.max_citations is not None else {}
         messages = self.template.render(query=query, context=context, count=len(passages), first=self.first,
-                                        last=self.first + len(passages) - 1, max_words=self.max_words, **turn)
+                                        last=self.first + len(passages) - 1, max_words=self.max_words, **limits,
+                                        **turn)
         planned = " ".join(f"This placeholder sentence stands for a typical answer sentence of twenty five words in "
                            f"a cited answer to the question, number {i} [{i}]." for i in
                            range(self.first, self.first + min(10, len(passages))))

@@ -26,7 +26,7 @@ import pyterrier as pt
 from ir_measures_ext import ids
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.formats.frames import ASSIGNMENT_COLUMNS, NUGGET_COLUMNS, as_nugget_set
-from pyterrier_nuggets.judges.base import FAILED, Failure, LLMJudge
+from pyterrier_nuggets.judges.base import FAILED, EnsembleLabels, Failure, LLMJudge
 from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.llm.parsing import parse_labels, parse_strings
 from pyterrier_nuggets.prompts import NUGGET_ASSIGNMENT, NUGGET_ASSIGNMENT_2GRADE, NUGGET_CREATION, NUGGET_SCORING
@@ -295,6 +295,11 @@ class NuggetAssigner(LLMJudge):
         :class:`~pyterrier_nuggets.judges.overlap.Overlapped`)."""
         return NuggetAssigner(nuggets, self.client(), grades=self.grades, batch_size=self.batch_size,
                               prompt=self.prompt, max_reasks=self.max_reasks, on_failure=self.on_failure)
+
+    def ensemble_labels(self) -> EnsembleLabels:
+        """The assignment of each nugget (``docno``) to an answer; ``score`` follows it."""
+        return EnsembleLabels("assignment", tuple(reversed(self.labels)), items=("docno",),
+                              derived={"score": dict(ids.ASSIGNMENT_TO_SCORE)})
 
     def repr_prefix(self) -> list[str]:
         n = sum(len(v[1]) for v in self._lists.values())

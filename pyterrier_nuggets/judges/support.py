@@ -29,7 +29,7 @@ from ir_measures_ext import ids
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.docstore import fetch_texts
 from pyterrier_nuggets.formats.frames import SUPPORT_COLUMNS
-from pyterrier_nuggets.judges.base import FAILED, Failure, LLMJudge
+from pyterrier_nuggets.judges.base import FAILED, EnsembleLabels, Failure, LLMJudge
 from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.llm.parsing import OutputError, reply_label
 from pyterrier_nuggets.prompts import REASK_SUPPORT, SUPPORT_JUDGMENT
@@ -198,6 +198,11 @@ class SupportJudge(LLMJudge):
         for row in rows:
             del row["_answer"]
         return pd.DataFrame(rows, columns=columns), failures
+
+    def ensemble_labels(self) -> EnsembleLabels:
+        """The support level of each (sentence, citation) of an answer; ``score`` follows it."""
+        return EnsembleLabels("support", (ids.NONE, ids.PARTIAL, ids.FULL), items=("sentence", "citation"),
+                              derived={"score": dict(ids.SUPPORT_LEVEL_TO_SCORE)})
 
     def _judge(self, llm: LLMClient, task):
         statement, passage = task

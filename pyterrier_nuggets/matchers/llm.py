@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import pandas as pd
 import pyterrier as pt
 
-from pyterrier_nuggets.judges.base import FAILED, Failure, LLMJudge
+from pyterrier_nuggets.judges.base import FAILED, EnsembleLabels, Failure, LLMJudge
 from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.llm.parsing import OutputError, reply_body
 from pyterrier_nuggets.matchers.base import Match, Matcher, Pair
@@ -77,6 +77,10 @@ class LLMMatcher(LLMJudge, Matcher):
         premise, hypothesis = pair
         messages = self.template.render(nugget=hypothesis, response=premise)
         return self.ask(llm, messages, parse_yes_no, memo_key=pair, json_schema=_SCHEMA, plan_reply="yes")
+
+    def ensemble_labels(self) -> EnsembleLabels:
+        """The yes/no decision of each row (nominal: majority only); ``score`` follows it."""
+        return EnsembleLabels("entailed", (False, True), ordinal=False, derived={"score": {False: 0.0, True: 1.0}})
 
     def run(self, inp: pd.DataFrame) -> tuple[pd.DataFrame, list[Failure]]:
         pt.validate.columns(inp, includes=["premise", "hypothesis"], context=self)

@@ -53,30 +53,6 @@ COLLECTION_FILES = ("docs.jsonl", "topics.tsv", "segments.qrels")
 NUGGETS_FILE = "nuggets.jsonl"  # optional: the collection's hand-written nuggets
 
 
-def _read_topics(path: str) -> list[tuple[str, str]]:
-    """``qid<TAB>query`` lines; a topic id twice, with whitespace, or without query is an InputError."""
-    out: list[tuple[str, str]] = []
-    seen: dict[str, int] = {}
-    for line, text in formats.read_lines(path):
-        if not text.strip():
-            continue
-        parts = text.rstrip("\r\n").split("\t")
-        if len(parts) != 2 or not parts[1].strip():
-            raise formats.InputError(path, line, None, "expected 'qid<TAB>query'")
-        qid = parts[0]
-        try:
-            formats.check_topic_id(qid)
-        except ValueError as e:
-            raise formats.InputError(path, line, "qid", str(e)) from None
-        if qid in seen:
-            raise formats.InputError(path, line, "qid", f"topic {qid} already appeared at line {seen[qid]}")
-        seen[qid] = line
-        out.append((qid, parts[1].strip()))
-    if not out:
-        raise formats.InputError(path, None, None, "no topics")
-    return out
-
-
 def sample_collection(path: str = SAMPLE_COLLECTION, qids: Sequence[str] | None = None,
                       max_topics: int | None = None) -> Collection:
     """The sample shipped with the package (``sample/collection``: 215 passages, 12 topics, graded qrels,
@@ -86,16 +62,9 @@ def sample_collection(path: str = SAMPLE_COLLECTION, qids: Sequence[str] | None 
         if not os.path.isfile(os.path.join(path, name)):
             raise formats.InputError(os.path.join(path, name), None, None, "missing",
                                      f"a collection folder holds {', '.join(COLLECTION_FILES)} (docs/cli.md)")
-    docs: dict[str, str] = {}
-    docs_path = os.path.join(path, "docs.jsonl")
-    for line, obj in formats.read_jsonl(docs_path):
-        for key in ("docno", "text"):
-            if not isinstance(obj.get(key), str) or not obj[key]:
-                raise formats.InputError(docs_path, line, key, f"expected a non-empty string, got {obj.get(key)!r:.60}")
-        if obj["docno"] in docs:
-            raise formats.InputError(docs_path, line, "docno", f"{obj['docno']} appears twice")
-        docs[obj["docno"]] = obj["text"]
-    topics = pd.DataFrame(_read_topics(os.path.join(path, "topics.tsv")), columns=["qid", "query"], dtype=str)
+    docs = formats.read_docs(os.path.join(path, "docs.jsonl"))
+    topics = pd.DataFrame(formats.read_topics_tsv(os.path.join(path, "topics.tsv")), columns=["qid", "query"],
+                          dtype=str)
     qrels = pd.DataFrame(formats.read_qrels_rows(os.path.join(path, "segments.qrels")),
                          columns=["qid", "docno", "label"]).astype({"qid": str, "docno": str, "label": int})
     topics, qrels = _select_topics(topics, qrels, qids, max_topics)

@@ -1,0 +1,241 @@
+"""``pyterrier-nuggets trec-rag``: TREC RAG 2025 / 2026 submission files to the track's scores
+(docs/trec-rag-2025-2026.md): the answers validated under the year's rules, nuggets assigned (V_strict ... A,
+sub-narrative coverage), every citation judged for support (the three variants of the 2026 toolkit) or the
+toolkit's support assignments read, rubric criteria graded (rubric score, failed mandatory criteria); the
+evaluation files written beside the scores."""
+from __future__ import annotations
+
+import os
+
+from pyterrier_nuggets.cli.errors import UsageError
+
+SUPPORT_TOOLKIT_NAMES = {  # our measure -> the 2026 toolkit's support metric name (castorini/RAGDoll), its order
+    "SupportP": "weighted_precision_first_citation", "SupportR": "weighted_recall_first_citation",
+    "SupportP(cite='all_judged')": "weighted_precision_all_judged_citations",
+    "SupportR(cite='all_judged')": "weighted_recall_all_judged_citations",
+    "SupportP(credit='hard')": "hard_precision", "SupportR(credit='hard')": "hard_recall",
+}
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("trec-rag", help="TREC RAG 2025/2026 answer files to the track's scores: nuggets, "
+                       "sub-narrative coverage, citation support (2026 variants), rubrics",
+                       description="Score TREC RAG 2025/2026 answer files (one or more runs) as the track does, with "
+                       "the LLM judges of this package on any OpenAI-compatible endpoint (cached): nugget assignment "
+                       "(--nuggets), citation support of every citation (--support, or the toolkit's support "
+                       "assignments with --support-assignments), rubric grading (--rubrics). Writes the qrels, one "
+                       "evaluation run per run, the judges' files, per-topic scores and the toolkit's support metric "
+                       "rows into --out, all or nothing.")
+    p.add_argument("--answers", action="append", required=True, metavar="FILE",
+                   help="answer JSONL in the TREC RAG 2025/2026 form; repeat for several files")
+    p.add_argument("--rules", choices=("2026", "2025"), default="2026",
+                   help="2026 (default): at most 1,024 words and 0-3 citations per answer object are checked; "
+                   "2025: the format only")
+    p.add_argument("--nuggets", metavar="FILE|ID", help="nugget JSONL or an ir_datasets id whose docs are nuggets "
+                   "(e.g. msmarco-segment-v2.1/trec-rag-2025/dev-nuggets): assign them (V_strict ... A; "
+                   "SubNarrativeCoverage when they name sub-narratives)")
+    p.add_argument("--rubrics", metavar="FILE|ID", help="rubric JSONL (ResearchRubrics or the toolkit's form) or an "
+                   "ir_datasets id (e.g. trec-rag-2026/research-rubrics-dev): grade every criterion (RubricScore)")
+    p.add_argument("--support", action="store_true", help="judge every citation of every answer (SupportJudge, "
+                   "citations='all'); the cited texts come from --docs")
+    p.add_argument("--support-assignments", action="append", default=[], metavar="FILE",
+                   help="the toolkit's support assignment JSONL instead of judging (labels 2/1/0/-1)")
+    p.add_argument("--docs", metavar="FILE|ID", help="texts of the cited documents or segments: JSONL {docno, text} "
+                   "or an ir_datasets id with a docstore")
+    p.add_argument("--topics", metavar="FILE|ID", help="the topics' text for the judges (TSV qid<TAB>text or an "
+                   "ir_datasets id); default: the answers' narrative, else the nugget file's query")
+    p.add_argument("--base-url", help="OpenAI-compatible endpoint of the LLM judges")
+    p.add_argument("--model", help="model name of the LLM judges")
+    p.add_argument("--out", required=True, help="output folder")
+    p.set_defaults(func=run)
+
+
+def _dataset(value: str, option: str):
+    """The ir_datasets dataset of id ``value`` (given by ``option`` when it is not a file)."""
+    import ir_datasets
+
+    import datasets_ext  # noqa: F401  (registers the ids)
+    try:
+        return ir_datasets.load(value)
+    except KeyError:
+        raise UsageError(f"{option} {value!r} is neither a file nor an ir_datasets id") from None
+
+
+def _dataset_file(value: str, option: str) -> str:
+    """``value`` itself when it is a file, else the file behind the docs of ir_datasets id ``value``."""
+    return value if os.path.isfile(value) else _dataset(value, option).docs_path()
+
+
+def _topics(value: str | None) -> dict[str, str]:
+    from pyterrier_nuggets import formats
+    if value is None:
+        return {}
+    if os.path.isfile(value):
+        return dict(formats.read_topics_tsv(value))
+    return {q.query_id: q.default_text() for q in _dataset(value, "--topics").queries_iter()}
+
+
+def _docstore(value: str | None):
+    from pyterrier_nuggets import formats
+    if value is None:
+        return None
+    return formats.read_docs(value) if os.path.isfile(value) else _dataset(value, "--docs")
+
+
+def _llm(args):
+    from pyterrier_nuggets.llm import LLMClient, endpoint_configured
+    if not endpoint_configured(args.model, args.base_url):
+        raise UsageError("the LLM judges (--nuggets, --rubrics, --support) need an endpoint: --base-url and --model, "
+                         "or OPENAI_BASE_URL / OPENAI_API_KEY and PYTERRIER_NUGGETS_MODEL")
+    return LLMClient(model=args.model, base_url=args.base_url)
+
+
+def _measures(nuggets, rubrics, support: bool) -> list:
+    import ir_measures_ext as M
+    measures = [M.AnswerWords]
+    if nuggets is not None:
+        measures += list(M.NUGGET_MEASURES)
+        from pyterrier_nuggets import formats
+        if formats.sub_narratives(nuggets):
+            measures += [M.SubNarrativeCoverage, M.SubNarrativeCoverage(credit="partial")]
+    if support:
+        measures += [M.SupportP, M.SupportR, M.SupportP(cite="all_judged"), M.SupportR(cite="all_judged"),
+                     M.SupportP(credit="hard"), M.SupportR(credit="hard")]
+    if rubrics is not None:
+        measures += [M.RubricScore, M.RubricScore(grading="binary")]
+        if all(c.tier is not None for c in rubrics.criteria):
+            measures.append(M.RubricFailedMandatory)
+    return measures
+
+
+def run(args) -> int:
+    import pandas as pd
+
+    from pyterrier_nuggets import formats
+    from pyterrier_nuggets.evaluation import score
+    from pyterrier_nuggets.judges import NuggetAssigner, RubricJudge, SupportJudge
+    if args.support and args.support_assignments:
+        raise UsageError("give --support (judge the citations) or --support-assignments (judged already), not both")
+    if not (args.nuggets or args.rubrics):
+        raise UsageError("give --nuggets and/or --rubrics: they define the topics and what is scored")
+    rules = formats.TREC_RAG_2026 if args.rules == "2026" else None
+    inputs = {f"--answers {i + 1}": a for i, a in enumerate(args.answers)}
+    inputs.update({f"--support-assignments {i + 1}": s for i, s in enumerate(args.support_assignments)})
+    for value, option in ((args.nuggets, "--nuggets"), (args.rubrics, "--rubrics"), (args.docs, "--docs"),
+                          (args.topics, "--topics")):
+        if value and os.path.isfile(value):
+            inputs[option] = value
+    # every input, each file completely and the files against each other, before any LLM call or output
+    answers = [a for path in args.answers for a in formats.read_answers(path, rules=rules)]
+    runs = list(dict.fromkeys(a.run_id for a in answers))
+    seen: dict[tuple[str, str], int] = {}
+    for a in answers:
+        if (a.qid, a.run_id) in seen:
+            raise UsageError(f"topic {a.qid} of run {a.run_id} is answered in two of the --answers files")
+        seen[a.qid, a.run_id] = 1
+    nuggets = formats.read_nuggets(_dataset_file(args.nuggets, "--nuggets")) if args.nuggets else None
+    rubrics = formats.read_rubrics(_dataset_file(args.rubrics, "--rubrics")) if args.rubrics else None
+    topics = _topics(args.topics)
+    support = []
+    for path in args.support_assignments:
+        judged = formats.read_support_assignments(path)
+        for run_id in dict.fromkeys(j.run_id for j in judged):
+            formats.check_support(path, [j for j in judged if j.run_id == run_id],
+                                  [a for a in answers if a.run_id == run_id])
+        support += judged
+    docstore = _docstore(args.docs)
+    out_files = {"qrels": os.path.join(args.out, "qrels.txt"), "scores": os.path.join(args.out, "scores.tsv")}
+    if args.support or args.support_assignments:
+        out_files["metric rows"] = os.path.join(args.out, "support_metric_rows.txt")
+    for run_id in runs:
+        out_files[f"{run_id} run"] = os.path.join(args.out, f"{run_id}.eval.run")
+        if args.support or args.support_assignments:
+            out_files[f"{run_id} support"] = os.path.join(args.out, f"{run_id}.support_assignments.jsonl")
+        if nuggets is not None:
+            out_files[f"{run_id} assignments"] = os.path.join(args.out, f"{run_id}.assignments.jsonl")
+        if rubrics is not None:
+            out_files[f"{run_id} verdicts"] = os.path.join(args.out, f"{run_id}.verdicts.jsonl")
+    formats.check_outputs(out_files, inputs)
+
+    frame = formats.answers_to_frame(answers)
+    frame["query"] = [topics.get(a.qid) or a.query or (nuggets.queries.get(a.qid, "") if nuggets else "")
+                      for a in answers]
+    if rubrics is not None:
+        textless = sorted({q for q, text in zip(frame["qid"], frame["query"]) if q in rubrics.by_topic() and not text})
+        if textless:
+            raise UsageError(f"the rubric judge needs each topic's text: topic(s) {', '.join(textless[:5])} have none "
+                             "in the answers (metadata narrative); give --topics")
+    llm = _llm(args) if (nuggets is not None or rubrics is not None or args.support) else None
+    assigned, verdicts = [], []
+    if nuggets is not None:
+        topics_with_nuggets = {n.qid for n in nuggets.nuggets}
+        assigned_frame = NuggetAssigner(nuggets, llm)(frame[frame["qid"].isin(topics_with_nuggets)])
+        assigned = formats.assignment_frame_to_answers(assigned_frame, nuggets)
+    if args.support:
+        support = formats.frame_to_judgments(SupportJudge(llm, citations="all", docstore=docstore)(frame))
+    if rubrics is not None:
+        topics_with_rubrics = set(rubrics.by_topic())
+        verdicts = formats.frame_to_verdicts(RubricJudge(rubrics, llm)(frame[frame["qid"].isin(topics_with_rubrics)]))
+
+    qrels = pd.DataFrame(
+        (list(zip(*[formats.nugget_qrels(nuggets)[c] for c in ("qid", "docno", "label")])) if nuggets else [])
+        + (formats.rubric_qrels_rows(rubrics) if rubrics else []), columns=["qid", "docno", "label"])
+    measures = _measures(nuggets, rubrics, bool(args.support or args.support_assignments))
+    rows_by_run, scores = {}, []
+    for run_id in runs:
+        rows = formats.evaluation_rows([a for a in assigned if a.run_id == run_id],
+                                       [a for a in answers if a.run_id == run_id],
+                                       [j for j in support if j.run_id == run_id])
+        rows += formats.rubric_rows(v for v in verdicts if v.run_id == run_id)
+        rows_by_run[run_id] = rows
+        per_topic = score(qrels, formats.run_frame(rows), measures)
+        scores.append(per_topic.assign(run=run_id))
+    table = pd.concat(scores, ignore_index=True)[["run", "qid", "measure", "value"]]
+    means = table.groupby(["run", "measure"], sort=False)["value"].mean().reset_index().assign(qid="all")
+    scores_tsv = pd.concat([table, means[["run", "qid", "measure", "value"]]], ignore_index=True)
+
+    writers = {out_files["qrels"]: lambda p: formats.write_qrels(p, qrels.itertuples(index=False)),
+               out_files["scores"]: lambda p: scores_tsv.to_csv(p, sep="\t", index=False, float_format="%.10g")}
+    if "metric rows" in out_files:
+        writers[out_files["metric rows"]] = lambda p: _write_lines(p, support_metric_rows(table))
+    for run_id in runs:
+        run_answers = [a for a in answers if a.run_id == run_id]
+        writers[out_files[f"{run_id} run"]] = (lambda p, r=run_id: formats.write_run(p, rows_by_run[r], r))
+        if f"{run_id} support" in out_files:
+            writers[out_files[f"{run_id} support"]] = (lambda p, ra=run_answers, r=run_id: formats.write_support_assignments(
+                p, ra, [j for j in support if j.run_id == r]))
+        if f"{run_id} assignments" in out_files:
+            writers[out_files[f"{run_id} assignments"]] = (lambda p, r=run_id: formats.write_assignments(
+                p, [a for a in assigned if a.run_id == r]))
+        if f"{run_id} verdicts" in out_files:
+            writers[out_files[f"{run_id} verdicts"]] = (lambda p, r=run_id: formats.write_rubric_verdicts(
+                p, [v for v in verdicts if v.run_id == r], rubrics))
+    formats.write_all(writers)
+    wide = means.pivot(index="run", columns="measure", values="value")[[str(m) for m in measures]]
+    print(wide.to_string(float_format=lambda v: f"{v:.4f}"))
+    judge = f"judges: {llm.model}" if llm is not None else "judges: none (support assignments given)"
+    print(f"{len(runs)} run(s), {len(answers)} answers; {judge}; written to {args.out}")
+    return 0
+
+
+def support_metric_rows(table) -> list[str]:
+    """The toolkit's support metric rows ``run topic measure value`` (grouped by run, then measure in the
+    toolkit's order, then topic; values with 6 decimals, trailing zeros dropped) of per-topic scores
+    (``run, qid, measure, value``)."""
+    lines = []
+    for run_id, of_run in table.groupby("run", sort=True):
+        for ours, theirs in SUPPORT_TOOLKIT_NAMES.items():
+            rows = of_run[of_run["measure"] == ours].sort_values("qid", key=lambda q: q.map(_topic_order))
+            lines += [f"{run_id} {qid} {theirs} {f'{value:.6f}'.rstrip('0').rstrip('.')}"
+                      for qid, value in zip(rows["qid"], rows["value"])]
+    return lines
+
+
+def _topic_order(qid: str):
+    return (0, int(qid), "") if qid.isdigit() else (1, 0, qid)
+
+
+def _write_lines(path: str, lines: list[str]) -> None:
+    from pyterrier_nuggets.formats import atomic_write
+    with atomic_write(path) as f:
+        f.writelines(line + "\n" for line in lines)

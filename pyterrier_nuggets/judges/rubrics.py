@@ -1,0 +1,148 @@
+"""Rubric grading (TREC RAG 2026 rubric scoring, design decision 11): :class:`RubricJudge` gives each criterion
+of a topic's rubric a verdict (satisfied / partially_satisfied / not_satisfied) for an answer.
+
+The verdicts feed ``RubricScore`` and ``RubricFailedMandatory`` (:mod:`ir_measures_ext`) with the rubric qrels
+(``formats.rubric_qrels_rows`` / ``write_rubric_qrels``): the judge's output frame is scored by pt.Experiment as
+it is, and ``formats.frame_to_verdicts`` gives the records for ``formats.write_rubric_verdicts`` and
+``formats.rubric_rows`` (evaluation runs). The prompt (``prompts/rubric_grading.txt``) is ours, listwise like the
+nugget assignment prompt; a reply that is not one verdict per criterion is re-asked, then recorded as a
+failure with its raw output: a failed judgment is never counted as "not satisfied" (with negative criteria that
+would even raise the score).
+"""
+from __future__ import annotations
+
+import functools
+import json
+import math
+from typing import Any
+
+import pandas as pd
+import pyterrier as pt
+
+from ir_measures_ext import ids
+from ir_measures_ext.errors import InvalidInput
+from pyterrier_nuggets.formats.frames import VERDICT_COLUMNS
+from pyterrier_nuggets.formats.rubrics import RubricCriterion, RubricSet, read_rubrics
+from pyterrier_nuggets.judges.base import FAILED, EnsembleLabels, Failure, LLMJudge
+from pyterrier_nuggets.llm import LLMClient
+from pyterrier_nuggets.llm.parsing import parse_labels
+from pyterrier_nuggets.prompts import RUBRIC_GRADING
+from pyterrier_nuggets.records import VERDICTS
+
+
+def as_rubric_set(rubrics: Any) -> RubricSet:
+    """Rubrics as a :class:`RubricSet`: one, a path to a rubric file, or criteria."""
+    if isinstance(rubrics, RubricSet):
+        return rubrics
+    if isinstance(rubrics, str):
+        return read_rubrics(rubrics)
+    criteria = list(rubrics)
+    if not all(isinstance(c, RubricCriterion) for c in criteria):
+        raise TypeError("rubrics must be a RubricSet, a rubric file path or RubricCriterion records")
+    return RubricSet(criteria)
+
+
+def _verdict_schema(n: int) -> dict:
+    return {"type": "array", "items": {"type": "string", "enum": list(VERDICTS)}, "minItems": n, "maxItems": n}
+
+
+class RubricJudge(LLMJudge):
+    """Answer frame -> one row per (answer, criterion of its topic's rubric) with the verdict, listwise,
+    ``batch_size`` (10) criteria per call, against the whole answer.
+
+    ``rubrics``: a :class:`~pyterrier_nuggets.formats.RubricSet` (``formats.read_rubrics(path)``,
+    ``formats.nuggets_to_rubrics(nuggets)``), a rubric file path, or ``RubricCriterion`` records.
+
+    Input: an answer frame, ``qid, qanswer`` and ``query`` (else the rubric topic's ``query`` field).
+    Output: ``qid, docno`` (the criterion id ``{qid}:r{i}``), ``score`` (1 satisfied, 0.5 partially, 0 not),
+    ``verdict``, ``weight``, ``criterion`` (its text), plus the answer's other columns (``run_id``,
+    ``qanswer``...), so pt.Experiment scores it with the rubric qrels and ``RubricScore``. Answers of topics
+    without a rubric give no rows. Identical (topic, query, answer) triples are judged once.
+
+    ``on_failure``: ``"raise"`` (default), ``"exclude_answer"`` (an answer with a failed verdict gives no rows:
+    the measures then treat the topic as unanswered by that run, and the exclusion is reported) or ``"mark"``
+    (failed rows kept with verdict ``failed`` and score NaN, for inspection only).
+    """
+
+    step = "rubric"
+    step_name = "rubric grading"
+    repr_params = ("batch_size",)
+    failure_policies = {"raise": "stop with an error once all answers ran",
+                        "exclude_answer": "answers with a failed verdict give no rows, and are reported",
+                        "mark": "failed rows kept with verdict 'failed', score NaN"}
+    default_prompt = RUBRIC_GRADING
+    plan_assumption = "every criterion satisfied"
+
+    def __init__(self, rubrics, llm: LLMClient | None = None, *, batch_size: int = 10, prompt=None,
+                 max_reasks: int = 2, on_failure: str = "raise"):
+        if batch_size < 1:
+            raise InvalidInput(f"batch_size must be at least 1, got {batch_size}")
+        self.rubrics = rubrics
+        self.batch_size = batch_size
+        self._set = as_rubric_set(rubrics)
+        self._by_topic = self._set.by_topic()
+        self.setup(llm, prompt, max_reasks, on_failure)
+
+    def repr_prefix(self) -> list[str]:
+        return [f"<{len(self._set)} criteria of {len(self._by_topic)} topics>"]
+
+    def ensemble_labels(self) -> EnsembleLabels:
+        """The verdict on each criterion (``docno``) for an answer; ``score`` follows it."""
+        return EnsembleLabels("verdict", (ids.NOT_SATISFIED, ids.PARTIALLY_SATISFIED, ids.SATISFIED),
+                              items=("docno",), derived={"score": dict(ids.VERDICT_TO_SCORE)})
+
+    def run(self, inp: pd.DataFrame) -> tuple[pd.DataFrame, list[Failure]]:
+        pt.validate.columns(inp, includes=["qid", "qanswer"], context=self)
+        owned = ("docno", "score", "rank", "verdict", "weight", "criterion")
+        passthrough = [c for c in inp.columns if c not in owned]
+        columns = VERDICT_COLUMNS + ["weight", "criterion"] + [c for c in passthrough if c != "qid"]
+        if inp.empty:
+            return self.empty(columns)
+        records = inp[passthrough].to_dict("records")
+        keys = []
+        for r in records:
+            qid = str(r["qid"])
+            query = r.get("query") if isinstance(r.get("query"), str) and r.get("query") else \
+                self._set.topics.get(qid, {}).get("query")
+            if qid in self._by_topic and not isinstance(query, str):
+                raise InvalidInput(f"RubricJudge: the answer of topic {qid} has no query (no 'query' column and no "
+                                 "query in the rubric file); give the topics' queries as a 'query' column")
+            keys.append((qid, str(query or ""), "" if r["qanswer"] is None else str(r["qanswer"])))
+        tasks = []
+        for key in dict.fromkeys(keys):
+            texts = [c.text for c in self._by_topic.get(key[0], [])]
+            for start in range(0, len(texts), self.batch_size):
+                tasks.append((key, start, tuple(texts[start:start + self.batch_size])))
+        llm = self.client()
+        outcomes = llm.map(functools.partial(self._grade, llm), tasks, desc="grading rubrics", unit="call")
+        verdicts: dict = {}
+        failures = []
+        failed_keys = set()
+        for (key, start, batch), outcome in zip(tasks, outcomes):
+            if outcome.ok:
+                verdicts.update({(key, start + i): v for i, v in enumerate(outcome.value)})
+                continue
+            failed_keys.add(key)
+            for r, k in zip(records, keys):
+                if k == key:
+                    run = f"run {r['run_id']}, " if "run_id" in r else ""
+                    failures.append(Failure(self.step, key[0], f"{run}criteria {start}-{start + len(batch) - 1}",
+                                            outcome.error, outcome.raw))
+        rows = []
+        for r, key in zip(records, keys):
+            if key in failed_keys and self.on_failure == "exclude_answer":
+                continue
+            for c in self._by_topic.get(key[0], []):
+                verdict = verdicts.get((key, c.index), FAILED)
+                rows.append({"qid": key[0], "docno": c.doc_id, "score": ids.VERDICT_TO_SCORE.get(verdict, math.nan),
+                             "verdict": verdict, "weight": c.weight, "criterion": c.text,
+                             **{k: v for k, v in r.items() if k != "qid"}})
+        return pd.DataFrame(rows, columns=columns), failures
+
+    def _grade(self, llm: LLMClient, task):
+        (qid, query, answer), start, batch = task
+        messages = self.template.render(count=len(batch), query=query, answer=answer,
+                                        criteria=json.dumps(list(batch), ensure_ascii=False))
+        return self.ask(llm, messages, functools.partial(parse_labels, n=len(batch), allowed=VERDICTS),
+                        memo_key=(qid, query, answer, batch), json_schema=_verdict_schema(len(batch)),
+                        plan_reply=json.dumps([ids.SATISFIED] * len(batch)))

@@ -1,0 +1,138 @@
+"""``pyterrier-nuggets trec-rag``: TREC RAG 2026 answer files to the track's scores with the LLM judges on the fake
+OpenAI-compatible server (its default replies decide by word overlap, so every score here is worked out by hand)."""
+import json
+
+import pandas as pd
+import pytest
+
+from pyterrier_nuggets import cli, formats
+
+DOCS = {"d1": "Paris is the capital of France.", "d2": "Lyon is a large city.", "d3": "Bananas are yellow fruit."}
+ANSWERS = [
+    {"metadata": {"team_id": "us", "run_id": "A", "type": "automatic", "narrative_id": "t1"},
+     "references": ["d1", "d2", "d3"],
+     "answer": [{"text": "Paris is the capital.", "citations": [0, 1]}, {"text": "## Summary", "citations": []},
+                {"text": "Bananas are yellow.", "citations": ["d3"]}]},
+    {"metadata": {"team_id": "us", "run_id": "B", "type": "automatic", "narrative_id": "t1"},
+     "references": ["d1"],
+     "answer": [{"text": "Lyon is large.", "citations": [0]}, {"text": "Nothing else.", "citations": []}]},
+]
+NUGGETS = {"qid": "t1", "query": "tell me about French cities", "nuggets": [
+    {"text": "Paris capital", "importance": "vital", "mapped_sub_narrative": "Capital city"},
+    {"text": "Bananas yellow", "importance": "okay", "mapped_sub_narrative": "Fruit"},
+    {"text": "Lyon large city", "importance": "vital", "mapped_sub_narrative": "Other cities"}]}
+RUBRIC = {"qid": "t1", "criteria": [
+    {"text": "Paris capital", "weight": 5, "tier": "mandatory"},
+    {"text": "Bananas", "weight": 2, "tier": "optional"},
+    {"text": "Lyon", "weight": -3, "tier": "optional"}]}
+
+
+def _jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(path)
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    """The command's LLM client caches in the default place: a private one per test (counts of calls are exact)."""
+    monkeypatch.setenv("PYTERRIER_NUGGETS_CACHE", str(tmp_path / "llm-cache.sqlite"))
+
+
+@pytest.fixture
+def files(tmp_path):
+    return {"answers": _jsonl(tmp_path / "answers.jsonl", ANSWERS),
+            "nuggets": _jsonl(tmp_path / "nuggets.jsonl", [NUGGETS]),
+            "rubrics": _jsonl(tmp_path / "rubrics.jsonl", [RUBRIC]),
+            "docs": _jsonl(tmp_path / "docs.jsonl", [{"docno": d, "text": t} for d, t in DOCS.items()])}
+
+
+def _scores(out):
+    df = pd.read_csv(out / "scores.tsv", sep="\t", dtype={"qid": str})
+    return {(r.run, r.qid, r.measure): r.value for r in df.itertuples()}
+
+
+def test_answers_to_the_track_scores(server, files, tmp_path, capsys):
+    out = tmp_path / "out"
+    code = cli.main(["trec-rag", "--answers", files["answers"], "--nuggets", files["nuggets"], "--rubrics",
+                     files["rubrics"], "--support", "--docs", files["docs"], "--base-url", server.base_url,
+                     "--model", "fake", "--out", str(out)])
+    assert code == 0, capsys.readouterr().err
+    s = _scores(out)
+    # support. A: s0 cites d1 (full) and d2 (none), s1 uncited, s2 d3 (full); B: s0 d1 (none), s1 uncited
+    expected = {("A", "SupportP"): 1.0, ("A", "SupportR"): 2 / 3, ("A", "SupportP(cite='all_judged')"): 0.75,
+                ("A", "SupportR(cite='all_judged')"): 0.5, ("A", "SupportP(credit='hard')"): 1.0,
+                ("A", "SupportR(credit='hard')"): 2 / 3, ("B", "SupportP"): 0.0, ("B", "SupportR"): 0.0,
+                # nuggets. A supports n0 (vital) and n1 (okay), not n2 (vital); B partially supports n2 only
+                ("A", "V_strict"): 0.5, ("B", "V_strict"): 0.0, ("B", "V"): 0.25,
+                # sub-narratives sn0 (n0), sn1 (n1, okay only), sn2 (n2)
+                ("A", "SubNarrativeCoverage"): 1 / 3, ("B", "SubNarrativeCoverage"): 0.0,
+                ("B", "SubNarrativeCoverage(credit='partial')"): 0.5 / 3,
+                # rubric 5 / 2 / -3: A satisfies the first two, B only the flaw
+                ("A", "RubricScore"): 1.0, ("B", "RubricScore"): -3 / 7, ("A", "RubricFailedMandatory"): 0.0,
+                ("B", "RubricFailedMandatory"): 1.0, ("A", "AnswerWords"): 9.0}  # "## Summary" is two words
+    for (run, measure), value in expected.items():
+        assert s[run, "t1", measure] == pytest.approx(value), (run, measure)
+        assert s[run, "all", measure] == pytest.approx(value)
+    assert (out / "support_metric_rows.txt").read_text().splitlines()[:2] == [
+        "A t1 weighted_precision_first_citation 1", "A t1 weighted_recall_first_citation 0.666667"]
+    toolkit = [json.loads(line) for line in (out / "A.support_assignments.jsonl").read_text().splitlines()]
+    assert [c["support"] for c in toolkit[0]["sentences"][0]["citations"]] == ["2", "0"]
+    assert formats.read_rubric_verdicts(str(out / "B.verdicts.jsonl"), formats.read_rubrics(files["rubrics"]))[2].verdict \
+        == "satisfied"
+    assert len(formats.read_assignments(str(out / "A.assignments.jsonl")).answers) == 1
+    qrels = (out / "qrels.txt").read_text().splitlines()
+    assert "t1 0 t1:n2:sn2 1" in qrels and "t1 0 t1:r2 -3" in qrels and "t1 0 t1:r0:mandatory 1" in qrels
+    assert "RubricScore" in capsys.readouterr().out
+    calls = server.count
+    cli.main(["trec-rag", "--answers", files["answers"], "--nuggets", files["nuggets"], "--rubrics", files["rubrics"],
+              "--support", "--docs", files["docs"], "--base-url", server.base_url, "--model", "fake", "--out",
+              str(tmp_path / "again")])
+    assert server.count == calls  # a re-run costs no call (the response cache)
+    assert _scores(tmp_path / "again") == s
+
+
+def test_support_from_the_toolkit_files(server, files, tmp_path):
+    support = _jsonl(tmp_path / "support.jsonl", [
+        {"topic_id": "t1", "run_id": "A", "sentences": [
+            {"sentenceID": 0, "text": "Paris is the capital.", "citations": [
+                {"citationID": 0, "reference": "d1", "support": "2"}, {"citationID": 1, "reference": "d2", "support": "-1"}]},
+            {"sentenceID": 1, "text": "## Summary", "citations": []},
+            {"sentenceID": 2, "text": "Bananas are yellow.", "citations": [
+                {"citationID": 0, "reference": "d3", "support": "1"}]}]}])
+    answers = _jsonl(tmp_path / "a.jsonl", ANSWERS[:1])
+    topics = tmp_path / "topics.tsv"
+    topics.write_text("t1\ttell me about French cities\n")
+    out = tmp_path / "out"
+    args = ["trec-rag", "--answers", answers, "--rubrics", files["rubrics"], "--support-assignments", support,
+            "--base-url", server.base_url, "--model", "fake", "--out", str(out)]
+    assert cli.main(args) == 2 and not out.exists()  # the rubric judge needs the topic's text: no --topics, no query
+    assert cli.main(args + ["--topics", str(topics)]) == 0
+    assert server.count == 1  # the rubric grading only: the citations were judged already
+    s = _scores(out)
+    # first: s0 2 -> 1, s2 1 -> .5: P .75, R 1.5 / 3; all judged: s0 mean of the judged (c1 is -1) = 1, same;
+    # hard: s0 1, s2 0: P .5, R 1/3
+    assert [s["A", "t1", m] for m in ("SupportP", "SupportR", "SupportP(cite='all_judged')",
+                                      "SupportR(cite='all_judged')", "SupportP(credit='hard')",
+                                      "SupportR(credit='hard')")] == pytest.approx([0.75, 0.5, 0.75, 0.5, 0.5, 1 / 3])
+    assert (out / "support_metric_rows.txt").read_text().splitlines() == [
+        "A t1 weighted_precision_first_citation 0.75", "A t1 weighted_recall_first_citation 0.5",
+        "A t1 weighted_precision_all_judged_citations 0.75", "A t1 weighted_recall_all_judged_citations 0.5",
+        "A t1 hard_precision 0.5", "A t1 hard_recall 0.333333"]
+    # the toolkit file is written back as it was read
+    assert (out / "A.support_assignments.jsonl").read_text() == open(support).read().replace(
+        '"topic_id": "t1", "run_id"', '"topic_id": "t1", "narrative_id": "t1", "run_id"')
+
+
+def test_refusals_write_nothing(server, files, tmp_path):
+    too_many = json.loads(json.dumps(ANSWERS[0]))
+    too_many["answer"][0]["citations"] = [0, 1, 2, 0]
+    bad = _jsonl(tmp_path / "bad.jsonl", [too_many])
+    args = ["--nuggets", files["nuggets"], "--base-url", server.base_url, "--model", "fake"]
+    assert cli.main(["trec-rag", "--answers", bad, "--out", str(tmp_path / "o1")] + args) == 2
+    assert cli.main(["trec-rag", "--answers", bad, "--rules", "2025", "--out", str(tmp_path / "o2")] + args) == 0
+    assert cli.main(["trec-rag", "--answers", files["answers"], "--out", str(tmp_path / "o3"), "--support"] + args) == 2
+    assert cli.main(["trec-rag", "--answers", files["answers"], "--out", str(tmp_path / "o4")]) == 2  # no nuggets
+    assert cli.main(["trec-rag", "--answers", files["answers"], "--nuggets", "no/such-id", "--out",
+                     str(tmp_path / "o5")]) == 2
+    assert not any((tmp_path / f"o{k}").exists() for k in (1, 3, 4, 5))
+    assert server.count > 0  # only the 2025-rules run asked the judge
