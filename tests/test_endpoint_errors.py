@@ -169,3 +169,37 @@ def test_an_endpoint_that_fails_after_answering_fails_items_not_the_job(tmp_path
             llm.chat([{"role": "user", "content": "d"}])
         with pytest.raises(EndpointError):  # and every later call, at once
             llm.chat([{"role": "user", "content": "e"}])
+
+
+def test_an_invalid_item_is_not_asked_twice_in_one_job(tmp_path):
+    """A job is the life of a client: an item that failed validation is replayed, not asked again, also after
+    the client's pool went idle (e.g. between two systems); a new job (or a new client: a re-run) asks it."""
+    from pyterrier_nuggets.llm.parsing import OutputError, parse_labels
+
+    def parse(text):
+        return parse_labels(text, 1, ("a", "b"))
+    with FakeOpenAIServer(responder=lambda body: "not a label") as s:
+        llm = LLMClient(model="m", base_url=s.base_url, api_key="k", cache=tmp_path / "c.sqlite", progress=False)
+        ask = lambda: llm.map(lambda m: llm.ask(m, parse, reask=lambda e: e, max_reasks=1),  # noqa: E731
+                              [[{"role": "user", "content": "label it"}]])
+        assert not ask()[0].ok and s.count == 2
+        time.sleep(0.1)  # the pool is idle now
+        assert not ask()[0].ok and s.count == 2  # replayed within the job
+        llm.new_job()
+        assert not ask()[0].ok and s.count == 4  # a new job asks again
+    assert OutputError  # the parse above raises it for every answer
+
+
+def test_dry_run_says_which_counts_are_estimates(tmp_path):
+    from pyterrier_nuggets.judges import CitedGenerator, SupportJudge
+    retrieved = pd.DataFrame({"qid": "q1", "query": "eiffel tower", "docno": ["d1", "d2"], "rank": [0, 1],
+                              "text": ["The tower was finished in 1889.", "It is 330 metres tall."]})
+    with FakeOpenAIServer() as s:
+        llm = LLMClient(model="m", base_url=s.base_url, api_key="k", cache=tmp_path / "c.sqlite", progress=False)
+        judge = SupportJudge(llm)
+        plan = llm.plan(lambda: judge(CitedGenerator(llm)(retrieved)))
+        assert plan.estimated() == {"support": ["generate"]}
+        assert "exact for generate; estimated for support (counted on the placeholder answers of generate" \
+            in plan.to_text()
+        judge(CitedGenerator(llm)(retrieved))  # now the answers are cached: the support count is exact
+        assert llm.plan(lambda: judge(CitedGenerator(llm)(retrieved))).estimated() == {} and s.count == 3
