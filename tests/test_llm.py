@@ -77,7 +77,7 @@ def test_same_cache_for_different_keys(tmp_path):
 
 
 def test_429_retry_after_is_honoured(tmp_path, monkeypatch):
-    from pyterrier_nuggets.llm import client as client_module
+    from pyterrier_nuggets.llm import endpoint as client_module
     from pyterrier_nuggets.llm.retry import jittered
     waits = []  # (the wait the client based its retry on, whether the server asked for it)
 

@@ -33,6 +33,7 @@ import warnings
 
 from ir_measures_ext.errors import InvalidInput, SetupError
 from pyterrier_nuggets.cli import agree, annotate, check_endpoint, correlate, demo, export, ikat, score, table, trec_rag
+from pyterrier_nuggets.formats.files import DroppedLabelsWarning
 from pyterrier_nuggets.judges import LLMStepError
 from pyterrier_nuggets.llm.batch import BatchError
 from pyterrier_nuggets.llm.retry import EndpointError
@@ -86,7 +87,7 @@ def _print_warnings(caught) -> None:
     seen = set()
     for w in caught:
         text = str(w.message)
-        if text in seen or text.startswith("dropped from their topics") or not issubclass(w.category, UserWarning):
+        if text in seen or issubclass(w.category, DroppedLabelsWarning) or not issubclass(w.category, UserWarning):
             continue
         seen.add(text)
         print(f"warning: {text}", file=sys.stderr)

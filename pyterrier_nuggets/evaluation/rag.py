@@ -87,8 +87,7 @@ def evaluate_answers(answers: pd.DataFrame, assigner: pt.Transformer | None = No
         rows += [(str(q), str(d), float(s), "nugget") for q, d, s in
                  zip(assigned["qid"], assigned["docno"], assigned["score"])]
     if judged is not None:
-        rows += [(q, d, s, "support" if ":c" in d[len(q):] else "uncited")
-                 for q, d, s in support_rows(frame_to_judgments(judged))]
+        rows += [(q, d, s, ids.parse_row_id(q, d).kind) for q, d, s in support_rows(frame_to_judgments(judged))]
     rows += [(q, d, s, "words") for q, d, s in words_rows(frame_to_answers(answers))]
     return AnswerEvaluation(pd.DataFrame(rows, columns=EVAL_COLUMNS), assigned, judged)
 

@@ -28,7 +28,7 @@ from datasets_ext.reading import (
 )
 from ir_measures_ext.errors import InvalidInput
 
-__all__ = ["InputError", "InvalidLabel", "InvalidLabelReport", "InvalidLabelsError", "POLICIES", "check_policy",
+__all__ = ["InputError", "DroppedLabelsWarning", "InvalidLabel", "InvalidLabelReport", "InvalidLabelsError", "POLICIES", "check_policy",
            "finish_report", "read_lines", "read_jsonl", "read_columns", "load_json", "write_jsonl", "atomic_write", "get_field",
            "get_qid", "topic_id_problem", "check_topic_id", "check_outputs", "write_all", "shown_path", "run_tag_problem",
            "check_run_tag"]
@@ -92,13 +92,18 @@ def check_policy(on_invalid: str) -> None:
         raise InvalidInput(f"on_invalid must be one of {POLICIES}, got {on_invalid!r}")
 
 
+class DroppedLabelsWarning(UserWarning):
+    """Nuggets with invalid labels were dropped from their topics (``on_invalid="drop"``); the command line
+    prints the report itself, once, so it leaves these warnings out."""
+
+
 def finish_report(report: InvalidLabelReport) -> None:
     """Apply the report's policy once a file is read: refuse raises, drop warns."""
     if not report:
         return
     if report.policy == "refuse":
         raise InvalidLabelsError(report)
-    warnings.warn("dropped from their topics: " + report.summary(), stacklevel=3)
+    warnings.warn("dropped from their topics: " + report.summary(), DroppedLabelsWarning, stacklevel=3)
 
 
 _SAMPLE_ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "sample")

@@ -105,13 +105,52 @@ class EnsembleLabels:
     derived: dict = field(default_factory=dict)
 
 
-class LLMJudge(pt.Transformer):
-    """Base of the transformers that ask an LLM; see the module docstring. A subclass sets the class
-    attributes below, calls :meth:`setup` in its constructor and uses :meth:`ask` and :meth:`finish`."""
+class FailurePolicy:
+    """What a step does with the units of work that failed, declared once for every step that decides labels: the
+    LLM judges, the CONE-RAG matching steps and the offline baseline judges (whose policy is only ``raise``:
+    nothing of theirs can fail). A step declares ``step`` (its short name in :class:`Failure` records), its
+    ``step_name`` (in messages) and its ``failure_policies`` (``on_failure`` value -> what it does; the first is
+    the default), calls :meth:`set_policy` in its constructor and :meth:`finish` once all work is done; the
+    failures of its last run are then in ``failures`` and :meth:`failure_summary`."""
 
     step: ClassVar[str] = ""
     step_name: ClassVar[str] = ""
     failure_policies: ClassVar[dict[str, str]] = {"raise": "stop with an error once all other work is done"}
+
+    on_failure: str
+    failures: list[Failure]
+
+    def set_policy(self, on_failure: str) -> None:
+        if on_failure not in self.failure_policies:
+            raise InvalidInput(f"on_failure must be one of {tuple(self.failure_policies)}, got {on_failure!r}")
+        self.on_failure = on_failure
+        self.failures = []
+
+    def alternatives(self) -> str:
+        """The policies other than ``raise``, as an error message offers them."""
+        return " or ".join(f"{name!r} ({what})" for name, what in self.failure_policies.items() if name != "raise")
+
+    def finish(self, failures: list[Failure]) -> None:
+        """Record the failures of this run and apply the ``on_failure`` policy: ``raise`` raises
+        :class:`LLMStepError` listing them all; any other policy warns (the step did what the policy says)."""
+        self.failures = failures
+        if not failures:
+            return
+        if self.on_failure == "raise":
+            raise LLMStepError(self.step_name, failures, self.alternatives())
+        summary = failure_summary(failures)
+        warnings.warn(f"{type(self).__name__}: {len(failures)} failed step(s), policy on_failure="
+                      f"{self.on_failure!r}; see .failures\n{summary.to_string(index=False)}", stacklevel=3)
+
+    def failure_summary(self) -> pd.DataFrame:
+        """Per-topic summary of the failures of the last run."""
+        return failure_summary(self.failures)
+
+
+class LLMJudge(FailurePolicy, pt.Transformer):
+    """Base of the transformers that ask an LLM; see the module docstring. A subclass sets the class
+    attributes below, calls :meth:`setup` in its constructor and uses :meth:`ask` and :meth:`finish`."""
+
     default_prompt: ClassVar[str] = ""
     reask_prompt: ClassVar[str] = REASK_LIST
     plan_assumption: ClassVar[str] = ""  # how a dry run's placeholder answers are chosen
@@ -124,22 +163,18 @@ class LLMJudge(pt.Transformer):
     llm: Any
     prompt: Any
     max_reasks: int
-    on_failure: str
 
     def setup(self, llm: LLMClient | None, prompt: Any, max_reasks: int, on_failure: str) -> None:
         """Store the common arguments (as attributes of the same name) and prepare the prompts."""
-        if on_failure not in self.failure_policies:
-            raise InvalidInput(f"on_failure must be one of {tuple(self.failure_policies)}, got {on_failure!r}")
+        self.set_policy(on_failure)
         self.llm = llm
         self.prompt = prompt
         self.max_reasks = max_reasks
-        self.on_failure = on_failure
         self.template = load_prompt(prompt, self.default_prompt)
         self._reask_template = load_prompt(None, self.reask_prompt)
         self._default_llm = None
         self._lock = threading.Lock()
         self._memo: dict = {}
-        self.failures: list[Failure] = []
 
     def __repr__(self) -> str:
         """Short (it names the system in pt.Experiment when ``names=`` is omitted): the setting, the model
@@ -200,25 +235,6 @@ class LLMJudge(pt.Transformer):
         if outcome.ok and not outcome.planned and memo_key is not None:
             self._memo[memo_key] = outcome
         return outcome
-
-    def alternatives(self) -> str:
-        """The policies other than ``raise``, as an error message offers them."""
-        return " or ".join(f"{name!r} ({what})" for name, what in self.failure_policies.items() if name != "raise")
-
-    def finish(self, failures: list[Failure]) -> None:
-        """Record the failures of this transform and apply the ``on_failure`` policy."""
-        self.failures = failures
-        if not failures:
-            return
-        if self.on_failure == "raise":
-            raise LLMStepError(self.step_name, failures, self.alternatives())
-        summary = failure_summary(failures)
-        warnings.warn(f"{type(self).__name__}: {len(failures)} failed step(s), policy on_failure="
-                      f"{self.on_failure!r}; see .failures\n{summary.to_string(index=False)}", stacklevel=3)
-
-    def failure_summary(self) -> pd.DataFrame:
-        """Per-topic summary of the failures of the last transform."""
-        return failure_summary(self.failures)
 
     def ensemble_labels(self) -> EnsembleLabels | None:
         """What this judge labels, for an ensemble of judges (:class:`~.ensemble.JudgeEnsemble`); None for a

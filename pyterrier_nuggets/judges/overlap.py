@@ -56,12 +56,17 @@ def _concat(frames: list[pd.DataFrame | None]) -> pd.DataFrame | None:
     return out.reset_index(drop=True)
 
 
+MAX_DRIVERS = 256  # topic threads of one Overlapped run, at most (each mostly waits for its requests)
+
+
 class Overlapped(pt.Transformer):
     """A chain of judges (``Overlapped(NuggetCreator(llm) >> NuggetScorer(llm))``) run topic by topic with
     no barrier between stages; see the module docstring. ``max_topics`` bounds the topics in progress at
-    once (one waiting thread each)."""
+    once, one waiting thread each (default: four times the largest concurrency of the judges' clients, at most
+    :data:`MAX_DRIVERS`: a topic's stage has one request or a few in flight, so four per slot keep the client's
+    pool full while the threads stay few)."""
 
-    def __init__(self, pipeline, *, max_topics: int = 1024):
+    def __init__(self, pipeline, *, max_topics: int | None = None):
         self.pipeline = pipeline
         self.max_topics = max_topics
         self.stages = _stages(pipeline)
@@ -147,7 +152,8 @@ class Overlapped(pt.Transformer):
                         return
                     bar.update()
 
-        n = min(len(topics), self.max_topics)
+        bound = self.max_topics or min(MAX_DRIVERS, 4 * max((c.concurrency for c in clients), default=8))
+        n = min(len(topics), bound)
         for s in schedulers:
             s.expect_drivers(n)
         threads = [threading.Thread(target=driver, name=f"pt-nuggets-topic-{i}", daemon=True) for i in range(n)]

@@ -1,7 +1,11 @@
 """The LLM layer (design.md decision 3): one client for any OpenAI-compatible chat endpoint, or the embedded
 model, with cache, retries, bounded concurrency and strict output parsing.
 
-- :mod:`.client`: :class:`LLMClient` (requests, retries, concurrency, ``ask`` with re-asks, ``map``).
+- :mod:`.client`: :class:`LLMClient` (the cache, ``ask`` with re-asks, ``map``, counts; joins the two below).
+- :mod:`.endpoint`: which endpoint, the HTTP request, retries, the fail-fast rule (:class:`Endpoint`).
+- :mod:`.modes`: online, Batch API and dry-run routing (:class:`ModeRouter`).
+- :mod:`.options`: the client's option groups (:class:`RetryPolicy`, :class:`Limits`, :class:`BatchOptions`,
+  :class:`Sampling`).
 - :mod:`.cache`: the SQLite response cache and its request key.
 - :mod:`.retry`: which errors are retried and how long to wait; which stop the job (:class:`EndpointError`).
 - :mod:`.embedded`: the embedded SmolLM2 model as an HTTP transport of the openai SDK.
@@ -14,15 +18,18 @@ model, with cache, retries, bounded concurrency and strict output parsing.
 - :mod:`.usage`: calls, tokens and costs per stage (:class:`Usage`), dry runs (:class:`Plan`), :class:`Prices`.
 """
 from pyterrier_nuggets.llm.cache import ResponseCache, default_cache_path, request_key
-from pyterrier_nuggets.llm.client import ChatResult, LLMClient, Outcome, endpoint_configured
+from pyterrier_nuggets.llm.client import LLMClient, Outcome
 from pyterrier_nuggets.llm.config import ENV_API_KEY, ENV_BASE_URL, ENV_CACHE, ENV_MODEL
 from pyterrier_nuggets.llm.embedded import EMBEDDED_MODEL, find_embedded_model
+from pyterrier_nuggets.llm.endpoint import ChatResult, endpoint_configured
 from pyterrier_nuggets.llm.limits import AdaptiveLimiter
+from pyterrier_nuggets.llm.options import BatchOptions, Limits, RetryPolicy, Sampling
 from pyterrier_nuggets.llm.parsing import OutputError
 from pyterrier_nuggets.llm.retry import EndpointError
 from pyterrier_nuggets.llm.tokens import TokenCounter
 from pyterrier_nuggets.llm.usage import Plan, Prices, Usage
 
-__all__ = ["LLMClient", "ChatResult", "Outcome", "endpoint_configured", "EndpointError", "ResponseCache", "request_key", "default_cache_path",
+__all__ = ["LLMClient", "ChatResult", "Outcome", "endpoint_configured", "EndpointError", "RetryPolicy", "Limits",
+           "BatchOptions", "Sampling", "ResponseCache", "request_key", "default_cache_path",
            "OutputError", "ENV_API_KEY", "ENV_BASE_URL", "ENV_CACHE", "ENV_MODEL", "EMBEDDED_MODEL",
            "find_embedded_model", "AdaptiveLimiter", "TokenCounter", "Plan", "Prices", "Usage"]

@@ -1,4 +1,4 @@
-"""The LLM layer (design.md decision 3): one client for any OpenAI-compatible chat endpoint.
+"""The LLM layer: one client for any OpenAI-compatible chat endpoint (docs/decisions.md, "The LLM layer").
 
 Every caller gets, without asking:
 
@@ -39,78 +39,47 @@ endpoint and no key the client refuses in one line naming both ways: configure a
 embedded SmolLM2-135M-Instruct on CPU through llama-cpp-python (:mod:`.embedded`) with ``embedded=True``
 (never chosen silently: it checks the code path, its numbers mean nothing). The embedded model is plugged in *below* the openai SDK as its HTTP transport, so it and a
 remote endpoint share one code path: the same requests, cache, retries, counters and output checks.
+
+The client is three parts: the endpoint (:mod:`.endpoint`: which endpoint, the HTTP request, retries and the
+fail-fast rule), the mode router (:mod:`.modes`: online, Batch API, dry run) and what joins them here (the
+cache, ``ask`` with re-asks, ``map`` on the worker pool, the counts). Options come in four groups
+(:mod:`.options`: :class:`~.options.RetryPolicy`, :class:`~.options.Limits`, :class:`~.options.BatchOptions`,
+:class:`~.options.Sampling`); the single keyword arguments of the first release still work.
 """
 from __future__ import annotations
 
 import contextlib
 import functools
-import os
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
-import openai
-
 from ir_measures_ext.errors import InvalidInput
-
-try:  # the HTTP library of the openai SDK: httpx2 from openai 3, httpx before
-    import httpx2 as _http
-except ImportError:  # pragma: no cover - depends on the installed SDK
-    import httpx as _http
-
-from pyterrier_nuggets.llm.batch import BatchRunner
 from pyterrier_nuggets.llm.cache import INVALID, ResponseCache, default_cache_path, request_key
-from pyterrier_nuggets.llm.config import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
-from pyterrier_nuggets.llm.embedded import (
-    EMBEDDED_BASE_URL,
-    EMBEDDED_MODEL,
-    announce_embedded,
-    embedded_http_client,
-    find_embedded_model,
+from pyterrier_nuggets.llm.endpoint import (
+    PLACEHOLDER_KEY,
+    ChatResult,
+    Endpoint,
+    NoEndpoint,
+    endpoint_configured,
+    select_endpoint,
 )
-from pyterrier_nuggets.llm.limits import CONGESTION_STATUS, AdaptiveLimiter
+from pyterrier_nuggets.llm.modes import ModeRouter
+from pyterrier_nuggets.llm.options import BatchOptions, Limits, RetryPolicy, Sampling, group_options
 from pyterrier_nuggets.llm.parsing import OutputError
-from pyterrier_nuggets.llm.retry import (
-    FATAL_FIX,
-    FATAL_STATUS,
-    PROBE_ATTEMPTS,
-    RETRYABLE,
-    EndpointError,
-    describe_error,
-    is_connection_error,
-    jittered,
-    retry_after,
-)
 from pyterrier_nuggets.llm.scheduler import Deferred, Scheduler
 from pyterrier_nuggets.llm.tokens import TokenCounter
-from pyterrier_nuggets.llm.usage import COUNTERS, Plan, Prices, Usage, zero_counters
+from pyterrier_nuggets.llm.usage import OTHER_STAGE, Plan, Prices, StageCounters, Usage
+
+__all__ = ["LLMClient", "ChatResult", "Outcome", "endpoint_configured", "select_endpoint", "NoEndpoint",
+           "PLACEHOLDER_KEY", "OTHER_STAGE"]
 
 _DEFAULT_CACHE = object()
-PLACEHOLDER_KEY = "EMPTY"  # what local servers without authentication accept as a key
-OTHER_STAGE = "other"
+EMBEDDED_MAX_TOKENS = 512  # bound the generation of a small model that may ramble
 
 T = TypeVar("T")
-
-
-@dataclass
-class ChatResult:
-    """One chat completion: its text, or the error that prevented it (after all retries)."""
-
-    text: str | None
-    cached: bool = False
-    error: str | None = None
-    usage: dict = field(default_factory=dict)
-    finish_reason: str | None = None
-    key: str | None = None
-    planned: bool = False  # a dry run's placeholder, not an answer
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
 
 
 @dataclass
@@ -128,216 +97,152 @@ class Outcome(Generic[T]):
         return self.error is None
 
 
-def _message(exc: Exception) -> str:
-    """The endpoint's own words about an HTTP error, short (the SDK keeps the ``error`` object of the reply)."""
-    body = getattr(exc, "body", None)
-    message = None
-    if isinstance(body, dict):
-        inner = body.get("error")
-        message = inner.get("message") if isinstance(inner, dict) else body.get("message")
-    return " ".join(str(message or exc).split())[:200]
-
-
-def _select_endpoint(model: str | None, base_url: str | None, api_key: str | None, embedded: bool | None
-                     ) -> tuple[bool, str | None, str | None]:
-    """(embedded, base_url, key) from the arguments and the environment. Nothing configured and no explicit
-    ``embedded=True`` is refused (never a silent fall-back to the embedded model, whose numbers mean nothing);
-    a model name without an endpoint is refused; an endpoint without a key gets the placeholder key."""
-    env_base = os.environ.get(ENV_BASE_URL) or None
-    env_key = os.environ.get(ENV_API_KEY) or None
-    if embedded:
-        if model and model != EMBEDDED_MODEL:
-            raise InvalidInput(
-                f"embedded=True runs {EMBEDDED_MODEL}, not {model!r}: leave model unset, or give the endpoint that "
-                f"serves {model!r} (base_url=... or ${ENV_BASE_URL})",
-                cli=f"--llm embedded runs {EMBEDDED_MODEL}, not {model!r}: leave --model out, or give the endpoint "
-                    f"that serves {model!r} (--base-url or ${ENV_BASE_URL})")
-        return True, None, None
-    base_url = base_url or env_base
-    secret = api_key or env_key
-    if base_url is None and secret is None:
-        named = model or os.environ.get(ENV_MODEL)
-        asked = f"model {named!r} was asked for, but no" if named else "no"
-        raise NoEndpoint(
-            f"{asked} LLM endpoint is configured: pass base_url=... and model=... (or set ${ENV_BASE_URL} and "
-            f"${ENV_MODEL} for a local or hosted server, ${ENV_API_KEY} for the OpenAI API); or pass embedded=True "
-            f"to run the LLM steps on the embedded {EMBEDDED_MODEL} (a check of the code path: its numbers mean "
-            "nothing)",
-            cli=f"{asked} LLM endpoint is configured: give --base-url URL --model NAME (or set ${ENV_BASE_URL} and "
-                f"${ENV_MODEL}; ${ENV_API_KEY} for the OpenAI API); or --llm embedded to run the LLM steps on the "
-                f"embedded {EMBEDDED_MODEL} (a check of the code path: its numbers mean nothing)")
-    if secret is None:
-        secret = PLACEHOLDER_KEY
-    return False, base_url, secret
-
-
-class NoEndpoint(InvalidInput):
-    """No LLM endpoint is configured (arguments or environment) and the embedded model was not asked for."""
-
-
-def endpoint_configured(model: str | None = None, base_url: str | None = None, api_key: str | None = None) -> bool:
-    """Whether these arguments and the environment name an endpoint; a model name without one is refused as by
-    :class:`LLMClient`."""
-    try:
-        _select_endpoint(model, base_url, api_key, None)
-    except NoEndpoint:
-        if model or os.environ.get(ENV_MODEL):
-            raise
-        return False
-    return True
-
-
 class LLMClient:
     """Chat completions from any OpenAI-compatible endpoint, with cache, retries and adaptive concurrency.
 
-    Arguments left ``None`` come from the environment (see the module docstring). ``cache`` is a path, a
-    :class:`ResponseCache`, ``None`` (no cache) or, by default, :func:`default_cache_path`. ``json_mode``
-    ``"auto"`` sends a JSON schema as ``response_format={"type": "json_object", "schema": ...}`` only to the
-    embedded model (llama.cpp's grammar-constrained JSON mode); ``True`` sends it to any endpoint.
+    :param model: the model name at the endpoint (default ``$PYTERRIER_NUGGETS_MODEL``).
+    :param base_url: the endpoint, e.g. ``http://localhost:8000/v1`` (default ``$OPENAI_BASE_URL``; with only a
+        key, the OpenAI API). Nothing configured is refused unless ``embedded``.
+    :param api_key: the secret (default ``$OPENAI_API_KEY``); never stored, logged or part of a cache key.
+    :param cache: a path, a :class:`ResponseCache`, ``None`` (no cache) or, by default,
+        :func:`default_cache_path`.
+    :param embedded: ``True`` (or the path of a GGUF file) runs the embedded SmolLM2 model on CPU: a check of the
+        code path, never a judge.
+    :param progress: progress bars on long work.
+    :param frozen: replay every cached answer, also those that failed validation (a byte-identical re-run); by
+        default a re-run asks those again.
+    :param prices: :class:`~.usage.Prices` for :meth:`usage` and dry runs.
+    :param retry: a :class:`~.options.RetryPolicy` (timeouts, retries, backoff).
+    :param limits: :class:`~.options.Limits` (the ceiling of requests in flight, adaptive or not, quotas).
+    :param batch: :class:`~.options.BatchOptions`, or ``True`` for the OpenAI Batch API with its defaults.
+    :param sampling: :class:`~.options.Sampling` (temperature, seed, max_tokens, JSON mode).
+    :param options: the single options of the first release (``concurrency=``, ``timeout=``, ``batch_poll=``,
+        ``temperature=``, ...), sorted into the groups above; ``embedded_model_path=`` is ``embedded=PATH``.
 
-    ``concurrency`` is the ceiling of requests in flight (and the number of workers); with ``adaptive``
-    (default) the client finds how many the endpoint takes below it. ``requests_per_minute`` and
-    ``tokens_per_minute`` are quotas to stay under. ``batch=True`` answers requests through the OpenAI
-    Batch API (polling every ``batch_poll`` seconds, waiting at most ``batch_timeout`` per batch).
-    ``frozen=True`` replays every cached answer, also those that failed validation (byte-identical
-    re-run); by default a re-run asks those again. ``prices`` price :meth:`usage` and :meth:`planning`.
+    Examples::
+
+        llm = LLMClient(model="gpt-4o-mini", base_url="http://localhost:8000/v1", limits=Limits(concurrency=32))
+        answer = llm.chat([{"role": "user", "content": "Say OK."}]).text
     """
 
-    def __init__(self, model: str | None = None, base_url: str | None = None, api_key: str | None = None,
-                 *, cache: Any = _DEFAULT_CACHE, concurrency: int = 8, timeout: float = 120.0,
-                 max_retries: int = 6, max_retry_time: float = 600.0, backoff: float = 1.0, max_backoff: float = 60.0,
-                 temperature: float = 0.0, seed: int | None = 0, max_tokens: int | None = None,
-                 json_mode: Any = "auto", progress: bool = True, embedded: bool | None = None,
-                 embedded_model_path: str | None = None, adaptive: bool = True,
-                 requests_per_minute: float | None = None, tokens_per_minute: float | None = None,
-                 batch: bool = False, batch_poll: float = 30.0, batch_timeout: float | None = None,
-                 frozen: bool = False, prices: Prices | None = None):
-        self.embedded, base_url, secret = _select_endpoint(model, base_url, api_key, embedded)
-        if self.embedded:
-            if max_tokens is None:
-                max_tokens = 512  # bound the generation of a small model that may ramble
-            self.embedded_model_path = embedded_model_path or find_embedded_model()
-            self.base_url = EMBEDDED_BASE_URL
-            self.model = model or EMBEDDED_MODEL
-            http_client = embedded_http_client(self.embedded_model_path)
-            secret = "embedded"
-            self.endpoint = f"embedded:{Path(self.embedded_model_path).name}"
-            announce_embedded()
-        else:
-            self.embedded_model_path = None
-            self.base_url = base_url
-            self.model = model or os.environ.get(ENV_MODEL) or None
-            if not self.model:
-                where = base_url or "of the OpenAI API"
-                raise InvalidInput(f"no model name for the endpoint {where}: pass model=... or set ${ENV_MODEL}",
-                                   cli=f"no model name for the endpoint {where}: give --model NAME or set ${ENV_MODEL}")
-            http_client = None
-            self.endpoint = base_url or "https://api.openai.com/v1"
+    def __init__(self, model: str | None = None, base_url: str | None = None, api_key: str | None = None, *,
+                 cache: Any = _DEFAULT_CACHE, embedded: bool | str | None = None, progress: bool = True,
+                 frozen: bool = False, prices: Prices | None = None, retry: RetryPolicy | None = None,
+                 limits: Limits | None = None, batch: BatchOptions | bool | None = None,
+                 sampling: Sampling | None = None, **options):
+        embedded = options.pop("embedded_model_path", None) or embedded
+        self.retry, self.limits, self.batch_options, self.sampling = group_options(retry, limits, batch, sampling,
+                                                                                   options)
+        self.counters = StageCounters()
+        self._endpoint = Endpoint(model, base_url, api_key, embedded, self.retry, self.limits, self.counters.count)
+        if self._endpoint.embedded and self.sampling.max_tokens is None:
+            self.sampling = replace(self.sampling, max_tokens=EMBEDDED_MAX_TOKENS)
         if cache is _DEFAULT_CACHE:
             cache = default_cache_path()
         if cache is not None and not isinstance(cache, ResponseCache):
             cache = ResponseCache(cache)
         self.cache = cache
-        self.concurrency = int(concurrency)
-        if self.concurrency < 1:
-            raise InvalidInput("concurrency must be at least 1")
-        if batch and (self.embedded or cache is None):
+        if self.batch_options.enabled and (self.embedded or cache is None):
             raise InvalidInput("batch=True needs a remote endpoint with the Batch API and a response cache (the "
-                             "answers and batch ids are kept there)")
-        self.timeout = timeout
-        self.max_retries = max_retries
-        self.max_retry_time = max_retry_time
-        self.backoff = backoff
-        self.max_backoff = max_backoff
-        self.temperature = temperature
-        self.seed = seed
-        self.max_tokens = max_tokens
-        self.json_mode = json_mode
-        self.progress = progress
-        self.adaptive = adaptive
-        self.requests_per_minute = requests_per_minute
-        self.tokens_per_minute = tokens_per_minute
-        self.batch = batch
-        self.batch_poll = batch_poll
-        self.batch_timeout = batch_timeout
-        self.frozen = frozen
-        self.prices = prices
-        # The SDK's own retries are off: ours honour Retry-After, count and bound total time.
-        kwargs = dict(api_key=secret, max_retries=0, timeout=timeout)
-        if self.base_url is not None:
-            kwargs["base_url"] = self.base_url
-        if http_client is not None:
-            kwargs["http_client"] = http_client
-        self._client = openai.OpenAI(**kwargs)
-        self.limiter = AdaptiveLimiter(self.concurrency, adaptive=adaptive, requests_per_minute=requests_per_minute,
-                                       tokens_per_minute=tokens_per_minute)
-        self.scheduler = Scheduler(self.concurrency, self._flush)
+                               "answers and batch ids are kept there)")
+        self.progress, self.frozen, self.prices = progress, frozen, prices
         self.tokens = TokenCounter(self.model)
-        self._batch_runner = None
+        self._router = ModeRouter(self.batch_options, cache, self.endpoint, lambda: self._endpoint.client,
+                                  self.counters, self.tokens, lambda: self.scheduler.rounds, self._log)
+        self.scheduler = Scheduler(int(self.limits.concurrency), self._router.flush)
         self._lock = threading.Lock()
         self._local = threading.local()
-        self._mode = "batch" if batch else "online"
-        self._pending: dict[str, tuple] = {}  # requests waiting for the next flush (batch mode, dry run)
-        self._overlay: dict[str, dict] = {}  # a dry run's placeholder answers
-        self._assumptions: dict[str, str] = {}
-        self._reads: dict[str, set[str]] = {}  # dry run: stage -> the stages whose answers decide its item count
         self._job_invalid: set[str] = set()  # marked invalid during this job (see new_job): replayed within it
-        self._job_fetched: set[str] = set()  # answered by the Batch API during this job
-        self._job_errors: dict[str, str] = {}  # failed inside a batch during this job
-        self.stats = zero_counters()
-        self.stage_stats: dict[str, dict] = {}
-        self._answered = False  # the endpoint has answered a request with a chat completion (in this process)
-        self._unusable: EndpointError | None = None  # once set, every call raises it: the job stops
+
+    # ------------------------------------------------------------------------------------- what it is
+
+    @property
+    def embedded(self) -> bool:
+        return self._endpoint.embedded
+
+    @property
+    def embedded_model_path(self) -> str | None:
+        return self._endpoint.embedded_model_path
+
+    @property
+    def model(self) -> str:
+        return self._endpoint.model
+
+    @property
+    def base_url(self) -> str | None:
+        return self._endpoint.base_url
+
+    @property
+    def endpoint(self) -> str:
+        """The endpoint's address (``embedded:FILE`` for the embedded model): part of every cache key."""
+        return self._endpoint.url
+
+    @property
+    def limiter(self):
+        """The endpoint's adaptive limit (:class:`~.limits.AdaptiveLimiter`)."""
+        return self._endpoint.limiter
+
+    @property
+    def concurrency(self) -> int:
+        return int(self.limits.concurrency)
+
+    @property
+    def batch(self) -> bool:
+        return self.batch_options.enabled
+
+    @property
+    def max_tokens(self) -> int | None:
+        return self.sampling.max_tokens
+
+    @max_tokens.setter
+    def max_tokens(self, value: int | None) -> None:
+        self.sampling = replace(self.sampling, max_tokens=value)
 
     @property
     def mode(self) -> str:
         """``"online"`` (calls), ``"batch"`` (Batch API) or ``"plan"`` (inside :meth:`planning`)."""
-        return self._mode
+        return self._router.mode
 
-    def _count(self, stage: str | None, **increments) -> None:
-        buffer = getattr(self._local, "buffer", None)
-        if buffer is not None:  # inside a task: kept until the task completes (not if it is deferred)
-            counters = buffer.setdefault(stage or OTHER_STAGE, {})
-            for k, v in increments.items():
-                counters[k] = counters.get(k, 0) + v
-            return
-        self._merge({stage or OTHER_STAGE: increments})
+    @property
+    def stats(self) -> dict:
+        """Counts in all: items, requests, cache hits, calls, retries, failures, tokens (:data:`~.usage.COUNTERS`)."""
+        return self.counters.total
 
-    def _merge(self, by_stage: dict[str, dict]) -> None:
-        with self._lock:
-            for stage, increments in by_stage.items():
-                counters = self.stage_stats.setdefault(stage, zero_counters())
-                for k, v in increments.items():
-                    counters[k] += v
-                    self.stats[k] += v
+    @property
+    def stage_stats(self) -> dict[str, dict]:
+        return self.counters.stages
+
+    @property
+    def batch_stats(self) -> dict:
+        """Batch API rounds, batches submitted, resumed and forgotten, polls, requests and errors so far."""
+        return self._router.batch_stats
 
     def usage(self, prices: Prices | None = None) -> Usage:
-        """Requests, cache hits, calls, Batch API answers, failures, tokens and cost per stage so far."""
-        with self._lock:
-            stages = {s: dict(c) for s, c in self.stage_stats.items()}
-        return Usage(stages, prices or self.prices)
+        """Items, requests, cache hits, calls, Batch API answers, failures, tokens and cost per stage so far."""
+        return Usage(self.counters.snapshot(), prices or self.prices)
 
     def __repr__(self) -> str:
         cache = None if self.cache is None else str(self.cache.path)
         return (f"LLMClient(model={self.model!r}, base_url={self.base_url!r}, cache={cache!r}, "
-                f"concurrency={self.concurrency}, temperature={self.temperature}, seed={self.seed}"
+                f"concurrency={self.concurrency}, temperature={self.sampling.temperature}, seed={self.sampling.seed}"
                 + (", batch=True" if self.batch else "") + ")")
 
     def __getstate__(self):
         raise TypeError("LLMClient holds connections and a secret; create one per process instead of pickling")
 
-    # ---------------------------------------------------------------- requests
+    # ---------------------------------------------------------------------------------------- requests
 
     def use_json_schema(self) -> bool:
-        return self.json_mode is True or (self.json_mode == "auto" and self.embedded)
+        return self.sampling.json_mode is True or (self.sampling.json_mode == "auto" and self.embedded)
 
     def request_body(self, messages: Sequence[dict], *, json_schema: dict | None = None, **params) -> dict:
         """The full request as sent (and as hashed for the cache): model, messages and all parameters."""
-        body: dict = {"model": self.model, "messages": [dict(m) for m in messages], "temperature": self.temperature}
-        if self.seed is not None:
-            body["seed"] = self.seed
-        if self.max_tokens is not None:
-            body["max_tokens"] = self.max_tokens
+        s = self.sampling
+        body: dict = {"model": self.model, "messages": [dict(m) for m in messages], "temperature": s.temperature}
+        if s.seed is not None:
+            body["seed"] = s.seed
+        if s.max_tokens is not None:
+            body["max_tokens"] = s.max_tokens
         if json_schema is not None and self.use_json_schema():
             body["response_format"] = {"type": "json_object", "schema": json_schema}
         body.update({k: v for k, v in params.items() if v is not None})
@@ -348,150 +253,56 @@ class LLMClient:
         """One chat completion, from the cache if this exact request was answered before.
 
         API errors do not raise: after the bounded retries the result carries ``error`` (and nothing is
-        cached, so the next run tries again). ``stage`` names the step for the per-stage counts;
-        ``plan_reply`` is what a dry run assumes the answer to be (``plan_note`` says how it was chosen).
+        cached, so the next run tries again); an endpoint that cannot be used at all raises
+        :class:`~.retry.EndpointError`. ``stage`` names the step for the per-stage counts; ``plan_reply`` is
+        what a dry run assumes the answer to be (``plan_note`` says how it was chosen).
         """
-        if self._mode != "online" and not self.scheduler.in_worker:  # a direct call: run it as a task
+        if self._router.defers and not self.scheduler.in_worker:  # a direct call: run it as a task
             return self.map(lambda _: self.chat(messages, json_schema=json_schema, stage=stage, plan_reply=plan_reply,
                                                 plan_note=plan_note, **params), [None])[0]
         body = self.request_body(messages, json_schema=json_schema, **params)
         key = request_key(self.endpoint, body)
-        self._count(stage, requests=1)
-        hit = self._overlay.get(key) if self._overlay else None
+        self.counters.count(stage, requests=1)
+        hit = self._router.placeholder(key)
         if hit is not None:  # a placeholder answer of this dry run (counted as planned when it was made)
             return ChatResult(hit["text"], cached=True, usage=hit["usage"], key=key, planned=True)
-        found = self.cache.lookup(key) if self.cache is not None else None
-        if found is not None:
-            hit, verdict = found
-            if verdict != INVALID or self.frozen or key in self._job_invalid:
-                if key not in self._job_fetched:
-                    self._count(stage, cache_hits=1)
-                return ChatResult(hit["text"], cached=True, usage=hit.get("usage") or {},
-                                  finish_reason=hit.get("finish_reason"), key=key)
-            # else: its exchange failed validation in an earlier run; ask again
-        if key in self._job_errors:
-            self._count(stage, failures=1)
-            return ChatResult(None, error=self._job_errors[key], key=key)
-        if self._mode != "online":
-            with self._lock:
-                self._pending[key] = (body, stage or OTHER_STAGE, plan_reply, plan_note)
-            raise Deferred(key)
-        if self._unusable is not None:
-            raise self._unusable
-        result = self._call(body, stage)
+        cached = self._cached(key, stage)
+        if cached is not None:
+            return cached
+        if key in self._router.errors:
+            self.counters.count(stage, failures=1)
+            return ChatResult(None, error=self._router.errors[key], key=key)
+        if self._router.defers:
+            raise self._router.defer(key, body, stage, plan_reply, plan_note)
+        tokens = 0
+        if self.limiter.needs_tokens:
+            tokens = self.tokens.count_messages(body["messages"]) + int(body.get("max_tokens") or 0)
+        result = self._endpoint.call(body, stage, self.scheduler.current_priority(), tokens)
         result.key = key
         if result.ok and self.cache is not None:
             self.cache.put(key, body, {"text": result.text, "usage": result.usage,
                                        "finish_reason": result.finish_reason})
         return result
 
-    def _call(self, body: dict, stage: str | None) -> ChatResult:
-        started = time.monotonic()
-        attempt = 0
-        tokens = 0
-        if self.limiter.needs_tokens:
-            tokens = self.tokens.count_messages(body["messages"]) + int(body.get("max_tokens") or 0)
-        while True:
-            ticket = self.limiter.acquire(self.scheduler.current_priority(), tokens)
-            self._count(stage, calls=1)
-            status = headers = None
-            try:
-                # The SDK's own request path (errors, timeouts, auth, the embedded transport) without its
-                # typed-dict transform and response model, which cost 2-3 ms of CPU per call: the body is
-                # already a plain JSON request, and the reply is read as plain JSON.
-                raw = self._client.post("/chat/completions", body=body, cast_to=_http.Response)
-                status, headers = raw.status_code, raw.headers
-                completion = raw.json()
-                if not isinstance(completion, dict):
-                    raise InvalidInput("the response body is not a JSON object")
-                error = None
-            except RETRYABLE as exc:
-                error = exc
-                status = getattr(exc, "status_code", None)
-                response = getattr(exc, "response", None)
-                headers = response.headers if response is not None else None
-            except openai.OpenAIError as exc:  # 4xx and the like: asking again would not help
-                response = getattr(exc, "response", None)
-                status = getattr(exc, "status_code", None)
-                self.limiter.release(ticket, status=status, headers=response.headers if response is not None else None)
-                self._count(stage, failures=1)
-                if status in FATAL_STATUS:  # the same for every request: stop the job, do not fail each item
-                    raise self._stop(f"HTTP {status}, {FATAL_STATUS[status]} ({_message(exc)}); "
-                                     f"{FATAL_FIX[status]}") from None
-                return ChatResult(None, error=describe_error(exc))
-            except (ValueError, TypeError) as exc:  # a malformed response body: retried like a 5xx
-                error = RuntimeError(f"malformed response from the endpoint ({type(exc).__name__}: {exc})")
-                status = 500
-                if not self._answered:  # a first reply that is no chat completion: not this client's endpoint
-                    self.limiter.release(ticket, status=status)
-                    self._count(stage, failures=1)
-                    raise self._stop(f"HTTP 200 without a chat completion ({type(exc).__name__}: {exc}); is this "
-                                     "an OpenAI-compatible /v1 endpoint?") from None
-            asked = retry_after(error) if error is not None else None
-            self.limiter.release(ticket, status=status, headers=headers, retry_after=asked,
-                                 timed_out=isinstance(error, openai.APITimeoutError))
-            if error is None:
-                return self._result(completion, stage)
-            if status in CONGESTION_STATUS:
-                self._count(stage, throttled=1)
-            probing = not self._answered and is_connection_error(error)
-            if probing and (attempt + 1 >= PROBE_ATTEMPTS or attempt >= self.max_retries):
-                self._count(stage, failures=1)
-                raise self._stop(f"cannot connect ({describe_error(error)}, {attempt + 1} attempts in "
-                                 f"{time.monotonic() - started:.1f} s); is the server running at this address?")
-            wait = jittered(asked if asked is not None else self.backoff * (2 ** attempt), asked is not None)
-            wait = min(wait, self.max_backoff)
-            if probing:
-                wait = min(wait, 0.5)  # a short, bounded probe of an endpoint that has not answered yet
-            elapsed = time.monotonic() - started
-            if attempt >= self.max_retries or elapsed + wait > self.max_retry_time:
-                self._count(stage, failures=1)
-                return ChatResult(None, error=f"{describe_error(error)} (gave up after {attempt + 1} attempts, "
-                                              f"{elapsed:.1f}s)")
-            attempt += 1
-            self._count(stage, retries=1)
-            time.sleep(wait)
+    def _cached(self, key: str, stage: str | None) -> ChatResult | None:
+        """The cached answer to this request, unless its exchange failed validation in an earlier job (asked
+        again, unless ``frozen``)."""
+        found = self.cache.lookup(key) if self.cache is not None else None
+        if found is None:
+            return None
+        hit, verdict = found
+        if verdict == INVALID and not self.frozen and key not in self._job_invalid:
+            return None
+        if key not in self._router.fetched:
+            self.counters.count(stage, cache_hits=1)
+        return ChatResult(hit["text"], cached=True, usage=hit.get("usage") or {},
+                          finish_reason=hit.get("finish_reason"), key=key)
 
     def probe(self) -> str:
         """Ask the endpoint one tiny question, not cached (``pyterrier-nuggets check-endpoint``): a line saying
-        that it answered, how fast and what; or the :class:`EndpointError` a job would stop with."""
-        started = time.monotonic()
-        body = self.request_body([{"role": "user", "content": "Reply with the single word OK."}], max_tokens=5)
-        result = self._call(body, "probe")
-        if not result.ok:
-            raise self._stop(result.error or "no answer")
-        text = " ".join((result.text or "").split())[:60]
-        return (f"the LLM endpoint {self.endpoint} (model {self.model!r}) answered in "
-                f"{time.monotonic() - started:.2f} s: {text!r}")
-
-    def _stop(self, cause: str) -> EndpointError:
-        """The error that stops the job: the endpoint cannot be used (every later call raises it too)."""
-        error = EndpointError(f"the LLM endpoint {self.endpoint} (model {self.model!r}) cannot be used: {cause}")
-        with self._lock:
-            if self._unusable is None:
-                self._unusable = error
-            return self._unusable
-
-    def _result(self, completion: dict, stage: str | None) -> ChatResult:
-        """A chat completion's JSON body as a result (its usage counted)."""
-        usage = {}
-        if isinstance(completion.get("usage"), dict):
-            usage = {"prompt_tokens": completion["usage"].get("prompt_tokens") or 0,
-                     "completion_tokens": completion["usage"].get("completion_tokens") or 0}
-            self._count(stage, **usage)
-        choices = completion.get("choices")
-        if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
-            self._count(stage, failures=1)
-            if not self._answered:
-                raise self._stop("HTTP 200 without a chat completion (no choices in the reply); is this an "
-                                 "OpenAI-compatible /v1 endpoint?")
-            return ChatResult(None, error="the endpoint returned no choices", usage=usage)
-        self._answered = True
-        choice = choices[0]
-        message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
-        content = message.get("content")
-        return ChatResult(content if isinstance(content, str) else "", usage=usage,
-                          finish_reason=choice.get("finish_reason"))
+        that it answered, how fast and what; or the :class:`~.retry.EndpointError` a job would stop with."""
+        return self._endpoint.probe(self.request_body([{"role": "user", "content": "Reply with the single word OK."}],
+                                                      max_tokens=5))
 
     def ask(self, messages: Sequence[dict], parse: Callable[[str], T], *, reask: Callable[[str], str],
             max_reasks: int = 2, json_schema: dict | None = None, stage: str | None = None,
@@ -510,13 +321,13 @@ class LLMClient:
         keys: list[str] = []
         planned = False
         error = "no attempt made"
-        self._count(stage, items=1)
+        self.counters.count(stage, items=1)
         for attempt in range(max_reasks + 1):
             result = self.chat(history, json_schema=json_schema, stage=stage, plan_reply=plan_reply,
                                plan_note=plan_note, **params)
             planned = planned or result.planned
             if not result.ok:
-                self._count(stage, failed_items=1)
+                self.counters.count(stage, failed_items=1)
                 return Outcome(None, error=f"API call failed: {result.error}", raw=raws, attempts=attempt + 1,
                                planned=planned)
             raws.append(result.text)
@@ -524,21 +335,22 @@ class LLMClient:
             try:
                 return Outcome(parse(result.text), raw=raws, attempts=attempt + 1, planned=planned)
             except OutputError as exc:
-                error = str(exc)
-                if result.finish_reason == "length":
-                    error += " (the answer was cut off at the token limit)"
+                error = str(exc) + (" (the answer was cut off at the token limit)"
+                                    if result.finish_reason == "length" else "")
             history = history + [{"role": "assistant", "content": result.text},
                                  {"role": "user", "content": reask(error)}]
         error = f"invalid output after {max_reasks + 1} attempts: {error}"
-        self._count(stage, failed_items=1)
-        stored = [k for k in keys if k is not None and k not in self._overlay]
-        if self.cache is not None and stored:
-            self.cache.mark_invalid(stored, error)
-            with self._lock:
-                self._job_invalid.update(stored)
+        self.counters.count(stage, failed_items=1)
+        self._mark_invalid([k for k in keys if k is not None and self._router.placeholder(k) is None], error)
         return Outcome(None, error=error, raw=raws, attempts=max_reasks + 1, planned=planned)
 
-    # ---------------------------------------------------------------- parallel work
+    def _mark_invalid(self, keys: list[str], error: str) -> None:
+        if self.cache is not None and keys:
+            self.cache.mark_invalid(keys, error)
+            with self._lock:
+                self._job_invalid.update(keys)
+
+    # ----------------------------------------------------------------------------------- parallel work
 
     def map(self, fn: Callable[[Any], T], items: Iterable, *, desc: str | None = None,
             unit: str = "it") -> list[T]:
@@ -568,72 +380,10 @@ class LLMClient:
 
     def _task(self, fn: Callable[[Any], T], item: Any) -> T:
         """Run one item, keeping its counts until it completes (a deferred run is repeated after the flush)."""
-        outer = getattr(self._local, "buffer", None)
-        if outer is not None:  # nested inline in another task: count into that task
+        with self.counters.task(Deferred):
             return fn(item)
-        self._local.buffer = {}
-        try:
-            value = fn(item)
-        except Deferred:
-            raise
-        except BaseException:
-            self._merge(self._local.buffer)
-            raise
-        else:
-            self._merge(self._local.buffer)
-            return value
-        finally:
-            self._local.buffer = None
 
-    # ---------------------------------------------------------------- Batch API and dry runs
-
-    def _flush(self) -> None:
-        """Answer every pending request: by the Batch API, or (dry run) by the placeholder answers."""
-        with self._lock:
-            pending, self._pending = self._pending, {}
-        if not pending:
-            return
-        if self._mode == "plan":
-            by_stage: dict[str, dict] = {}
-            for key, (body, stage, reply, note) in pending.items():
-                reply = reply or ""
-                prompt, completion = self.tokens.count_messages(body["messages"]), self.tokens.count(reply)
-                self._overlay[key] = {"text": reply, "usage": {}}
-                counters = by_stage.setdefault(stage, dict.fromkeys(COUNTERS, 0))
-                counters["planned"] += 1
-                counters["planned_prompt_tokens"] += prompt
-                counters["planned_completion_tokens"] += completion
-                if note:
-                    self._assumptions.setdefault(stage, note)
-            self._merge(by_stage)
-            return
-        if self._batch_runner is None:
-            self._batch_runner = BatchRunner(self._client, self.cache, self.endpoint, poll_interval=self.batch_poll,
-                                             timeout=self.batch_timeout, log=self._log)
-        answers, errors = self._batch_runner.run({k: v[0] for k, v in pending.items()})
-        by_stage = {}
-        for key, (_, stage, _, _) in pending.items():
-            counters = by_stage.setdefault(stage, dict.fromkeys(COUNTERS, 0))
-            if key in answers:
-                usage = answers[key]["usage"]
-                counters["batch_requests"] += 1
-                counters["batch_prompt_tokens"] += usage.get("prompt_tokens", 0)
-                counters["batch_completion_tokens"] += usage.get("completion_tokens", 0)
-        with self._lock:
-            self._job_fetched.update(answers)
-            self._job_errors.update(errors)
-        self._merge(by_stage)
-
-    @property
-    def batch_stats(self) -> dict:
-        """Batch API rounds, batches submitted and resumed, polls, requests and errors so far."""
-        if self._batch_runner is None:
-            return dict(rounds=0, batches=0, resumed=0, forgotten=0, polls=0, requests=0, errors=0)
-        return dict(self._batch_runner.stats)
-
-    def _log(self, message: str) -> None:
-        if self.progress:
-            print(message, file=sys.stderr, flush=True)
+    # ------------------------------------------------------------------------ jobs, Batch API, dry runs
 
     def new_job(self) -> None:
         """Start a new job on this client. A job is the life of a client (one command, one script) unless this is
@@ -642,41 +392,25 @@ class LLMClient:
         re-run) asks them again."""
         with self._lock:
             self._job_invalid.clear()
-            self._job_fetched.clear()
-            self._job_errors.clear()
+        self._router.new_job()
 
-    @contextlib.contextmanager
-    def planning(self, prices: Prices | None = None) -> Iterator[Plan]:
+    def _log(self, message: str) -> None:
+        if self.progress:
+            print(message, file=sys.stderr, flush=True)
+
+    def planning(self, prices: Prices | None = None) -> contextlib.AbstractContextManager[Plan]:
         """A dry run: inside the block nothing is sent; requests not in the cache are counted (with their
         prompt tokens) and answered by the judges' placeholder answers, so that the work goes on as far as
         it would. The :class:`~.usage.Plan` yielded is filled when the block ends."""
-        if self._mode == "plan":
-            raise RuntimeError("already planning")
-        saved = (self._mode, self.stats, self.stage_stats)
-        rounds = self.scheduler.rounds
-        plan = Plan({}, 0, self.tokens.method, prices=prices or self.prices)
-        with self._lock:
-            self._mode, self.stats, self.stage_stats = "plan", zero_counters(), {}
-            self._overlay, self._assumptions, self._reads = {}, {}, {}
-        try:
-            yield plan
-        finally:
-            with self._lock:
-                plan.stages = self.stage_stats
-                plan.rounds = self.scheduler.rounds - rounds
-                plan.assumptions = dict(self._assumptions)
-                plan.reads = {stage: tuple(sorted(r)) for stage, r in self._reads.items()}
-                self._mode, self.stats, self.stage_stats = saved
-                self._overlay, self._assumptions, self._pending = {}, {}, {}
-
-    def plan_reads(self, stage: str, reads: Sequence[str]) -> None:
-        """In a dry run: how many items ``stage`` asks depends on the answers of the stages ``reads`` (the plan
-        says its count is an estimate where those answers were placeholders)."""
-        with self._lock:
-            self._reads.setdefault(stage, set()).update(reads)
+        return self._router.planning(prices or self.prices)
 
     def plan(self, fn: Callable[[], Any], prices: Prices | None = None) -> Plan:
         """:meth:`planning` around ``fn()`` (its result is discarded: it is made of placeholders)."""
         with self.planning(prices) as plan:
             fn()
         return plan
+
+    def plan_reads(self, stage: str, reads: Sequence[str]) -> None:
+        """In a dry run: how many items ``stage`` asks depends on the answers of the stages ``reads`` (the plan
+        says its count is an estimate where those answers were placeholders)."""
+        self._router.plan_reads(stage, reads)

@@ -6,6 +6,9 @@ million tokens); nothing here knows a provider's price list.
 """
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -20,6 +23,74 @@ COUNTERS = ("items", "failed_items", "requests", "cache_hits", "calls", "retries
 
 def zero_counters() -> dict:
     return dict.fromkeys(COUNTERS, 0)
+
+
+OTHER_STAGE = "other"  # the stage of requests that name none
+
+
+class StageCounters:
+    """The client's counts, in all (``total``) and per stage (``stages``). Inside :meth:`task` the counts of a
+    unit of work are kept aside and added when it completes, or dropped when it is deferred (Batch API mode and
+    dry runs repeat it after the flush: counting it twice would be wrong)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self.total = zero_counters()
+        self.stages: dict[str, dict] = {}
+
+    def count(self, stage: str | None, **increments) -> None:
+        buffer = getattr(self._local, "buffer", None)
+        if buffer is not None:  # inside a task: kept until the task completes
+            counters = buffer.setdefault(stage or OTHER_STAGE, {})
+            for k, v in increments.items():
+                counters[k] = counters.get(k, 0) + v
+            return
+        self.merge({stage or OTHER_STAGE: increments})
+
+    def merge(self, by_stage: dict[str, dict]) -> None:
+        with self._lock:
+            for stage, increments in by_stage.items():
+                counters = self.stages.setdefault(stage, zero_counters())
+                for k, v in increments.items():
+                    counters[k] += v
+                    self.total[k] += v
+
+    @contextlib.contextmanager
+    def task(self, deferred: type[BaseException]) -> Iterator[None]:
+        """Count a unit of work: its counts are added when it ends, unless it raised ``deferred``. A task
+        nested in another counts into the outer one."""
+        if getattr(self._local, "buffer", None) is not None:
+            yield
+            return
+        self._local.buffer = {}
+        try:
+            yield
+        except deferred:
+            raise
+        except BaseException:
+            self.merge(self._local.buffer)
+            raise
+        else:
+            self.merge(self._local.buffer)
+        finally:
+            self._local.buffer = None
+
+    def snapshot(self) -> dict[str, dict]:
+        with self._lock:
+            return {s: dict(c) for s, c in self.stages.items()}
+
+    @contextlib.contextmanager
+    def apart(self) -> Iterator[None]:
+        """Count into fresh counters inside the block (a dry run), then restore the real ones; what was counted
+        apart is in ``stages`` until the block ends."""
+        with self._lock:
+            saved, self.total, self.stages = (self.total, self.stages), zero_counters(), {}
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.total, self.stages = saved
 
 
 @dataclass(frozen=True)

@@ -72,3 +72,13 @@ class Matcher:
     def describe(self) -> str:
         """The label of this matcher in tables, notes and CSV metadata (which back-end, model, threshold)."""
         raise NotImplementedError
+
+    def name(self) -> str:
+        """The back-end and model without the decision rule (for a label that states its own thresholds, as the
+        offline baseline judges' do); by default :meth:`describe`."""
+        return self.describe()
+
+    def scores(self, pairs: Sequence[Pair]) -> list[float]:
+        """The matcher's score of each pair (:attr:`Match.score`), the input of a judge that grades by its own
+        thresholds; a back-end with a cheaper way to score overrides it."""
+        return [m.score for m in self.match(pairs)]

@@ -28,7 +28,6 @@ one evaluation route (:func:`pyterrier_nuggets.evaluation.evaluate_answers`) sco
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
@@ -37,6 +36,7 @@ import pyterrier as pt
 from ir_measures_ext import ids
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.formats.frames import ASSIGNMENT_COLUMNS, SUPPORT_COLUMNS
+from pyterrier_nuggets.judges.base import FailurePolicy
 from pyterrier_nuggets.judges.generation import (
     GENERATION_COLUMNS,
     MAX_WORDS,
@@ -55,6 +55,7 @@ SUPPORT_FULL = DEFAULT_THRESHOLD  # 0.83, calibrated on CONE-RAG entailment deci
 SUPPORT_PARTIAL = ASSIGNMENT_SUPPORT
 REDUNDANT = 0.9  # a candidate sentence this similar to a chosen one adds nothing new
 # measured for the calibrated setting only (shipped encoder, sentences, support >= 0.63, no partial support)
+NOTHING_FAILS = {"raise": "no LLM: nothing can fail (the policy of every offline baseline judge)"}
 ASSIGNMENT_AGREEMENT = "agreement with GPT-4o on TREC RAG 2024: kappa 0.24-0.27 (docs/benchmarks.md)"
 
 
@@ -62,30 +63,18 @@ def _matcher(matcher: Matcher | None) -> Matcher:
     return EmbeddingMatcher() if matcher is None else matcher
 
 
-def _scores(matcher: Matcher, pairs: Sequence[tuple[str, str]]) -> list[float]:
-    """The matcher's score of each (premise, hypothesis) pair (its ``scores`` when it has one)."""
-    if not pairs:
-        return []
-    if hasattr(matcher, "scores"):
-        return list(matcher.scores(pairs))
-    return [m.score for m in matcher.match(pairs)]
-
-
-def _name(matcher: Matcher) -> str:
-    return matcher.describe().split(" cosine")[0] if isinstance(matcher, EmbeddingMatcher) else matcher.describe()
-
-
-class MatcherAssigner(pt.Transformer):
+class MatcherAssigner(FailurePolicy, pt.Transformer):
     """Baseline nugget assignment by similarity (see the module docstring), a drop-in for
     :class:`~pyterrier_nuggets.judges.NuggetAssigner`: input ``qid, qanswer``; output one row per (answer,
     nugget of its topic): ``qid, docno`` (``{qid}:n{i}``), ``score`` (1 / 0.5 / 0), ``assignment`` and the
     answer's other columns. ``partial`` (default None: no partial support, as calibrated) must not exceed
     ``support``. Answers of topics without nuggets give no rows."""
 
-    failures: list = []  # no LLM: nothing can fail
+    failure_policies = NOTHING_FAILS
 
     def __init__(self, nuggets: Any, matcher: Matcher | None = None, *, support: float = ASSIGNMENT_SUPPORT,
                  partial: float | None = None):
+        self.set_policy("raise")
         if partial is not None and partial > support:
             raise InvalidInput(f"partial ({partial}) must not exceed support ({support})")
         self.nuggets = nuggets
@@ -99,11 +88,16 @@ class MatcherAssigner(pt.Transformer):
 
     def describe(self) -> str:
         """The label of the tables it judges, with its measured agreement in the calibrated setting only."""
-        partial = f", partial >= {self.partial}" if self.partial is not None else ""
-        calibrated = (isinstance(self.matcher, EmbeddingMatcher) and self.matcher.model is None
-                      and self.matcher.sentences and self.support == ASSIGNMENT_SUPPORT and self.partial is None)
+        return self.describe_setting(self.matcher, self.support, self.partial)
+
+    @staticmethod
+    def describe_setting(matcher: Matcher, support: float = ASSIGNMENT_SUPPORT, partial: float | None = None) -> str:
+        """:meth:`describe` of an assigner with these settings (no nuggets needed to say who judges)."""
+        partial_text = f", partial >= {partial}" if partial is not None else ""
+        calibrated = (isinstance(matcher, EmbeddingMatcher) and matcher.model is None and matcher.sentences
+                      and support == ASSIGNMENT_SUPPORT and partial is None)
         agreement = ASSIGNMENT_AGREEMENT if calibrated else "agreement not measured at these settings"
-        return (f"baseline: {_name(self.matcher)} similarity, support >= {self.support}{partial} "
+        return (f"baseline: {matcher.name()} similarity, support >= {support}{partial_text} "
                 f"(not the AutoNuggetizer's LLM assignment); {agreement}")
 
     def grade(self, score: float) -> str:
@@ -120,7 +114,7 @@ class MatcherAssigner(pt.Transformer):
         records = inp[passthrough].to_dict("records")
         pairs = [("" if r["qanswer"] is None else str(r["qanswer"]), text)
                  for r in records for _, text in self._lists.get(str(r["qid"]), [])]
-        scores = iter(_scores(self.matcher, [p for p in pairs if p[0].strip()]))
+        scores = iter(self.matcher.scores([p for p in pairs if p[0].strip()]))
         rows = []
         for r in records:
             qid = str(r["qid"])
@@ -132,16 +126,17 @@ class MatcherAssigner(pt.Transformer):
         return pd.DataFrame(rows, columns=columns)
 
 
-class MatcherSupportJudge(pt.Transformer):
+class MatcherSupportJudge(FailurePolicy, pt.Transformer):
     """Baseline citation support by similarity (see the module docstring), a drop-in for
     :class:`~pyterrier_nuggets.judges.SupportJudge`: input an answer frame (``qid, sentences, references``,
     segment texts from ``reference_texts`` or ``docstore``); output ``qid, sentence, citation, docno,
     support, score`` per judged citation and per uncited sentence (no support), plus the answer's columns."""
 
-    failures: list = []  # no LLM: nothing can fail
+    failure_policies = NOTHING_FAILS
 
     def __init__(self, matcher: Matcher | None = None, *, full: float = SUPPORT_FULL,
                  partial: float = SUPPORT_PARTIAL, citations: str = "first", docstore: Any = None):
+        self.set_policy("raise")
         if partial > full:
             raise InvalidInput(f"partial ({partial}) must not exceed full ({full})")
         self.matcher = _matcher(matcher)
@@ -154,8 +149,13 @@ class MatcherSupportJudge(pt.Transformer):
         return f"MatcherSupportJudge(full>={self.full}, partial>={self.partial})"
 
     def describe(self) -> str:
-        return (f"baseline: {_name(self.matcher)} similarity of sentence and cited segment, full >= {self.full}, "
-                f"partial >= {self.partial} (not an LLM support judge; agreement not measured)")
+        return self.describe_setting(self.matcher, self.full, self.partial)
+
+    @staticmethod
+    def describe_setting(matcher: Matcher, full: float = SUPPORT_FULL, partial: float = SUPPORT_PARTIAL) -> str:
+        """:meth:`describe` of a support judge with these settings."""
+        return (f"baseline: {matcher.name()} similarity of sentence and cited segment, full >= {full}, "
+                f"partial >= {partial} (not an LLM support judge; agreement not measured)")
 
     def grade(self, score: float) -> str:
         return ids.FULL if score >= self.full else ids.PARTIAL if score >= self.partial else ids.NONE
@@ -166,7 +166,7 @@ class MatcherSupportJudge(pt.Transformer):
         records = inp.to_dict("records")
         planned = cited_statements(records, self.citations, self.docstore)
         judged = [(p[5], p[4]) for p in planned if p[2] is not None]
-        scores = dict(zip(judged, _scores(self.matcher, judged)))
+        scores = dict(zip(judged, self.matcher.scores(judged)))
         rows = []
         for i, j, k, docno, statement, passage in planned:
             r = records[i]
@@ -177,7 +177,7 @@ class MatcherSupportJudge(pt.Transformer):
         return pd.DataFrame(rows, columns=SUPPORT_COLUMNS + passthrough)
 
 
-class ExtractiveGenerator(pt.Transformer):
+class ExtractiveGenerator(FailurePolicy, pt.Transformer):
     """Retrieved segments -> one extractive cited answer per topic, without an LLM (see the module
     docstring); the output columns of :class:`~pyterrier_nuggets.judges.CitedGenerator`.
 
@@ -190,6 +190,7 @@ class ExtractiveGenerator(pt.Transformer):
     def __init__(self, k: int = 5, *, matcher: Matcher | None = None, per_segment: int = 1,
                  max_words: int = MAX_WORDS, redundant: float = REDUNDANT, docstore: Any = None,
                  run_id: str | None = None):
+        self.set_policy("raise")
         if per_segment < 1:
             raise InvalidInput(f"per_segment must be 1 or more, got {per_segment}")
         self.k = check_reference_count(k)
@@ -207,7 +208,7 @@ class ExtractiveGenerator(pt.Transformer):
     def describe(self) -> str:
         per = "sentence" if self.per_segment == 1 else f"{self.per_segment} sentences"
         return (f"extractive baseline: of each segment given, the {per} most similar to the query "
-                f"({_name(self.matcher)}), citing it; no LLM")
+                f"({self.matcher.name()}), citing it; no LLM")
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.columns(inp, includes=["qid", "query", "docno"], context=self)
@@ -236,7 +237,7 @@ class ExtractiveGenerator(pt.Transformer):
 
     def _select(self, query: str, passages: list[str]) -> list[Sentence]:
         candidates = [(i, s) for i, p in enumerate(passages) for s in split_sentences(p)]
-        relevance = dict(zip(candidates, _scores(self.matcher, [(s, query) for _, s in candidates])))
+        relevance = dict(zip(candidates, self.matcher.scores([(s, query) for _, s in candidates])))
         chosen: list[Sentence] = []
         words = 0
         for i in range(len(passages)):
@@ -245,7 +246,7 @@ class ExtractiveGenerator(pt.Transformer):
                 n = len(text.split())
                 if words + n > self.max_words:
                     continue
-                if chosen and max(_scores(self.matcher, [(s.text, text) for s in chosen])) >= self.redundant:
+                if chosen and max(self.matcher.scores([(s.text, text) for s in chosen])) >= self.redundant:
                     continue  # says again what the answer says: dropped, not replaced by a less similar one
                 chosen.append(Sentence(text=text, citations=(i,)))
                 words += n

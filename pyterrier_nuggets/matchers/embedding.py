@@ -101,9 +101,12 @@ class EmbeddingMatcher(Matcher):
     def __repr__(self) -> str:
         return f"EmbeddingMatcher(threshold={self.threshold})"
 
+    def name(self) -> str:
+        model = MODEL_NAME if self.model is None else os.path.basename(str(self.model).rstrip("/"))
+        return f"embedding {model}"
+
     def describe(self) -> str:
-        name = MODEL_NAME if self.model is None else os.path.basename(str(self.model).rstrip("/"))
-        return f"embedding {name} cosine >= {self.threshold} (baseline, not entailment)"
+        return f"{self.name()} cosine >= {self.threshold} (baseline, not entailment)"
 
     def _encode(self, texts: Sequence[str]):
         todo = [t for t in dict.fromkeys(texts) if t not in self._vectors]

@@ -20,7 +20,7 @@ import pyterrier as pt
 
 from pyterrier_nuggets.judges.base import FAILED, EnsembleLabels, Failure, LLMJudge
 from pyterrier_nuggets.llm import LLMClient
-from pyterrier_nuggets.llm.parsing import OutputError, reply_body
+from pyterrier_nuggets.llm.parsing import OutputError, reply_label
 from pyterrier_nuggets.matchers.base import Match, Matcher, Pair
 from pyterrier_nuggets.prompts import CONE_NTR, REASK_YESNO
 
@@ -31,14 +31,7 @@ _SCHEMA = {"type": "object", "properties": {"answer": {"type": "string", "enum":
 
 def parse_yes_no(text: str) -> bool:
     """True for "yes", False for "no" (see the module docstring); anything else is an :class:`OutputError`."""
-    body, value = reply_body(text)
-    if isinstance(value, dict):
-        strings = [v for v in value.values() if isinstance(v, str)]
-        if len(strings) != 1:
-            raise OutputError("the answer is an object without exactly one answer")
-        value = strings[0]
-    if not isinstance(value, str):
-        raise OutputError(f"the answer is a {type(value).__name__}, not yes or no")
+    value = reply_label(text, "yes or no")
     word = _DECORATION.sub("", value).lower()
     if word in ("yes", "no"):
         return word == "yes"

@@ -29,6 +29,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import pandas as pd
 import pyterrier as pt
@@ -154,16 +155,17 @@ def llm_needed(systems: Sequence[SystemSpec], judges: str, nuggets_path: str | N
 
 @dataclass
 class Judges:
-    """Who makes and judges the answers of a main job: ``mode`` ``"llm"`` (the AutoNuggetizer's LLM steps,
-    seed 000/001, and the support judge of seed 004, on ``llm``) or ``"baseline"`` (offline: the similarity
-    judges of :mod:`pyterrier_nuggets.matchers.baseline` on one shared ``matcher``; ``llm``, if any, only
-    writes the answers of systems that ask for it)."""
+    """Who makes and judges the answers of a main job (:class:`LLMJudges` or :class:`BaselineJudges`, one
+    interface): the generator of each system, the nugget assigner, the support judge, and how the table names
+    them. ``llm`` writes the answers of systems whose generator is the LLM; ``matcher`` (made on first use, its
+    sentence vectors kept in ``vector_cache``) serves the extractive generator and the baseline judges."""
 
-    mode: str
     llm: LLMClient | None
     strict: bool = False
     matcher: EmbeddingMatcher | None = None
     vector_cache: Path | None = None  # where the matcher keeps its sentence vectors across runs
+
+    mode: ClassVar[str] = ""  # "llm" or "baseline" (the ``judges=`` of run_main_job)
 
     def generator_of(self, spec: SystemSpec) -> str:
         return generator_of(spec, self.mode)
@@ -174,17 +176,6 @@ class Judges:
                                        run_id=spec.name)
         return CitedGenerator(_need(self.llm), k=spec.k, docstore=collection.docstore, run_id=spec.name,
                               on_failure="raise" if self.strict else "exclude")
-
-    def assigner(self, nuggets: pd.DataFrame):
-        if self.mode == "baseline":
-            return MatcherAssigner(nuggets, self.shared_matcher())
-        return NuggetAssigner(nuggets, _need(self.llm), on_failure="raise" if self.strict else "exclude_answer")
-
-    def support(self, collection: Collection):
-        if self.mode == "baseline":
-            return MatcherSupportJudge(self.shared_matcher(), docstore=collection.docstore)
-        return SupportJudge(_need(self.llm), docstore=collection.docstore,
-                            on_failure="raise" if self.strict else "exclude_answer")
 
     def shared_matcher(self) -> EmbeddingMatcher:
         if self.matcher is None:
@@ -198,17 +189,61 @@ class Judges:
             return "none (imported assignments)"
         if self.generator_of(spec) == "extractive":
             return self.generator(spec, collection).describe()
-        return f"CitedGenerator (seed 001 §2 prompt), top {spec.k} segments, on {llm_name(_need(self.llm))}"
+        return f"CitedGenerator ([autonuggetizer §2] prompt), top {spec.k} segments, on {llm_name(_need(self.llm))}"
+
+    def assigner(self, nuggets: pd.DataFrame):
+        raise NotImplementedError
+
+    def support(self, collection: Collection):
+        raise NotImplementedError
 
     def describe_assignment(self) -> str:
-        if self.mode == "baseline":
-            return MatcherAssigner([], self.shared_matcher()).describe()
-        return f"AutoAssign: NuggetAssigner (seed 000 §4.2) on {llm_name(_need(self.llm))}"
+        raise NotImplementedError
 
-    def describe_support(self, collection: Collection) -> str:
-        if self.mode == "baseline":
-            return self.support(collection).describe()
-        return f"SupportJudge (seed 004 §3.2 prompt, first citation per sentence) on {llm_name(_need(self.llm))}"
+    def describe_support(self) -> str:
+        raise NotImplementedError
+
+
+class LLMJudges(Judges):
+    """The AutoNuggetizer's LLM steps ([nugget-recall], [autonuggetizer]) and the support judge of [support24],
+    on ``llm``; a failed step is excluded and reported unless ``strict``."""
+
+    mode = "llm"
+
+    def assigner(self, nuggets: pd.DataFrame):
+        return NuggetAssigner(nuggets, _need(self.llm), on_failure="raise" if self.strict else "exclude_answer")
+
+    def support(self, collection: Collection):
+        return SupportJudge(_need(self.llm), docstore=collection.docstore,
+                            on_failure="raise" if self.strict else "exclude_answer")
+
+    def describe_assignment(self) -> str:
+        return f"AutoAssign: NuggetAssigner ([nugget-recall §4.2]) on {llm_name(_need(self.llm))}"
+
+    def describe_support(self) -> str:
+        return f"SupportJudge ([support24 §3.2] prompt, first citation per sentence) on {llm_name(_need(self.llm))}"
+
+
+class BaselineJudges(Judges):
+    """Offline: the similarity judges of :mod:`pyterrier_nuggets.matchers.baseline` on one shared matcher (named
+    as baselines, with their measured agreement, in every table)."""
+
+    mode = "baseline"
+
+    def assigner(self, nuggets: pd.DataFrame):
+        return MatcherAssigner(nuggets, self.shared_matcher())
+
+    def support(self, collection: Collection):
+        return MatcherSupportJudge(self.shared_matcher(), docstore=collection.docstore)
+
+    def describe_assignment(self) -> str:
+        return MatcherAssigner.describe_setting(self.shared_matcher())
+
+    def describe_support(self) -> str:
+        return MatcherSupportJudge.describe_setting(self.shared_matcher())
+
+
+JUDGES = {"llm": LLMJudges, "baseline": BaselineJudges}
 
 
 def _read_assignments(path: str, on_invalid: str, notes: list[str] | None = None,
@@ -244,7 +279,7 @@ def _evaluate_system(spec: SystemSpec, collection: Collection, nuggets: pd.DataF
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # problems and failures are counted below
             answers = generator(retrieved)
-        failed.update({f.qid: "generation" for f in getattr(generator, "failures", [])})
+        failed.update({f.qid: "generation" for f in generator.failures})
         if generator.problems:
             notes.append(f"generation: {len(generator.problems)} problem(s) in "
                          f"{len({p['qid'] for p in generator.problems})} answer(s) (see NAME.answers.jsonl)")
@@ -379,7 +414,7 @@ def run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir:
     _check_inputs_outside(out_dir, systems, nuggets_path)
     stage = tempfile.mkdtemp(prefix=".partial-", dir=out_dir)  # all outputs or none: moved at the end
     try:
-        result = _run_main_job(collection, systems, stage, Judges(judges, llm, strict), nuggets_path, index_dir,
+        result = _run_main_job(collection, systems, stage, JUDGES[judges](llm, strict), nuggets_path, index_dir,
                                plots, max_nuggets, log, on_invalid, max_failed_share)
         final = []
         for path in result.files:
@@ -515,7 +550,7 @@ def _run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir
     if any(not s.assignments for s in systems):
         table.provenance["assignment"] = judges.describe_assignment()
     if any(r.answers is not None for r in results):
-        table.provenance["support"] = judges.describe_support(collection)
+        table.provenance["support"] = judges.describe_support()
     table.system_provenance = {s.name: {"generation": judges.describe_generation(s, collection)} for s in systems}
     notes.append("judged by: " + " | ".join(table.provenance_lines()))
     notes += _ordering_note(table)

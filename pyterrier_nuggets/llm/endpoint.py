@@ -1,0 +1,288 @@
+"""The endpoint part of the LLM client: which endpoint (arguments, then the environment; never the embedded model
+unless asked), the HTTP request through the openai SDK, and the retry loop with its bounds and its fail-fast rule.
+
+:class:`Endpoint` sends one chat request at a time (the client's workers call it concurrently) and owns what
+belongs to an endpoint: its address and model, the SDK client (the embedded model is the SDK's HTTP transport),
+its adaptive limit (:class:`~.limits.AdaptiveLimiter`) and whether it has answered yet. An error that no retry
+can fix (:data:`~.retry.FATAL_STATUS`, no server after a short probe, HTTP 200 without a completion) makes the
+endpoint *unusable*: :class:`~.retry.EndpointError` is raised then and by every later call, so a job stops at
+once instead of failing every item after its retries.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import openai
+
+from ir_measures_ext.errors import InvalidInput
+from pyterrier_nuggets.llm.config import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
+from pyterrier_nuggets.llm.embedded import (
+    EMBEDDED_BASE_URL,
+    EMBEDDED_MODEL,
+    announce_embedded,
+    embedded_http_client,
+    find_embedded_model,
+)
+from pyterrier_nuggets.llm.limits import CONGESTION_STATUS, AdaptiveLimiter
+from pyterrier_nuggets.llm.options import Limits, RetryPolicy
+from pyterrier_nuggets.llm.retry import (
+    FATAL_FIX,
+    FATAL_STATUS,
+    PROBE_ATTEMPTS,
+    RETRYABLE,
+    EndpointError,
+    describe_error,
+    is_connection_error,
+    jittered,
+    retry_after,
+)
+
+try:  # the HTTP library of the openai SDK: httpx2 from openai 3, httpx before
+    import httpx2 as _http
+except ImportError:  # pragma: no cover - depends on the installed SDK
+    import httpx as _http
+
+PLACEHOLDER_KEY = "EMPTY"  # what local servers without authentication accept as a key
+OPENAI_URL = "https://api.openai.com/v1"
+
+
+@dataclass
+class ChatResult:
+    """One chat completion: its text, or the error that prevented it (after all retries)."""
+
+    text: str | None
+    cached: bool = False
+    error: str | None = None
+    usage: dict = field(default_factory=dict)
+    finish_reason: str | None = None
+    key: str | None = None
+    planned: bool = False  # a dry run's placeholder, not an answer
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class NoEndpoint(InvalidInput):
+    """No LLM endpoint is configured (arguments or environment) and the embedded model was not asked for."""
+
+
+def _message(exc: Exception) -> str:
+    """The endpoint's own words about an HTTP error, short (the SDK keeps the ``error`` object of the reply)."""
+    body = getattr(exc, "body", None)
+    message = None
+    if isinstance(body, dict):
+        inner = body.get("error")
+        message = inner.get("message") if isinstance(inner, dict) else body.get("message")
+    return " ".join(str(message or exc).split())[:200]
+
+
+def select_endpoint(model: str | None, base_url: str | None, api_key: str | None, embedded: bool | None
+                    ) -> tuple[bool, str | None, str | None]:
+    """(embedded, base_url, key) from the arguments and the environment. Nothing configured and no explicit
+    ``embedded=True`` is refused (never a silent fall-back to the embedded model, whose numbers mean nothing);
+    a model name without an endpoint is refused; an endpoint without a key gets the placeholder key."""
+    if embedded:
+        if model and model != EMBEDDED_MODEL:
+            raise InvalidInput(
+                f"embedded=True runs {EMBEDDED_MODEL}, not {model!r}: leave model unset, or give the endpoint that "
+                f"serves {model!r} (base_url=... or ${ENV_BASE_URL})",
+                cli=f"--llm embedded runs {EMBEDDED_MODEL}, not {model!r}: leave --model out, or give the endpoint "
+                    f"that serves {model!r} (--base-url or ${ENV_BASE_URL})")
+        return True, None, None
+    base_url = base_url or os.environ.get(ENV_BASE_URL) or None
+    secret = api_key or os.environ.get(ENV_API_KEY) or None
+    if base_url is None and secret is None:
+        named = model or os.environ.get(ENV_MODEL)
+        asked = f"model {named!r} was asked for, but no" if named else "no"
+        raise NoEndpoint(
+            f"{asked} LLM endpoint is configured: pass base_url=... and model=... (or set ${ENV_BASE_URL} and "
+            f"${ENV_MODEL} for a local or hosted server, ${ENV_API_KEY} for the OpenAI API); or pass embedded=True "
+            f"to run the LLM steps on the embedded {EMBEDDED_MODEL} (a check of the code path: its numbers mean "
+            "nothing)",
+            cli=f"{asked} LLM endpoint is configured: give --base-url URL --model NAME (or set ${ENV_BASE_URL} and "
+                f"${ENV_MODEL}; ${ENV_API_KEY} for the OpenAI API); or --llm embedded to run the LLM steps on the "
+                f"embedded {EMBEDDED_MODEL} (a check of the code path: its numbers mean nothing)")
+    return False, base_url, secret or PLACEHOLDER_KEY
+
+
+def endpoint_configured(model: str | None = None, base_url: str | None = None, api_key: str | None = None) -> bool:
+    """Whether these arguments and the environment name an endpoint; a model name without one is refused as by
+    :class:`~.client.LLMClient`."""
+    try:
+        select_endpoint(model, base_url, api_key, None)
+    except NoEndpoint:
+        if model or os.environ.get(ENV_MODEL):
+            raise
+        return False
+    return True
+
+
+class Endpoint:
+    """One OpenAI-compatible chat endpoint (or the embedded model): chosen by :func:`select_endpoint`, asked
+    through the openai SDK under the client's :class:`~.options.RetryPolicy` and its own adaptive limit.
+    ``count(stage, **increments)`` receives the calls, retries, failures and tokens."""
+
+    def __init__(self, model: str | None, base_url: str | None, api_key: str | None, embedded: bool | str | None,
+                 retry: RetryPolicy, limits: Limits, count: Callable[..., None]):
+        self.embedded, base_url, secret = select_endpoint(model, base_url, api_key,
+                                                          None if embedded is None else bool(embedded))
+        self.retry = retry
+        self._count = count
+        http_client = None
+        if self.embedded:
+            self.embedded_model_path = embedded if isinstance(embedded, str) else find_embedded_model()
+            self.base_url, self.model, secret = EMBEDDED_BASE_URL, model or EMBEDDED_MODEL, "embedded"
+            http_client = embedded_http_client(self.embedded_model_path)
+            self.url = f"embedded:{Path(self.embedded_model_path).name}"
+            announce_embedded()
+        else:
+            self.embedded_model_path = None
+            self.base_url = base_url
+            self.model = model or os.environ.get(ENV_MODEL) or None
+            if not self.model:
+                where = base_url or "of the OpenAI API"
+                raise InvalidInput(f"no model name for the endpoint {where}: pass model=... or set ${ENV_MODEL}",
+                                   cli=f"no model name for the endpoint {where}: give --model NAME or set ${ENV_MODEL}")
+            self.url = base_url or OPENAI_URL
+        # the SDK's own retries are off: ours honour Retry-After, count and bound total time
+        kwargs = dict(api_key=secret, max_retries=0, timeout=retry.timeout)
+        if self.base_url is not None:
+            kwargs["base_url"] = self.base_url
+        if http_client is not None:
+            kwargs["http_client"] = http_client
+        self.client = openai.OpenAI(**kwargs)
+        self.limiter = AdaptiveLimiter(int(limits.concurrency), adaptive=limits.adaptive,
+                                       requests_per_minute=limits.requests_per_minute,
+                                       tokens_per_minute=limits.tokens_per_minute)
+        self._lock = threading.Lock()
+        self._answered = False  # it has answered a request with a chat completion (in this process)
+        self._unusable: EndpointError | None = None  # once set, every call raises it: the job stops
+
+    def call(self, body: dict, stage: str | None, priority: tuple = (), tokens: int = 0) -> ChatResult:
+        """Send ``body`` (a chat completion request) until it is answered or the retry policy gives up; raise
+        :class:`EndpointError` when the endpoint cannot be used at all."""
+        if self._unusable is not None:
+            raise self._unusable
+        started = time.monotonic()
+        attempt = 0
+        while True:
+            ticket = self.limiter.acquire(priority, tokens)
+            self._count(stage, calls=1)
+            try:
+                completion, error, status, headers = self._send(body, ticket, stage)
+            except _Failed as failed:
+                return ChatResult(None, error=str(failed))
+            asked = retry_after(error) if error is not None else None
+            self.limiter.release(ticket, status=status, headers=headers, retry_after=asked,
+                                 timed_out=isinstance(error, openai.APITimeoutError))
+            if error is None:
+                return self._result(completion, stage)
+            wait = self._retry_wait(error, status, asked, attempt, started, stage)
+            if wait is None:
+                self._count(stage, failures=1)
+                return ChatResult(None, error=f"{describe_error(error)} (gave up after {attempt + 1} attempts, "
+                                              f"{time.monotonic() - started:.1f}s)")
+            attempt += 1
+            self._count(stage, retries=1)
+            time.sleep(wait)
+
+    def _send(self, body: dict, ticket, stage: str | None) -> tuple[dict | None, Exception | None, int | None, object]:
+        """One HTTP request: ``(completion, None, status, headers)``, or ``(None, retryable error, status,
+        headers)``; an error no retry fixes raises :class:`_Failed` (this request failed) or stops the job."""
+        try:
+            # The SDK's own request path (errors, timeouts, auth, the embedded transport) without its typed-dict
+            # transform and response model, which cost 2-3 ms of CPU per call: the body is already a plain JSON
+            # request, and the reply is read as plain JSON.
+            raw = self.client.post("/chat/completions", body=body, cast_to=_http.Response)
+            completion = raw.json()
+            if not isinstance(completion, dict):
+                raise ValueError("the response body is not a JSON object")
+            return completion, None, raw.status_code, raw.headers
+        except RETRYABLE as exc:
+            response = getattr(exc, "response", None)
+            return None, exc, getattr(exc, "status_code", None), response.headers if response is not None else None
+        except openai.OpenAIError as exc:  # 4xx and the like: asking again would not help
+            response = getattr(exc, "response", None)
+            status = getattr(exc, "status_code", None)
+            self.limiter.release(ticket, status=status, headers=response.headers if response is not None else None)
+            self._count(stage, failures=1)
+            if status in FATAL_STATUS:  # the same for every request: stop the job, do not fail each item
+                raise self.stop(f"HTTP {status}, {FATAL_STATUS[status]} ({_message(exc)}); "
+                                f"{FATAL_FIX[status]}") from None
+            raise _Failed(describe_error(exc)) from None
+        except (ValueError, TypeError) as exc:  # a malformed response body: retried like a 5xx
+            if not self._answered:  # a first reply that is no chat completion: not a chat endpoint
+                self.limiter.release(ticket, status=500)
+                self._count(stage, failures=1)
+                raise self.stop(f"HTTP 200 without a chat completion ({type(exc).__name__}: {exc}); is this an "
+                                "OpenAI-compatible /v1 endpoint?") from None
+            return None, RuntimeError(f"malformed response from the endpoint ({type(exc).__name__}: {exc})"), 500, None
+
+    def _retry_wait(self, error: Exception, status: int | None, asked: float | None, attempt: int, started: float,
+                    stage: str | None) -> float | None:
+        """Seconds to wait before asking again, or None when the retry policy gives up; stops the job when an
+        endpoint that never answered cannot be reached (a short, bounded probe)."""
+        if status in CONGESTION_STATUS:
+            self._count(stage, throttled=1)
+        probing = not self._answered and is_connection_error(error)
+        if probing and (attempt + 1 >= PROBE_ATTEMPTS or attempt >= self.retry.max_retries):
+            self._count(stage, failures=1)
+            raise self.stop(f"cannot connect ({describe_error(error)}, {attempt + 1} attempts in "
+                            f"{time.monotonic() - started:.1f} s); is the server running at this address?")
+        wait = jittered(asked if asked is not None else self.retry.backoff * (2 ** attempt), asked is not None)
+        wait = min(wait, self.retry.max_backoff)
+        if probing:
+            wait = min(wait, 0.5)
+        if attempt >= self.retry.max_retries or time.monotonic() - started + wait > self.retry.max_retry_time:
+            return None
+        return wait
+
+    def _result(self, completion: dict, stage: str | None) -> ChatResult:
+        """A chat completion's JSON body as a result (its usage counted)."""
+        usage = {}
+        if isinstance(completion.get("usage"), dict):
+            usage = {"prompt_tokens": completion["usage"].get("prompt_tokens") or 0,
+                     "completion_tokens": completion["usage"].get("completion_tokens") or 0}
+            self._count(stage, **usage)
+        choices = completion.get("choices")
+        if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
+            self._count(stage, failures=1)
+            if not self._answered:
+                raise self.stop("HTTP 200 without a chat completion (no choices in the reply); is this an "
+                                "OpenAI-compatible /v1 endpoint?")
+            return ChatResult(None, error="the endpoint returned no choices", usage=usage)
+        self._answered = True
+        choice = choices[0]
+        message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+        content = message.get("content")
+        return ChatResult(content if isinstance(content, str) else "", usage=usage,
+                          finish_reason=choice.get("finish_reason"))
+
+    def stop(self, cause: str) -> EndpointError:
+        """The error that stops the job: the endpoint cannot be used (every later call raises it too)."""
+        error = EndpointError(f"the LLM endpoint {self.url} (model {self.model!r}) cannot be used: {cause}")
+        with self._lock:
+            if self._unusable is None:
+                self._unusable = error
+            return self._unusable
+
+    def probe(self, body: dict) -> str:
+        """Ask ``body`` once (not cached): a line saying that the endpoint answered, how fast and what; or the
+        :class:`EndpointError` a job would stop with."""
+        started = time.monotonic()
+        result = self.call(body, "probe")
+        if not result.ok:
+            raise self.stop(result.error or "no answer")
+        text = " ".join((result.text or "").split())[:60]
+        return (f"the LLM endpoint {self.url} (model {self.model!r}) answered in {time.monotonic() - started:.2f} s: "
+                f"{text!r}")
+
+
+class _Failed(Exception):
+    """A request that failed in a way no retry fixes, but only this request (HTTP 400, say)."""
