@@ -17,9 +17,9 @@ import re
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from ir_datasets.formats import BaseDocs, BaseQrels, TrecQrel
+from ir_datasets.formats import BaseDocs, TrecQrel
 
-from datasets_ext.docs import FileDocs
+from datasets_ext.docs import FileDocs, FileQrels
 from datasets_ext.reading import load_json
 from ir_measures_ext import ids
 from ir_measures_ext.errors import InvalidInput
@@ -130,23 +130,14 @@ def response_docs(dlc, namespace: str, gold: bool = False) -> BaseDocs:
     return _JsonDocs(dlc, namespace, parse_responses, IkatResponse, gold)
 
 
-class GoldNuggetQrels(BaseQrels):
+class GoldNuggetQrels(FileQrels):
     """Gold nugget qrels ``turn 0 {turn}:n{k-1} 2`` of a CONE-RAG gold nugget file."""
 
     def __init__(self, dlc):
-        self._dlc = dlc
-
-    def qrels_path(self) -> str:
-        return self._dlc.path()
+        super().__init__(dlc, QRELS_DEFS)
 
     def qrels_iter(self) -> Iterator[TrecQrel]:
         path = self._dlc.path()
         data = load_json_object(path)
         for n in parse_gold_nuggets(data, path):
             yield TrecQrel(n.query_id, n.doc_id, ids.GOLD_GRADE, "0")
-
-    def qrels_cls(self):
-        return TrecQrel
-
-    def qrels_defs(self) -> dict[int, str]:
-        return dict(QRELS_DEFS)

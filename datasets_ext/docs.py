@@ -1,9 +1,9 @@
-"""Documents read from one downloaded file (nugget files, CONE-RAG JSON files): the parts of ir_datasets'
-``BaseDocs`` they share, and a docstore that looks documents up by id after one pass over the file (the
-files are small)."""
+"""Documents and qrels read from one downloaded file (nugget files, CONE-RAG JSON files, rubric files): the parts
+of ir_datasets' ``BaseDocs`` and ``BaseQrels`` they share, and a docstore that looks documents up by id after one
+pass over the file (the files are small)."""
 from __future__ import annotations
 
-from ir_datasets.formats import BaseDocs
+from ir_datasets.formats import BaseDocs, BaseQrels, TrecQrel
 from ir_datasets.indices import Docstore
 
 
@@ -46,3 +46,20 @@ class FileDocs(BaseDocs):
 
     def docs_lang(self) -> str:
         return "en"
+
+
+class FileQrels(BaseQrels):
+    """Qrels parsed from the file of ``dlc`` (``TrecQrel`` rows unless ``cls`` says otherwise, relevance levels
+    ``defs``); subclasses implement ``qrels_iter``."""
+
+    def __init__(self, dlc, defs: dict[int, str], cls=TrecQrel):
+        self._dlc, self._defs, self._cls = dlc, dict(defs), cls
+
+    def qrels_path(self) -> str:
+        return self._dlc.path()
+
+    def qrels_cls(self):
+        return self._cls
+
+    def qrels_defs(self) -> dict[int, str]:
+        return dict(self._defs)

@@ -38,9 +38,9 @@ import warnings
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from ir_datasets.formats import BaseQrels, TrecQrel
+from ir_datasets.formats import TrecQrel
 
-from datasets_ext.docs import FileDocs
+from datasets_ext.docs import FileDocs, FileQrels
 from datasets_ext.reading import InputError, get_field, read_topic_lines
 from ir_measures_ext import ids
 
@@ -181,15 +181,12 @@ def read_nuggets(dlc) -> Iterator[tuple[int, Nugget]]:
                                      json.dumps(n.extra, ensure_ascii=False))
 
 
-class NuggetQrels(BaseQrels):
+class NuggetQrels(FileQrels):
     """Nugget qrels ``qid 0 {qid}:n{i} grade`` from a nugget file (grade 2 vital, 1 okay), then the sub-narrative
     rows ``qid 0 {qid}:n{i}:sn{k} 1`` of nuggets that name one."""
 
     def __init__(self, nuggets_dlc):
-        self._dlc = nuggets_dlc
-
-    def qrels_path(self) -> str:
-        return self._dlc.path()
+        super().__init__(nuggets_dlc, QRELS_DEFS)
 
     def qrels_iter(self) -> Iterator[TrecQrel]:
         label = self._dlc.path()
@@ -212,12 +209,6 @@ class NuggetQrels(BaseQrels):
             warnings.warn(f"{label}: {total} nugget(s) in {len(invalid)} topic(s) have an importance other than "
                           f"{ids.VITAL!r}/{ids.OKAY!r} and were left out of the nugget qrels:\n{per_topic}",
                           InvalidNuggetWarning, stacklevel=2)
-
-    def qrels_cls(self):
-        return TrecQrel
-
-    def qrels_defs(self) -> dict[int, str]:
-        return dict(QRELS_DEFS)
 
 
 class NuggetDocs(FileDocs):

@@ -23,9 +23,9 @@ import math
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from ir_datasets.formats import BaseQrels, TrecQrel
+from ir_datasets.formats import TrecQrel
 
-from datasets_ext.docs import FileDocs
+from datasets_ext.docs import FileDocs, FileQrels
 from datasets_ext.reading import InputError, get_field, read_topic_lines
 from ir_measures_ext import ids
 from ir_measures_ext.errors import InvalidInput
@@ -140,25 +140,16 @@ def rubric_qrels(criteria) -> Iterator[tuple[str, str, int]]:
             yield c.query_id, ids.rubric_tier_id(c.query_id, c.index, c.tier), 1
 
 
-class RubricQrels(BaseQrels):
+class RubricQrels(FileQrels):
     """Rubric qrels from a rubric file: ``qid 0 {qid}:r{i} WEIGHT`` and the tier rows."""
 
     def __init__(self, dlc):
-        self._dlc = dlc
-
-    def qrels_path(self) -> str:
-        return self._dlc.path()
+        super().__init__(dlc, QRELS_DEFS)
 
     def qrels_iter(self) -> Iterator[TrecQrel]:
         for entry in read_rubric_lines(self._dlc.path()):
             for qid, doc_id, rel in rubric_qrels(entry.criteria):
                 yield TrecQrel(qid, doc_id, rel, "0")
-
-    def qrels_cls(self):
-        return TrecQrel
-
-    def qrels_defs(self) -> dict[int, str]:
-        return dict(QRELS_DEFS)
 
 
 class RubricDocs(FileDocs):

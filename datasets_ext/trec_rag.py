@@ -27,8 +27,9 @@ import codecs
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from ir_datasets.formats import BaseQrels, JsonlQueries, TrecQrels, TsvQueries
+from ir_datasets.formats import JsonlQueries, TrecQrels, TsvQueries
 
+from datasets_ext.docs import FileQrels
 from datasets_ext.files import DatasetFile
 from datasets_ext.nuggets import NuggetDocs, NuggetQrels
 from datasets_ext.registry import dataset, register
@@ -115,13 +116,9 @@ class RagConditionQrel(NamedTuple):
     condition: int
 
 
-class RagConditionQrels(BaseQrels):
+class RagConditionQrels(FileQrels):
     def __init__(self, dlc, defs: dict[int, str]):
-        self._dlc = dlc
-        self._defs = defs
-
-    def qrels_path(self) -> str:
-        return self._dlc.path()
+        super().__init__(dlc, defs, RagConditionQrel)
 
     def qrels_iter(self) -> Iterator[RagConditionQrel]:
         path = self._dlc.path()
@@ -138,12 +135,6 @@ class RagConditionQrels(BaseQrels):
                 except ValueError as e:
                     raise InvalidInput(f"{path}:{lineno}: condition (column 2) and grade (column 4) must be "
                                      f"integers: {line.strip()!r}") from e
-
-    def qrels_cls(self):
-        return RagConditionQrel
-
-    def qrels_defs(self) -> dict[int, str]:
-        return dict(self._defs)
 
 
 def register_all() -> list[str]:

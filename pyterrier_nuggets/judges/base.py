@@ -61,6 +61,23 @@ def failure_summary(failures: Sequence[Failure]) -> pd.DataFrame:
     return out
 
 
+def passthrough_columns(inp: pd.DataFrame, owned: Sequence[str], own: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The input columns a judge passes through (all but those it ``owned`` writes) and its output columns
+    (``own``, then the passed-through ones but ``qid``)."""
+    passthrough = [c for c in inp.columns if c not in owned]
+    return passthrough, list(own) + [c for c in passthrough if c != "qid"]
+
+
+def batched(keys: Sequence, texts_of: Callable[[Any], Sequence[str]], size: int) -> list[tuple]:
+    """``(key, start, texts)`` for every distinct key, its texts (``texts_of(key)``) in batches of ``size``."""
+    tasks = []
+    for key in dict.fromkeys(keys):
+        texts = list(texts_of(key))
+        for start in range(0, len(texts), size):
+            tasks.append((key, start, tuple(texts[start:start + size])))
+    return tasks
+
+
 class LLMStepError(RuntimeError):
     """Some LLM work failed and the policy is ``on_failure="raise"``; ``failures`` lists it all."""
 

@@ -26,7 +26,7 @@ import pyterrier as pt
 from ir_measures_ext import ids
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.formats.frames import ASSIGNMENT_COLUMNS, NUGGET_COLUMNS, as_nugget_set
-from pyterrier_nuggets.judges.base import FAILED, EnsembleLabels, Failure, LLMJudge
+from pyterrier_nuggets.judges.base import FAILED, EnsembleLabels, Failure, LLMJudge, batched, passthrough_columns
 from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.llm.parsing import parse_labels, parse_strings
 from pyterrier_nuggets.prompts import NUGGET_ASSIGNMENT, NUGGET_ASSIGNMENT_2GRADE, NUGGET_CREATION, NUGGET_SCORING
@@ -310,9 +310,7 @@ class NuggetAssigner(LLMJudge):
             raise InvalidInput("NuggetAssigner(None): no nuggets to assign; give them, or use it as the assigner of "
                              "Overlapped(...).assign, which gives each topic its nuggets")
         pt.validate.columns(inp, includes=["qid", "qanswer"], context=self)
-        owned = ("docno", "score", "rank", "assignment")
-        passthrough = [c for c in inp.columns if c not in owned]
-        columns = ASSIGNMENT_COLUMNS + [c for c in passthrough if c != "qid"]
+        passthrough, columns = passthrough_columns(inp, ("docno", "score", "rank", "assignment"), ASSIGNMENT_COLUMNS)
         if inp.empty:
             return self.empty(columns)
         records = inp[passthrough].to_dict("records")
@@ -322,11 +320,7 @@ class NuggetAssigner(LLMJudge):
             topic_query, _ = self._lists.get(qid, ("", []))
             query = r.get("query") if isinstance(r.get("query"), str) and r.get("query") else topic_query
             keys.append((qid, str(query), "" if r["qanswer"] is None else str(r["qanswer"])))
-        tasks = []
-        for key in dict.fromkeys(keys):
-            texts = [t for _, t in self._lists.get(key[0], ("", []))[1]]
-            for start in range(0, len(texts), self.batch_size):
-                tasks.append((key, start, tuple(texts[start:start + self.batch_size])))
+        tasks = batched(keys, lambda key: [t for _, t in self._lists.get(key[0], ("", []))[1]], self.batch_size)
         llm = self.client()
         outcomes = llm.map(functools.partial(self._assign, llm), tasks, desc="assigning nuggets", unit="call")
         labels: dict = {}

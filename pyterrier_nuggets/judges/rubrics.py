@@ -23,7 +23,7 @@ from ir_measures_ext import ids
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.formats.frames import VERDICT_COLUMNS
 from pyterrier_nuggets.formats.rubrics import RubricCriterion, RubricSet, read_rubrics
-from pyterrier_nuggets.judges.base import FAILED, EnsembleLabels, Failure, LLMJudge
+from pyterrier_nuggets.judges.base import FAILED, EnsembleLabels, Failure, LLMJudge, batched, passthrough_columns
 from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.llm.parsing import parse_labels
 from pyterrier_nuggets.prompts import RUBRIC_GRADING
@@ -93,9 +93,8 @@ class RubricJudge(LLMJudge):
 
     def run(self, inp: pd.DataFrame) -> tuple[pd.DataFrame, list[Failure]]:
         pt.validate.columns(inp, includes=["qid", "qanswer"], context=self)
-        owned = ("docno", "score", "rank", "verdict", "weight", "criterion")
-        passthrough = [c for c in inp.columns if c not in owned]
-        columns = VERDICT_COLUMNS + ["weight", "criterion"] + [c for c in passthrough if c != "qid"]
+        passthrough, columns = passthrough_columns(inp, ("docno", "score", "rank", "verdict", "weight", "criterion"),
+                                                   VERDICT_COLUMNS + ["weight", "criterion"])
         if inp.empty:
             return self.empty(columns)
         records = inp[passthrough].to_dict("records")
@@ -108,11 +107,7 @@ class RubricJudge(LLMJudge):
                 raise InvalidInput(f"RubricJudge: the answer of topic {qid} has no query (no 'query' column and no "
                                  "query in the rubric file); give the topics' queries as a 'query' column")
             keys.append((qid, str(query or ""), "" if r["qanswer"] is None else str(r["qanswer"])))
-        tasks = []
-        for key in dict.fromkeys(keys):
-            texts = [c.text for c in self._by_topic.get(key[0], [])]
-            for start in range(0, len(texts), self.batch_size):
-                tasks.append((key, start, tuple(texts[start:start + self.batch_size])))
+        tasks = batched(keys, lambda key: [c.text for c in self._by_topic.get(key[0], [])], self.batch_size)
         llm = self.client()
         outcomes = llm.map(functools.partial(self._grade, llm), tasks, desc="grading rubrics", unit="call")
         verdicts: dict = {}
