@@ -5,7 +5,8 @@ module per format family, every name also available here (``formats.read_nuggets
 - :mod:`.assignments`: assignment files (nuggetizer "assign" JSONL).
 - :mod:`.answers`: TREC RAG 2024 / 2025 answer files.
 - :mod:`.support`: support judgment JSONL.
-- :mod:`.cone`: CONE-RAG resource files (gold nuggets, responses, response nuggets) and extracted-nugget JSONL.
+- :mod:`.cone`: CONE-RAG resource files (gold nuggets, responses, response nuggets, crowd labels), extracted-nugget
+  JSONL, labelled-pair JSONL (for ``calibrate``).
 - :mod:`.ikat`: the official TREC iKAT 2024 run format (passage ranking + responses with provenance).
 - :mod:`.trec`: TREC runs and qrels, the rows of an evaluation run (design.md decision 1).
 - :mod:`.frames`: the DataFrame forms and every frame <-> record conversion.
@@ -33,19 +34,25 @@ from pyterrier_nuggets.formats.assignments import AssignedAnswer, AssignmentSet,
 from pyterrier_nuggets.formats.checks import (
     check_assignment_nuggets,
     check_assignments_answers,
+    check_response_nuggets,
     check_support,
     one_run,
 )
 from pyterrier_nuggets.formats.cone import (
+    LabelledPair,
     ResponseNuggets,
+    read_cone_crowd_labels,
     read_cone_gold_nuggets,
     read_cone_response_nuggets,
     read_cone_responses,
     read_extracted_nuggets,
+    read_labelled_pairs,
+    same_response,
     write_cone_gold_nuggets,
     write_cone_response_nuggets,
     write_cone_responses,
     write_extracted_nuggets,
+    write_labelled_pairs,
 )
 from pyterrier_nuggets.formats.files import (
     POLICIES,
@@ -116,7 +123,7 @@ __all__ = [
     "IkatRun", "ikat_answers", "ikat_ranking", "ikat_run_from_frames", "parse_ikat_run", "read_ikat_run", "read_ptkb_run", "write_ikat_run",
     "InputError", "InvalidLabel", "InvalidLabelReport", "InvalidLabelsError", "POLICIES",
     "read_lines", "read_jsonl", "write_jsonl", "atomic_write", "check_outputs", "write_all", "check_topic_id",
-    "one_run", "check_support", "check_assignments_answers", "check_assignment_nuggets",
+    "one_run", "check_support", "check_assignments_answers", "check_assignment_nuggets", "check_response_nuggets",
     "NuggetSet", "read_nuggets", "write_nuggets", "write_nugget_qrels", "read_nugget_qrels",
     "AssignedAnswer", "AssignmentSet", "read_assignments", "write_assignments",
     "read_answers", "write_answers_2024", "write_answers_2025", "answer_2024_json", "answer_2025_json",
@@ -129,5 +136,6 @@ __all__ = [
     "write_support_frame", "qrels_frame", "run_frame",
     "ResponseNuggets", "read_cone_gold_nuggets", "write_cone_gold_nuggets", "read_cone_responses",
     "write_cone_responses", "read_cone_response_nuggets", "write_cone_response_nuggets", "read_extracted_nuggets",
-    "write_extracted_nuggets",
+    "write_extracted_nuggets", "read_cone_crowd_labels", "LabelledPair", "read_labelled_pairs", "write_labelled_pairs",
+    "same_response",
 ]
