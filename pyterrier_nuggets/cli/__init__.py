@@ -18,6 +18,7 @@
     pyterrier-nuggets ikat (--run RUN.json ... | --responses FILE [--response-nuggets FILE]) [--gold-nuggets SET|FILE]
                            [--qrels Q] [--topics T] [--matcher embedding|nli:PATH|llm] [--out DIR]
     pyterrier-nuggets annotate init|users|serve|export ...   (the human annotation tool, docs/annotation.md)
+    pyterrier-nuggets calibrate PAIRS.jsonl | --crowd-labels [FILE] [--task T] [--matcher M] [--split S] [--json]
 """
 from __future__ import annotations
 
@@ -25,10 +26,10 @@ import argparse
 import sys
 import warnings
 
-from pyterrier_nuggets.cli import agree, annotate, correlate, demo, export, ikat, score, table
+from pyterrier_nuggets.cli import agree, annotate, calibrate, correlate, demo, export, ikat, score, table
 from pyterrier_nuggets.judges import LLMStepError
 
-SUBCOMMANDS = (demo, export, table, score, correlate, agree, annotate, ikat)
+SUBCOMMANDS = (demo, export, table, score, correlate, agree, annotate, ikat, calibrate)
 
 
 def main(argv=None) -> int:

@@ -66,6 +66,15 @@ class Matcher:
         """One decision (see :meth:`match` for batches)."""
         return self.match([(premise, hypothesis)])[0]
 
+    def scores(self, pairs: Sequence[Pair]) -> list[float]:
+        """The matcher's score of each pair (NaN where the decision failed), e.g. for calibrating a threshold."""
+        return [m.score for m in self.match(pairs)]
+
+    def agreement(self, task: str) -> str:
+        """This matcher's measured agreement with people on ``task`` (``"ntr"``, ``"ntn"``, ``"dedup"``) at its
+        present settings, for table headers; a matcher that was not measured says so."""
+        return "agreement with people not measured for this matcher"
+
     def match_batch(self, pairs: Sequence[Pair]) -> list[Match]:
         raise NotImplementedError
 
