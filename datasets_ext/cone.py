@@ -246,12 +246,18 @@ def parse_gold_nuggets(data: dict, path: str) -> Iterator[GoldNugget]:
             yield GoldNugget(ids.nugget_id(str(turn), index), str(turn), index, text, key, grade)
 
 
+def _read_json(raw: bytes | str, path: str, parse, what: str) -> list:
+    """The items ``parse`` gives of a JSON file's bytes, checked complete (turns and ``what``) when it is a
+    published file."""
+    data = load_json_object(raw, path)
+    items = list(parse(data, path))
+    check_complete(_raw(raw), path, {"turns": len(data), what: len(items)})
+    return items
+
+
 def read_gold_nuggets(raw: bytes | str, path: str) -> list[GoldNugget]:
     """Every gold nugget of a gold nugget file's bytes (checked complete when it is a published file)."""
-    data = load_json_object(raw, path)
-    nuggets = list(parse_gold_nuggets(data, path))
-    check_complete(_raw(raw), path, {"turns": len(data), "nuggets": len(nuggets)})
-    return nuggets
+    return _read_json(raw, path, parse_gold_nuggets, "nuggets")
 
 
 def parse_responses(data: dict, path: str) -> Iterator[IkatResponse]:
@@ -267,10 +273,7 @@ def parse_responses(data: dict, path: str) -> Iterator[IkatResponse]:
 
 def read_responses(raw: bytes | str, path: str) -> list[IkatResponse]:
     """Every response of a response file's bytes (checked complete when it is a published file)."""
-    data = load_json_object(raw, path)
-    responses = list(parse_responses(data, path))
-    check_complete(_raw(raw), path, {"turns": len(data), "responses": len(responses)})
-    return responses
+    return _read_json(raw, path, parse_responses, "responses")
 
 
 def parse_response_nuggets(data: dict, path: str) -> Iterator[ResponseNuggetLists]:
@@ -294,10 +297,7 @@ def parse_response_nuggets(data: dict, path: str) -> Iterator[ResponseNuggetList
 
 def read_response_nuggets(raw: bytes | str, path: str) -> list[ResponseNuggetLists]:
     """Every entry of a response-nugget file's bytes (checked complete when it is a published file)."""
-    data = load_json_object(raw, path)
-    items = list(parse_response_nuggets(data, path))
-    check_complete(_raw(raw), path, {"turns": len(data), "responses": len(items)})
-    return items
+    return _read_json(raw, path, parse_response_nuggets, "responses")
 
 
 def read_crowd_labels(raw: bytes | str, path: str) -> list[CrowdLabel]:

@@ -1,7 +1,8 @@
 """Files checked against each other where they describe the same thing: support judgments against the
 answers they judge, assignments against the answers and the nuggets they were made with, answers against
 the run they are said to belong to. Each check raises an :class:`InputError` naming the file, the topic and
-what differs, and what to do (CONE-RAG: response nuggets against the responses they were extracted from); readers validate each file on its own (:mod:`pyterrier_nuggets.formats`)."""
+what differs, and what to do (CONE-RAG: response nuggets against the responses they were extracted from);
+readers validate each file on its own (:mod:`pyterrier_nuggets.formats`)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
@@ -123,8 +124,8 @@ def check_response_nuggets(path: str, items: Sequence[ResponseNuggets], response
     if missing:
         shown = ", ".join(f"{t} {r}" for t, r in missing[:5])
         raise InputError(path, None, None, f"{len(missing)} of {len(responses)} responses have no entry (turn run: "
-                         f"{shown}{', ...' if len(missing) > 5 else ''})", "give the response nuggets of the same "
-                         "responses file, or leave those runs out (--only)")
+                         f"{shown}{', ...' if len(missing) > 5 else ''})", "give the response nuggets extracted from "
+                         "this responses file")
     extra = [key for key in entries if key not in responses]
     if extra:
         t, r = extra[0]
