@@ -9,6 +9,8 @@
 - :mod:`.correlation`: do two evaluations order the systems alike? (:func:`correlate`, three levels)
 - :mod:`.labels`, :mod:`.agreement`: do two judges label the same items alike? (:func:`agreement`: exact
   agreement, Cohen's κ, confusion matrix)
+- :mod:`.calibration`: fit a matcher's threshold to labelled pairs, reported on held-out groups
+  (:func:`calibrate`; the CONE-RAG crowd labels' pairs, :func:`crowd_pairs`).
 - :mod:`.descriptive`: descriptive statistics of a nugget evaluation (seed 000 Table 4).
 - :mod:`.measures`: the default measure lists.
 - :mod:`.plots`: PNG plots of a joint table and of a meta-evaluation.
@@ -19,6 +21,7 @@
 re-exported here, where the first release had them.
 """
 from pyterrier_nuggets.evaluation.agreement import Agreement, agreement, agreement_from_confusion
+from pyterrier_nuggets.evaluation.calibration import Calibration, calibrate, crowd_pairs
 from pyterrier_nuggets.evaluation.cone import NuggetToNugget, NuggetToResponse, deduplicate
 from pyterrier_nuggets.evaluation.correlation import Correlation, correlate, read_score_table
 from pyterrier_nuggets.evaluation.descriptive import describe, describe_conditions
@@ -41,4 +44,4 @@ __all__ = ["ANSWER_MEASURES", "NUGGET_MEASURES", "RETRIEVAL_MEASURES", "RAG_MEAS
            "joint_table", "per_query_scores", "evaluation_rows", "nugget_qrels", "run_frame",
            "correlate", "Correlation", "read_score_table", "agreement", "agreement_from_confusion", "Agreement",
            "Labels", "LabelKind", "KINDS", "generic_kind", "read_labels", "describe", "describe_conditions",
-           "NuggetToResponse", "NuggetToNugget", "deduplicate"]
+           "NuggetToResponse", "NuggetToNugget", "deduplicate", "calibrate", "Calibration", "crowd_pairs"]
