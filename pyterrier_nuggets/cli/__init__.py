@@ -16,7 +16,7 @@
                                 [--runs-b NAME=RUN ...] [--resamples N] [--json] [--plot PNG]
     pyterrier-nuggets agree A B [--kind KIND] [--labels L1,L2,...] [--ordinal] [--json] [--plot PNG]
     pyterrier-nuggets ikat (--run RUN.json ... | --responses FILE [--response-nuggets FILE]) [--gold-nuggets SET|FILE]
-                           [--qrels Q] [--topics T] [--matcher embedding|nli:PATH|llm] [--out DIR]
+                           [--qrels Q] [--topics T] [--matcher embedding[:T]|nli:PATH|llm] [--out DIR]
     pyterrier-nuggets annotate init|users|serve|export ...   (the human annotation tool, docs/annotation.md)
     pyterrier-nuggets calibrate PAIRS.jsonl | --crowd-labels [FILE] [--task T] [--matcher M] [--split S] [--json]
 """
