@@ -1,7 +1,7 @@
 """Real-data checks of the CONE-RAG implementation on the public CONE-RAG resources (seed 003), printed as the
 Markdown tables of docs/cone-rag.md.
 
-    python benchmarks/cone_rag_checks.py DATA_DIR [--calibration-topics 0,10]
+    python benchmarks/cone_rag_checks.py DATA_DIR [--calibration-topics 0,10] [--cache VECTORS.sqlite]
 
 DATA_DIR holds the CONE-RAG files (gold_nuggets_human[_deduplicated].json, gold_nuggets_llm[_deduplicated].json,
 automatic_response_nuggets.json), e.g. the 4-conversation sample or the full ``resources/`` files. Not a test:
@@ -14,7 +14,8 @@ no project test reads these files.
    Jaccard per turn (the NLI and LLM matchers need a model this machine does not have; see the doc).
 3. Calibration of the embedding threshold against the published de-duplication decisions (removed or kept,
    made by the authors with DeBERTa-v3 NLI): threshold chosen on the calibration conversations (best Cohen's
-   kappa), accuracy and kappa reported on the others.
+   kappa), accuracy and kappa reported on the others. (The shipped de-duplication threshold comes from the full
+   files, benchmarks/ikat_full.py; this script's default split is the sample's.)
 """
 from __future__ import annotations
 
@@ -43,9 +44,11 @@ SETS = (("human", "gold_nuggets_human.json", "gold_nuggets_human_deduplicated.js
 
 def check_precision(data: str) -> None:
     items = formats.read_cone_response_nuggets(os.path.join(data, "automatic_response_nuggets.json"))
-    turns = sorted({r.qid for r in items})
-    qrels = formats.nugget_qrels(formats.NuggetSet(
-        [n for n in formats.read_cone_gold_nuggets(os.path.join(data, SETS[0][1])).nuggets if n.qid in turns]))
+    gold = formats.NuggetSet([n for n in formats.read_cone_gold_nuggets(os.path.join(data, SETS[0][1])).nuggets
+                              if n.qid in {r.qid for r in items}])
+    turns = sorted(gold.by_topic())  # response turns without gold nuggets (4_7 of the full files) are not scored
+    items = [r for r in items if r.qid in set(turns)]
+    qrels = formats.nugget_qrels(gold)
     worst, per_run, pairs = 0.0, defaultdict(list), 0
     for run in sorted({r.run_id for r in items}):
         mine = [r for r in items if r.run_id == run]
@@ -179,10 +182,11 @@ def main(argv=None) -> None:
     parser.add_argument("data", help="directory of the CONE-RAG files")
     parser.add_argument("--calibration-topics", default="0,10",
                         help="conversations (turn id prefix) to calibrate on; the others are reported")
+    parser.add_argument("--cache", help="keep the sentence vectors in this SQLite file (EmbeddingMatcher cache)")
     args = parser.parse_args(argv)
     started = time.time()
     check_precision(args.data)
-    matcher = EmbeddingMatcher()
+    matcher = EmbeddingMatcher.for_task("dedup", cache=args.cache)
     sets = load_sets(args.data, matcher)
     best = check_calibration(sets, set(args.calibration_topics.split(",")))
     check_dedup(sets, best)

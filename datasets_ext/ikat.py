@@ -12,10 +12,13 @@ trec-ikat/2024/gold-nuggets-human[-dedup]   docs: CONE-RAG gold nuggets by NIST 
 trec-ikat/2024/gold-nuggets-llm[-dedup]     the same, gold nuggets extracted by GPT-4o
 trec-ikat/2024/gold-responses               docs: the gold responses (doc id = turn id), queries
 trec-ikat/2024/participant-responses        docs: the responses of 19 automatic runs (doc id {turn}/{run})
+trec-ikat/2024/manual-responses             docs: the responses of the 4 manual runs (doc id {turn}/{run})
 =========================  ===================================================================================
 
-The CONE-RAG files (seed 003, irlabamsterdam/CONE-RAG at a pinned commit) are downloaded by URL and md5, or
-read from a copy placed at ``$IR_DATASETS_HOME/trec-ikat/2024/<file name>`` (datasets_ext/files.py).
+The CONE-RAG files (seed 003, irlabamsterdam/CONE-RAG at a pinned commit, ``datasets_ext.cone.CONE_FILES``) are
+downloaded by URL and md5, or read from a copy placed at ``$IR_DATASETS_HOME/trec-ikat/2024/<file name>``
+(datasets_ext/files.py); a published file is checked to be read completely. The files without a dataset id
+(the response nugget files and the crowd study's matching labels) are ``FILES["cone-NAME"]``.
 
 Topic files: a JSON list of conversations ``{number, title, ptkb: {id: statement}, turns: [{turn_id,
 utterance, resolved_utterance, response, ptkb_provenance, response_provenance}]}``; ``number`` is a string
@@ -44,21 +47,6 @@ IKAT_REPO = "https://raw.githubusercontent.com/irlabamsterdam/iKAT/main/"
 N_PASSAGES = 116_838_987
 PASSAGE_DIR = "clueweb22b-passages"
 
-CONE_RAG = ("https://raw.githubusercontent.com/irlabamsterdam/CONE-RAG/"
-            "297cd3d21c292816c1fafd006d6394a9c057c9a9/resources/")
-# id suffix -> (path under resources/, md5); the sizes and contents are in docs/datasets.md
-CONE_FILES = {
-    "gold-nuggets-human": ("human_resources/gold_nuggets_human.json", "373f5b3e3f09fd43a82adb614becd65b"),
-    "gold-nuggets-human-dedup": ("human_resources/gold_nuggets_human_deduplicated.json",
-                                 "c46f393c40633717c4d031ccefde3e06"),
-    "gold-nuggets-llm": ("automatic_resources/gold_nuggets_llm.json", "2361ba3dd01602a56c57d29c3d76d54f"),
-    "gold-nuggets-llm-dedup": ("automatic_resources/gold_nuggets_llm_deduplicated.json",
-                               "febf74249587f451558fcd8c014a4101"),
-    "gold-responses": ("human_resources/gold_response_and_nuggets_human.json", "bef585555c3d93b6f72f0847a0d956e7"),
-    "participant-responses": ("participant_resources/automatic_responses.json", "41ffa03a45a11c60c7ed5ea6b9b0c1eb"),
-    "participant-response-nuggets": ("participant_resources/automatic_response_nuggets.json",
-                                     "82e76fae87ac3e6f5a9d09af03a2ac90"),
-}
 GOLD_NUGGET_SETS = {
     "gold-nuggets-human": "gold nuggets copied from relevant passages by NIST assessors",
     "gold-nuggets-human-dedup": "gold nuggets by NIST assessors, de-duplicated by NLI entailment (seed 003 §4.3)",
@@ -92,8 +80,8 @@ FILES = {
                               "57f958903ed1c12bbac207f62800814f"),
 }
 
-FILES.update({f"cone-{name}": DatasetFile(f"{NAME}/2024", path.rsplit("/", 1)[1], CONE_RAG + path, md5)
-              for name, (path, md5) in CONE_FILES.items()})
+# the CONE-RAG files (datasets_ext/cone.py pins them by URL, md5 and what a complete read gives)
+FILES.update({f"cone-{name}": DatasetFile(f"{NAME}/2024", f.name, f.url, f.md5) for name, f in cone.CONE_FILES.items()})
 
 QRELS_DEFS = {g: f"NIST passage relevance grade {g} (0 = not relevant, higher = more relevant)" for g in range(5)}
 PTKB_QRELS_DEFS = {0: "PTKB statement not relevant to the turn", 1: "PTKB statement relevant to the turn"}
@@ -267,6 +255,9 @@ def register_all() -> list[str]:
     cone_sets[f"{NAME}/2024/participant-responses"] = dataset(
         cone.response_docs(FILES["cone-participant-responses"], f"{NAME}/2024/participant-responses"), q2024,
         desc="TREC iKAT 2024 CONE-RAG: the responses of 19 automatic participant runs (doc id {turn}/{run}).")
+    cone_sets[f"{NAME}/2024/manual-responses"] = dataset(
+        cone.response_docs(FILES["cone-manual-responses"], f"{NAME}/2024/manual-responses"), q2024,
+        desc="TREC iKAT 2024 CONE-RAG: the responses of the 4 manual participant runs (doc id {turn}/{run}).")
     return register({
         f"{NAME}/2023": dataset(passages, q2023, TrecQrels(FILES["2023-qrels"], QRELS_DEFS),
                                 desc="TREC iKAT 2023 test: one query per conversation turn (id {number}_{turn_id}), "

@@ -14,7 +14,7 @@ from typing import Any
 
 from ir_measures_ext.errors import InvalidInput
 
-__all__ = ["InputError", "read_lines", "read_jsonl", "read_columns", "load_json", "get_field", "get_qid",
+__all__ = ["InputError", "read_lines", "read_jsonl", "read_columns", "load_json", "parse_json", "get_field", "get_qid",
            "topic_id_problem", "check_topic_id"]
 
 _BOM = b"\xef\xbb\xbf"
@@ -91,12 +91,38 @@ def read_columns(path: str, columns: str) -> Iterator[tuple[int, list[str]]]:
         yield lineno, parts
 
 
-def load_json(path: str, expect: type | None = None, what: str = "") -> Any:
-    """The JSON document in the file at ``path`` (UTF-8, with or without a byte order mark). Invalid UTF-8 or
-    JSON is an InputError naming the line; with ``expect`` (e.g. ``dict``), a document of another type is one
-    too (``what`` says what the file should hold, e.g. "a JSON object keyed by turn id")."""
-    with open(path, "rb") as f:
-        raw = f.read()
+class _Object(dict):
+    """A JSON object that remembers the keys it saw more than once (``json`` keeps only the last)."""
+
+    def __init__(self, pairs):
+        super().__init__(pairs)
+        self.duplicates = [k for k in dict.fromkeys(k for k, _ in pairs) if sum(1 for x, _ in pairs if x == k) > 1] \
+            if len(self) != len(pairs) else []
+
+
+def _first_duplicate(value: Any, where: str) -> tuple[str, str] | None:
+    if isinstance(value, _Object):
+        if value.duplicates:
+            return where, value.duplicates[0]
+        for key, item in value.items():
+            found = _first_duplicate(item, f"{where}.{key}" if where else key)
+            if found:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _first_duplicate(item, f"{where}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def parse_json(raw: bytes | str, path: str, expect: type | None = None, what: str = "") -> Any:
+    """The JSON document ``raw`` (the bytes of the file at ``path``; UTF-8, with or without a byte order mark).
+    Invalid UTF-8 or JSON is an InputError naming the line; a key given twice in one object too (JSON keeps only
+    the last: the entries of the others would be lost); with ``expect`` (e.g. ``dict``), a document of another
+    type too (``what`` says what the file should hold, e.g. "a JSON object keyed by turn id")."""
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8")
     if raw.startswith(_BOM):
         raw = raw[len(_BOM):]
     try:
@@ -107,13 +133,25 @@ def load_json(path: str, expect: type | None = None, what: str = "") -> Any:
                          f"not UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start - line_start + 1})",
                          "save the file as UTF-8") from None
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_Object)
     except json.JSONDecodeError as e:
         raise InputError(path, e.lineno, None, f"not valid JSON ({e.msg} at column {e.colno})") from None
     if expect is not None and not isinstance(data, expect):
         raise InputError(path, None, None, f"expected {what or 'a JSON ' + expect.__name__}, "
                          f"got {type(data).__name__}")
+    found = _first_duplicate(data, "")
+    if found:
+        where, key = found
+        raise InputError(path, None, where or None, f"key {key!r} appears more than once"
+                         + (" in this object" if where else "") + "; JSON keeps only the last, the others would be "
+                         "lost", "merge or rename them")
     return data
+
+
+def load_json(path: str, expect: type | None = None, what: str = "") -> Any:
+    """:func:`parse_json` of the file at ``path``: the one way this distribution reads a JSON document."""
+    with open(path, "rb") as f:
+        return parse_json(f.read(), path, expect, what)
 
 
 def get_field(path: str, line: int | None, obj: dict, key: str, types: type | tuple, where: str = ""):

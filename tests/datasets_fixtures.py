@@ -170,6 +170,7 @@ def build_cone(d: Path) -> None:
     _write(d / "automatic_responses.json", json.dumps(
         {"0_1": {"runA": "Glasgow has a mild climate.", "runB": "No idea."},
          "0_2": {"runA": "Vegetarian food is common.", "runB": ""}}))
+    _write(d / "manual_responses.json", json.dumps({"0_1": {"manual-run": "Glasgow is mild and wet."}}))
 
 
 def build_home(home: Path) -> dict[int, list[str]]:

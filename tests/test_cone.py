@@ -132,6 +132,8 @@ def test_gold_nuggets_read_as_grade_2_with_their_keys(tmp_path):
     ({"t1": {"1": {"text": "x", "relevance": "2"}}}, "t1.1"),
     ({"t1": {"[1]": {"text": "", "relevance": "2"}}}, "t1.[1].text"),
     ({"t1": {"[1]": {"text": "x", "relevance": "high"}}}, "t1.[1].relevance"),
+    ({"t1": {"[1]": {"text": "x", "relevance": "5"}}}, "t1.[1].relevance"),  # outside the 0-4 scale
+    ({"t1": {"[1]": {"text": "x", "relevance": 99}}}, "t1.[1].relevance"),
     ({"t1": ["x"]}, "t1"),
 ])
 def test_gold_nugget_errors_name_file_and_field(tmp_path, doc, field):
@@ -153,6 +155,59 @@ def test_responses_and_response_nuggets_round_trip(tmp_path):
     (tmp_path / "bad.json").write_text(json.dumps({"t1": {"runA": {"response": "r", "nuggets": {"matched": []}}}}))
     with pytest.raises(InputError, match="not-matched"):
         formats.read_cone_response_nuggets(str(tmp_path / "bad.json"))
+
+
+@pytest.mark.parametrize("text,where", [
+    ('{"t1": {"[1]": {"text": "a", "relevance": "2"}}, "t1": {"[2]": {"text": "b", "relevance": "2"}}}', None),
+    ('{"t1": {"[1]": {"text": "a", "relevance": "2"}, "[1]": {"text": "b", "relevance": "2"}}}', "t1"),
+])
+def test_a_key_given_twice_is_refused_not_overwritten(tmp_path, text, where):
+    """json keeps the last of two equal keys: the nuggets of the first would be lost without a word."""
+    path = tmp_path / "gold.json"
+    path.write_text(text)
+    with pytest.raises(InputError, match="appears more than once") as e:
+        formats.read_cone_gold_nuggets(str(path))
+    assert e.value.field == where
+    (tmp_path / "r.json").write_text('{"t1": {"runA": "x", "runA": "y"}}')
+    with pytest.raises(InputError, match="'runA' appears more than once"):
+        formats.read_cone_responses(str(tmp_path / "r.json"))
+
+
+def test_published_files_are_checked_to_be_read_completely(tmp_path, monkeypatch):
+    """A file with a published md5 must give what the published file holds; else the reader lost entries."""
+    import hashlib
+
+    from datasets_ext import cone
+    path = tmp_path / "gold.json"
+    path.write_text(json.dumps(GOLD_JSON))
+    md5 = hashlib.md5(path.read_bytes()).hexdigest()
+    published = cone.ConeFile("human_resources/gold.json", md5, {"turns": 2, "nuggets": 3})
+    monkeypatch.setitem(cone.PUBLISHED, md5, ("gold-nuggets-human", published))
+    assert len(formats.read_cone_gold_nuggets(str(path)).nuggets) == 3
+    monkeypatch.setitem(cone.PUBLISHED, md5, ("gold-nuggets-human", published._replace(counts={"turns": 2,
+                                                                                              "nuggets": 4})))
+    with pytest.raises(InputError, match="read {'turns': 2, 'nuggets': 3} .* holds {'turns': 2, 'nuggets': 4}"):
+        formats.read_cone_gold_nuggets(str(path))
+    # the published files: URL, md5, and the counts of the issue (116 turns; 2,279 / 1,201 / 6,680 / 3,760 nuggets)
+    assert [cone.CONE_FILES[f"gold-nuggets-{s}"].counts["nuggets"] for s in ("human", "human-dedup", "llm", "llm-dedup")
+            ] == [2279, 1201, 6680, 3760]
+    assert cone.CONE_FILES["participant-responses"].counts == {"turns": 79, "responses": 79 * 19}
+    assert cone.CONE_FILES["manual-responses"].url.endswith("participant_resources/manual_responses.json")
+
+
+def test_response_nuggets_are_checked_against_the_responses(tmp_path):
+    responses = {("t1", "runA"): "**Paris** is the capital.\n\n- It is big.", ("t1", "runB"): "No."}
+    same = formats.ResponseNuggets("t1", "runA", "Paris is the capital. - it is big", ["Paris is the capital"], [])
+    other = formats.ResponseNuggets("t1", "runB", "No.", [], [])
+    formats.check_response_nuggets("n.json", [same, other], responses)  # Markdown and case stripped: the same
+    with pytest.raises(InputError, match=r"1 of 2 responses have no entry \(turn run: t1 runB\)"):
+        formats.check_response_nuggets("n.json", [same], responses)
+    with pytest.raises(InputError, match="differs from the response"):
+        formats.check_response_nuggets("n.json", [same, formats.ResponseNuggets("t1", "runB", "Yes.", [], [])],
+                                       responses)
+    with pytest.raises(InputError, match="the responses file does not have"):
+        formats.check_response_nuggets("n.json", [same, other, formats.ResponseNuggets("t2", "runA", "x", [], [])],
+                                       responses)
 
 
 def test_extracted_nuggets_jsonl_round_trip_and_checks(tmp_path):
@@ -362,6 +417,26 @@ def test_as_matcher(llm):
     assert isinstance(as_matcher(llm), LLMMatcher) and isinstance(as_matcher(None), EmbeddingMatcher)
     with pytest.raises(TypeError):
         as_matcher("gpt-4o")
+
+
+def test_embedding_thresholds_per_task_and_their_agreement():
+    from pyterrier_nuggets.matchers import CALIBRATED, DEDUP_THRESHOLD, DEFAULT_THRESHOLD, NTN_THRESHOLD, NTR_THRESHOLD
+    assert DEFAULT_THRESHOLD == NTR_THRESHOLD == CALIBRATED["ntr"].threshold  # calibrated on people, not de-dup
+    assert [as_matcher(None, t).threshold for t in ("ntr", "ntn", "dedup")] == [NTR_THRESHOLD, NTN_THRESHOLD,
+                                                                               DEDUP_THRESHOLD]
+    assert NuggetToNugget(GOLD).matcher.threshold == NTN_THRESHOLD
+    assert NuggetToResponse(GOLD).matcher.threshold == NTR_THRESHOLD
+    ntr = EmbeddingMatcher.for_task("ntr")
+    assert "kappa" in ntr.agreement("ntr") and "crowd" in ntr.agreement("ntr")
+    assert "not measured" in ntr.agreement("ntn")  # its threshold is not the NtN one
+    assert "not measured" in EmbeddingMatcher(0.7).agreement("ntr")
+    assert "not measured" in LLMMatcher().agreement("ntr")
+    other = ntr.at_threshold(0.5)
+    assert other.threshold == 0.5 and ntr.threshold == NTR_THRESHOLD and other._vectors is ntr._vectors
+    pair = [("Bananas are yellow.", "The capital of France is Paris.")]
+    assert ntr.match(pair)[0].score == other.match(pair)[0].score
+    with pytest.raises(ValueError, match="task must be one of"):
+        EmbeddingMatcher.for_task("support")
 
 
 # ------------------------------------------------------------------------------------------ embedding

@@ -194,6 +194,12 @@ def test_ikat_cone_rag(home):
     assert [(d.doc_id, d.run_id, d.text) for d in gold] == [("0_1", "manual", "Glasgow has a mild climate.")]
     runs = ir_datasets.load("trec-ikat/2024/participant-responses")
     assert [(d.doc_id, d.text) for d in runs.docs_iter()][1:4:2] == [("0_1/runB", "No idea."), ("0_2/runB", "")]
+    manual = ir_datasets.load("trec-ikat/2024/manual-responses")
+    assert [(d.doc_id, d.run_id) for d in manual.docs_iter()] == [("0_1/manual-run", "manual-run")]
+    # the files without a dataset id are registered by URL and md5 too
+    from datasets_ext.ikat import FILES
+    assert FILES["cone-crowd-matching-labels"].md5 == "ab8165cc3db47278b19e13759e40b3dd"
+    assert FILES["cone-manual-response-nuggets"].url.endswith("participant_resources/manual_response_nuggets.json")
 
 
 def test_ikat_cone_rag_cli_and_measures(home, tmp_path):
@@ -214,3 +220,6 @@ def test_ikat_cone_rag_bad_file(tmp_path, monkeypatch):
     monkeypatch.setenv("IR_DATASETS_HOME", str(tmp_path))
     with pytest.raises(ValueError, match=r"gold_nuggets_llm.json: field '0_1.\[0\]': nugget key"):
         list(ir_datasets.load("trec-ikat/2024/gold-nuggets-llm").qrels_iter())
+    (d / "gold_nuggets_llm.json").write_text('{"0_1": {"[1]": {"text": "x", "relevance": "1"}}, "0_1": {}}')
+    with pytest.raises(ValueError, match="'0_1' appears more than once"):  # not the last turn winning silently
+        list(ir_datasets.load("trec-ikat/2024/gold-nuggets-llm").docs_iter())

@@ -470,3 +470,70 @@ def test_ikat_llm_steps_need_an_endpoint(files, tmp_path, monkeypatch, capsys):
                      "--gold-nuggets", files["gold.json"], *option, "--out", str(tmp_path / "out")]) == 2
         assert "needs an endpoint" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+# ------------------------------------------------------------------------------ turns, headers (issue 29)
+
+def _systems(turns_a=("0_1", "0_2"), turns_b=("0_1", "0_2")):
+    texts = {"0_1": "Glasgow has a mild oceanic climate.", "0_2": "Haggis is a traditional Scottish dish.",
+             "4_7": "An answer to a turn without gold nuggets."}
+    return [ikat.IkatSystem(name, pd.DataFrame([{"qid": t, "qanswer": texts[t]} for t in turns]))
+            for name, turns in (("runA", turns_a), ("runB", turns_b))]
+
+
+def test_ikat_header_carries_the_matchers_agreement_with_people():
+    result = ikat.ikat_table(_systems(), _gold_set())
+    header = result.header()
+    assert "matcher agreement with people: NtR: kappa 0.398" in header and "crowd" in header
+    assert "turns evaluated: 2 of 2 with gold nuggets" in header
+    items = [formats.ResponseNuggets(t, r, "x", ["x"], []) for t in ("0_1", "0_2") for r in ("runA", "runB")]
+    responses = {(t, r): "x" for t in ("0_1", "0_2") for r in ("runA", "runB")}
+    with_ntn = ikat.ikat_table(ikat.systems_from_cone(responses, items), _gold_set()).header()
+    assert "NtR matcher: embedding all-MiniLM-L6-v2 cosine >= 0.66" in with_ntn
+    assert "NtN matcher: embedding all-MiniLM-L6-v2 cosine >= 0.63" in with_ntn and "NtN: kappa 0.382" in with_ntn
+    from pyterrier_nuggets.matchers import EmbeddingMatcher
+    other = ikat.ikat_table(_systems(), _gold_set(), matcher=EmbeddingMatcher(0.7)).header()
+    assert "agreement with people not measured at these settings" in other
+
+
+def test_ikat_turns_that_match_nothing_are_refused_or_reported():
+    gold = _gold_set()
+    from dataclasses import replace
+    dashed = formats.NuggetSet([replace(n, qid="0-2") if n.qid == "0_2" else n for n in gold.nuggets], {})
+    # gold turn 0-2 answered by no system (the responses say 0_2): refused, naming the near miss
+    with pytest.raises(ValueError, match=r"1 of 2 gold nugget turns have no response .*0-2 \(a response turn is 0_2\)"):
+        ikat.ikat_table(_systems(), dashed)
+    # or left out on request, and the header says so (0_2's response has no gold nuggets: not evaluated)
+    result = ikat.ikat_table(_systems(), dashed, unanswered="leave-out")
+    header = result.header()
+    assert "turns evaluated: 1 of 2" in header and "without any response, left out: 1 (0-2" in header
+    assert "response turns without gold nuggets, not evaluated: 1 (0_2)" in header
+    assert set(result.table.per_query["qid"]) == {"0_1"}
+    with pytest.raises(ValueError, match="no turn of the gold nuggets has a response"):
+        ikat.ikat_table(_systems(("4_7",), ("4_7",)), gold)
+    # a system without a response to an evaluated turn scores 0 there, with a warning and a note
+    with pytest.warns(UserWarning, match="runB: no response to 1 of 2 evaluated turns, scored 0 there"):
+        result = ikat.ikat_table(_systems(turns_b=("0_1",)), gold)
+    assert "runB: no response to 1 of 2" in result.header()
+    assert result.table.per_query.query("system == 'runB' and qid == '0_2'")["value"].tolist() == [0.0]
+
+
+def test_cone_systems_refuse_responses_without_their_nuggets():
+    responses = {("0_1", "r1"): "x", ("0_2", "r1"): "y"}
+    items = [formats.ResponseNuggets("0_1", "r1", "x", ["x"], [])]
+    with pytest.raises(ValueError, match=r"no entry for 1 responses .*'0_2', 'r1'"):
+        ikat.systems_from_cone(responses, items)
+
+
+def test_ikat_command_header_and_matcher_threshold(files, tmp_path, capsys):
+    out = tmp_path / "out"
+    args = ["ikat", "--run", files["runA.json"], "--run", files["runB.json"], "--qrels", files["qrels"], "--topics",
+            files["topics.json"], "--gold-nuggets", files["gold.json"], "--no-plots"]
+    assert main(args + ["--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "matcher agreement with people: NtR: kappa 0.398" in printed
+    assert "matcher agreement with people: NtR: kappa 0.398" in (out / "ikat.md").read_text()
+    assert main(args + ["--matcher", "embedding:0.5", "--out", str(tmp_path / "o2")]) == 0
+    assert "cosine >= 0.5" in capsys.readouterr().out
+    assert main(args + ["--matcher", "embedding:x", "--out", str(tmp_path / "o3")]) == 2
+    assert "embedding:T" in capsys.readouterr().err

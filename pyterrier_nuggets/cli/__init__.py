@@ -17,12 +17,13 @@
     pyterrier-nuggets agree A B [C ...] [--kind KIND] [--labels L1,L2,...] [--ordinal] [--name NAME ...] [--json]
                             [--plot PNG] [--consensus majority|mean|median --out QRELS [--ties low|high]]
     pyterrier-nuggets ikat (--run RUN.json ... | --responses FILE [--response-nuggets FILE]) [--gold-nuggets SET|FILE]
-                           [--qrels Q] [--topics T] [--matcher embedding|nli:PATH|llm] [--out DIR]
+                           [--qrels Q] [--topics T] [--matcher embedding[:T]|nli:PATH|llm] [--out DIR]
     pyterrier-nuggets annotate init|users|serve|export ...   (the human annotation tool, docs/annotation.md)
     pyterrier-nuggets check-endpoint [--base-url URL] [--model NAME]   (can a job use the LLM endpoint?)
     pyterrier-nuggets trec-rag --answers FILE ... --out DIR [--rules 2026|2025] [--nuggets FILE|ID]
                                [--rubrics FILE|ID] [--support --docs FILE|ID | --support-assignments FILE ...]
                                [--topics FILE|ID] [--base-url URL] [--model NAME]   (docs/trec-rag-2025-2026.md)
+    pyterrier-nuggets calibrate PAIRS.jsonl | --crowd-labels [FILE] [--task T] [--matcher M] [--split S] [--json]
 """
 from __future__ import annotations
 
@@ -32,7 +33,19 @@ import traceback
 import warnings
 
 from ir_measures_ext.errors import InvalidInput, SetupError
-from pyterrier_nuggets.cli import agree, annotate, check_endpoint, correlate, demo, export, ikat, score, table, trec_rag
+from pyterrier_nuggets.cli import (
+    agree,
+    annotate,
+    calibrate,
+    check_endpoint,
+    correlate,
+    demo,
+    export,
+    ikat,
+    score,
+    table,
+    trec_rag,
+)
 from pyterrier_nuggets.formats.files import DroppedLabelsWarning
 from pyterrier_nuggets.judges import LLMStepError
 from pyterrier_nuggets.llm.batch import BatchError
@@ -42,7 +55,7 @@ from pyterrier_nuggets.llm.retry import EndpointError
 # (one line); 3 a bug of the package (its traceback); 130 interrupted (Ctrl-C)
 EXIT_LLM_FAILED, EXIT_INPUT, EXIT_BUG, EXIT_INTERRUPTED = 1, 2, 3, 130
 
-SUBCOMMANDS = (demo, export, table, score, correlate, agree, annotate, ikat, trec_rag, check_endpoint)
+SUBCOMMANDS = (demo, export, table, score, correlate, agree, annotate, ikat, calibrate, trec_rag, check_endpoint)
 
 
 def main(argv=None) -> int:

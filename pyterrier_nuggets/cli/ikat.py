@@ -22,9 +22,13 @@ def add_parser(sub) -> None:
                    "CONE-RAG gold nugget file (default human)")
     p.add_argument("--qrels", help="passage qrels (default: those of trec-ikat/2024 when a run has a ranking)")
     p.add_argument("--topics", help="iKAT topics JSON (default: the trec-ikat/2024 turns), for the breakdowns")
-    p.add_argument("--matcher", default="embedding", metavar="embedding|nli:PATH|llm",
-                   help="NtR / NtN matcher: embedding (offline baseline, default), nli:PATH (a local NLI model "
-                   "folder), llm (--base-url / --model)")
+    p.add_argument("--matcher", default="embedding", metavar="embedding[:T]|nli:PATH|llm",
+                   help="NtR / NtN matcher: embedding (offline baseline, default: the thresholds calibrated on the "
+                   "crowd labels for NtR and NtN; embedding:T one threshold T for both, agreement not measured), "
+                   "nli:PATH (a local NLI model folder), llm (--base-url / --model)")
+    p.add_argument("--unanswered-turns", choices=("refuse", "leave-out"), default="refuse",
+                   help="gold nugget turns no system answered: refuse (default: a turn id form that differs, or runs "
+                   "of other turns) or leave them out (the header says how many)")
     p.add_argument("--base-url", help="OpenAI-compatible endpoint for --matcher llm")
     p.add_argument("--model", help="model name for --matcher llm")
     p.add_argument("--timeout", type=positive_number, default=120.0, metavar="SECONDS",
@@ -73,14 +77,21 @@ def _llm(args):
 
 
 def _matcher(args, llm):
+    """The matcher of --matcher; None for the embedding baseline at its calibrated thresholds (one per task)."""
     from pyterrier_nuggets import matchers
     if args.matcher == "embedding":
-        return matchers.EmbeddingMatcher()
+        return None
+    if args.matcher.startswith("embedding:"):
+        try:
+            threshold = float(args.matcher.split(":", 1)[1])
+        except ValueError:
+            raise UsageError(f"--matcher {args.matcher!r}: give embedding:T with a number T, e.g. embedding:0.7") from None
+        return matchers.EmbeddingMatcher(threshold)
     if args.matcher.startswith("nli:"):
         return matchers.NLIMatcher(args.matcher[4:])
     if args.matcher == "llm":
         return matchers.LLMMatcher(llm)
-    raise UsageError(f"--matcher {args.matcher!r}: give embedding, nli:PATH or llm")
+    raise UsageError(f"--matcher {args.matcher!r}: give embedding, embedding:T, nli:PATH or llm")
 
 
 def _read_topics(path: str | None, dataset: str) -> list:
@@ -194,8 +205,15 @@ def _joint(args, paths: dict[str, str]) -> int:
         systems.append(ikat.IkatSystem(r.run_name, formats.ikat_answers(r), formats.ikat_ranking(r)))
         runs.append(r)
     if args.responses:
-        nuggets = formats.read_cone_response_nuggets(args.response_nuggets) if args.response_nuggets else None
-        systems = ikat.systems_from_cone(formats.read_cone_responses(args.responses), nuggets, args.only)
+        responses = formats.read_cone_responses(args.responses)
+        unknown = sorted(set(args.only or ()) - {run for _, run in responses})
+        if unknown:
+            raise UsageError(f"--only {' '.join(unknown)}: not a run of {args.responses}")
+        nuggets = None
+        if args.response_nuggets:
+            nuggets = formats.read_cone_response_nuggets(args.response_nuggets)
+            formats.check_response_nuggets(args.response_nuggets, nuggets, responses)
+        systems = ikat.systems_from_cone(responses, nuggets, args.only)
     extra = {}
     if args.generate:
         written = {f"--out {s.name}+gen-{args.generate}.json": os.path.join(args.out, f"{s.name}+gen-{args.generate}"
@@ -215,7 +233,8 @@ def _joint(args, paths: dict[str, str]) -> int:
     if args.run:
         qrels = args.qrels or list(ir_datasets.load("trec-ikat/2024").qrels_iter())
     result = ikat.ikat_table(systems, gold, qrels, _matcher(args, llm), topics, baseline=args.baseline, test=args.test,
-                             correction=args.correction, alpha=args.alpha, gold_label=label)
+                             correction=args.correction, alpha=args.alpha, gold_label=label,
+                             unanswered=args.unanswered_turns)
     if args.extract:
         result.labels["extraction"] = f"NuggetExtractor (seed 003 §4.1), llm {llm.model!r}"
     if args.generate:

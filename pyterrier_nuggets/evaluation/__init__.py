@@ -10,6 +10,8 @@
 - :mod:`.labels`, :mod:`.agreement`: do judges label the same items alike? (:func:`agreement`: exact
   agreement, Cohen's κ, weighted κ, confusion matrix; :func:`multi_agreement`: every pair and Krippendorff's
   α over several judges; :func:`consensus`: one judge of several)
+- :mod:`.calibration`: fit a matcher's threshold to labelled pairs, reported on held-out groups
+  (:func:`calibrate`; the CONE-RAG crowd labels' pairs, :func:`crowd_pairs`).
 - :mod:`.descriptive`: descriptive statistics of a nugget evaluation (seed 000 Table 4).
 - :mod:`.measures`: the default measure lists.
 - :mod:`.plots`: PNG plots of a joint table and of a meta-evaluation.
@@ -29,6 +31,7 @@ from pyterrier_nuggets.evaluation.agreement import (
     krippendorff_alpha,
     multi_agreement,
 )
+from pyterrier_nuggets.evaluation.calibration import Calibration, calibrate, crowd_pairs
 from pyterrier_nuggets.evaluation.cone import NuggetToNugget, NuggetToResponse, deduplicate
 from pyterrier_nuggets.evaluation.correlation import Correlation, correlate, read_score_table
 from pyterrier_nuggets.evaluation.descriptive import describe, describe_conditions
@@ -52,4 +55,4 @@ __all__ = ["ANSWER_MEASURES", "NUGGET_MEASURES", "RETRIEVAL_MEASURES", "RAG_MEAS
            "correlate", "Correlation", "read_score_table", "agreement", "agreement_from_confusion", "Agreement",
            "multi_agreement", "MultiAgreement", "krippendorff_alpha", "consensus", "Consensus",
            "Labels", "LabelKind", "KINDS", "generic_kind", "read_labels", "describe", "describe_conditions",
-           "NuggetToResponse", "NuggetToNugget", "deduplicate"]
+           "NuggetToResponse", "NuggetToNugget", "deduplicate", "calibrate", "Calibration", "crowd_pairs"]

@@ -10,6 +10,11 @@ one judge of several (majority, mean or median label; ties broken by a stated ru
 ((i - j)² / (k - 1)²) for ordinal kinds. α comes from the ``krippendorff`` package (nominal, ordinal and, for
 integer grades, interval level; items a judge did not label are missing values, as α allows).
 Items are matched by id (:mod:`.labels`); items only some judges have are listed, never dropped silently.
+
+Thresholds: :func:`fit_threshold` chooses the threshold of a score (``score >= t`` means yes) that agrees best with
+yes/no labels (highest Cohen's κ), :func:`threshold_interval` gives its bootstrap confidence interval; both sweep
+thousands of thresholds, so they count the 2 x 2 tables at once (:func:`binary_agreement`, the same κ as
+scikit-learn's for two labels: a test checks it). :mod:`.calibration` applies them to a matcher.
 """
 from __future__ import annotations
 
@@ -196,6 +201,113 @@ def _order(kind: LabelKind, seen: list) -> tuple:
     if values and all(isinstance(v, int) for v in values):  # relevance grades: every grade from min to max
         return tuple(range(min(values), max(values) + 1))
     return tuple(sorted(values, key=str))
+
+
+# --- thresholds of a score against yes/no labels (matcher calibration) -----------------------------------------
+
+def binary_agreement(truth, predictions) -> tuple[np.ndarray, np.ndarray]:
+    """Exact agreement and Cohen's κ of each row of ``predictions`` (k x n booleans) with ``truth`` (n booleans),
+    from the 2 x 2 counts: κ = (p_o - p_e) / (1 - p_e), p_e from the two judges' yes rates. κ is NaN where it is
+    undefined (both judges give one and the same label to every item), as :func:`agreement` has it."""
+    truth = np.asarray(truth, dtype=bool)
+    pred = np.atleast_2d(np.asarray(predictions, dtype=bool))
+    n = truth.size
+    if n == 0:
+        nan = np.full(len(pred), np.nan)
+        return nan, nan
+    yes_both = (pred & truth).sum(axis=1)
+    no_both = (~pred & ~truth).sum(axis=1)
+    observed = (yes_both + no_both) / n
+    rate_pred, rate_truth = pred.sum(axis=1) / n, truth.sum() / n
+    chance = rate_pred * rate_truth + (1 - rate_pred) * (1 - rate_truth)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kappa = np.where(chance < 1, (observed - chance) / (1 - chance), np.nan)
+    return observed, kappa
+
+
+def threshold_grid(scores, step: float = 0.01) -> np.ndarray:
+    """Thresholds from just below the lowest to just above the highest finite score, ``step`` apart, rounded to the
+    step: the candidates of :func:`fit_threshold`."""
+    finite = np.asarray(scores, dtype=float)
+    finite = finite[np.isfinite(finite)]
+    if finite.size == 0:
+        raise InvalidInput("no finite score to choose a threshold from")
+    digits = max(0, -int(math.floor(math.log10(step)))) if step < 1 else 0
+    low = math.floor(finite.min() / step) * step
+    high = math.ceil(finite.max() / step) * step + step
+    return np.unique(np.round(np.arange(low, high + step / 2, step), digits))
+
+
+@dataclass
+class ThresholdFit:
+    """The threshold of :func:`fit_threshold`: the chosen ``threshold``, its exact agreement and κ on the labels it
+    was chosen on, and the whole sweep (``thresholds``, ``kappas``)."""
+
+    threshold: float
+    accuracy: float
+    kappa: float
+    thresholds: np.ndarray
+    kappas: np.ndarray
+
+
+def fit_threshold(scores, labels, grid=None) -> ThresholdFit:
+    """The threshold t of ``score >= t`` (yes) that agrees best with the yes/no ``labels``: highest Cohen's κ over
+    ``grid`` (default :func:`threshold_grid`); of tied thresholds the middle one. A NaN score (a failed decision)
+    is refused: report and repeat the failed decisions first."""
+    scores = np.asarray(scores, dtype=float)
+    labels = np.asarray(labels, dtype=bool)
+    if scores.shape != labels.shape or scores.ndim != 1:
+        raise InvalidInput(f"one score per label is needed, got {scores.shape} and {labels.shape}")
+    if np.isnan(scores).any():
+        raise InvalidInput(f"{int(np.isnan(scores).sum())} scores are NaN (failed decisions): they have no threshold")
+    if labels.all() or not labels.any():
+        raise InvalidInput("the labels are all yes or all no: no threshold can be chosen (κ is undefined)")
+    grid = threshold_grid(scores) if grid is None else np.asarray(grid, dtype=float)
+    accuracy, kappa = binary_agreement(labels, scores[None, :] >= grid[:, None])
+    filled = np.where(np.isnan(kappa), -np.inf, kappa)
+    best = np.flatnonzero(filled >= filled.max() - 1e-12)
+    i = int(best[len(best) // 2])
+    return ThresholdFit(float(grid[i]), float(accuracy[i]), float(kappa[i]), grid, kappa)
+
+
+def threshold_interval(scores, labels, units=None, grid=None, confidence: float = 0.95, n_resamples: int = 2000,
+                       seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of the :func:`fit_threshold` threshold (``statistics.bootstrap_ci``): the
+    ``units`` (e.g. the response of each labelled pair: pairs of one response are not independent; default: every
+    pair its own unit) are resampled with replacement and the threshold chosen again on each resample. A resample
+    without both labels chooses nothing and is left out. NaN bounds when fewer than two units."""
+    from pyterrier_nuggets.evaluation.statistics import bootstrap_ci
+    scores = np.asarray(scores, dtype=float)
+    labels = np.asarray(labels, dtype=bool)
+    grid = threshold_grid(scores) if grid is None else np.asarray(grid, dtype=float)
+    units = np.arange(len(scores)) if units is None else np.unique(np.asarray(units), return_inverse=True)[1]
+    members = [np.flatnonzero(units == u) for u in range(int(units.max()) + 1)] if len(units) else []
+    decided = scores[None, :] >= grid[:, None]
+
+    def chosen(idx) -> float:
+        rows = np.concatenate([members[i] for i in np.asarray(idx, dtype=int)])
+        y = labels[rows]
+        if y.all() or not y.any():
+            return float("nan")
+        kappa = binary_agreement(y, decided[:, rows])[1]
+        filled = np.where(np.isnan(kappa), -np.inf, kappa)
+        best = np.flatnonzero(filled >= filled.max() - 1e-12)
+        return float(grid[best[len(best) // 2]])
+
+    values = []
+
+    def statistic(idx) -> float:
+        values.append(chosen(idx))
+        return values[-1]
+    if len(members) < 2:
+        return float("nan"), float("nan")
+    low, high = bootstrap_ci(len(members), statistic, confidence, n_resamples, seed, method="percentile")[0]
+    if math.isnan(low):  # a resample without both labels: the percentiles of the others
+        finite = np.asarray([v for v in values if not math.isnan(v)])
+        if finite.size:
+            tail = (1 - confidence) / 2 * 100
+            low, high = (float(np.percentile(finite, tail)), float(np.percentile(finite, 100 - tail)))
+    return low, high
 
 
 def _fmt(v: float | None) -> str:

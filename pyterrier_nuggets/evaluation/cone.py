@@ -10,9 +10,10 @@ output is an evaluation run for ``Recall_NtR``, ``Recall_NtN`` and ``Precision_N
   of a mutually entailing pair the *first* (lower index) is kept (the paper's wording would remove both).
 
 Every output row carries the ``matcher`` that made it (``Matcher.describe()``): a table made with the
-embedding baseline says so. A failed decision (LLM matcher) is never read as "no": ``on_failure``
-``"raise"`` (default), ``"exclude_answer"`` (the response gives no rows; reported) or ``"mark"`` (rows of
-the response kept with ``matched`` ``"failed"`` and score NaN, for inspection; not scorable).
+embedding baseline says so. Without a matcher each step takes the embedding baseline at the threshold calibrated
+for its task (``EmbeddingMatcher.for_task``: NtR, NtN, de-duplication). A failed decision (LLM matcher) is never
+read as "no": ``on_failure`` ``"raise"`` (default), ``"exclude_answer"`` (the response gives no rows; reported)
+or ``"mark"`` (rows of the response kept with ``matched`` ``"failed"`` and score NaN, for inspection; not scorable).
 """
 from __future__ import annotations
 
@@ -43,12 +44,13 @@ class _MatchingStep(pt.Transformer):
 
     step = "match"
     step_name = "CONE-RAG matching"
+    task = "ntr"  # which calibrated threshold the default matcher takes
 
     def __init__(self, gold_nuggets: Any, matcher: Any = None, *, on_failure: str = "raise"):
         if on_failure not in POLICIES:
             raise InvalidInput(f"on_failure must be one of {tuple(POLICIES)}, got {on_failure!r}")
         self.gold_nuggets = as_nugget_set(gold_nuggets)
-        self.matcher = as_matcher(matcher)
+        self.matcher = as_matcher(matcher, self.task)
         self.on_failure = on_failure
         self.failures: list[Failure] = []
         self._gold = {qid: sorted(ns, key=lambda n: n.index) for qid, ns in self.gold_nuggets.by_topic().items()}
@@ -126,6 +128,8 @@ class NuggetToNugget(_MatchingStep):
     ``{text, ...}`` dicts, as :class:`~pyterrier_nuggets.judges.cone.NuggetExtractor` gives) -> one row per
     gold nugget (``{qid}:ntn:n{i}``, 1 when some extracted nugget entails it) and one per extracted nugget
     (``{qid}:ntn:x{j}``, 1 when it entails some gold nugget); columns as :class:`NuggetToResponse`."""
+
+    task = "ntn"
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.columns(inp, includes=["qid", "nuggets"], context=self)
@@ -208,10 +212,10 @@ def dedup_decisions(texts: Sequence[str], matcher: Matcher) -> dict[int, Removal
 
 def deduplicate(nuggets: Any, matcher: Any = None) -> tuple[NuggetSet, pd.DataFrame]:
     """De-duplicate each turn's nuggets (seed 003 §4.3, :func:`dedup_decisions`) with any matcher (default:
-    the embedding baseline). Returns the kept nuggets (ids unchanged, as the published de-duplicated files
+    the embedding baseline at its de-duplication threshold). Returns the kept nuggets (ids unchanged, as the published de-duplicated files
     keep their keys) and a report: ``qid, docno, kept, entailed_by, mutual, matcher``."""
     nuggets = as_nugget_set(nuggets)
-    matcher = as_matcher(matcher)
+    matcher = as_matcher(matcher, "dedup")
     label = matcher.describe()
     kept: list[Nugget] = []
     report = []

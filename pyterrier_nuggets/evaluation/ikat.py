@@ -5,7 +5,12 @@ of :func:`.table.joint_table`; per-turn values with turn depth and personal flag
 and by personal vs non-personal turns (a turn is personal when its ``ptkb_provenance`` in the topics is
 non-empty, seed 003 Table 10); the nDCG@5 vs nugget recall scatter (seed 003 Figure 1).
 
-Every output names the gold nuggets and the matcher that produced the nugget measures.
+Every output names the gold nuggets and the matchers that produced the nugget measures, with each matcher's
+measured agreement with people (``Matcher.agreement``: the embedding baseline's κ on the crowd labels of seed 003
+§5.2 at its calibrated thresholds, else "not measured"). Turns are checked before scoring: gold nugget turns that
+no system answered are refused (or left out, ``unanswered="leave-out"``), and the header says how many turns were
+evaluated, which systems miss responses (scored 0 there) and which response turns have no gold nuggets (not
+evaluated): nothing scores 0 without a word.
 
 :func:`ptkb_table`: the PTKB statement ranking task (iKAT 2023): per system, nDCG@3, P@3, R@3 and AP of a
 per-turn ranking of the user's PTKB statements against the PTKB qrels (``trec-ikat/2023/ptkb``), with the
@@ -14,6 +19,8 @@ same paired tests.
 from __future__ import annotations
 
 import os
+import re
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,8 +30,8 @@ import pandas as pd
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.evaluation.cone import NuggetToNugget, NuggetToResponse
 from pyterrier_nuggets.evaluation.table import JointTable, System, joint_table
-from pyterrier_nuggets.formats import as_nugget_set, atomic_write, nugget_qrels, write_all
-from pyterrier_nuggets.matchers import as_matcher
+from pyterrier_nuggets.formats import NuggetSet, as_nugget_set, atomic_write, nugget_qrels, write_all
+from pyterrier_nuggets.matchers import NTN_THRESHOLD, EmbeddingMatcher, as_matcher
 
 RETRIEVAL = ["nDCG@5", "P@20", "R@20", "R@1000", "AP"]  # seed 003 §5.4 / Table 11 (AP = mAP over turns)
 PTKB = ["nDCG@3", "P@3", "R@3", "AP"]  # PTKB statement ranking: cut-off 3, as the iKAT 2023 task (docs/ikat.md)
@@ -51,9 +58,11 @@ class IkatTable:
     breakdowns: pd.DataFrame
     labels: dict[str, str] = field(default_factory=dict)
     prefix: str = "ikat"
+    notes: list[str] = field(default_factory=list)
 
     def header(self) -> str:
-        return "; ".join(f"{k}: {v}" for k, v in self.labels.items())
+        """The labels (nuggets, matchers and their agreement with people), then the notes, one a line."""
+        return "\n".join(["; ".join(f"{k}: {v}" for k, v in self.labels.items()), *self.notes])
 
     def __str__(self) -> str:
         return self.header() + "\n" + self.table.to_text()
@@ -66,7 +75,7 @@ class IkatTable:
         os.makedirs(out_dir, exist_ok=True)
         paths = output_paths(out_dir, self.prefix)
         t = self.table
-        note = "% " + self.header() + "\n"
+        note = "".join(f"% {line}\n" for line in self.header().split("\n"))
         texts = {".csv": t.to_csv(), ".md": self.header() + "\n\n" + t.to_markdown(), ".tex": note + t.to_latex(),
                  ".perquery.csv": t.per_query.to_csv(index=False), ".perturn.csv": self.per_turn.to_csv(index=False),
                  ".breakdowns.csv": self.breakdowns.to_csv(index=False)}
@@ -79,7 +88,8 @@ class IkatTable:
         writers = {paths[s]: text_writer(x) for s, x in texts.items()}
         recall = next((m for m in ("Recall_NtN", "Recall_NtR") if m in t.means.columns), None)
         if plot and "nDCG@5" in t.means.columns and recall:
-            writers[paths[".scatter.png"]] = lambda path: scatter(t.means, "nDCG@5", recall, path, self.header())
+            title = self.header().split("\n")[0]
+            writers[paths[".scatter.png"]] = lambda path: scatter(t.means, "nDCG@5", recall, path, title)
         writers.update(extra or {})
         return write_all(writers)
 
@@ -144,18 +154,74 @@ def _per_turn(table: JointTable, topics: Sequence[Any] | None) -> tuple[pd.DataF
     return per_turn.merge(turn_facts(topics), on="qid", how="left"), breakdown(table.per_query, topics)
 
 
+UNANSWERED = ("refuse", "leave-out")
+
+
+def _turn_key(turn: str) -> str:
+    return re.sub(r"[^0-9A-Za-z]+", "_", turn)
+
+
+def check_turns(gold_turns: set[str], systems: Sequence[IkatSystem], unanswered: str = "refuse"
+                ) -> tuple[set[str], list[str]]:
+    """The gold nugget turns to evaluate and the notes for the header: how many gold turns the responses match;
+    gold turns no system answered are refused (a turn id form that differs, e.g. ``0-2`` for ``0_2``; or gold
+    nuggets of turns not run) or, with ``unanswered="leave-out"``, left out and noted; a system without a response to
+    an evaluated turn scores 0 there (noted, and warned); response turns without gold nuggets are not evaluated
+    (noted)."""
+    if unanswered not in UNANSWERED:
+        raise InvalidInput(f"unanswered must be one of {UNANSWERED}, got {unanswered!r}")
+    answered = {str(q) for s in systems for q in s.responses["qid"]}
+    evaluated = gold_turns & answered
+    if not evaluated:
+        raise InvalidInput(f"no turn of the gold nuggets has a response: gold turns e.g. {sorted(gold_turns)[:3]}, "
+                         f"response turns e.g. {sorted(answered)[:3]} (turn ids are {{topic}}_{{turn}}, e.g. 0_2)")
+    notes = []
+    missing = sorted(gold_turns - answered)
+    if missing:
+        near = {_turn_key(t): t for t in answered}
+        shown = ", ".join(t + (f" (a response turn is {near[_turn_key(t)]})" if _turn_key(t) in near else "")
+                          for t in missing[:5]) + (", ..." if len(missing) > 5 else "")
+        if unanswered == "refuse":
+            raise InvalidInput(f"{len(missing)} of {len(gold_turns)} gold nugget turns have no response of any system "
+                             f"({shown}); only {len(evaluated)} match. Check the turn ids, or evaluate only the "
+                             "answered turns (unanswered='leave-out', --unanswered-turns leave-out)")
+        notes.append(f"gold nugget turns without any response, left out: {len(missing)} ({shown})")
+    notes.insert(0, f"turns evaluated: {len(evaluated)} of {len(gold_turns)} with gold nuggets")
+    for s in systems:
+        gaps = sorted(evaluated - {str(q) for q in s.responses["qid"]})
+        if gaps:
+            text = (f"{s.name}: no response to {len(gaps)} of {len(evaluated)} evaluated turns, scored 0 there "
+                    f"({', '.join(gaps[:5])}{', ...' if len(gaps) > 5 else ''})")
+            notes.append(text)
+            warnings.warn(text, stacklevel=3)
+    no_gold = sorted(answered - gold_turns)
+    if no_gold:
+        notes.append(f"response turns without gold nuggets, not evaluated: {len(no_gold)} "
+                     f"({', '.join(no_gold[:5])}{', ...' if len(no_gold) > 5 else ''})")
+    return evaluated, notes
+
+
 def ikat_table(systems: Sequence[IkatSystem], gold_nuggets: Any, passage_qrels: Any = None, matcher: Any = None,
                topics: Sequence[Any] | None = None, baseline: str | None = None, test: str = "t",
                correction: str | None = None, alpha: float = 0.05, gold_label: str = "gold nuggets",
-               retrieval_measures: Sequence[str] = RETRIEVAL) -> IkatTable:
+               retrieval_measures: Sequence[str] = RETRIEVAL, ntn_matcher: Any = None,
+               unanswered: str = "refuse") -> IkatTable:
     """Score every system (module docstring). ``gold_nuggets``: any nugget form (e.g.
     ``formats.read_cone_gold_nuggets(path)``); ``passage_qrels``: the NIST passage qrels (path, frame, ir_datasets
-    id), needed when a system has a ranking; ``matcher``: NtR / NtN matcher (default: the embedding baseline);
-    ``topics``: the iKAT queries, for depth and personal breakdowns."""
+    id), needed when a system has a ranking; ``matcher``: the NtR matcher, and the NtN one unless ``ntn_matcher``
+    is given (default: the embedding baseline at the threshold calibrated for each task); ``topics``: the iKAT
+    queries, for depth and personal breakdowns; ``unanswered``: gold nugget turns no system answered are refused
+    (``"refuse"``) or left out (``"leave-out"``), see :func:`check_turns`."""
     if not systems:
         raise InvalidInput("ikat_table needs at least one system")
     gold = as_nugget_set(gold_nuggets)
-    matcher = as_matcher(matcher)
+    ntr_matcher = as_matcher(matcher, "ntr")
+    if ntn_matcher is not None:
+        ntn_matcher = as_matcher(ntn_matcher, "ntn")
+    elif matcher is None and isinstance(ntr_matcher, EmbeddingMatcher):
+        ntn_matcher = ntr_matcher.at_threshold(NTN_THRESHOLD)  # the calibrated NtN threshold, the same vectors
+    else:
+        ntn_matcher = ntr_matcher
     ranked = [s.ranking is not None for s in systems]
     if any(ranked) and not all(ranked):
         missing = [s.name for s in systems if s.ranking is None]
@@ -166,12 +232,14 @@ def ikat_table(systems: Sequence[IkatSystem], gold_nuggets: Any, passage_qrels: 
     with_nuggets = [s.nuggets is not None for s in systems]
     if any(with_nuggets) and not all(with_nuggets):
         raise InvalidInput("extracted nuggets were given for some systems only: NtN needs them for every system")
+    if any(s.responses is None for s in systems):
+        raise InvalidInput("every system needs its responses (Recall_NtR)")
+    evaluated, notes = check_turns(set(gold.by_topic()), systems, unanswered)
+    gold = NuggetSet([n for n in gold.nuggets if n.qid in evaluated], dict(gold.queries))
     measures = NTR + (NTN if all(with_nuggets) else [])
     rows = []
-    ntr, ntn = NuggetToResponse(gold, matcher), NuggetToNugget(gold, matcher)
-    responses = [s.responses.assign(run_id=s.name) for s in systems if s.responses is not None]
-    if len(responses) != len(systems):
-        raise InvalidInput("every system needs its responses (Recall_NtR)")
+    ntr, ntn = NuggetToResponse(gold, ntr_matcher), NuggetToNugget(gold, ntn_matcher)
+    responses = [s.responses.assign(run_id=s.name) for s in systems]
     rows.append(ntr(pd.concat(responses, ignore_index=True)[["qid", "qanswer", "run_id"]]))
     if all(with_nuggets):
         frames = [s.nuggets.assign(run_id=s.name)[["qid", "nuggets", "run_id"]] for s in systems]
@@ -183,10 +251,16 @@ def ikat_table(systems: Sequence[IkatSystem], gold_nuggets: Any, passage_qrels: 
                         answer_measures=measures, retrieval_measures=list(retrieval_measures), baseline=baseline,
                         alpha=alpha, test=test, correction=correction)
     per_turn, breakdowns = _per_turn(table, topics)
-    labels = {"gold nuggets": f"{gold_label} ({len(gold)} nuggets)", "matcher": matcher.describe()}
+    labels = {"gold nuggets": f"{gold_label} ({len(gold)} nuggets)"}
+    if all(with_nuggets) and ntn_matcher is not ntr_matcher:
+        labels.update({"NtR matcher": ntr_matcher.describe(), "NtN matcher": ntn_matcher.describe()})
+    else:
+        labels["matcher"] = ntr_matcher.describe()
+    agreement = [ntr_matcher.agreement("ntr")] + ([ntn_matcher.agreement("ntn")] if all(with_nuggets) else [])
+    labels["matcher agreement with people"] = "; ".join(agreement)
     if not all(with_nuggets):
         labels["NtN"] = "not computed (no extracted nuggets)"
-    return IkatTable(table, per_turn, breakdowns, labels)
+    return IkatTable(table, per_turn, breakdowns, labels, notes=notes)
 
 
 def span_rate(items: Sequence[Any]) -> pd.DataFrame:
@@ -210,6 +284,11 @@ def systems_from_cone(responses: Mapping[tuple[str, str], str], response_nuggets
     nuggets: dict[tuple[str, str], list[str]] = {}
     if response_nuggets is not None:
         nuggets = {(r.qid, r.run_id): [m for m in r.matched if m.strip()] for r in response_nuggets}
+        missing = [(t, run) for (t, run) in responses if (runs is None or run in runs) and (t, run) not in nuggets]
+        if missing:
+            raise InvalidInput(f"the response nuggets have no entry for {len(missing)} responses (turn, run: "
+                             f"{missing[:3]}): their Recall_NtN and Precision_NtN would be 0 without a word; give "
+                             "the response nuggets of the same responses (formats.check_response_nuggets)")
     out = []
     for name in names:
         resp = pd.DataFrame([{"qid": t, "qanswer": text} for (t, run), text in responses.items() if run == name],
@@ -218,7 +297,7 @@ def systems_from_cone(responses: Mapping[tuple[str, str], str], response_nuggets
             raise InvalidInput(f"run {name!r} has no response in the responses file")
         extracted = None
         if response_nuggets is not None:
-            extracted = pd.DataFrame([{"qid": q, "nuggets": nuggets.get((q, name), [])} for q in resp["qid"]],
+            extracted = pd.DataFrame([{"qid": q, "nuggets": nuggets[q, name]} for q in resp["qid"]],
                                      columns=["qid", "nuggets"])
         out.append(IkatSystem(name, resp, None, extracted))
     return out

@@ -6,7 +6,8 @@ module per format family, every name also available here (``formats.read_nuggets
 - :mod:`.answers`: TREC RAG 2024 / 2025 / 2026 answer files and a track's answer rules.
 - :mod:`.support`: support judgment JSONL, and the TREC RAG 2026 toolkit's support assignments.
 - :mod:`.rubrics`: rubric files (ResearchRubrics, the TREC RAG 2026 toolkit's rubrics), rubric qrels, verdicts.
-- :mod:`.cone`: CONE-RAG resource files (gold nuggets, responses, response nuggets) and extracted-nugget JSONL.
+- :mod:`.cone`: CONE-RAG resource files (gold nuggets, responses, response nuggets, crowd labels), extracted-nugget
+  JSONL, labelled-pair JSONL (for ``calibrate``).
 - :mod:`.ikat`: the official TREC iKAT 2024 run format (passage ranking + responses with provenance).
 - :mod:`.texts`: topic TSV and document JSONL (texts of topics and of segments or documents).
 - :mod:`.trec`: TREC runs and qrels, the rows of an evaluation run (design.md decision 1).
@@ -39,19 +40,25 @@ from pyterrier_nuggets.formats.assignments import AssignedAnswer, AssignmentSet,
 from pyterrier_nuggets.formats.checks import (
     check_assignment_nuggets,
     check_assignments_answers,
+    check_response_nuggets,
     check_support,
     one_run,
 )
 from pyterrier_nuggets.formats.cone import (
+    LabelledPair,
     ResponseNuggets,
+    read_cone_crowd_labels,
     read_cone_gold_nuggets,
     read_cone_response_nuggets,
     read_cone_responses,
     read_extracted_nuggets,
+    read_labelled_pairs,
+    same_response,
     write_cone_gold_nuggets,
     write_cone_response_nuggets,
     write_cone_responses,
     write_extracted_nuggets,
+    write_labelled_pairs,
 )
 from pyterrier_nuggets.formats.files import (
     POLICIES,
@@ -154,7 +161,7 @@ __all__ = [
     "InputError", "InvalidLabel", "InvalidLabelReport", "InvalidLabelsError", "POLICIES",
     "read_lines", "read_jsonl", "load_json", "write_jsonl", "shown_path", "atomic_write", "check_outputs", "write_all", "check_topic_id",
     "check_run_tag", "run_tag_problem",
-    "one_run", "check_support", "check_assignments_answers", "check_assignment_nuggets",
+    "one_run", "check_support", "check_assignments_answers", "check_assignment_nuggets", "check_response_nuggets",
     "NuggetSet", "read_nuggets", "write_nuggets", "write_nugget_qrels", "read_nugget_qrels", "sub_narratives",
     "sub_narrative_qrels",
     "AssignedAnswer", "AssignmentSet", "read_assignments", "write_assignments",
@@ -175,4 +182,5 @@ __all__ = [
     "RubricCriterion", "RubricSet", "RubricVerdict", "read_rubrics", "write_rubrics", "rubric_qrels_rows",
     "write_rubric_qrels", "nuggets_to_rubrics", "read_rubric_verdicts", "write_rubric_verdicts", "rubric_rows",
     "VERDICT_COLUMNS", "frame_to_verdicts", "read_topics_tsv", "read_docs",
+    "read_cone_crowd_labels", "LabelledPair", "read_labelled_pairs", "write_labelled_pairs", "same_response",
 ]

@@ -1,17 +1,19 @@
 """Files checked against each other where they describe the same thing: support judgments against the
 answers they judge, assignments against the answers and the nuggets they were made with, answers against
 the run they are said to belong to. Each check raises an :class:`InputError` naming the file, the topic and
-what differs, and what to do; readers validate each file on its own (:mod:`pyterrier_nuggets.formats`)."""
+what differs, and what to do (CONE-RAG: response nuggets against the responses they were extracted from);
+readers validate each file on its own (:mod:`pyterrier_nuggets.formats`)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
 from pyterrier_nuggets.formats.assignments import AssignedAnswer
+from pyterrier_nuggets.formats.cone import ResponseNuggets, same_response
 from pyterrier_nuggets.formats.files import InputError
 from pyterrier_nuggets.formats.nuggets import NuggetSet
 from pyterrier_nuggets.records import Answer, SupportJudgment
 
-__all__ = ["one_run", "check_support", "check_assignments_answers", "check_assignment_nuggets"]
+__all__ = ["one_run", "check_support", "check_assignments_answers", "check_assignment_nuggets", "check_response_nuggets"]
 
 
 def one_run(path: str, run_ids: Iterable[str], run_tag: str | None = None) -> str:
@@ -110,3 +112,26 @@ def check_assignment_nuggets(path: str, assigned: Sequence[AssignedAnswer], nugg
                 raise InputError(path, None, f"nuggets[{i}]", f"topic {a.qid}: nugget {n.id} is "
                                  f"{n.text[:40]!r} ({n.importance}) here but {m.text[:40]!r} ({m.importance}) in "
                                  f"{nuggets_path}", "give the nuggets the assignments were made with")
+
+
+def check_response_nuggets(path: str, items: Sequence[ResponseNuggets], responses: dict[tuple[str, str], str]) -> None:
+    """A CONE-RAG response-nugget file against the responses file: one entry for each (turn, run) response, none
+    for a response the file does not have, and the same response text (up to case, punctuation, Markdown and
+    whitespace: the published nugget files hold the responses with their Markdown stripped). A missing entry would
+    score Recall_NtN and Precision_NtN 0 without a word."""
+    entries = {(r.qid, r.run_id): r for r in items}
+    missing = [key for key in responses if key not in entries]
+    if missing:
+        shown = ", ".join(f"{t} {r}" for t, r in missing[:5])
+        raise InputError(path, None, None, f"{len(missing)} of {len(responses)} responses have no entry (turn run: "
+                         f"{shown}{', ...' if len(missing) > 5 else ''})", "give the response nuggets extracted from "
+                         "this responses file")
+    extra = [key for key in entries if key not in responses]
+    if extra:
+        t, r = extra[0]
+        raise InputError(path, None, f"{t}.{r}", f"{len(extra)} entries are responses the responses file does not "
+                         f"have (first: turn {t}, run {r})", "give the responses file these nuggets were extracted from")
+    for key, text in responses.items():
+        if not same_response(entries[key].response, text):
+            raise InputError(path, None, f"{key[0]}.{key[1]}.response", "differs from the response of the responses "
+                             "file", "the nuggets were extracted from another response: give matching files")

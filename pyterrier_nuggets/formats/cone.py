@@ -31,8 +31,8 @@ from pyterrier_nuggets.formats.files import InputError, atomic_write, get_field,
 from pyterrier_nuggets.formats.nuggets import NuggetSet
 from pyterrier_nuggets.records import SPAN_MATCHES, ExtractedNugget, Nugget
 
-MATCHED = "matched"
-NOT_MATCHED = "not-matched"
+MATCHED = cone_files.MATCHED
+NOT_MATCHED = cone_files.NOT_MATCHED
 GOLD_RESPONSE_RUN = "manual"  # the run name of the NIST assessors' gold responses
 
 
@@ -48,30 +48,21 @@ class ResponseNuggets:
     not_matched: list[str] = field(default_factory=list)
 
 
-def _load(path: str) -> dict:
-    return cone_files.load_json_object(path)
-
-
-def _object(path: str, value: Any, where: str) -> dict:
-    if not isinstance(value, dict):
-        raise InputError(path, None, where, f"expected an object, got {type(value).__name__} {value!r:.60}")
-    return value
-
-
-def _string(path: str, value: Any, where: str, empty: bool = False) -> str:
-    if not isinstance(value, str) or (not empty and not value.strip()):
-        raise InputError(path, None, where, f"expected a non-empty string, got {value!r:.60}")
-    return value
+def _read(path: str, read):
+    """``read(bytes, path)`` of a ``datasets_ext.cone`` parser (the one parser of each file), its errors as
+    :class:`InputError`."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        return read(raw, path)
+    except cone_files.ConeFormatError as e:
+        raise InputError(path, e.line, e.where, e.problem) from None
 
 
 def read_cone_gold_nuggets(path: str) -> NuggetSet:
     """Gold nuggets of a CONE-RAG file (human or LLM, raw or de-duplicated) as nuggets ``{turn}:n{k-1}``
     (parsed by ``datasets_ext.cone.parse_gold_nuggets``, the one parser of the file, as the datasets are)."""
-    data = _load(path)
-    try:
-        gold = list(cone_files.parse_gold_nuggets(data, path))
-    except cone_files.ConeFormatError as e:
-        raise InputError(path, None, e.where, e.problem) from None
+    gold = _read(path, cone_files.read_gold_nuggets)
     return NuggetSet([Nugget(g.query_id, g.index, g.text, ids.VITAL,
                              {"cone_key": g.key, "passage_relevance": g.passage_relevance}) for g in gold], {})
 
@@ -96,11 +87,7 @@ def _dump(path: str, doc: dict) -> None:
 
 def read_cone_responses(path: str) -> dict[tuple[str, str], str]:
     """Participant responses ``{turn: {run: response}}`` as ``{(turn, run): response}`` (empty responses kept)."""
-    out = {}
-    for turn, runs in _load(path).items():
-        for run, text in _object(path, runs, turn).items():
-            out[(str(turn), str(run))] = _string(path, text, f"{turn}.{run}", empty=True)
-    return out
+    return {(r.query_id, r.run_id): r.text for r in _read(path, cone_files.read_responses)}
 
 
 def write_cone_responses(path: str, responses: dict[tuple[str, str], str]) -> None:
@@ -112,22 +99,8 @@ def write_cone_responses(path: str, responses: dict[tuple[str, str], str]) -> No
 
 def read_cone_response_nuggets(path: str) -> list[ResponseNuggets]:
     """A response-nugget file (participant runs) or the gold responses file (run ``manual``)."""
-    out = []
-    for turn, runs in _load(path).items():
-        for run, obj in _object(path, runs, turn).items():
-            where = f"{turn}.{run}"
-            obj = _object(path, obj, where)
-            response = _string(path, obj.get("response"), where + ".response", empty=True)
-            lists = _object(path, obj.get("nuggets"), where + ".nuggets")
-            split = {}
-            for name in (MATCHED, NOT_MATCHED):
-                items = lists.get(name)
-                if not isinstance(items, list):
-                    raise InputError(path, None, f"{where}.nuggets.{name}", f"expected a list, got {items!r:.60}")
-                # real files hold empty strings among the not-matched nuggets: kept as read
-                split[name] = [_string(path, x, f"{where}.nuggets.{name}[{i}]", empty=True) for i, x in enumerate(items)]
-            out.append(ResponseNuggets(str(turn), str(run), response, split[MATCHED], split[NOT_MATCHED]))
-    return out
+    return [ResponseNuggets(r.query_id, r.run_id, r.response, list(r.matched), list(r.not_matched))
+            for r in _read(path, cone_files.read_response_nuggets)]
 
 
 def write_cone_response_nuggets(path: str, items: Iterable[ResponseNuggets]) -> None:
@@ -176,3 +149,98 @@ def read_extracted_nuggets(path: str) -> list[tuple[str, str, list[ExtractedNugg
                 raise InputError(path, line, f"nuggets[{i}]", str(e)) from None
         out.append((qid, run_id, nuggets))
     return out
+
+
+# ------------------------------------------------------------------------------- labelled pairs and crowd labels
+
+def read_cone_crowd_labels(path: str) -> list[cone_files.CrowdLabel]:
+    """The CONE-RAG crowd study's nugget-to-response labels (``human-study-matching-labels.txt``, seed 003 §5.2;
+    parsed by ``datasets_ext.cone.read_crowd_labels``)."""
+    return _read(path, cone_files.read_crowd_labels)
+
+
+LABEL_VALUES = {"yes": True, "no": False, "1": True, "0": False, "true": True, "false": False}
+
+
+@dataclass(frozen=True)
+class LabelledPair:
+    """One labelled matching decision: does a premise entail the ``hypothesis``? ``premises``: one premise, or
+    several of which *any* may entail it (an NtN recall decision: the extracted nuggets of a response against
+    a gold nugget, seed 003 eq. 4); ``label`` the person's (or reference judge's) answer; ``group`` what the
+    calibration splits by (e.g. the conversation), ``unit`` what its bootstrap resamples (e.g. the response;
+    default: the premises), ``id`` for reference."""
+
+    premises: tuple[str, ...]
+    hypothesis: str
+    label: bool
+    group: str | None = None
+    unit: str | None = None
+    id: str | None = None
+
+
+def _label(path: str, line: int, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in LABEL_VALUES:
+        return LABEL_VALUES[value.strip().lower()]
+    raise InputError(path, line, "label", f"{value!r:.60} is not a yes/no label", 'write "yes" or "no" (or 1 / 0, '
+                     "true / false)")
+
+
+def read_labelled_pairs(path: str) -> list[LabelledPair]:
+    """A labelled-pair JSONL file, one decision a line: ``{"premise": str | "premises": [str], "hypothesis": str,
+    "label": "yes"|"no"|1|0|true|false, "group"?: str, "unit"?: str, "id"?: str}`` (docs/formats.md). An ``id``
+    may appear once; a line must have exactly one of ``premise`` and ``premises``."""
+    out: list[LabelledPair] = []
+    seen: dict[str, int] = {}
+    for line, obj in read_jsonl(path):
+        if ("premise" in obj) == ("premises" in obj):
+            raise InputError(path, line, "premise", "give exactly one of premise (a string) and premises (a list of "
+                             "strings, any of which may entail the hypothesis)")
+        if "premise" in obj:
+            premises = (get_field(path, line, obj, "premise", str),)
+        else:
+            items = get_field(path, line, obj, "premises", list)
+            for i, p in enumerate(items):
+                if not isinstance(p, str):
+                    raise InputError(path, line, f"premises[{i}]", f"expected a string, got {p!r:.60}")
+            premises = tuple(items)
+        hypothesis = get_field(path, line, obj, "hypothesis", str)
+        if not hypothesis.strip():
+            raise InputError(path, line, "hypothesis", "empty hypothesis")
+        if "label" not in obj:
+            raise InputError(path, line, "label", "missing", 'every line needs its label ("yes" or "no")')
+        label = _label(path, line, obj["label"])
+        extra = {}
+        for key in ("group", "unit", "id"):
+            value = obj.get(key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (str, int))):
+                raise InputError(path, line, key, f"expected a string, got {value!r:.60}")
+            extra[key] = None if value is None else str(value)
+        if extra["id"] is not None:
+            if extra["id"] in seen:
+                raise InputError(path, line, "id", f"{extra['id']} appears twice (first at line {seen[extra['id']]})")
+            seen[extra["id"]] = line
+        out.append(LabelledPair(premises, hypothesis, label, **extra))
+    if not out:
+        raise InputError(path, None, None, "no labelled pair in the file")
+    return out
+
+
+def write_labelled_pairs(path: str, pairs: Iterable[LabelledPair]) -> None:
+    """Write labelled pairs in the form :func:`read_labelled_pairs` reads (``premise`` for one premise)."""
+    def line(p: LabelledPair) -> dict:
+        head = {"premise": p.premises[0]} if len(p.premises) == 1 else {"premises": list(p.premises)}
+        extra = {k: v for k, v in (("group", p.group), ("unit", p.unit), ("id", p.id)) if v is not None}
+        return {**({"id": p.id} if p.id is not None else {}), **head, "hypothesis": p.hypothesis,
+                "label": "yes" if p.label else "no", **{k: v for k, v in extra.items() if k != "id"}}
+    write_jsonl(path, (line(p) for p in pairs))
+
+
+def same_response(a: str, b: str) -> bool:
+    """Whether two copies of a response are the same text up to case, punctuation, Markdown and whitespace (the
+    response nugget files of CONE-RAG hold the responses with their Markdown stripped)."""
+    strip = lambda s: "".join(c for c in s.lower() if c.isalnum())  # noqa: E731
+    return strip(a) == strip(b)

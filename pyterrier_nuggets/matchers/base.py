@@ -66,6 +66,11 @@ class Matcher:
         """One decision (see :meth:`match` for batches)."""
         return self.match([(premise, hypothesis)])[0]
 
+    def agreement(self, task: str) -> str:
+        """This matcher's measured agreement with people on ``task`` (``"ntr"``, ``"ntn"``, ``"dedup"``) at its
+        present settings, for table headers; a matcher that was not measured says so."""
+        return "agreement with people not measured for this matcher"
+
     def match_batch(self, pairs: Sequence[Pair]) -> list[Match]:
         raise NotImplementedError
 
@@ -79,6 +84,6 @@ class Matcher:
         return self.describe()
 
     def scores(self, pairs: Sequence[Pair]) -> list[float]:
-        """The matcher's score of each pair (:attr:`Match.score`), the input of a judge that grades by its own
-        thresholds; a back-end with a cheaper way to score overrides it."""
+        """The matcher's score of each pair (:attr:`Match.score`, NaN where the decision failed): the input of a
+        judge that grades by its own thresholds and of calibration; a back-end with a cheaper way overrides it."""
         return [m.score for m in self.match(pairs)]

@@ -1,0 +1,129 @@
+"""``pyterrier-nuggets calibrate``: fit a matcher's threshold to labelled pairs and report its agreement with the
+labels on held-out groups (docs/cli.md, docs/cone-rag.md)."""
+from __future__ import annotations
+
+import json
+import sys
+
+from pyterrier_nuggets.cli.errors import UsageError, probability
+
+REGISTERED = "registered"
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("calibrate", help="fit a matcher's threshold to labelled pairs (yes/no): the threshold with its "
+                       "bootstrap interval, accuracy and Cohen's kappa on held-out groups")
+    p.add_argument("pairs", nargs="?", metavar="PAIRS.jsonl", help="labelled pairs, one a line: {\"premise\" or "
+                   "\"premises\", \"hypothesis\", \"label\": yes|no, \"group\", \"unit\", \"id\"} (docs/formats.md)")
+    p.add_argument("--crowd-labels", nargs="?", const=REGISTERED, metavar="FILE",
+                   help="instead of PAIRS: the CONE-RAG crowd study's labels (human-study-matching-labels.txt; "
+                   "without FILE the registered copy), paired with --gold-nuggets, --responses (and "
+                   "--response-nuggets for --task ntn); the labels of runs the paper anonymised are left out")
+    p.add_argument("--gold-nuggets", metavar="FILE", help="with --crowd-labels: the human gold nuggets "
+                   "(default: the registered gold_nuggets_human.json)")
+    p.add_argument("--responses", metavar="FILE", help="with --crowd-labels: the participant responses "
+                   "(default: the registered automatic_responses.json)")
+    p.add_argument("--response-nuggets", metavar="FILE", help="with --crowd-labels --task ntn: the response nuggets "
+                   "(default: the registered automatic_response_nuggets.json)")
+    p.add_argument("--write-pairs", metavar="OUT.jsonl", help="with --crowd-labels: also write the labelled pairs")
+    p.add_argument("--task", default="", metavar="NAME", help="what the labels decide, for the report; ntr, ntn or "
+                   "dedup also compare with the embedding matcher's calibrated threshold of that task (with "
+                   "--crowd-labels: ntr or ntn, default ntr)")
+    p.add_argument("--matcher", default="embedding", metavar="embedding|nli:PATH|llm",
+                   help="the matcher whose threshold is fitted (default embedding: all-MiniLM-L6-v2 cosine)")
+    p.add_argument("--base-url", help="OpenAI-compatible endpoint for --matcher llm")
+    p.add_argument("--model", help="model name for --matcher llm")
+    p.add_argument("--cache", metavar="FILE", help="embedding matcher: keep the sentence vectors in this SQLite file")
+    p.add_argument("--split", default="alternate", metavar="alternate|none|G1,G2,...",
+                   help="which groups the threshold is fitted on: alternate (default: the sorted groups alternate, the "
+                   "first fitted, the others held out), none (fit and report on all: in-sample), or a list of groups")
+    p.add_argument("--step", type=float, default=0.01, help="distance between candidate thresholds (default 0.01)")
+    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000; 0: no intervals)")
+    p.add_argument("--confidence", type=probability, default=0.95)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=run)
+
+
+def _matcher(args):
+    from pyterrier_nuggets import matchers
+    if args.matcher == "embedding":
+        task = args.task if args.task in matchers.CALIBRATED else None
+        kwargs = {"cache": args.cache} if args.cache else {}
+        return matchers.EmbeddingMatcher.for_task(task, **kwargs) if task else matchers.EmbeddingMatcher(**kwargs)
+    if args.matcher.startswith("nli:"):
+        return matchers.NLIMatcher(args.matcher[4:])
+    if args.matcher == "llm":
+        from pyterrier_nuggets.llm import LLMClient, endpoint_configured
+        if not endpoint_configured(args.model, args.base_url):
+            raise UsageError("--matcher llm needs an endpoint: --base-url and --model, or OPENAI_BASE_URL / "
+                             "OPENAI_API_KEY and PYTERRIER_NUGGETS_MODEL")
+        return matchers.LLMMatcher(LLMClient(model=args.model, base_url=args.base_url))
+    raise UsageError(f"--matcher {args.matcher!r}: give embedding, nli:PATH or llm")
+
+
+def _registered(path: str | None, name: str) -> str:
+    if path:
+        return path
+    import datasets_ext  # noqa: F401  (registers trec-ikat/*)
+    from datasets_ext.ikat import FILES
+    return FILES[f"cone-{name}"].path()
+
+
+def _crowd_pairs(args) -> list:
+    from pyterrier_nuggets import formats
+    from pyterrier_nuggets.evaluation.calibration import crowd_pairs
+    task = args.task or "ntr"
+    if task not in ("ntr", "ntn"):
+        raise UsageError(f"--crowd-labels decides NtR or NtN: give --task ntr or ntn, not {task!r}")
+    args.task = task
+    labels = formats.read_cone_crowd_labels(_registered(None if args.crowd_labels == REGISTERED else args.crowd_labels,
+                                                        "crowd-matching-labels"))
+    gold = formats.read_cone_gold_nuggets(_registered(args.gold_nuggets, "gold-nuggets-human"))
+    responses_path = _registered(args.responses, "participant-responses")
+    responses = formats.read_cone_responses(responses_path)
+    nuggets = None
+    if task == "ntn":
+        nuggets_path = _registered(args.response_nuggets, "participant-response-nuggets")
+        nuggets = formats.read_cone_response_nuggets(nuggets_path)
+        formats.check_response_nuggets(nuggets_path, nuggets, responses)
+    pairs, left_out = crowd_pairs(labels, gold, responses, task=task, response_nuggets=nuggets)
+    if left_out:
+        print("crowd labels left out (their response is not known): "
+              + ", ".join(f"{n} ({why})" for why, n in left_out.items()), file=sys.stderr)
+    return pairs
+
+
+def run(args) -> int:
+    from pyterrier_nuggets import formats
+    from pyterrier_nuggets.cli.paths import check_inputs
+    from pyterrier_nuggets.evaluation.agreement import threshold_grid
+    from pyterrier_nuggets.evaluation.calibration import calibrate, pair_scores
+    if (args.pairs is None) == (args.crowd_labels is None):
+        raise UsageError("give a labelled-pair file (PAIRS.jsonl) or --crowd-labels [FILE], one of them")
+    if args.pairs and (args.gold_nuggets or args.responses or args.response_nuggets or args.write_pairs):
+        raise UsageError("--gold-nuggets, --responses, --response-nuggets and --write-pairs go with --crowd-labels")
+    if args.step <= 0:
+        raise UsageError(f"--step must be positive, got {args.step}")
+    if args.resamples < 0:
+        raise UsageError(f"--resamples must be 0 or more, got {args.resamples}")
+    inputs = [p for p in (args.pairs, args.crowd_labels if args.crowd_labels != REGISTERED else None,
+                          args.gold_nuggets, args.responses, args.response_nuggets) if p]
+    check_inputs(*inputs)
+    if args.write_pairs:
+        formats.check_outputs({"--write-pairs": args.write_pairs}, {f"input {p}": p for p in inputs})
+    pairs = formats.read_labelled_pairs(args.pairs) if args.pairs else _crowd_pairs(args)
+    split = args.split if args.split in ("alternate", "none") else [g.strip() for g in args.split.split(",") if g.strip()]
+    matcher = _matcher(args)
+    scores = pair_scores(matcher, pairs)
+    finite = [s for s in scores if s > float("-inf")]
+    grid = threshold_grid(finite or [0.0], args.step)
+    result = calibrate(matcher, pairs, task=args.task, split=split, grid=grid, confidence=args.confidence,
+                       n_resamples=args.resamples, seed=args.seed,
+                       scores=scores)
+    if args.write_pairs:
+        formats.write_labelled_pairs(args.write_pairs, pairs)
+    print(json.dumps(result.to_dict(), indent=1) if args.json else result.to_text())
+    if args.write_pairs:
+        print(f"written: {args.write_pairs}")
+    return 0
