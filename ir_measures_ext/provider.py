@@ -106,6 +106,42 @@ class _Topic:
         self.words: float | None = None
         self.seen: set[str] = set()  # evaluation row ids met so far
 
+    def add(self, qid: str, doc_id: str, score: float, kind: ids.RowKind, grades: dict[str, int]) -> None:
+        """One evaluation row of the topic (``kind`` from :func:`ids.parse_row_id`), checked against the rows
+        before it and the topic's nuggets."""
+        if doc_id in self.seen:
+            raise InvalidInput(f"run row {qid} {doc_id}: the row appears twice; an evaluation run has one row "
+                               "per nugget, citation, uncited sentence and answer")
+        self.seen.add(doc_id)
+        if kind.kind == "nugget":
+            if doc_id not in grades:
+                has = f"has {_list(grades)}" if grades else "has no nugget in the qrels"
+                raise InvalidInput(
+                    f"run row {qid} {doc_id}: an assignment of a nugget that is not in the nugget qrels (topic "
+                    f"{qid} {has}); the run and the qrels were made from different nuggets")
+            self.assigned[doc_id] = _value(qid, doc_id, score, _ASSIGNMENT_SCORES, _ASSIGNMENT_NAMES, "assignment")
+        elif kind.kind == "support":
+            if kind.sentence in self.uncited:
+                raise InvalidInput(f"run row {qid} {doc_id}: sentence {kind.sentence} also has an ':uncited' row")
+            self.sentences.setdefault(kind.sentence, {})[kind.citation] = _value(
+                qid, doc_id, score, _SUPPORT_ROW_SCORES, _SUPPORT_ROW_NAMES, "support")
+            old = self.docnos.setdefault((kind.sentence, kind.citation), kind.docno)
+            if old != kind.docno:
+                raise InvalidInput(f"run row {qid} {doc_id}: citation {kind.citation} of sentence {kind.sentence} "
+                                   f"is also judged as segment {old}; a citation is one segment")
+        elif kind.kind == "uncited":
+            if self.sentences.get(kind.sentence):
+                raise InvalidInput(f"run row {qid} {doc_id}: sentence {kind.sentence} also has citation rows")
+            _value(qid, doc_id, score, frozenset({0.0}), "0.0", "uncited-sentence")
+            self.uncited.add(kind.sentence)
+            self.sentences.setdefault(kind.sentence, {})
+        elif kind.kind == "words":
+            words = ids.row_value(score)
+            if not math.isfinite(words) or words < 0 or words != int(words):
+                raise InvalidInput(f"run row {qid} {doc_id}: score {score!r} is not an answer length (a whole "
+                                   "number of words, 0 or more)")
+            self.words = words
+
 
 class NuggetEvaluator(providers.Evaluator):
     def __init__(self, measures, nuggets: dict[str, dict[str, int]], qids: set[str]):
@@ -137,38 +173,7 @@ class NuggetEvaluator(providers.Evaluator):
             t = topics.get(qid)
             if t is None:
                 t = topics[qid] = _Topic()
-            if doc_id in t.seen:
-                raise InvalidInput(f"run row {qid} {doc_id}: the row appears twice; an evaluation run has one row "
-                                 "per nugget, citation, uncited sentence and answer")
-            t.seen.add(doc_id)
-            if kind.kind == "nugget":
-                if doc_id not in grades:
-                    has = f"has {_list(grades)}" if grades else "has no nugget in the qrels"
-                    raise InvalidInput(
-                        f"run row {qid} {doc_id}: an assignment of a nugget that is not in the nugget qrels (topic "
-                        f"{qid} {has}); the run and the qrels were made from different nuggets")
-                t.assigned[doc_id] = _value(qid, doc_id, score, _ASSIGNMENT_SCORES, _ASSIGNMENT_NAMES, "assignment")
-            elif kind.kind == "support":
-                if kind.sentence in t.uncited:
-                    raise InvalidInput(f"run row {qid} {doc_id}: sentence {kind.sentence} also has an ':uncited' row")
-                t.sentences.setdefault(kind.sentence, {})[kind.citation] = _value(
-                    qid, doc_id, score, _SUPPORT_ROW_SCORES, _SUPPORT_ROW_NAMES, "support")
-                old = t.docnos.setdefault((kind.sentence, kind.citation), kind.docno)
-                if old != kind.docno:
-                    raise InvalidInput(f"run row {qid} {doc_id}: citation {kind.citation} of sentence {kind.sentence} "
-                                     f"is also judged as segment {old}; a citation is one segment")
-            elif kind.kind == "uncited":
-                if t.sentences.get(kind.sentence):
-                    raise InvalidInput(f"run row {qid} {doc_id}: sentence {kind.sentence} also has citation rows")
-                _value(qid, doc_id, score, frozenset({0.0}), "0.0", "uncited-sentence")
-                t.uncited.add(kind.sentence)
-                t.sentences.setdefault(kind.sentence, {})
-            elif kind.kind == "words":
-                words = ids.row_value(score)
-                if not math.isfinite(words) or words < 0 or words != int(words):
-                    raise InvalidInput(f"run row {qid} {doc_id}: score {score!r} is not an answer length (a whole "
-                                     "number of words, 0 or more)")
-                t.words = words
+            t.add(qid, doc_id, score, kind, grades)
         for qid, text in answers.items():
             if qid in self.qrel_qids:
                 t = topics.setdefault(qid, _Topic())

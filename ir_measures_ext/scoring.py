@@ -125,20 +125,13 @@ def support_scores(sentences: Sequence[Sequence[float]], cite: str = "first", cr
     if credit == "hard" and cite != "first":
         raise InvalidInput(f"hard support is defined on the first citation of a sentence (the toolkit's "
                          f"hard_precision / hard_recall); cite={cite!r} has no hard variant")
+    if cite == "all_pairs":
+        return _all_pairs_support(sentences)
     total = 0.0
-    counted = 0  # sentences in the precision denominator (all_pairs: judged pairs)
+    counted = 0  # sentences in the precision denominator
     recall_den = len(sentences)
-    recall_sum = 0.0  # all_pairs only: best citation per sentence
     for scores in sentences:
         scores = list(scores)
-        if cite == "all_pairs":
-            if UNJUDGED in scores:
-                raise InvalidInput("cite='all_pairs' has no rule for an unjudged citation (-1); use cite='first' or "
-                                 "cite='all_judged', which leave such sentences out as the TREC RAG 2026 toolkit does")
-            total += sum(scores)
-            counted += len(scores)
-            recall_sum += max(scores, default=0.0)
-            continue
         if not scores:
             continue  # uncited: 0 in recall, nowhere in precision
         judged = scores[:1] if cite == "first" else scores
@@ -149,9 +142,23 @@ def support_scores(sentences: Sequence[Sequence[float]], cite: str = "first", cr
         values = [1.0 if s == 1.0 else 0.0 for s in judged] if credit == "hard" else judged
         total += sum(values) / len(values)
         counted += 1
-    if cite == "all_pairs":
-        return SupportScores(precision=_ratio(total, counted), recall=_ratio(recall_sum, recall_den))
     return SupportScores(precision=_ratio(total, counted), recall=_ratio(total, recall_den))
+
+
+def _all_pairs_support(sentences: Sequence[Sequence[float]]) -> SupportScores:
+    """``cite="all_pairs"`` of :func:`support_scores`: precision over every judged pair, recall the best citation
+    of each sentence."""
+    total = recall_sum = 0.0
+    counted = 0
+    for scores in sentences:
+        scores = list(scores)
+        if UNJUDGED in scores:
+            raise InvalidInput("cite='all_pairs' has no rule for an unjudged citation (-1); use cite='first' or "
+                               "cite='all_judged', which leave such sentences out as the TREC RAG 2026 toolkit does")
+        total += sum(scores)
+        counted += len(scores)
+        recall_sum += max(scores, default=0.0)
+    return SupportScores(precision=_ratio(total, counted), recall=_ratio(recall_sum, len(sentences)))
 
 
 def answer_words(text: str) -> int:

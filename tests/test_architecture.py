@@ -20,6 +20,12 @@ LAYERS = {
     "__init__": 6,  # the facade: re-exports the public names
 }
 NO_PYTERRIER_OR_OPENAI = {"records", "docstore", "prompts", "formats"}
+# parts of one layer that must not import each other: (importer, imported)
+NOT_SIDEWAYS = {("judges", "matchers"),  # the LLM matcher is a judge; judges never import matchers
+                ("pipeline", "annotate"), ("annotate", "pipeline")}  # the main job and the annotation tool
+# what the two extensions may import of this distribution (docs/architecture.md, "Three packages")
+EXTENSIONS = {"ir_measures_ext": {"ir_measures_ext"},
+              "datasets_ext": {"datasets_ext", "ir_measures_ext.ids", "ir_measures_ext.errors"}}
 
 
 def modules(package: str):
@@ -58,6 +64,7 @@ def test_layer_rule(path, module):
         other = part(imported)
         if other in LAYERS:
             assert LAYERS[other] <= LAYERS[own], f"{module} imports {imported}: upward (layer {own} -> {other})"
+            assert (own, other) not in NOT_SIDEWAYS, f"{module} imports {imported}: {own} never imports {other}"
         if own in NO_PYTERRIER_OR_OPENAI:
             top = imported.split(".")[0]
             assert top not in ("pyterrier", "openai"), f"{module} imports {imported}"
@@ -82,3 +89,19 @@ def test_extensions_stay_light():
             for imported, _ in imports(path):
                 assert imported.split(".")[0] not in ("pyterrier_nuggets", "pyterrier", "openai"), \
                     f"{module} imports {imported}"
+
+
+@pytest.mark.parametrize("package", sorted(EXTENSIONS))
+def test_extensions_import_only_what_they_may(package):
+    """ir_measures_ext imports nothing else of the distribution; datasets_ext only the row ids and the error
+    kinds of ir_measures_ext (``from ir_measures_ext import ids`` counts as ``ir_measures_ext.ids``)."""
+    allowed = EXTENSIONS[package]
+    for path, module in modules(package):
+        for imported, names in imports(path):
+            top = imported.split(".")[0]
+            if top not in ("ir_measures_ext", "datasets_ext", "pyterrier_nuggets"):
+                continue
+            targets = [imported] if imported != top else [f"{top}.{n}" for n in names]
+            for target in targets:
+                assert any(target == a or target.startswith(a + ".") or target == top == a for a in allowed), \
+                    f"{module} imports {target}"

@@ -212,13 +212,7 @@ def load_config(path: str, nuggets: Any = None) -> ProjectInput:
     """Read and check a project configuration and every file it names. ``nuggets`` (a nugget frame,
     ``NuggetSet`` or list, e.g. NuggetCreator output, whose importance may still be empty) replaces the
     configuration's ``nuggets`` file."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            cfg = json.load(f)
-    except json.JSONDecodeError as e:
-        raise formats.InputError(path, e.lineno, None, f"not valid JSON ({e.msg})") from None
-    if not isinstance(cfg, dict):
-        raise ConfigError(path, "", "the configuration must be a JSON object")
+    cfg = formats.load_json(path, dict, "a JSON object (the project configuration)")
     unknown = sorted(set(cfg) - KEYS)
     if unknown:
         raise ConfigError(path, unknown[0], "unknown key", f"known keys: {', '.join(sorted(KEYS))}")
@@ -229,8 +223,22 @@ def load_config(path: str, nuggets: Any = None) -> ProjectInput:
     if scale not in SCALES:
         raise ConfigError(path, "support_scale", f"{scale!r} is not one of {sorted(SCALES)}")
     notes: list[str] = []
+    all_reports = _answers(path, cfg)
+    topics, reports = _answered_topics(path, cfg, all_reports, notes)
+    pool = _pool(path, cfg, reports, topics)
+    documents = _documents(path, cfg, pool)
+    prefill, skip = _prefill(path, cfg, nuggets, topics)
+    by_key = {(a.run_id, a.qid): a for a in reports}
+    support = _support(path, cfg, by_key, topics, scale)
+    return ProjectInput(
+        name=name, topics=topics, reports=reports, documents=documents, pool=pool, nuggets=prefill,
+        support=support, show_support_prefill=_get(path, cfg, "show_support_prefill", bool, True),
+        support_scale=scale, skip_nugget_creation=skip, config=cfg, notes=notes)
 
-    # answers: the reports to assess
+
+def _answers(path: str, cfg: dict) -> dict[tuple[str, str], Answer]:
+    """The reports to assess, by (run, topic); a run tag the export could not name a file after is refused here,
+    before any work is done."""
     answer_files = _files(path, cfg, "answers")
     if not answer_files:
         raise ConfigError(path, "answers", "missing", "name at least one answer file (TREC RAG 2024/2025 JSONL)")
@@ -238,14 +246,17 @@ def load_config(path: str, nuggets: Any = None) -> ProjectInput:
     for file in answer_files:
         for a in formats.read_answers(file):
             problem = formats.run_tag_problem(a.run_id)
-            if problem:  # the export names files after runs: refused here, before any work is done
+            if problem:
                 raise formats.InputError(file, _line_of_run(file, a.run_id), "run_id", problem,
                                          "give the run a plain name in its answer file")
             if (a.run_id, a.qid) in all_reports:
                 raise formats.InputError(file, None, "run_id", f"run {a.run_id} answers topic {a.qid} in two files")
             all_reports[a.run_id, a.qid] = a
+    return all_reports
 
-    # topics: the topics file, else the answers' topic texts
+
+def _answered_topics(path: str, cfg: dict, all_reports: dict, notes: list[str]) -> tuple[dict[str, str], list]:
+    """The topics (the topics file, else the answers' topic texts) that some answer answers, and those answers."""
     topics = _topics(path, cfg)
     if topics is None:
         topics = {}
@@ -263,9 +274,11 @@ def load_config(path: str, nuggets: Any = None) -> ProjectInput:
         if not answered:
             raise ConfigError(path, "topics", "no answer file answers any of the topics")
         notes.append(f"topics without any answer left out: {unanswered}")
-    topics = {q: t for q, t in topics.items() if q in answered}
+    return {q: t for q, t in topics.items() if q in answered}, reports
 
-    # the pool: cited documents first (stage 3 needs them), then the pool files
+
+def _pool(path: str, cfg: dict, reports: list, topics: dict[str, str]) -> dict[str, list[str]]:
+    """The documents of each topic: the cited ones first (stage 3 needs them), then the pool files'."""
     pool: dict[str, list[str]] = {q: [] for q in topics}
     for a in reports:
         for j in range(len(a.sentences)):
@@ -281,28 +294,33 @@ def load_config(path: str, nuggets: Any = None) -> ProjectInput:
             for d in docnos:
                 if qid in pool and d not in pool[qid]:
                     pool[qid].append(d)
+    return pool
 
-    # document texts
+
+def _documents(path: str, cfg: dict, pool: dict[str, list[str]]) -> dict[str, str]:
+    """The texts of every pooled or cited document: from a JSONL file, or an ir_datasets docstore."""
     documents_value = _get(path, cfg, "documents", (str, dict), required=True)
     needed = sorted({d for ds in pool.values() for d in ds})
-    if isinstance(documents_value, str):
-        file = _file(path, "documents", documents_value)
-        texts: dict[str, str] = {}
-        for line, obj in formats.read_jsonl(file):
-            docno = get_field(file, line, obj, "docno", str)
-            texts[docno] = get_field(file, line, obj, "text", str)
-        missing = [d for d in needed if d not in texts]
-        if missing:
-            raise ConfigError(path, "documents", f"{len(missing)} pooled or cited segment(s) are not in {file}, "
-                              f"e.g. {missing[:3]}")
-        documents = {d: texts[d] for d in needed}
-    else:
+    if not isinstance(documents_value, str):
         try:
-            documents = fetch_texts(_dataset(path, "documents", documents_value), needed)
+            return fetch_texts(_dataset(path, "documents", documents_value), needed)
         except ValueError as e:
             raise ConfigError(path, "documents", str(e)) from None
+    file = _file(path, "documents", documents_value)
+    texts: dict[str, str] = {}
+    for line, obj in formats.read_jsonl(file):
+        docno = get_field(file, line, obj, "docno", str)
+        texts[docno] = get_field(file, line, obj, "text", str)
+    missing = [d for d in needed if d not in texts]
+    if missing:
+        raise ConfigError(path, "documents", f"{len(missing)} pooled or cited segment(s) are not in {file}, "
+                          f"e.g. {missing[:3]}")
+    return {d: texts[d] for d in needed}
 
-    # pre-populated nuggets
+
+def _prefill(path: str, cfg: dict, nuggets: Any, topics: dict[str, str]) -> tuple[list[Nugget], bool]:
+    """The pre-populated nuggets of the topics, and whether stages 1-2 are skipped (only when every topic has
+    nuggets with vital/okay)."""
     prefill: list[Nugget] = []
     if nuggets is not None:
         prefill = formats.as_nugget_set(nuggets).nuggets
@@ -318,10 +336,4 @@ def load_config(path: str, nuggets: Any = None) -> ProjectInput:
             raise ConfigError(path, "skip_nugget_creation", "stages 1-2 can only be skipped when every topic "
                               f"has pre-populated nuggets with vital/okay (no importance: {lacking[:3]}, "
                               f"no nuggets: {without[:3]})")
-
-    by_key = {(a.run_id, a.qid): a for a in reports}
-    support = _support(path, cfg, by_key, topics, scale)
-    return ProjectInput(
-        name=name, topics=topics, reports=reports, documents=documents, pool=pool, nuggets=prefill,
-        support=support, show_support_prefill=_get(path, cfg, "show_support_prefill", bool, True),
-        support_scale=scale, skip_nugget_creation=skip, config=cfg, notes=notes)
+    return prefill, skip

@@ -189,43 +189,13 @@ def _joint(args, paths: dict[str, str]) -> int:
     import datasets_ext  # noqa: F401  (registers trec-ikat/2024/*)
     from pyterrier_nuggets import formats
     from pyterrier_nuggets.evaluation import ikat
-    if args.gold_nuggets in GOLD_SETS:
-        gold_id = f"trec-ikat/2024/gold-nuggets-{args.gold_nuggets}"
-        path = ir_datasets.load(gold_id).docs_path()
-        gold, label = formats.read_cone_gold_nuggets(path), gold_id
-    else:
-        gold, label = formats.read_cone_gold_nuggets(args.gold_nuggets), os.path.basename(args.gold_nuggets)
+    gold, label = _gold(args)
     topics = _read_topics(args.topics, "trec-ikat/2024")
     llm = _llm(args)
-    systems, runs = [], []
-    for path in args.run:
-        r = formats.read_ikat_run(path)
-        if r.run_name in [s.name for s in systems]:
-            raise UsageError(f"{path}: run_name {r.run_name!r} is also the name of another --run")
-        systems.append(ikat.IkatSystem(r.run_name, formats.ikat_answers(r), formats.ikat_ranking(r)))
-        runs.append(r)
-    if args.responses:
-        responses = formats.read_cone_responses(args.responses)
-        unknown = sorted(set(args.only or ()) - {run for _, run in responses})
-        if unknown:
-            raise UsageError(f"--only {' '.join(unknown)}: not a run of {args.responses}")
-        nuggets = None
-        if args.response_nuggets:
-            nuggets = formats.read_cone_response_nuggets(args.response_nuggets)
-            formats.check_response_nuggets(args.response_nuggets, nuggets, responses)
-        systems = ikat.systems_from_cone(responses, nuggets, args.only)
+    systems = _systems(args)
     extra = {}
     if args.generate:
-        written = {f"--out {s.name}+gen-{args.generate}.json": os.path.join(args.out, f"{s.name}+gen-{args.generate}"
-                                                                              ".json") for s in systems}
-        formats.check_outputs(written, paths)
-        generated = _generate(args, llm, systems, topics)
-        for system, path in zip(generated, written.values()):
-            cited = system.responses.assign(references=[
-                list(dict.fromkeys(refs[c] for s in sentences for c in s["citations"]))
-                for refs, sentences in zip(system.responses["references"], system.responses["sentences"])])
-            run_file = formats.ikat_run_from_frames(system.name, system.ranking, cited)
-            extra[path] = (lambda r: lambda tmp: formats.write_ikat_run(tmp, r))(run_file)
+        generated, extra = _generated_systems(args, llm, systems, topics, paths)
         systems += generated
     if args.extract:
         systems = _extract(llm, systems, topics)
@@ -248,6 +218,58 @@ def _joint(args, paths: dict[str, str]) -> int:
         print(rates.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     print("written: " + ", ".join(result.write(args.out, plot=not args.no_plots, extra=extra)))
     return 0
+
+
+def _gold(args):
+    """The gold nuggets (a registered set, or a CONE-RAG gold nugget file) and how the table names them."""
+    import ir_datasets
+
+    from pyterrier_nuggets import formats
+    if args.gold_nuggets in GOLD_SETS:
+        gold_id = f"trec-ikat/2024/gold-nuggets-{args.gold_nuggets}"
+        return formats.read_cone_gold_nuggets(ir_datasets.load(gold_id).docs_path()), gold_id
+    return formats.read_cone_gold_nuggets(args.gold_nuggets), os.path.basename(args.gold_nuggets)
+
+
+def _systems(args) -> list:
+    """The systems of ``--run`` files, or of ``--responses`` (with their ``--response-nuggets``)."""
+    from pyterrier_nuggets import formats
+    from pyterrier_nuggets.evaluation import ikat
+    systems = []
+    for path in args.run:
+        r = formats.read_ikat_run(path)
+        if r.run_name in [s.name for s in systems]:
+            raise UsageError(f"{path}: run_name {r.run_name!r} is also the name of another --run")
+        systems.append(ikat.IkatSystem(r.run_name, formats.ikat_answers(r), formats.ikat_ranking(r)))
+    if args.responses:
+        responses = formats.read_cone_responses(args.responses)
+        unknown = sorted(set(args.only or ()) - {run for _, run in responses})
+        if unknown:
+            raise UsageError(f"--only {' '.join(unknown)}: not a run of {args.responses}")
+        nuggets = None
+        if args.response_nuggets:
+            nuggets = formats.read_cone_response_nuggets(args.response_nuggets)
+            formats.check_response_nuggets(args.response_nuggets, nuggets, responses)
+        systems = ikat.systems_from_cone(responses, nuggets, args.only)
+    return systems
+
+
+def _generated_systems(args, llm, systems: list, topics: list, paths: dict[str, str]) -> tuple[list, dict]:
+    """``--generate``: a system per run answered from its passage ranking, and the writers of their run files
+    (checked against the other outputs before any call)."""
+    from pyterrier_nuggets import formats
+    written = {f"--out {s.name}+gen-{args.generate}.json": os.path.join(args.out, f"{s.name}+gen-{args.generate}"
+                                                                          ".json") for s in systems}
+    formats.check_outputs(written, paths)
+    generated = _generate(args, llm, systems, topics)
+    extra = {}
+    for system, path in zip(generated, written.values()):
+        cited = system.responses.assign(references=[
+            list(dict.fromkeys(refs[c] for s in sentences for c in s["citations"]))
+            for refs, sentences in zip(system.responses["references"], system.responses["sentences"])])
+        run_file = formats.ikat_run_from_frames(system.name, system.ranking, cited)
+        extra[path] = (lambda r: lambda tmp: formats.write_ikat_run(tmp, r))(run_file)
+    return generated, extra
 
 
 def _generate(args, llm, systems: list, topics: list) -> list:

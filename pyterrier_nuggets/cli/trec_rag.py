@@ -6,6 +6,8 @@ evaluation files written beside the scores."""
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
+from typing import Any
 
 from pyterrier_nuggets.cli.errors import UsageError
 
@@ -108,16 +110,44 @@ def _measures(nuggets, rubrics, support: bool) -> list:
     return measures
 
 
-def run(args) -> int:
-    import pandas as pd
+@dataclass
+class _Job:
+    """What ``trec-rag`` reads, checks and judges, before anything is scored or written."""
 
+    answers: list
+    runs: list[str]
+    nuggets: Any
+    rubrics: Any
+    topics: dict[str, str]
+    support: list
+    inputs: dict[str, str]
+    docstore: Any = None
+    assigned: list = field(default_factory=list)
+    verdicts: list = field(default_factory=list)
+    llm: Any = None
+
+
+def run(args) -> int:
     from pyterrier_nuggets import formats
-    from pyterrier_nuggets.evaluation import score
-    from pyterrier_nuggets.judges import NuggetAssigner, RubricJudge, SupportJudge
     if args.support and args.support_assignments:
         raise UsageError("give --support (judge the citations) or --support-assignments (judged already), not both")
     if not (args.nuggets or args.rubrics):
         raise UsageError("give --nuggets and/or --rubrics: they define the topics and what is scored")
+    job = _read(args)  # every input, each file completely and the files against each other, before any call
+    out_files = _outputs(args, job)
+    formats.check_outputs(out_files, job.inputs)
+    _judge(args, job)
+    qrels, measures, rows_by_run, table, means = _score(args, job)
+    formats.write_all(_writers(out_files, job, qrels, rows_by_run, table, means))
+    wide = means.pivot(index="run", columns="measure", values="value")[[str(m) for m in measures]]
+    print(wide.to_string(float_format=lambda v: f"{v:.4f}"))
+    judge = f"judges: {job.llm.model}" if job.llm is not None else "judges: none (support assignments given)"
+    print(f"{len(job.runs)} run(s), {len(job.answers)} answers; {judge}; written to {args.out}")
+    return 0
+
+
+def _read(args) -> _Job:
+    from pyterrier_nuggets import formats
     rules = formats.TREC_RAG_2026 if args.rules == "2026" else None
     inputs = {f"--answers {i + 1}": a for i, a in enumerate(args.answers)}
     inputs.update({f"--support-assignments {i + 1}": s for i, s in enumerate(args.support_assignments)})
@@ -125,17 +155,14 @@ def run(args) -> int:
                           (args.topics, "--topics")):
         if value and os.path.isfile(value):
             inputs[option] = value
-    # every input, each file completely and the files against each other, before any LLM call or output
     answers = [a for path in args.answers for a in formats.read_answers(path, rules=rules)]
-    runs = list(dict.fromkeys(a.run_id for a in answers))
-    seen: dict[tuple[str, str], int] = {}
+    seen: set[tuple[str, str]] = set()
     for a in answers:
         if (a.qid, a.run_id) in seen:
             raise UsageError(f"topic {a.qid} of run {a.run_id} is answered in two of the --answers files")
-        seen[a.qid, a.run_id] = 1
+        seen.add((a.qid, a.run_id))
     nuggets = formats.read_nuggets(_dataset_file(args.nuggets, "--nuggets")) if args.nuggets else None
     rubrics = formats.read_rubrics(_dataset_file(args.rubrics, "--rubrics")) if args.rubrics else None
-    topics = _topics(args.topics)
     support = []
     for path in args.support_assignments:
         judged = formats.read_support_assignments(path)
@@ -143,79 +170,100 @@ def run(args) -> int:
             formats.check_support(path, [j for j in judged if j.run_id == run_id],
                                   [a for a in answers if a.run_id == run_id])
         support += judged
-    docstore = _docstore(args.docs)
-    out_files = {"qrels": os.path.join(args.out, "qrels.txt"), "scores": os.path.join(args.out, "scores.tsv")}
-    if args.support or args.support_assignments:
-        out_files["metric rows"] = os.path.join(args.out, "support_metric_rows.txt")
-    for run_id in runs:
-        out_files[f"{run_id} run"] = os.path.join(args.out, f"{run_id}.eval.run")
-        if args.support or args.support_assignments:
-            out_files[f"{run_id} support"] = os.path.join(args.out, f"{run_id}.support_assignments.jsonl")
-        if nuggets is not None:
-            out_files[f"{run_id} assignments"] = os.path.join(args.out, f"{run_id}.assignments.jsonl")
-        if rubrics is not None:
-            out_files[f"{run_id} verdicts"] = os.path.join(args.out, f"{run_id}.verdicts.jsonl")
-    formats.check_outputs(out_files, inputs)
+    return _Job(answers, list(dict.fromkeys(a.run_id for a in answers)), nuggets, rubrics, _topics(args.topics),
+                support, inputs, _docstore(args.docs))
 
-    frame = formats.answers_to_frame(answers)
-    frame["query"] = [topics.get(a.qid) or a.query or (nuggets.queries.get(a.qid, "") if nuggets else "")
-                      for a in answers]
-    if rubrics is not None:
-        textless = sorted({q for q, text in zip(frame["qid"], frame["query"]) if q in rubrics.by_topic() and not text})
+
+def _outputs(args, job: _Job) -> dict[str, str]:
+    """Every output file, by what it is (all are checked before any work and written all or none)."""
+    judged = bool(args.support or args.support_assignments)
+    out_files = {"qrels": os.path.join(args.out, "qrels.txt"), "scores": os.path.join(args.out, "scores.tsv")}
+    if judged:
+        out_files["metric rows"] = os.path.join(args.out, "support_metric_rows.txt")
+    for run_id in job.runs:
+        out_files[f"{run_id} run"] = os.path.join(args.out, f"{run_id}.eval.run")
+        if judged:
+            out_files[f"{run_id} support"] = os.path.join(args.out, f"{run_id}.support_assignments.jsonl")
+        if job.nuggets is not None:
+            out_files[f"{run_id} assignments"] = os.path.join(args.out, f"{run_id}.assignments.jsonl")
+        if job.rubrics is not None:
+            out_files[f"{run_id} verdicts"] = os.path.join(args.out, f"{run_id}.verdicts.jsonl")
+    return out_files
+
+
+def _judge(args, job: _Job) -> None:
+    """The LLM work: nugget assignment, support (``--support``), rubric grading."""
+    from pyterrier_nuggets import formats
+    from pyterrier_nuggets.judges import NuggetAssigner, RubricJudge, SupportJudge
+    frame = formats.answers_to_frame(job.answers)
+    frame["query"] = [job.topics.get(a.qid) or a.query or (job.nuggets.queries.get(a.qid, "") if job.nuggets else "")
+                      for a in job.answers]
+    if job.rubrics is not None:
+        textless = sorted({q for q, text in zip(frame["qid"], frame["query"])
+                           if q in job.rubrics.by_topic() and not text})
         if textless:
             raise UsageError(f"the rubric judge needs each topic's text: topic(s) {', '.join(textless[:5])} have none "
                              "in the answers (metadata narrative); give --topics")
-    llm = _llm(args) if (nuggets is not None or rubrics is not None or args.support) else None
-    assigned, verdicts = [], []
-    if nuggets is not None:
-        topics_with_nuggets = {n.qid for n in nuggets.nuggets}
-        assigned_frame = NuggetAssigner(nuggets, llm)(frame[frame["qid"].isin(topics_with_nuggets)])
-        assigned = formats.assignment_frame_to_answers(assigned_frame, nuggets)
+    if job.nuggets is not None or job.rubrics is not None or args.support:
+        job.llm = _llm(args)
+    if job.nuggets is not None:
+        topics_with_nuggets = {n.qid for n in job.nuggets.nuggets}
+        assigned_frame = NuggetAssigner(job.nuggets, job.llm)(frame[frame["qid"].isin(topics_with_nuggets)])
+        job.assigned = formats.assignment_frame_to_answers(assigned_frame, job.nuggets)
     if args.support:
-        support = formats.frame_to_judgments(SupportJudge(llm, citations="all", docstore=docstore)(frame))
-    if rubrics is not None:
-        topics_with_rubrics = set(rubrics.by_topic())
-        verdicts = formats.frame_to_verdicts(RubricJudge(rubrics, llm)(frame[frame["qid"].isin(topics_with_rubrics)]))
+        job.support = formats.frame_to_judgments(SupportJudge(job.llm, citations="all",
+                                                              docstore=job.docstore)(frame))
+    if job.rubrics is not None:
+        graded = frame[frame["qid"].isin(set(job.rubrics.by_topic()))]
+        job.verdicts = formats.frame_to_verdicts(RubricJudge(job.rubrics, job.llm)(graded))
 
+
+def _score(args, job: _Job):
+    """The qrels, the measures, each run's evaluation rows, the per-topic scores and the means per run."""
+    import pandas as pd
+
+    from pyterrier_nuggets import formats
+    from pyterrier_nuggets.evaluation import score
+    nugget_qrels = formats.nugget_qrels(job.nuggets) if job.nuggets else None
     qrels = pd.DataFrame(
-        (list(zip(*[formats.nugget_qrels(nuggets)[c] for c in ("qid", "docno", "label")])) if nuggets else [])
-        + (formats.rubric_qrels_rows(rubrics) if rubrics else []), columns=["qid", "docno", "label"])
-    measures = _measures(nuggets, rubrics, bool(args.support or args.support_assignments))
+        (list(zip(*[nugget_qrels[c] for c in ("qid", "docno", "label")])) if job.nuggets else [])
+        + (formats.rubric_qrels_rows(job.rubrics) if job.rubrics else []), columns=["qid", "docno", "label"])
+    measures = _measures(job.nuggets, job.rubrics, bool(args.support or args.support_assignments))
     rows_by_run, scores = {}, []
-    for run_id in runs:
-        rows = formats.evaluation_rows([a for a in assigned if a.run_id == run_id],
-                                       [a for a in answers if a.run_id == run_id],
-                                       [j for j in support if j.run_id == run_id])
-        rows += formats.rubric_rows(v for v in verdicts if v.run_id == run_id)
+    for run_id in job.runs:
+        rows = formats.evaluation_rows([a for a in job.assigned if a.run_id == run_id],
+                                       [a for a in job.answers if a.run_id == run_id],
+                                       [j for j in job.support if j.run_id == run_id])
+        rows += formats.rubric_rows(v for v in job.verdicts if v.run_id == run_id)
         rows_by_run[run_id] = rows
-        per_topic = score(qrels, formats.run_frame(rows), measures)
-        scores.append(per_topic.assign(run=run_id))
+        scores.append(score(qrels, formats.run_frame(rows), measures).assign(run=run_id))
     table = pd.concat(scores, ignore_index=True)[["run", "qid", "measure", "value"]]
     means = table.groupby(["run", "measure"], sort=False)["value"].mean().reset_index().assign(qid="all")
-    scores_tsv = pd.concat([table, means[["run", "qid", "measure", "value"]]], ignore_index=True)
+    return qrels, measures, rows_by_run, table, means
 
+
+def _writers(out_files: dict[str, str], job: _Job, qrels, rows_by_run: dict, table, means) -> dict:
+    import pandas as pd
+
+    from pyterrier_nuggets import formats
+    scores_tsv = pd.concat([table, means[["run", "qid", "measure", "value"]]], ignore_index=True)
     writers = {out_files["qrels"]: lambda p: formats.write_qrels(p, qrels.itertuples(index=False)),
                out_files["scores"]: lambda p: scores_tsv.to_csv(p, sep="\t", index=False, float_format="%.10g")}
     if "metric rows" in out_files:
         writers[out_files["metric rows"]] = lambda p: _write_lines(p, support_metric_rows(table))
-    for run_id in runs:
-        run_answers = [a for a in answers if a.run_id == run_id]
+    for run_id in job.runs:
+        run_answers = [a for a in job.answers if a.run_id == run_id]
         writers[out_files[f"{run_id} run"]] = (lambda p, r=run_id: formats.write_run(p, rows_by_run[r], r))
         if f"{run_id} support" in out_files:
             writers[out_files[f"{run_id} support"]] = (lambda p, ra=run_answers, r=run_id: formats.write_support_assignments(
-                p, ra, [j for j in support if j.run_id == r]))
+                p, ra, [j for j in job.support if j.run_id == r]))
         if f"{run_id} assignments" in out_files:
             writers[out_files[f"{run_id} assignments"]] = (lambda p, r=run_id: formats.write_assignments(
-                p, [a for a in assigned if a.run_id == r]))
+                p, [a for a in job.assigned if a.run_id == r]))
         if f"{run_id} verdicts" in out_files:
             writers[out_files[f"{run_id} verdicts"]] = (lambda p, r=run_id: formats.write_rubric_verdicts(
-                p, [v for v in verdicts if v.run_id == r], rubrics))
-    formats.write_all(writers)
-    wide = means.pivot(index="run", columns="measure", values="value")[[str(m) for m in measures]]
-    print(wide.to_string(float_format=lambda v: f"{v:.4f}"))
-    judge = f"judges: {llm.model}" if llm is not None else "judges: none (support assignments given)"
-    print(f"{len(runs)} run(s), {len(answers)} answers; {judge}; written to {args.out}")
-    return 0
+                p, [v for v in job.verdicts if v.run_id == r], job.rubrics))
+    return writers
 
 
 def support_metric_rows(table) -> list[str]:

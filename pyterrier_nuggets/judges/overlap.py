@@ -27,7 +27,7 @@ import pandas as pd
 import pyterrier as pt
 
 from ir_measures_ext.errors import InvalidInput
-from pyterrier_nuggets.judges.base import Failure, LLMJudge
+from pyterrier_nuggets.judges.base import Failure, FailurePolicy, LLMJudge
 from pyterrier_nuggets.judges.nuggets import NuggetAssigner
 
 ROW = "_overlap_row"  # input position carried through the stages, to restore the staged run's row order
@@ -100,81 +100,93 @@ class Overlapped(pt.Transformer):
         clients = list({id(c): c for c in (s.client() for s in stages if isinstance(s, LLMJudge))}.values())
         if len(clients) > 1 and any(c.mode != "online" for c in clients):
             raise InvalidInput("Overlapped in Batch API mode or in a dry run needs one LLM client for all stages")
-        schedulers = [c.scheduler for c in clients]
         frame = inp.assign(**{ROW: range(len(inp))})
         topics = [(str(qid), group) for qid, group in frame.groupby("qid", sort=False)]
         by_topic: dict[str, pd.DataFrame] = {}
         if answers is not None:
             tagged = answers.assign(**{ANSWER_ROW: range(len(answers))})
             by_topic = {str(qid): g for qid, g in tagged.groupby("qid", sort=False)}
-        outputs: list[list] = [[None] * len(topics) for _ in stages]
-        failures: list[list[list[Failure]]] = [[[] for _ in topics] for _ in stages]
-        errors: list[BaseException] = []
-        queue = list(enumerate(topics))
-        lock = threading.Lock()
-
-        def drive(index: int, qid: str, topic_frame: pd.DataFrame) -> None:
-            current = topic_frame
-            for i, stage in enumerate(stages):
-                with _priorities(schedulers, (i, index)):
-                    if stage is assigner:
-                        if current is None or current.empty or qid not in by_topic:
-                            return
-                        out, failed = assigner.with_nuggets(current).run(by_topic[qid])
-                    elif isinstance(stage, LLMJudge):
-                        out, failed = stage.run(current)
-                    else:
-                        out, failed = stage.transform(current), []
-                outputs[i][index], failures[i][index] = out, failed
-                if failed and getattr(stage, "on_failure", None) == "raise":
-                    return  # the staged run would stop here: later stages are not asked for this topic
-                current = out
-
-        from tqdm.auto import tqdm
-        bar = tqdm(total=len(topics), desc=f"{type(stages[0]).__name__} >> ... overlapped", unit="topic",
-                   leave=False, disable=not any(c.progress for c in clients) or len(topics) < 2)
-
-        def driver() -> None:
-            with contextlib.ExitStack() as stack:
-                for c in clients:
-                    stack.enter_context(c.scheduler.driving(registered=True))
-                    stack.enter_context(c.quiet())  # one bar for the whole run instead of one per topic
-                while True:
-                    with lock:
-                        if not queue or errors:
-                            return
-                        index, (qid, topic_frame) = queue.pop(0)
-                    try:
-                        drive(index, qid, topic_frame)
-                    except BaseException as exc:  # raised in the caller once every driver stopped
-                        with lock:
-                            errors.append(exc)
-                        return
-                    bar.update()
-
         bound = self.max_topics or min(MAX_DRIVERS, 4 * max((c.concurrency for c in clients), default=8))
-        n = min(len(topics), bound)
-        for s in schedulers:
-            s.expect_drivers(n)
-        threads = [threading.Thread(target=driver, name=f"pt-nuggets-topic-{i}", daemon=True) for i in range(n)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        bar.close()
-        if errors:
-            raise errors[0]
+        run = _TopicRun(stages, assigner, clients, topics, by_topic)
+        run.drive_all(min(len(topics), bound))
         results = []
         for i, stage in enumerate(stages):
-            out = _concat(outputs[i])
+            out = _concat(run.outputs[i])
             if out is None:  # only the assigner: no topic has both nuggets and answers
                 out = assigner.with_nuggets(results[-1]).run(answers.iloc[:0])[0]
             if isinstance(stage, LLMJudge):
-                out = stage.complete(out, [f for topic in failures[i] for f in topic])
+                out = stage.complete(out, [f for topic in run.failures[i] for f in topic])
             results.append(out)
         if assigner is not None:
             return results[-2], results[-1]
         return results[-1], None
+
+
+class _TopicRun:
+    """The topics of one :class:`Overlapped` run, driven through all stages by a few threads (one topic each at a
+    time): each stage's output and failures per topic, and the first error of any thread."""
+
+    def __init__(self, stages: list, assigner: NuggetAssigner | None, clients: list, topics: list, by_topic: dict):
+        self.stages, self.assigner, self.clients, self.by_topic = stages, assigner, clients, by_topic
+        self.schedulers = [c.scheduler for c in clients]
+        self.outputs: list[list] = [[None] * len(topics) for _ in stages]
+        self.failures: list[list[list[Failure]]] = [[[] for _ in topics] for _ in stages]
+        self.errors: list[BaseException] = []
+        self.queue = list(enumerate(topics))
+        self.lock = threading.Lock()
+        from tqdm.auto import tqdm
+        self.bar = tqdm(total=len(topics), desc=f"{type(stages[0]).__name__} >> ... overlapped", unit="topic",
+                        leave=False, disable=not any(c.progress for c in clients) or len(topics) < 2)
+
+    def drive(self, index: int, qid: str, topic_frame: pd.DataFrame) -> None:
+        """One topic through every stage, each as soon as the one before it is done."""
+        current = topic_frame
+        for i, stage in enumerate(self.stages):
+            with _priorities(self.schedulers, (i, index)):
+                if stage is self.assigner:
+                    if current is None or current.empty or qid not in self.by_topic:
+                        return
+                    out, failed = self.assigner.with_nuggets(current).run(self.by_topic[qid])
+                elif isinstance(stage, LLMJudge):
+                    out, failed = stage.run(current)
+                else:
+                    out, failed = stage.transform(current), []
+            self.outputs[i][index], self.failures[i][index] = out, failed
+            if failed and isinstance(stage, FailurePolicy) and stage.on_failure == "raise":
+                return  # the staged run would stop here: later stages are not asked for this topic
+            current = out
+
+    def driver(self) -> None:
+        """A thread's work: topics from the queue until it is empty or a topic raised."""
+        with contextlib.ExitStack() as stack:
+            for c in self.clients:
+                stack.enter_context(c.scheduler.driving(registered=True))
+                stack.enter_context(c.quiet())  # one bar for the whole run instead of one per topic
+            while True:
+                with self.lock:
+                    if not self.queue or self.errors:
+                        return
+                    index, (qid, topic_frame) = self.queue.pop(0)
+                try:
+                    self.drive(index, qid, topic_frame)
+                except BaseException as exc:  # raised in the caller once every driver stopped
+                    with self.lock:
+                        self.errors.append(exc)
+                    return
+                self.bar.update()
+
+    def drive_all(self, threads: int) -> None:
+        for s in self.schedulers:
+            s.expect_drivers(threads)
+        workers = [threading.Thread(target=self.driver, name=f"pt-nuggets-topic-{i}", daemon=True)
+                   for i in range(threads)]
+        for t in workers:
+            t.start()
+        for t in workers:
+            t.join()
+        self.bar.close()
+        if self.errors:
+            raise self.errors[0]
 
 
 @contextlib.contextmanager
