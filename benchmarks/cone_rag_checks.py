@@ -1,4 +1,4 @@
-"""Real-data checks of the CONE-RAG implementation on the public CONE-RAG resources (seed 003), printed as the
+"""Real-data checks of the CONE-RAG implementation on the public CONE-RAG resources ([cone-rag]), printed as the
 Markdown tables of docs/cone-rag.md.
 
     python benchmarks/cone_rag_checks.py DATA_DIR [--calibration-topics 0,10] [--cache VECTORS.sqlite]

@@ -1,4 +1,4 @@
-"""The offline iKAT figures on the full public CONE-RAG resources, next to the paper's (seed 003 Tables 5, 6, 7, 9, 10):
+"""The offline iKAT figures on the full public CONE-RAG resources, next to the paper's ([cone-rag Tables 5 6 7 9 10]):
 the calibration of the embedding matcher against the crowd labels, the complete-read check of every file, and the
 CONE-RAG measures of the 19 automatic and 4 manual runs with the four gold nugget sets. Printed as the Markdown of
 docs/benchmarks.md and docs/ikat.md.
@@ -11,7 +11,7 @@ project test reads these files. CPU work: encoding about 40,000 texts once (the 
 then matching about 2.5 million pairs; about 15 minutes on 2 busy cores the first time, 5 with the vector cache.
 
 1. Complete reads: what each reader reads of each published file, against what the file holds.
-2. Calibration (seed 003 Table 6): the embedding thresholds for NtR and NtN chosen on the alternate half of the
+2. Calibration ([cone-rag Table 6]): the embedding thresholds for NtR and NtN chosen on the alternate half of the
    crowd labels' conversations (0, 6, 8, 12, 14) and reported on the other half (1, 7, 10, 13, 15), with the
    reverse split as a check; the labels of runs the paper anonymised (uva-3, infos-2, rali-3) as the range over
    the runs of their team; the de-duplication threshold against the published NLI de-duplication.
@@ -54,7 +54,7 @@ from pyterrier_nuggets.matchers import CALIBRATED, NTN_THRESHOLD, NTR_THRESHOLD,
 
 GOLD_SETS = {"Human": "gold-nuggets-human", "Human [D]": "gold-nuggets-human-dedup", "LLM": "gold-nuggets-llm",
              "LLM [D]": "gold-nuggets-llm-dedup"}
-# seed 003 Table 9: run -> (NtN Human P, R; NtN LLM P, R; NtR Human R; NtR LLM R)
+# [cone-rag Table 9]: run -> (NtN Human P, R; NtN LLM P, R; NtR Human R; NtR LLM R)
 TABLE9 = {
     "uva-3": (0.454, 0.138, 0.504, 0.120, 0.368, 0.379), "orga-3": (0.470, 0.128, 0.532, 0.121, 0.368, 0.379),
     "uva-2": (0.458, 0.125, 0.565, 0.141, 0.339, 0.390), "uva-1": (0.461, 0.111, 0.568, 0.146, 0.367, 0.364),
@@ -72,19 +72,19 @@ TABLE9_MANUAL = {"orga-8-m": (0.482, 0.115, 0.525, 0.124, 0.366, 0.337),
                  "uva-5-m": (0.470, 0.127, 0.563, 0.141, 0.404, 0.404)}
 TABLE9_COLUMNS = [("Precision_NtN", "Human"), ("Recall_NtN", "Human"), ("Precision_NtN", "LLM"),
                   ("Recall_NtN", "LLM"), ("Recall_NtR", "Human"), ("Recall_NtR", "LLM")]
-# seed 003 Table 5: (gold A, gold B) -> (P_NtN τ, ρ, R_NtN τ, ρ)
+# [cone-rag Table 5]: (gold A, gold B) -> (P_NtN τ, ρ, R_NtN τ, ρ)
 TABLE5 = {("Human", "Human [D]"): (0.591, 0.737, 0.848, 0.956), ("LLM", "LLM [D]"): (0.731, 0.882, 0.801, 0.918),
           ("Human", "LLM"): (0.649, 0.814, 0.731, 0.889), ("Human [D]", "LLM [D]"): (0.649, 0.853, 0.661, 0.832),
           ("Human", "LLM [D]"): (0.637, 0.772, 0.626, 0.805), ("Human [D]", "LLM"): (0.567, 0.746, 0.719, 0.879)}
-# seed 003 Table 7: gold -> (R_NtR vs P_NtN τ, ρ; R_NtR vs R_NtN τ, ρ)
+# [cone-rag Table 7]: gold -> (R_NtR vs P_NtN τ, ρ; R_NtR vs R_NtN τ, ρ)
 TABLE7 = {"Human": (0.614, 0.786, 0.778, 0.923), "LLM": (0.626, 0.781, 0.778, 0.925)}
-# seed 003 Table 10: (measure, gold) -> (personal, non-personal), automatic runs
+# [cone-rag Table 10]: (measure, gold) -> (personal, non-personal), automatic runs
 TABLE10 = {("Recall_NtN", "Human"): (0.064, 0.115), ("Recall_NtN", "Human [D]"): (0.021, 0.049),
            ("Recall_NtN", "LLM"): (0.066, 0.135), ("Recall_NtN", "LLM [D]"): (0.03, 0.06),
            ("Precision_NtN", "Human"): (0.415, 0.434), ("Precision_NtN", "Human [D]"): (0.041, 0.081),
            ("Precision_NtN", "LLM"): (0.425, 0.537), ("Precision_NtN", "LLM [D]"): (0.152, 0.201)}
 # the team of each run of the resource: the organisers' baselines are named "...-baseline"; the other gpt4 runs and
-# the "out" manual runs are uva's (MQ4CS, seed 003 §6.2); the other teams by name (one run each: nii, iires, ksu)
+# the "out" manual runs are uva's (MQ4CS, [cone-rag §6.2]); the other teams by name (one run each: nii, iires, ksu)
 TEAMS = {"orga": ["Llama3.1-QR-splade-rr-baseline", "convgqr-qr-bm25-rr-baseline", "gpt4-QR-bm25-rr-baseline",
                   "gpt4o-QR-bm25-rr-genonly-gpt4o-baseline", "gpt4o-splade-rr-baseline", "t5-QR-bm25-rr-baseline"],
          "uva": ["gpt4-MQ-out-rr", "gpt4-MQ-out-rr-debertav3", "gpt4-QD1-rr", "gpt4-QR-out-rr-debertav3"],
@@ -135,7 +135,7 @@ def complete_reads(data: str) -> None:
 
 def calibration(data: str, matcher: EmbeddingMatcher, gold_human, responses, nuggets) -> dict:
     labels = formats.read_cone_crowd_labels(os.path.join(data, "human-study-matching-labels.txt"))
-    print("### 2. Calibration against the crowd labels (seed 003 Table 6)\n")
+    print("### 2. Calibration against the crowd labels ([cone-rag Table 6])\n")
     print(f"{len(labels)} crowd labels ({sum(x.label for x in labels)} yes), majority of 3 workers; the response is "
           "known for the runs nii-1, iires-1, ksu-1 (one automatic run per team).\n")
     print("| task | split: fitted on / held out | pairs fitted / held out | threshold (95% CI) | held-out accuracy "

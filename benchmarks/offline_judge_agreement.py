@@ -43,7 +43,7 @@ def confusion(gold: np.ndarray, pred: np.ndarray, n: int) -> np.ndarray:
 
 
 def v_strict(qids: np.ndarray, vital: np.ndarray, labels: np.ndarray) -> dict[str, float]:
-    """Per topic: fraction of vital nuggets fully supported (seed 001 §3.5)."""
+    """Per topic: fraction of vital nuggets fully supported ([autonuggetizer §3.5])."""
     out = {}
     for q in np.unique(qids):
         sel = (qids == q) & vital

@@ -1,6 +1,6 @@
 """ir_datasets entries for RAG evaluation: the MS MARCO V2.1 segments, TREC RAG 2024/2025 (with UMBRELA and
 nugget qrels) and TREC iKAT 2023/2024. Importing this package registers every id that ir_datasets does not
-already know (design.md decision 4); the start-up hook imports it right after ``ir_datasets``, so the
+already know (decisions.md, decision 4); the start-up hook imports it right after ``ir_datasets``, so the
 ``ir_datasets`` and ``ir_measures`` command lines see these ids too. See docs/datasets.md.
 """
 from datasets_ext import ikat, trec_rag

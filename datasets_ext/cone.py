@@ -1,16 +1,16 @@
-"""The CONE-RAG resources of TREC iKAT 2024 (seed 003 §3; public repository irlabamsterdam/CONE-RAG): where each
+"""The CONE-RAG resources of TREC iKAT 2024 ([cone-rag §3]; public repository irlabamsterdam/CONE-RAG): where each
 file comes from, its one parser, and the check that a published file was read completely.
 
 - gold nuggets ``{turn: {"[k]": {"text", "relevance"}}}`` (human or LLM, raw or de-duplicated): nugget ``k``
   of turn ``t`` is the document ``{t}:n{k-1}`` (``ids.nugget_id``) and has the nugget qrel grade 2
-  (``ids.GOLD_GRADE``: seed 003 eq. 4-6 weigh every gold nugget alike); the passage relevance grade the
+  (``ids.GOLD_GRADE``: [cone-rag eq. 4-6] weigh every gold nugget alike); the passage relevance grade the
   nugget came from (0-4, the iKAT scale) is kept as ``passage_relevance``;
 - gold responses ``{turn: {"manual": {"response", "nuggets": {...}}}}``: one document per turn (doc id = turn id);
 - participant responses ``{turn: {run: text}}``: one document per response, doc id ``{turn}/{run}``;
 - response nuggets ``{turn: {run: {"response", "nuggets": {"matched": [...], "not-matched": [...]}}}}``: the
   extractor's lines split by whether they are spans of the response (docs/cone-rag.md); the gold responses
   file has the same form with the run ``manual``;
-- the crowd study's nugget-to-response labels (seed 003 §5.2, Table 6): ``ID<TAB>label`` a line, ID
+- the crowd study's nugget-to-response labels ([cone-rag §5.2 Table 6]): ``ID<TAB>label`` a line, ID
   ``{batch}_{conversation}_{turn}_{k}_{team}-{n}`` (gold nugget ``[k]`` of turn ``{conversation}_{turn}``, the
   response of the n-th run of a team as the paper anonymises runs), label 1 = the response contains the nugget.
 
@@ -38,8 +38,8 @@ from ir_measures_ext.errors import InvalidInput
 
 _KEY = re.compile(r"\[(\d+)\]")
 _CROWD_ID = re.compile(r"(\d+)_(\d+)_(\d+)_(\d+)_([A-Za-z]+-\d+)")
-RELEVANCE_GRADES = range(5)  # the iKAT passage relevance scale 0-4 (seed 003 §3.1)
-QRELS_DEFS = {ids.GOLD_GRADE: "gold nugget (CONE-RAG; every gold nugget weighs alike, seed 003 eq. 4-6)"}
+RELEVANCE_GRADES = range(5)  # the iKAT passage relevance scale 0-4 ([cone-rag §3.1])
+QRELS_DEFS = {ids.GOLD_GRADE: "gold nugget (CONE-RAG; every gold nugget weighs alike, [cone-rag eq. 4-6])"}
 MATCHED, NOT_MATCHED = "matched", "not-matched"
 
 REPOSITORY = ("https://raw.githubusercontent.com/irlabamsterdam/CONE-RAG/"
@@ -133,7 +133,7 @@ class ResponseNuggetLists(NamedTuple):
 
 
 class CrowdLabel(NamedTuple):
-    """One crowd label (seed 003 §5.2): gold nugget ``nugget_id`` (``{turn}:n{k-1}``) of ``query_id`` against the
+    """One crowd label ([cone-rag §5.2]): gold nugget ``nugget_id`` (``{turn}:n{k-1}``) of ``query_id`` against the
     response of ``team_run`` (``team-n``, the paper's anonymised run), ``label`` True = covered; ``batch`` the
     study's batch number, ``line`` the line in the file."""
     query_id: str

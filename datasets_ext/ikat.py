@@ -15,7 +15,7 @@ trec-ikat/2024/participant-responses        docs: the responses of 19 automatic 
 trec-ikat/2024/manual-responses             docs: the responses of the 4 manual runs (doc id {turn}/{run})
 =========================  ===================================================================================
 
-The CONE-RAG files (seed 003, irlabamsterdam/CONE-RAG at a pinned commit, ``datasets_ext.cone.CONE_FILES``) are
+The CONE-RAG files ([cone-rag], irlabamsterdam/CONE-RAG at a pinned commit, ``datasets_ext.cone.CONE_FILES``) are
 downloaded by URL and md5, or read from a copy placed at ``$IR_DATASETS_HOME/trec-ikat/2024/<file name>``
 (datasets_ext/files.py); a published file is checked to be read completely. The files without a dataset id
 (the response nugget files and the crowd study's matching labels) are ``FILES["cone-NAME"]``.
@@ -49,9 +49,9 @@ PASSAGE_DIR = "clueweb22b-passages"
 
 GOLD_NUGGET_SETS = {
     "gold-nuggets-human": "gold nuggets copied from relevant passages by NIST assessors",
-    "gold-nuggets-human-dedup": "gold nuggets by NIST assessors, de-duplicated by NLI entailment (seed 003 §4.3)",
-    "gold-nuggets-llm": "gold nuggets extracted from relevant passages by GPT-4o (seed 003 Table 3 prompt)",
-    "gold-nuggets-llm-dedup": "gold nuggets by GPT-4o, de-duplicated by NLI entailment (seed 003 §4.3)",
+    "gold-nuggets-human-dedup": "gold nuggets by NIST assessors, de-duplicated by NLI entailment ([cone-rag §4.3])",
+    "gold-nuggets-llm": "gold nuggets extracted from relevant passages by GPT-4o ([cone-rag Table 3] prompt)",
+    "gold-nuggets-llm-dedup": "gold nuggets by GPT-4o, de-duplicated by NLI entailment ([cone-rag §4.3])",
 }
 
 PASSAGE_INSTRUCTIONS = """\
@@ -246,7 +246,7 @@ def register_all() -> list[str]:
         f"{NAME}/2024/{name}": dataset(
             cone.gold_nugget_docs(FILES[f"cone-{name}"], f"{NAME}/2024/{name}"), q2024,
             cone.GoldNuggetQrels(FILES[f"cone-{name}"]),
-            desc=f"TREC iKAT 2024 CONE-RAG (seed 003): {what}. Docs are the nuggets ({{turn}}:n{{k-1}}), qrels "
+            desc=f"TREC iKAT 2024 CONE-RAG ([cone-rag]): {what}. Docs are the nuggets ({{turn}}:n{{k-1}}), qrels "
                  "the gold nugget qrels (grade 2 for every nugget), for Recall_NtR, Recall_NtN, Precision_NtN.")
         for name, what in GOLD_NUGGET_SETS.items()}
     cone_sets[f"{NAME}/2024/gold-responses"] = dataset(

@@ -1,4 +1,4 @@
-"""Registering datasets with ir_datasets, only under ids that are still free (design.md decision 4)."""
+"""Registering datasets with ir_datasets, only under ids that are still free (decisions.md, decision 4)."""
 from __future__ import annotations
 
 import ir_datasets

@@ -1,7 +1,7 @@
 """``msmarco-segment-v2.1`` and the TREC RAG 2024 / 2025 test collections on it; the TREC RAG 2026 topics,
 development rubrics and development qrels (over ClimbMix documents, whose corpus is not registered here).
 
-Ids follow the pending upstream ir_datasets work (design.md decision 4); each is registered only if absent.
+Ids follow the pending upstream ir_datasets work (decisions.md, decision 4); each is registered only if absent.
 No upstream id exists for TREC RAG 2026 yet: ``trec-rag-2026/...`` names the track, as its files do.
 
 =================================================  ==========================================================

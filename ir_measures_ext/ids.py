@@ -1,4 +1,4 @@
-"""How nugget evaluation is written as qrels and runs (design.md decision 1): ids and grades.
+"""How nugget evaluation is written as qrels and runs (decisions.md, decision 1): ids and grades.
 
 This is the one place that defines the mapping; the measures read it and every writer uses it.
 
@@ -21,11 +21,11 @@ row id                      what the row says                                   
 ``{qid}:s{j}:irrelevant``   answer sentence j holds only information of no nugget     0.0
 ``{qid}:s{j}:noinfo``       answer sentence j holds no information                    0.0
 ``{qid}:ntr:n{i}``          gold nugget i is covered by the response, NtR matching    1.0 yes, 0.0 no
-                            (CONE-RAG, seed 003 eq. 3)
+                            (CONE-RAG, [cone-rag eq. 3])
 ``{qid}:ntn:n{i}``          gold nugget i is entailed by some nugget extracted from   1.0 yes, 0.0 no
-                            the response, NtN matching (seed 003 eq. 2, 4)
+                            the response, NtN matching ([cone-rag eq. 2], 4)
 ``{qid}:ntn:x{j}``          the j-th (0-based) nugget extracted from the response     1.0 yes, 0.0 no
-                            entails some gold nugget (seed 003 eq. 5)
+                            entails some gold nugget ([cone-rag eq. 5])
 ``{qid}:r{i}``              verdict on rubric criterion i (0-based position in the    1.0 satisfied,
                             topic's rubric)                                           0.5 partially,
                                                                                       0.0 not satisfied
@@ -253,7 +253,7 @@ def parse_rubric_row(rest: str) -> RowKind | None:
 
 
 # --------------------------------------------------------------------------------------- ARGUE content
-# Sentence content rows (seed 002 §3.4, Table 1 rows): what an answer sentence conveys, judged on its
+# Sentence content rows ([nugget-annotation §3.4 Table 1] rows): what an answer sentence conveys, judged on its
 # text alone (stage 4, nugget alignment of the annotation protocol). A sentence has either one
 # ``{qid}:s{j}:n{i}`` row per nugget it conveys, or one ``:irrelevant`` row, or one ``:noinfo`` row.
 

@@ -1,7 +1,7 @@
 """The measures, as ir_measures declares them: name, parameters, formula and source. Computing is the
 provider's job (:mod:`ir_measures_ext.provider`); formulas are in :mod:`ir_measures_ext.scoring`.
 
-Inputs (design.md decision 1; row ids in :mod:`ir_measures_ext.ids`):
+Inputs (decisions.md, decision 1; row ids in :mod:`ir_measures_ext.ids`):
 - qrels: nugget qrels ``qid 0 {qid}:n{i} REL`` (2 vital, 1 okay); they define the topics and their nuggets;
   sub-narrative rows ``qid 0 {qid}:n{i}:sn{k} 1`` map nuggets to the narrative's sub-narratives (TREC RAG 2025).
 - qrels of rubric scoring: ``qid 0 {qid}:r{i} WEIGHT`` and tier rows ``{qid}:r{i}:mandatory|optional``.
@@ -70,7 +70,7 @@ class _NuggetMeasure(_Measure):
 
 
 class _V_strict(_NuggetMeasure):
-    """Vital Strict: fraction of vital nuggets the answer supports fully (seed 001 §3.5, primary metric).
+    """Vital Strict: fraction of vital nuggets the answer supports fully ([autonuggetizer §3.5], primary metric).
 
     V_strict = sum_i ss^v_i / |n^v|, ss = 1 for support, else 0. 0 when the topic has no vital nugget.
     """
@@ -82,7 +82,7 @@ class _V_strict(_NuggetMeasure):
 
 
 class _V(_NuggetMeasure):
-    """Vital: V = sum_i s^v_i / |n^v|, s = 1 support, 0.5 partial_support, 0 otherwise (seed 001 §3.5)."""
+    """Vital: V = sum_i s^v_i / |n^v|, s = 1 support, 0.5 partial_support, 0 otherwise ([autonuggetizer §3.5])."""
 
     __name__ = "V"
     NAME = "V"
@@ -91,7 +91,7 @@ class _V(_NuggetMeasure):
 
 
 class _W_strict(_NuggetMeasure):
-    """Weighted Strict: (sum ss^v + 0.5 sum ss^o) / (|n^v| + 0.5 |n^o|) (seed 001 §3.5)."""
+    """Weighted Strict: (sum ss^v + 0.5 sum ss^o) / (|n^v| + 0.5 |n^o|) ([autonuggetizer §3.5])."""
 
     __name__ = "W_strict"
     NAME = "W_strict"
@@ -100,7 +100,7 @@ class _W_strict(_NuggetMeasure):
 
 
 class _W(_NuggetMeasure):
-    """Weighted: (sum s^v + 0.5 sum s^o) / (|n^v| + 0.5 |n^o|) (seed 001 §3.5)."""
+    """Weighted: (sum s^v + 0.5 sum s^o) / (|n^v| + 0.5 |n^o|) ([autonuggetizer §3.5])."""
 
     __name__ = "W"
     NAME = "W"
@@ -109,7 +109,7 @@ class _W(_NuggetMeasure):
 
 
 class _A_strict(_NuggetMeasure):
-    """All Strict: A_strict = sum_i ss_i / N over all nuggets (seed 001 §3.5)."""
+    """All Strict: A_strict = sum_i ss_i / N over all nuggets ([autonuggetizer §3.5])."""
 
     __name__ = "A_strict"
     NAME = "A_strict"
@@ -118,7 +118,7 @@ class _A_strict(_NuggetMeasure):
 
 
 class _A(_NuggetMeasure):
-    """All: A = sum_i s_i / N over all nuggets, partial_support = 0.5 (seed 001 §3.5)."""
+    """All: A = sum_i s_i / N over all nuggets, partial_support = 0.5 ([autonuggetizer §3.5])."""
 
     __name__ = "A"
     NAME = "A"
@@ -163,7 +163,7 @@ class _SupportFamily(_NuggetMeasure):
 
 
 class _SupportP(_SupportFamily):
-    """Support precision over cited sentences (seed 004 §3.4; the TREC RAG 2026 toolkit's variants).
+    """Support precision over cited sentences ([support24 §3.4]; the TREC RAG 2026 toolkit's variants).
 
     Sum over the sentences with a counted citation of its value / number of such sentences; uncited sentences do
     not count. ``cite='first'`` (default; TREC 2024, the toolkit's ``weighted_precision_first_citation``): each
@@ -181,7 +181,7 @@ class _SupportP(_SupportFamily):
 
 
 class _SupportR(_SupportFamily):
-    """Support recall over all sentences (seed 004 §3.4; the TREC RAG 2026 toolkit's variants): the sum of
+    """Support recall over all sentences ([support24 §3.4]; the TREC RAG 2026 toolkit's variants): the sum of
     :class:`_SupportP` / number of sentences; an uncited sentence counts 0, a sentence whose counted citations
     are all unjudged (-1) leaves the denominator. ``cite='all_pairs'``: the best citation of each sentence.
     Parameters as SupportP (``weighted_recall_first_citation``, ``weighted_recall_all_judged_citations``,
@@ -195,7 +195,7 @@ class _SupportR(_SupportFamily):
 
 class _AnswerWords(_NuggetMeasure):
     """Answer length L: words of the answer after NFKC normalisation, split on whitespace, as the TREC RAG
-    validator counts (the x-axis of seed 001 Figure 7). Mean over topics when aggregated."""
+    validator counts (the x-axis of [autonuggetizer Figure 7]). Mean over topics when aggregated."""
 
     __name__ = "AnswerWords"
     NAME = "AnswerWords"
@@ -204,7 +204,7 @@ class _AnswerWords(_NuggetMeasure):
 
 
 class _ArgueP(_NuggetMeasure):
-    """ARGUE sentence precision (seed 002 §3.4, Table 1): valid / (valid + hallucinated) answer sentences.
+    """ARGUE sentence precision ([nugget-annotation §3.4 Table 1]): valid / (valid + hallucinated) answer sentences.
 
     A sentence is valid when it conveys at least one nugget and one of its citations fully supports it;
     hallucinated when it conveys information (a nugget or irrelevant information) that no citation supports
@@ -218,21 +218,21 @@ class _ArgueP(_NuggetMeasure):
     NAME = "ArgueP"
     SUPPORTED_PARAMS = {"repeats": _REPEATS}
     PRETTY_NAME = "ARGUE sentence precision"
-    SHORT_DESC = "Valid / (valid + hallucinated) answer sentences (ARGUE, seed 002 Table 1)."
+    SHORT_DESC = "Valid / (valid + hallucinated) answer sentences (ARGUE, [nugget-annotation Table 1])."
 
 
 class _ArgueR(_NuggetMeasure):
-    """ARGUE nugget recall (seed 002 §3.4, Table 1): nuggets of the topic conveyed by at least one valid
+    """ARGUE nugget recall ([nugget-annotation §3.4 Table 1]): nuggets of the topic conveyed by at least one valid
     sentence / all nuggets of the topic (the nugget qrels; vital and okay count alike)."""
 
     __name__ = "ArgueR"
     NAME = "ArgueR"
     PRETTY_NAME = "ARGUE nugget recall"
-    SHORT_DESC = "Nuggets conveyed by a valid (cited and supported) sentence / all nuggets (ARGUE, seed 002)."
+    SHORT_DESC = "Nuggets conveyed by a valid (cited and supported) sentence / all nuggets (ARGUE, [nugget-annotation])."
 
 
 class _Recall_NtR(_NuggetMeasure):
-    """CONE-RAG nugget recall, nugget-to-response matching (seed 003 §5.3 eq. 6): gold nuggets of the turn
+    """CONE-RAG nugget recall, nugget-to-response matching ([cone-rag §5.3 eq. 6]): gold nuggets of the turn
     that the response covers, NtR(R, n_g) = 1 (eq. 3) / all gold nuggets of the turn (the nugget qrels).
 
     Reads the ``{qid}:ntr:n{i}`` rows (1 covered, 0 not). A topic with rows but none of this kind is an
@@ -245,7 +245,7 @@ class _Recall_NtR(_NuggetMeasure):
 
 
 class _Recall_NtN(_NuggetMeasure):
-    """CONE-RAG nugget recall, nugget-to-nugget matching (seed 003 §5.3 eq. 4): gold nuggets entailed by at
+    """CONE-RAG nugget recall, nugget-to-nugget matching ([cone-rag §5.3 eq. 4]): gold nuggets entailed by at
     least one nugget extracted from the response, NtN(n_p, n_g) = 1 (eq. 2) / all gold nuggets of the turn.
 
     Reads the ``{qid}:ntn:n{i}`` rows (1 entailed, 0 not)."""
@@ -257,7 +257,7 @@ class _Recall_NtN(_NuggetMeasure):
 
 
 class _Precision_NtN(_NuggetMeasure):
-    """CONE-RAG nugget precision, nugget-to-nugget matching (seed 003 §5.3 eq. 5): nuggets extracted from
+    """CONE-RAG nugget precision, nugget-to-nugget matching ([cone-rag §5.3 eq. 5]): nuggets extracted from
     the response that entail at least one gold nugget / all extracted nuggets.
 
     Reads the ``{qid}:ntn:x{j}`` rows (1 entails some gold nugget, 0 not). 0 when no nugget was extracted
@@ -306,7 +306,7 @@ class _RubricFailedMandatory(_RubricMeasure):
 
 
 class _Segments(_Measure):
-    """Any ir_measures measure computed on the retrieved *segments* only (design.md decision 8): the rows
+    """Any ir_measures measure computed on the retrieved *segments* only (decisions.md, decision 8): the rows
     and qrels of nugget evaluation (ids of :mod:`ir_measures_ext.ids`: ``{qid}:n{i}``, ``{qid}:s{j}:...``,
     ``{qid}:words``) are removed from the run and the qrels before the wrapped measure's own provider (e.g.
     pytrec_eval) sees them. So one run and one qrels file can hold a RAG system's retrieved segments and
@@ -376,7 +376,7 @@ NUGGET_MEASURES = (V_strict, V, W_strict, W, A_strict, A)
 SUPPORT_MEASURES = (SupportP, SupportR)
 ALL_MEASURES = NUGGET_MEASURES + SUPPORT_MEASURES + (AnswerWords,)
 ARGUE_MEASURES = (ArgueP, ArgueR)  # need sentence content rows: not in ALL_MEASURES (LLM runs have none)
-CONE_MEASURES = (Recall_NtR, Recall_NtN, Precision_NtN)  # CONE-RAG (seed 003): need gold nugget rows
+CONE_MEASURES = (Recall_NtR, Recall_NtN, Precision_NtN)  # CONE-RAG ([cone-rag]): need gold nugget rows
 RUBRIC_MEASURES = (RubricScore, RubricFailedMandatory)  # TREC RAG 2026: need rubric qrels and verdict rows
 SUB_NARRATIVE_MEASURES = (SubNarrativeCoverage,)  # TREC RAG 2025: need sub-narrative rows in the nugget qrels
 REGISTERED = (ALL_MEASURES + (Segments,) + ARGUE_MEASURES + CONE_MEASURES + RUBRIC_MEASURES

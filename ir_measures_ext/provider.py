@@ -236,7 +236,7 @@ class NuggetEvaluator(providers.Evaluator):
 
 
 class NuggetProvider(providers.Provider):
-    """Nugget scores (seed 001 §3.5), support precision/recall (seed 004 §3.4) and answer length."""
+    """Nugget scores ([autonuggetizer §3.5]), support precision/recall ([support24 §3.4]) and answer length."""
 
     NAME = "nuggets"
     SUPPORTED_MEASURES = [
@@ -393,7 +393,7 @@ class _ArgueTopic:
 
 
 class ArgueEvaluator(providers.Evaluator):
-    """ARGUE sentence precision and nugget recall (seed 002 §3.4 Table 1) from the support rows and the
+    """ARGUE sentence precision and nugget recall ([nugget-annotation §3.4 Table 1]) from the support rows and the
     sentence content rows of an evaluation run; the nuggets of each topic are those of the nugget qrels."""
 
     def __init__(self, measures, nuggets: dict[str, dict[str, int]], qids: set[str]):
@@ -453,7 +453,7 @@ class ArgueEvaluator(providers.Evaluator):
 
 
 class ArgueProvider(providers.Provider):
-    """``ArgueP``, ``ArgueR`` (seed 002 §3.4): the nugget qrels are read as the nugget provider reads them."""
+    """``ArgueP``, ``ArgueR`` ([nugget-annotation §3.4]): the nugget qrels are read as the nugget provider reads them."""
 
     NAME = "argue"
     SUPPORTED_MEASURES = [m._ArgueP(repeats=providers.base.Any()), m._ArgueR()]
@@ -472,7 +472,7 @@ _CONE_MATCH_SCORES = frozenset(ids.MATCH_SCORES)
 
 
 class ConeEvaluator(providers.Evaluator):
-    """CONE-RAG recall and precision (seed 003 §5.3 eq. 4-6) from the ``{qid}:ntr:n{i}``, ``{qid}:ntn:n{i}``
+    """CONE-RAG recall and precision ([cone-rag §5.3 eq. 4-6]) from the ``{qid}:ntr:n{i}``, ``{qid}:ntn:n{i}``
     and ``{qid}:ntn:x{j}`` rows of an evaluation run; the gold nuggets are those of the nugget qrels."""
 
     def __init__(self, measures, nuggets: dict[str, dict[str, int]], qids: set[str]):
@@ -533,7 +533,7 @@ class ConeEvaluator(providers.Evaluator):
 
 
 class ConeProvider(providers.Provider):
-    """``Recall_NtR``, ``Recall_NtN``, ``Precision_NtN`` (seed 003 §5.3): the nugget qrels are read as the
+    """``Recall_NtR``, ``Recall_NtN``, ``Precision_NtN`` ([cone-rag §5.3]): the nugget qrels are read as the
     nugget provider reads them (gold nuggets have grade 2, ids.GOLD_GRADE)."""
 
     NAME = "cone"

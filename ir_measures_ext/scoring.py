@@ -1,11 +1,11 @@
 """The score formulas, as pure functions on plain data. Every other module calls these.
 
-Nugget scores: seed 001 (Pradeep et al., TREC 2024 RAG Track initial nugget evaluation) §3.5.
-Support scores: seed 004 (Thakur et al., support evaluation for the TREC 2024 RAG Track) §3.4, and the
+Nugget scores: [autonuggetizer] (Pradeep et al., TREC 2024 RAG Track initial nugget evaluation) §3.5.
+Support scores: [support24] (Thakur et al., support evaluation for the TREC 2024 RAG Track) §3.4, and the
 TREC RAG 2026 toolkit's variants (first / all judged citations, hard; unjudged citations).
 Answer length: words as the TREC RAG validator counts them (NFKC-normalised, whitespace-separated).
-ARGUE sentence labels and scores: seed 002 (Yang et al., nugget-based annotation protocol) §3.4 Table 1.
-CONE-RAG nugget recall and precision: seed 003 (Abbasiantaeb et al., Conversational Gold) §5.3 eq. 4-6.
+ARGUE sentence labels and scores: [nugget-annotation] (Yang et al., nugget-based annotation protocol) §3.4 Table 1.
+CONE-RAG nugget recall and precision: [cone-rag] (Abbasiantaeb et al., Conversational Gold) §5.3 eq. 4-6.
 Rubric score and failed mandatory criteria: TREC RAG 2026 (design decision 11; ResearchRubrics).
 Sub-narrative coverage: TREC RAG 2025 nuggets mapped to the narrative's sub-narratives.
 """
@@ -20,8 +20,8 @@ from typing import NamedTuple
 from ir_measures_ext import ids
 from ir_measures_ext.errors import InvalidInput
 
-PARTIAL_CREDIT = 0.5  # seed 001 eq. (1): partial_support scores 0.5 in the non-strict scores
-OKAY_WEIGHT = 0.5  # seed 001 §3.5 "Weighted Score": vital nuggets weigh 1, okay nuggets 0.5
+PARTIAL_CREDIT = 0.5  # [autonuggetizer] eq. (1): partial_support scores 0.5 in the non-strict scores
+OKAY_WEIGHT = 0.5  # [autonuggetizer §3.5] "Weighted Score": vital nuggets weigh 1, okay nuggets 0.5
 VITAL_GRADE = ids.IMPORTANCE_TO_GRADE[ids.VITAL]  # 2, the relevance of a vital nugget in nugget qrels
 OKAY_GRADE = ids.IMPORTANCE_TO_GRADE[ids.OKAY]  # 1
 
@@ -40,7 +40,7 @@ def _ratio(num: float, den: float) -> float:
 
 
 def nugget_scores(nuggets: Sequence[tuple[int, float]]) -> NuggetScores:
-    """All six nugget scores of one answer (seed 001 §3.5).
+    """All six nugget scores of one answer ([autonuggetizer §3.5]).
 
     ``nuggets``: one ``(grade, s)`` pair per nugget of the topic, grade 2 = vital, 1 = okay, and ``s`` the
     assignment score 1.0 (support), 0.5 (partial_support) or 0.0 (not_support, or no assignment).
@@ -93,7 +93,7 @@ UNJUDGED = ids.UNJUDGED_SCORE  # -1: a citation without a judgment (missing or f
 
 def support_scores(sentences: Sequence[Sequence[float]], cite: str = "first", credit: str = "weighted"
                    ) -> SupportScores:
-    """Support precision and recall of one answer: seed 004 §3.4 ([support24]) and the TREC RAG 2026
+    """Support precision and recall of one answer: [support24 §3.4] ([support24]) and the TREC RAG 2026
     toolkit's variants (castorini/RAGDoll, [ragdoll]; docs/trec-rag-2025-2026.md).
 
     ``sentences``: for each answer sentence (answer object), in order, the support of its citations in
@@ -103,7 +103,7 @@ def support_scores(sentences: Sequence[Sequence[float]], cite: str = "first", cr
     A citation is worth w = its support (``credit="weighted"``: 1 / 0.5 / 0) or h = 1 for full support, else 0
     (``credit="hard"``). Per sentence with at least one citation:
 
-    - ``cite="first"`` (seed 004 §3.3; the toolkit's ``*_first_citation`` and ``hard_*``): its first citation.
+    - ``cite="first"`` ([support24 §3.3]; the toolkit's ``*_first_citation`` and ``hard_*``): its first citation.
       If that one is unjudged (-1) the sentence leaves the recall denominator and counts nowhere; otherwise
       it adds its value to the sum and 1 to the precision denominator.
     - ``cite="all_judged"`` (the toolkit's ``*_all_judged_citations``): the mean of w over its citations
@@ -116,7 +116,7 @@ def support_scores(sentences: Sequence[Sequence[float]], cite: str = "first", cr
     Precision = sum / sentences counted (cited objects only); recall = sum / (all sentences minus those left
     out): an uncited sentence counts 0 in recall and nothing in precision; a reference nobody cites counts
     nowhere. 0 where a denominator is 0 (an empty answer, an answer without citations).
-    Worked example of seed 004 §3.4: ``[[0.5], [1.0], []]`` gives precision 0.75, recall 0.5.
+    Worked example of [support24 §3.4]: ``[[0.5], [1.0], []]`` gives precision 0.75, recall 0.5.
     """
     if cite not in SUPPORT_CITE:
         raise InvalidInput(f"cite must be one of {SUPPORT_CITE}, got {cite!r}")
@@ -179,7 +179,7 @@ NOT_SUPPORTED = "not_supported"  # cited, but no citation fully supports it
 MISSING_CITATION = "missing_citation"  # the sentence cites nothing
 CITATION_LABELS = (SUPPORTED, NOT_SUPPORTED, MISSING_CITATION)
 
-# Table 1 of seed 002, row = information contained, column = sentence support. The paper leaves "No
+# Table 1 of [nugget-annotation], row = information contained, column = sentence support. The paper leaves "No
 # Information x Not Supported By Citation" empty ("-"); we count it as Ignored: a sentence that conveys
 # nothing claims nothing that a citation could fail to support (docs/measures.md).
 ARGUE_TABLE = {
@@ -205,7 +205,7 @@ def citation_label(citation_scores: Sequence[float]) -> str:
 
 
 def argue_label(content: str, citation: str) -> str:
-    """Valid / hallucinated / ignored of one sentence (seed 002 §3.4 Table 1)."""
+    """Valid / hallucinated / ignored of one sentence ([nugget-annotation §3.4 Table 1])."""
     try:
         return ARGUE_TABLE[content, citation]
     except KeyError:
@@ -258,7 +258,7 @@ def argue_labels(sentences: Sequence[ArgueSentence], repeats: str = "forgive") -
 
 
 def argue_scores(sentences: Sequence[ArgueSentence], nuggets: Sequence, repeats: str = "forgive") -> ArgueScores:
-    """ARGUE sentence precision and nugget recall of one answer (seed 002 §3.4, Table 1).
+    """ARGUE sentence precision and nugget recall of one answer ([nugget-annotation §3.4 Table 1]).
 
     - precision = valid / (valid + hallucinated) sentences; ignored sentences do not count;
     - recall = nuggets of ``nuggets`` (all nuggets of the topic) conveyed by at least one valid
@@ -293,7 +293,7 @@ class ConeScores(NamedTuple):
 
 
 def cone_scores(gold_matched: Sequence[bool], extracted_matched: Sequence[bool] = ()) -> ConeScores:
-    """CONE-RAG nugget recall and precision of one response (seed 003 §5.3).
+    """CONE-RAG nugget recall and precision of one response ([cone-rag §5.3]).
 
     ``gold_matched``: for each gold nugget n_g of the turn, whether it is matched — by some extracted nugget
     (NtN, eq. 4: Recall_NtN = |N'_G| / |N_G|) or by the response itself (NtR, eq. 6: Recall_NtR = |N''_G| / |N_G|).

@@ -2,7 +2,7 @@
 
 Labels are validated on construction: an invalid label never becomes a record. Readers that meet invalid
 labels in real files report them through ``InvalidLabel`` (see :mod:`pyterrier_nuggets.formats`). This
-module imports nothing of pyterrier or openai (design.md decision 6).
+module imports nothing of pyterrier or openai (decisions.md, decision 6).
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ JUDGMENT_LABELS = SUPPORT_LEVELS + (ids.UNJUDGED,)  # a support judgment's label
 
 @dataclass(frozen=True)
 class Nugget:
-    """One nugget of a topic (seed 001 §3.1-3.2).
+    """One nugget of a topic ([autonuggetizer §3.1-3.2]).
 
     ``index`` is the nugget's 0-based position in its source list and makes its id, ``{qid}:n{index}``;
     it stays fixed when other nuggets of the topic are dropped. ``importance`` is ``vital`` or ``okay``, or
@@ -54,7 +54,7 @@ class Nugget:
 
 @dataclass(frozen=True)
 class Assignment:
-    """Whether an answer supports a nugget (seed 001 §3.3-3.4)."""
+    """Whether an answer supports a nugget ([autonuggetizer §3.3-3.4])."""
 
     qid: str
     nugget_index: int
@@ -83,7 +83,7 @@ class Sentence:
 
 @dataclass(frozen=True)
 class Answer:
-    """A RAG answer as the TREC RAG 2024/2025 tracks define it (seed 001 §2): cited sentences + references.
+    """A RAG answer as the TREC RAG 2024/2025 tracks define it ([autonuggetizer §2]): cited sentences + references.
 
     ``run_id`` names the system; ``metadata`` keeps fields of the source format we do not interpret
     (e.g. 2025 ``team_id``, ``type``), so writing back loses nothing.
@@ -114,12 +114,12 @@ class Answer:
 
 @dataclass(frozen=True)
 class SupportJudgment:
-    """Support of one answer sentence by one cited segment or document (seed 004 §3.2): full / partial / none,
+    """Support of one answer sentence by one cited segment or document ([support24 §3.2]): full / partial / none,
     or ``unjudged`` (label -1 of the TREC RAG 2026 toolkit: the judgment is missing or failed; the support
     measures leave such a sentence out of their denominators, as the toolkit does).
 
     ``citation`` is the position of the citation within the sentence (0 = first), or ``None`` for a
-    sentence without citation (which counts as no support, seed 004 §3.4).
+    sentence without citation (which counts as no support, [support24 §3.4]).
     """
 
     qid: str
@@ -196,13 +196,13 @@ class RubricVerdict:
 
 SPAN_EXACT = "exact"  # the extracted nugget is a span of the text, character for character
 SPAN_NORMALISED = "normalised"  # a span once whitespace runs are collapsed and case is ignored
-SPAN_NONE = "none"  # not a span of the text (the extraction prompt asks for spans: seed 003 Table 3)
+SPAN_NONE = "none"  # not a span of the text (the extraction prompt asks for spans: [cone-rag Table 3])
 SPAN_MATCHES = (SPAN_EXACT, SPAN_NORMALISED, SPAN_NONE)
 
 
 @dataclass(frozen=True)
 class ExtractedNugget:
-    """One nugget n_p extracted from a text (a response or a passage; seed 003 §4.1, eq. 1).
+    """One nugget n_p extracted from a text (a response or a passage; [cone-rag §4.1 eq. 1]).
 
     ``index`` is its 0-based position in the extractor's output; ``start``/``end`` are character offsets of
     the span in the text (``text[start:end]``), ``None`` when ``span`` is ``"none"``."""

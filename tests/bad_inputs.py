@@ -7,7 +7,7 @@ line / field or the row, exit code 2 for our command line, no output written or 
 what happened; ``tests/test_bad_inputs.py`` asserts each case and ``benchmarks/bad_input_verdicts.py``
 counts the verdicts of any version of the package.
 
-Hand-computed scores of the valid project (seed 001 §3.5, seed 004 §3.4 with the first citation):
+Hand-computed scores of the valid project ([autonuggetizer §3.5], [support24 §3.4] with the first citation):
   t1: nuggets vital/support, okay/partial_support, vital/not_support -> V_strict 1/2, A_strict 1/3,
       W (1 + 0.5*0.5 + 0) / 2.5 = 0.5; support s0 [full], s1 [partial, none] -> SupportP 1.5/2, SupportR 1.5/2;
       11 words.

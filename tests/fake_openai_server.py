@@ -79,7 +79,7 @@ def first_prompt(body: dict) -> str:
 
 
 def support_reply(prompt: str) -> str:
-    """Support judge (seed 004 Figure 1 prompt): Full Support if every word of more than 3 letters of the
+    """Support judge ([support24 Figure 1] prompt): Full Support if every word of more than 3 letters of the
     statement is in the passage, Partial Support if some are, else No Support."""
     statement = prompt.split("Statement: ", 1)[1].split("\nCitation: ", 1)[0]
     passage = prompt.split("\nCitation: ", 1)[1].lower()

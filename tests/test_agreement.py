@@ -29,7 +29,7 @@ from tests.annotate_project import annotate_by_api, make_project, needs_annotate
 
 SAMPLE = Path(__file__).resolve().parent.parent / "pyterrier_nuggets" / "sample" / "rag_mini"
 
-# seed 004 Figure 3: rows human, columns GPT-4o (no / partial / full support), percent of all annotations;
+# [support24 Figure 3]: rows human, columns GPT-4o (no / partial / full support), percent of all annotations;
 # Table 3 gives the number of annotations (6,742 from scratch, 4,165 post-edited) and each judge's labels.
 FIG3 = {
     "scratch": ([[13.7, 15.1, 5.9], [2.8, 11.9, 9.8], [1.5, 8.9, 30.4]], 6742, 0.560,
@@ -40,7 +40,7 @@ FIG3 = {
 
 
 @pytest.mark.parametrize("condition", FIG3)
-def test_seed004_figure3(condition):
+def test_support24_figure3(condition):
     """Counts rebuilt from the printed percentages: exact agreement is the paper's (56% = 13.7 + 11.9 + 30.4,
     72.1%) to within the rounding of three printed percentages (0.15 points), each judge's label distribution is Table 3's to within the rounding of the percentages, and κ
     (not printed for these matrices) equals a second implementation, statsmodels, unweighted and linear."""
@@ -235,7 +235,7 @@ def test_label_file_errors(tmp_path):
         read_labels(str(SAMPLE / "bm25-rag.assignments.jsonl"), "assignment-2grade")
 
 
-def test_describe_seed000_table4_columns():
+def test_describe_nugget_recall_table4_columns():
     data = formats.read_assignments(str(SAMPLE / "bm25-rag.assignments.jsonl"))
     nuggets = formats.read_nuggets(str(SAMPLE / "nuggets.jsonl"))
     d = describe(nuggets, data)

@@ -1,4 +1,4 @@
-"""The layout's rules (design.md decision 6, docs/architecture.md), checked on the source: which package may
+"""The layout's rules (decisions.md, decision 6, docs/architecture.md), checked on the source: which package may
 import which, and no module importing another module's private names."""
 import ast
 from pathlib import Path
@@ -105,3 +105,26 @@ def test_extensions_import_only_what_they_may(package):
             for target in targets:
                 assert any(target == a or target.startswith(a + ".") or target == top == a for a in allowed), \
                     f"{module} imports {target}"
+
+
+def _tracked_text_files():
+    for package in ("pyterrier_nuggets", "ir_measures_ext", "datasets_ext", "docs", "benchmarks", "tests"):
+        for path in sorted((ROOT / package).rglob("*")):
+            if path.suffix in (".py", ".md", ".txt", ".html") and "__pycache__" not in path.parts:
+                yield path
+    yield ROOT / "README.md"
+
+
+def test_references_resolve_inside_the_repository():
+    """Papers are cited by the keys of docs/references.md (``[cone-rag §4.2]``), decisions by docs/decisions.md:
+    no seed number or note outside the repository (decisions.md, decision 12)."""
+    import re
+    keys = set(re.findall(r"^\| `\[([a-z0-9-]+)\]` \|", (ROOT / "docs" / "references.md").read_text(), re.M))
+    assert {"nugget-recall", "autonuggetizer", "support24", "nugget-annotation", "cone-rag"} <= keys
+    for path in _tracked_text_files():
+        if path.name == "test_architecture.py":
+            continue
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"\bseeds? 00\d|design\.md", text), f"{path.relative_to(ROOT)} cites a seed or design.md"
+        for key in set(re.findall(r"\[([a-z][a-z0-9-]*) (?:§|Table|Fig|eq\.|Eq\.|Appendix)", text)) - {"key"}:
+            assert key in keys, f"{path.relative_to(ROOT)}: [{key} ...] is not in docs/references.md"

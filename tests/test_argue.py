@@ -1,4 +1,4 @@
-"""ARGUE (seed 002 §3.4 Table 1): the sentence table, the scores on hand-worked examples, and the measures
+"""ARGUE ([nugget-annotation §3.4 Table 1]): the sentence table, the scores on hand-worked examples, and the measures
 through ir_measures (API and command line), with the errors that keep a wrong number out."""
 import os
 import subprocess
@@ -58,7 +58,7 @@ def test_scores_of_the_docstring_example():
 
 
 def test_repetition_forgiveness_of_section_3_4():
-    """An uncited sentence whose nuggets a valid sentence conveyed before is ignored (seed 002 §3.4: "avoid
+    """An uncited sentence whose nuggets a valid sentence conveyed before is ignored ([nugget-annotation §3.4]: "avoid
     penalizing sentences with the same nugget for having no citation after the first mention"); the
     docstring's fifth sentence, worked by hand."""
     s = [ArgueSentence(ids.SOME_NUGGETS, (1.0,), frozenset({"n0"})),  # valid: n0 credited

@@ -1,4 +1,4 @@
-"""CONE-RAG (seed 003): the measures (hand-worked, plain ir_measures CLI), the resource formats, span location,
+"""CONE-RAG ([cone-rag]): the measures (hand-worked, plain ir_measures CLI), the resource formats, span location,
 extraction and matching against the fake OpenAI-compatible server, de-duplication, the embedding matcher and a
 tiny NLI model built here."""
 import json
@@ -341,7 +341,7 @@ def test_extractor_nonspan_policies(llm, server):
 
 def test_ntr_through_fake_endpoint_to_recall(llm, server):
     out = NuggetToResponse(GOLD, LLMMatcher(llm))(RESPONSES)
-    assert len(out) == 6 and set(out["matcher"]) == {"LLM fake (seed 003 Table 4 prompt)"}
+    assert len(out) == 6 and set(out["matcher"]) == {"LLM fake ([cone-rag Table 4] prompt)"}
     good = out[out.run_id == "good"].set_index("docno")["score"].to_dict()
     assert good == {"t1:ntr:n0": 1.0, "t1:ntr:n1": 1.0, "t1:ntr:n2": 0.0}
     # the prompt carries the gold nugget and the whole response, one gold nugget per call

@@ -1,6 +1,6 @@
 """Rank correlation between two evaluations (evaluation/correlation.py): the three levels on a hand-worked
-example, matching of systems and topics, the score-table reader, the papers' tables (seed 001 Tables 6-7 and
-Figure 6, seed 004 Tables 5-8 and Figure 2), pt.Experiment output, the joint table's --compare-to, and the
+example, matching of systems and topics, the score-table reader, the papers' tables ([autonuggetizer Tables 6-7] and
+Figure 6, [support24 Tables 5-8] and Figure 2), pt.Experiment output, the joint table's --compare-to, and the
 `correlate` command."""
 import json
 import math
@@ -135,15 +135,15 @@ def test_pt_experiment_perquery_output_directly():
 
 # --- the papers' tables ---------------------------------------------------------------------------------------
 
-# seed 001 prints two run names truncated differently: Table 7 keeps "_and" before the ellipsis
+# [autonuggetizer] prints two run names truncated differently: Table 7 keeps "_and" before the ellipsis
 TRUNCATED = {"TREMA-UNH.Ranked_Iterative_Fact_Extraction_and…": "TREMA-UNH.Ranked_Iterative_Fact_Extraction…"}
 
 
-def test_seed001_figure6_run_level_tau():
+def test_autonuggetizer_figure6_run_level_tau():
     """Seed 001 §4, Figure 6: run-level Kendall's tau of V_strict between AutoNuggets+Edits / ManualAssign
     (Table 6) and AutoNuggets / AutoAssign (Table 7) over 45 runs is 0.783."""
-    manual = read_score_table(str(PAPERS / "seed001_table6.csv"), ["V_strict"])
-    auto = read_score_table(str(PAPERS / "seed001_table7.csv"), ["V_strict"])
+    manual = read_score_table(str(PAPERS / "autonuggetizer_table6.csv"), ["V_strict"])
+    auto = read_score_table(str(PAPERS / "autonuggetizer_table7.csv"), ["V_strict"])
     as_printed = correlate(manual, auto, "V_strict")
     assert len(as_printed.systems) == 44  # the differently truncated run is reported, not matched
     assert as_printed.excluded == {"systems_only_in_a": ["TREMA-UNH.Ranked_Iterative_Fact_Extraction…"],
@@ -155,15 +155,15 @@ def test_seed001_figure6_run_level_tau():
     assert result.pairs.tied_other == 1  # Table 7: uog-tht.ICL-mistral and FT-llama3 both 0.2012
 
 
-# seed 004 Figure 2, run-level tau between human (Tables 5, 7) and GPT-4o (Tables 6, 8) support judgments
-SEED004 = [("seed004_table5.csv", "seed004_table6.csv", "SupportP", 0.884, 0.837),
-           ("seed004_table5.csv", "seed004_table6.csv", "SupportR", 0.892, 0.878),
-           ("seed004_table7.csv", "seed004_table8.csv", "SupportP", 0.792, 0.741),
-           ("seed004_table7.csv", "seed004_table8.csv", "SupportR", 0.822, 0.805)]
+# [support24 Figure 2], run-level tau between human (Tables 5, 7) and GPT-4o (Tables 6, 8) support judgments
+SEED004 = [("support24_table5.csv", "support24_table6.csv", "SupportP", 0.884, 0.837),
+           ("support24_table5.csv", "support24_table6.csv", "SupportR", 0.892, 0.878),
+           ("support24_table7.csv", "support24_table8.csv", "SupportP", 0.792, 0.741),
+           ("support24_table7.csv", "support24_table8.csv", "SupportR", 0.822, 0.805)]
 
 
 @pytest.mark.parametrize("human,gpt4o,measure,paper,all45", SEED004)
-def test_seed004_figure2_run_level_tau(human, gpt4o, measure, paper, all45):
+def test_support24_figure2_run_level_tau(human, gpt4o, measure, paper, all45):
     """All 45 runs of the tables give a lower tau than the figure; without webis-manual, whose two tables
     disagree on its answers (1.68 vs 14.14 sentences from scratch, 1.71 vs 12.64 post-edited), the figure's
     values are matched to within 0.002 (the tables round to 3 decimals). docs/meta-evaluation.md explains."""
@@ -236,10 +236,10 @@ def test_joint_table_compare_to(tmp_path):
 
 def test_correlate_command(tmp_path, capsys):
     auto = tmp_path / "auto.csv"
-    table7 = (PAPERS / "seed001_table7.csv").read_text(encoding="utf-8")
+    table7 = (PAPERS / "autonuggetizer_table7.csv").read_text(encoding="utf-8")
     auto.write_text(table7.replace("Extraction_and…", "Extraction…"), encoding="utf-8")
     plot = tmp_path / "fig6.png"
-    assert cli.main(["correlate", str(PAPERS / "seed001_table6.csv"), str(auto), "--measure", "V_strict", "--json",
+    assert cli.main(["correlate", str(PAPERS / "autonuggetizer_table6.csv"), str(auto), "--measure", "V_strict", "--json",
                      "--plot", str(plot)]) == 0
     out = json.loads(capsys.readouterr().out)
     assert round(out["kendall_tau"], 3) == 0.783 and out["n_systems"] == 45 and out["level"] == "run"
@@ -274,7 +274,7 @@ def test_correlate_command_per_query_and_runs(tmp_path, capsys):
 
 
 def test_correlate_command_errors(tmp_path, capsys):
-    good = str(PAPERS / "seed001_table6.csv")
+    good = str(PAPERS / "autonuggetizer_table6.csv")
     bad = tmp_path / "bad.csv"
     bad.write_text("system,V_strict\ns1,0.5\ns2,oops\n")
     assert cli.main(["correlate", good, str(bad), "--measure", "V_strict"]) != 0

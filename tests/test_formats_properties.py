@@ -126,7 +126,7 @@ def _valid_files(nuggets, assignments, words) -> tuple[str, str]:
 
 
 def _oracle(qrels: str, run: str) -> dict[str, dict[str, float]] | None:
-    """The measures by hand from the text of the files (seed 001 §3.5), or None where a file is invalid."""
+    """The measures by hand from the text of the files ([autonuggetizer §3.5]), or None where a file is invalid."""
     grades: dict[str, dict[str, int]] = {}
     for line in qrels.splitlines():
         f = line.split()

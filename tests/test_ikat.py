@@ -368,7 +368,7 @@ def test_ikat_command_extracts_nuggets_for_ntn(files, server, tmp_path, monkeypa
                  "--base-url", server.base_url, "--model", "fake", "--out", str(out)])
     assert code == 0, capsys.readouterr().err
     printed = capsys.readouterr().out
-    assert "NuggetExtractor (seed 003 §4.1), llm 'fake'" in printed
+    assert "NuggetExtractor ([cone-rag §4.1]), llm 'fake'" in printed
     table = pd.read_csv(out / "ikat.csv").set_index(pd.read_csv(out / "ikat.csv").columns[0])
     assert {"Recall_NtN", "Precision_NtN"} <= set(table.columns)
     # runA's responses are the gold nuggets' own sentences: extracted, they match; runB's match nothing

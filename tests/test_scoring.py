@@ -1,4 +1,4 @@
-"""The formulas, by hand-worked examples (seed 001 §3.5, seed 004 §3.4)."""
+"""The formulas, by hand-worked examples ([autonuggetizer §3.5], [support24 §3.4])."""
 import pytest
 
 from ir_measures_ext.scoring import answer_words, nugget_scores, support_scores
@@ -20,7 +20,7 @@ def test_nugget_scores_hand_worked():
 
 
 def test_table5_example_of_seed_001():
-    # seed 001 Table 5 (top): 9 vital, 6 okay, AutoAssign labels as printed
+    # [autonuggetizer Table 5] (top): 9 vital, 6 okay, AutoAssign labels as printed
     vital = [1, 0, .5, 1, .5, .5, 1, 1, 0]
     okay = [1, 1, .5, .5, .5, .5]
     ns = nugget_scores([(VITAL, s) for s in vital] + [(OKAY, s) for s in okay])
@@ -47,7 +47,7 @@ def test_invalid_grade_is_an_error():
 
 
 def test_support_worked_example_of_seed_004():
-    # a1 partially supported by p1, a2 fully by p2, a3 uncited (seed 004 §3.4)
+    # a1 partially supported by p1, a2 fully by p2, a3 uncited ([support24 §3.4])
     sc = support_scores([[0.5], [1.0], []])
     assert sc.precision == pytest.approx(0.75)
     assert sc.recall == pytest.approx(0.5)

@@ -40,7 +40,7 @@ def answer_frame(run_id="r1"):
 
 def test_figure_1_prompt_reproduced():
     text = (PROMPT_DIR / "support_judgment.txt").read_text()
-    assert "seed 004" in text and "§3.2" in text and "Figure 1" in text
+    assert "[support24]" in text and "§3.2" in text and "Figure 1" in text
     assert "Respond as either “Full Support”, “Partial Support”, or “No Support” with no additional information." in text
     assert text.rstrip().endswith("Statement: {statement}\nCitation: {citation}")
 

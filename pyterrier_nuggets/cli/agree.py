@@ -48,7 +48,7 @@ def add_parser(sub) -> None:
                    "the lower (default) or the higher grade; ties are counted in the output")
     p.add_argument("--out", metavar="QRELS", help="the consensus qrels to write (with --consensus)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the text report")
-    p.add_argument("--plot", metavar="PNG", help="write the confusion-matrix heat map (seed 004 Figure 3) of two "
+    p.add_argument("--plot", metavar="PNG", help="write the confusion-matrix heat map ([support24 Figure 3]) of two "
                    "judges to this PNG")
     p.set_defaults(func=run)
 

@@ -48,7 +48,7 @@ def add_parser(sub) -> None:
                    help="bootstrap interval method of scipy.stats.bootstrap (default BCa)")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0: repeatable)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the text table")
-    p.add_argument("--plot", metavar="PNG", help="write the seed 001 Figure 6 scatter plot to this PNG file")
+    p.add_argument("--plot", metavar="PNG", help="write the [autonuggetizer Figure 6] scatter plot to this PNG file")
     p.set_defaults(func=run)
 
 

@@ -47,7 +47,7 @@ def add_parser(sub) -> None:
                    "ClueWeb22-B passages (licensed, placed by the user; docs/datasets.md). The generated runs are "
                    "written to OUT/RUN+gen-MODE.json in the official iKAT format")
     p.add_argument("--extract", action="store_true", help="extract nuggets from every system's responses with the "
-                   "CONE-RAG extractor (NuggetExtractor, seed 003 §4.1, Table 3 prompt; --base-url / --model), given the "
+                   "CONE-RAG extractor (NuggetExtractor, [cone-rag §4.1 Table 3] prompt; --base-url / --model), given the "
                    "resolved utterance, for Recall_NtN / Precision_NtN (instead of --response-nuggets)")
     p.add_argument("--k", type=positive_int, default=20, help="with --generate: passages shown to the LLM per turn "
                    "(default and maximum 20)")
@@ -206,7 +206,7 @@ def _joint(args, paths: dict[str, str]) -> int:
                              correction=args.correction, alpha=args.alpha, gold_label=label,
                              unanswered=args.unanswered_turns)
     if args.extract:
-        result.labels["extraction"] = f"NuggetExtractor (seed 003 §4.1), llm {llm.model!r}"
+        result.labels["extraction"] = f"NuggetExtractor ([cone-rag §4.1]), llm {llm.model!r}"
     if args.generate:
         result.labels["generation"] = (f"CitedGenerator(conversation={args.generate!r}, k={args.k}), "
                                        f"llm {llm.model!r}")
@@ -297,7 +297,7 @@ def _generate(args, llm, systems: list, topics: list) -> list:
 
 def _extract(llm, systems: list, topics: list) -> list:
     """Each system with the nuggets the CONE-RAG extractor finds in its responses (the query it is given: the
-    turn's resolved utterance, seed 003 §4.1). A failed extraction stops the command once all others ran (they
+    turn's resolved utterance, [cone-rag §4.1]). A failed extraction stops the command once all others ran (they
     are cached): no system is scored with a topic's nuggets missing."""
     from dataclasses import replace
 

@@ -12,11 +12,11 @@
   α over several judges; :func:`consensus`: one judge of several)
 - :mod:`.calibration`: fit a matcher's threshold to labelled pairs, reported on held-out groups
   (:func:`calibrate`; the CONE-RAG crowd labels' pairs, :func:`crowd_pairs`).
-- :mod:`.descriptive`: descriptive statistics of a nugget evaluation (seed 000 Table 4).
+- :mod:`.descriptive`: descriptive statistics of a nugget evaluation ([nugget-recall Table 4]).
 - :mod:`.measures`: the default measure lists.
 - :mod:`.plots`: PNG plots of a joint table and of a meta-evaluation.
 - :mod:`.cone`: CONE-RAG matching (:class:`NuggetToResponse`, :class:`NuggetToNugget`) and de-duplication
-  (:func:`deduplicate`) with any matcher (seed 003 §4.2-4.3).
+  (:func:`deduplicate`) with any matcher ([cone-rag §4.2-4.3]).
 
 ``nugget_qrels``, ``evaluation_rows`` and ``run_frame`` (from :mod:`pyterrier_nuggets.formats`) are
 re-exported here, where the first release had them.

@@ -1,7 +1,7 @@
 """Do judges give the same labels to the same items? Label agreement as the seed papers report it:
-exact agreement and the confusion matrix in counts and percent (seed 004 §4.2, Figure 3), Cohen's κ
-(seed 004 §5, Figure 4; seed 003 Table 6), linearly and quadratically weighted κ for ordinal labels, and each
-judge's label distribution (seed 004 Table 3, Figure 5; seed 000 Table 4). For two or more judges
+exact agreement and the confusion matrix in counts and percent ([support24 §4.2 Figure 3]), Cohen's κ
+([support24 §5 Figure 4]; [cone-rag Table 6]), linearly and quadratically weighted κ for ordinal labels, and each
+judge's label distribution ([support24 Table 3 Figure 5]; [nugget-recall Table 4]). For two or more judges
 (:func:`multi_agreement`): every pair as above and Krippendorff's α over all judges; :func:`consensus` makes
 one judge of several (majority, mean or median label; ties broken by a stated rule and counted).
 
@@ -56,7 +56,7 @@ class Agreement:
 
     @property
     def percent(self) -> np.ndarray:
-        """The confusion matrix in percent of all items both judged (seed 004 Figure 3)."""
+        """The confusion matrix in percent of all items both judged ([support24 Figure 3])."""
         return self.confusion / self.n * 100.0
 
     def distribution(self, judge: str = "a") -> dict[Any, int]:

@@ -1,17 +1,17 @@
 """Fit a matcher's threshold to labelled pairs, and say how well it then agrees with the labels on pairs it was not
-fitted on (the ``calibrate`` command; seed 003 Table 6 reports NtR agreement with the crowd majority as accuracy
+fitted on (the ``calibrate`` command; [cone-rag Table 6] reports NtR agreement with the crowd majority as accuracy
 and Cohen's κ: DeBERTa 0.805 / 0.247, GPT-4o 0.90 / 0.610).
 
 :func:`calibrate` asks the matcher for the score of every labelled pair (``Matcher.scores``; a pair with several
 premises scores the highest of them: *any* premise entailing the hypothesis is a yes, the NtN recall decision of
-seed 003 eq. 4), splits the pairs by ``group`` (by default the sorted groups alternate: the 1st, 3rd, ... are
+[cone-rag eq. 4]), splits the pairs by ``group`` (by default the sorted groups alternate: the 1st, 3rd, ... are
 fitted on, the 2nd, 4th, ... held out), chooses the threshold with the highest κ on the fitted groups
 (:func:`~pyterrier_nuggets.evaluation.agreement.fit_threshold`), gives its bootstrap interval (the pairs'
 ``unit`` resampled, default their premises), and reports exact agreement and κ of that threshold, and of the
 matcher's own threshold, on the held-out groups (with a bootstrap interval of κ). Without groups the report is
 in-sample and says so.
 
-Further :func:`crowd_pairs` builds the labelled pairs of the CONE-RAG crowd study (seed 003 §5.2) from the
+Further :func:`crowd_pairs` builds the labelled pairs of the CONE-RAG crowd study ([cone-rag §5.2]) from the
 published files, for NtR (premise the response) or NtN (premises the response's extracted nuggets).
 """
 from __future__ import annotations
@@ -98,7 +98,7 @@ class Calibration:
         c = self.test.confusion.astype(int)
         lines.append(f"  confusion on those pairs (rows: labels no / yes, columns: matcher no / yes): "
                      f"{c[0, 0]} {c[0, 1]} / {c[1, 0]} {c[1, 1]}")
-        lines.append("  (seed 003 Table 6, NtR against the crowd majority: DeBERTa accuracy 0.805, κ 0.247; GPT-4o "
+        lines.append("  ([cone-rag Table 6], NtR against the crowd majority: DeBERTa accuracy 0.805, κ 0.247; GPT-4o "
                      "0.90, 0.610)")
         return "\n".join(lines)
 

@@ -1,4 +1,4 @@
-"""CONE-RAG matching and de-duplication (seed 003 §4.2-4.3) with any matcher, as PyTerrier transformers whose
+"""CONE-RAG matching and de-duplication ([cone-rag §4.2-4.3]) with any matcher, as PyTerrier transformers whose
 output is an evaluation run for ``Recall_NtR``, ``Recall_NtN`` and ``Precision_NtN`` (ir_measures_ext).
 
 - :class:`NuggetToResponse` (NtR, eq. 3): each gold nugget n_g of the turn against the whole response R,
@@ -104,7 +104,7 @@ class _MatchingStep(pt.Transformer):
 
 
 class NuggetToResponse(_MatchingStep):
-    """NtR (seed 003 eq. 3): response frame (``qid``, ``qanswer``) -> one row per gold nugget of the turn:
+    """NtR ([cone-rag eq. 3]): response frame (``qid``, ``qanswer``) -> one row per gold nugget of the turn:
     ``docno`` ``{qid}:ntr:n{i}``, ``score`` 1 / 0 (covered or not), ``matched``, ``nugget`` (its text),
     ``match_score`` (the matcher's score), ``matcher``, and the response's other columns (``run_id``...).
     A response to a turn without gold nuggets gives no rows (the turn is not evaluated)."""
@@ -124,7 +124,7 @@ class NuggetToResponse(_MatchingStep):
 
 
 class NuggetToNugget(_MatchingStep):
-    """NtN (seed 003 eq. 2, 4, 5): frame of extracted nuggets (``qid``, ``nuggets``: a list of strings or of
+    """NtN ([cone-rag eq. 2], 4, 5): frame of extracted nuggets (``qid``, ``nuggets``: a list of strings or of
     ``{text, ...}`` dicts, as :class:`~pyterrier_nuggets.judges.cone.NuggetExtractor` gives) -> one row per
     gold nugget (``{qid}:ntn:n{i}``, 1 when some extracted nugget entails it) and one per extracted nugget
     (``{qid}:ntn:x{j}``, 1 when it entails some gold nugget); columns as :class:`NuggetToResponse`."""
@@ -185,7 +185,7 @@ class Removal:
 
 
 def dedup_decisions(texts: Sequence[str], matcher: Matcher) -> dict[int, Removal]:
-    """The nuggets of *one* turn to remove (seed 003 §4.3), by position in ``texts``: nugget b is removed when
+    """The nuggets of *one* turn to remove ([cone-rag §4.3]), by position in ``texts``: nugget b is removed when
     some other nugget a entails it, E(a, b) = 1, and either b does not entail a (a is strictly more
     informative) or they entail each other and a comes first. So of two mutually entailing nuggets the
     first is kept, and a nugget entailed one way is removed even if its entailer is removed too (the
@@ -211,7 +211,7 @@ def dedup_decisions(texts: Sequence[str], matcher: Matcher) -> dict[int, Removal
 
 
 def deduplicate(nuggets: Any, matcher: Any = None) -> tuple[NuggetSet, pd.DataFrame]:
-    """De-duplicate each turn's nuggets (seed 003 §4.3, :func:`dedup_decisions`) with any matcher (default:
+    """De-duplicate each turn's nuggets ([cone-rag §4.3], :func:`dedup_decisions`) with any matcher (default:
     the embedding baseline at its de-duplication threshold). Returns the kept nuggets (ids unchanged, as the published de-duplicated files
     keep their keys) and a report: ``qid, docno, kept, entailed_by, mutual, matcher``."""
     nuggets = as_nugget_set(nuggets)

@@ -1,5 +1,5 @@
 """Do two evaluations of the same systems order them the same way? Rank correlations at the three levels of
-seed 000 §5.2 / seed 001 §4 (Figure 6):
+[nugget-recall §5.2] / [autonuggetizer §4] (Figure 6):
 
 - ``run``: the systems' mean scores over the topics both evaluations have (run-level τ), with bootstrap
   confidence intervals over those topics and the discordant system pairs (swaps);
@@ -166,7 +166,7 @@ def correlate(a, b, measure: str, measure_b: str | None = None, *, label_a: str 
 
     ``a`` and ``b``: per-topic or run-level score frames (see the module docstring) or JointTables. Systems
     and topics are matched by name; those only one side has are left out and listed in ``excluded``. With
-    per-topic scores on both sides the run level uses the means over the common topics (seed 001 Tables 6-7:
+    per-topic scores on both sides the run level uses the means over the common topics ([autonuggetizer Tables 6-7]:
     "over 21 topics that have been manually evaluated"), and its confidence intervals come from
     ``n_resamples`` bootstrap resamples of those topics (``scipy.stats.bootstrap``, ``ci_method`` BCa or
     percentile, seeded by ``seed``; ``n_resamples=0``: no intervals).

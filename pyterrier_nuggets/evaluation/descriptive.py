@@ -1,4 +1,4 @@
-"""Descriptive statistics of a nugget evaluation, the columns of seed 000 Table 4: topics, nuggets per topic,
+"""Descriptive statistics of a nugget evaluation, the columns of [nugget-recall Table 4]: topics, nuggets per topic,
 nugget length, share of vital / okay nuggets, and the distribution of assignment labels, per condition."""
 from __future__ import annotations
 
@@ -53,6 +53,6 @@ def describe(nuggets: NuggetSet | Sequence[Nugget] | None = None,
 
 def describe_conditions(conditions: Mapping[str, Mapping]) -> pd.DataFrame:
     """One row of :func:`describe` per condition, e.g. ``{"AutoNuggets / AutoAssign": {"assignments": a},
-    "AutoNuggets+Edits / ManualAssign": {"nuggets": n, "assignments": m}}`` (seed 000 Table 4)."""
+    "AutoNuggets+Edits / ManualAssign": {"nuggets": n, "assignments": m}}`` ([nugget-recall Table 4])."""
     rows = {name: describe(**spec) for name, spec in conditions.items()}
     return pd.DataFrame.from_dict(rows, orient="index", columns=list(COLUMNS))

@@ -1,12 +1,12 @@
-"""The iKAT joint table (seed 003 §5.3-5.4, Tables 9-11, Figure 1): per system, the passage ranking measures
+"""The iKAT joint table ([cone-rag §5.3-5.4 Tables 9-11 Figure 1]): per system, the passage ranking measures
 (nDCG@5 primary, P@20, R@20, R@1000, mAP; averaged over turns with equal weight) next to the CONE-RAG
 measures Recall_NtR and, when extracted nuggets are given, Recall_NtN / Precision_NtN, with the paired tests
 of :func:`.table.joint_table`; per-turn values with turn depth and personal flag; breakdowns by turn depth
 and by personal vs non-personal turns (a turn is personal when its ``ptkb_provenance`` in the topics is
-non-empty, seed 003 Table 10); the nDCG@5 vs nugget recall scatter (seed 003 Figure 1).
+non-empty, [cone-rag Table 10]); the nDCG@5 vs nugget recall scatter ([cone-rag Figure 1]).
 
 Every output names the gold nuggets and the matchers that produced the nugget measures, with each matcher's
-measured agreement with people (``Matcher.agreement``: the embedding baseline's κ on the crowd labels of seed 003
+measured agreement with people (``Matcher.agreement``: the embedding baseline's κ on the crowd labels of [cone-rag]
 §5.2 at its calibrated thresholds, else "not measured"). Turns are checked before scoring: gold nugget turns that
 no system answered are refused (or left out, ``unanswered="leave-out"``), and the header says how many turns were
 evaluated, which systems miss responses (scored 0 there) and which response turns have no gold nuggets (not
@@ -33,7 +33,7 @@ from pyterrier_nuggets.evaluation.table import JointTable, System, joint_table
 from pyterrier_nuggets.formats import NuggetSet, as_nugget_set, atomic_write, nugget_qrels, write_all
 from pyterrier_nuggets.matchers import NTN_THRESHOLD, EmbeddingMatcher, as_matcher
 
-RETRIEVAL = ["nDCG@5", "P@20", "R@20", "R@1000", "AP"]  # seed 003 §5.4 / Table 11 (AP = mAP over turns)
+RETRIEVAL = ["nDCG@5", "P@20", "R@20", "R@1000", "AP"]  # [cone-rag §5.4] / Table 11 (AP = mAP over turns)
 PTKB = ["nDCG@3", "P@3", "R@3", "AP"]  # PTKB statement ranking: cut-off 3, as the iKAT 2023 task (docs/ikat.md)
 NTR = ["Recall_NtR"]
 NTN = ["Recall_NtN", "Precision_NtN"]
@@ -104,7 +104,7 @@ def output_paths(out_dir: str, prefix: str = "ikat") -> dict[str, str]:
 
 
 def scatter(means: pd.DataFrame, x: str, y: str, path: str, title: str = "") -> str:
-    """One point per system, ``x`` against ``y`` (seed 003 Figure 1: Recall_NtN vs nDCG@5), PNG."""
+    """One point per system, ``x`` against ``y`` ([cone-rag Figure 1]: Recall_NtN vs nDCG@5), PNG."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -133,7 +133,7 @@ BREAKDOWN_COLUMNS = ["system", "breakdown", "group", "measure", "mean", "turns"]
 
 
 def breakdown(per_query: pd.DataFrame, topics: Sequence[Any]) -> pd.DataFrame:
-    """Means per system and measure by turn depth and by personal / non-personal turn (seed 003 Table 10)."""
+    """Means per system and measure by turn depth and by personal / non-personal turn ([cone-rag Table 10])."""
     long = per_query.merge(turn_facts(topics), on="qid", how="left")
     long["personal"] = long["personal"].map({True: "personal", False: "non-personal"})
     parts = []

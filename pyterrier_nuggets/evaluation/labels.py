@@ -17,7 +17,7 @@ kind                    labels (low to high)                         ordinal  it
 ``biogen``              supports, contradicts, neutral, not_relevant no       BioGen relation JSONL: (run,
                                                                               topic, sentence, citation)
 ``match``               no, yes                                      no       generic label file (CONE-RAG
-                                                                              matching, seed 003 §5.2)
+                                                                              matching, [cone-rag §5.2])
 ``generic``             given, or the sorted labels of the files     given    generic label file
 ======================  ===========================================  =======  ==============================
 
@@ -28,7 +28,7 @@ Items are matched by id across the two judges; where both files say what an item
 judged segment of a citation) the two must agree, else the files judge different things. The one exception is
 a nugget its file marks as post-edited (``"edited": true``, as the annotation tool exports the pre-populated
 nuggets a manager changed, with their ids kept): its text may differ, and it is compared by id. Uncited sentences
-(support ``none`` by definition, not judged, seed 004 §3.4) are not items, nor are unjudged citations (label -1
+(support ``none`` by definition, not judged, [support24 §3.4]) are not items, nor are unjudged citations (label -1
 of the toolkit's files); both are counted in ``excluded``.
 """
 from __future__ import annotations
@@ -56,13 +56,13 @@ class LabelKind:
 
 
 ASSIGNMENT = LabelKind("assignment", (ids.NOT_SUPPORT, ids.PARTIAL_SUPPORT, ids.SUPPORT), True,
-                       "nugget assignment, 3 grades (seed 001 §3.3)")
+                       "nugget assignment, 3 grades ([autonuggetizer §3.3])")
 ASSIGNMENT_2GRADE = LabelKind("assignment-2grade", (ids.NOT_SUPPORT, ids.SUPPORT), True,
-                              "nugget assignment, 2 grades (seed 001 §3.3)")
-IMPORTANCE = LabelKind("importance", (ids.OKAY, ids.VITAL), True, "nugget importance (seed 001 §3.2)")
-SUPPORT = LabelKind("support", (ids.NONE, ids.PARTIAL, ids.FULL), True, "citation support (seed 004 §3.2)")
+                              "nugget assignment, 2 grades ([autonuggetizer §3.3])")
+IMPORTANCE = LabelKind("importance", (ids.OKAY, ids.VITAL), True, "nugget importance ([autonuggetizer §3.2])")
+SUPPORT = LabelKind("support", (ids.NONE, ids.PARTIAL, ids.FULL), True, "citation support ([support24 §3.2])")
 RELEVANCE = LabelKind("relevance", None, True, "relevance grades of TREC qrels")
-MATCH = LabelKind("match", ("no", "yes"), False, "CONE-RAG nugget matching, yes/no (seed 003 §5.2)")
+MATCH = LabelKind("match", ("no", "yes"), False, "CONE-RAG nugget matching, yes/no ([cone-rag §5.2])")
 BIOGEN = LabelKind("biogen", ids.BIOGEN_RELATIONS, False, "BioGen relation of a cited sentence ([nugget-annotation §3.3])")
 KINDS = {k.name: k for k in (ASSIGNMENT, ASSIGNMENT_2GRADE, IMPORTANCE, SUPPORT, RELEVANCE, MATCH, BIOGEN)}
 FILE_TYPES = ("assignments", "nuggets", "support", "support-assignments", "relations", "qrels", "generic")

@@ -7,14 +7,14 @@ Of a joint table (:func:`write_plots`):
   answers?
 - ``vstrict_vs_words.png``: V_strict against answer length (AnswerWords), per system (mean, with the
   topics as small points), and the Pareto front of the system means: the length/recall trade-off view
-  of seed 001 Figure 7 (longer answers tend to cover more nuggets).
+  of [autonuggetizer Figure 7] (longer answers tend to cover more nuggets).
 
 Of a meta-evaluation (:mod:`.correlation`, :mod:`.agreement`):
 
-- :func:`correlation_scatter`: two evaluations of the same systems, the seed 001 Figure 6 view: the
+- :func:`correlation_scatter`: two evaluations of the same systems, the [autonuggetizer Figure 6] view: the
   evaluation under test on x, the reference on y, run-level means as large markers, every topic/system pair
   as a small one, Kendall's τ at the three levels in a box.
-- :func:`confusion_heatmap`: two judges' labels of the same items, the seed 004 Figure 3 view: percent of
+- :func:`confusion_heatmap`: two judges' labels of the same items, the [support24 Figure 3] view: percent of
   all items per (A label, B label) cell, with counts, exact agreement and Cohen's κ.
 """
 from __future__ import annotations
@@ -113,7 +113,7 @@ def write_plots(table: JointTable, out_dir: str) -> list[str]:
         ax.plot([means[s][0] for s in front], [means[s][1] for s in front], "k--", lw=1, label="Pareto front",
                 zorder=2)
         ax.set(xlabel="AnswerWords (answer length, words)", ylabel="V_strict",
-               title="Nugget recall vs answer length (cf. seed 001 Fig. 7)", ylim=(-0.03, 1.03))
+               title="Nugget recall vs answer length (cf. [autonuggetizer Fig. 7])", ylim=(-0.03, 1.03))
         _legend(ax, "system (mean)")
         ax.grid(alpha=0.3)
         path = os.path.join(out_dir, "vstrict_vs_words.png")

@@ -1,7 +1,7 @@
 """Answers -> their evaluation run, the one route every evaluation of this package takes (the main job and
-``pt.Experiment`` alike): nugget assignment rows, support rows and the length row of design.md decision 1
-(ids in :mod:`ir_measures_ext.ids`), from which ir_measures computes the nugget scores (seed 001 §3.5),
-support precision/recall (seed 004 §3.4) and the answer length.
+``pt.Experiment`` alike): nugget assignment rows, support rows and the length row of decisions.md, decision 1
+(ids in :mod:`ir_measures_ext.ids`), from which ir_measures computes the nugget scores ([autonuggetizer §3.5]),
+support precision/recall ([support24 §3.4]) and the answer length.
 
 - :func:`evaluate_answers`: answer frame + an assigner + a support judge -> the evaluation-run rows (and
   the assigner's and judge's frames, for writing them to files).
@@ -104,7 +104,7 @@ class RAGEvaluation(pt.Transformer):
 
     Output columns: the input's, plus ``eval_row`` (``segment``, ``nugget``, ``support``, ``uncited``,
     ``words``) and ``qanswer``. Evaluation rows come after the topic's segments, ranked after them and
-    scored below them (``ids.BELOW_SEGMENTS + value``, design.md decision 1 as amended by issue 10).
+    scored below them (``ids.BELOW_SEGMENTS + value``, decisions.md, decision 1 as amended by issue 10).
     Score with :func:`rag_qrels` and ``[Segments(nDCG@10), *RAG_MEASURES]``.
     """
 

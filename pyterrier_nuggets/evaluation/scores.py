@@ -1,4 +1,4 @@
-"""Scoring through ir_measures: nugget qrels + an evaluation run (design.md decision 1) -> per-topic values
+"""Scoring through ir_measures: nugget qrels + an evaluation run (decisions.md, decision 1) -> per-topic values
 of the measures of ir_measures_ext. There is no formula here: the formulas live in
 ``ir_measures_ext.scoring``; qrels and runs are built by :mod:`pyterrier_nuggets.formats`.
 """

@@ -69,7 +69,7 @@ def _pair(a: Sequence[float], b: Sequence[float]):
 
 def kendall_tau(a: Sequence[float], b: Sequence[float]) -> float:
     """Kendall's τ-b between two score lists of the same items (``scipy.stats.kendalltau``, variant ``"b"``,
-    which corrects for ties; the seed papers' τ, seed 000 §5.2, seed 001 §4). NaN when it is undefined (fewer
+    which corrects for ties; the seed papers' τ, [nugget-recall §5.2], [autonuggetizer §4]). NaN when it is undefined (fewer
     than two items, or one list with all scores tied)."""
     from scipy import stats
     x, y = _pair(a, b)
@@ -79,7 +79,7 @@ def kendall_tau(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 def spearman_rho(a: Sequence[float], b: Sequence[float]) -> float:
-    """Spearman's ρ between two score lists (``scipy.stats.spearmanr``, average ranks for ties; seed 003
+    """Spearman's ρ between two score lists (``scipy.stats.spearmanr``, average ranks for ties; [cone-rag]
     Tables 5 and 7). NaN when undefined (fewer than two items, or a constant list)."""
     from scipy import stats
     x, y = _pair(a, b)

@@ -270,7 +270,7 @@ def joint_table(systems: Sequence[System], nugget_qrels, segment_qrels=None,
     ``compare_to``: another evaluation of the same systems (a per-query CSV path such as another table's
     PREFIX.perquery.csv, a score frame or a JointTable, see :mod:`.correlation`): the table's note gives the
     run-level Kendall's τ-b between the two orderings for every measure both have, e.g. AutoNuggets vs
-    ManualNuggets (seed 000 §5.2); ``compare_label`` names it (default: the file name).
+    ManualNuggets ([nugget-recall §5.2]); ``compare_label`` names it (default: the file name).
 
     Each system's runs are checked first (:func:`check_system_runs`): an evaluation run without evaluation rows
     is refused, and so is a run fewer than half of whose topics are in its qrels (a run that would score 0

@@ -10,7 +10,7 @@ module per format family, every name also available here (``formats.read_nuggets
   JSONL, labelled-pair JSONL (for ``calibrate``).
 - :mod:`.ikat`: the official TREC iKAT 2024 run format (passage ranking + responses with provenance).
 - :mod:`.texts`: topic TSV and document JSONL (texts of topics and of segments or documents).
-- :mod:`.trec`: TREC runs and qrels, the rows of an evaluation run (design.md decision 1).
+- :mod:`.trec`: TREC runs and qrels, the rows of an evaluation run (decisions.md, decision 1).
 - :mod:`.frames`: the DataFrame forms and every frame <-> record conversion.
 - :mod:`.checks`: files checked against each other (support judgments ↔ answers ↔ assignments ↔ nuggets ↔
   run tag).
@@ -22,7 +22,7 @@ Every reader names file, line and field in its errors. Invalid labels (real file
 ``on_invalid="refuse"`` (default) raises :class:`InvalidLabelsError` with the counts; ``"drop"`` removes
 those nuggets from their topic and says so in a warning and in the returned report. Nothing is ever
 counted as another label. Writers are atomic: a file is complete or absent. Nothing here imports
-pyterrier or openai (design.md decision 6).
+pyterrier or openai (decisions.md, decision 6).
 """
 from pyterrier_nuggets.formats.answers import (
     TREC_RAG_2026,

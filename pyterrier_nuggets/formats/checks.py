@@ -55,7 +55,7 @@ def check_support(path: str, judgments: Sequence[SupportJudgment], answers: Sequ
                 raise InputError(path, None, "sentence", f"topic {qid}: sentence {s} of the answer has no judgment",
                                  "judge every sentence; one without citation gets citation null, support none")
             cited = answer.cited_docnos(s)
-            # the first citation only (the track's default, seed 004 §3.3) or every citation (cite='all_judged' or 'all_pairs')
+            # the first citation only (the track's default, [support24 §3.3]) or every citation (cite='all_judged' or 'all_pairs')
             expected: list[int | None] = list(range(len(cited))) if cited else [None]
             if sorted(got, key=lambda c: -1 if c is None else c) not in (expected, expected[:1]):
                 raise InputError(path, None, "citation", f"topic {qid}, sentence {s}: judged citations "

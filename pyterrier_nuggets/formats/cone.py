@@ -1,4 +1,4 @@
-"""CONE-RAG resource files (seed 003 §3, the public irlabamsterdam/CONE-RAG ``resources/``) and our JSONL of
+"""CONE-RAG resource files ([cone-rag §3], the public irlabamsterdam/CONE-RAG ``resources/``) and our JSONL of
 extracted nuggets.
 
 CONE-RAG files are JSON documents keyed by turn id (``{topic}_{turn}``, e.g. ``12_9``):
@@ -6,7 +6,7 @@ CONE-RAG files are JSON documents keyed by turn id (``{topic}_{turn}``, e.g. ``1
 - gold nuggets (human or LLM, raw or de-duplicated): ``{turn: {"[k]": {"text": str, "relevance": "0".."4"}}}``;
   ``k`` counts from 1 in the raw file and keeps its number in the de-duplicated one. Read as nuggets
   ``{turn}:n{k-1}`` of importance ``vital`` (gold nugget qrels grade 2, ``ids.GOLD_GRADE``: eq. 4-6 of
-  seed 003 weigh every gold nugget alike), with ``cone_key`` ``"[k]"`` and ``passage_relevance`` (the
+  [cone-rag] weigh every gold nugget alike), with ``cone_key`` ``"[k]"`` and ``passage_relevance`` (the
   relevance grade of the passage the nugget was taken from) as provenance;
 - participant responses: ``{turn: {run: response}}``;
 - response nuggets and gold responses: ``{turn: {run: {"response": str, "nuggets": {"matched": [str],
@@ -154,7 +154,7 @@ def read_extracted_nuggets(path: str) -> list[tuple[str, str, list[ExtractedNugg
 # ------------------------------------------------------------------------------- labelled pairs and crowd labels
 
 def read_cone_crowd_labels(path: str) -> list[cone_files.CrowdLabel]:
-    """The CONE-RAG crowd study's nugget-to-response labels (``human-study-matching-labels.txt``, seed 003 §5.2;
+    """The CONE-RAG crowd study's nugget-to-response labels (``human-study-matching-labels.txt``, [cone-rag §5.2];
     parsed by ``datasets_ext.cone.read_crowd_labels``)."""
     return _read(path, cone_files.read_crowd_labels)
 
@@ -166,7 +166,7 @@ LABEL_VALUES = {"yes": True, "no": False, "1": True, "0": False, "true": True, "
 class LabelledPair:
     """One labelled matching decision: does a premise entail the ``hypothesis``? ``premises``: one premise, or
     several of which *any* may entail it (an NtN recall decision: the extracted nuggets of a response against
-    a gold nugget, seed 003 eq. 4); ``label`` the person's (or reference judge's) answer; ``group`` what the
+    a gold nugget, [cone-rag eq. 4]); ``label`` the person's (or reference judge's) answer; ``group`` what the
     calibration splits by (e.g. the conversation), ``unit`` what its bootstrap resamples (e.g. the response;
     default: the premises), ``id`` for reference."""
 

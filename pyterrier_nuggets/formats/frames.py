@@ -103,7 +103,7 @@ def as_nugget_set(nuggets: Any) -> NuggetSet:
 
 
 def nugget_qrels(nuggets: Any) -> pd.DataFrame:
-    """Nugget qrels (design.md decision 1) with PyTerrier column names ``qid, docno, label`` (2 vital, 1 okay),
+    """Nugget qrels (decisions.md, decision 1) with PyTerrier column names ``qid, docno, label`` (2 vital, 1 okay),
     as ``pt.Experiment`` takes them, from nuggets in any form, then the sub-narrative rows (``{qid}:n{i}:sn{k}``,
     label 1) of nuggets that name their sub-narrative. Nuggets without a valid importance are an error, never
     given a grade."""
@@ -172,7 +172,7 @@ def assignment_frame_to_answers(df: pd.DataFrame, nuggets: Any, run_id: str = "r
 
 def assigned_answers_to_frame(answers: Sequence[AssignedAnswer]) -> pd.DataFrame:
     """Imported (e.g. manual) assignments as the frame ``NuggetAssigner`` outputs, for the ManualAssign
-    conditions of seed 000 §4.3 in ``pt.Experiment`` (e.g. via ``pt.Transformer.from_df``)."""
+    conditions of [nugget-recall §4.3] in ``pt.Experiment`` (e.g. via ``pt.Transformer.from_df``)."""
     rows = [{"qid": a.qid, "docno": x.nugget_id, "score": x.score, "assignment": x.assignment, "run_id": a.run_id,
              "query": a.query, "qanswer": a.answer_text} for a in answers for x in a.assignments]
     return pd.DataFrame(rows, columns=ASSIGNMENT_COLUMNS + ["run_id", "query", "qanswer"])

@@ -2,7 +2,7 @@
 
 - Nugget files (JSONL, one topic a line): nuggetizer "create" output ``{qid, query, nuggets:[{text,
   importance}]}`` and TREC RAG 2025 nuggets ``{qid, nuggets:[{text, importance, source, ...}]}``.
-- Nugget qrels (TREC qrels, design.md decision 1): ``qid 0 {qid}:n{i} REL``, REL 2 = vital, 1 = okay; for nuggets
+- Nugget qrels (TREC qrels, decisions.md, decision 1): ``qid 0 {qid}:n{i} REL``, REL 2 = vital, 1 = okay; for nuggets
   that name their sub-narrative (TREC RAG 2025 ``mapped_sub_narrative``), ``qid 0 {qid}:n{i}:sn{k} 1`` after the
   nugget rows (:func:`datasets_ext.nuggets.sub_narrative_rows`, the one rule; nugget measures ignore them).
 """
@@ -129,7 +129,7 @@ def sub_narratives(nuggets: NuggetSet | Sequence[Nugget]) -> dict[str, list[str]
 
 
 def write_nugget_qrels(path: str, nuggets: NuggetSet | Sequence[Nugget]) -> None:
-    """TREC qrels ``qid 0 {qid}:n{i} REL``, REL 2 = vital, 1 = okay (design.md decision 1), then the sub-narrative
+    """TREC qrels ``qid 0 {qid}:n{i} REL``, REL 2 = vital, 1 = okay (decisions.md, decision 1), then the sub-narrative
     rows ``qid 0 {qid}:n{i}:sn{k} 1`` of nuggets that name their sub-narrative."""
     if isinstance(nuggets, NuggetSet):
         nuggets = nuggets.nuggets

@@ -1,4 +1,4 @@
-"""TREC run and qrels files, and the rows of an *evaluation run* (design.md decision 1; ids in
+"""TREC run and qrels files, and the rows of an *evaluation run* (decisions.md, decision 1; ids in
 :mod:`ir_measures_ext.ids`): ``qid Q0 ROW_ID rank SCORE tag`` with one row per nugget assignment
 (``{qid}:n{i}``), per judged citation (``{qid}:s{j}:c{k}:{docno}``), per uncited sentence
 (``{qid}:s{j}:uncited``) and one answer-length row (``{qid}:words``)."""

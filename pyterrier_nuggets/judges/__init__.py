@@ -1,20 +1,20 @@
-"""Every transformer that asks an LLM to decide something (design.md decision 7), on one base.
+"""Every transformer that asks an LLM to decide something (decisions.md, decision 7), on one base.
 
 - :mod:`.base`: :class:`LLMJudge` (client, prompts, ask/parse/re-ask, failure policies), :class:`Failure`,
   :class:`LLMStepError`.
 - :mod:`.nuggets`: the AutoNuggetizer, :class:`NuggetCreator`, :class:`NuggetScorer`,
-  :class:`NuggetAssigner` (seed 000 §4.1-4.2, seed 001 §3.1-3.3).
-- :mod:`.generation`: :class:`CitedGenerator` (seed 001 §2) and the parsing of cited answers.
-- :mod:`.support`: :class:`SupportJudge` (seed 004 §3.2).
+  :class:`NuggetAssigner` ([nugget-recall §4.1-4.2], [autonuggetizer §3.1-3.3]).
+- :mod:`.generation`: :class:`CitedGenerator` ([autonuggetizer §2]) and the parsing of cited answers.
+- :mod:`.support`: :class:`SupportJudge` ([support24 §3.2]).
 - :mod:`.biogen`: :class:`BioGenJudge`, BioGen relations of cited sentences ([nugget-annotation §3.3]; our prompt).
-- :mod:`.relevance`: :class:`RelevanceJudge` (UMBRELA-style grades, seed 000 §4.1.1).
-- :mod:`.relevance`: :class:`RelevanceJudge` (UMBRELA-style grades, seed 000 §4.1.1; the 2025/2026 0-4
+- :mod:`.relevance`: :class:`RelevanceJudge` (UMBRELA-style grades, [nugget-recall §4.1.1]).
+- :mod:`.relevance`: :class:`RelevanceJudge` (UMBRELA-style grades, [nugget-recall §4.1.1]; the 2025/2026 0-4
   sub-narrative prompt).
 - :mod:`.rubrics`: :class:`RubricJudge` (TREC RAG 2026 rubric verdicts).
 - :mod:`.ensemble`: :class:`JudgeEnsemble`, a labelling judge run on several models, labels combined.
 - :mod:`.overlap`: :class:`Overlapped`, a chain of judges run topic by topic without stage barriers;
   :func:`run_together`, independent judges at once.
-- :mod:`.cone`: :class:`NuggetExtractor`, CONE-RAG span nugget extraction (seed 003 §4.1).
+- :mod:`.cone`: :class:`NuggetExtractor`, CONE-RAG span nugget extraction ([cone-rag §4.1]).
 The CONE-RAG matching judge, :class:`~pyterrier_nuggets.matchers.LLMMatcher`, lives with the other matchers.
 """
 from pyterrier_nuggets.judges.base import (

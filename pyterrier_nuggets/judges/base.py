@@ -1,4 +1,4 @@
-"""The one base of every transformer that asks an LLM (design.md decision 7): :class:`LLMJudge`.
+"""The one base of every transformer that asks an LLM (decisions.md, decision 7): :class:`LLMJudge`.
 
 A judge declares, as class attributes, its ``step`` (short name in :class:`Failure` records and the stage
 in the LLM client's per-stage counts), its ``step_name`` (in messages), its ``failure_policies``

@@ -1,4 +1,4 @@
-"""CONE-RAG nugget extraction (seed 003 §4.1, eq. 1): N_P = Nuggetizer(t, q_r), an LLM copies the nuggets of
+"""CONE-RAG nugget extraction ([cone-rag §4.1 eq. 1]): N_P = Nuggetizer(t, q_r), an LLM copies the nuggets of
 a text t (a response R or a passage P) as exact spans of it, with the prompt of Table 3
 (``prompts/cone_extraction.txt``) and the resolved utterance q_r as the user query.
 
@@ -121,7 +121,7 @@ def parse_extraction(output: str, text: str, nonspan: str = "keep") -> list[dict
 
 
 class NuggetExtractor(LLMJudge):
-    """Text -> its nuggets N_P as spans (seed 003 §4.1, Table 3 prompt).
+    """Text -> its nuggets N_P as spans ([cone-rag §4.1 Table 3] prompt).
 
     Input: ``qid``, ``query`` (for iKAT the *resolved utterance*, §4.1) and the text column ``text_column``
     (``qanswer`` for a response, ``text`` for a passage). Output: the input rows with ``nuggets`` (a list of

@@ -1,4 +1,4 @@
-"""Cited answer generation for retrieval-augmented generation (the TREC RAG 2024 task, seed 001 §2).
+"""Cited answer generation for retrieval-augmented generation (the TREC RAG 2024 task, [autonuggetizer §2]).
 
 :class:`CitedGenerator` turns a PyTerrier result frame (``qid, query, docno, text, rank/score``) into one
 answer per topic: sentences, each citing retrieved segments, at most 400 words and at most 20 references,
@@ -53,7 +53,7 @@ from pyterrier_nuggets.prompts import (
 )
 from pyterrier_nuggets.records import Answer, Sentence
 
-MAX_WORDS = 400  # seed 001 §2: answers of at most 400 words
+MAX_WORDS = 400  # [autonuggetizer §2]: answers of at most 400 words
 MAX_REFERENCES = 20  # TREC RAG 2024 guidelines: at most 20 references per answer
 GENERATION_COLUMNS = ["qid", "query", "qanswer", "sentences", "references", "reference_texts", "problems"]
 SEGMENT_COLUMNS = ("docno", "docid", "text", "title", "score", "rank", "label")
@@ -300,7 +300,7 @@ def check_reference_count(k: int, what: str = "k") -> int:
 # ------------------------------------------------------------------------------------- transformer
 
 class CitedGenerator(LLMJudge):
-    """Retrieved segments -> one cited answer per topic (seed 001 §2), by an LLM (:class:`LLMClient`).
+    """Retrieved segments -> one cited answer per topic ([autonuggetizer §2]), by an LLM (:class:`LLMClient`).
 
     Input: a result frame ``qid, query, docno`` and ``text`` (else texts come from ``docstore``), ordered
     by ``rank`` (else ``score``, else input order). The first ``k`` (default and maximum 20) segments of a

@@ -1,10 +1,10 @@
-"""The AutoNuggetizer (seed 000 §4.1-4.2, seed 001 §3.1-3.3) as PyTerrier transformers.
+"""The AutoNuggetizer ([nugget-recall §4.1-4.2], [autonuggetizer §3.1-3.3]) as PyTerrier transformers.
 
-- :class:`NuggetCreator`: judged segments -> nugget frame (iterative nuggetization, Figure 1 of seed 000).
+- :class:`NuggetCreator`: judged segments -> nugget frame (iterative nuggetization, Figure 1 of [nugget-recall]).
 - :class:`NuggetScorer`: nugget frame -> nugget frame with vital/okay importance, sorted, first 20 kept
-  (Figure 2 of seed 000).
+  (Figure 2 of [nugget-recall]).
 - :class:`NuggetAssigner`: answer frame -> one row per (answer, nugget) with the assignment as ``score``,
-  ready for ``pt.Experiment`` with the ``V_strict ... A`` measures (Figure 3 of seed 000).
+  ready for ``pt.Experiment`` with the ``V_strict ... A`` measures (Figure 3 of [nugget-recall]).
 
 Failures (an API call that failed after its retries, an output still invalid after the re-asks) are
 never scored and never dropped silently: each transformer records them in ``failures`` (with the raw
@@ -47,7 +47,7 @@ def _labels_schema(labels: Sequence[str], n: int) -> dict:
 # ------------------------------------------------------------------------------------------ creation
 
 class NuggetCreator(LLMJudge):
-    """Iterative nugget creation from judged segments (seed 000 §4.1.1, Figure 1; seed 001 §3.1).
+    """Iterative nugget creation from judged segments ([nugget-recall §4.1.1 Figure 1]; [autonuggetizer §3.1]).
 
     Input: one row per judged segment, columns ``qid, query, text`` and the grade column (``label``, as
     in PyTerrier qrels) unless ``min_grade=None``. Segments with grade >= ``min_grade`` (default 1,
@@ -159,7 +159,7 @@ class NuggetCreator(LLMJudge):
 # ------------------------------------------------------------------------------------------- scoring
 
 class NuggetScorer(LLMJudge):
-    """Importance labels vital / okay (seed 000 §4.1.1, Figure 2; seed 001 §3.1), ``batch_size`` (10)
+    """Importance labels vital / okay ([nugget-recall §4.1.1 Figure 2]; [autonuggetizer §3.1]), ``batch_size`` (10)
     nuggets per call; then the nuggets of each topic are sorted vital first (stable within a label) and
     the first ``keep`` (20; ``None`` keeps all) are kept and renumbered: ``nugget_index`` is the position
     in the kept list, as in the nugget file written from it.
@@ -248,7 +248,7 @@ def topic_lists(nuggets: Any) -> dict[str, tuple[str, list[tuple[int, str]]]]:
 
 
 class NuggetAssigner(LLMJudge):
-    """Nugget assignment against whole answers (seed 000 §4.2.1, Figure 3; seed 001 §3.3), listwise,
+    """Nugget assignment against whole answers ([nugget-recall §4.2.1 Figure 3]; [autonuggetizer §3.3]), listwise,
     ``batch_size`` (10) nuggets per call. ``grades=3``: support / partial_support / not_support;
     ``grades=2``: support / not_support (prompt ``nugget_assignment_2grade.txt``).
 

@@ -1,6 +1,6 @@
-"""Citation support judging (seed 004, Thakur et al., support evaluation for the TREC 2024 RAG Track).
+"""Citation support judging ([support24], Thakur et al., support evaluation for the TREC 2024 RAG Track).
 
-:class:`SupportJudge` asks an LLM, for each answer sentence and one cited segment at a time (seed 004
+:class:`SupportJudge` asks an LLM, for each answer sentence and one cited segment at a time ([support24]
 §3.2 and footnote 2), whether the segment gives Full, Partial or No support, with the prompt of Figure 1
 (``prompts/support_judgment.txt``). As the track did (§3.3), only the first citation of each sentence is
 judged by default; ``citations="all"`` judges every citation. A sentence without citation is "no
@@ -99,7 +99,7 @@ def reference_texts(records: list[dict], docstore: Any = None) -> dict[tuple[int
 
 
 def cited_statements(records: list[dict], citations: str = "first", docstore: Any = None) -> list[tuple]:
-    """What a support judge judges in answer records (seed 004 §3.2-3.3): per sentence and judged citation
+    """What a support judge judges in answer records ([support24 §3.2-3.3]): per sentence and judged citation
     (the first, or ``citations="all"``) a tuple ``(answer index, sentence index, citation position, docno,
     sentence text, segment text)``, and per uncited sentence ``(answer index, sentence index, None, None,
     None, None)`` (no support without a judgment). A citation outside the answer's references is an error."""
@@ -128,7 +128,7 @@ def _schema() -> dict:
 
 
 class SupportJudge(LLMJudge):
-    """Answer frame -> one row per judged (sentence, citation) and per uncited sentence (seed 004 §3.2).
+    """Answer frame -> one row per judged (sentence, citation) and per uncited sentence ([support24 §3.2]).
 
     Input: an answer frame (``qid, sentences, references``, as :class:`~pyterrier_nuggets.judges.generation.
     CitedGenerator` outputs or ``formats.answers_to_frame`` makes). Segment texts come from the

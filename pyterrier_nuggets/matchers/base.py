@@ -1,6 +1,6 @@
-"""The matcher interface (design.md decision 7): does a premise entail a hypothesis?
+"""The matcher interface (decisions.md, decision 7): does a premise entail a hypothesis?
 
-Every entailment-like decision of the package goes through it: CONE-RAG nugget-to-nugget (NtN, seed 003
+Every entailment-like decision of the package goes through it: CONE-RAG nugget-to-nugget (NtN, [cone-rag]
 eq. 2) and nugget-to-response matching (NtR, eq. 3), nugget de-duplication (§4.3), and, as a baseline
 judge, offline nugget assignment and citation support. A matcher is called with a *batch* of
 ``(premise, hypothesis)`` pairs and returns one :class:`Match` per pair, in order:
@@ -12,7 +12,7 @@ judge, offline nugget assignment and citation support. A matcher is called with 
 - ``error`` and ``raw``: why it failed, and the raw LLM outputs.
 
 Back-ends: :class:`~pyterrier_nuggets.matchers.llm.LLMMatcher` (any OpenAI-compatible endpoint, the
-prompt of seed 003 Table 4), :class:`~pyterrier_nuggets.matchers.nli.NLIMatcher` (a local NLI
+prompt of [cone-rag Table 4]), :class:`~pyterrier_nuggets.matchers.nli.NLIMatcher` (a local NLI
 cross-encoder; the paper's is DeBERTa-v3-base-mnli-fever-anli) and
 :class:`~pyterrier_nuggets.matchers.embedding.EmbeddingMatcher` (cosine similarity of all-MiniLM-L6-v2
 embeddings: a cheap *baseline*, not entailment; its agreement is in docs/cone-rag.md).

@@ -1,6 +1,6 @@
 """Offline baseline judges on a matcher (issue 15): the main job's default when no LLM endpoint is configured.
 
-They are *baselines*, not the AutoNuggetizer (seed 000/001) nor the support judge of seed 004: they decide by
+They are *baselines*, not the AutoNuggetizer ([nugget-recall]/001) nor the support judge of [support24]: they decide by
 the similarity score of a :class:`~pyterrier_nuggets.matchers.Matcher` (by default the
 :class:`~pyterrier_nuggets.matchers.EmbeddingMatcher`, all-MiniLM-L6-v2 cosine), with thresholds calibrated on
 real labels, and every table made with them says so (``describe()``).
@@ -11,7 +11,7 @@ real labels, and every table made with them says so (``describe()``).
   one calibrated against GPT-4o's real TREC RAG 2024 assignments (``benchmarks/offline_judge_agreement.py``):
   on 150 held-out topics accuracy 0.608 and Cohen's κ 0.239 on three grades, 0.686 / 0.266 support vs the
   rest (docs/benchmarks.md). Its calibration never chose partial support.
-- :class:`MatcherSupportJudge`: citation support (the judged citations of seed 004 §3.2-3.3: the first per
+- :class:`MatcherSupportJudge`: citation support (the judged citations of [support24 §3.2-3.3]: the first per
   sentence by default). The score is the highest cosine between the sentence and the cited segment or one of
   its sentences: ``full`` from :data:`SUPPORT_FULL` (0.83, the threshold first calibrated on the CONE-RAG sample's
   de-duplication decisions of an NLI model, issue 14; kept as it was when the full-data calibrations moved the

