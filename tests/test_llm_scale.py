@@ -47,6 +47,31 @@ def staged(llm, judged, answers, **creator):
     return nuggets, NuggetAssigner(nuggets, llm)(answers)
 
 
+def test_limiter_starts_where_an_earlier_run_left_it(tmp_path):
+    """The level a run learns (pushed back above it, or the ceiling taken without push-back) is kept in the
+    response cache; the next client of the same endpoint and model starts there, not at 8."""
+    messages = [[{"role": "user", "content": f"item {i}"}] for i in range(40)]
+    with FakeOpenAIServer(latency=0.05, max_in_flight=6, retry_after=0.1, responder=lambda b: "[]") as server:
+        first = client(server, tmp_path / "l.sqlite", concurrency=32)
+        assert all(r.ok for r in first.map(first.chat, messages))
+        level, pushed_back = ResponseCache(tmp_path / "l.sqlite").learned_limit(f"{server.base_url} fake")
+        assert pushed_back and level == first.limiter.known_max
+        second = client(server, tmp_path / "l.sqlite", concurrency=32)
+        assert second.limiter.limit == level and second.limiter.known_max == level and not second.limiter.slow_start
+    lim = AdaptiveLimiter(64)
+    lim.start_from(64, pushed_back=False)
+    assert lim.limit == 64 and lim.slow_start
+
+
+def test_rate_limit_headers_end_slow_start():
+    """A reply saying the endpoint has more requests left than the ceiling: the limit goes to the ceiling."""
+    lim = AdaptiveLimiter(64)
+    ticket = lim.acquire()
+    lim.release(ticket, status=200, headers={"x-ratelimit-remaining-requests": "5000",
+                                             "x-ratelimit-reset-requests": "1s"})
+    assert lim.limit == 64
+
+
 def overlapped(llm, judged, answers, **creator):
     return Overlapped(NuggetCreator(llm, **creator) >> NuggetScorer(llm)).assign(judged, answers,
                                                                                  NuggetAssigner(None, llm))
@@ -83,7 +108,7 @@ def test_limiter_slow_start_decrease_and_probe_hold():
     lim._waiters.append(((), -1))  # someone waits: the limit is binding, so it may grow
     for t in tickets:
         lim.release(t, status=200)
-    assert 9 < lim.limit <= 10  # +2 per round trip of 8 (slow start)
+    assert lim.limit == 12  # 1.5 x per round trip (slow start)
     level = int(lim.limit)
     lim._waiters.clear()
     over = [lim.acquire() for _ in range(level)]

@@ -62,6 +62,8 @@ class ResponseCache:
                     "response TEXT NOT NULL, error TEXT, created REAL NOT NULL, replaced REAL NOT NULL)")
         con.execute("CREATE TABLE IF NOT EXISTS batches (id TEXT PRIMARY KEY, endpoint TEXT NOT NULL, "
                     "requests TEXT NOT NULL, created REAL NOT NULL, status TEXT NOT NULL)")
+        con.execute("CREATE TABLE IF NOT EXISTS limits (endpoint TEXT PRIMARY KEY, level INTEGER NOT NULL, "
+                    "pushed_back INTEGER NOT NULL, updated REAL NOT NULL)")
 
     def _connection(self) -> sqlite3.Connection:
         con = getattr(self._local, "con", None)
@@ -134,6 +136,18 @@ class ResponseCache:
         rows = self._connection().execute("SELECT id, requests FROM batches WHERE endpoint = ? AND status = ? "
                                           "ORDER BY created", (endpoint, "submitted"))
         return [(i, json.loads(r)) for i, r in rows]
+
+    def learned_limit(self, endpoint: str) -> tuple[int, bool] | None:
+        """What an earlier run learned of ``endpoint`` (its address and model): the requests in flight that went
+        through, and whether more were pushed back (the adaptive limit starts there)."""
+        row = self._connection().execute("SELECT level, pushed_back FROM limits WHERE endpoint = ?",
+                                         (endpoint,)).fetchone()
+        return None if row is None else (int(row[0]), bool(row[1]))
+
+    def learn_limit(self, endpoint: str, level: int, pushed_back: bool) -> None:
+        with self._transaction() as con:
+            con.execute("INSERT OR REPLACE INTO limits (endpoint, level, pushed_back, updated) VALUES (?, ?, ?, ?)",
+                        (endpoint, int(level), int(pushed_back), time.time()))
 
     def close_batch(self, batch_id: str, status: str) -> None:
         with self._transaction() as con:

@@ -142,6 +142,12 @@ class LLMClient:
         if cache is not None and not isinstance(cache, ResponseCache):
             cache = ResponseCache(cache)
         self.cache = cache
+        if cache is not None and not self.embedded:  # start the adaptive limit where an earlier run left it
+            where = f"{self.endpoint} {self.model}"
+            learned = cache.learned_limit(where)
+            if learned is not None:
+                self.limiter.start_from(*learned)
+            self.limiter.on_learned = functools.partial(cache.learn_limit, where)
         if self.batch_options.enabled and (self.embedded or cache is None):
             raise InvalidInput("batch=True needs a remote endpoint with the Batch API and a response cache (the "
                                "answers and batch ids are kept there)")

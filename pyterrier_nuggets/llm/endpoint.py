@@ -41,6 +41,7 @@ from pyterrier_nuggets.llm.retry import (
     jittered,
     retry_after,
 )
+from pyterrier_nuggets.llm.transport import KeepAliveTransport, keep_alive_possible
 
 try:  # the HTTP library of the openai SDK: httpx2 from openai 3, httpx before
     import httpx2 as _http
@@ -157,6 +158,10 @@ class Endpoint:
         if http_client is not None:
             kwargs["http_client"] = http_client
         self.client = openai.OpenAI(**kwargs)
+        # the SDK builds and checks each request at a CPU cost that sets the pace at TREC scale: plain http(s)
+        # endpoints get one keep-alive connection per worker thread instead (llm/transport.py)
+        self.transport = KeepAliveTransport(self.base_url or OPENAI_URL, secret, retry.timeout) \
+            if not self.embedded and keep_alive_possible(self.base_url or OPENAI_URL) else None
         self.limiter = AdaptiveLimiter(int(limits.concurrency), adaptive=limits.adaptive,
                                        requests_per_minute=limits.requests_per_minute,
                                        tokens_per_minute=limits.tokens_per_minute)
@@ -199,11 +204,14 @@ class Endpoint:
             # The SDK's own request path (errors, timeouts, auth, the embedded transport) without its typed-dict
             # transform and response model, which cost 2-3 ms of CPU per call: the body is already a plain JSON
             # request, and the reply is read as plain JSON.
-            raw = self.client.post("/chat/completions", body=body, cast_to=_http.Response)
-            completion = raw.json()
+            if self.transport is not None:
+                completion, status, headers = self.transport.post("/chat/completions", body)
+            else:
+                raw = self.client.post("/chat/completions", body=body, cast_to=_http.Response)
+                completion, status, headers = raw.json(), raw.status_code, raw.headers
             if not isinstance(completion, dict):
                 raise ValueError("the response body is not a JSON object")
-            return completion, None, raw.status_code, raw.headers
+            return completion, None, status, headers
         except RETRYABLE as exc:
             response = getattr(exc, "response", None)
             return None, exc, getattr(exc, "status_code", None), response.headers if response is not None else None

@@ -3,9 +3,11 @@
 :class:`AdaptiveLimiter` admits a request when all of these allow it:
 
 - **adaptive concurrency** under a ceiling (the client's ``concurrency``): the limit starts at
-  ``min(ceiling, 8)`` and, while requests are waiting for a slot, grows by ``growth`` (1/8) per successful
-  reply, at least 2 per round trip (slow start: TCP's doubling would overshoot an endpoint's limit by up
-  to 100%, each excess request a rejection; this overshoots by at most 2 requests or 12.5%); the first
+  ``min(ceiling, 8)`` (or at what an earlier run learned of this endpoint, kept in the response cache:
+  :meth:`AdaptiveLimiter.start_from`; or at the ceiling when the endpoint's rate-limit headers say it takes
+  that many) and, while requests are waiting for a slot, grows by ``growth`` (1/2) per successful reply,
+  at least 2 per round trip (slow start: 1.5 times per round trip, where TCP's doubling would overshoot an
+  endpoint's limit by up to 100%, each excess request a rejection; this overshoots by at most 50%); the first
   push-back (429, 503, 504 or a timeout) ends slow start. On each push-back the limit
   drops to ``decrease`` (0.7) times the number of requests that were in flight when the rejected one was
   sent, minus one (multiplicative decrease; one decrease per burst of rejections), then grows again by
@@ -102,9 +104,9 @@ class AdaptiveLimiter:
     """Admission control for one client's requests; see the module docstring."""
 
     def __init__(self, ceiling: int, *, adaptive: bool = True, initial: int = 8, decrease: float = 0.7,
-                 growth: float = 0.125, probe_hold: float = 10.0, max_probe_hold: float = 300.0,
+                 growth: float = 0.5, probe_hold: float = 10.0, max_probe_hold: float = 300.0,
                  requests_per_minute: float | None = None,
-                 tokens_per_minute: float | None = None):
+                 tokens_per_minute: float | None = None, on_learned=None):
         if ceiling < 1:
             raise InvalidInput("concurrency must be at least 1")
         self.ceiling = ceiling
@@ -122,12 +124,25 @@ class AdaptiveLimiter:
         self.pause_until = 0.0
         self.requests_bucket = RateBucket(requests_per_minute) if requests_per_minute else None
         self.tokens_bucket = RateBucket(tokens_per_minute) if tokens_per_minute else None
+        self.on_learned = on_learned  # called (outside the lock) with (level, pushed back) when either changes
+        self._learned: tuple[int, bool] | None = None  # what on_learned has not been told yet
         self.header_requests: _Budget | None = None
         self.header_tokens: _Budget | None = None
         self.stats = dict(peak_in_flight=0, pushbacks=0, decreases=0, waits_for_quota=0, lowest_limit=self.limit)
-        self._cond = threading.Condition()
-        self._waiters: list = []
+        self._lock = threading.Lock()
+        self._waiters: list = []  # (priority, arrival, condition) of each waiting request, a heap
         self._seq = itertools.count()
+
+    def start_from(self, level: int, pushed_back: bool) -> None:
+        """Start at what an earlier run learned of this endpoint: ``level`` requests in flight went through
+        (``pushed_back``: and more were refused), instead of slow start from ``initial``."""
+        if not self.adaptive or level < 1:
+            return
+        with self._lock:
+            self.limit = float(min(self.ceiling, level))
+            if pushed_back:
+                self.known_max = level
+                self.slow_start = False
 
     @property
     def needs_tokens(self) -> bool:
@@ -140,20 +155,22 @@ class AdaptiveLimiter:
     # ---------------------------------------------------------------------------------- admission
 
     def acquire(self, priority=(), tokens: int = 0) -> Ticket:
-        """Wait until this request may be sent; the caller must :meth:`release` the ticket."""
-        me = (priority, next(self._seq))
-        with self._cond:
+        """Wait until this request may be sent; the caller must :meth:`release` the ticket. Only the first waiter
+        (by priority, then arrival) may go; each waiter sleeps on its own condition and only the first is woken
+        when something changes (not every waiting thread)."""
+        me = (priority, next(self._seq), threading.Condition(self._lock))
+        with self._lock:
             heapq.heappush(self._waiters, me)
             try:
                 while True:
-                    wait = self._blocked(tokens, time.monotonic()) if self._waiters[0] == me else math.inf
+                    wait = self._blocked(tokens, time.monotonic()) if self._waiters[0] is me else math.inf
                     if wait == 0.0:
                         break
-                    self._cond.wait(timeout=None if math.isinf(wait) else wait)
+                    me[2].wait(timeout=None if math.isinf(wait) else wait)
             except BaseException:
                 self._waiters.remove(me)
                 heapq.heapify(self._waiters)
-                self._cond.notify_all()
+                self._wake_first()
                 raise
             heapq.heappop(self._waiters)
             now = time.monotonic()
@@ -165,9 +182,14 @@ class AdaptiveLimiter:
             for budget, amount in ((self.header_requests, 1), (self.header_tokens, tokens)):
                 if budget is not None:
                     budget.used += amount
-            self._cond.notify_all()  # the next waiter may go too
+            self._wake_first()  # the next waiter may go too
             probe = self.known_max is not None and self.in_flight > self.known_max
             return Ticket(self.in_flight, self.epoch, tokens, probe)
+
+    def _wake_first(self) -> None:
+        """Wake the first waiter (lock held): the only one that may go."""
+        if self._waiters and len(self._waiters[0]) > 2:
+            self._waiters[0][2].notify()
 
     def _blocked(self, tokens: int, now: float) -> float:
         """0 when a request of ``tokens`` may go now, else seconds to wait (inf: until a reply arrives)."""
@@ -193,7 +215,7 @@ class AdaptiveLimiter:
                 headers=None, retry_after: float | None = None) -> None:
         """The reply (``status``, ``headers``) or the failure of an admitted request."""
         now = time.monotonic()
-        with self._cond:
+        with self._lock:
             self.in_flight -= 1
             if headers is not None:
                 self._read_headers(headers, now)
@@ -201,7 +223,10 @@ class AdaptiveLimiter:
                 self._pushed_back(ticket, now, status, retry_after)
             elif status is not None and status < 400:
                 self._succeeded(ticket, now)
-            self._cond.notify_all()
+            self._wake_first()
+            learned, self._learned = self._learned, None
+        if learned is not None and self.on_learned is not None:
+            self.on_learned(*learned)
 
     def _read_headers(self, headers, now: float) -> None:
         for kind in ("requests", "tokens"):
@@ -213,6 +238,9 @@ class AdaptiveLimiter:
                 remaining = None
             if remaining is not None and reset is not None:
                 setattr(self, f"header_{kind}", _Budget(remaining, now + reset))
+        budget = self.header_requests
+        if self.adaptive and self.slow_start and budget is not None and budget.remaining >= self.ceiling:
+            self.limit = float(self.ceiling)  # the endpoint says it takes the whole ceiling now: no slow start
 
     def _pushed_back(self, ticket: Ticket, now: float, status: int | None, retry_after: float | None) -> None:
         self.stats["pushbacks"] += 1
@@ -233,6 +261,7 @@ class AdaptiveLimiter:
         self.probe_after = now + self.hold
         self.limit = max(1.0, min(self.limit, float(self.known_max)) * (1.0 if fast else self.decrease))
         self.stats["lowest_limit"] = min(self.stats["lowest_limit"], self.limit)
+        self._learned = (self.known_max, True)
 
     def _succeeded(self, ticket: Ticket, now: float) -> None:
         if not self.adaptive:
@@ -244,6 +273,8 @@ class AdaptiveLimiter:
             return  # only grow a limit that holds requests back
         if self.slow_start:
             self.limit = min(float(self.ceiling), self.limit + max(self.growth, 2.0 / self.limit))
+            if self.limit >= self.ceiling:
+                self._learned = (self.ceiling, False)  # the ceiling went through without a push-back
             return
         cap = float(self.ceiling)
         if self.known_max is not None and now < self.probe_after:

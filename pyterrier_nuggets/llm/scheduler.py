@@ -28,13 +28,16 @@ class Deferred(Exception):
 
 class _Group:
     """The tasks one driver waits for; when the last is done the driver counts as active again at once,
-    so that no flush happens in the moment before it wakes up and submits its next work."""
+    so that no flush happens in the moment before it wakes up and submits its next work. ``done`` is the
+    driver's own condition (on the scheduler's lock): only its driver is woken by its tasks."""
 
-    __slots__ = ("remaining", "waiting")
+    __slots__ = ("remaining", "waiting", "done", "progress")
 
-    def __init__(self, n: int):
+    def __init__(self, n: int, lock: threading.Lock, progress: bool):
         self.remaining = n
         self.waiting = False
+        self.done = threading.Condition(lock)
+        self.progress = progress  # the driver shows progress: wake it at every task, not only at the last
 
 
 class Task:
@@ -58,7 +61,11 @@ class Scheduler:
     def __init__(self, workers: int, flush: Callable[[], None]):
         self.workers = workers
         self._flush = flush
-        self._cond = threading.Condition()
+        # one lock; workers wait for work on ``_cond`` and are woken one per task queued, each driver waits on
+        # its group's own condition: a finished task wakes one thread, not every thread of the pool (at 64
+        # workers and 256 topic drivers, waking all of them cost milliseconds of CPU per request)
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._queue: list = []
         self._seq = itertools.count()
         self._threads: list[threading.Thread] = []
@@ -110,7 +117,6 @@ class Scheduler:
             if depth == 0:
                 with self._cond:
                     self._active -= 1
-                    self._cond.notify_all()
                 self._check()
 
     # ------------------------------------------------------------------------------ work
@@ -122,13 +128,13 @@ class Scheduler:
             return [fn() for fn in fns]
         with self.driving():
             priority = self.current_priority()
-            group = _Group(len(fns))
+            group = _Group(len(fns), self._lock, on_done is not None)
             tasks = [Task(fn, priority, group) for fn in fns]
             with self._cond:
                 self._start_workers()
                 for t in tasks:
                     heapq.heappush(self._queue, (t.priority, next(self._seq), t))
-                self._cond.notify_all()
+                self._cond.notify(len(tasks))
             self._wait(tasks, group, on_done)
         for t in tasks:
             if t.error is not None:
@@ -141,7 +147,6 @@ class Scheduler:
                 return
             group.waiting = True
             self._active -= 1
-            self._cond.notify_all()
         self._check()
         try:
             seen = 0
@@ -154,7 +159,7 @@ class Scheduler:
                     seen = done
                     if group.remaining == 0:
                         break
-                    self._cond.wait(timeout=0.5)
+                    group.done.wait(timeout=0.5)
         finally:
             with self._cond:
                 if group.waiting:  # interrupted: count as active again ourselves
@@ -189,7 +194,6 @@ class Scheduler:
                     self._parked.append(task)
                 else:
                     self._finish(task)
-                self._cond.notify_all()
             self._check()
 
     def _finish(self, task: Task) -> None:
@@ -200,6 +204,8 @@ class Scheduler:
         if group.remaining == 0 and group.waiting:
             group.waiting = False
             self._active += 1
+        if group.remaining == 0 or group.progress:
+            group.done.notify()
 
     def _check(self) -> None:
         """Flush when nothing can move."""
@@ -216,11 +222,10 @@ class Scheduler:
                     t.error = exc
                     self._finish(t)
                 self._flushing = False
-                self._cond.notify_all()
             return
         with self._cond:
             self.rounds += 1
             for t in parked:
                 heapq.heappush(self._queue, (t.priority, next(self._seq), t))
             self._flushing = False
-            self._cond.notify_all()
+            self._cond.notify(len(parked))
