@@ -174,8 +174,8 @@ def correlate(a, b, measure: str, measure_b: str | None = None, *, label_a: str 
     if not 0 < confidence < 1:
         raise InvalidInput(f"confidence must be between 0 and 1, got {confidence}")
     measure_b = measure_b or measure
-    ta, ra = _scores(a, measure, label_a)
-    tb, rb = _scores(b, measure_b, label_b)
+    ta, ra = score_grid(a, measure, label_a)
+    tb, rb = score_grid(b, measure_b, label_b)
     excluded: dict[str, list[str]] = {}
     notes: list[str] = []
     if ta is not None and tb is not None:
@@ -265,7 +265,7 @@ def _common(a: list, b: list, what: str, excluded: dict) -> list:
     return sorted(set_a & set_b, key=str)
 
 
-def _scores(obj, measure: str, label: str) -> tuple[pd.DataFrame | None, pd.Series | None]:
+def score_grid(obj, measure: str, label: str) -> tuple[pd.DataFrame | None, pd.Series | None]:
     """(topics x systems frame, None) for per-topic input, (None, system -> value) for run-level input."""
     frame = getattr(obj, "per_query", obj)
     if not isinstance(frame, pd.DataFrame):
