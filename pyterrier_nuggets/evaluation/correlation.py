@@ -32,7 +32,7 @@ from pyterrier_nuggets.formats import InputError
 
 LEVELS = ("run", "topic", "all")
 STATISTICS = ("kendall_tau", "spearman_rho", "tau_ap")
-_NAME_COLUMNS = ("system", "name")
+_NAME_COLUMNS = ("system", "name", "run_id")  # run_id: an arena leaderboard.csv (docs/arena.md)
 
 
 @dataclass
@@ -302,7 +302,8 @@ def score_grid(obj, measure: str, label: str) -> tuple[pd.DataFrame | None, pd.S
 def read_score_table(path: str, measures: Sequence[str] | None = None) -> pd.DataFrame:
     """Read a score table CSV: per-topic ``system,qid,measure,value`` (the joint table's PREFIX.perquery.csv),
     run-level ``system,measure,value``, or run-level wide ``system,M1,M2,...`` (the joint table's PREFIX.csv;
-    its p-value columns ``M p`` and text columns are dropped). ``name`` is accepted for ``system``.
+    its p-value columns ``M p`` and text columns are dropped). ``name`` (pt.Experiment) and ``run_id`` (an arena
+    ``leaderboard.csv``, measure ``arena_score``) are accepted for ``system``.
 
     Every value of the long forms, and every value of ``measures`` in the wide form, must be a finite number;
     a (system, qid, measure) given twice, or a measure of ``measures`` missing, is an InputError naming file,

@@ -39,6 +39,7 @@ from pyterrier_nuggets.formats.answers import (
 )
 from pyterrier_nuggets.formats.arena import (
     LeaderboardRow,
+    battle_from_json,
     battle_json,
     read_battles,
     read_leaderboard,
@@ -186,6 +187,6 @@ __all__ = [
     "RubricCriterion", "RubricSet", "RubricVerdict", "read_rubrics", "write_rubrics", "rubric_qrels_rows",
     "write_rubric_qrels", "nuggets_to_rubrics", "read_rubric_verdicts", "write_rubric_verdicts", "rubric_rows",
     "VERDICT_COLUMNS", "frame_to_verdicts", "read_topics_tsv", "read_docs",
-    "read_battles", "write_battles", "battle_json", "read_leaderboard", "LeaderboardRow",
+    "read_battles", "write_battles", "battle_json", "battle_from_json", "read_leaderboard", "LeaderboardRow",
     "BATTLE_COLUMNS", "frame_to_battles",
 ]

@@ -118,6 +118,18 @@ def read_battles(path: str) -> list[Battle]:
     return battles
 
 
+def is_battle_file(path: str) -> bool:
+    """Whether ``path`` is a battle file: JSONL whose first object has a ``judge_verdict``."""
+    import json
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            first = next((line for line in f if line.strip()), "")
+        obj = json.loads(first) if first.lstrip().startswith("{") else None
+    except (UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(obj, dict) and "judge_verdict" in obj
+
+
 def battle_json(b: Battle) -> dict:
     """A battle as a line of ``battles.jsonl`` (the toolkit's judgment row, plus ``judge`` and, for both orders,
     ``verdicts`` and ``orders_agree``)."""
