@@ -245,7 +245,12 @@ def _judge(args) -> int:
     if failed / len(battles) > args.max_failed_share:
         from pyterrier_nuggets.judges.base import TooManyFailures
         raise TooManyFailures("pairwise", failed, len(battles), args.max_failed_share, "--max-failed-share")
-    arena = _leaderboard(args, battles, list(answers), plan.shared_topics)
+    from pyterrier_nuggets.evaluation.statistics import NoRatings
+    try:
+        arena = _leaderboard(args, battles, list(answers), plan.shared_topics)
+    except NoRatings as e:
+        raise NoRatings(f"{e}. The battles are kept in {journal}: the same command with --prior N asks nothing "
+                        "again") from None
     arena.notes += notes
     _write(args, outputs, arena, settings, judged=True)
     os.remove(journal)
