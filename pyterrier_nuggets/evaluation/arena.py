@@ -68,11 +68,10 @@ class Design:
         if kind == "all" and not count:
             return cls()
         try:
-            number = int(count)
-        except ValueError:
-            raise InvalidInput(f"design {text!r}: expected all, topics:N or appearances:K (N, K whole numbers)") \
-                from None
-        return cls(kind, number)
+            return cls(kind, int(count))
+        except (ValueError, InvalidInput):
+            expected = "expected all, topics:N or appearances:K (N, K whole numbers of at least 1)"
+            raise InvalidInput(f"design {text!r}: {expected}", cli=f"--design {text}: {expected}") from None
 
     def __str__(self) -> str:
         return self.kind if self.count is None else f"{self.kind}:{self.count}"
