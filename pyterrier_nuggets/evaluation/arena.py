@@ -259,7 +259,7 @@ def _bound(v: float) -> str:
     return "n/a" if math.isnan(v) else ("+inf" if v == math.inf else "-inf" if v == -math.inf else f"{v:.0f}")
 
 
-class _Matrix:
+class BattleMatrix:
     """The battles as arrays for fast refits: the systems shown in A and B, A's score, each battle's topic."""
 
     def __init__(self, battles: Sequence[Battle], systems: Sequence[str]):
@@ -323,7 +323,7 @@ def leaderboard(battles: Sequence[Battle], systems: Sequence[str] | None = None,
     if judge is None:
         judges = sorted({b.judge for b in done if b.judge})
         judge = ("several: " if len(judges) > 1 else "") + ("; ".join(judges) or "not recorded")
-    matrix = _Matrix(done, systems)
+    matrix = BattleMatrix(done, systems)
     scores = matrix.ratings(prior)
     undefined: dict[str, int] = {}
     cis: dict[str, list[tuple[float, float]]] = {}
@@ -423,7 +423,7 @@ def correlate_arena(battles: Sequence[Battle], scores: pd.DataFrame, measure: st
     if values.isna().any().any():
         qid, system = values.stack(future_stack=True).loc[lambda s: s.isna()].index[0]
         raise InvalidInput(f"{label_scores}: no {measure} score for system {system!r} on topic {qid!r}")
-    matrix = _Matrix(kept, systems)
+    matrix = BattleMatrix(kept, systems)
     per_topic = values.loc[matrix.topics].to_numpy(float)  # topics in the matrix's order
 
     def three(arena, other) -> np.ndarray:
