@@ -533,3 +533,22 @@ def test_judge_battles_keeps_chunks(llm):
     seen = []
     battles = judge_battles(PairwiseJudge(llm), frame, "fake", chunk=4, on_chunk=lambda bs: seen.append(len(bs)))
     assert seen == [4, 4, 1] and len(battles) == 9 and all(b.ok and b.judge == "fake" for b in battles)
+
+
+def test_arena_command_offline_baseline_judge(tmp_path, capsys):
+    """--judge baseline: no LLM, the answer covering more nuggets wins, named as a baseline everywhere."""
+    paths = _answer_files(tmp_path, RUNS4)
+    nuggets = tmp_path / "nuggets.jsonl"
+    nuggets.write_text("".join(json.dumps({"qid": q, "query": t, "nuggets": [{"text": t, "importance": "vital"}]}) + "\n"
+                               for q, t in TOPICS.items()))
+    out = tmp_path / "out"
+    assert main(["arena", *[x for p in paths for x in ("--answers", p)], "--out", str(out), "--judge", "baseline",
+                 "--nuggets", str(nuggets), "--resamples", "50", "--prior", "0.5", "--no-plot"]) == 0
+    printed = capsys.readouterr().out
+    assert "judge: baseline: prefers the answer covering more nuggets" in printed
+    board = formats.read_leaderboard(str(out / "leaderboard.csv"))
+    assert all(r.judge.startswith("baseline: ") and "not an LLM pairwise judge" in r.judge for r in board)
+    battles = formats.read_battles(str(out / "battles.jsonl"))
+    assert len(battles) == 18 and all(b.ok for b in battles)
+    # the good answer (the whole question) covers the nugget, the one that says nothing does not
+    assert all(b.winner == "good" for b in battles if set(b.pair) == {"good", "poor"})
