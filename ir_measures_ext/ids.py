@@ -290,3 +290,14 @@ def parse_content_row(rest: str) -> RowKind:
     if m:
         return RowKind("sentence_content", sentence=int(m.group(1)), content=_SUFFIX_CONTENT[m.group(2)])
     return OTHER
+
+# ------------------------------------------------------------------------------------ pairwise battles
+# TREC RAG 2026 arena (design decision 11; docs/arena.md): a judge sees two systems' answers to one topic in
+# positions A and B and says which is better. The verdicts as the toolkit's judgments.jsonl writes them
+# (``judge_verdict``), the model's reply being ``[[A]]``, ``[[B]]`` or ``[[Tie]]``.
+
+BATTLE_A = "A"
+BATTLE_B = "B"
+BATTLE_TIE = "Tie"
+BATTLE_VERDICTS = (BATTLE_A, BATTLE_B, BATTLE_TIE)
+BATTLE_TIE_SPELLINGS = (BATTLE_TIE, "Tie (bothbad)")  # the toolkit's two ties: both count as a tie

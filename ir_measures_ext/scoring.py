@@ -413,3 +413,49 @@ def sub_narrative_coverage(sub_narratives: Sequence[Sequence[tuple[int, float]]]
         else:
             total += max(vital, default=0.0)
     return _ratio(total, len(sub_narratives))
+
+
+# ------------------------------------------------------------------------------------ pairwise battles
+# TREC RAG 2026 arena (design decision 11; docs/arena.md): a battle's outcome and the Elo-like scale of the
+# Bradley-Terry ratings fitted to battles (the fit itself: pyterrier_nuggets.evaluation.statistics).
+
+ARENA_CENTRE = 1000.0  # the mean rating of the systems of a leaderboard
+ARENA_SCALE = 400.0  # rating points per base-10 log-odds of winning
+
+
+def battle_score(verdict: str) -> float:
+    """What a battle gives the answer in position A: 1 when it wins, 0.5 for a tie (a tie counts as half a win for
+    each side), 0 when it loses; B gets 1 minus that."""
+    if verdict == ids.BATTLE_A:
+        return 1.0
+    if verdict == ids.BATTLE_B:
+        return 0.0
+    if verdict in ids.BATTLE_TIE_SPELLINGS:
+        return 0.5
+    raise InvalidInput(f"a battle verdict is one of {ids.BATTLE_VERDICTS}, got {verdict!r}")
+
+
+def swapped_verdict(verdict: str) -> str:
+    """The same judgment with the positions exchanged (A's win is B's win once A and B are swapped)."""
+    battle_score(verdict)
+    return {ids.BATTLE_A: ids.BATTLE_B, ids.BATTLE_B: ids.BATTLE_A}.get(verdict, ids.BATTLE_TIE)
+
+
+def both_orders_verdict(first: str, swapped: str) -> tuple[str, bool]:
+    """A battle judged in both orders: ``first`` in its order, ``swapped`` with the two answers exchanged (in the
+    positions the judge saw then). When both name the same answer (or both say tie) that is the verdict; any
+    disagreement (two different winners, or a winner and a tie) makes the battle a tie. Returns the verdict in
+    the first order's positions and whether the two orders agreed."""
+    back = swapped_verdict(swapped)
+    first = first if first not in ids.BATTLE_TIE_SPELLINGS else ids.BATTLE_TIE
+    return (first, True) if first == back else (ids.BATTLE_TIE, False)
+
+
+def arena_ratings(strengths: Sequence[float]) -> list[float]:
+    """Bradley-Terry log-strengths θ (natural log-odds: P(i beats j) = 1 / (1 + exp(θj - θi))) on the Elo-like
+    scale of the TREC RAG 2026 arena: ``1000 + 400 · (θ - mean θ) / ln 10``, so the systems' mean rating is 1000
+    and 400 points are a factor 10 in the odds of winning (P(i beats j) = 1 / (1 + 10^((Rj - Ri) / 400)))."""
+    if not strengths:
+        return []
+    mean = sum(strengths) / len(strengths)
+    return [ARENA_CENTRE + ARENA_SCALE * (t - mean) / math.log(10) for t in strengths]

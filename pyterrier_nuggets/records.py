@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from ir_measures_ext import ids
 from ir_measures_ext.errors import InvalidInput
+from ir_measures_ext.scoring import both_orders_verdict
 
 IMPORTANCES = (ids.VITAL, ids.OKAY)
 ASSIGNMENTS = (ids.SUPPORT, ids.PARTIAL_SUPPORT, ids.NOT_SUPPORT)
@@ -221,3 +222,61 @@ class ExtractedNugget:
             raise InvalidInput(f"nugget {self.index} of {self.qid}: offsets are given exactly when the nugget is a span")
         if self.start is not None and not 0 <= self.start <= self.end:
             raise InvalidInput(f"nugget {self.index} of {self.qid}: bad offsets {self.start}..{self.end}")
+
+
+@dataclass(frozen=True)
+class Battle:
+    """One pairwise battle of the TREC RAG 2026 arena (docs/arena.md): systems ``pair`` answered topic ``qid``;
+    the judge saw ``assistant_a``'s answer in position A and ``assistant_b``'s in B and gave ``verdict`` (``A``,
+    ``B`` or ``Tie``, in those positions; None: the judgment failed, ``error`` says why, ``raw`` has the
+    replies). Judged in both orders, ``verdicts`` holds the two replies (the second with the answers exchanged,
+    in the positions the judge saw then) and ``verdict`` their combination (a disagreement is a tie,
+    :func:`ir_measures_ext.scoring.both_orders_verdict`); ``orders_agree`` says whether they agreed.
+    ``judge`` names who judged (a model, a baseline, a person); ``extra`` keeps fields of the source file that
+    are not interpreted."""
+
+    qid: str
+    pair: tuple[str, str]
+    assistant_a: str
+    assistant_b: str
+    verdict: str | None
+    judge: str = ""
+    verdicts: tuple[str, ...] = ()
+    error: str | None = None
+    raw: tuple[str, ...] = ()
+    query: str = ""
+    extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+    def __post_init__(self):
+        if self.assistant_a == self.assistant_b:
+            raise InvalidInput(f"topic {self.qid}: a battle needs two different systems, got {self.assistant_a!r} twice")
+        if set(self.pair) != {self.assistant_a, self.assistant_b} or len(self.pair) != 2:
+            raise InvalidInput(f"topic {self.qid}: the pair {list(self.pair)} is not the two systems shown "
+                               f"({self.assistant_a!r} in A, {self.assistant_b!r} in B)")
+        if self.verdict is not None and self.verdict not in ids.BATTLE_VERDICTS:
+            raise InvalidInput(f"a battle verdict is one of {ids.BATTLE_VERDICTS}, got {self.verdict!r}")
+        for v in self.verdicts:
+            if v not in ids.BATTLE_VERDICTS:
+                raise InvalidInput(f"a battle verdict is one of {ids.BATTLE_VERDICTS}, got {v!r}")
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict is not None
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """The battle's identity: topic and the two systems in sorted order (the order shown does not matter)."""
+        first, second = sorted(self.pair)
+        return self.qid, first, second
+
+    @property
+    def winner(self) -> str | None:
+        """The system whose answer won, None for a tie (or a failed battle)."""
+        return {ids.BATTLE_A: self.assistant_a, ids.BATTLE_B: self.assistant_b}.get(self.verdict or "")
+
+    @property
+    def orders_agree(self) -> bool | None:
+        """Judged in both orders: whether the two orders named the same winner (or both a tie); else None."""
+        if len(self.verdicts) != 2:
+            return None
+        return both_orders_verdict(*self.verdicts)[1]

@@ -279,6 +279,17 @@ RUBRIC = {"qid": "t1", "criteria": [{"text": "Names the capital", "weight": 5, "
 RUBRIC_QRELS = "t1 0 t1:r0 5\nt1 0 t1:r0:mandatory 1\nt1 0 t1:r1 2\nt1 0 t1:r1:optional 1\n"
 
 
+BATTLE = {"qid": "t1", "pair": ["r", "s"], "assistant_a_run_id": "s", "assistant_b_run_id": "r", "judge_verdict": "A",
+          "preferred_run_id": "s", "status": "completed"}
+BATTLES = [BATTLE, {**BATTLE, "qid": "t2", "judge_verdict": "B", "preferred_run_id": "r"},
+           {**BATTLE, "qid": "t1", "pair": ["r", "u"], "assistant_a_run_id": "r", "assistant_b_run_id": "u",
+            "judge_verdict": "Tie", "preferred_run_id": None},
+           {**BATTLE, "qid": "t2", "pair": ["s", "u"], "assistant_a_run_id": "u", "assistant_b_run_id": "s",
+            "judge_verdict": "A", "preferred_run_id": "u"}]
+LEADERBOARD = "rank,run_id,arena_score,n_judgments,wins,losses,ties\n1,r,1010,3,2,1,0\n2,s,990,3,1,2,0\n"
+ARENA = ["arena", "--battles", "{d}/b.jsonl", "--out", "{d}/arena", "--resamples", "20", "--no-plot"]
+
+
 def _check_support(d: Path):
     from pyterrier_nuggets import formats
     formats.check_support(str(d / "r.support.jsonl"), formats.read_support(str(d / "r.support.jsonl")),
@@ -744,5 +755,53 @@ def cases() -> list[Case]:
              ["trec-rag", "--answers", "{d}/r26.answers.jsonl", "--nuggets", "{d}/nuggets.jsonl", "--out", "{d}/o"],
              write(answers_2026, _jsonl([{**ANSWER_2026, "answer": [{"text": "x", "citations": [0, 1, 0, 1]}]}])),
              r"r26.answers.jsonl:1: field 'answer\[0\].citations'"),
+        )
+    # ---- arena (issue 26): battle files, leaderboards, the arena command and the table's arena column
+    add("arena inputs",
+        Case("arena: a leaderboard of valid battles", "cli", ARENA, write("b.jsonl", _jsonl(BATTLES))),
+        Case("battle file: an unknown verdict", "python", _read("read_battles", "b.jsonl"),
+             write("b.jsonl", _jsonl([{**BATTLE, "judge_verdict": "[[C]]"}])),
+             r"b.jsonl:1: field 'judge_verdict'.*not a verdict"),
+        Case("battle file: the same battle twice, in the other order", "cli", ARENA,
+             write("b.jsonl", _jsonl([BATTLE, {**BATTLE, "assistant_a_run_id": "r", "assistant_b_run_id": "s",
+                                              "preferred_run_id": "r"}])),
+             r"b.jsonl:2: field 'qid'.*already at line 1"),
+        Case("battle file: preferred run contradicts the verdict", "python", _read("read_battles", "b.jsonl"),
+             write("b.jsonl", _jsonl([{**BATTLE, "preferred_run_id": "r"}])),
+             r"b.jsonl:1: field 'preferred_run_id'.*contradicts"),
+        Case("battle file: a system against itself", "python", _read("read_battles", "b.jsonl"),
+             write("b.jsonl", _jsonl([{**BATTLE, "assistant_b_run_id": "s"}])),
+             r"b.jsonl:1: field 'assistant_b_run_id'.*same system"),
+        Case("battle file: a pair that is not the two systems shown", "python", _read("read_battles", "b.jsonl"),
+             write("b.jsonl", _jsonl([{**BATTLE, "pair": ["r", "x"]}])), r"b.jsonl:1: field 'pair'"),
+        Case("arena: a system that won every battle", "cli", ARENA,
+             write("b.jsonl", _jsonl([BATTLE, {**BATTLE, "qid": "t2"}])),
+             r"system s won every battle.*--prior"),
+        Case("arena: two groups that never met", "cli", ARENA,
+             write("b.jsonl", _jsonl([BATTLE, {**BATTLE, "qid": "t2", "judge_verdict": "B", "preferred_run_id": "r"},
+                                      {**BATTLE, "pair": ["x", "y"], "assistant_a_run_id": "x",
+                                       "assistant_b_run_id": "y", "judge_verdict": "Tie", "preferred_run_id": None}])),
+             r"disconnected: 2 groups"),
+        Case("arena: a negative prior", "cli", ARENA + ["--prior", "-1"], write("b.jsonl", _jsonl(BATTLES)),
+             r"--prior must be a number >= 0"),
+        Case("arena: an unknown design", "cli",
+             ["arena", "--answers", "{d}/r.answers.jsonl", "--answers", "{d}/s.answers.jsonl", "--out", "{d}/arena",
+              "--judge", "baseline", "--nuggets", "{d}/nuggets.jsonl", "--design", "pairs:3"],
+             lambda d: (d / "s.answers.jsonl").write_text((d / "r.answers.jsonl").read_text().replace('"r"', '"s"')),
+             r"--design pairs:3: expected all, topics:N or appearances:K"),
+        Case("arena: the baseline judge without nuggets", "cli",
+             ["arena", "--answers", "{d}/r.answers.jsonl", "--out", "{d}/arena", "--judge", "baseline"],
+             message=r"--judge baseline counts the nuggets"),
+        Case("arena: design options with --battles", "cli", ARENA + ["--both-orders"], write("b.jsonl", _jsonl(BATTLES)),
+             r"--both-orders is for judging answers"),
+        Case("leaderboard: a rating that is not a number", "python", _read("read_leaderboard", "lb.csv"),
+             write("lb.csv", LEADERBOARD.replace("1010", "high")), r"lb.csv:2: field 'arena_score'.*not a number"),
+        Case("leaderboard: no arena_score column", "python", _read("read_leaderboard", "lb.csv"),
+             write("lb.csv", LEADERBOARD.replace("arena_score", "score")), r"lb.csv:1: field 'arena_score'.*missing"),
+        Case("leaderboard: a system twice", "cli", TABLE + ["--arena", "{d}/lb.csv"],
+             write("lb.csv", LEADERBOARD.replace("2,s,", "2,r,")), r"lb.csv:3: field 'run_id'.*already at line 2"),
+        Case("table: an arena of other systems", "cli", TABLE + ["--arena", "{d}/lb.csv"],
+             write("lb.csv", LEADERBOARD.replace(",r,", ",x,").replace(",s,", ",y,")),
+             r"--arena .*none of its systems"),
         )
     return c

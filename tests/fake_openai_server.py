@@ -124,11 +124,24 @@ def rubric_reply(prompt: str) -> str:
     return json.dumps(verdicts)
 
 
+def pairwise_reply(prompt: str) -> str:
+    """Pairwise battle: the answer holding more of the question's words of more than 3 letters wins; equal is a
+    tie."""
+    question = _after("Question:", prompt).split("\n")[0]
+    counts = []
+    for label in ("A", "B"):
+        text = prompt.split(f"[Answer {label}]", 1)[1].split(f"[End of answer {label}]", 1)[0].lower()
+        counts.append(_covered(question, text)[0])
+    return "[[A]]" if counts[0] > counts[1] else "[[B]]" if counts[1] > counts[0] else "[[Tie]]"
+
+
 def auto_reply(body: dict) -> str:
     """Valid output for the package's prompts, derived deterministically from the prompt."""
     prompt = body["messages"][-1]["content"]
     if len(body["messages"]) > 2:  # a re-ask: answer the first user message instead
         prompt = first_prompt(body)
+    if "[[Tie]]" in prompt:  # a pairwise battle of the arena
+        return pairwise_reply(prompt)
     if "Statement: " in prompt:
         level = support_reply(prompt)
         if "“Not Relevant”" in prompt:  # BioGen relations (prompts/biogen_relation.txt) from the same overlap

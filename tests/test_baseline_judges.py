@@ -177,6 +177,15 @@ def test_offline_main_job_on_the_sample(tmp_path, index_dir):
     table = result.table
     assert table.provenance["nuggets"].startswith("ManualNuggets: hand-written")
     assert "baseline" in table.provenance["assignment"] and "baseline" in table.provenance["support"]
+    # the arena step: the offline pairwise judge is the nugget-coverage baseline, named as such in every output
+    assert table.provenance["arena"].startswith("baseline: prefers the answer covering more nuggets")
+    assert "not an LLM pairwise judge" in table.provenance["arena"]
+    board = pd.read_csv(out / "leaderboard.csv").set_index("run_id")
+    assert set(board.index) == {"bm25-k1", "dense-k5", "bm25-k3"} and board["arena_score"].mean() == \
+        pytest.approx(1000)
+    assert (board["judge"] == table.provenance["arena"].split("; every pair")[0]).all()
+    assert len(formats.read_battles(str(out / "battles.jsonl"))) == 3 * 3  # 3 pairs on 3 topics
+    assert "Arena" in table.to_text().splitlines()[len(table.provenance_lines())]
     assert all("extractive baseline" in p["generation"] for p in table.system_provenance.values())
     text = table.to_text()
     assert text.splitlines()[0].startswith("nuggets: ManualNuggets") and "assignment: baseline" in text

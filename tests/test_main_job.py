@@ -138,6 +138,12 @@ def test_main_job_end_to_end(llm, tmp_path, index_dir):
                  "dense-k3.support.jsonl", "dense-k3.eval.run"):
         assert (out / name).stat().st_size > 0, name
     assert (out / "ndcg_vs_vstrict.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the arena step on the LLM pairwise judge: a rating column, or a note saying why there is none
+    if "arena" in result.table.provenance:
+        assert result.table.provenance["arena"].startswith("PairwiseJudge (naive prompt, one order, seed 0) on fake")
+        assert len(formats.read_battles(str(out / "battles.jsonl"))) == len(TOPICS)
+    else:
+        assert any(n.startswith("arena: no ratings") for n in result.notes), result.notes
     answers = formats.read_answers(str(out / "bm25-k2.answers.jsonl"))
     assert sorted(a.qid for a in answers) == TOPICS and all(len(a.references) == 2 for a in answers)
     # the second run: indexes reused, every LLM request answered by the cache

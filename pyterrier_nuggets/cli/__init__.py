@@ -10,7 +10,7 @@
                              [--support S.jsonl] [--on-invalid refuse|drop] --qrels OUT [--run OUT]
     pyterrier-nuggets table --nugget-qrels Q [--segment-qrels S] --system NAME EVAL_RUN [SEGMENT_RUN] ...
                             [--measures ...] [--retrieval-measures ...] [--baseline NAME] [--out PREFIX]
-                            [--compare-to OTHER.perquery.csv]
+                            [--compare-to OTHER.perquery.csv] [--arena leaderboard.csv]
     pyterrier-nuggets score --assignments A.jsonl [--on-invalid refuse|drop]   (per-topic scores)
     pyterrier-nuggets correlate A B --measure M [--measure-b M] [--level run|topic|all] [--runs-a NAME=RUN ...]
                                 [--runs-b NAME=RUN ...] [--resamples N] [--json] [--plot PNG]
@@ -19,6 +19,10 @@
     pyterrier-nuggets ikat (--run RUN.json ... | --responses FILE [--response-nuggets FILE]) [--gold-nuggets SET|FILE]
                            [--qrels Q] [--topics T] [--matcher embedding[:T]|nli:PATH|llm] [--out DIR]
     pyterrier-nuggets annotate init|users|serve|export ...   (the human annotation tool, docs/annotation.md)
+    pyterrier-nuggets arena --answers FILE ... --out DIR [--design all|topics:N|appearances:K] [--seed N]
+                            [--both-orders] [--rubrics FILE|ID | --nuggets FILE|ID] [--judge llm|baseline]
+                            [--dry-run] [--price IN,OUT] [--max-calls N] [--resamples N] [--prior N]
+    pyterrier-nuggets arena --battles FILE ... --out DIR   (a leaderboard of battles judged already; docs/arena.md)
     pyterrier-nuggets check-endpoint [--base-url URL] [--model NAME]   (can a job use the LLM endpoint?)
     pyterrier-nuggets trec-rag --answers FILE ... --out DIR [--rules 2026|2025] [--nuggets FILE|ID]
                                [--rubrics FILE|ID] [--support --docs FILE|ID | --support-assignments FILE ...]
@@ -36,6 +40,7 @@ from ir_measures_ext.errors import InvalidInput, SetupError
 from pyterrier_nuggets.cli import (
     agree,
     annotate,
+    arena,
     calibrate,
     check_endpoint,
     correlate,
@@ -55,7 +60,8 @@ from pyterrier_nuggets.llm.retry import EndpointError
 # (one line); 3 a bug of the package (its traceback); 130 interrupted (Ctrl-C)
 EXIT_LLM_FAILED, EXIT_INPUT, EXIT_BUG, EXIT_INTERRUPTED = 1, 2, 3, 130
 
-SUBCOMMANDS = (demo, export, table, score, correlate, agree, annotate, ikat, calibrate, trec_rag, check_endpoint)
+SUBCOMMANDS = (demo, export, table, score, correlate, agree, annotate, ikat, calibrate, trec_rag, arena,
+               check_endpoint)
 
 
 def main(argv=None) -> int:

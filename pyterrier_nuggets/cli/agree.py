@@ -10,7 +10,7 @@ from pyterrier_nuggets import formats
 from pyterrier_nuggets.cli.paths import check_inputs, check_output
 from pyterrier_nuggets.formats import InputError
 
-KIND_CHOICES = ("assignment", "assignment-2grade", "importance", "support", "relevance", "match", "generic")
+KIND_CHOICES = ("assignment", "assignment-2grade", "importance", "support", "relevance", "match", "preference", "generic")
 
 
 def add_parser(sub) -> None:
@@ -25,7 +25,8 @@ def add_parser(sub) -> None:
         "by --ties and counted).")
     p.add_argument("files", nargs="+", metavar="FILE",
                    help="each judge's labels, files of one type: assignment JSONL, nugget JSONL, support JSONL or the "
-                   "TREC RAG 2026 toolkit's support assignments, TREC qrels, or a generic label file (JSONL "
+                   "TREC RAG 2026 toolkit's support assignments, TREC qrels, arena battle files (battles.jsonl, the "
+                   "toolkit's judgments.jsonl, human verdicts), or a generic label file (JSONL "
                    "{\"id\", \"label\"} or TSV id<TAB>label); at least two")
     p.add_argument("--kind", choices=KIND_CHOICES,
                    help="which labels (default from the file: assignment, importance for nugget files, support, "

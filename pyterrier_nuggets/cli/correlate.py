@@ -10,6 +10,7 @@ from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.cli.errors import non_negative_int, probability
 from pyterrier_nuggets.cli.paths import check_inputs, check_output
 from pyterrier_nuggets.formats import InputError
+from pyterrier_nuggets.formats.arena import is_battle_file
 
 
 def _run_spec(text: str) -> tuple[str, str]:
@@ -28,7 +29,9 @@ def add_parser(sub) -> None:
         "the swapped system pairs), per topic averaged, and over all topic/system pairs.")
     p.add_argument("a", metavar="A", help="reference evaluation: a per-query CSV (system,qid,measure,value, e.g. "
                    "the table command's PREFIX.perquery.csv), a run-level CSV (system,measure,value or "
-                   "system,M1,M2,...: run level only), or a qrels file with --runs-a")
+                   "system,M1,M2,...: run level only; an arena leaderboard.csv, measure arena_score), an arena's "
+                   "battles.jsonl (measure arena_score: the ratings refitted per topic resample, with intervals), "
+                   "or a qrels file with --runs-a")
     p.add_argument("b", metavar="B", help="the other evaluation, in any form A takes (qrels with --runs-b)")
     p.add_argument("--measure", required=True, help="the measure to correlate, e.g. V_strict")
     p.add_argument("--measure-b", help="the measure in B when it differs (e.g. correlate V_strict with nDCG@10)")
@@ -47,6 +50,8 @@ def add_parser(sub) -> None:
     p.add_argument("--ci-method", choices=("BCa", "percentile"), default="BCa",
                    help="bootstrap interval method of scipy.stats.bootstrap (default BCa)")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0: repeatable)")
+    p.add_argument("--prior", type=float, default=0.0, metavar="N", help="an arena side (battles.jsonl): N virtual ties "
+                   "per pair of systems that met, as arena --prior (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the text table")
     p.add_argument("--plot", metavar="PNG", help="write the [autonuggetizer Figure 6] scatter plot to this PNG file")
     p.set_defaults(func=run)
@@ -60,11 +65,15 @@ def run(args) -> int:
     if args.plot:
         check_output(args.plot, inputs, "--plot")
     measure_b = args.measure_b or args.measure
-    a = _scores(args.a, runs_a, args.measure)
-    b = _scores(args.b, runs_b, measure_b)
-    result = correlate(a, b, args.measure, measure_b, label_a=args.label_a or os.path.basename(args.a),
-                       label_b=args.label_b or os.path.basename(args.b), confidence=args.confidence,
-                       n_resamples=args.resamples, seed=args.seed, ci_method=args.ci_method)
+    arena = [path for path, runs in ((args.a, runs_a), (args.b, runs_b)) if not runs and is_battle_file(path)]
+    if arena:
+        result = _with_arena(args, arena, measure_b)
+    else:
+        a = _scores(args.a, runs_a, args.measure)
+        b = _scores(args.b, runs_b, measure_b)
+        result = correlate(a, b, args.measure, measure_b, label_a=args.label_a or os.path.basename(args.a),
+                           label_b=args.label_b or os.path.basename(args.b), confidence=args.confidence,
+                           n_resamples=args.resamples, seed=args.seed, ci_method=args.ci_method)
     if args.level and args.level not in result.levels:
         raise InputError(args.a, None, None, f"--level {args.level} needs per-topic scores on both sides",
                          "give per-query CSVs (system,qid,measure,value) or qrels with runs, or use --level run")
@@ -75,6 +84,30 @@ def run(args) -> int:
         if not args.json:
             print(f"written: {args.plot}")
     return 0
+
+
+def _with_arena(args, arena: list[str], measure_b: str):
+    """An arena's battles against the other evaluation's per-topic scores (evaluation.arena.correlate_arena)."""
+    from pyterrier_nuggets.evaluation.arena import ARENA_MEASURE, correlate_arena
+    from pyterrier_nuggets.formats import read_battles
+    if len(arena) == 2:
+        raise InputError(args.b, None, None, "both evaluations are battle files",
+                         "correlate an arena with a per-query score table (or fit both with arena and give one "
+                         "leaderboard.csv)")
+    first = arena[0] == args.a
+    measure_arena, measure_other = (args.measure, measure_b) if first else (measure_b, args.measure)
+    if measure_arena != ARENA_MEASURE:
+        raise InputError(arena[0], None, "--measure" if first else "--measure-b",
+                         f"a battle file has one measure, {ARENA_MEASURE}, not {measure_arena!r}",
+                         f"give --measure {ARENA_MEASURE} --measure-b M" if first else
+                         f"give --measure M --measure-b {ARENA_MEASURE}")
+    other, runs = (args.b, _runs(args.runs_b)) if first else (args.a, _runs(args.runs_a))
+    scores = _scores(other, runs, measure_other)
+    label_arena = (args.label_a if first else args.label_b) or os.path.basename(arena[0])
+    label_other = (args.label_b if first else args.label_a) or os.path.basename(other)
+    return correlate_arena(read_battles(arena[0]), scores, measure_other, arena_first=first, label_arena=label_arena,
+                           label_scores=label_other, prior=args.prior, confidence=args.confidence,
+                           n_resamples=args.resamples, seed=args.seed)
 
 
 def _runs(specs) -> dict[str, str]:

@@ -30,6 +30,8 @@ def add_parser(sub) -> None:
     p.add_argument("--compare-to", metavar="OTHER.perquery.csv",
                    help="another evaluation of the same systems (per-query or run-level CSV, e.g. another table's "
                    "PREFIX.perquery.csv): the note gives the Kendall's τ-b between the two system orderings")
+    p.add_argument("--arena", metavar="leaderboard.csv", help="an arena leaderboard of the same systems (pyterrier-nuggets "
+                   "arena, or the TREC RAG 2026 toolkit's): its rating and interval as the Arena column")
     p.add_argument("--compare-label", help="name of the --compare-to evaluation in the note (default: its file name)")
     p.set_defaults(func=run)
 
@@ -39,10 +41,15 @@ def run(args) -> int:
 
     import ir_measures_ext
     ir_measures_ext.register()
+    from pyterrier_nuggets.cli.paths import check_inputs
     from pyterrier_nuggets.evaluation import ANSWER_MEASURES, RETRIEVAL_MEASURES, System, joint_table
-    if args.compare_to:
-        from pyterrier_nuggets.cli.paths import check_inputs
-        check_inputs(args.compare_to)
+    for given in (args.compare_to, args.arena):
+        if given:
+            check_inputs(given)
+    arena = None
+    if args.arena:
+        from pyterrier_nuggets.formats import read_leaderboard
+        arena = read_leaderboard(args.arena)
     systems = []
     for spec in args.system:
         if len(spec) not in (2, 3):
@@ -55,7 +62,7 @@ def run(args) -> int:
         raise UsageError(f"--baseline {args.baseline}: no system of that name (systems: {', '.join(names)})")
     if args.out:
         from pyterrier_nuggets import formats
-        inputs = {"--nugget-qrels": args.nugget_qrels, "--segment-qrels": args.segment_qrels}
+        inputs = {"--nugget-qrels": args.nugget_qrels, "--segment-qrels": args.segment_qrels, "--arena": args.arena}
         inputs |= {f"--system {s[0]} ({kind})": f for s in args.system for kind, f in zip(("eval run", "segment run"),
                                                                                            s[1:])}
         from pyterrier_nuggets.evaluation.table import TABLE_SUFFIXES
@@ -85,7 +92,16 @@ def run(args) -> int:
                         retrieval_measures=args.retrieval_measures or RETRIEVAL_MEASURES,
                         baseline=args.baseline, alpha=args.alpha, test=args.test, correction=args.correction,
                         compare_to=args.compare_to, compare_label=args.compare_label,
-                        allow_topic_mismatch=args.allow_topic_mismatch)
+                        allow_topic_mismatch=args.allow_topic_mismatch, arena=arena)
+    if arena is not None:
+        unknown = [r.run_id for r in arena if r.run_id not in names]
+        if len(unknown) == len(arena):
+            raise UsageError(f"--arena {args.arena}: none of its systems ({', '.join(unknown[:5])}) is a --system of the "
+                             "table; name the systems as the leaderboard's run_id")
+        if unknown:
+            import warnings
+            warnings.warn(f"table: the arena leaderboard also rates {', '.join(unknown)}, not in the table (their "
+                          "ratings count in the leaderboard's mean of 1000)", stacklevel=1)
     table.provenance = labels
     print(table.to_text())
     if args.out:

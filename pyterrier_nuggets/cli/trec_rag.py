@@ -63,12 +63,12 @@ def _dataset(value: str, option: str):
         raise UsageError(f"{option} {value!r} is neither a file nor an ir_datasets id") from None
 
 
-def _dataset_file(value: str, option: str) -> str:
+def dataset_file(value: str, option: str) -> str:
     """``value`` itself when it is a file, else the file behind the docs of ir_datasets id ``value``."""
     return value if os.path.isfile(value) else _dataset(value, option).docs_path()
 
 
-def _topics(value: str | None) -> dict[str, str]:
+def topic_texts(value: str | None) -> dict[str, str]:
     from pyterrier_nuggets import formats
     if value is None:
         return {}
@@ -161,8 +161,8 @@ def _read(args) -> _Job:
         if (a.qid, a.run_id) in seen:
             raise UsageError(f"topic {a.qid} of run {a.run_id} is answered in two of the --answers files")
         seen.add((a.qid, a.run_id))
-    nuggets = formats.read_nuggets(_dataset_file(args.nuggets, "--nuggets")) if args.nuggets else None
-    rubrics = formats.read_rubrics(_dataset_file(args.rubrics, "--rubrics")) if args.rubrics else None
+    nuggets = formats.read_nuggets(dataset_file(args.nuggets, "--nuggets")) if args.nuggets else None
+    rubrics = formats.read_rubrics(dataset_file(args.rubrics, "--rubrics")) if args.rubrics else None
     support = []
     for path in args.support_assignments:
         judged = formats.read_support_assignments(path)
@@ -170,7 +170,7 @@ def _read(args) -> _Job:
             formats.check_support(path, [j for j in judged if j.run_id == run_id],
                                   [a for a in answers if a.run_id == run_id])
         support += judged
-    return _Job(answers, list(dict.fromkeys(a.run_id for a in answers)), nuggets, rubrics, _topics(args.topics),
+    return _Job(answers, list(dict.fromkeys(a.run_id for a in answers)), nuggets, rubrics, topic_texts(args.topics),
                 support, inputs, _docstore(args.docs))
 
 

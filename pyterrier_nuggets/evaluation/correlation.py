@@ -32,7 +32,7 @@ from pyterrier_nuggets.formats import InputError
 
 LEVELS = ("run", "topic", "all")
 STATISTICS = ("kendall_tau", "spearman_rho", "tau_ap")
-_NAME_COLUMNS = ("system", "name")
+_NAME_COLUMNS = ("system", "name", "run_id")  # run_id: an arena leaderboard.csv (docs/arena.md)
 
 
 @dataclass
@@ -174,8 +174,8 @@ def correlate(a, b, measure: str, measure_b: str | None = None, *, label_a: str 
     if not 0 < confidence < 1:
         raise InvalidInput(f"confidence must be between 0 and 1, got {confidence}")
     measure_b = measure_b or measure
-    ta, ra = _scores(a, measure, label_a)
-    tb, rb = _scores(b, measure_b, label_b)
+    ta, ra = score_grid(a, measure, label_a)
+    tb, rb = score_grid(b, measure_b, label_b)
     excluded: dict[str, list[str]] = {}
     notes: list[str] = []
     if ta is not None and tb is not None:
@@ -265,7 +265,7 @@ def _common(a: list, b: list, what: str, excluded: dict) -> list:
     return sorted(set_a & set_b, key=str)
 
 
-def _scores(obj, measure: str, label: str) -> tuple[pd.DataFrame | None, pd.Series | None]:
+def score_grid(obj, measure: str, label: str) -> tuple[pd.DataFrame | None, pd.Series | None]:
     """(topics x systems frame, None) for per-topic input, (None, system -> value) for run-level input."""
     frame = getattr(obj, "per_query", obj)
     if not isinstance(frame, pd.DataFrame):
@@ -302,7 +302,8 @@ def _scores(obj, measure: str, label: str) -> tuple[pd.DataFrame | None, pd.Seri
 def read_score_table(path: str, measures: Sequence[str] | None = None) -> pd.DataFrame:
     """Read a score table CSV: per-topic ``system,qid,measure,value`` (the joint table's PREFIX.perquery.csv),
     run-level ``system,measure,value``, or run-level wide ``system,M1,M2,...`` (the joint table's PREFIX.csv;
-    its p-value columns ``M p`` and text columns are dropped). ``name`` is accepted for ``system``.
+    its p-value columns ``M p`` and text columns are dropped). ``name`` (pt.Experiment) and ``run_id`` (an arena
+    ``leaderboard.csv``, measure ``arena_score``) are accepted for ``system``.
 
     Every value of the long forms, and every value of ``measures`` in the wide form, must be a finite number;
     a (system, qid, measure) given twice, or a measure of ``measures`` missing, is an InputError naming file,

@@ -18,6 +18,10 @@ kind                    labels (low to high)                         ordinal  it
                                                                               topic, sentence, citation)
 ``match``               no, yes                                      no       generic label file (CONE-RAG
                                                                               matching, [cone-rag §5.2])
+``preference``          second, tie, first                           yes      battle files (an arena's
+                                                                              battles.jsonl, the toolkit's
+                                                                              judgments.jsonl, human verdicts):
+                                                                              (topic, system, system)
 ``generic``             given, or the sorted labels of the files     given    generic label file
 ======================  ===========================================  =======  ==============================
 
@@ -29,7 +33,9 @@ judged segment of a citation) the two must agree, else the files judge different
 a nugget its file marks as post-edited (``"edited": true``, as the annotation tool exports the pre-populated
 nuggets a manager changed, with their ids kept): its text may differ, and it is compared by id. Uncited sentences
 (support ``none`` by definition, not judged, [support24 §3.4]) are not items, nor are unjudged citations (label -1
-of the toolkit's files); both are counted in ``excluded``.
+of the toolkit's files); both are counted in ``excluded``. A battle is an item whatever order its answers were
+shown in: its id is the topic and the two systems in sorted order, its label which of those two won (``first``,
+``second``) or ``tie``; failed battles are not items (counted in ``excluded``).
 """
 from __future__ import annotations
 
@@ -64,13 +70,17 @@ SUPPORT = LabelKind("support", (ids.NONE, ids.PARTIAL, ids.FULL), True, "citatio
 RELEVANCE = LabelKind("relevance", None, True, "relevance grades of TREC qrels")
 MATCH = LabelKind("match", ("no", "yes"), False, "CONE-RAG nugget matching, yes/no ([cone-rag §5.2])")
 BIOGEN = LabelKind("biogen", ids.BIOGEN_RELATIONS, False, "BioGen relation of a cited sentence ([nugget-annotation §3.3])")
-KINDS = {k.name: k for k in (ASSIGNMENT, ASSIGNMENT_2GRADE, IMPORTANCE, SUPPORT, RELEVANCE, MATCH, BIOGEN)}
-FILE_TYPES = ("assignments", "nuggets", "support", "support-assignments", "relations", "qrels", "generic")
+PREFERENCE = LabelKind("preference", ("second", "tie", "first"), True,
+                       "pairwise preference of a battle: the first or second system (sorted by name) won, or a tie")
+KINDS = {k.name: k for k in (ASSIGNMENT, ASSIGNMENT_2GRADE, IMPORTANCE, SUPPORT, RELEVANCE, MATCH, BIOGEN,
+                             PREFERENCE)}
+FILE_TYPES = ("assignments", "nuggets", "support", "support-assignments", "relations", "qrels", "battles", "generic")
 _DEFAULT_KIND = {"assignments": "assignment", "nuggets": "importance", "support": "support",
-                 "support-assignments": "support", "relations": "biogen", "qrels": "relevance", "generic": "generic"}
+                 "support-assignments": "support", "relations": "biogen", "qrels": "relevance",
+                 "battles": "preference", "generic": "generic"}
 _KINDS_OF_FILE = {"assignments": ("assignment", "assignment-2grade", "importance"), "nuggets": ("importance",),
                   "support": ("support",), "support-assignments": ("support",), "relations": ("biogen",),
-                  "qrels": ("relevance",),
+                  "qrels": ("relevance",), "battles": ("preference",),
                   "generic": ("generic", "match")}
 
 
@@ -147,6 +157,8 @@ def detect_file_type(path: str) -> str:
                 return "relations"
             if isinstance(obj.get("sentences"), list) and "run_id" in obj:
                 return "support-assignments"
+            if "judge_verdict" in obj:
+                return "battles"
             if "label" in obj:
                 return "generic"
             break
@@ -203,7 +215,26 @@ def _read_labels(path: str, kind: LabelKind | str | None, on_invalid: str, file_
         return _from_relations(path, resolved)
     if file_type == "qrels":
         return _from_qrels(path, resolved)
+    if file_type == "battles":
+        return _from_battles(path, resolved)
     return _from_generic(path, resolved)
+
+
+def _from_battles(path: str, kind: LabelKind) -> Labels:
+    items: dict[Hashable, Any] = {}
+    where: dict[Hashable, int] = {}
+    failed = 0
+    battles = formats.read_battles(path)  # checked: each battle once (a failed one may be followed by its retry)
+    lines = {formats.battle_from_json(path, line, obj).key: line for line, obj in read_jsonl(path)}
+    for battle in battles:
+        line = lines[battle.key]
+        if not battle.ok:
+            failed += 1
+            continue
+        qid, first, second = battle.key
+        items[battle.key] = "tie" if battle.winner is None else "first" if battle.winner == first else "second"
+        where[battle.key] = line
+    return Labels(kind, items, path, {}, where, {"failed battles (no verdict)": failed} if failed else {})
 
 
 def _edited(nugget) -> bool:

@@ -190,3 +190,37 @@ def confusion_heatmap(result: Agreement, path: str, title: str | None = None) ->
 
 def _fmt(v: float | None) -> str:
     return "n/a" if v is None or v != v else f"{v:.3f}"
+
+
+def arena_plot(arena, path: str, title: str | None = None) -> str:
+    """The leaderboard of an arena (:class:`~pyterrier_nuggets.evaluation.arena.Arena`): each system's rating
+    (best at the top) with its bootstrap interval over topics (over battles when there is none), the 1000 centre
+    dashed; an unbounded side (a resample without a finite fit, see docs/arena.md) runs to the edge with an
+    arrow. Returns ``path``."""
+    import math
+    plt = _pyplot()
+    rows = arena.ratings.to_dict("records")
+    over = "topics" if any(not math.isnan(r["ci_low_topics"]) for r in rows) else "battles"
+    fig, ax = plt.subplots(figsize=(6.4, 0.45 * len(rows) + 1.6))
+    finite = [v for r in rows for v in (r["arena_score"], r[f"ci_low_{over}"], r[f"ci_high_{over}"])
+              if not math.isnan(v) and math.isfinite(v)]
+    low, high = min(finite), max(finite)
+    pad = (high - low) * 0.08 or 20.0
+    low, high = low - pad, high + pad
+    for y, r in enumerate(reversed(rows)):
+        lo, hi = r[f"ci_low_{over}"], r[f"ci_high_{over}"]
+        if not math.isnan(lo):
+            ax.plot([max(lo, low), min(hi, high)], [y, y], color="tab:blue", lw=2, zorder=2)
+            for bound, edge, marker in ((lo, low, "<"), (hi, high, ">")):
+                if math.isinf(bound):
+                    ax.plot([edge], [y], marker=marker, color="tab:blue", zorder=3)
+        ax.plot([r["arena_score"]], [y], "o", color="tab:red", markeredgecolor="black", zorder=4)
+    ax.axvline(1000, color="grey", lw=0.8, ls="--", zorder=1)
+    ax.set_yticks(range(len(rows)), [r["run_id"] for r in reversed(rows)])
+    interval = f"{arena.confidence:.0%} bootstrap interval over {over}" if arena.resamples else "no interval"
+    ax.set(xlim=(low, high), xlabel=f"Bradley-Terry rating (mean 1000, 400 per base-10 log-odds); {interval}",
+           title=title or f"Arena: {sum(b.ok for b in arena.battles)} battles; judge: {arena.judge}"[:110])
+    ax.grid(axis="x", alpha=0.3)
+    _save(fig, path)
+    plt.close(fig)
+    return path

@@ -244,3 +244,118 @@ def bootstrap_ci(n: int, statistic, confidence: float = 0.95, n_resamples: int =
     low = np.atleast_1d(result.confidence_interval.low)
     high = np.atleast_1d(result.confidence_interval.high)
     return [(float(lo), float(hi)) for lo, hi in zip(low, high)]
+
+
+# --- Bradley-Terry ratings of pairwise battles (the arena, :mod:`.arena`) ---------------------------------------
+
+class NoRatings(InvalidInput):
+    """The battles do not determine Bradley-Terry ratings: the comparison graph is disconnected, or some systems
+    won (or lost) every battle against the others, so their maximum-likelihood rating is infinite."""
+
+
+def bradley_terry(wins, names: Sequence[str], prior: float = 0.0, tol: float = 1e-10, max_iter: int = 10_000):
+    """Maximum-likelihood Bradley-Terry log-strengths θ (mean 0) of ``wins``: ``wins[i, j]`` is how often system i
+    beat system j, a tie counting half a win for each (Bradley & Terry 1952: P(i beats j) = 1 / (1 + exp(θj - θi));
+    the log-likelihood Σ_ij wins[i, j] · log P(i beats j) is maximised). Fitted by ``choix.ilsr_pairwise_dense``
+    (iterative Luce spectral ranking, whose fixed point is the ML estimate; fractional counts allowed).
+
+    ``prior`` > 0 adds ``prior`` virtual ties to every pair of systems that met (``prior / 2`` wins each way): a
+    regularised estimate that stays finite when a system won all its battles; 0 (default) is the plain ML
+    estimate, which exists only when every system both won and lost something (a tie counts as both) in a
+    strongly connected way: otherwise :class:`NoRatings` names the systems and what to do. A disconnected
+    comparison graph (two groups of systems that never met, directly or through others) is refused whatever the
+    prior: their ratings would not be on one scale."""
+    import choix
+    import numpy as np
+    from scipy.sparse.csgraph import connected_components
+    W = np.asarray(wins, dtype=float)
+    n = len(names)
+    if W.shape != (n, n) or n < 2:
+        raise InvalidInput(f"ratings need at least two systems and a square matrix of wins, got {W.shape} for {n}")
+    if (W < 0).any() or not np.isfinite(W).all() or np.diag(W).any():
+        raise InvalidInput("wins must be finite, non-negative counts, and no system battles itself")
+    met = (W + W.T) > 0
+    groups, label = connected_components(met, directed=False)
+    if groups > 1:
+        parts = [[names[i] for i in range(n) if label[i] == g] for g in range(groups)]
+        raise NoRatings(f"the comparison graph is disconnected: {groups} groups of systems never met, directly or "
+                        f"through others ({'; '.join(_some(p) for p in parts)}); their ratings would not be on one "
+                        "scale. Add battles between the groups (e.g. more topics per pair), or rate each group "
+                        "separately")
+    if prior < 0 or not math.isfinite(prior):
+        raise InvalidInput(f"prior must be a finite number >= 0, got {prior}")
+    if prior:
+        W = W + met * (prior / 2)
+    _check_strongly_connected(W, names)
+    theta = choix.ilsr_pairwise_dense(W, max_iter=max_iter, tol=tol)
+    return theta - theta.mean()
+
+
+def _some(items: Sequence[str], k: int = 5) -> str:
+    return ", ".join(items[:k]) + (f" and {len(items) - k} more" if len(items) > k else "")
+
+
+def _check_strongly_connected(W, names: Sequence[str]) -> None:
+    """The ML estimate is finite iff the graph "i beat (or tied) j" is strongly connected (Hunter 2004): else some
+    group of systems won every battle against the others (or lost every one), and its rating runs off to ±∞."""
+    import numpy as np
+    from scipy.sparse.csgraph import connected_components
+    n = len(names)
+    count, label = connected_components(W > 0, directed=True, connection="strong")
+    if count == 1:
+        return
+    for g in range(count):
+        inside = label == g
+        if not (W[np.ix_(~inside, inside)] > 0).any():  # nobody outside ever beat or tied anyone inside
+            group = [names[i] for i in range(n) if inside[i]]
+            break
+    else:  # pragma: no cover - a finite directed graph always has a source component
+        group = []
+    who = f"system {group[0]} won" if len(group) == 1 else f"systems {_some(group)} won"
+    raise NoRatings(f"{who} every battle against the others (no loss, no tie): the maximum-likelihood Bradley-Terry "
+                    "rating is infinite. Add battles (more topics or pairs), or give a prior (prior=N / --prior N: "
+                    "N virtual ties between every two systems that met, a regularised and labelled estimate)")
+
+
+@dataclass(frozen=True)
+class BootstrapInterval:
+    """Percentile bootstrap intervals, one ``(low, high)`` per value, and ``undefined``: the resamples on which
+    the statistic was undefined (e.g. ratings without a finite fit), counted against both bounds."""
+
+    bounds: list[tuple[float, float]]
+    resamples: int
+    undefined: int
+
+
+def bootstrap_units(n: int, statistic, size: int, confidence: float = 0.95, n_resamples: int = 1000, seed: int = 0,
+                    limits: tuple[float, float] = (-math.inf, math.inf)) -> BootstrapInterval:
+    """Percentile bootstrap of a statistic of ``n`` units resampled with replacement (battles, or topics as
+    clusters of battles). ``statistic(counts)`` gets how often each unit was drawn (a length-``n`` integer array)
+    and returns a vector of ``size`` values, or None where the statistic is undefined on that resample. scipy.stats.bootstrap has
+    no undefined resamples, so this one says how it treats them: conservatively, as the worst value
+    ``limits`` allows on each side (the lower bound as if they were ``limits[0]``, the upper as if ``limits[1]``),
+    so the interval only widens; a bound reached by them is that limit (±∞ for ratings). Bounds are the
+    inverted-CDF quantiles (α/2, 1 - α/2) of the resampled values. Seeded: the same call gives the same interval."""
+    import numpy as np
+    if not 0 < confidence < 1:
+        raise InvalidInput(f"confidence must be between 0 and 1, got {confidence}")
+    rng = np.random.default_rng(seed)
+    values = []
+    undefined = 0
+    for _ in range(n_resamples):
+        counts = np.bincount(rng.integers(0, n, size=n), minlength=n)
+        v = statistic(counts)
+        if v is None:
+            undefined += 1
+        else:
+            values.append(np.atleast_1d(np.asarray(v, dtype=float)))
+    alpha = 1 - confidence
+    low_rank = max(1, math.ceil(alpha / 2 * n_resamples))  # 1-based ranks among all resamples
+    high_rank = max(1, math.ceil((1 - alpha / 2) * n_resamples))
+    finite = np.sort(np.vstack(values), axis=0) if values else np.empty((0, size))
+    bounds = []
+    for k in range(size):
+        low = limits[0] if low_rank <= undefined else float(finite[low_rank - undefined - 1, k])
+        high = limits[1] if high_rank > n_resamples - undefined else float(finite[high_rank - 1, k])
+        bounds.append((low, high))
+    return BootstrapInterval(bounds, n_resamples, undefined)

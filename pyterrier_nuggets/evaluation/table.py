@@ -24,7 +24,14 @@ from ir_measures_ext.errors import InvalidInput
 from ir_measures_ext.topics import TopicMismatchWarning, topic_mismatch
 from pyterrier_nuggets.evaluation import correlation, statistics
 from pyterrier_nuggets.evaluation.measures import ANSWER_MEASURES, RETRIEVAL_MEASURES
-from pyterrier_nuggets.formats import atomic_write, read_qrels_rows, read_run_rows, write_all
+from pyterrier_nuggets.formats import (
+    LeaderboardRow,
+    atomic_write,
+    read_leaderboard,
+    read_qrels_rows,
+    read_run_rows,
+    write_all,
+)
 
 TABLE_SUFFIXES = (".csv", ".md", ".tex", ".perquery.csv")  # the files of JointTable.write(prefix)
 
@@ -143,6 +150,26 @@ class JointTable:
     # table (text, Markdown), as comments (LaTeX) and as columns (CSV)
     provenance: dict[str, str] = field(default_factory=dict)
     system_provenance: dict[str, dict[str, str]] = field(default_factory=dict)
+    # the arena rating of each system (a leaderboard: docs/arena.md), a column with its interval; not a mean of
+    # topics, so no paired test
+    arena: dict[str, LeaderboardRow] = field(default_factory=dict)
+
+    def set_arena(self, rows: Sequence[LeaderboardRow] | str) -> None:
+        """Show an arena leaderboard (rows, or a ``leaderboard.csv`` path) as the table's ``Arena`` column: the
+        rating and its interval over topics (over battles when the file has none); a system the leaderboard lacks
+        shows n/a, and the note names the judge."""
+        rows = read_leaderboard(rows) if isinstance(rows, str) else list(rows)
+        self.arena = {r.run_id: r for r in rows}
+
+    def _columns(self) -> list[str]:
+        return list(self.means.columns) + (["Arena"] if self.arena else [])
+
+    def _arena_cell(self, name: str) -> str:
+        r = self.arena.get(name)
+        if r is None:
+            return "n/a"
+        low, high = _arena_interval(r)
+        return f"{r.arena_score:.0f}" + ("" if math.isnan(low) else f" [{_rating(low)}, {_rating(high)}]")
 
     def provenance_lines(self) -> list[str]:
         """``key: value`` per table-wide provenance entry, then per system-level key the systems grouped by
@@ -167,6 +194,8 @@ class JointTable:
                 if self.baseline and name != self.baseline and not math.isnan(p) and p < self.alpha:
                     text += "†"
                 cells.append(text)
+            if self.arena:
+                cells.append(self._arena_cell(name))
             rows.append(cells)
         return rows
 
@@ -186,6 +215,17 @@ class JointTable:
             test = "paired t-test" if self.test == "t" else "Wilcoxon signed-rank test"
             corrected = f", {self.correction}-corrected over the table" if self.correction else ""
             note += f" † = {test} against {self.baseline}, p < {self.alpha}{corrected}."
+        if self.arena:
+            first = next(iter(self.arena.values()))
+            over = "topics" if not math.isnan(first.ci_low_topics) else "battles"
+            interval = "" if math.isnan(_arena_interval(first)[0]) else \
+                f", [{first.confidence:.0%} bootstrap interval over {over}]"
+            missing = [n for n in self.means.index if n not in self.arena]
+            judges = sorted({r.judge for r in self.arena.values()}) or [""]
+            note += (f" Arena: Bradley-Terry rating of pairwise battles (mean 1000 over the leaderboard's "
+                     f"{len(self.arena)} systems, 400 per base-10 log-odds){interval}; judge: "
+                     f"{'; '.join(j or 'not recorded' for j in judges)}"
+                     + (f"; not in the leaderboard: {', '.join(missing)}" if missing else "") + ".")
         if self.compare_label:
             systems, topics = self.compare_counts
             over = f"means over the {topics} topics both have" if topics else "run-level scores"
@@ -195,7 +235,7 @@ class JointTable:
         return note
 
     def to_text(self) -> str:
-        header = ["system"] + list(self.means.columns)
+        header = ["system"] + self._columns()
         rows = self._cells()
         widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
         line = lambda r: "  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
@@ -203,14 +243,14 @@ class JointTable:
                          + [line(r) for r in rows] + [self._note()])
 
     def to_markdown(self) -> str:
-        header = ["system"] + list(self.means.columns)
+        header = ["system"] + self._columns()
         out = [f"- {line}" for line in self.provenance_lines()] + ([""] if self.provenance_lines() else [])
         out += ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
         out += ["| " + " | ".join(r) + " |" for r in self._cells()]
         return "\n".join(out) + "\n\n" + self._note() + "\n"
 
     def to_latex(self) -> str:
-        header = ["System"] + list(self.means.columns)
+        header = ["System"] + self._columns()
         lines = [f"% {line}" for line in self.provenance_lines()]
         lines += [r"\begin{tabular}{l" + "r" * (len(header) - 1) + "}", r"\toprule",
                  " & ".join(_latex(h) for h in header) + r" \\", r"\midrule"]
@@ -223,6 +263,12 @@ class JointTable:
         if self.baseline:
             for m in self.means.columns:
                 frame[f"{m} p"] = self.pvalues[m]
+        if self.arena:
+            rows = [self.arena.get(n) for n in frame.index]
+            frame["Arena"] = [r.arena_score if r else math.nan for r in rows]
+            frame["Arena ci_low"] = [_arena_interval(r)[0] if r else math.nan for r in rows]
+            frame["Arena ci_high"] = [_arena_interval(r)[1] if r else math.nan for r in rows]
+            frame["Arena judge"] = [r.judge if r else "" for r in rows]
         for key, value in self.provenance.items():
             frame[key] = value
         for key in dict.fromkeys(k for d in self.system_provenance.values() for k in d):
@@ -260,7 +306,7 @@ def joint_table(systems: Sequence[System], nugget_qrels, segment_qrels=None,
                 retrieval_measures: Sequence = RETRIEVAL_MEASURES,
                 baseline: str | None = None, alpha: float = 0.05, test: str = "t",
                 correction: str | None = None, compare_to=None, compare_label: str | None = None,
-                allow_topic_mismatch: bool = False) -> JointTable:
+                allow_topic_mismatch: bool = False, arena=None) -> JointTable:
     """Score every system and put retrieval and answer measures in one table.
 
     ``nugget_qrels`` / ``segment_qrels``: paths, DataFrames or ir_measures qrels. Retrieval measures
@@ -276,6 +322,10 @@ def joint_table(systems: Sequence[System], nugget_qrels, segment_qrels=None,
     is refused, and so is a run fewer than half of whose topics are in its qrels (a run that would score 0
     without a word, e.g. topic ids ``105741`` against qrels of ``2024-105741``) unless
     ``allow_topic_mismatch`` (then a warning).
+
+    ``arena``: an arena leaderboard of the same systems (a ``leaderboard.csv`` path or its rows,
+    :class:`~pyterrier_nuggets.formats.LeaderboardRow`; docs/arena.md): its rating and interval become the
+    ``Arena`` column (:meth:`JointTable.set_arena`).
     """
     if not systems:
         raise InvalidInput("joint_table needs at least one system")
@@ -330,6 +380,8 @@ def joint_table(systems: Sequence[System], nugget_qrels, segment_qrels=None,
                        [str(m) for m in retrieval_measures])
     if compare_to is not None:
         _compare(table, compare_to, compare_label)
+    if arena is not None:
+        table.set_arena(arena)
     return table
 
 
@@ -359,6 +411,17 @@ _LATEX = {"\\": r"\textbackslash{}", "_": r"\_", "&": r"\&", "%": r"\%", "#": r"
 
 def _latex(text: str) -> str:
     return "".join(_LATEX.get(c, c) for c in text)
+
+
+def _arena_interval(r: LeaderboardRow) -> tuple[float, float]:
+    """The interval the table shows: over topics, else over battles (NaN: none)."""
+    if not math.isnan(r.ci_low_topics):
+        return r.ci_low_topics, r.ci_high_topics
+    return r.ci_low_battles, r.ci_high_battles
+
+
+def _rating(v: float) -> str:
+    return "+inf" if v == math.inf else "-inf" if v == -math.inf else f"{v:.0f}"
 
 
 def _mean(byq: dict[str, float]) -> float:

@@ -5,6 +5,8 @@ module per format family, every name also available here (``formats.read_nuggets
 - :mod:`.assignments`: assignment files (nuggetizer "assign" JSONL).
 - :mod:`.answers`: TREC RAG 2024 / 2025 / 2026 answer files and a track's answer rules.
 - :mod:`.support`: support judgment JSONL, and the TREC RAG 2026 toolkit's support assignments.
+- :mod:`.arena`: battle files (ours, the TREC RAG 2026 toolkit's judgments, human verdicts), leaderboards,
+  pairwise win counts.
 - :mod:`.rubrics`: rubric files (ResearchRubrics, the TREC RAG 2026 toolkit's rubrics), rubric qrels, verdicts.
 - :mod:`.cone`: CONE-RAG resource files (gold nuggets, responses, response nuggets, crowd labels), extracted-nugget
   JSONL, labelled-pair JSONL (for ``calibrate``).
@@ -35,6 +37,14 @@ from pyterrier_nuggets.formats.answers import (
     write_answers_2024,
     write_answers_2025,
     write_answers_2026,
+)
+from pyterrier_nuggets.formats.arena import (
+    LeaderboardRow,
+    battle_from_json,
+    battle_json,
+    read_battles,
+    read_leaderboard,
+    write_battles,
 )
 from pyterrier_nuggets.formats.assignments import AssignedAnswer, AssignmentSet, read_assignments, write_assignments
 from pyterrier_nuggets.formats.checks import (
@@ -81,6 +91,7 @@ from pyterrier_nuggets.formats.files import (
 from pyterrier_nuggets.formats.frames import (
     ANSWER_COLUMNS,
     ASSIGNMENT_COLUMNS,
+    BATTLE_COLUMNS,
     NUGGET_COLUMNS,
     SUPPORT_COLUMNS,
     VERDICT_COLUMNS,
@@ -89,6 +100,7 @@ from pyterrier_nuggets.formats.frames import (
     assigned_answers_to_frame,
     assignment_frame_to_answers,
     frame_to_answers,
+    frame_to_battles,
     frame_to_judgments,
     frame_to_nuggets,
     frame_to_relations,
@@ -183,4 +195,6 @@ __all__ = [
     "write_rubric_qrels", "nuggets_to_rubrics", "read_rubric_verdicts", "write_rubric_verdicts", "rubric_rows",
     "VERDICT_COLUMNS", "frame_to_verdicts", "read_topics_tsv", "read_docs",
     "read_cone_crowd_labels", "LabelledPair", "read_labelled_pairs", "write_labelled_pairs", "same_response",
+    "read_battles", "write_battles", "battle_json", "battle_from_json", "read_leaderboard", "LeaderboardRow",
+    "BATTLE_COLUMNS", "frame_to_battles",
 ]

@@ -31,6 +31,7 @@ from pyterrier_nuggets.formats.trec import Row
 from pyterrier_nuggets.records import (
     Answer,
     Assignment,
+    Battle,
     Nugget,
     RubricVerdict,
     Sentence,
@@ -45,6 +46,9 @@ SUPPORT_COLUMNS = ["qid", "sentence", "citation", "docno", "support", "score"]
 VERDICT_COLUMNS = ["qid", "docno", "score", "verdict"]
 QRELS_COLUMNS = ["qid", "docno", "label"]
 RUN_COLUMNS = ["qid", "docno", "score"]
+# a battle of the arena (PairwiseJudge's output): the pair, the systems shown in A and B, the verdict
+BATTLE_COLUMNS = ["qid", "query", "system_1", "system_2", "qanswer_1", "qanswer_2", "assistant_a", "assistant_b",
+                  "verdict", "verdicts", "orders_agree", "winner", "score", "raw", "error"]
 
 
 # ------------------------------------------------------------------------------------------- nuggets
@@ -256,3 +260,19 @@ def qrels_frame(judged: pd.DataFrame, label_column: str = "label") -> pd.DataFra
 def run_frame(rows: Iterable[Row]) -> pd.DataFrame:
     """Evaluation-run rows as a PyTerrier result frame (qid, docno, score)."""
     return pd.DataFrame(list(rows), columns=RUN_COLUMNS)
+
+
+# ------------------------------------------------------------------------------------------- battles
+
+def frame_to_battles(df: pd.DataFrame, judge: str) -> list[Battle]:
+    """The battles of a battle frame (``PairwiseJudge`` output, :data:`BATTLE_COLUMNS`) as records, ``judge``
+    naming who judged them; a row with verdict None is a failed battle (its ``error`` kept)."""
+    out = []
+    for r in df.to_dict("records"):
+        verdict = r["verdict"] if isinstance(r.get("verdict"), str) else None
+        verdicts = r.get("verdicts")
+        out.append(Battle(str(r["qid"]), (str(r["system_1"]), str(r["system_2"])), str(r["assistant_a"]),
+                          str(r["assistant_b"]), verdict, judge, tuple(verdicts) if isinstance(verdicts, list) else (),
+                          None if verdict else str(r.get("error") or "failed"),
+                          tuple(r.get("raw") or ()), str(r.get("query") or "")))
+    return out

@@ -11,6 +11,7 @@
 - :mod:`.relevance`: :class:`RelevanceJudge` (UMBRELA-style grades, [nugget-recall §4.1.1]; the 2025/2026 0-4
   sub-narrative prompt).
 - :mod:`.rubrics`: :class:`RubricJudge` (TREC RAG 2026 rubric verdicts).
+- :mod:`.pairwise`: :class:`PairwiseJudge`, the battles of the TREC RAG 2026 arena (two answers: A, B or tie).
 - :mod:`.ensemble`: :class:`JudgeEnsemble`, a labelling judge run on several models, labels combined.
 - :mod:`.overlap`: :class:`Overlapped`, a chain of judges run topic by topic without stage barriers;
   :func:`run_together`, independent judges at once.
@@ -32,11 +33,12 @@ from pyterrier_nuggets.judges.ensemble import JudgeEnsemble
 from pyterrier_nuggets.judges.generation import CitedGenerator
 from pyterrier_nuggets.judges.nuggets import NuggetAssigner, NuggetCreator, NuggetScorer
 from pyterrier_nuggets.judges.overlap import Overlapped, run_together
+from pyterrier_nuggets.judges.pairwise import PairwiseJudge
 from pyterrier_nuggets.judges.relevance import RelevanceJudge
 from pyterrier_nuggets.judges.rubrics import RubricJudge
 from pyterrier_nuggets.judges.support import SupportJudge
 
 __all__ = ["LLMJudge", "Failure", "LLMStepError", "TooManyFailures", "NuggetizationError", "failure_summary", "FAILED",
            "NuggetCreator", "NuggetScorer", "NuggetAssigner", "CitedGenerator", "SupportJudge", "BioGenJudge", "RelevanceJudge",
-           "NuggetExtractor", "RubricJudge", "JudgeEnsemble",
+           "NuggetExtractor", "RubricJudge", "JudgeEnsemble", "PairwiseJudge",
            "Overlapped", "run_together"]

@@ -18,6 +18,9 @@ real labels, and every table made with them says so (``describe()``).
   matcher's own thresholds, docs/cone-rag.md), ``partial`` from :data:`SUPPORT_PARTIAL` (0.63, the assignment
   threshold above), else ``none``. No real support labels are available offline, so its agreement with an
   LLM support judge is **not measured**; the thresholds are borrowed from the two calibrations above.
+- :class:`NuggetCoverageJudge`: the arena's pairwise battles: of two answers, the one that covers more nuggets
+  (by :class:`MatcherAssigner`) wins; equal coverage is a tie. Not a judgment of quality; its agreement with an
+  LLM pairwise judge is not measured.
 - :class:`ExtractiveGenerator`: a cited answer without an LLM: from each of the top ``k`` segments the
   sentence most similar to the query (near-duplicates of a chosen sentence skipped), in rank order, each
   citing its segment, at most ``max_words`` words. Its sentences are copied from the segments they cite,
@@ -36,7 +39,8 @@ import pyterrier as pt
 
 from ir_measures_ext import ids
 from ir_measures_ext.errors import InvalidInput
-from pyterrier_nuggets.formats.frames import ASSIGNMENT_COLUMNS, SUPPORT_COLUMNS
+from ir_measures_ext.scoring import battle_score
+from pyterrier_nuggets.formats.frames import ASSIGNMENT_COLUMNS, BATTLE_COLUMNS, SUPPORT_COLUMNS
 from pyterrier_nuggets.judges.base import FailurePolicy
 from pyterrier_nuggets.judges.generation import (
     GENERATION_COLUMNS,
@@ -46,6 +50,7 @@ from pyterrier_nuggets.judges.generation import (
     top_segments,
 )
 from pyterrier_nuggets.judges.nuggets import topic_lists
+from pyterrier_nuggets.judges.pairwise import INPUT_COLUMNS, first_in_a
 from pyterrier_nuggets.judges.support import cited_statements, support_passthrough
 from pyterrier_nuggets.matchers.base import Matcher
 from pyterrier_nuggets.matchers.embedding import EmbeddingMatcher, split_sentences
@@ -252,3 +257,59 @@ class ExtractiveGenerator(FailurePolicy, pt.Transformer):
                 chosen.append(Sentence(text=text, citations=(i,)))
                 words += n
         return chosen
+
+
+class NuggetCoverageJudge(FailurePolicy, pt.Transformer):
+    """Baseline pairwise judge (the arena offline; docs/arena.md), a drop-in for
+    :class:`~pyterrier_nuggets.judges.PairwiseJudge`: of two answers to a topic it prefers the one covering more
+    of the topic's nuggets, by the :class:`MatcherAssigner` of this module (coverage = the nuggets assigned
+    support, partial support counting half; the same grades as the baseline V/A scores); equal coverage is a tie.
+    It is no judgment of quality, and its agreement with an LLM pairwise judge is not measured: every table says
+    so (``describe()``). Position A/B is recorded by the same seeded rule as the LLM judge's, though it cannot
+    matter here. Topics without nuggets cannot be judged and are refused."""
+
+    failure_policies = NOTHING_FAILS
+    orders = "random"
+
+    def __init__(self, nuggets: Any, matcher: Matcher | None = None, *, seed: int = 0,
+                 support: float = ASSIGNMENT_SUPPORT):
+        self.set_policy("raise")
+        self.nuggets = nuggets
+        self.matcher = _matcher(matcher)
+        self.seed = int(seed)
+        self.assigner = MatcherAssigner(nuggets, self.matcher, support=support)
+        self._topics = set(topic_lists(nuggets))
+
+    def __repr__(self) -> str:
+        return f"NuggetCoverageJudge(support>={self.assigner.support}, seed={self.seed})"
+
+    def describe(self) -> str:
+        return (f"baseline: prefers the answer covering more nuggets ({self.matcher.name()} similarity assignment, "
+                f"support >= {self.assigner.support}; not an LLM pairwise judge; agreement not measured)")
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        pt.validate.columns(inp, includes=INPUT_COLUMNS, context=self)
+        passthrough = [c for c in inp.columns if c not in BATTLE_COLUMNS]
+        columns = BATTLE_COLUMNS + passthrough
+        records = inp.to_dict("records")
+        answers = list(dict.fromkeys((str(r["qid"]), str(r[f"qanswer_{k}"] or "")) for r in records for k in (1, 2)))
+        position = {key: k for k, key in enumerate(answers)}
+        missing = sorted({q for q, _ in answers if q not in self._topics})
+        if missing:
+            raise InvalidInput(f"NuggetCoverageJudge: topic(s) {', '.join(missing[:5])} have no nuggets: the baseline "
+                               "cannot compare their answers")
+        assigned = self.assigner(pd.DataFrame({"qid": [q for q, _ in answers], "qanswer": [a for _, a in answers],
+                                               "_answer": range(len(answers))}))
+        coverage = assigned.groupby("_answer")["score"].sum().to_dict()
+        rows = []
+        for r in records:
+            qid, s1, s2 = str(r["qid"]), str(r["system_1"]), str(r["system_2"])
+            c1 = coverage.get(position[qid, str(r["qanswer_1"] or "")], 0.0)
+            c2 = coverage.get(position[qid, str(r["qanswer_2"] or "")], 0.0)
+            a, b = (s1, s2) if first_in_a(self.seed, qid, s1, s2) else (s2, s1)
+            winner = s1 if c1 > c2 else s2 if c2 > c1 else None
+            verdict = ids.BATTLE_TIE if winner is None else ids.BATTLE_A if winner == a else ids.BATTLE_B
+            score = battle_score(verdict) if a == s1 else 1 - battle_score(verdict)
+            rows.append({**r, "assistant_a": a, "assistant_b": b, "verdict": verdict, "verdicts": [],
+                         "orders_agree": None, "winner": winner, "score": score, "raw": [], "error": None})
+        return pd.DataFrame(rows, columns=columns)

@@ -51,6 +51,7 @@ from pyterrier_nuggets.judges import (
 from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.matchers import EmbeddingMatcher
 from pyterrier_nuggets.matchers.baseline import ExtractiveGenerator, MatcherAssigner, MatcherSupportJudge
+from pyterrier_nuggets.pipeline.arena import ARENA_FILES, arena_step, write_arena
 from pyterrier_nuggets.pipeline.collections import Collection
 from pyterrier_nuggets.pipeline.retrievers import default_index_dir, retrieve
 from pyterrier_nuggets.pipeline.systems import SystemSpec
@@ -428,7 +429,7 @@ def run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir:
         shutil.rmtree(stage, ignore_errors=True)
 
 
-OUTPUT_NAMES = ("nuggets.jsonl", "nuggets.qrels", *(f"joint_table{s}" for s in TABLE_SUFFIXES))
+OUTPUT_NAMES = ("nuggets.jsonl", "nuggets.qrels", *ARENA_FILES, *(f"joint_table{s}" for s in TABLE_SUFFIXES))
 SYSTEM_OUTPUT_SUFFIXES = (".segments.run", ".answers.jsonl", ".assignments.jsonl", ".support.jsonl", ".eval.run")
 
 
@@ -552,6 +553,15 @@ def _run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir
     if any(r.answers is not None for r in results):
         table.provenance["support"] = judges.describe_support()
     table.system_provenance = {s.name: {"generation": judges.describe_generation(s, collection)} for s in systems}
+    # the arena: every pair of systems on every topic of the table (pipeline/arena.py)
+    arena, arena_notes = arena_step({r.spec.name: r.answers[~r.answers["qid"].isin(incomplete)] for r in results
+                                     if r.answers is not None}, dict(zip(nuggets["qid"], nuggets["query"])), nuggets,
+                                    mode=judges.mode, llm=llm, matcher=judges.matcher, strict=judges.strict)
+    notes += arena_notes
+    if arena is not None:
+        table.set_arena(formats.LeaderboardRow(**r) for r in arena.leaderboard_rows())
+        table.provenance["arena"] = f"{arena.judge}; every pair of systems on every topic"
+        files += write_arena(arena, out_dir)
     notes.append("judged by: " + " | ".join(table.provenance_lines()))
     notes += _ordering_note(table)
     files += table.write(os.path.join(out_dir, "joint_table"))

@@ -1,0 +1,367 @@
+"""``pyterrier-nuggets arena``: pairwise battles between systems' answers and their leaderboard (TREC RAG 2026
+arena; docs/arena.md). Answer files -> battles (a seeded design, judged by the LLM pairwise judge or the offline
+baseline) -> ``battles.jsonl``, ``leaderboard.csv`` (Bradley-Terry ratings with bootstrap intervals),
+``pairwise.csv``, ``arena.json`` and ``ratings.png`` in ``--out``; or a leaderboard of battle files already
+judged (``--battles``: the toolkit's judgments.jsonl, human verdicts).
+
+Resume: battles are kept in ``--out`` as they are judged (``battles.partial.jsonl``, with the arena's settings
+on its first line); an interrupted arena run again into the same folder judges only what is missing, and an
+arena whose prompt, answers, seed, order rule, design, criteria or judge differ is refused there."""
+from __future__ import annotations
+
+import json
+import os
+
+from pyterrier_nuggets.cli.errors import UsageError, non_negative_int, positive_int, probability, share
+
+OUTPUTS = {"battles": "battles.jsonl", "leaderboard": "leaderboard.csv", "pairwise": "pairwise.csv",
+           "settings": "arena.json", "plot": "ratings.png"}
+JOURNAL = "battles.partial.jsonl"
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("arena", help="pairwise battles between systems' answers and their Bradley-Terry leaderboard "
+                       "with confidence intervals (TREC RAG 2026 arena)",
+                       description="Judge pairwise battles between the systems of answer files (TREC RAG 2024/2025/"
+                       "2026 forms, citations and references not shown) and fit a Bradley-Terry leaderboard on the "
+                       "Elo-like scale (mean 1000, 400 points per base-10 log-odds) with bootstrap intervals over "
+                       "battles and over topics; or (--battles) the leaderboard of battles judged already. Writes "
+                       "battles.jsonl, leaderboard.csv, pairwise.csv, arena.json and ratings.png into --out, all or "
+                       "nothing; an interrupted arena resumes there.")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--answers", action="append", metavar="FILE", help="answer JSONL of one or more runs; repeat")
+    src.add_argument("--battles", action="append", metavar="FILE", help="battles judged already (ours, the toolkit's "
+                     "judgments.jsonl, a file of human verdicts): only the leaderboard is made; repeat")
+    p.add_argument("--out", required=True, metavar="DIR", help="output folder (also where an interrupted arena resumes)")
+    p.add_argument("--topics", metavar="FILE|ID", help="the topics' text shown to the judge (TSV qid<TAB>text or an "
+                   "ir_datasets id); default: the answers' narrative or topic field")
+    guide = p.add_mutually_exclusive_group()
+    guide.add_argument("--rubrics", metavar="FILE|ID", help="rubric JSONL: the rubric-guided prompt with each topic's "
+                       "weighted criteria (topics without a rubric are left out)")
+    guide.add_argument("--nuggets", metavar="FILE|ID", help="nugget JSONL: the rubric-guided prompt with the topic's "
+                       "nuggets (vital/okay); with --judge baseline, the nuggets the baseline counts")
+    p.add_argument("--judge", choices=("llm", "baseline"), default="llm", help="llm (default): the pairwise judge on "
+                   "--base-url/--model; baseline: offline, the answer covering more --nuggets wins (embedding "
+                   "similarity; not an LLM judge, named as such)")
+    p.add_argument("--design", default="all", metavar="all|topics:N|appearances:K", help="which battles: every pair "
+                   "on every shared topic (all, default), N sampled topics per pair, or K battles per system per "
+                   "topic (the sparse, arena-like design)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the A/B order and of the sampling (default 0)")
+    p.add_argument("--both-orders", action="store_true", help="judge every battle in both A/B orders (twice the "
+                   "calls); a disagreement counts as a tie")
+    p.add_argument("--base-url", help="OpenAI-compatible endpoint of the pairwise judge")
+    p.add_argument("--model", help="model name of the pairwise judge")
+    p.add_argument("--concurrency", type=positive_int, default=8, help="the ceiling of LLM requests in flight "
+                   "(default 8; below it the client finds what the endpoint takes)")
+    p.add_argument("--batch", action="store_true", help="OpenAI Batch API mode (resumable; the plan is printed first)")
+    p.add_argument("--llm-cache", metavar="PATH", help="SQLite response cache (default: $PYTERRIER_NUGGETS_CACHE or "
+                   "~/.cache/pyterrier-nuggets/llm-cache.sqlite)")
+    p.add_argument("--dry-run", action="store_true", help="print the battles and the LLM calls, tokens and cost they "
+                   "need (--price), make no call, write nothing")
+    p.add_argument("--price", metavar="INPUT,OUTPUT", help="USD per million prompt and completion tokens, for the cost")
+    p.add_argument("--max-calls", type=non_negative_int, metavar="N", help="a budget: refuse to start (before any "
+                   "call) when the battles need more than N LLM calls")
+    p.add_argument("--max-failed-share", type=share, default=0.1, metavar="F", help="stop without a leaderboard when "
+                   "more than this share of the battles failed (default 0.1); failed battles never count")
+    p.add_argument("--resamples", type=non_negative_int, default=1000, help="bootstrap resamples of the intervals "
+                   "(default 1000; 0: none)")
+    p.add_argument("--confidence", type=probability, default=0.95, help="confidence level (default 0.95)")
+    p.add_argument("--prior", type=float, default=0.0, metavar="N", help="N virtual ties between every two systems "
+                   "that met (a regularised fit, when a system won all its battles); default 0: the plain maximum-"
+                   "likelihood fit, refused when it does not exist")
+    p.add_argument("--no-plot", action="store_true", help="do not write ratings.png")
+    p.set_defaults(func=run)
+
+
+def _outputs(args, judged: bool) -> dict[str, str]:
+    names = dict(OUTPUTS)
+    if not judged:
+        names.pop("battles")
+    if args.no_plot:
+        names.pop("plot")
+    return {key: os.path.join(args.out, name) for key, name in names.items()}
+
+
+def run(args) -> int:
+    import math
+    if args.prior < 0 or not math.isfinite(args.prior):
+        raise UsageError(f"--prior must be a number >= 0, got {args.prior}")
+    if args.battles:
+        return _from_battles(args)
+    return _judge(args)
+
+
+def _from_battles(args) -> int:
+    from pyterrier_nuggets import formats
+    from pyterrier_nuggets.cli.paths import check_inputs
+    for option, given in (("--design", args.design != "all"), ("--both-orders", args.both_orders),
+                          ("--rubrics", args.rubrics), ("--nuggets", args.nuggets), ("--dry-run", args.dry_run),
+                          ("--max-calls", args.max_calls is not None), ("--base-url", args.base_url),
+                          ("--model", args.model), ("--judge", args.judge != "llm"), ("--topics", args.topics)):
+        if given:
+            raise UsageError(f"{option} is for judging answers (--answers); --battles are judged already")
+    check_inputs(*args.battles)
+    outputs = _outputs(args, judged=False)
+    formats.check_outputs(outputs, {f"--battles {i + 1}": b for i, b in enumerate(args.battles)})
+    battles, where = [], {}
+    for path in args.battles:
+        for b in formats.read_battles(path):
+            if b.key in where:
+                raise formats.InputError(path, None, "qid", f"the battle of {b.pair[0]} and {b.pair[1]} on topic "
+                                         f"{b.qid} is also in {where[b.key]}", "give each battle once")
+            where[b.key] = path
+            battles.append(b)
+    arena = _leaderboard(args, battles, None, None)
+    _write(args, outputs, arena, {"battles": [os.path.basename(b) for b in args.battles]}, judged=False)
+    return 0
+
+
+def _leaderboard(args, battles, systems, shared):
+    from pyterrier_nuggets.evaluation.arena import leaderboard
+    return leaderboard(battles, systems, confidence=args.confidence, resamples=args.resamples, seed=args.seed,
+                       prior=args.prior, shared_topics=shared)
+
+
+def _write(args, outputs: dict[str, str], arena, settings: dict, judged: bool) -> None:
+    from pyterrier_nuggets import formats
+    from pyterrier_nuggets.formats.arena import LEADERBOARD_COLUMNS, LEADERBOARD_EXTRA, PAIRWISE_COLUMNS, write_csv
+
+    summary = {"settings": settings, "judge": arena.judge, "systems": arena.systems,
+               "battles": sum(b.ok for b in arena.battles), "failed": len(arena.failed),
+               "confidence": arena.confidence, "resamples": arena.resamples, "prior": arena.prior,
+               "resamples_without_fit": arena.undefined,
+               "position_bias": {"a": arena.bias.a, "b": arena.bias.b, "ties": arena.bias.ties,
+                                 "share_a": None if arena.bias.share_a != arena.bias.share_a else arena.bias.share_a,
+                                 "p_value": None if arena.bias.p_value != arena.bias.p_value else arena.bias.p_value,
+                                 "both_orders": arena.bias.both, "disagreed": arena.bias.disagreed}}
+
+    def write_json(path):
+        with formats.atomic_write(path) as f:
+            json.dump(summary, f, indent=1, ensure_ascii=False)
+            f.write("\n")
+
+    writers = {outputs["leaderboard"]: lambda p: write_csv(p, LEADERBOARD_COLUMNS + LEADERBOARD_EXTRA,
+                                                            arena.leaderboard_rows()),
+               outputs["pairwise"]: lambda p: write_csv(p, PAIRWISE_COLUMNS, arena.pairwise.to_dict("records")),
+               outputs["settings"]: write_json}
+    if judged:
+        writers[outputs["battles"]] = lambda p: formats.write_battles(p, arena.battles)
+    if "plot" in outputs:
+        from pyterrier_nuggets.evaluation.plots import arena_plot
+        writers[outputs["plot"]] = lambda p: arena_plot(arena, p)
+    formats.write_all(writers)
+    print(arena.to_text())
+    print(f"written to {args.out}: {', '.join(os.path.basename(p) for p in writers)}")
+
+
+def _judge(args) -> int:
+    from pyterrier_nuggets import formats
+    from pyterrier_nuggets.cli.trec_rag import dataset_file, topic_texts
+    from pyterrier_nuggets.evaluation.arena import Design, plan_battles
+    design = Design.parse(args.design)
+    if args.judge == "baseline" and (args.rubrics or not args.nuggets):
+        raise UsageError("--judge baseline counts the nuggets each answer covers: give --nuggets (not --rubrics)")
+    if args.judge == "baseline" and (args.both_orders or args.batch or args.base_url or args.model):
+        raise UsageError("--judge baseline asks no LLM: --both-orders, --batch, --base-url and --model do not apply")
+    inputs = {f"--answers {i + 1}": a for i, a in enumerate(args.answers)}
+    for value, option in ((args.rubrics, "--rubrics"), (args.nuggets, "--nuggets"), (args.topics, "--topics")):
+        if value and os.path.isfile(value):
+            inputs[option] = value
+    outputs = _outputs(args, judged=True)
+    formats.check_outputs({**outputs, "journal": os.path.join(args.out, JOURNAL)}, inputs)
+    # every input, completely and against each other, before any call
+    answers: dict[str, dict[str, str]] = {}
+    narratives: dict[str, dict[str, str]] = {}
+    for path in args.answers:
+        for a in formats.read_answers(path):
+            mine = answers.setdefault(a.run_id, {})
+            if a.qid in mine:
+                raise formats.InputError(path, None, "topic_id", f"topic {a.qid} of run {a.run_id} is answered twice "
+                                         "in the --answers files")
+            mine[a.qid] = a.text
+            if a.query:
+                narratives.setdefault(a.qid, {})[a.run_id] = a.query
+    if len(answers) < 2:
+        raise UsageError(f"an arena needs the answers of at least two runs; --answers has {len(answers)}")
+    rubrics = formats.read_rubrics(dataset_file(args.rubrics, "--rubrics")) if args.rubrics else None
+    nuggets = formats.read_nuggets(dataset_file(args.nuggets, "--nuggets")) if args.nuggets else None
+    guided = set(rubrics.by_topic()) if rubrics else set(nuggets.by_topic()) if nuggets else None
+    left_out = []
+    if guided is not None:
+        left_out = sorted({q for a in answers.values() for q in a} - guided)
+        answers = {run: {q: t for q, t in a.items() if q in guided} for run, a in answers.items()}
+    queries = _queries(args, answers, narratives, nuggets, rubrics, topic_texts(args.topics))
+    plan = plan_battles(answers, design, args.seed)
+    if not plan.battles:
+        raise UsageError("no battles: no two runs answered a common topic" + (" with criteria" if guided else ""))
+    notes = list(plan.notes)
+    if left_out:
+        notes.append(f"{len(left_out)} topic(s) without {'a rubric' if rubrics else 'nuggets'} left out: "
+                     + ", ".join(left_out[:8]) + (" ..." if len(left_out) > 8 else ""))
+    llm = None
+    if args.judge == "llm":
+        judge, llm = _llm_judge(args, rubrics, nuggets)
+        name = judge.describe()
+        prompt = [m for m in judge.template.messages]
+    else:
+        from pyterrier_nuggets.matchers.baseline import NuggetCoverageJudge
+        judge = NuggetCoverageJudge(nuggets, seed=args.seed)
+        name, prompt = judge.describe(), None
+    from pyterrier_nuggets.evaluation.arena import settings_fingerprint
+    from pyterrier_nuggets.judges.pairwise import criteria_lines
+    settings = settings_fingerprint(judge=name, prompt=prompt, orders="both" if args.both_orders else "random",
+                                    seed=args.seed, design=design, answers=answers,
+                                    criteria=criteria_lines(rubrics, nuggets) if guided is not None else None,
+                                    topics=queries)
+    kept = _resume(args, settings, {(q, *sorted((a, b))) for q, a, b in plan.battles})
+    kept = {b.key: b for b in kept if b.ok}
+    todo = [(q, a, b) for q, a, b in plan.battles if (q, *sorted((a, b))) not in kept]
+    print(f"Arena: {len(answers)} runs, design {design} ({design.describe()}), seed {args.seed}: {len(plan.battles)} "
+          f"battles" + (f", {len(kept)} judged already in {args.out}" if kept else "") + f"; judge: {name}", flush=True)
+    from pyterrier_nuggets.evaluation.arena import battle_frame, judge_battles
+    frame = battle_frame(todo, answers, queries)
+    if llm is not None and (args.dry_run or args.max_calls is not None or args.batch):
+        with llm.planning() as plan_:
+            judge.run(frame)
+        print(f"{len(todo)} battle(s) to judge" + (" in both orders" if args.both_orders else "") + ".\n"
+              + plan_.to_text(), flush=True)
+        if args.max_calls is not None and plan_.calls() > args.max_calls:
+            raise UsageError(f"these battles need {plan_.calls()} LLM calls, more than --max-calls {args.max_calls}; "
+                             "choose a sparser --design (topics:N, appearances:K) or raise the budget")
+    if args.dry_run:
+        if llm is None:
+            print(f"Dry run: {len(todo)} battle(s) to judge with the offline baseline; no LLM call.")
+        return 0
+    journal = os.path.join(args.out, JOURNAL)
+    _start_journal(journal, settings, list(kept.values()))
+    chunk = None if (llm is None or llm.batch) else max(64, 8 * llm.concurrency)
+    new = judge_battles(judge, frame, name, chunk=chunk, on_chunk=lambda bs: _append(journal, bs))
+    judged = {**kept, **{b.key: b for b in new}}
+    battles = [judged[(q, *sorted((a, b)))] for q, a, b in plan.battles]
+    failed = sum(not b.ok for b in battles)
+    if failed:
+        print(f"{failed} of {len(battles)} battles failed (kept in {JOURNAL}, status failed; never counted); run the "
+              "same command again to complete them", flush=True)
+    if failed / len(battles) > args.max_failed_share:
+        from pyterrier_nuggets.judges.base import TooManyFailures
+        raise TooManyFailures("pairwise", failed, len(battles), args.max_failed_share, "--max-failed-share")
+    from pyterrier_nuggets.evaluation.statistics import NoRatings
+    try:
+        arena = _leaderboard(args, battles, list(answers), plan.shared_topics)
+    except NoRatings as e:
+        raise NoRatings(f"{e}. The battles are kept in {journal}: the same command with --prior N asks nothing "
+                        "again") from None
+    arena.notes += notes
+    _write(args, outputs, arena, settings, judged=True)
+    os.remove(journal)
+    if llm is not None:
+        print("\nLLM work:\n" + llm.usage().to_text())
+    return 0
+
+
+def _queries(args, answers, narratives, nuggets, rubrics, topics: dict[str, str]) -> dict[str, str]:
+    """The text of each topic the arena judges: --topics, else the answers' narrative (the same in every run),
+    else the nugget or rubric file's query."""
+    out = {}
+    for qid in dict.fromkeys(q for a in answers.values() for q in a):
+        if qid in topics:
+            out[qid] = topics[qid]
+            continue
+        given = set(narratives.get(qid, {}).values())
+        if len(given) > 1:
+            raise UsageError(f"topic {qid}: the runs' answers give different topic texts ({len(given)}); give the "
+                             "topics with --topics")
+        text = next(iter(given), None) or (nuggets.queries.get(qid) if nuggets else None) or \
+            (rubrics.topics.get(qid, {}).get("query") if rubrics else None)
+        if not text:
+            raise UsageError(f"topic {qid} has no text for the judge (no narrative in the answers); give --topics")
+        out[qid] = text
+    return out
+
+
+def _llm_judge(args, rubrics, nuggets):
+    from pyterrier_nuggets.cli.demo import dry_run_key
+    from pyterrier_nuggets.judges import PairwiseJudge
+    from pyterrier_nuggets.llm import LLMClient, Prices, endpoint_configured
+    key = dry_run_key(argparse_namespace(args)) if args.dry_run else None
+    if not endpoint_configured(args.model, args.base_url, key):
+        raise UsageError("the pairwise judge needs an LLM endpoint: --base-url and --model, or OPENAI_BASE_URL / "
+                         "OPENAI_API_KEY and PYTERRIER_NUGGETS_MODEL (or --judge baseline, offline)")
+    options = dict(concurrency=args.concurrency, batch=args.batch,
+                   prices=Prices.parse(args.price) if args.price else None)
+    if args.llm_cache:
+        options["cache"] = args.llm_cache
+    llm = LLMClient(model=args.model, base_url=args.base_url, api_key=key, **options)
+    return PairwiseJudge(llm, rubrics=rubrics, nuggets=nuggets, orders="both" if args.both_orders else "random",
+                         seed=args.seed, on_failure="mark"), llm
+
+
+def argparse_namespace(args):
+    """The options :func:`~pyterrier_nuggets.cli.demo.dry_run_key` reads."""
+    import argparse
+    return argparse.Namespace(dry_run=args.dry_run, model=args.model, base_url=args.base_url)
+
+
+def _resume(args, settings: dict, planned: set) -> list:
+    """The battles judged already in ``--out`` with these settings (a finished arena's battles.jsonl, an
+    interrupted one's journal); battles of other settings are refused, never mixed."""
+    from pyterrier_nuggets import formats
+    from pyterrier_nuggets.evaluation.arena import settings_differences
+    found = []
+    done = os.path.join(args.out, OUTPUTS["settings"])
+    journal = os.path.join(args.out, JOURNAL)
+    sources = []
+    if os.path.exists(done) and os.path.exists(os.path.join(args.out, OUTPUTS["battles"])):
+        old = formats.load_json(done, dict, "arena settings").get("settings", {})
+        sources.append((done, old, os.path.join(args.out, OUTPUTS["battles"])))
+    if os.path.exists(journal):
+        with open(journal, encoding="utf-8") as f:
+            first = f.readline()
+        try:
+            old = json.loads(first)["settings"]
+        except (ValueError, KeyError, TypeError):
+            raise formats.InputError(journal, 1, "settings", "not the first line of an arena journal",
+                                     "remove the file to start the arena afresh") from None
+        sources.append((journal, old, journal))
+    for where, old, battles_path in sources:
+        differences = settings_differences(old, settings)
+        if differences:
+            raise UsageError(f"{args.out} holds battles of another arena ({where}): {'; '.join(differences)} "
+                             "differ. They must not mix with these: give another --out, or run with the old settings")
+        found += _read_journal(battles_path) if battles_path == journal else formats.read_battles(battles_path)
+    return [b for b in found if b.key in planned]
+
+
+def _read_journal(path: str) -> list:
+    """The battles of a journal (after its settings line); a line cut by an interruption ends it."""
+    from pyterrier_nuggets.formats.arena import battle_from_json
+    out = []
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")[1:]
+    for k, line in enumerate(lines, 2):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            break  # the last line was being written when the run stopped
+        out.append(battle_from_json(path, k, obj))
+    return out
+
+
+def _start_journal(path: str, settings: dict, kept: list) -> None:
+    """A new journal holding the settings and the battles kept from before (written atomically)."""
+    from pyterrier_nuggets import formats
+    with formats.atomic_write(path) as f:
+        f.write(json.dumps({"settings": settings}, ensure_ascii=False) + "\n")
+        for b in kept:
+            f.write(json.dumps(formats.battle_json(b), ensure_ascii=False) + "\n")
+
+
+def _append(path: str, battles: list) -> None:
+    from pyterrier_nuggets import formats
+    with open(path, "a", encoding="utf-8") as f:
+        for b in battles:
+            f.write(json.dumps(formats.battle_json(b), ensure_ascii=False) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
