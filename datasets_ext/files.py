@@ -32,9 +32,19 @@ _FILE_MODE = 0o666 & ~_current_umask()  # what open() would give a new file (rea
 
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "w"):
-    """Open a temporary file next to ``path``; it replaces ``path`` only if the block completes, so the file
-    is complete or absent (never half-written). The file gets the mode a plain ``open()`` would give it
-    (0666 less the umask), not the 0600 of a temporary file."""
+    """Open a temporary file next to ``path``; it replaces ``path`` only if the block completes.
+
+    So the file is complete or absent (never half-written). The file gets the mode a plain ``open()`` would give it
+    (0666 less the umask), not the 0600 of a temporary file.
+
+    :param path: the file to write.
+    :param mode: the ``open()`` mode (``"w"`` text, ``"wb"`` bytes).
+
+    Examples::
+
+        with atomic_write("out/run.txt") as f:
+            f.write(text)
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix="." + path.name + ".", suffix=".tmp")

@@ -88,8 +88,21 @@ PTKB_QRELS_DEFS = {0: "PTKB statement not relevant to the turn", 1: "PTKB statem
 
 
 class IkatQuery(NamedTuple):
-    """One conversation turn. ``context`` is the conversation so far: ``(utterance, response)`` of every
-    earlier turn of the same conversation; ``ptkb`` the user's PTKB as ``(statement id, statement)`` pairs."""
+    """One conversation turn of TREC iKAT (the ir_datasets query).
+
+    :param query_id: the turn id, ``{topic}_{turn}``.
+    :param utterance: the user's utterance as said.
+    :param resolved_utterance: the utterance rewritten to stand alone.
+    :param response: the turn's canonical response.
+    :param topic_number: the conversation's number.
+    :param turn_id: the turn's number in the conversation.
+    :param topic_title: the conversation's title.
+    :param ptkb: the user's PTKB as ``(statement id, statement)`` pairs.
+    :param context: the conversation so far: ``(utterance, response)`` of every earlier turn of the same
+        conversation.
+    :param ptkb_provenance: the PTKB statements the response relies on.
+    :param response_provenance: the passages the response relies on.
+    """
     query_id: str
     utterance: str
     resolved_utterance: str
@@ -116,7 +129,11 @@ def _require(obj: dict, key: str, types, where: str):
 
 
 def parse_ikat_topics(data, label: str) -> Iterator[IkatQuery]:
-    """Turns of an iKAT topic file (already parsed JSON), in file order."""
+    """Turns of an iKAT topic file (already parsed JSON), in file order.
+
+    :param data: the parsed JSON: a list of conversations.
+    :param label: names the file in errors.
+    """
     if not isinstance(data, list):
         raise InvalidInput(f"{label}: expected a JSON list of conversations")
     for c, conv in enumerate(data):

@@ -113,7 +113,10 @@ def parse_nugget_list(path: str, line: int, qid: str, items: list, with_assignme
 
 
 def read_nugget_lines(path: str) -> Iterator[NuggetLine]:
-    """Every topic line of the nugget file at ``path``, in file order; a topic on two lines is an InputError."""
+    """Every topic line of the nugget file at ``path``, in file order; a topic on two lines is an InputError.
+
+    :param path: the nugget JSONL file (nuggetizer "create" or TREC RAG 2025 nuggets).
+    """
     for line, qid, obj in read_topic_lines(path, "nugget"):
         items = get_field(path, line, obj, "nuggets", list)
         query = obj["query"] if isinstance(obj.get("query"), str) else None
@@ -138,10 +141,16 @@ def sub_narrative_key(value) -> str | None:
 
 
 def sub_narrative_rows(qid: str, nuggets) -> tuple[list[str], list[tuple[str, int]]]:
-    """The sub-narratives of one topic and the qrels rows that map its nuggets to them: ``(texts, [(doc id, k),
-    ...])`` from ``(index, fields)`` pairs of the topic's graded nuggets (``fields`` the nugget's other fields,
-    ``mapped_sub_narrative`` among them); sub-narrative ``k`` is the ``k``-th distinct one in index order, its
-    text the first spelling met. Nuggets without the field map to none."""
+    """The sub-narratives of one topic and the qrels rows that map its nuggets to them.
+
+    Sub-narrative ``k`` is the ``k``-th distinct one in index order, its text the first spelling met. Nuggets
+    without the field map to none.
+
+    :param qid: the topic id.
+    :param nuggets: ``(index, fields)`` pairs of the topic's graded nuggets (``fields`` the nugget's other fields,
+        ``mapped_sub_narrative`` among them).
+    :returns: ``(texts, [(doc id, k), ...])``.
+    """
     texts: list[str] = []
     keys: dict[str, int] = {}
     rows = []
@@ -157,9 +166,15 @@ def sub_narrative_rows(qid: str, nuggets) -> tuple[list[str], list[tuple[str, in
 
 
 class Nugget(NamedTuple):
-    """One nugget of a topic as an ir_datasets document; ``importance`` is the label as written (a label
-    that is not a string is written as JSON), ``extra`` holds the nugget's other fields as a JSON object
-    string."""
+    """One nugget of a topic as an ir_datasets document.
+
+    :param doc_id: the nugget id, ``{qid}:n{index}``.
+    :param query_id: the topic id.
+    :param index: the nugget's index in the topic's list.
+    :param text: the nugget's text.
+    :param importance: the label as written (a label that is not a string is written as JSON).
+    :param extra: the nugget's other fields as a JSON object string.
+    """
     doc_id: str
     query_id: str
     index: int

@@ -21,7 +21,17 @@ _BOM = b"\xef\xbb\xbf"
 
 
 class InputError(InvalidInput):
-    """Bad input: says which file, line and field, what was wrong and what to do."""
+    """Bad input: says which file, line and field, what was wrong and what to do.
+
+    The message is ``path:line: field 'name': problem (fix)``; the parts are kept as attributes (``path``,
+    ``line``, ``field``, ``problem``, ``fix``).
+
+    :param path: the file.
+    :param line: the 1-based line, or ``None`` (the whole file).
+    :param field_name: the field, or ``None``.
+    :param problem: what is wrong.
+    :param fix: what to do about it (optional).
+    """
 
     def __init__(self, path: str, line: int | None, field_name: str | None, problem: str, fix: str = ""):
         self.path, self.line, self.field, self.problem, self.fix = str(path), line, field_name, problem, fix
@@ -39,8 +49,12 @@ def _decode(path: str, lineno: int, raw: bytes) -> str:
 
 
 def read_lines(path: str) -> Iterator[tuple[int, str]]:
-    """(line number, text) for each line of a UTF-8 file; a byte order mark at the start is skipped, bytes
-    that are not UTF-8 are an InputError naming the line."""
+    """(line number, text) for each line of a UTF-8 file.
+
+    A byte order mark at the start is skipped; bytes that are not UTF-8 are an InputError naming the line.
+
+    :param path: the file.
+    """
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, 1):
             if lineno == 1 and raw.startswith(_BOM):
@@ -49,7 +63,10 @@ def read_lines(path: str) -> Iterator[tuple[int, str]]:
 
 
 def read_jsonl(path: str) -> Iterator[tuple[int, dict]]:
-    """(line number, object) for each non-blank line; a line that is not a JSON object is an InputError."""
+    """(line number, object) for each non-blank line; a line that is not a JSON object is an InputError.
+
+    :param path: the JSONL file.
+    """
     for lineno, line in read_lines(path):
         if not line.strip():
             continue
@@ -149,7 +166,14 @@ def parse_json(raw: bytes | str, path: str, expect: type | None = None, what: st
 
 
 def load_json(path: str, expect: type | None = None, what: str = "") -> Any:
-    """:func:`parse_json` of the file at ``path``: the one way this distribution reads a JSON document."""
+    """:func:`parse_json` of the file at ``path``: the one way this distribution reads a JSON document.
+
+    Invalid UTF-8 or JSON, and a key given twice in one object, are an InputError naming the line.
+
+    :param path: the JSON file.
+    :param expect: the type the document must have (e.g. ``dict``); ``None``: any.
+    :param what: what the file should hold, for the error (e.g. "a JSON object keyed by turn id").
+    """
     with open(path, "rb") as f:
         return parse_json(f.read(), path, expect, what)
 
@@ -189,7 +213,10 @@ def topic_id_problem(qid: str) -> str | None:
 
 
 def check_topic_id(qid: str) -> str:
-    """``qid``, or a ValueError when it cannot be written in a TREC file (see :func:`topic_id_problem`)."""
+    """``qid``, or a ValueError when it cannot be written in a TREC file (see :func:`topic_id_problem`).
+
+    :param qid: the topic id.
+    """
     problem = topic_id_problem(qid)
     if problem:
         raise InvalidInput(problem)

@@ -36,9 +36,19 @@ _TOOLKIT_KEYS = ("text", "weight", "tier", "type", "source_nugget", "axis")  # o
 
 
 class RubricCriterion(NamedTuple):
-    """One rubric criterion (the ir_datasets document of rubric scoring): ``weight`` an int, ``tier``
-    ``mandatory`` / ``optional`` or None, ``axis`` (ResearchRubrics) and ``type`` (the toolkit's criterion
-    types) None when absent, ``extra`` the criterion's other fields as a JSON object string."""
+    """One rubric criterion (the ir_datasets document of rubric scoring).
+
+    :param doc_id: the criterion id, ``{qid}:r{index}``.
+    :param query_id: the topic id.
+    :param index: the criterion's 0-based position in the topic's rubric.
+    :param text: the criterion's text.
+    :param weight: its weight, an int (negative for a criterion that describes a flaw).
+    :param axis: the ResearchRubrics axis, None when absent.
+    :param tier: ``mandatory`` / ``optional``, or None.
+    :param type: the toolkit's criterion type, None when absent.
+    :param source_nugget: the nugget the criterion was derived from (``n<i>``), None when absent.
+    :param extra: the criterion's other fields as a JSON object string.
+    """
     doc_id: str
     query_id: str
     index: int

@@ -56,7 +56,18 @@ Keep the shards gzipped: lookups seek in them through a small access index built
 
 
 class MsMarcoV21Segment(NamedTuple):
-    """One segment of the MS MARCO V2.1 segmented corpus."""
+    """One segment of the MS MARCO V2.1 segmented corpus (the ir_datasets document).
+
+    :param doc_id: the segment id, ``msmarco_v2.1_doc_NN_DOCBYTE#IDX_SEGBYTE``.
+    :param url: the document's URL.
+    :param title: the document's title.
+    :param headings: the document's headings.
+    :param segment: the segment's text.
+    :param start_char: where the segment starts in the document.
+    :param end_char: where it ends.
+    :param msmarco_document_id: the document's id, ``msmarco_v2.1_doc_NN_DOCBYTE``.
+    :param msmarco_document_segment_idx: the segment's index in the document.
+    """
     doc_id: str
     url: str
     title: str
@@ -80,7 +91,10 @@ class SegmentLocation(NamedTuple):
 
 
 def parse_segment_id(doc_id: str) -> SegmentLocation | None:
-    """Where segment ``doc_id`` lives, or None if it is not a V2.1 segment id."""
+    """Where segment ``doc_id`` lives, or None if it is not a V2.1 segment id.
+
+    :param doc_id: the segment id.
+    """
     m = SEGMENT_ID.fullmatch(doc_id)
     if m is None:
         return None
@@ -104,8 +118,13 @@ def segment_from_json(line: bytes | str, where: str = "") -> MsMarcoV21Segment:
 
 
 class SegmentsNotFound(KeyError):
-    """Some requested segment ids could not be found; ``missing`` maps each id to the reason. The message gives
-    one line per kind of reason (how many ids, an example), not one per id."""
+    """Some requested segment ids could not be found; ``missing`` maps each id to the reason.
+
+    The message gives one line per kind of reason (how many ids, an example), not one per id.
+
+    :param missing: id -> why it was not found.
+    :param causes: id -> the kind of reason the message groups it under (default: the reason itself).
+    """
 
     def __init__(self, missing: dict[str, str], causes: dict[str, str] | None = None):
         self.missing = dict(missing)

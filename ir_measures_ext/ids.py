@@ -103,7 +103,11 @@ def row_value(score: float) -> float:
 
 
 def nugget_id(qid: str, index: int) -> str:
-    """Id of the ``index``-th (0-based) nugget of topic ``qid``: ``{qid}:n{index}``."""
+    """Id of the ``index``-th (0-based) nugget of topic ``qid``: ``{qid}:n{index}``.
+
+    :param qid: the topic id.
+    :param index: the nugget's index.
+    """
     return f"{qid}:n{index}"
 
 
@@ -268,7 +272,12 @@ _SENTENCE_CONTENT = re.compile(r"s(\d+):(irrelevant|noinfo)")
 
 
 def sentence_nugget_id(qid: str, sentence: int, nugget: int) -> str:
-    """Id of the row saying that answer sentence ``sentence`` conveys nugget ``nugget``: ``{qid}:s{j}:n{i}``."""
+    """Id of the row saying that answer sentence ``sentence`` conveys nugget ``nugget``: ``{qid}:s{j}:n{i}``.
+
+    :param qid: the topic id.
+    :param sentence: the sentence's 0-based position in the answer.
+    :param nugget: the nugget's index.
+    """
     return f"{qid}:s{sentence}:n{nugget}"
 
 

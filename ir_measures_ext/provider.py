@@ -668,8 +668,11 @@ rubric_provider = RubricProvider()
 
 
 def register() -> None:
-    """Make the measures known to ir_measures (parse_measure, the CLI, ir_measures.calc). Idempotent; a
-    foreign measure or provider already registered under one of our names is a clear error."""
+    """Make the measures known to ir_measures (parse_measure, the CLI, ir_measures.calc).
+
+    Idempotent (importing ``ir_measures_ext`` calls it); a foreign measure or provider already registered under one
+    of our names is a clear error.
+    """
     registry = ir_measures.measures.registry
     for measure in m.REGISTERED:
         existing = registry.get(measure.NAME)

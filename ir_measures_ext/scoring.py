@@ -42,9 +42,6 @@ def _ratio(num: float, den: float) -> float:
 def nugget_scores(nuggets: Sequence[tuple[int, float]]) -> NuggetScores:
     """All six nugget scores of one answer ([autonuggetizer §3.5]).
 
-    ``nuggets``: one ``(grade, s)`` pair per nugget of the topic, grade 2 = vital, 1 = okay, and ``s`` the
-    assignment score 1.0 (support), 0.5 (partial_support) or 0.0 (not_support, or no assignment).
-
     - ``s_i`` = 1 / 0.5 / 0 (eq. 1); strict ``ss_i`` = 1 only for support (eq. 2).
     - ``A = sum(s_i) / N``; ``A_strict = sum(ss_i) / N`` over all N nuggets.
     - ``V``, ``V_strict``: the same over the vital nuggets only.
@@ -52,6 +49,9 @@ def nugget_scores(nuggets: Sequence[tuple[int, float]]) -> NuggetScores:
 
     Edge cases (the paper leaves them open): a score whose denominator is empty is 0.0 — a topic with
     no vital nugget has ``V = V_strict = 0``; a topic with no nugget at all scores 0 everywhere.
+
+    :param nuggets: one ``(grade, s)`` pair per nugget of the topic, grade 2 = vital, 1 = okay, and ``s`` the
+        assignment score 1.0 (support), 0.5 (partial_support) or 0.0 (not_support, or no assignment).
     """
     n_all = n_vital = n_okay = 0
     s_all = ss_all = s_vital = ss_vital = s_okay = ss_okay = 0.0
@@ -295,15 +295,16 @@ class ConeScores(NamedTuple):
 def cone_scores(gold_matched: Sequence[bool], extracted_matched: Sequence[bool] = ()) -> ConeScores:
     """CONE-RAG nugget recall and precision of one response ([cone-rag §5.3]).
 
-    ``gold_matched``: for each gold nugget n_g of the turn, whether it is matched — by some extracted nugget
-    (NtN, eq. 4: Recall_NtN = |N'_G| / |N_G|) or by the response itself (NtR, eq. 6: Recall_NtR = |N''_G| / |N_G|).
-    ``extracted_matched``: for each extracted nugget n_p, whether it entails some gold nugget
-    (eq. 5: Precision_NtN = |N'_P| / |N_P|).
-
     An empty denominator gives 0: a turn without gold nuggets has recall 0, a response from which no nugget
     was extracted ("No nugget") has precision 0. (The reference implementation leaves such responses out of
     its precision average instead; docs/cone-rag.md.) Worked example: gold [yes, no, no, yes], extracted
     [yes, no, yes] give recall 2/4 and precision 2/3.
+
+    :param gold_matched: for each gold nugget n_g of the turn, whether it is matched — by some extracted nugget
+        (NtN, eq. 4: Recall_NtN = |N'_G| / |N_G|) or by the response itself (NtR, eq. 6: Recall_NtR = |N''_G| /
+        |N_G|).
+    :param extracted_matched: for each extracted nugget n_p, whether it entails some gold nugget (eq. 5:
+        Precision_NtN = |N'_P| / |N_P|).
     """
     gold = [bool(x) for x in gold_matched]
     extracted = [bool(x) for x in extracted_matched]
@@ -360,11 +361,17 @@ TIE_RULES = ("low", "high")
 
 
 def consensus_label(values: Sequence[int], method: str, ties: str = "low") -> tuple[int, bool]:
-    """The consensus of label positions ``values`` (0 = the lowest label of the kind) and whether it was a tie:
-    ``majority`` the most frequent position (a tie between several: the lowest or highest of them);
-    ``mean`` the mean rounded to the nearest position (exactly half-way: down or up); ``median`` the median
-    (with an even number of judges whose two middle positions differ by an odd number: down or up).
-    ``ties``: ``"low"`` or ``"high"``."""
+    """The consensus of label positions and whether it was a tie.
+
+    ``majority``: the most frequent position (a tie between several: the lowest or highest of them); ``mean``: the
+    mean rounded to the nearest position (exactly half-way: down or up); ``median``: the median (with an even
+    number of judges whose two middle positions differ by an odd number: down or up).
+
+    :param values: the judges' label positions (0 = the lowest label of the kind).
+    :param method: ``"majority"``, ``"mean"`` or ``"median"``.
+    :param ties: ``"low"`` (down) or ``"high"`` (up).
+    :returns: ``(position, tied)``.
+    """
     if method not in CONSENSUS_METHODS:
         raise InvalidInput(f"method must be one of {CONSENSUS_METHODS}, got {method!r}")
     if ties not in TIE_RULES:

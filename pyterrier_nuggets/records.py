@@ -24,10 +24,15 @@ class Nugget:
     """One nugget of a topic ([autonuggetizer §3.1-3.2]).
 
     ``index`` is the nugget's 0-based position in its source list and makes its id, ``{qid}:n{index}``;
-    it stays fixed when other nuggets of the topic are dropped. ``importance`` is ``vital`` or ``okay``, or
-    ``None`` for a nugget not scored yet (``NuggetCreator`` output): such a nugget can be assigned but has
-    no grade, so it cannot be scored or written to nugget qrels. ``provenance`` is free metadata (e.g.
-    ``{"source": "post-edit"}`` in TREC RAG 2025 nuggets, or the segment ids it was created from).
+    it stays fixed when other nuggets of the topic are dropped. A nugget without importance (``NuggetCreator``
+    output) can be assigned but has no grade, so it cannot be scored or written to nugget qrels.
+
+    :param qid: the topic id.
+    :param index: the 0-based position in the topic's source list (the id ``{qid}:n{index}``).
+    :param text: the nugget's text.
+    :param importance: ``vital`` or ``okay``, or ``None`` for a nugget not scored yet.
+    :param provenance: free metadata, not compared (e.g. ``{"source": "post-edit"}`` in TREC RAG 2025 nuggets, or
+        the segment ids it was created from).
     """
 
     qid: str
@@ -55,7 +60,12 @@ class Nugget:
 
 @dataclass(frozen=True)
 class Assignment:
-    """Whether an answer supports a nugget ([autonuggetizer §3.3-3.4])."""
+    """Whether an answer supports a nugget ([autonuggetizer §3.3-3.4]).
+
+    :param qid: the topic id.
+    :param nugget_index: the nugget's ``index`` within the topic.
+    :param assignment: ``support``, ``partial_support`` or ``not_support``.
+    """
 
     qid: str
     nugget_index: int
@@ -76,7 +86,11 @@ class Assignment:
 
 @dataclass(frozen=True)
 class Sentence:
-    """One answer sentence; ``citations`` are 0-based indices into the answer's ``references``."""
+    """One answer sentence.
+
+    :param text: the sentence's text.
+    :param citations: 0-based indices into the answer's ``references`` (none: an uncited sentence).
+    """
 
     text: str
     citations: tuple[int, ...] = ()
@@ -86,8 +100,13 @@ class Sentence:
 class Answer:
     """A RAG answer as the TREC RAG 2024/2025 tracks define it ([autonuggetizer §2]): cited sentences + references.
 
-    ``run_id`` names the system; ``metadata`` keeps fields of the source format we do not interpret
-    (e.g. 2025 ``team_id``, ``type``), so writing back loses nothing.
+    :param qid: the topic id.
+    :param run_id: the system (run tag) that wrote the answer.
+    :param sentences: the answer's sentences (:class:`Sentence`), in order.
+    :param references: the cited segment or document ids; a sentence's citations index into them.
+    :param query: the topic's text, when the source format carries it.
+    :param metadata: fields of the source format we do not interpret (e.g. 2025 ``team_id``, ``type``), so
+        writing back loses nothing; not compared.
     """
 
     qid: str
@@ -115,12 +134,19 @@ class Answer:
 
 @dataclass(frozen=True)
 class SupportJudgment:
-    """Support of one answer sentence by one cited segment or document ([support24 §3.2]): full / partial / none,
-    or ``unjudged`` (label -1 of the TREC RAG 2026 toolkit: the judgment is missing or failed; the support
-    measures leave such a sentence out of their denominators, as the toolkit does).
+    """Support of one answer sentence by one cited segment or document ([support24 §3.2]).
 
-    ``citation`` is the position of the citation within the sentence (0 = first), or ``None`` for a
-    sentence without citation (which counts as no support, [support24 §3.4]).
+    A sentence without citation counts as no support ([support24 §3.4]). ``unjudged`` is label -1 of the TREC RAG
+    2026 toolkit (the judgment is missing or failed): the support measures leave such a sentence out of their
+    denominators, as the toolkit does.
+
+    :param qid: the topic id.
+    :param sentence: the 0-based position of the sentence in the answer.
+    :param citation: the position of the citation within the sentence (0 = first), or ``None`` for a sentence
+        without citation.
+    :param docno: the cited segment or document id (``None`` for an uncited sentence).
+    :param support: ``full``, ``partial``, ``none`` or ``unjudged``; an uncited sentence is ``none``.
+    :param run_id: the run of the judged answer, when known (not compared).
     """
 
     qid: str
@@ -149,8 +175,15 @@ class SupportJudgment:
 @dataclass(frozen=True)
 class SupportRelation:
     """The relation of one answer sentence to one cited document on the TREC 2024 BioGen scale
-    ([nugget-annotation §3.3]): ``supports``, ``contradicts``, ``neutral`` or ``not_relevant``. ``citation`` is the position of
-    the citation within the sentence (0 = first); an uncited sentence has no relation."""
+    ([nugget-annotation §3.3]). An uncited sentence has no relation.
+
+    :param qid: the topic id.
+    :param sentence: the 0-based position of the sentence in the answer.
+    :param citation: the position of the citation within the sentence (0 = first).
+    :param docno: the cited document id.
+    :param relation: ``supports``, ``contradicts``, ``neutral`` or ``not_relevant``.
+    :param run_id: the run of the judged answer, when known (not compared).
+    """
 
     qid: str
     sentence: int
@@ -175,7 +208,13 @@ VERDICTS = tuple(ids.VERDICT_TO_SCORE)  # satisfied, partially_satisfied, not_sa
 
 @dataclass(frozen=True)
 class RubricVerdict:
-    """The verdict on criterion ``index`` of topic ``qid``'s rubric for one answer of run ``run_id``."""
+    """The verdict on one rubric criterion for one answer (TREC RAG 2026).
+
+    :param qid: the topic id.
+    :param index: the criterion's index in the topic's rubric.
+    :param verdict: ``satisfied``, ``partially_satisfied`` or ``not_satisfied``.
+    :param run_id: the run of the judged answer, when known.
+    """
 
     qid: str
     index: int
@@ -205,8 +244,14 @@ SPAN_MATCHES = (SPAN_EXACT, SPAN_NORMALISED, SPAN_NONE)
 class ExtractedNugget:
     """One nugget n_p extracted from a text (a response or a passage; [cone-rag §4.1 eq. 1]).
 
-    ``index`` is its 0-based position in the extractor's output; ``start``/``end`` are character offsets of
-    the span in the text (``text[start:end]``), ``None`` when ``span`` is ``"none"``."""
+    :param qid: the topic (turn) id.
+    :param index: its 0-based position in the extractor's output.
+    :param text: the nugget's text.
+    :param span: how it was found in the text: ``exact``, ``normalised`` or ``none`` (not a span).
+    :param start: the character offset of the span in the text (``text[start:end]``); ``None`` when ``span`` is
+        ``"none"``.
+    :param end: the character offset after the span; ``None`` when ``span`` is ``"none"``.
+    """
 
     qid: str
     index: int

@@ -33,7 +33,25 @@ from pyterrier_nuggets.formats import InputError
 
 @dataclass
 class Agreement:
-    """Agreement of judge A (rows) and judge B (columns) on the items both judged."""
+    """Agreement of judge A (rows) and judge B (columns) on the items both judged.
+
+    Made by :func:`agreement` and :func:`agreement_from_confusion`; printing it gives the table.
+
+    :param kind: the kind of the labels.
+    :param labels: the labels, in the kind's order (the rows and columns of ``confusion``).
+    :param label_a: judge A's name.
+    :param label_b: judge B's name.
+    :param confusion: counts; rows = A's label, columns = B's label, in ``labels`` order.
+    :param exact: the share of items both label alike.
+    :param kappa: Cohen's κ.
+    :param weighted_kappa: κ with linear weights; ordinal kinds only, else ``None``.
+    :param quadratic_kappa: κ with quadratic weights; ordinal kinds only, else ``None``.
+    :param only_a: items only A labelled.
+    :param only_b: items only B labelled.
+    :param excluded_a: items of A's source that are not judged, counted by reason.
+    :param excluded_b: the same for B.
+    :param edited: items compared by id although their texts differ (post-edited).
+    """
 
     kind: LabelKind
     labels: tuple
@@ -121,10 +139,26 @@ class Agreement:
 
 
 def agreement(a: Labels, b: Labels, label_a: str | None = None, label_b: str | None = None) -> Agreement:
-    """Agreement between two judges' labels of one kind, on the items both judged (matched by id). Where
-    both say what an item is (nugget text, judged segment), a difference is an error: the two judged
-    different things under the same id; unless one side marks the item as post-edited (``Labels.edited``,
-    e.g. the annotation tool's reworded nuggets): it is then compared by id and listed in ``edited``."""
+    """Agreement between two judges' labels of one kind, on the items both judged (matched by id).
+
+    Where both say what an item is (nugget text, judged segment), a difference is an error: the two judged
+    different things under the same id; unless one side marks the item as post-edited (``Labels.edited``, e.g. the
+    annotation tool's reworded nuggets): it is then compared by id and listed in ``edited``.
+
+    :param a: judge A's labels (the rows of the confusion matrix).
+    :param b: judge B's labels, of the same kind.
+    :param label_a: A's name in the table (default: its source, else ``"A"``).
+    :param label_b: B's name in the table (default: its source, else ``"B"``).
+
+    Examples::
+
+        from pyterrier_nuggets.evaluation import agreement, read_labels
+
+        result = agreement(read_labels("gpt4o.assignments.jsonl"), read_labels("manual.assignments.jsonl"),
+                           "GPT-4o", "assessors")
+        print(result)                      # confusion matrix, exact agreement, κ, linear κ
+        print(result.kappa, result.only_a)
+    """
     if a.kind.name != b.kind.name or a.kind.labels != b.kind.labels:
         raise InvalidInput(f"labels of different kinds: {a.kind.name} {a.kind.labels} and {b.kind.name} "
                          f"{b.kind.labels}")
@@ -162,8 +196,14 @@ def agreement(a: Labels, b: Labels, label_a: str | None = None, label_b: str | N
 
 def agreement_from_confusion(confusion: Sequence[Sequence[int]], kind: LabelKind, labels: Sequence | None = None,
                              label_a: str = "A", label_b: str = "B") -> Agreement:
-    """Agreement from a confusion matrix of counts (rows A, columns B, in the order of ``labels`` or of the
-    kind's labels), e.g. a matrix printed in a paper."""
+    """Agreement from a confusion matrix of counts, e.g. a matrix printed in a paper.
+
+    :param confusion: the counts; rows A, columns B, in the order of ``labels``.
+    :param kind: the kind of the labels.
+    :param labels: the labels of the rows and columns (default: the kind's labels, or ``0 .. n-1``).
+    :param label_a: A's name in the table.
+    :param label_b: B's name in the table.
+    """
     matrix = np.asarray(confusion)
     labels = tuple(labels if labels is not None else kind.labels or range(len(matrix)))
     if matrix.shape != (len(labels), len(labels)) or (matrix < 0).any() or (matrix != np.round(matrix)).any():
@@ -318,9 +358,17 @@ def _fmt(v: float | None) -> str:
 
 @dataclass
 class MultiAgreement:
-    """Agreement of two or more judges: every pair (:class:`Agreement`, A = the earlier judge) and
-    Krippendorff's α over all judges (``alpha``: level -> α; ``nominal`` always, ``ordinal`` for ordinal kinds,
-    ``interval`` for integer grades). ``n_all``: items every judge labelled; ``n_any``: items some judge did."""
+    """Agreement of two or more judges (made by :func:`multi_agreement`).
+
+    :param kind: the kind of the labels.
+    :param labels: the labels, in the kind's order.
+    :param names: the judges' names.
+    :param pairs: every pair's :class:`Agreement` (A = the earlier judge).
+    :param alpha: Krippendorff's α over all judges, level -> α: ``nominal`` always, ``ordinal`` for ordinal kinds,
+        ``interval`` for integer grades.
+    :param n_all: items every judge labelled.
+    :param n_any: items some judge labelled.
+    """
 
     kind: LabelKind
     labels: tuple
@@ -369,10 +417,16 @@ def _common_labels(judges: Sequence[Labels]) -> tuple[LabelKind, tuple, list[Has
 
 
 def krippendorff_alpha(judges: Sequence[Labels]) -> dict[str, float]:
-    """Krippendorff's α of the judges' labels (judges x items, a missing value where a judge did not label an
-    item): ``nominal``; ``ordinal`` for ordinal kinds; ``interval`` for integer grades (relevance). Labels are
-    their positions in the kind's order (grades: the grade itself), so the ordinal and interval distances are
-    those of the order. NaN where α is undefined (fewer than two values paired)."""
+    """Krippendorff's α of the judges' labels (judges x items, a missing value where a judge did not label
+    an item).
+
+    Labels are their positions in the kind's order (grades: the grade itself), so the ordinal and interval
+    distances are those of the order.
+
+    :param judges: two or more judges' labels of one kind.
+    :returns: level -> α: ``nominal``; ``ordinal`` for ordinal kinds; ``interval`` for integer grades
+        (relevance). NaN where α is undefined (fewer than two values paired).
+    """
     import krippendorff
     kind, labels, items = _common_labels(judges)
     index = {label: k for k, label in enumerate(labels)}
@@ -392,8 +446,13 @@ def krippendorff_alpha(judges: Sequence[Labels]) -> dict[str, float]:
 
 
 def multi_agreement(judges: Sequence[Labels], names: Sequence[str] | None = None) -> MultiAgreement:
-    """Agreement of two or more judges' labels of one kind: every pair (:func:`agreement`) and Krippendorff's α
-    over all judges (:func:`krippendorff_alpha`)."""
+    """Agreement of two or more judges' labels of one kind.
+
+    Every pair (:func:`agreement`) and Krippendorff's α over all judges (:func:`krippendorff_alpha`).
+
+    :param judges: the judges' labels.
+    :param names: their names, one each, distinct (default: their sources, else ``judge 1``, ``judge 2``, ...).
+    """
     judges = list(judges)
     if len(judges) < 2:
         raise InvalidInput("agreement needs at least two judges")
@@ -411,8 +470,14 @@ def multi_agreement(judges: Sequence[Labels], names: Sequence[str] | None = None
 
 @dataclass
 class Consensus:
-    """One judge made of several: ``labels`` (of the items every judge labelled), the items whose label was a
-    tie broken by the ``ties`` rule (``tied``), and the items left out because some judge did not label them."""
+    """One judge made of several (made by :func:`consensus`).
+
+    :param labels: the consensus labels, of the items every judge labelled.
+    :param method: ``majority``, ``mean`` or ``median``.
+    :param ties: ``low`` or ``high``: how ties were broken.
+    :param tied: the items whose label was a tie broken by the ``ties`` rule.
+    :param left_out: the items left out because some judge did not label them.
+    """
 
     labels: Labels
     method: str
@@ -428,10 +493,18 @@ class Consensus:
 
 def consensus(judges: Sequence[Labels], method: str = "majority", ties: str = "low",
               source: str = "consensus") -> Consensus:
-    """One judge of several (e.g. an UMBRELA ensemble's qrels): for every item all judges labelled, the
-    :func:`~ir_measures_ext.scoring.consensus_label` of their labels in the kind's order. ``mean`` and ``median`` need an ordinal kind.
-    Items some judge did not label are left out and listed (a consensus of fewer judges would be another
-    judge)."""
+    """One judge of several (e.g. an UMBRELA ensemble's qrels).
+
+    For every item all judges labelled, the :func:`~ir_measures_ext.scoring.consensus_label` of their labels in the
+    kind's order. Items some judge did not label are left out and listed (a consensus of fewer judges would be
+    another judge).
+
+    :param judges: the judges' labels, of one kind.
+    :param method: ``majority`` (default: the most frequent label), ``mean`` or ``median`` (of the labels'
+        positions; need an ordinal kind).
+    :param ties: ``low`` (default) or ``high``: a tie goes to the lower or higher label.
+    :param source: the name of the consensus judge (its ``Labels.source``).
+    """
     kind, labels, items = _common_labels(list(judges))
     if method in ("mean", "median") and not kind.ordinal:
         raise InvalidInput(f"the {method} of {kind.name} labels means nothing: they are not ordinal (use majority)")

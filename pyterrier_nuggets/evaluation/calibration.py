@@ -46,8 +46,25 @@ CROWD_KNOWN_RUNS = {"nii-1": "NII_USI_UCL", "iires-1": "uot-yahoo_run", "ksu-1":
 
 @dataclass
 class Calibration:
-    """What :func:`calibrate` found (see the module docstring). ``held_out`` is False when the report is on the
-    pairs the threshold was chosen on."""
+    """What :func:`calibrate` found (see the module docstring); printing it gives the report.
+
+    :param matcher: the matcher's description (``Matcher.describe()``).
+    :param task: the task label given to :func:`calibrate`.
+    :param threshold: the fitted threshold (``score >= threshold`` means yes).
+    :param interval: its bootstrap confidence interval.
+    :param confidence: the level of the intervals (e.g. 0.95).
+    :param fit_kappa: κ of the fitted threshold on the pairs it was fitted on.
+    :param fit_groups: the groups fitted on.
+    :param test_groups: the groups held out (empty: an in-sample report).
+    :param n_fit: pairs fitted on.
+    :param n_test: pairs reported on.
+    :param test: the agreement of the fitted threshold with the labels on the reported pairs.
+    :param test_kappa_interval: the bootstrap interval of that κ.
+    :param own_threshold: the matcher's own threshold, when it has one that differs from the fitted one.
+    :param own: the agreement of the matcher's own threshold on the reported pairs (``None`` without one).
+    :param held_out: False when the report is on the pairs the threshold was chosen on.
+    :param sweep: ``(threshold, κ on the fitted pairs)`` for every candidate threshold.
+    """
 
     matcher: str
     task: str
@@ -161,13 +178,26 @@ def _agreement(labels: np.ndarray, decisions: np.ndarray, matcher: str) -> Agree
 def calibrate(matcher: Matcher, pairs: Sequence[LabelledPair], *, task: str = "", split: str | Sequence[str] =
               "alternate", grid=None, confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0,
               scores: Sequence[float] | None = None) -> Calibration:
-    """Fit ``matcher``'s threshold to the labelled ``pairs`` (``formats.read_labelled_pairs``) and report its
-    agreement with the labels on held-out groups (module docstring). ``split``: ``"alternate"`` (default),
-    ``"none"`` or the groups to fit on; ``grid``: the candidate thresholds (default every 0.01 over the scores);
-    ``scores``: the pairs' scores when already computed (:func:`pair_scores`). Pairs without a group are refused
-    with ``"alternate"``.
+    """Fit ``matcher``'s threshold to labelled pairs and report its agreement with the labels on held-out groups.
+
+    The procedure is in the module docstring; [cone-rag Table 6] reports the agreement of the paper's matchers with
+    the crowd majority in the same terms (accuracy and Cohen's κ).
+
+    :param matcher: the matcher to calibrate (its ``scores`` are asked for every pair unless ``scores`` is given).
+    :param pairs: the labelled pairs (``formats.read_labelled_pairs``, :func:`crowd_pairs`).
+    :param task: a label for the report (e.g. ``"NtR"``).
+    :param split: ``"alternate"`` (default: the sorted groups alternate, the 1st, 3rd, ... fitted on), ``"none"``
+        (an in-sample report) or the groups to fit on. Pairs without a group are refused with ``"alternate"``.
+    :param grid: the candidate thresholds (default every 0.01 over the scores).
+    :param confidence: the level of the bootstrap intervals.
+    :param n_resamples: bootstrap resamples (0: no intervals).
+    :param seed: the bootstrap's random seed.
+    :param scores: the pairs' scores when already computed (:func:`pair_scores`).
 
     Examples::
+
+        from pyterrier_nuggets import EmbeddingMatcher, formats
+        from pyterrier_nuggets.evaluation import calibrate
 
         pairs = formats.read_labelled_pairs("labels.jsonl")
         result = calibrate(EmbeddingMatcher(), pairs, task="NtR")
@@ -216,13 +246,22 @@ def calibrate(matcher: Matcher, pairs: Sequence[LabelledPair], *, task: str = ""
 def crowd_pairs(labels: Sequence[Any], gold: Any, responses: Mapping[tuple[str, str], str], *, task: str = "ntr",
                 response_nuggets: Sequence[Any] | None = None, runs: Mapping[str, str] = CROWD_KNOWN_RUNS
                 ) -> tuple[list[LabelledPair], dict[str, int]]:
-    """The labelled pairs of the CONE-RAG crowd study (``formats.read_cone_crowd_labels``): each label's gold
-    nugget (``gold``: the human gold nuggets, ``formats.read_cone_gold_nuggets``) against the response of its run
-    (``runs``: the paper's anonymised ``team-n`` -> run name of ``responses``; default the three runs known,
-    :data:`CROWD_KNOWN_RUNS`). ``task`` ``"ntr"``: premise the response; ``"ntn"``: premises the response's extracted
-    nuggets (the ``matched`` lists of ``response_nuggets``, as NtN takes them). Group: the conversation; unit: the
-    (turn, run) response. Returns the pairs and the count of labels left out, by reason (their run is not in
-    ``runs``, ...). A label whose gold nugget or response is missing is refused."""
+    """The labelled pairs of the CONE-RAG crowd study ([cone-rag §5.2]).
+
+    Each label's gold nugget against the response of its run. Group: the conversation; unit: the (turn, run)
+    response. A label whose gold nugget or response is missing is refused.
+
+    :param labels: the crowd labels (``formats.read_cone_crowd_labels``).
+    :param gold: the human gold nuggets (``formats.read_cone_gold_nuggets``).
+    :param responses: ``{(turn, run): response}`` (``formats.read_cone_responses``).
+    :param task: ``"ntr"`` (default: premise the response) or ``"ntn"`` (premises the response's extracted
+        nuggets).
+    :param response_nuggets: for ``"ntn"``: the response nuggets (``formats.read_cone_response_nuggets``), whose
+        ``matched`` lists are the premises, as NtN takes them.
+    :param runs: the crowd file's team ids (e.g. ``nii-1``) -> the run names of ``responses`` (default the three
+        runs known, :data:`CROWD_KNOWN_RUNS`).
+    :returns: the pairs, and the count of labels left out, by reason (their run is not in ``runs``, ...).
+    """
     if task not in ("ntr", "ntn"):
         raise InvalidInput(f"task must be 'ntr' or 'ntn', got {task!r}")
     if task == "ntn" and response_nuggets is None:

@@ -104,10 +104,29 @@ class _MatchingStep(pt.Transformer):
 
 
 class NuggetToResponse(_MatchingStep):
-    """NtR ([cone-rag eq. 3]): response frame (``qid``, ``qanswer``) -> one row per gold nugget of the turn:
-    ``docno`` ``{qid}:ntr:n{i}``, ``score`` 1 / 0 (covered or not), ``matched``, ``nugget`` (its text),
-    ``match_score`` (the matcher's score), ``matcher``, and the response's other columns (``run_id``...).
-    A response to a turn without gold nuggets gives no rows (the turn is not evaluated)."""
+    """NtR matching ([cone-rag eq. 3]): does the response capture each gold nugget of its turn?
+
+    Input: a response frame (``qid``, ``qanswer``). Output: one row per gold nugget of the turn: ``docno``
+    ``{qid}:ntr:n{i}``, ``score`` 1 / 0 (covered or not), ``matched``, ``nugget`` (its text), ``match_score`` (the
+    matcher's score), ``matcher``, and the response's other columns (``run_id``...). A response to a turn without
+    gold nuggets gives no rows (the turn is not evaluated). Scored by ``Recall_NtR``.
+
+    :param gold_nuggets: the gold nuggets, in any form ``formats.as_nugget_set`` takes.
+    :param matcher: a :class:`~pyterrier_nuggets.matchers.Matcher`, an ``LLMClient`` (as an ``LLMMatcher``: the
+        paper's NtR) or ``None`` (the embedding baseline at its NtR threshold).
+    :param on_failure: what a failed decision does: ``"raise"`` (default; once all other decisions are made),
+        ``"exclude_answer"`` (the response gives no rows, and is reported) or ``"mark"`` (its rows are kept with
+        matched ``failed``, score NaN).
+
+    Examples::
+
+        from pyterrier_nuggets import LLMClient, LLMMatcher, NuggetToResponse, Recall_NtR, formats
+        from pyterrier_nuggets.evaluation import score
+
+        gold = formats.read_cone_gold_nuggets("gold_nuggets.json")
+        matched = NuggetToResponse(gold, LLMMatcher(LLMClient()))(responses)      # responses: qid, qanswer, run_id
+        print(score(formats.nugget_qrels(gold), matched, [Recall_NtR]))
+    """
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.columns(inp, includes=["qid", "qanswer"], context=self)
@@ -124,10 +143,26 @@ class NuggetToResponse(_MatchingStep):
 
 
 class NuggetToNugget(_MatchingStep):
-    """NtN ([cone-rag eq. 2], 4, 5): frame of extracted nuggets (``qid``, ``nuggets``: a list of strings or of
-    ``{text, ...}`` dicts, as :class:`~pyterrier_nuggets.judges.cone.NuggetExtractor` gives) -> one row per
-    gold nugget (``{qid}:ntn:n{i}``, 1 when some extracted nugget entails it) and one per extracted nugget
-    (``{qid}:ntn:x{j}``, 1 when it entails some gold nugget); columns as :class:`NuggetToResponse`."""
+    """NtN matching ([cone-rag eq. 2, 4, 5]): extracted nuggets against the turn's gold nuggets.
+
+    Input: a frame of extracted nuggets (``qid``, ``nuggets``: a list of strings or of ``{text, ...}`` dicts, as
+    :class:`~pyterrier_nuggets.judges.cone.NuggetExtractor` gives). Output: one row per gold nugget
+    (``{qid}:ntn:n{i}``, 1 when some extracted nugget entails it) and one per extracted nugget (``{qid}:ntn:x{j}``,
+    1 when it entails some gold nugget); columns as :class:`NuggetToResponse`. Scored by ``Recall_NtN`` and
+    ``Precision_NtN``.
+
+    :param gold_nuggets: the gold nuggets, in any form ``formats.as_nugget_set`` takes.
+    :param matcher: a :class:`~pyterrier_nuggets.matchers.Matcher`, an ``LLMClient`` (as an ``LLMMatcher``) or
+        ``None`` (the embedding baseline at its NtN threshold).
+    :param on_failure: ``"raise"`` (default), ``"exclude_answer"`` or ``"mark"``, as :class:`NuggetToResponse`.
+
+    Examples::
+
+        from pyterrier_nuggets import LLMClient, LLMMatcher, NuggetExtractor, NuggetToNugget
+
+        llm = LLMClient()
+        rows = (NuggetExtractor(llm) >> NuggetToNugget(gold, LLMMatcher(llm)))(responses)
+    """
 
     task = "ntn"
 
@@ -211,9 +246,14 @@ def dedup_decisions(texts: Sequence[str], matcher: Matcher) -> dict[int, Removal
 
 
 def deduplicate(nuggets: Any, matcher: Any = None) -> tuple[NuggetSet, pd.DataFrame]:
-    """De-duplicate each turn's nuggets ([cone-rag §4.3], :func:`dedup_decisions`) with any matcher (default:
-    the embedding baseline at its de-duplication threshold). Returns the kept nuggets (ids unchanged, as the published de-duplicated files
-    keep their keys) and a report: ``qid, docno, kept, entailed_by, mutual, matcher``."""
+    """De-duplicate each turn's nuggets ([cone-rag §4.3], :func:`dedup_decisions`) with any matcher.
+
+    :param nuggets: the nuggets, in any form ``formats.as_nugget_set`` takes.
+    :param matcher: a :class:`~pyterrier_nuggets.matchers.Matcher`, an ``LLMClient`` or ``None`` (default: the
+        embedding baseline at its de-duplication threshold).
+    :returns: the kept nuggets (ids unchanged, as the published de-duplicated files keep their keys) and a report:
+        ``qid, docno, kept, entailed_by, mutual, matcher``.
+    """
     nuggets = as_nugget_set(nuggets)
     matcher = as_matcher(matcher, "dedup")
     label = matcher.describe()

@@ -67,7 +67,29 @@ class Swap:
 
 @dataclass
 class Correlation:
-    """Rank correlations between two evaluations (``a`` = reference, ``b``) of the same systems."""
+    """Rank correlations between two evaluations (``a`` = reference, ``b``) of the same systems.
+
+    Made by :func:`correlate`; printing it gives the levels, the intervals, the swaps and the notes.
+
+    :param measure_a: the measure in ``a``.
+    :param measure_b: the measure in ``b``.
+    :param label_a: ``a``'s name.
+    :param label_b: ``b``'s name.
+    :param systems: the systems both evaluations have.
+    :param topics: the topics both have (empty for run-level input).
+    :param levels: ``run``, ``topic``, ``all`` -> :class:`LevelCorrelation` (the levels the inputs allow).
+    :param pairs: the concordant, discordant and tied system pairs at run level.
+    :param swaps: the system pairs the two evaluations order differently.
+    :param run_a: ``a``'s run-level scores, by system.
+    :param run_b: ``b``'s run-level scores, by system.
+    :param topic_a: topics x systems of ``a``, the common grid (None for run-level input).
+    :param topic_b: the same for ``b``.
+    :param excluded: the systems and topics only one side has (``systems_only_in_a``, ``topics_only_in_b``, ...).
+    :param confidence: the level of the run-level intervals.
+    :param n_resamples: bootstrap resamples (0: no intervals).
+    :param ci_method: ``BCa`` or ``percentile``.
+    :param notes: what a reader must know (few systems, ties, ...).
+    """
 
     measure_a: str
     measure_b: str
@@ -161,15 +183,35 @@ class Correlation:
 def correlate(a, b, measure: str, measure_b: str | None = None, *, label_a: str = "A", label_b: str = "B",
               confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0,
               ci_method: str = "BCa") -> Correlation:
-    """Rank correlations of ``measure`` between evaluation ``a`` (the reference) and ``b`` (``measure_b``
-    if the second evaluation names it differently) at every level the inputs allow.
+    """Rank correlations of a measure between evaluation ``a`` (the reference) and ``b``, at every level the
+    inputs allow (module docstring).
 
-    ``a`` and ``b``: per-topic or run-level score frames (see the module docstring) or JointTables. Systems
-    and topics are matched by name; those only one side has are left out and listed in ``excluded``. With
+    Systems and topics are matched by name; those only one side has are left out and listed in ``excluded``. With
     per-topic scores on both sides the run level uses the means over the common topics ([autonuggetizer Tables 6-7]:
-    "over 21 topics that have been manually evaluated"), and its confidence intervals come from
-    ``n_resamples`` bootstrap resamples of those topics (``scipy.stats.bootstrap``, ``ci_method`` BCa or
-    percentile, seeded by ``seed``; ``n_resamples=0``: no intervals).
+    "over 21 topics that have been manually evaluated"), and its confidence intervals come from bootstrap resamples
+    of those topics (``scipy.stats.bootstrap``).
+
+    :param a: the reference evaluation: a per-topic or run-level score frame (module docstring), e.g.
+        ``pt.Experiment(..., perquery=True)`` or :func:`read_score_table`, or a JointTable.
+    :param b: the other evaluation, in any of those forms.
+    :param measure: the measure's name (as the score tables write it, e.g. ``"V_strict"``).
+    :param measure_b: the measure's name in ``b``, when it differs.
+    :param label_a: ``a``'s name in the report.
+    :param label_b: ``b``'s name in the report.
+    :param confidence: the level of the run-level intervals.
+    :param n_resamples: bootstrap resamples of the topics (0: no intervals).
+    :param seed: the bootstrap's random seed.
+    :param ci_method: ``"BCa"`` (default) or ``"percentile"``.
+
+    Examples::
+
+        from pyterrier_nuggets.evaluation import correlate, read_score_table
+
+        manual = read_score_table("manual/joint_table.perquery.csv")
+        auto = read_score_table("auto/joint_table.perquery.csv")
+        result = correlate(manual, auto, "V_strict", label_a="ManualNuggets", label_b="AutoNuggets")
+        print(result)                                       # run, topic and all levels: τ-b, ρ, τ_AP
+        print(result.levels["run"].kendall_tau, result.swaps)
     """
     if not 0 < confidence < 1:
         raise InvalidInput(f"confidence must be between 0 and 1, got {confidence}")
@@ -300,14 +342,18 @@ def score_grid(obj, measure: str, label: str) -> tuple[pd.DataFrame | None, pd.S
 
 
 def read_score_table(path: str, measures: Sequence[str] | None = None) -> pd.DataFrame:
-    """Read a score table CSV: per-topic ``system,qid,measure,value`` (the joint table's PREFIX.perquery.csv),
-    run-level ``system,measure,value``, or run-level wide ``system,M1,M2,...`` (the joint table's PREFIX.csv;
-    its p-value columns ``M p`` and text columns are dropped). ``name`` (pt.Experiment) and ``run_id`` (an arena
-    ``leaderboard.csv``, measure ``arena_score``) are accepted for ``system``.
+    """Read a score table CSV, in any of its three forms.
 
-    Every value of the long forms, and every value of ``measures`` in the wide form, must be a finite number;
-    a (system, qid, measure) given twice, or a measure of ``measures`` missing, is an InputError naming file,
-    line and field."""
+    Per-topic ``system,qid,measure,value`` (the joint table's PREFIX.perquery.csv), run-level
+    ``system,measure,value``, or run-level wide ``system,M1,M2,...`` (the joint table's PREFIX.csv; its p-value
+    columns ``M p`` and text columns are dropped). ``name`` (pt.Experiment) and ``run_id`` (an arena
+    ``leaderboard.csv``, measure ``arena_score``) are accepted for ``system``. Every value of the long
+    forms, and every value of ``measures`` in the wide form, must be a finite number; a (system, qid, measure)
+    given twice, or a measure of ``measures`` missing, is an InputError naming file, line and field.
+
+    :param path: the CSV file.
+    :param measures: the measures that must be there (``None``: no check).
+    """
     try:
         return _read_score_table(path, measures)
     except UnicodeDecodeError as e:

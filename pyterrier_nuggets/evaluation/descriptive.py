@@ -18,11 +18,17 @@ COLUMNS = ("topics", "nuggets_per_topic", "nugget_words", "vital_pct", "okay_pct
 
 def describe(nuggets: NuggetSet | Sequence[Nugget] | None = None,
              assignments: AssignmentSet | Sequence[AssignedAnswer] | None = None) -> dict[str, float]:
-    """Seed 000 Table 4 for one condition. Nugget columns come from ``nuggets`` (or, without it, from the
-    nuggets of the assignment file, one list per topic); assignment columns from ``assignments`` (every
-    assigned nugget of every answer of every run). ``nugget_words`` is the mean number of whitespace-separated
-    words (the paper counts tokens). Percentages are of all nuggets / all assignments; a column without data
-    is NaN."""
+    """The descriptive statistics of [nugget-recall Table 4] for one condition.
+
+    ``nugget_words`` is the mean number of whitespace-separated words (the paper counts tokens). Percentages are of
+    all nuggets / all assignments; a column without data is NaN.
+
+    :param nuggets: the nuggets of the nugget columns (without it: the nuggets of the assignment file, one list per
+        topic).
+    :param assignments: the assignments of the assignment columns (every assigned nugget of every answer of every
+        run).
+    :returns: column -> value.
+    """
     if nuggets is None and assignments is None:
         raise InvalidInput("describe needs nuggets, assignments or both")
     answers = list(assignments.answers if isinstance(assignments, AssignmentSet) else assignments or [])
@@ -52,7 +58,11 @@ def describe(nuggets: NuggetSet | Sequence[Nugget] | None = None,
 
 
 def describe_conditions(conditions: Mapping[str, Mapping]) -> pd.DataFrame:
-    """One row of :func:`describe` per condition, e.g. ``{"AutoNuggets / AutoAssign": {"assignments": a},
-    "AutoNuggets+Edits / ManualAssign": {"nuggets": n, "assignments": m}}`` ([nugget-recall Table 4])."""
+    """One row of :func:`describe` per condition ([nugget-recall Table 4]).
+
+    :param conditions: condition name -> the keyword arguments of :func:`describe`, e.g.
+        ``{"AutoNuggets / AutoAssign": {"assignments": a}, "AutoNuggets+Edits / ManualAssign": {"nuggets": n,
+        "assignments": m}}``.
+    """
     rows = {name: describe(**spec) for name, spec in conditions.items()}
     return pd.DataFrame.from_dict(rows, orient="index", columns=list(COLUMNS))

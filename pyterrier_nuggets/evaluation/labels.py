@@ -52,8 +52,14 @@ from pyterrier_nuggets.formats.files import read_columns, read_jsonl
 
 @dataclass(frozen=True)
 class LabelKind:
-    """A kind of label: ``labels`` in order (lowest first) or None when the files define them (relevance
-    grades, generic labels); ``ordinal``: whether the order means something (linearly weighted κ)."""
+    """A kind of label (module docstring: the kinds the package declares, :data:`KINDS`).
+
+    :param name: the kind's name (``assignment``, ``support``, ...).
+    :param labels: the labels in order (lowest first), or None when the files define them (relevance grades,
+        generic labels).
+    :param ordinal: whether the order means something (weighted κ).
+    :param description: one line for tables, with its source.
+    """
 
     name: str
     labels: tuple | None
@@ -85,8 +91,12 @@ _KINDS_OF_FILE = {"assignments": ("assignment", "assignment-2grade", "importance
 
 
 def generic_kind(labels: Sequence | None = None, ordinal: bool = False) -> LabelKind:
-    """A kind for labels the package does not declare: ``labels`` in order (lowest first), or None to take
-    the sorted labels of the data (nominal only: an order must be given)."""
+    """A kind for labels the package does not declare.
+
+    :param labels: the labels in order (lowest first), or None to take the sorted labels of the data (nominal
+        only: an order must be given).
+    :param ordinal: whether the order means something.
+    """
     if ordinal and not labels:
         raise InvalidInput("ordinal generic labels need their order: give labels, lowest first")
     if labels is not None and len(set(labels)) != len(labels):
@@ -96,11 +106,18 @@ def generic_kind(labels: Sequence | None = None, ordinal: bool = False) -> Label
 
 @dataclass
 class Labels:
-    """One judge's labels: item id -> label, of one ``kind``. ``what``: what each item is where the source
-    says (nugget text, judged segment), checked against the other judge; ``lines``: where each item is in
-    ``source``; ``excluded``: items of the source that are not judged here, counted by reason; ``edited``: items
-    the source marks as post-edited versions of the same item (their ``what`` may differ from the other
-    judge's: the annotation tool's ``"edited": true`` nuggets)."""
+    """One judge's labels: item id -> label, of one ``kind``.
+
+    :param kind: the kind of the labels.
+    :param items: item id -> label.
+    :param source: where the labels come from (a path), named in messages.
+    :param what: what each item is where the source says (nugget text, judged segment), checked against the other
+        judge.
+    :param lines: where each item is in ``source``.
+    :param excluded: items of the source that are not judged here, counted by reason.
+    :param edited: items the source marks as post-edited versions of the same item (their ``what`` may differ from
+        the other judge's: the annotation tool's ``"edited": true`` nuggets).
+    """
 
     kind: LabelKind
     items: dict[Hashable, Any]
@@ -174,10 +191,16 @@ def detect_file_type(path: str) -> str:
 
 def read_labels(path: str, kind: LabelKind | str | None = None, *, on_invalid: str = "refuse",
                 file_type: str | None = None) -> Labels:
-    """Read one judge's labels from a label file (type detected from its content unless ``file_type`` is
-    given). ``kind``: which labels of the file (default: assignment for assignment files, importance for
-    nugget files, support, relevance for qrels, generic); ``on_invalid``: nuggets with invalid labels in
-    nugget and assignment files are refused (default) or dropped and counted in ``excluded``."""
+    """Read one judge's labels from a label file.
+
+    :param path: the label file (module docstring: assignment, nugget, support, support-assignment, relation,
+        qrels or generic label files).
+    :param kind: which labels of the file, a :class:`LabelKind` or its name (default: assignment for assignment
+        files, importance for nugget files, support, relevance for qrels, generic).
+    :param on_invalid: nuggets with invalid labels in nugget and assignment files are refused (``"refuse"``,
+        default) or dropped and counted in ``excluded`` (``"drop"``).
+    :param file_type: one of :data:`FILE_TYPES`; default: detected from the file's content.
+    """
     try:
         return _read_labels(path, kind, on_invalid, file_type)
     except UnicodeDecodeError as e:

@@ -76,7 +76,16 @@ def _legend(ax, title: str) -> None:
 
 
 def write_plots(table: JointTable, out_dir: str) -> list[str]:
-    """Write the plots whose measures the table has; returns their paths."""
+    """Write the PNG plots whose measures the table has.
+
+    ``ndcg_vs_vstrict.png`` (nDCG@10 of the segments against V_strict of the answer, per topic and per system
+    mean) needs both measures; ``vstrict_vs_words.png`` (V_strict against answer length, cf. [autonuggetizer Fig. 7]) needs
+    ``AnswerWords`` and V_strict.
+
+    :param table: the joint table (:func:`~pyterrier_nuggets.evaluation.joint_table`).
+    :param out_dir: the folder to write them to.
+    :returns: the paths written.
+    """
     plt = _pyplot()
     wide = _wide(table)
     systems = list(table.means.index)

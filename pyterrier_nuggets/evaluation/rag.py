@@ -47,8 +47,11 @@ def _is_segment(qids: Sequence, docnos: Sequence) -> list[bool]:
 
 
 def rag_qrels(segment_qrels: pd.DataFrame, nuggets: Any) -> pd.DataFrame:
-    """Segment qrels (``qid, docno, label``) followed by the nugget qrels of ``nuggets`` (in any form, with
-    importance), as one PyTerrier qrels frame for ``pt.Experiment``."""
+    """Segment qrels followed by nugget qrels, as one PyTerrier qrels frame for ``pt.Experiment``.
+
+    :param segment_qrels: the segment qrels (``qid, docno, label``).
+    :param nuggets: the nuggets, in any form ``formats.as_nugget_set`` takes, with importance.
+    """
     segments = segment_qrels[["qid", "docno", "label"]].astype({"qid": str, "docno": str})
     clash = [d for d, ok in zip(segments["docno"], _is_segment(segments["qid"], segments["docno"])) if not ok]
     if clash:
@@ -59,9 +62,12 @@ def rag_qrels(segment_qrels: pd.DataFrame, nuggets: Any) -> pd.DataFrame:
 
 @dataclass
 class AnswerEvaluation:
-    """The evaluation run of some answers (``rows``: ``qid, docno, score, eval_row``), with the frames it was
-    made from: the assigner's output (``assigned``) and the support judge's (``support``), None when the
-    step was not run."""
+    """The evaluation run of some answers, with the frames it was made from (made by :func:`evaluate_answers`).
+
+    :param rows: the evaluation-run rows: ``qid, docno, score, eval_row``.
+    :param assigned: the assigner's output, None when the step was not run.
+    :param support: the support judge's output, None when the step was not run.
+    """
 
     rows: pd.DataFrame
     assigned: pd.DataFrame | None
@@ -70,12 +76,17 @@ class AnswerEvaluation:
 
 def evaluate_answers(answers: pd.DataFrame, assigner: pt.Transformer | None = None,
                      support: pt.Transformer | None = None) -> AnswerEvaluation:
-    """The evaluation-run rows of an answer frame: one per nugget assigned by ``assigner`` (a NuggetAssigner,
-    or imported assignments in its output form), one per judged citation and uncited sentence by ``support``
-    (a SupportJudge, or imported judgments in its output form), and the answer-length row of each answer.
-    The transformers' failure policies apply unchanged (the assigner's first). Two LLM judges run at once
-    on their client's pool (:func:`~pyterrier_nuggets.judges.overlap.run_together`): no barrier between
-    the assignment and the support judgments."""
+    """The evaluation-run rows of an answer frame, and the judges' frames they come from.
+
+    One row per nugget assigned by ``assigner``, one per judged citation and uncited sentence by ``support``, and
+    the answer-length row of each answer. The transformers' failure policies apply unchanged (the assigner's
+    first). Two LLM judges run at once on their client's pool (:func:`~pyterrier_nuggets.judges.overlap.run_together`):
+    no barrier between the assignment and the support judgments.
+
+    :param answers: the answer frame (``CitedGenerator`` output, or ``formats.answers_to_frame``).
+    :param assigner: a NuggetAssigner, or imported assignments in its output form; ``None``: no nugget rows.
+    :param support: a SupportJudge, or imported judgments in its output form; ``None``: no support rows.
+    """
     rows: list[tuple[str, str, float, str]] = []
     assigned = judged = None
     if isinstance(assigner, LLMJudge) and isinstance(support, LLMJudge):  # independent: their calls at once
@@ -95,17 +106,34 @@ def evaluate_answers(answers: pd.DataFrame, assigner: pt.Transformer | None = No
 class RAGEvaluation(pt.Transformer):
     """Retrieved segments -> the same segment rows plus the evaluation-run rows of the generated answer.
 
-    ``generator`` makes the answers (a :class:`~pyterrier_nuggets.judges.CitedGenerator` or any
-    transformer with its output columns). ``nuggets`` (in any form, with importance; ``None`` for support
-    and length only) are assigned by ``assigner`` (default ``NuggetAssigner(nuggets, llm)``); citations are
-    judged by ``support`` (default ``SupportJudge(llm)``, segment texts from the generator's
-    ``reference_texts``). Their failure policies apply unchanged: by default any failed LLM step raises, so
-    no score is computed from missing judgments.
+    The judges' failure policies apply unchanged: by default any failed LLM step raises, so no score is computed
+    from missing judgments.
 
-    Output columns: the input's, plus ``eval_row`` (``segment``, ``nugget``, ``support``, ``uncited``,
-    ``words``) and ``qanswer``. Evaluation rows come after the topic's segments, ranked after them and
-    scored below them (``ids.BELOW_SEGMENTS + value``, decisions.md, decision 1 as amended by issue 10).
-    Score with :func:`rag_qrels` and ``[Segments(nDCG@10), *RAG_MEASURES]``.
+    Input: a retrieval frame (``qid, query, docno``, optionally ``score, rank, text``). Output columns: the
+    input's, plus ``eval_row`` (``segment``, ``nugget``, ``support``, ``uncited``, ``words``) and ``qanswer``.
+    Evaluation rows come after the topic's segments, ranked after them and scored below them
+    (``ids.BELOW_SEGMENTS + value``, decisions.md, decision 1 as amended by issue 10). Score with :func:`rag_qrels`
+    and ``[Segments(nDCG@10), *RAG_MEASURES]``.
+
+    :param generator: makes the answers: a :class:`~pyterrier_nuggets.judges.CitedGenerator` or any transformer
+        with its output columns.
+    :param nuggets: the nuggets to assign, in any form ``formats.as_nugget_set`` takes, with importance;
+        ``None`` for support and length only.
+    :param llm: the client of the default assigner and support judge.
+    :param assigner: assigns the nuggets (default ``NuggetAssigner(nuggets, llm)``).
+    :param support: judges the citations (default ``SupportJudge(llm)``, segment texts from the generator's
+        ``reference_texts``).
+
+    Examples::
+
+        import ir_measures
+        import pyterrier as pt
+        from pyterrier_nuggets import CitedGenerator, LLMClient, RAGEvaluation, RAG_MEASURES, Segments, rag_qrels
+
+        llm = LLMClient()
+        rag = retriever >> RAGEvaluation(CitedGenerator(llm, k=5, docstore=docstore), nuggets, llm)
+        pt.Experiment([rag], topics, rag_qrels(segment_qrels, nuggets),
+                      [Segments(ir_measures.nDCG @ 10), *RAG_MEASURES])
     """
 
     def __init__(self, generator: pt.Transformer, nuggets: Any = None, llm: LLMClient | None = None, *,

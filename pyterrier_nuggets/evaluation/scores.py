@@ -16,8 +16,15 @@ _TO_IR_MEASURES = {"qid": "query_id", "docno": "doc_id", "label": "relevance"}
 
 
 def score(qrels, run, measures: Sequence = NUGGET_MEASURES) -> pd.DataFrame:
-    """Per-topic scores: a DataFrame with columns qid, measure, value (one row per topic and measure of
-    the qrels; a topic missing from the run scores 0)."""
+    """Per-topic scores through ir_measures.
+
+    :param qrels: nugget qrels (and segment qrels): a path, a DataFrame (PyTerrier or ir_measures columns) or
+        ir_measures qrels.
+    :param run: an evaluation run, in any of the same forms.
+    :param measures: ir_measures measures or their names (default the nugget scores).
+    :returns: a DataFrame with columns qid, measure, value: one row per topic and measure of the qrels; a topic
+        missing from the run scores 0.
+    """
     measures = [ir_measures.parse_measure(m) if isinstance(m, str) else m for m in measures]
     if isinstance(qrels, pd.DataFrame):
         qrels = qrels.rename(columns=_TO_IR_MEASURES)
@@ -29,8 +36,12 @@ def score(qrels, run, measures: Sequence = NUGGET_MEASURES) -> pd.DataFrame:
 
 def score_assignments(assigned: Sequence[AssignedAnswer], measures: Sequence = NUGGET_MEASURES,
                       nuggets: NuggetSet | None = None) -> pd.DataFrame:
-    """Per-topic scores of one run's assigned answers (nuggets from the answers unless given), wide: one
-    row per topic, one column per measure."""
+    """Per-topic scores of one run's assigned answers, wide: one row per topic, one column per measure.
+
+    :param assigned: the assigned answers of one run.
+    :param measures: ir_measures measures or their names (default the nugget scores).
+    :param nuggets: the nuggets (default: those of the answers).
+    """
     nuggets = nuggets or NuggetSet([n for a in assigned for n in a.nuggets])
     long = score(nugget_qrels(nuggets), run_frame(evaluation_rows(assigned)), measures)
     wide = long.pivot(index="qid", columns="measure", values="value")

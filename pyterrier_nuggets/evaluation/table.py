@@ -38,8 +38,14 @@ TABLE_SUFFIXES = (".csv", ".md", ".tex", ".perquery.csv")  # the files of JointT
 
 @dataclass
 class System:
-    """One system: its name, its evaluation run (nugget assignments, support, length rows) and optionally
-    the segments it retrieved. Runs are TREC run paths or DataFrames (PyTerrier or ir_measures columns)."""
+    """One system of a joint table.
+
+    Runs are TREC run paths or DataFrames (PyTerrier or ir_measures columns).
+
+    :param name: the system's name (a row of the table).
+    :param evaluation: its evaluation run (nugget assignments, support, length rows).
+    :param retrieval: the segments it retrieved, optionally (for the retrieval measures).
+    """
 
     name: str
     evaluation: Any
@@ -130,8 +136,30 @@ def _per_query(measures, qrels, run) -> dict[str, dict[str, float]]:
 
 @dataclass
 class JointTable:
-    """Means per system and measure (``means``), per-topic values (``per_query``: system, qid, measure,
-    value) and p-values of the paired test against the baseline (``pvalues``, after ``correction``)."""
+    """The joint table of several systems, retrieval and answer measures side by side (made by
+    :func:`joint_table`).
+
+    ``to_text()``, ``to_markdown()``, ``to_latex()`` and ``to_csv()`` give it with its note (topics, test,
+    comparison) and its provenance (which nuggets, judges and generators produced it).
+
+    :param means: the means per system (rows) and measure (columns).
+    :param per_query: the per-topic values: system, qid, measure, value.
+    :param pvalues: the p-values of the paired test against the baseline, after ``correction``.
+    :param baseline: the baseline system (``None``: no tests).
+    :param alpha: the significance level of the † marks.
+    :param test: ``"t"`` (paired t-test) or ``"wilcoxon"``.
+    :param correction: the multiple-testing correction applied over the table, or ``None``.
+    :param retrieval_measures: the names of the retrieval measures among the columns.
+    :param digits: digits shown.
+    :param comparison: measure -> run-level Kendall's τ-b against ``compare_label``.
+    :param compare_label: the evaluation compared to, or ``None``.
+    :param compare_counts: systems and topics in common with the compared evaluation.
+    :param provenance: table-wide labels, e.g. ``{"nuggets": ..., "assignment": ..., "support": ...}``; printed
+        above the table (text, Markdown), as comments (LaTeX) and as columns (CSV).
+    :param system_provenance: per-system labels, e.g. ``{"bm25-k3": {"generation": ...}}``.
+    :param arena: the arena leaderboard's rows (:class:`~pyterrier_nuggets.formats.LeaderboardRow`) shown as the
+        ``Arena`` column with their intervals, or ``None`` (:meth:`set_arena`).
+    """
 
     means: pd.DataFrame
     per_query: pd.DataFrame
@@ -292,8 +320,12 @@ class JointTable:
 
 def per_query_scores(runs: Mapping[str, Any], qrels, measures: Sequence) -> pd.DataFrame:
     """Per-topic scores of several systems' runs against one qrels, in the joint table's ``per_query`` form
-    (system, qid, measure, value). ``runs``: system name -> TREC run path or DataFrame; ``qrels``: path,
-    DataFrame or ir_measures qrels; ``measures``: names or ir_measures measures."""
+    (system, qid, measure, value).
+
+    :param runs: system name -> TREC run path or DataFrame.
+    :param qrels: a path, an ir_datasets id, a DataFrame or ir_measures qrels.
+    :param measures: measure names or ir_measures measures.
+    """
     parsed = [ir_measures.parse_measure(m) if isinstance(m, str) else m for m in measures]
     q = _load_qrels(qrels)
     rows = [(name, qid, m, v) for name, run in runs.items()
@@ -309,23 +341,46 @@ def joint_table(systems: Sequence[System], nugget_qrels, segment_qrels=None,
                 allow_topic_mismatch: bool = False, arena=None) -> JointTable:
     """Score every system and put retrieval and answer measures in one table.
 
-    ``nugget_qrels`` / ``segment_qrels``: paths, DataFrames or ir_measures qrels. Retrieval measures
-    are skipped when ``segment_qrels`` is None. ``baseline``: a system name (default: the first).
-    ``test``: ``"t"`` (paired t-test) or ``"wilcoxon"``; ``correction``: a multiple-testing correction of
-    :data:`.statistics.CORRECTIONS` (e.g. ``"bonferroni"``, ``"holm"``) over all tests of the table.
-    ``compare_to``: another evaluation of the same systems (a per-query CSV path such as another table's
-    PREFIX.perquery.csv, a score frame or a JointTable, see :mod:`.correlation`): the table's note gives the
-    run-level Kendall's τ-b between the two orderings for every measure both have, e.g. AutoNuggets vs
-    ManualNuggets ([nugget-recall §5.2]); ``compare_label`` names it (default: the file name).
+    Each system's runs are checked first (:func:`check_system_runs`): an evaluation run without evaluation rows is
+    refused, and so is a run fewer than half of whose topics are in its qrels (a run that would score 0 without a
+    word, e.g. topic ids ``105741`` against qrels of ``2024-105741``) unless ``allow_topic_mismatch`` (then a
+    warning).
 
     Each system's runs are checked first (:func:`check_system_runs`): an evaluation run without evaluation rows
     is refused, and so is a run fewer than half of whose topics are in its qrels (a run that would score 0
     without a word, e.g. topic ids ``105741`` against qrels of ``2024-105741``) unless
     ``allow_topic_mismatch`` (then a warning).
 
-    ``arena``: an arena leaderboard of the same systems (a ``leaderboard.csv`` path or its rows,
-    :class:`~pyterrier_nuggets.formats.LeaderboardRow`; docs/arena.md): its rating and interval become the
-    ``Arena`` column (:meth:`JointTable.set_arena`).
+    :param systems: the systems (:class:`System`), names unique.
+    :param nugget_qrels: a path, an ir_datasets id (e.g. ``msmarco-segment-v2.1/trec-rag-2024/nuggets``), a
+        DataFrame or ir_measures qrels.
+    :param segment_qrels: the same forms; retrieval measures are skipped when it is None.
+    :param answer_measures: the answer measures (names or ir_measures measures).
+    :param retrieval_measures: the retrieval measures.
+    :param baseline: the system the others are tested against (default: the first).
+    :param alpha: the significance level of the † marks.
+    :param test: ``"t"`` (paired t-test) or ``"wilcoxon"``.
+    :param correction: a multiple-testing correction of :data:`.statistics.CORRECTIONS` (e.g. ``"bonferroni"``,
+        ``"holm"``) over all tests of the table; ``None``: none.
+    :param compare_to: another evaluation of the same systems (a per-query CSV path such as another table's
+        PREFIX.perquery.csv, a score frame or a JointTable, see :mod:`.correlation`): the table's note gives the
+        run-level Kendall's τ-b between the two orderings for every measure both have, e.g. AutoNuggets vs
+        ManualNuggets ([nugget-recall §5.2]).
+    :param compare_label: names ``compare_to`` (default: the file name).
+    :param allow_topic_mismatch: a run with few topics in its qrels is a warning, not an error.
+    :param arena: an arena leaderboard of the same systems (a ``leaderboard.csv`` path or its rows,
+        :class:`~pyterrier_nuggets.formats.LeaderboardRow`; docs/arena.md): its rating and interval become the
+        ``Arena`` column (:meth:`JointTable.set_arena`).
+
+    Examples::
+
+        from pyterrier_nuggets.evaluation import System, joint_table
+
+        systems = [System("bm25-rag", "runs/bm25-rag.eval.run", "runs/bm25.run"),
+                   System("dense-rag", "runs/dense-rag.eval.run", "runs/dense.run")]
+        table = joint_table(systems, "nuggets.qrels", "segments.qrels", correction="holm")
+        print(table)                       # means, † against bm25-rag, the note and the provenance
+        latex = table.to_latex()
     """
     if not systems:
         raise InvalidInput("joint_table needs at least one system")

@@ -19,10 +19,17 @@ from pyterrier_nuggets.records import Answer, Sentence
 
 @dataclass(frozen=True)
 class AnswerRules:
-    """What a track allows in an answer: ``max_words`` (NFKC words split on whitespace, the answer's objects
-    together, :func:`~ir_measures_ext.scoring.answer_words`), ``max_citations`` per answer object, whether
-    answers have the ``metadata`` form (2025 / 2026). ``None``: no limit. Answer objects without citations, and
-    objects whose text is Markdown (a heading, a list item, a table row), are answer objects like any other."""
+    """What a track allows in an answer. ``None``: no limit.
+
+    Answer objects without citations, and objects whose text is Markdown (a heading, a list item, a table row), are
+    answer objects like any other.
+
+    :param name: the track's name, used in messages (e.g. ``"TREC RAG 2026"``).
+    :param max_words: the most words an answer may have: NFKC words split on whitespace, the answer's objects
+        together (:func:`~ir_measures_ext.scoring.answer_words`).
+    :param max_citations: the most citations per answer object.
+    :param metadata_form: whether answers have the ``metadata`` form (2025 / 2026).
+    """
 
     name: str
     max_words: int | None = None
@@ -34,8 +41,14 @@ TREC_RAG_2026 = AnswerRules("TREC RAG 2026", max_words=1024, max_citations=3)
 
 
 def rule_problems(answer: Answer, rules: AnswerRules) -> list[tuple[str, str]]:
-    """How ``answer`` breaks ``rules``: ``(field, problem)`` pairs, empty when it keeps them. A citation twice
-    in one answer object is always a problem (the support measures would count it twice)."""
+    """How ``answer`` breaks ``rules``: ``(field, problem)`` pairs, empty when it keeps them.
+
+    A citation twice in one answer object is always a problem (the support measures would count it twice).
+
+    :param answer: the answer to check.
+    :param rules: the track's rules (e.g. :data:`TREC_RAG_2026`).
+    :returns: ``(field, problem)`` pairs, in the answer's order.
+    """
     problems = []
     words = answer_words(" ".join(s.text for s in answer.sentences))
     if rules.max_words is not None and words > rules.max_words:
@@ -99,9 +112,14 @@ def _parse_answer(path: str, line: int, obj: dict, run_default: str) -> Answer:
 
 
 def read_answers(path: str, run_id: str | None = None, rules: AnswerRules | None = None) -> list[Answer]:
-    """Read TREC RAG 2024, 2025 or 2026 answer JSONL (told apart per line by the ``metadata`` object). With
-    ``rules`` (e.g. :data:`TREC_RAG_2026`) every answer is checked against them: a line that breaks them is
-    refused with its line and field (:func:`rule_problems`)."""
+    """Read TREC RAG 2024, 2025 or 2026 answer JSONL (told apart per line by the ``metadata`` object).
+
+    :param path: the answer file.
+    :param run_id: the run of lines that name none (default: the file name up to its first dot).
+    :param rules: e.g. :data:`TREC_RAG_2026`: every answer is checked against them, and a line that breaks them is
+        refused with its line and field (:func:`rule_problems`). ``None``: not checked.
+    :returns: the answers, in file order.
+    """
     run_default = run_id or os.path.basename(path).split(".")[0]
     answers = []
     seen: dict[tuple[str, str], int] = {}
@@ -121,17 +139,32 @@ def read_answers(path: str, run_id: str | None = None, rules: AnswerRules | None
 
 
 def answer_sentences(a: Answer, as_docids: bool = False) -> list[dict]:
-    """The answer's sentences as ``{"text", "citations"}`` dicts (citations as indices, or docids)."""
+    """The answer's sentences as ``{"text", "citations"}`` dicts.
+
+    :param a: the answer.
+    :param as_docids: citations as the cited docids instead of indices into ``references``.
+    """
     return [{"text": s.text, "citations": [a.references[c] if as_docids else c for c in s.citations]}
             for s in a.sentences]
 
 
 def answer_2024_json(a: Answer) -> dict:
+    """One line of a TREC RAG 2024 answer file (``run_id, topic_id, topic, references, response_length,
+    answer``), as a dict.
+
+    :param a: the answer.
+    """
     return {"run_id": a.run_id, "topic_id": a.qid, "topic": a.query or "", "references": list(a.references),
             "response_length": answer_words(a.text), "answer": answer_sentences(a)}
 
 
 def answer_2025_json(a: Answer, citations_as_docids: bool = False) -> dict:
+    """One line of a TREC RAG 2025 / 2026 answer file (``metadata, references, answer``), as a dict; the
+    answer's ``metadata`` is kept.
+
+    :param a: the answer.
+    :param citations_as_docids: citations as docid strings instead of indices into ``references``.
+    """
     meta = {k: v for k, v in a.metadata.items() if k not in ("format", "response_length")}
     meta = {"team_id": meta.pop("team_id", a.run_id), "run_id": a.run_id, "narrative_id": a.qid, **meta}
     if a.query and "narrative" not in meta:
@@ -141,17 +174,35 @@ def answer_2025_json(a: Answer, citations_as_docids: bool = False) -> dict:
 
 
 def write_answers_2024(path: str, answers: Iterable[Answer]) -> None:
+    """Write TREC RAG 2024 answer JSONL, atomically (:func:`answer_2024_json`).
+
+    :param path: the file to write.
+    :param answers: the answers, one line each.
+    """
     write_jsonl(path, (answer_2024_json(a) for a in answers))
 
 
 def write_answers_2025(path: str, answers: Iterable[Answer], citations_as_docids: bool = False) -> None:
+    """Write TREC RAG 2025 answer JSONL, atomically (:func:`answer_2025_json`).
+
+    :param path: the file to write.
+    :param answers: the answers, one line each.
+    :param citations_as_docids: citations as docid strings instead of indices into ``references``.
+    """
     write_jsonl(path, (answer_2025_json(a, citations_as_docids) for a in answers))
 
 
 def write_answers_2026(path: str, answers: Iterable[Answer], citations_as_docids: bool = False,
                        rules: AnswerRules = TREC_RAG_2026) -> None:
-    """Write TREC RAG 2026 answers (the 2025 form); an answer that breaks ``rules`` is refused before anything
-    is written, naming its topic and what is wrong."""
+    """Write TREC RAG 2026 answers (the 2025 form), atomically.
+
+    An answer that breaks ``rules`` is refused before anything is written, naming its topic and what is wrong.
+
+    :param path: the file to write.
+    :param answers: the answers, one line each.
+    :param citations_as_docids: citations as docid strings instead of indices into ``references``.
+    :param rules: the limits every answer must keep (default :data:`TREC_RAG_2026`).
+    """
     answers = list(answers)
     for a in answers:
         for field_name, problem in rule_problems(a, rules):

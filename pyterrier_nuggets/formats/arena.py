@@ -53,7 +53,12 @@ def _run(path: str, line: int, obj: dict, key: str) -> str:
 
 
 def battle_from_json(path: str, line: int, obj: dict) -> Battle:
-    """One line of a battle file as a record (every field checked; errors name file, line and field)."""
+    """One line of a battle file as a record (every field checked; errors name file, line and field).
+
+    :param path: the file, for the errors.
+    :param line: the line number, for the errors.
+    :param obj: the line's JSON object.
+    """
     qid = get_qid(path, line, obj, "qid", "topic_id")
     a, b = _run(path, line, obj, "assistant_a_run_id"), _run(path, line, obj, "assistant_b_run_id")
     if a == b:
@@ -97,7 +102,9 @@ def read_battles(path: str) -> list[Battle]:
     """Read a battle file (ours, the toolkit's ``judgments.jsonl``, or human verdicts; see the module docstring).
     A battle (topic and two systems, in either order) given twice is refused, except a failed one followed by
     its completed retry (the toolkit appends retries): the later one counts. Failed battles are returned with
-    ``verdict=None``; they count nowhere."""
+    ``verdict=None``; they count nowhere.
+
+    :param path: the battle file (JSONL)."""
     battles: list[Battle] = []
     where: dict[tuple, tuple[int, int]] = {}
     for line, obj in read_jsonl(path):
@@ -132,7 +139,9 @@ def is_battle_file(path: str) -> bool:
 
 def battle_json(b: Battle) -> dict:
     """A battle as a line of ``battles.jsonl`` (the toolkit's judgment row, plus ``judge`` and, for both orders,
-    ``verdicts`` and ``orders_agree``)."""
+    ``verdicts`` and ``orders_agree``).
+
+    :param b: the battle."""
     first, second = b.pair
     row = {"task_id": f"arena:{first}:{second}:{b.qid}", "qid": b.qid, "query": b.query, "pair": [first, second],
            "assistant_a_run_id": b.assistant_a, "assistant_b_run_id": b.assistant_b, "judge_verdict": b.verdict,
@@ -148,12 +157,33 @@ def battle_json(b: Battle) -> dict:
 
 
 def write_battles(path: str, battles: Iterable[Battle]) -> None:
+    """Write battles as ``battles.jsonl`` (one :func:`battle_json` line each), atomically.
+
+    :param path: the output file.
+    :param battles: the battles.
+    """
     write_jsonl(path, (battle_json(b) for b in battles))
 
 
 @dataclass(frozen=True)
 class LeaderboardRow:
-    """One system of a leaderboard file; the intervals are NaN where the file has none."""
+    """One system of a leaderboard file; the intervals are NaN where the file has none.
+
+    :param run_id: the system.
+    :param rank: its place, 1 first.
+    :param arena_score: its rating on the Elo-like scale (1000 centre, 400 per base-10 log-odds).
+    :param n_judgments: the battles it fought.
+    :param wins: battles won.
+    :param losses: battles lost.
+    :param ties: battles tied.
+    :param ci_low_battles: lower bound of the bootstrap interval over battles.
+    :param ci_high_battles: its upper bound.
+    :param ci_low_topics: lower bound of the bootstrap interval over topics.
+    :param ci_high_topics: its upper bound.
+    :param confidence: the confidence of the intervals (e.g. 0.95).
+    :param prior: the virtual ties between pairs that met (0: the plain maximum-likelihood fit).
+    :param judge: who judged the battles.
+    """
 
     run_id: str
     rank: int
@@ -187,7 +217,9 @@ def _number(path: str, line: int, name: str, text: str, *, finite: bool = True, 
 
 def read_leaderboard(path: str) -> list[LeaderboardRow]:
     """Read a ``leaderboard.csv`` (ours, or the toolkit's without the intervals): one row per system, each named
-    once, every number checked (intervals may be empty or ±inf: a bound the battles do not fix)."""
+    once, every number checked (intervals may be empty or ±inf: a bound the battles do not fix).
+
+    :param path: the CSV file."""
     with open(path, encoding="utf-8-sig", newline="") as f:
         reader = csv.reader(f)
         header = [h.strip() for h in next(reader, [])]

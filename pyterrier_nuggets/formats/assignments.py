@@ -22,7 +22,16 @@ from pyterrier_nuggets.records import Assignment, Nugget
 
 @dataclass
 class AssignedAnswer:
-    """One answer with its nuggets and their assignments (a line of a nuggetizer "assign" file)."""
+    """One answer with its nuggets and their assignments (a line of a nuggetizer "assign" file).
+
+    :param qid: the topic id.
+    :param run_id: the run of the answer.
+    :param answer_text: the answer's text, or ``None`` when the file had none (no answer length can be taken from
+        it).
+    :param nuggets: the topic's nuggets, in file order.
+    :param assignments: one :class:`~pyterrier_nuggets.records.Assignment` per nugget.
+    :param query: the topic's text, when the file has it.
+    """
 
     qid: str
     run_id: str
@@ -39,6 +48,11 @@ class AssignedAnswer:
 
 @dataclass
 class AssignmentSet:
+    """The answers of an assignment file and the invalid labels met reading it.
+
+    :param answers: the assigned answers, in file order.
+    :param invalid: the invalid labels and the policy that handled them (:class:`InvalidLabelReport`).
+    """
     answers: list[AssignedAnswer]
     invalid: InvalidLabelReport
 
@@ -56,7 +70,13 @@ class AssignmentSet:
 
 
 def read_assignments(path: str, on_invalid: str = "refuse", run_id: str | None = None) -> AssignmentSet:
-    """Read a nuggetizer "assign" JSONL file. ``run_id`` names the run when lines have no ``run_id``."""
+    """Read a nuggetizer "assign" JSONL file.
+
+    :param path: the assignment file.
+    :param on_invalid: ``"refuse"`` (default: an invalid label raises :class:`InvalidLabelsError`) or ``"drop"``
+        (the nugget is left out of its topic, reported in a warning and in the returned set's ``invalid``).
+    :param run_id: the run of lines that have no ``run_id`` (default: the file name up to ``.assignments``).
+    """
     check_policy(on_invalid)
     report = InvalidLabelReport(on_invalid)
     answers = []
@@ -82,6 +102,12 @@ def read_assignments(path: str, on_invalid: str = "refuse", run_id: str | None =
 
 
 def write_assignments(path: str, answers: Iterable[AssignedAnswer]) -> None:
+    """Write a nuggetizer "assign" JSONL file, atomically: one line per answer, each nugget with its
+    assignment.
+
+    :param path: the file to write.
+    :param answers: the assigned answers.
+    """
     def line(a: AssignedAnswer) -> dict:
         by_index = {x.nugget_index: x.assignment for x in a.assignments}
         text = {} if a.answer_text is None else {"answer_text": a.answer_text}

@@ -17,7 +17,13 @@ __all__ = ["one_run", "check_support", "check_assignments_answers", "check_assig
 
 
 def one_run(path: str, run_ids: Iterable[str], run_tag: str | None = None) -> str:
-    """The one run a file holds; a file of several runs, or of another run than ``run_tag``, is refused."""
+    """The one run a file holds; a file of several runs, or of another run than ``run_tag``, is refused.
+
+    :param path: the file, named in the error.
+    :param run_ids: the run of each of its items.
+    :param run_tag: the run the file must hold, if known.
+    :returns: the run (``run_tag``, or ``""``, for a file without items).
+    """
     runs = sorted(set(run_ids))
     if len(runs) > 1:
         raise InputError(path, None, "run_id", f"holds {len(runs)} runs {runs}",
@@ -28,9 +34,16 @@ def one_run(path: str, run_ids: Iterable[str], run_tag: str | None = None) -> st
 
 
 def check_support(path: str, judgments: Sequence[SupportJudgment], answers: Sequence[Answer]) -> None:
-    """Support judgments must judge exactly the citations of the answers (one run): for each sentence of
-    each answer, one judgment per citation in order, of the cited segment, or one ``citation: null``
-    judgment for a sentence without citation; no judgment of another topic, run or sentence."""
+    """Support judgments must judge exactly the citations of the answers (one run).
+
+    For each sentence of each answer: one judgment per citation in order, of the cited segment, or one ``citation:
+    null`` judgment for a sentence without citation; no judgment of another topic, run or sentence. Raises
+    :class:`InputError` naming the first difference.
+
+    :param path: the support file, named in errors.
+    :param judgments: its judgments.
+    :param answers: the answers they judge.
+    """
     by_topic = {a.qid: a for a in answers}
     run = one_run(path, [j.run_id for j in judgments if j.run_id], None)
     answer_runs = {a.run_id for a in answers}
@@ -76,7 +89,13 @@ def check_support(path: str, judgments: Sequence[SupportJudgment], answers: Sequ
 def check_assignments_answers(path: str, assigned: Sequence[AssignedAnswer], answers: Sequence[Answer],
                               answers_path: str) -> None:
     """Assignments and answers of one run describe the same answers: the same topics, and where the
-    assignment file carries the answer text, the same text."""
+    assignment file carries the answer text, the same text. Raises :class:`InputError` naming the first difference.
+
+    :param path: the assignment file, named in errors.
+    :param assigned: its assigned answers.
+    :param answers: the answers.
+    :param answers_path: the answer file, named in errors.
+    """
     by_topic = {a.qid: a for a in answers}
     for a in assigned:
         answer = by_topic.get(a.qid)
@@ -95,7 +114,14 @@ def check_assignments_answers(path: str, assigned: Sequence[AssignedAnswer], ans
 
 def check_assignment_nuggets(path: str, assigned: Sequence[AssignedAnswer], nuggets: NuggetSet,
                              nuggets_path: str) -> None:
-    """Assignments were made with the given nuggets: per topic the same nuggets (id, text and importance)."""
+    """Assignments were made with the given nuggets: per topic the same nuggets (id, text and importance).
+    Raises :class:`InputError` naming the first difference.
+
+    :param path: the assignment file, named in errors.
+    :param assigned: its assigned answers.
+    :param nuggets: the nuggets.
+    :param nuggets_path: the nugget file, named in errors.
+    """
     by_topic = nuggets.by_topic()
     for a in assigned:
         theirs = {n.index: n for n in by_topic.get(a.qid, [])}
@@ -115,10 +141,16 @@ def check_assignment_nuggets(path: str, assigned: Sequence[AssignedAnswer], nugg
 
 
 def check_response_nuggets(path: str, items: Sequence[ResponseNuggets], responses: dict[tuple[str, str], str]) -> None:
-    """A CONE-RAG response-nugget file against the responses file: one entry for each (turn, run) response, none
-    for a response the file does not have, and the same response text (up to case, punctuation, Markdown and
-    whitespace: the published nugget files hold the responses with their Markdown stripped). A missing entry would
-    score Recall_NtN and Precision_NtN 0 without a word."""
+    """A CONE-RAG response-nugget file against the responses file.
+
+    One entry for each (turn, run) response, none for a response the file does not have, and the same response
+    text (up to case, punctuation, Markdown and whitespace: the published nugget files hold the responses with
+    their Markdown stripped). A missing entry would score Recall_NtN and Precision_NtN 0 without a word.
+
+    :param path: the response-nugget file, named in errors.
+    :param items: its entries.
+    :param responses: ``(turn, run) -> response text`` of the responses file.
+    """
     entries = {(r.qid, r.run_id): r for r in items}
     missing = [key for key in responses if key not in entries]
     if missing:

@@ -38,8 +38,14 @@ GOLD_RESPONSE_RUN = "manual"  # the run name of the NIST assessors' gold respons
 
 @dataclass
 class ResponseNuggets:
-    """One response of a CONE-RAG response-nugget file: the text and the extracted nuggets, split into those
-    found as spans of the response (``matched``) and the rest (``not_matched``)."""
+    """One response of a CONE-RAG response-nugget file: the text and the extracted nuggets.
+
+    :param qid: the turn id.
+    :param run_id: the run of the response (``manual`` in the gold responses file).
+    :param response: the response's text.
+    :param matched: the extracted nuggets found as spans of the response.
+    :param not_matched: the other extracted nuggets.
+    """
 
     qid: str
     run_id: str
@@ -60,16 +66,26 @@ def _read(path: str, read):
 
 
 def read_cone_gold_nuggets(path: str) -> NuggetSet:
-    """Gold nuggets of a CONE-RAG file (human or LLM, raw or de-duplicated) as nuggets ``{turn}:n{k-1}``
-    (parsed by ``datasets_ext.cone.parse_gold_nuggets``, the one parser of the file, as the datasets are)."""
+    """Gold nuggets of a CONE-RAG file (human or LLM, raw or de-duplicated) as nuggets ``{turn}:n{k-1}``.
+
+    Parsed by ``datasets_ext.cone.parse_gold_nuggets``, the one parser of the file, as the datasets are; every
+    gold nugget is ``vital``, its ``passage_relevance`` kept in its provenance.
+
+    :param path: the gold nugget JSON file.
+    """
     gold = _read(path, cone_files.read_gold_nuggets)
     return NuggetSet([Nugget(g.query_id, g.index, g.text, ids.VITAL,
                              {"cone_key": g.key, "passage_relevance": g.passage_relevance}) for g in gold], {})
 
 
 def write_cone_gold_nuggets(path: str, nuggets: NuggetSet | Sequence[Nugget]) -> None:
-    """Write nuggets in the CONE-RAG gold nugget form (``[k]`` = index + 1; ``relevance`` from the
-    ``passage_relevance`` provenance, else the nugget qrels grade)."""
+    """Write nuggets in the CONE-RAG gold nugget form, atomically.
+
+    ``[k]`` = index + 1; ``relevance`` from the ``passage_relevance`` provenance, else the nugget qrels grade.
+
+    :param path: the file to write.
+    :param nuggets: a :class:`NuggetSet` or the nuggets.
+    """
     if isinstance(nuggets, NuggetSet):
         nuggets = nuggets.nuggets
     doc: dict[str, dict] = {}
@@ -86,11 +102,19 @@ def _dump(path: str, doc: dict) -> None:
 
 
 def read_cone_responses(path: str) -> dict[tuple[str, str], str]:
-    """Participant responses ``{turn: {run: response}}`` as ``{(turn, run): response}`` (empty responses kept)."""
+    """Participant responses ``{turn: {run: response}}`` as ``{(turn, run): response}`` (empty responses kept).
+
+    :param path: the responses JSON file.
+    """
     return {(r.query_id, r.run_id): r.text for r in _read(path, cone_files.read_responses)}
 
 
 def write_cone_responses(path: str, responses: dict[tuple[str, str], str]) -> None:
+    """Write responses in the CONE-RAG form ``{turn: {run: response}}``, atomically.
+
+    :param path: the file to write.
+    :param responses: ``{(turn, run): response}``, as :func:`read_cone_responses` returns them.
+    """
     doc: dict[str, dict] = {}
     for (turn, run), text in responses.items():
         doc.setdefault(turn, {})[run] = text
@@ -98,12 +122,21 @@ def write_cone_responses(path: str, responses: dict[tuple[str, str], str]) -> No
 
 
 def read_cone_response_nuggets(path: str) -> list[ResponseNuggets]:
-    """A response-nugget file (participant runs) or the gold responses file (run ``manual``)."""
+    """A response-nugget file (participant runs) or the gold responses file (run ``manual``).
+
+    :param path: the JSON file.
+    """
     return [ResponseNuggets(r.query_id, r.run_id, r.response, list(r.matched), list(r.not_matched))
             for r in _read(path, cone_files.read_response_nuggets)]
 
 
 def write_cone_response_nuggets(path: str, items: Iterable[ResponseNuggets]) -> None:
+    """Write a CONE-RAG response-nugget file ``{turn: {run: {nuggets: {matched, not_matched}, response}}}``,
+    atomically.
+
+    :param path: the file to write.
+    :param items: the responses with their nuggets.
+    """
     doc: dict[str, dict] = {}
     for r in items:
         doc.setdefault(r.qid, {})[r.run_id] = {"nuggets": {MATCHED: list(r.matched), NOT_MATCHED: list(r.not_matched)},
@@ -118,13 +151,21 @@ def extracted_json(n: ExtractedNugget) -> dict:
 
 
 def write_extracted_nuggets(path: str, responses: Iterable[tuple[str, str, Sequence[ExtractedNugget]]]) -> None:
-    """Write ``(qid, run_id, nuggets)`` triples, one JSON line per response."""
+    """Write extracted nuggets, one JSON line per response, atomically.
+
+    :param path: the file to write.
+    :param responses: ``(qid, run_id, nuggets)`` triples.
+    """
     write_jsonl(path, ({"qid": qid, "run_id": run_id, "nuggets": [extracted_json(n) for n in nuggets]}
                        for qid, run_id, nuggets in responses))
 
 
 def read_extracted_nuggets(path: str) -> list[tuple[str, str, list[ExtractedNugget]]]:
-    """Read what :func:`write_extracted_nuggets` wrote; a (qid, run_id) may appear once."""
+    """Read what :func:`write_extracted_nuggets` wrote; a (qid, run_id) may appear once.
+
+    :param path: the JSONL file.
+    :returns: ``(qid, run_id, nuggets)`` triples, in file order.
+    """
     out, seen = [], {}
     for line, obj in read_jsonl(path):
         qid = get_qid(path, line, obj, "qid")
@@ -154,8 +195,12 @@ def read_extracted_nuggets(path: str) -> list[tuple[str, str, list[ExtractedNugg
 # ------------------------------------------------------------------------------- labelled pairs and crowd labels
 
 def read_cone_crowd_labels(path: str) -> list[cone_files.CrowdLabel]:
-    """The CONE-RAG crowd study's nugget-to-response labels (``human-study-matching-labels.txt``, [cone-rag §5.2];
-    parsed by ``datasets_ext.cone.read_crowd_labels``)."""
+    """The CONE-RAG crowd study's nugget-to-response labels ([cone-rag §5.2]).
+
+    Parsed by ``datasets_ext.cone.read_crowd_labels``.
+
+    :param path: ``human-study-matching-labels.txt`` of the CONE-RAG resources.
+    """
     return _read(path, cone_files.read_crowd_labels)
 
 
@@ -164,11 +209,16 @@ LABEL_VALUES = {"yes": True, "no": False, "1": True, "0": False, "true": True, "
 
 @dataclass(frozen=True)
 class LabelledPair:
-    """One labelled matching decision: does a premise entail the ``hypothesis``? ``premises``: one premise, or
-    several of which *any* may entail it (an NtN recall decision: the extracted nuggets of a response against
-    a gold nugget, [cone-rag eq. 4]); ``label`` the person's (or reference judge's) answer; ``group`` what the
-    calibration splits by (e.g. the conversation), ``unit`` what its bootstrap resamples (e.g. the response;
-    default: the premises), ``id`` for reference."""
+    """One labelled matching decision: does a premise entail the ``hypothesis``?
+
+    :param premises: one premise, or several of which *any* may entail it (an NtN recall decision: the extracted
+        nuggets of a response against a gold nugget, [cone-rag eq. 4]).
+    :param hypothesis: the text to be entailed.
+    :param label: the person's (or reference judge's) answer.
+    :param group: what the calibration splits by (e.g. the conversation).
+    :param unit: what its bootstrap resamples (e.g. the response; default: the premises).
+    :param id: for reference.
+    """
 
     premises: tuple[str, ...]
     hypothesis: str
@@ -190,9 +240,14 @@ def _label(path: str, line: int, value: Any) -> bool:
 
 
 def read_labelled_pairs(path: str) -> list[LabelledPair]:
-    """A labelled-pair JSONL file, one decision a line: ``{"premise": str | "premises": [str], "hypothesis": str,
-    "label": "yes"|"no"|1|0|true|false, "group"?: str, "unit"?: str, "id"?: str}`` (docs/formats.md). An ``id``
-    may appear once; a line must have exactly one of ``premise`` and ``premises``."""
+    """A labelled-pair JSONL file, one decision a line (docs/formats.md).
+
+    A line is ``{"premise": str | "premises": [str], "hypothesis": str, "label": "yes"|"no"|1|0|true|false,
+    "group"?: str, "unit"?: str, "id"?: str}``. An ``id`` may appear once; a line must have exactly one of
+    ``premise`` and ``premises``.
+
+    :param path: the JSONL file.
+    """
     out: list[LabelledPair] = []
     seen: dict[str, int] = {}
     for line, obj in read_jsonl(path):
@@ -230,7 +285,12 @@ def read_labelled_pairs(path: str) -> list[LabelledPair]:
 
 
 def write_labelled_pairs(path: str, pairs: Iterable[LabelledPair]) -> None:
-    """Write labelled pairs in the form :func:`read_labelled_pairs` reads (``premise`` for one premise)."""
+    """Write labelled pairs in the form :func:`read_labelled_pairs` reads (``premise`` for one premise),
+    atomically.
+
+    :param path: the file to write.
+    :param pairs: the labelled pairs.
+    """
     def line(p: LabelledPair) -> dict:
         head = {"premise": p.premises[0]} if len(p.premises) == 1 else {"premises": list(p.premises)}
         extra = {k: v for k, v in (("group", p.group), ("unit", p.unit), ("id", p.id)) if v is not None}
@@ -240,7 +300,12 @@ def write_labelled_pairs(path: str, pairs: Iterable[LabelledPair]) -> None:
 
 
 def same_response(a: str, b: str) -> bool:
-    """Whether two copies of a response are the same text up to case, punctuation, Markdown and whitespace (the
-    response nugget files of CONE-RAG hold the responses with their Markdown stripped)."""
+    """Whether two copies of a response are the same text up to case, punctuation, Markdown and whitespace.
+
+    The response nugget files of CONE-RAG hold the responses with their Markdown stripped.
+
+    :param a: one copy.
+    :param b: the other.
+    """
     strip = lambda s: "".join(c for c in s.lower() if c.isalnum())  # noqa: E731
     return strip(a) == strip(b)

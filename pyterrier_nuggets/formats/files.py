@@ -38,7 +38,15 @@ POLICIES = ("refuse", "drop")
 
 @dataclass
 class InvalidLabel:
-    """One nugget whose importance or assignment label is not a valid one."""
+    """One nugget whose importance or assignment label is not a valid one.
+
+    :param path: the file.
+    :param line: its line.
+    :param qid: the topic.
+    :param index: the nugget's index within the topic.
+    :param field: the field holding the label (``importance`` or ``assignment``).
+    :param value: the label as written.
+    """
 
     path: str
     line: int
@@ -50,7 +58,11 @@ class InvalidLabel:
 
 @dataclass
 class InvalidLabelReport:
-    """Invalid labels met while reading, per topic; what the policy did with them."""
+    """Invalid labels met while reading, per topic; what the policy did with them.
+
+    :param policy: ``"refuse"`` or ``"drop"``.
+    :param items: the invalid labels, in file order.
+    """
 
     policy: str
     items: list[InvalidLabel] = field(default_factory=list)
@@ -79,6 +91,11 @@ class InvalidLabelReport:
 
 
 class InvalidLabelsError(InvalidInput):
+    """A file holds invalid labels and the policy is ``"refuse"``: the message counts them per topic and
+    says how to drop them instead.
+
+    :param report: what was found.
+    """
     def __init__(self, report: InvalidLabelReport):
         self.report = report
         valid = ("\nvalid importances: vital, okay; valid assignments: support, partial_support, not_support. Fix the "
@@ -110,9 +127,13 @@ _SAMPLE_ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__fi
 
 
 def shown_path(path: str | os.PathLike) -> str:
-    """A path as tables, notes and published files show it: a file shipped with the package as
-    ``sample:collection/nuggets.jsonl`` (not the site-packages folder of this machine), a path under the home
-    folder as ``~/...``, any other path as given."""
+    """A path as tables, notes and published files show it.
+
+    A file shipped with the package as ``sample:collection/nuggets.jsonl`` (not the site-packages folder of this
+    machine), a path under the home folder as ``~/...``, any other path as given.
+
+    :param path: the path.
+    """
     path = os.fspath(path)
     absolute = os.path.abspath(path)
     if os.path.commonpath([absolute, _SAMPLE_ROOT]) == _SAMPLE_ROOT:
@@ -124,6 +145,11 @@ def shown_path(path: str | os.PathLike) -> str:
 
 
 def write_jsonl(path: str, objects: Iterable[dict]) -> None:
+    """Write one JSON object a line, atomically (non-ASCII characters as they are).
+
+    :param path: the file to write.
+    :param objects: the objects.
+    """
     with atomic_write(path) as f:
         for obj in objects:
             f.write(json.dumps(obj, ensure_ascii=False) + "\n")
@@ -133,10 +159,14 @@ MAX_RUN_TAG = 128
 
 
 def run_tag_problem(tag: str) -> str | None:
-    """Why ``tag`` cannot be a run tag, or None. A run tag is the last field of a TREC run line, so it is
-    non-empty without whitespace; the package also names files after it (``runs/RUN.eval.run``), so it holds
-    no path separator or control character, is not ``.`` or ``..`` and has at most 128 characters. Every run
-    tag the package reads or writes follows this one rule."""
+    """Why ``tag`` cannot be a run tag, or None.
+
+    A run tag is the last field of a TREC run line, so it is non-empty without whitespace; the package also names
+    files after it (``runs/RUN.eval.run``), so it holds no path separator or control character, is not ``.`` or
+    ``..`` and has at most 128 characters. Every run tag the package reads or writes follows this one rule.
+
+    :param tag: the run tag.
+    """
     if not isinstance(tag, str) or not tag or any(c.isspace() for c in tag):
         return f"run tag {tag!r} is empty or contains whitespace; it would be two fields (or none) in a TREC run"
     if any(c in "/\\" or not c.isprintable() for c in tag) or tag in (".", ".."):
@@ -148,7 +178,10 @@ def run_tag_problem(tag: str) -> str | None:
 
 
 def check_run_tag(tag: str) -> str:
-    """``tag``, or an InvalidInput when it cannot be a run tag (see :func:`run_tag_problem`)."""
+    """``tag``, or an InvalidInput when it cannot be a run tag (see :func:`run_tag_problem`).
+
+    :param tag: the run tag.
+    """
     problem = run_tag_problem(tag)
     if problem:
         raise InvalidInput(problem)
@@ -156,9 +189,14 @@ def check_run_tag(tag: str) -> str:
 
 
 def check_outputs(outputs: dict[str, str | None], inputs: dict[str, str | None]) -> None:
-    """Refuse before anything is written: an output (``{option: path}``) that is also an input or another
-    output (also through a link), a folder, under a file, or not writable. Missing folders are allowed
-    (:func:`write_all` creates them)."""
+    """Refuse before anything is written.
+
+    An output that is also an input or another output (also through a link), a folder, under a file, or not
+    writable is refused. Missing folders are allowed (:func:`write_all` creates them).
+
+    :param outputs: ``{option: path}`` of the outputs (``None``: not written).
+    :param inputs: ``{option: path}`` of the inputs (``None``: not given).
+    """
     def same(a: str, b: str) -> bool:
         if os.path.exists(a) and os.path.exists(b):
             return os.path.samefile(a, b)
@@ -184,8 +222,14 @@ def check_outputs(outputs: dict[str, str | None], inputs: dict[str, str | None])
 
 
 def write_all(writers: dict[str, Callable[[str], object]]) -> list[str]:
-    """Write several outputs all or none: each ``writer(tmp_path)`` writes a temporary file next to its
-    output; only when every writer has succeeded do they all replace their outputs."""
+    """Write several outputs all or none.
+
+    Each ``writer(tmp_path)`` writes a temporary file next to its output; only when every writer has succeeded do
+    they all replace their outputs.
+
+    :param writers: ``{output path: writer}``.
+    :returns: the output paths.
+    """
     staged: dict[str, str] = {}
     try:
         for path, writer in writers.items():

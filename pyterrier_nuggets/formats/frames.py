@@ -54,7 +54,11 @@ BATTLE_COLUMNS = ["qid", "query", "system_1", "system_2", "qanswer_1", "qanswer_
 # ------------------------------------------------------------------------------------------- nuggets
 
 def nuggets_to_frame(nuggets: Any, queries: dict[str, str] | None = None) -> pd.DataFrame:
-    """The nugget frame: qid, query, nugget_index, nugget_id, nugget_text, importance, provenance."""
+    """The nugget frame: qid, query, nugget_index, nugget_id, nugget_text, importance, provenance.
+
+    :param nuggets: nuggets in any form (a nugget frame, a :class:`NuggetSet`, :class:`Nugget` records).
+    :param queries: ``{qid: query}``, over the queries the nuggets carry (a topic without one: ``""``).
+    """
     nugget_set = as_nugget_set(nuggets)
     queries = {**nugget_set.queries, **(queries or {})}
     ns = nugget_set.nuggets
@@ -70,8 +74,11 @@ def _missing(value: Any) -> bool:
 
 
 def frame_to_nuggets(df: pd.DataFrame) -> NuggetSet:
-    """A nugget frame as a NuggetSet. Needs ``qid, nugget_text``; ``nugget_index`` defaults to the position
-    within the topic, ``importance`` to None (not scored yet, as NuggetCreator outputs)."""
+    """A nugget frame as a NuggetSet.
+
+    :param df: needs ``qid, nugget_text``; ``nugget_index`` defaults to the position within the topic,
+        ``importance`` to None (not scored yet, as NuggetCreator outputs).
+    """
     missing = [c for c in ("qid", "nugget_text") if c not in df.columns]
     if missing:
         raise InvalidInput(f"nugget frame lacks columns {missing} (has {list(df.columns)})")
@@ -94,7 +101,10 @@ def frame_to_nuggets(df: pd.DataFrame) -> NuggetSet:
 
 
 def as_nugget_set(nuggets: Any) -> NuggetSet:
-    """Nuggets in any of their forms (a nugget frame, a NuggetSet, Nugget records) as a NuggetSet."""
+    """Nuggets in any of their forms as a NuggetSet.
+
+    :param nuggets: a nugget frame, a :class:`NuggetSet` or :class:`Nugget` records.
+    """
     if isinstance(nuggets, NuggetSet):
         return nuggets
     if isinstance(nuggets, pd.DataFrame):
@@ -107,10 +117,14 @@ def as_nugget_set(nuggets: Any) -> NuggetSet:
 
 
 def nugget_qrels(nuggets: Any) -> pd.DataFrame:
-    """Nugget qrels (decisions.md, decision 1) with PyTerrier column names ``qid, docno, label`` (2 vital, 1 okay),
-    as ``pt.Experiment`` takes them, from nuggets in any form, then the sub-narrative rows (``{qid}:n{i}:sn{k}``,
-    label 1) of nuggets that name their sub-narrative. Nuggets without a valid importance are an error, never
-    given a grade."""
+    """Nugget qrels (decisions.md, decision 1) as ``pt.Experiment`` takes them.
+
+    PyTerrier column names ``qid, docno, label`` (2 vital, 1 okay), then the sub-narrative rows
+    (``{qid}:n{i}:sn{k}``, label 1) of nuggets that name their sub-narrative. Nuggets without a valid importance
+    are an error, never given a grade.
+
+    :param nuggets: nuggets in any form (a nugget frame, a :class:`NuggetSet`, :class:`Nugget` records).
+    """
     ns = as_nugget_set(nuggets).nuggets
     unscored = [n for n in ns if n.importance is None]
     if unscored:
@@ -123,14 +137,24 @@ def nugget_qrels(nuggets: Any) -> pd.DataFrame:
 # ------------------------------------------------------------------------------------------- answers
 
 def answers_to_frame(answers: Iterable[Answer]) -> pd.DataFrame:
-    """The answer frame: qid, query, run_id, qanswer and the structured answer (``sentences``: list of
-    ``{"text", "citations"}`` with citations as indices into ``references``, a list of docnos)."""
+    """The answer frame: qid, query, run_id, qanswer and the structured answer.
+
+    ``sentences`` is a list of ``{"text", "citations"}`` with citations as indices into ``references``, a list of
+    docnos.
+
+    :param answers: the answers.
+    """
     rows = [{"qid": a.qid, "query": a.query or "", "run_id": a.run_id, "qanswer": a.text,
              "sentences": answer_sentences(a), "references": list(a.references)} for a in answers]
     return pd.DataFrame(rows, columns=ANSWER_COLUMNS)
 
 
 def frame_to_answers(df: pd.DataFrame, run_id: str = "run") -> list[Answer]:
+    """An answer frame (as :func:`answers_to_frame` or ``CitedGenerator`` make it) as :class:`Answer` records.
+
+    :param df: needs ``qid, sentences, references``; ``run_id`` and ``query`` are used when present.
+    :param run_id: the run of rows without a ``run_id``.
+    """
     missing = [c for c in ("qid", "sentences", "references") if c not in df.columns]
     if missing:
         raise InvalidInput(f"answer frame lacks columns {missing} (has {list(df.columns)})")
@@ -149,11 +173,14 @@ def frame_to_answers(df: pd.DataFrame, run_id: str = "run") -> list[Answer]:
 # --------------------------------------------------------------------------------------- assignments
 
 def assignment_frame_to_answers(df: pd.DataFrame, nuggets: Any, run_id: str = "run") -> list[AssignedAnswer]:
-    """The output of ``NuggetAssigner`` as assigned answers (one per run and topic), ready for
-    ``formats.write_assignments`` (nuggetizer "assign" JSONL) and ``formats.write_assignment_run``.
+    """The output of ``NuggetAssigner`` as assigned answers (one per run and topic).
 
-    ``nuggets``: the nuggets that were assigned, in any form (they must have importance).
-    Rows with assignment ``failed`` are an error: they cannot be written as a label.
+    Ready for ``formats.write_assignments`` (nuggetizer "assign" JSONL) and ``formats.write_assignment_run``. Rows
+    with assignment ``failed`` are an error: they cannot be written as a label.
+
+    :param df: the ``NuggetAssigner`` output.
+    :param nuggets: the nuggets that were assigned, in any form (they must have importance).
+    :param run_id: the run of rows without a ``run_id``.
     """
     by_id = {n.id: n for n in as_nugget_set(nuggets).nuggets}
     queries = as_nugget_set(nuggets).queries
@@ -175,8 +202,13 @@ def assignment_frame_to_answers(df: pd.DataFrame, nuggets: Any, run_id: str = "r
 
 
 def assigned_answers_to_frame(answers: Sequence[AssignedAnswer]) -> pd.DataFrame:
-    """Imported (e.g. manual) assignments as the frame ``NuggetAssigner`` outputs, for the ManualAssign
-    conditions of [nugget-recall §4.3] in ``pt.Experiment`` (e.g. via ``pt.Transformer.from_df``)."""
+    """Imported (e.g. manual) assignments as the frame ``NuggetAssigner`` outputs.
+
+    For the ManualAssign conditions of [nugget-recall §4.3] in ``pt.Experiment`` (e.g. via
+    ``pt.Transformer.from_df``).
+
+    :param answers: the assigned answers (``formats.read_assignments(...).answers``).
+    """
     rows = [{"qid": a.qid, "docno": x.nugget_id, "score": x.score, "assignment": x.assignment, "run_id": a.run_id,
              "query": a.query, "qanswer": a.answer_text} for a in answers for x in a.assignments]
     return pd.DataFrame(rows, columns=ASSIGNMENT_COLUMNS + ["run_id", "query", "qanswer"])
@@ -185,9 +217,13 @@ def assigned_answers_to_frame(answers: Sequence[AssignedAnswer]) -> pd.DataFrame
 # ------------------------------------------------------------------------------------------- support
 
 def frame_to_judgments(df: pd.DataFrame) -> list[SupportJudgment]:
-    """The output of ``SupportJudge`` (or :func:`judgments_to_frame`) as :class:`SupportJudgment` records (with
-    the ``run_id`` column's run, when there is one), for ``formats.write_support`` and ``formats.support_rows``.
-    Failed rows are an error: they cannot be written or scored as a label."""
+    """The output of ``SupportJudge`` (or :func:`judgments_to_frame`) as :class:`SupportJudgment` records.
+
+    With the ``run_id`` column's run, when there is one; for ``formats.write_support`` and ``formats.support_rows``.
+    Failed rows are an error: they cannot be written or scored as a label.
+
+    :param df: the support frame.
+    """
     bad = df[~df["support"].isin(ids.SUPPORT_LEVEL_TO_SCORE)]
     if len(bad):
         row = bad.iloc[0]
@@ -204,8 +240,12 @@ def frame_to_judgments(df: pd.DataFrame) -> list[SupportJudgment]:
 
 
 def frame_to_relations(df: pd.DataFrame) -> list[SupportRelation]:
-    """The output of ``BioGenJudge`` as :class:`SupportRelation` records (with ``run_id`` when the frame has
-    it), for ``formats.write_relations``. Failed rows are an error, as in :func:`frame_to_judgments`."""
+    """The output of ``BioGenJudge`` as :class:`SupportRelation` records (with ``run_id`` when the frame has it).
+
+    For ``formats.write_relations``. Failed rows are an error, as in :func:`frame_to_judgments`.
+
+    :param df: the ``BioGenJudge`` output.
+    """
     bad = df[~df["relation"].isin(ids.BIOGEN_RELATIONS)]
     if len(bad):
         row = bad.iloc[0]
@@ -216,14 +256,22 @@ def frame_to_relations(df: pd.DataFrame) -> list[SupportRelation]:
 
 
 def judgments_to_frame(judgments: Iterable[SupportJudgment], run_id: str | None = None) -> pd.DataFrame:
-    """Support judgments (e.g. manual ones from ``formats.read_support``) as the frame SupportJudge outputs."""
+    """Support judgments (e.g. manual ones from ``formats.read_support``) as the frame SupportJudge outputs.
+
+    :param judgments: the judgments.
+    :param run_id: adds a ``run_id`` column of this run; ``None``: no such column.
+    """
     rows = [{"qid": j.qid, "sentence": j.sentence, "citation": j.citation, "docno": j.docno, "support": j.support,
              "score": j.score, **({"run_id": run_id} if run_id is not None else {})} for j in judgments]
     return pd.DataFrame(rows, columns=SUPPORT_COLUMNS + (["run_id"] if run_id is not None else []))
 
 
 def write_support_frame(path: str, df: pd.DataFrame) -> None:
-    """Write a SupportJudge frame as support-judgment JSONL (one file per run: ``run_id`` when single)."""
+    """Write a SupportJudge frame as support-judgment JSONL, atomically.
+
+    :param path: the file to write.
+    :param df: the judgments of one run (a ``run_id`` column, when present, must hold a single run).
+    """
     runs = sorted(set(df["run_id"])) if "run_id" in df.columns else []
     if len(runs) > 1:
         raise InvalidInput(f"judgments of several runs {runs}: write one support file per run")
@@ -233,8 +281,13 @@ def write_support_frame(path: str, df: pd.DataFrame) -> None:
 # ------------------------------------------------------------------------------------------- rubrics
 
 def frame_to_verdicts(df: pd.DataFrame, run_id: str = "run") -> list[RubricVerdict]:
-    """The output of ``RubricJudge`` as :class:`RubricVerdict` records (``run_id`` from the column when present),
-    for ``formats.write_rubric_verdicts`` and ``formats.rubric_rows``. Failed rows are an error."""
+    """The output of ``RubricJudge`` as :class:`RubricVerdict` records.
+
+    For ``formats.write_rubric_verdicts`` and ``formats.rubric_rows``. Failed rows are an error.
+
+    :param df: the ``RubricJudge`` output.
+    :param run_id: the run of rows without a ``run_id``.
+    """
     bad = df[~df["verdict"].isin(ids.VERDICT_TO_SCORE)]
     if len(bad):
         row = bad.iloc[0]
@@ -252,13 +305,20 @@ def frame_to_verdicts(df: pd.DataFrame, run_id: str = "run") -> list[RubricVerdi
 # ------------------------------------------------------------------------------------- qrels and runs
 
 def qrels_frame(judged: pd.DataFrame, label_column: str = "label") -> pd.DataFrame:
-    """PyTerrier qrels (``qid, docno, label``) from a judged frame (e.g. RelevanceJudge output)."""
+    """PyTerrier qrels (``qid, docno, label``) from a judged frame (e.g. RelevanceJudge output).
+
+    :param judged: the judged frame.
+    :param label_column: the column holding the integer label.
+    """
     return pd.DataFrame({"qid": judged["qid"].astype(str), "docno": judged["docno"].astype(str),
                          "label": judged[label_column].astype(int)}).reset_index(drop=True)
 
 
 def run_frame(rows: Iterable[Row]) -> pd.DataFrame:
-    """Evaluation-run rows as a PyTerrier result frame (qid, docno, score)."""
+    """Evaluation-run rows as a PyTerrier result frame (qid, docno, score).
+
+    :param rows: the rows (``formats.evaluation_rows`` and its kind).
+    """
     return pd.DataFrame(list(rows), columns=RUN_COLUMNS)
 
 
@@ -266,7 +326,10 @@ def run_frame(rows: Iterable[Row]) -> pd.DataFrame:
 
 def frame_to_battles(df: pd.DataFrame, judge: str) -> list[Battle]:
     """The battles of a battle frame (``PairwiseJudge`` output, :data:`BATTLE_COLUMNS`) as records, ``judge``
-    naming who judged them; a row with verdict None is a failed battle (its ``error`` kept)."""
+    naming who judged them; a row with verdict None is a failed battle (its ``error`` kept).
+
+    :param df: the battle frame.
+    :param judge: who judged the battles (the judge's description)."""
     out = []
     for r in df.to_dict("records"):
         verdict = r["verdict"] if isinstance(r.get("verdict"), str) else None

@@ -79,6 +79,13 @@ class IkatTurn:
 
 @dataclass
 class IkatRun:
+    """An iKAT 2024 run in the official format (module docstring).
+
+    :param run_name: the run's name.
+    :param run_type: ``automatic``, ``manual`` or ``only_response``.
+    :param turns: the turns, each with its ranked responses.
+    :param eval_response: whether the responses are to be evaluated (``None``: the field was absent).
+    """
     run_name: str
     run_type: str
     turns: list[IkatTurn]
@@ -125,7 +132,11 @@ def _only(path: str, obj: dict, keys: tuple[str, ...], where: str) -> None:
 
 
 def parse_ikat_run(doc, path: str = "<run>") -> IkatRun:
-    """An iKAT 2024 run from its parsed JSON; every problem is an InputError naming the field."""
+    """An iKAT 2024 run from its parsed JSON; every problem is an InputError naming the field.
+
+    :param doc: the parsed JSON document.
+    :param path: the file it came from, named in errors.
+    """
     if not isinstance(doc, dict):
         raise InputError(path, None, None, f"expected a JSON object (an iKAT run), got {type(doc).__name__}")
     _only(path, doc, _RUN_KEYS, "")
@@ -184,19 +195,30 @@ def parse_ikat_run(doc, path: str = "<run>") -> IkatRun:
 
 
 def read_ikat_run(path: str) -> IkatRun:
-    """Read and validate an iKAT 2024 run file."""
+    """Read and validate an iKAT 2024 run file.
+
+    :param path: the run's JSON file.
+    """
     return parse_ikat_run(load_json(path), path)
 
 
 def write_ikat_run(path: str, run: IkatRun) -> None:
-    """Write a run in the official form (atomic; the sample run's field order and separators, no newline at
-    the end, as the sample)."""
+    """Write a run in the official form, atomically.
+
+    The sample run's field order and separators, no newline at the end, as the sample.
+
+    :param path: the file to write.
+    :param run: the run.
+    """
     with atomic_write(path) as f:
         f.write(json.dumps(run.to_json(), ensure_ascii=False))
 
 
 def ikat_ranking(run: IkatRun) -> pd.DataFrame:
-    """The passage ranking of each turn (``qid, docno, rank, score, run_id``; see the module docstring)."""
+    """The passage ranking of each turn (``qid, docno, rank, score, run_id``; see the module docstring).
+
+    :param run: the run.
+    """
     rows = []
     for t in run.turns:
         seen: set[str] = set()
@@ -217,8 +239,13 @@ def ikat_ranking(run: IkatRun) -> pd.DataFrame:
 
 
 def ikat_answers(run: IkatRun) -> pd.DataFrame:
-    """The rank-1 response of each turn: ``qid`` (= ``turn_id``), ``turn_id``, ``run_id``, ``qanswer``,
-    ``references`` (passages used), ``ptkb_provenance``."""
+    """The rank-1 response of each turn as an answer frame.
+
+    Columns ``qid`` (= ``turn_id``), ``turn_id``, ``run_id``, ``qanswer``, ``references`` (passages used),
+    ``ptkb_provenance``.
+
+    :param run: the run.
+    """
     rows = []
     for t in run.turns:
         if not t.responses:
@@ -231,10 +258,16 @@ def ikat_answers(run: IkatRun) -> pd.DataFrame:
 
 def ikat_run_from_frames(run_name: str, ranking: pd.DataFrame, answers: pd.DataFrame | None = None,
                          run_type: str = "automatic", used: int = DEFAULT_USED) -> IkatRun:
-    """An iKAT run from our frames: ``ranking`` (``qid, docno, score``, any order) and optionally ``answers``
-    (``qid``, ``qanswer``, optionally ``references``: the passages the answer cites, marked ``used``; without
-    it the first ``used`` passages are). Each turn gets one response of rank 1; ``eval_response`` is true when
-    answers are given."""
+    """An iKAT run from our frames; each turn gets one response of rank 1.
+
+    :param run_name: the run's name.
+    :param ranking: ``qid, docno, score``, any order.
+    :param answers: optional ``qid``, ``qanswer`` and optionally ``references`` (the passages the answer cites,
+        marked ``used``; without it the first ``used`` passages are). ``eval_response`` is true when answers are
+        given.
+    :param run_type: ``automatic`` (default), ``manual`` or ``only_response``.
+    :param used: how many top passages are marked ``used`` for an answer without ``references``.
+    """
     texts, refs, ptkb = {}, {}, {}
     if answers is not None:
         for a in answers.to_dict("records"):
@@ -255,8 +288,13 @@ def ikat_run_from_frames(run_name: str, ranking: pd.DataFrame, answers: pd.DataF
 
 def read_ptkb_run(path: str, statements: Mapping[str, Collection[str]]) -> pd.DataFrame:
     """A PTKB statement ranking (TREC run ``turn Q0 statement_id rank score tag``) as ``qid, docno, score``.
-    ``statements``: turn id -> the statement ids of its conversation's PTKB (the topics). A turn that is not
-    in the topics, or a statement id that is not in the turn's PTKB, is an InputError naming the line."""
+
+    A turn that is not in the topics, or a statement id that is not in the turn's PTKB, is an InputError naming the
+    line.
+
+    :param path: the run file.
+    :param statements: turn id -> the statement ids of its conversation's PTKB (the topics).
+    """
     def check(line: int, qid: str, docno: str) -> None:
         if qid not in statements:
             raise InputError(path, line, "qid", f"turn {qid} is not a turn of the topics",

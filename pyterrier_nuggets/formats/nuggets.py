@@ -29,7 +29,12 @@ from pyterrier_nuggets.records import ASSIGNMENTS, IMPORTANCES, Nugget
 
 @dataclass
 class NuggetSet:
-    """The nuggets of some topics, with the topics' query text where the file had it."""
+    """The nuggets of some topics, with the topics' query text where the file had it.
+
+    :param nuggets: the nuggets, in file order.
+    :param queries: ``{qid: query}``.
+    :param invalid: the invalid labels met reading the file (:class:`InvalidLabelReport`); none by default.
+    """
 
     nuggets: list[Nugget]
     queries: dict[str, str] = field(default_factory=dict)
@@ -74,9 +79,15 @@ def parse_nugget_list(path: str, line: int, qid: str, items: list, with_assignme
 
 
 def read_nuggets(path: str, on_invalid: str = "refuse") -> NuggetSet:
-    """Read a nugget file: nuggetizer "create" JSONL or TREC RAG 2025 nuggets (extra fields such as
-    ``source`` and ``mapped_sub_narrative`` are kept as provenance), parsed by
-    :func:`datasets_ext.nuggets.read_nugget_lines` as the ir_datasets entries are. A topic may appear once."""
+    """Read a nugget file: nuggetizer "create" JSONL or TREC RAG 2025 nuggets. A topic may appear once.
+
+    Extra fields such as ``source`` and ``mapped_sub_narrative`` are kept as provenance; parsed by
+    :func:`datasets_ext.nuggets.read_nugget_lines` as the ir_datasets entries are.
+
+    :param path: the nugget file.
+    :param on_invalid: ``"refuse"`` (default: an invalid importance raises :class:`InvalidLabelsError`) or
+        ``"drop"`` (the nugget is left out of its topic, reported in a warning and in the set's ``invalid``).
+    """
     check_policy(on_invalid)
     report = InvalidLabelReport(on_invalid)
     out = NuggetSet([], {}, report)
@@ -94,7 +105,13 @@ def nugget_json(n: Nugget) -> dict:
 
 
 def write_nuggets(path: str, nuggets: NuggetSet | Sequence[Nugget], queries: dict[str, str] | None = None) -> None:
-    """Write nuggets in the nuggetizer "create" form, one topic a line, each nugget with its ``id``."""
+    """Write nuggets in the nuggetizer "create" form, one topic a line, each nugget with its ``id``
+    (atomically).
+
+    :param path: the file to write.
+    :param nuggets: a :class:`NuggetSet` or the nuggets.
+    :param queries: ``{qid: query}``, over the set's own queries.
+    """
     if isinstance(nuggets, NuggetSet):
         queries = {**nuggets.queries, **(queries or {})}
         nuggets = nuggets.nuggets
@@ -108,7 +125,10 @@ def write_nuggets(path: str, nuggets: NuggetSet | Sequence[Nugget], queries: dic
 
 
 def sub_narrative_qrels(nuggets: Sequence[Nugget]) -> list[tuple[str, str, int]]:
-    """The sub-narrative rows ``(qid, {qid}:n{i}:sn{k}, 1)`` of graded nuggets (module docstring)."""
+    """The sub-narrative rows ``(qid, {qid}:n{i}:sn{k}, 1)`` of graded nuggets (module docstring).
+
+    :param nuggets: the nuggets.
+    """
     topics: dict[str, list[tuple[int, dict]]] = {}
     for n in nuggets:
         topics.setdefault(n.qid, []).append((n.index, n.provenance))
@@ -116,9 +136,13 @@ def sub_narrative_qrels(nuggets: Sequence[Nugget]) -> list[tuple[str, str, int]]
 
 
 def sub_narratives(nuggets: NuggetSet | Sequence[Nugget]) -> dict[str, list[str]]:
-    """Each topic's sub-narratives as its nuggets name them (``mapped_sub_narrative``), sub-narrative ``k`` at
-    position ``k`` (the ``sn{k}`` of the nugget qrels); topics whose nuggets name none are left out. E.g. the
-    input of ``RelevanceJudge(against="sub_narratives", sub_narratives=...)``."""
+    """Each topic's sub-narratives as its nuggets name them (``mapped_sub_narrative``).
+
+    Sub-narrative ``k`` is at position ``k`` (the ``sn{k}`` of the nugget qrels); topics whose nuggets name none
+    are left out. E.g. the input of ``RelevanceJudge(against="sub_narratives", sub_narratives=...)``.
+
+    :param nuggets: a :class:`NuggetSet` or the nuggets.
+    """
     if isinstance(nuggets, NuggetSet):
         nuggets = nuggets.nuggets
     topics: dict[str, list[tuple[int, dict]]] = {}
@@ -129,8 +153,14 @@ def sub_narratives(nuggets: NuggetSet | Sequence[Nugget]) -> dict[str, list[str]
 
 
 def write_nugget_qrels(path: str, nuggets: NuggetSet | Sequence[Nugget]) -> None:
-    """TREC qrels ``qid 0 {qid}:n{i} REL``, REL 2 = vital, 1 = okay (decisions.md, decision 1), then the sub-narrative
-    rows ``qid 0 {qid}:n{i}:sn{k} 1`` of nuggets that name their sub-narrative."""
+    """Write nugget qrels, atomically.
+
+    TREC qrels ``qid 0 {qid}:n{i} REL``, REL 2 = vital, 1 = okay (decisions.md, decision 1), then the sub-narrative
+    rows ``qid 0 {qid}:n{i}:sn{k} 1`` of nuggets that name their sub-narrative.
+
+    :param path: the file to write.
+    :param nuggets: a :class:`NuggetSet` or the nuggets (all with importance).
+    """
     if isinstance(nuggets, NuggetSet):
         nuggets = nuggets.nuggets
     for n in nuggets:
@@ -143,8 +173,14 @@ def write_nugget_qrels(path: str, nuggets: NuggetSet | Sequence[Nugget]) -> None
 
 
 def read_nugget_qrels(path: str, texts: NuggetSet | None = None) -> NuggetSet:
-    """Read nugget qrels back into nuggets; texts (and provenance, the sub-narratives among it) come from
-    ``texts`` (the sidecar JSONL) when given. Sub-narrative rows must map a nugget of the file, with relevance 1."""
+    """Read nugget qrels back into nuggets.
+
+    Sub-narrative rows must map a nugget of the file, with relevance 1.
+
+    :param path: the qrels file.
+    :param texts: the sidecar nugget JSONL, read (:func:`read_nuggets`): the texts and provenance (the
+        sub-narratives among it) come from there when given.
+    """
     known = {n.id: n for n in texts.nuggets} if texts else {}
     out = NuggetSet([], dict(texts.queries) if texts else {})
     seen: dict[str, int] = {}

@@ -35,7 +35,12 @@ OPTIONAL_WEIGHT = 2
 
 @dataclass
 class RubricSet:
-    """The rubric criteria of some topics (in topic, then criterion order) and the topics' other fields."""
+    """The rubric criteria of some topics (in topic, then criterion order) and the topics' other fields.
+
+    :param criteria: the criteria.
+    :param topics: qid -> the topic line's other fields.
+    :param source: where the rubrics came from (a path), for messages.
+    """
 
     criteria: list[RubricCriterion]
     topics: dict[str, dict] = field(default_factory=dict)  # qid -> the topic line's other fields
@@ -52,7 +57,10 @@ class RubricSet:
 
 
 def read_rubrics(path: str) -> RubricSet:
-    """A rubric file in either form (module docstring), every field checked (InputError with line and field)."""
+    """A rubric file in either form (module docstring), every field checked (InputError with line and field).
+
+    :param path: the rubric JSONL file.
+    """
     criteria: list[RubricCriterion] = []
     topics: dict[str, dict] = {}
     for entry in read_rubric_lines(path):
@@ -70,31 +78,48 @@ def _criterion_json(c: RubricCriterion) -> dict:
 
 
 def write_rubrics(path: str, rubrics: RubricSet) -> None:
-    """Write rubrics in the toolkit's form ``{"qid", "criteria": [{"text", "weight", "tier"?, "type"?,
-    "source_nugget"?, "axis"?}], ...topic fields}`` (atomically)."""
+    """Write rubrics in the toolkit's form, atomically.
+
+    The form is ``{"qid", "criteria": [{"text", "weight", "tier"?, "type"?, "source_nugget"?, "axis"?}], ...topic
+    fields}``.
+
+    :param path: the file to write.
+    :param rubrics: the rubrics.
+    """
     by_topic = rubrics.by_topic()
     write_jsonl(path, ({"qid": qid, "criteria": [_criterion_json(c) for c in criteria], **rubrics.topics.get(qid, {})}
                        for qid, criteria in by_topic.items()))
 
 
 def rubric_qrels_rows(rubrics: RubricSet | Iterable[RubricCriterion]) -> list[tuple[str, str, int]]:
-    """The rubric qrels ``(qid, doc id, relevance)``: weight rows and tier rows (:mod:`datasets_ext.rubrics`)."""
+    """The rubric qrels ``(qid, doc id, relevance)``: weight rows and tier rows (:mod:`datasets_ext.rubrics`).
+
+    :param rubrics: a :class:`RubricSet` or its criteria.
+    """
     criteria = rubrics.criteria if isinstance(rubrics, RubricSet) else list(rubrics)
     return list(rubric_qrels(criteria))
 
 
 def write_rubric_qrels(path: str, rubrics: RubricSet | Iterable[RubricCriterion]) -> None:
-    """Write rubric qrels ``qid 0 ROW_ID REL`` (atomically)."""
+    """Write rubric qrels ``qid 0 ROW_ID REL`` (atomically).
+
+    :param path: the file to write.
+    :param rubrics: a :class:`RubricSet` or its criteria.
+    """
     with atomic_write(path) as f:
         for qid, doc_id, rel in rubric_qrels_rows(rubrics):
             f.write(f"{qid} 0 {doc_id} {rel}\n")
 
 
 def nuggets_to_rubrics(nuggets) -> RubricSet:
-    """A nugget set (any form ``formats.as_nugget_set`` takes) as a rubric, as the TREC RAG 2026 toolkit derives
-    rubrics from nuggets: one criterion per nugget, in nugget order, "The answer conveys: <nugget>", tier
-    mandatory and weight 5 for a vital nugget, optional and 2 for an okay one, type ``explicit``,
-    ``source_nugget`` ``n<i>`` (the nugget's index). Nuggets without importance are refused."""
+    """A nugget set as a rubric, as the TREC RAG 2026 toolkit derives rubrics from nuggets.
+
+    One criterion per nugget, in nugget order, "The answer conveys: <nugget>", tier mandatory and weight 5 for a
+    vital nugget, optional and 2 for an okay one, type ``explicit``, ``source_nugget`` ``n<i>`` (the nugget's
+    index). Nuggets without importance are refused.
+
+    :param nuggets: nuggets in any form ``formats.as_nugget_set`` takes.
+    """
     nugget_set = as_nugget_set(nuggets)
     criteria, positions = [], {}
     for n in sorted(nugget_set.nuggets, key=lambda n: (n.qid, n.index)):
@@ -113,8 +138,12 @@ def nuggets_to_rubrics(nuggets) -> RubricSet:
 # ------------------------------------------------------------------------------------------- verdicts
 
 def read_rubric_verdicts(path: str, rubrics: RubricSet | None = None) -> list[RubricVerdict]:
-    """Verdict JSONL (module docstring). With ``rubrics``, each line is checked against the topic's rubric:
-    the same number of criteria, texts and weights (the verdicts are of these criteria), else InputError."""
+    """Verdict JSONL (module docstring).
+
+    :param path: the verdict file.
+    :param rubrics: when given, each line is checked against the topic's rubric: the same number of criteria,
+        texts and weights (the verdicts are of these criteria), else InputError.
+    """
     by_topic = rubrics.by_topic() if rubrics is not None else {}
     out, seen = [], {}
     for line, obj in read_jsonl(path):
@@ -150,9 +179,16 @@ def read_rubric_verdicts(path: str, rubrics: RubricSet | None = None) -> list[Ru
 
 
 def write_rubric_verdicts(path: str, verdicts: Iterable[RubricVerdict], rubrics: RubricSet) -> None:
-    """Write verdicts as JSONL, one line per (topic, run), each with every criterion of the topic's rubric in
-    order; a verdict of a criterion that is not in ``rubrics``, or a judged answer without the verdict on one of
-    its criteria, is refused (a failed judgment is never written as a verdict)."""
+    """Write verdicts as JSONL (atomically), one line per (topic, run), each with every criterion of the
+    topic's rubric in order.
+
+    A verdict of a criterion that is not in ``rubrics``, or a judged answer without the verdict on one of its
+    criteria, is refused (a failed judgment is never written as a verdict).
+
+    :param path: the file to write.
+    :param verdicts: the verdicts.
+    :param rubrics: the rubrics they judge.
+    """
     by_topic = rubrics.by_topic()
     grouped: dict[tuple[str, str | None], dict[int, str]] = {}
     for v in verdicts:
@@ -169,6 +205,9 @@ def write_rubric_verdicts(path: str, verdicts: Iterable[RubricVerdict], rubrics:
 
 
 def rubric_rows(verdicts: Iterable[RubricVerdict]) -> Iterator[tuple[str, str, float]]:
-    """Evaluation-run rows of verdicts: ``(qid, {qid}:r{i}, 1 / 0.5 / 0)``."""
+    """Evaluation-run rows of verdicts: ``(qid, {qid}:r{i}, 1 / 0.5 / 0)``.
+
+    :param verdicts: the verdicts.
+    """
     for v in verdicts:
         yield v.qid, v.criterion_id, v.score

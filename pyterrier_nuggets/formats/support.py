@@ -44,8 +44,12 @@ def _judged_lines(path: str, label_field: str, labels: tuple, uncited: bool):
 
 
 def read_support(path: str) -> list[SupportJudgment]:
-    """Support judgments ``{qid, run_id?, sentence, citation, docno, support}``; ``citation`` null and
-    ``support`` "none" for a sentence without citation. Human judgments use the same form."""
+    """Support judgments ``{qid, run_id?, sentence, citation, docno, support}``.
+
+    ``citation`` null and ``support`` "none" for a sentence without citation. Human judgments use the same form.
+
+    :param path: the support JSONL file.
+    """
     out = []
     for line, qid, sentence, citation, docno, support, run_id in _judged_lines(path, "support", JUDGMENT_LABELS, True):
         try:
@@ -56,14 +60,24 @@ def read_support(path: str) -> list[SupportJudgment]:
 
 
 def write_support(path: str, judgments: Iterable[SupportJudgment], run_id: str | None = None) -> None:
+    """Write support judgments in the form :func:`read_support` reads, atomically.
+
+    :param path: the file to write.
+    :param judgments: the judgments.
+    :param run_id: the ``run_id`` written on every line (default: each judgment's own, when it has one).
+    """
     write_jsonl(path, ({"qid": j.qid, **({"run_id": run_id or j.run_id} if run_id or j.run_id else {}),
                         "sentence": j.sentence,
                         "citation": j.citation, "docno": j.docno, "support": j.support} for j in judgments))
 
 
 def read_relations(path: str) -> list[SupportRelation]:
-    """BioGen relation judgments ``{qid, run_id?, sentence, citation, docno, relation}``, one per judged
-    citation (an uncited sentence has no line)."""
+    """BioGen relation judgments ``{qid, run_id?, sentence, citation, docno, relation}``.
+
+    One per judged citation (an uncited sentence has no line).
+
+    :param path: the relation JSONL file.
+    """
     for line, obj in read_jsonl(path):
         if "support" in obj and "relation" not in obj:
             raise InputError(path, line, "relation", "missing; this is a support file (full/partial/none)",
@@ -73,6 +87,12 @@ def read_relations(path: str) -> list[SupportRelation]:
 
 
 def write_relations(path: str, relations: Iterable[SupportRelation], run_id: str | None = None) -> None:
+    """Write BioGen relation judgments in the form :func:`read_relations` reads, atomically.
+
+    :param path: the file to write.
+    :param relations: the relations.
+    :param run_id: the ``run_id`` written on every line (default: each relation's own, when it has one).
+    """
     write_jsonl(path, ({"qid": r.qid, **({"run_id": run_id or r.run_id} if run_id or r.run_id else {}),
                         "sentence": r.sentence, "citation": r.citation, "docno": r.docno, "relation": r.relation}
                        for r in relations))
@@ -93,11 +113,16 @@ def _position(path: str, line: int, obj: dict, key: str, expected: int, where: s
 
 
 def read_support_assignments(path: str) -> list[SupportJudgment]:
-    """The TREC RAG 2026 toolkit's support assignment JSONL (castorini/RAGDoll ``support assemble``) as support
-    judgments: one per (topic, run, sentence, citation), ``unjudged`` for label -1, and one ``citation: None``,
-    ``none`` judgment per sentence without citation. ``run_id`` is kept on every judgment (a file may hold
-    several runs). Labels are ``"2"``, ``"1"``, ``"0"``, ``"-1"`` (strings, or integers); anything else, a
-    (topic, run) twice, or positions out of order are refused with line and field."""
+    """The TREC RAG 2026 toolkit's support assignment JSONL as support judgments ([ragdoll]).
+
+    The file is what castorini/RAGDoll's ``support assemble`` writes: one judgment per (topic, run, sentence,
+    citation), ``unjudged`` for label -1, and one ``citation: None``, ``none`` judgment per sentence without
+    citation. ``run_id`` is kept on every judgment (a file may hold several runs). Labels are ``"2"``, ``"1"``,
+    ``"0"``, ``"-1"`` (strings, or integers); anything else, a (topic, run) twice, or positions out of order are
+    refused with line and field.
+
+    :param path: the support assignment JSONL file.
+    """
     out: list[SupportJudgment] = []
     seen: dict[tuple[str, str], int] = {}
     for line, obj in read_jsonl(path):
@@ -135,9 +160,13 @@ def read_support_assignments(path: str) -> list[SupportJudgment]:
 
 
 def support_assignment_rows(answers: Iterable[Answer], judgments: Iterable[SupportJudgment]) -> list[dict]:
-    """The toolkit's support assignment rows of ``answers`` (one per answer) with the labels of ``judgments``
-    (of the same answers, as ``formats.check_support`` checks them); a citation without a judgment is -1
-    (missing), as the toolkit's ``support assemble`` writes it."""
+    """The toolkit's support assignment rows of ``answers`` (one per answer) with the labels of ``judgments``.
+
+    A citation without a judgment is -1 (missing), as the toolkit's ``support assemble`` writes it.
+
+    :param answers: the answers.
+    :param judgments: their judgments (of the same answers, as ``formats.check_support`` checks them).
+    """
     labels: dict[tuple, str] = {}
     for j in judgments:
         if j.citation is not None:
@@ -156,5 +185,10 @@ def support_assignment_rows(answers: Iterable[Answer], judgments: Iterable[Suppo
 
 
 def write_support_assignments(path: str, answers: Iterable[Answer], judgments: Iterable[SupportJudgment]) -> None:
-    """Write :func:`support_assignment_rows` as JSONL (atomically), for the toolkit's ``support metrics``."""
+    """Write :func:`support_assignment_rows` as JSONL (atomically), for the toolkit's ``support metrics``.
+
+    :param path: the file to write.
+    :param answers: the answers.
+    :param judgments: their judgments.
+    """
     write_jsonl(path, support_assignment_rows(answers, judgments))

@@ -6,8 +6,12 @@ from pyterrier_nuggets.formats.files import InputError, check_topic_id, read_jso
 
 
 def read_topics_tsv(path: str) -> list[tuple[str, str]]:
-    """``(qid, query)`` of ``qid<TAB>query`` lines; a topic id twice, with whitespace, or without query is an
-    InputError."""
+    """``(qid, query)`` of ``qid<TAB>query`` lines.
+
+    A topic id twice, with whitespace, or without query is an InputError.
+
+    :param path: the TSV file.
+    """
     out: list[tuple[str, str]] = []
     seen: dict[str, int] = {}
     for line, text in read_lines(path):
@@ -31,8 +35,12 @@ def read_topics_tsv(path: str) -> list[tuple[str, str]]:
 
 
 def read_docs(path: str) -> dict[str, str]:
-    """Document texts by docno from ``{"docno", "text"}`` lines (segments or whole documents); a docno twice or
-    a missing / empty field is an InputError."""
+    """Document texts by docno from ``{"docno", "text"}`` lines (segments or whole documents).
+
+    A docno twice or a missing / empty field is an InputError.
+
+    :param path: the JSONL file.
+    """
     docs: dict[str, str] = {}
     for line, obj in read_jsonl(path):
         for key in ("docno", "text"):

@@ -20,11 +20,21 @@ Row = tuple[str, str, float]  # (qid, row id, score)
 
 
 def assignment_rows(assignments: Iterable[Assignment]) -> Iterator[Row]:
+    """Evaluation-run rows of nugget assignments: ``(qid, {qid}:n{i}, 1 / 0.5 / 0)``.
+
+    :param assignments: the assignments.
+    """
     for a in assignments:
         yield a.qid, a.nugget_id, a.score
 
 
 def words_rows(answers: Iterable[Answer | AssignedAnswer]) -> Iterator[Row]:
+    """Evaluation-run rows of answer lengths: ``(qid, {qid}:words, words)``.
+
+    An assigned answer without ``answer_text`` is refused (its length is unknown).
+
+    :param answers: answers, or assigned answers with their text.
+    """
     for a in answers:
         text = a.text if isinstance(a, Answer) else a.answer_text
         if text is None:
@@ -34,6 +44,11 @@ def words_rows(answers: Iterable[Answer | AssignedAnswer]) -> Iterator[Row]:
 
 
 def support_rows(judgments: Iterable[SupportJudgment]) -> Iterator[Row]:
+    """Evaluation-run rows of support judgments: ``(qid, {qid}:s{j}:c{k}:{docno}, 1 / 0.5 / 0)`` (an uncited
+    sentence: ``{qid}:s{j}:uncited``).
+
+    :param judgments: the judgments.
+    """
     for j in judgments:
         yield j.qid, ids.support_id(j.qid, j.sentence, j.citation, j.docno), j.score
 
@@ -41,7 +56,12 @@ def support_rows(judgments: Iterable[SupportJudgment]) -> Iterator[Row]:
 def evaluation_rows(assigned: Iterable[AssignedAnswer] = (), answers: Iterable[Answer] = (),
                     support: Iterable[SupportJudgment] = ()) -> list[Row]:
     """All rows of one run's evaluation run: nugget assignments, answer lengths, support judgments.
-    Answer lengths come from ``answers`` when given, else from the assigned answers' text."""
+
+    :param assigned: the assigned answers (their nugget rows; their text gives the length when ``answers`` are
+        not given).
+    :param answers: the answers (their lengths).
+    :param support: the support judgments.
+    """
     assigned, answers = list(assigned), list(answers)
     rows: list[Row] = []
     for a in assigned:
@@ -52,7 +72,12 @@ def evaluation_rows(assigned: Iterable[AssignedAnswer] = (), answers: Iterable[A
 
 
 def write_run(path: str, rows: Iterable[Row], run_tag: str) -> None:
-    """A TREC run ``qid Q0 row_id rank score tag``; rank counts rows of a topic from 1, in given order."""
+    """A TREC run ``qid Q0 row_id rank score tag`` (atomically); rank counts rows of a topic from 1, in given order.
+
+    :param path: the file to write.
+    :param rows: ``(qid, row id, score)`` rows.
+    :param run_tag: the run tag (:func:`check_run_tag`).
+    """
     check_run_tag(run_tag)
     ranks: Counter = Counter()
     rows = list(rows)
@@ -71,9 +96,15 @@ def write_run(path: str, rows: Iterable[Row], run_tag: str) -> None:
 
 
 def read_run_rows(path: str, check: Callable[[int, str, str], None] | None = None) -> list[Row]:
-    """The rows ``(qid, docno, score)`` of a TREC run file ``qid Q0 docno rank score tag``; a score that is not
-    a number, or a document listed twice for a topic (trec_eval refuses it too), is an InputError.
-    ``check(line, qid, docno)``, when given, is called on every row (it raises an InputError to refuse one)."""
+    """The rows ``(qid, docno, score)`` of a TREC run file ``qid Q0 docno rank score tag``.
+
+    A score that is not a number, or a document listed twice for a topic (trec_eval refuses it too), is an
+    InputError.
+
+    :param path: the run file.
+    :param check: ``check(line, qid, docno)``, when given, is called on every row (it raises an InputError to
+        refuse one).
+    """
     rows: list[Row] = []
     seen: dict[tuple[str, str], int] = {}
     for line, (qid, _, docno, _, score, _) in read_columns(path, "qid Q0 docno rank score tag"):
@@ -94,8 +125,12 @@ def read_run_rows(path: str, check: Callable[[int, str, str], None] | None = Non
 
 
 def read_qrels_rows(path: str) -> list[tuple[str, str, int]]:
-    """The rows ``(qid, docno, relevance)`` of a TREC qrels file ``qid 0 docno relevance``; a relevance that
-    is not a whole number, or a document judged twice for a topic, is an InputError."""
+    """The rows ``(qid, docno, relevance)`` of a TREC qrels file ``qid 0 docno relevance``.
+
+    A relevance that is not a whole number, or a document judged twice for a topic, is an InputError.
+
+    :param path: the qrels file.
+    """
     rows = []
     seen: dict[tuple[str, str], int] = {}
     for line, (qid, _, docno, rel) in read_columns(path, "qid 0 docno relevance"):
@@ -111,7 +146,11 @@ def read_qrels_rows(path: str) -> list[tuple[str, str, int]]:
 
 
 def write_qrels(path: str, rows: Iterable[tuple[str, str, int]]) -> None:
-    """A TREC qrels file ``qid 0 docno relevance``, one line per ``(qid, docno, relevance)``."""
+    """A TREC qrels file ``qid 0 docno relevance``, one line per row (atomically).
+
+    :param path: the file to write.
+    :param rows: ``(qid, docno, relevance)`` rows.
+    """
     rows = list(rows)
     for qid, docno, _ in rows:
         check_topic_id(qid)
@@ -123,7 +162,14 @@ def write_qrels(path: str, rows: Iterable[tuple[str, str, int]]) -> None:
 
 
 def write_assignment_run(path: str, answers: Iterable[AssignedAnswer], run_tag: str | None = None) -> None:
-    """The assignment run of decision 1 for answers of ONE run, with each answer's ``:words`` row."""
+    """The assignment run of decisions.md, decision 1 for answers of ONE run, with each answer's ``:words``
+    row.
+
+    :param path: the file to write.
+    :param answers: the assigned answers (with their text).
+    :param run_tag: the run tag; required when the answers are of several runs (refused otherwise), default their
+        one run.
+    """
     answers = list(answers)
     tags = {a.run_id for a in answers}
     if len(tags) > 1 and run_tag is None:
@@ -139,7 +185,13 @@ def write_assignment_run(path: str, answers: Iterable[AssignedAnswer], run_tag: 
 
 def read_assignment_run(path: str, nuggets: NuggetSet, run_id: str | None = None) -> list[AssignedAnswer]:
     """An assignment run back to assigned answers, with the nuggets (qrels + texts) it was made for.
-    A nugget without a row is not supported (decision 1); a row for an unknown nugget is an error."""
+
+    A nugget without a row is not supported (decisions.md, decision 1); a row for an unknown nugget is an error.
+
+    :param path: the assignment run.
+    :param nuggets: the nuggets it assigns.
+    :param run_id: the run of the answers (default: the file's run tag).
+    """
     by_topic = nuggets.by_topic()
     known = {n.id for n in nuggets.nuggets}
     rows: dict[str, dict[int, str]] = {}

@@ -39,7 +39,14 @@ FAILED = "failed"  # the label of a failed judgment in frames kept for inspectio
 
 @dataclass
 class Failure:
-    """One unit of LLM work that did not give a usable answer."""
+    """One unit of LLM work that did not give a usable answer.
+
+    :param stage: the judge's ``step``: "create", "score", "assign", "generate", "support", "relevance", ...
+    :param qid: the topic.
+    :param what: which window / batch / answer / citation.
+    :param error: why it failed.
+    :param raw: the model's raw replies, for inspection.
+    """
 
     stage: str  # the judge's ``step``: "create", "score", "assign", "generate", "support", "relevance"
     qid: str
@@ -49,7 +56,11 @@ class Failure:
 
 
 def failure_summary(failures: Sequence[Failure]) -> pd.DataFrame:
-    """Failures per topic and stage: count, what failed, the first error."""
+    """Failures per topic and stage: count, what failed, the first error.
+
+    :param failures: the failures (a judge's ``failures``).
+    :returns: a frame ``qid, stage, failures, what, first_error``.
+    """
     rows = {}
     for f in failures:
         row = rows.setdefault((f.qid, f.stage), {"qid": f.qid, "stage": f.stage, "failures": 0, "what": [],
@@ -79,7 +90,15 @@ def batched(keys: Sequence, texts_of: Callable[[Any], Sequence[str]], size: int)
 
 
 class LLMStepError(RuntimeError):
-    """Some LLM work failed and the policy is ``on_failure="raise"``; ``failures`` lists it all."""
+    """Some LLM work failed and the policy is ``on_failure="raise"``; ``failures`` lists it all.
+
+    The message lists the failures per topic and says that the successful work is cached and which other
+    policies there are.
+
+    :param step_name: the step, in the message (e.g. "nugget assignment").
+    :param failures: every failure of the step.
+    :param alternatives: the other ``on_failure`` values and what they do, as the message offers them.
+    """
 
     def __init__(self, step_name: str, failures: list[Failure], alternatives: str):
         self.failures = failures
@@ -92,8 +111,14 @@ class LLMStepError(RuntimeError):
 
 
 class TooManyFailures(LLMStepError):
-    """More than the allowed share of a stage's items failed: no table is made of what is left. ``stage``,
-    ``failed``, ``items``: what failed of how many."""
+    """More than the allowed share of a stage's items failed: no table is made of what is left.
+
+    :param stage: the stage.
+    :param failed: how many items failed.
+    :param items: of how many.
+    :param allowed: the share allowed (e.g. 0.05).
+    :param option: the option that set it, named in the message.
+    """
 
     def __init__(self, stage: str, failed: int, items: int, allowed: float, option: str = "max_failed_share"):
         self.stage, self.failed, self.items, self.failures = stage, failed, items, []
@@ -165,8 +190,18 @@ class FailurePolicy:
 
 
 class LLMJudge(FailurePolicy, pt.Transformer):
-    """Base of the transformers that ask an LLM; see the module docstring. A subclass sets the class
-    attributes below, calls :meth:`setup` in its constructor and uses :meth:`ask` and :meth:`finish`."""
+    """Base of the transformers that ask an LLM; see the module docstring.
+
+    A subclass sets the class attributes below, calls :meth:`setup` in its constructor and uses :meth:`ask` and
+    :meth:`finish`. Its constructor takes, besides its own parameters, the four every judge has, stored as
+    attributes of the same name: ``llm`` (an :class:`LLMClient`; ``None``: one of the configured endpoint, created
+    on first use), ``prompt`` (a prompt file or :class:`~pyterrier_nuggets.prompts.PromptTemplate` in place of
+    the packaged one), ``max_reasks`` (re-asks of an unusable reply) and ``on_failure`` (one of its
+    ``failure_policies``; the first is the default).
+
+    :param kwargs: none of its own: ``LLMJudge`` is not made directly (PyTerrier's transformer constructor takes
+        the arguments of the subclass).
+    """
 
     default_prompt: ClassVar[str] = ""
     reask_prompt: ClassVar[str] = REASK_LIST

@@ -61,14 +61,21 @@ def _schema() -> dict:
 
 
 class BioGenJudge(SupportJudge):
-    """Answer frame -> one row per judged (sentence, citation): ``qid, sentence, citation, docno, relation``
-    (supports / contradicts / neutral / not_relevant) plus the answer's other columns (``run_id``, ...).
-    Uncited sentences have no relation and give no row.
+    """Answer frame -> the BioGen relation of each judged (sentence, citation) ([nugget-annotation §3.3]; our prompt).
 
-    The input, ``citations`` ("first", the default, or "all"), ``docstore``, ``prompt``, ``max_reasks`` and
-    ``on_failure`` are those of :class:`SupportJudge` (``"mark"`` keeps failed rows with relation
-    ``failed``). ``formats.frame_to_relations`` gives the records, ``formats.write_relations`` the file the
-    annotation tool's configuration takes as the pre-fill of a BioGen project (``"support"`` key).
+    Output: one row per judged (sentence, citation): ``qid, sentence, citation, docno, relation`` (supports /
+    contradicts / neutral / not_relevant) plus the answer's other columns (``run_id``, ...). Uncited sentences have
+    no relation and give no row. The input is that of :class:`SupportJudge`. ``formats.frame_to_relations`` gives
+    the records, ``formats.write_relations`` the file the annotation tool's configuration takes as the pre-fill of
+    a BioGen project (``"support"`` key).
+
+    :param llm: the client (default: an :class:`LLMClient` of the configured endpoint, created on first use).
+    :param citations: ``"first"`` (default) or ``"all"``, as :class:`SupportJudge`.
+    :param docstore: docno -> text for answers without ``reference_texts``.
+    :param prompt: a prompt file or template in place of the packaged ``biogen_relation.txt``.
+    :param max_reasks: how often an unusable reply is asked again (2 by default).
+    :param on_failure: ``"raise"`` (default), ``"exclude_answer"`` or ``"mark"`` (failed rows kept with relation
+        ``failed``), as :class:`SupportJudge`.
 
     Examples::
 

@@ -123,14 +123,27 @@ def parse_extraction(output: str, text: str, nonspan: str = "keep") -> list[dict
 class NuggetExtractor(LLMJudge):
     """Text -> its nuggets N_P as spans ([cone-rag §4.1 Table 3] prompt).
 
-    Input: ``qid``, ``query`` (for iKAT the *resolved utterance*, §4.1) and the text column ``text_column``
-    (``qanswer`` for a response, ``text`` for a passage). Output: the input rows with ``nuggets`` (a list of
-    ``{text, span, start, end}``, offsets into the text; ``formats.write_extracted_nuggets`` writes them) and
-    ``nonspans`` (how many extracted lines were no span of the text: kept flagged, or dropped).
+    Input: ``qid``, ``query`` (for iKAT the *resolved utterance*, §4.1) and the text column ``text_column``.
+    Output: the input rows with ``nuggets`` (a list of ``{text, span, start, end}``, offsets into the text;
+    ``formats.write_extracted_nuggets`` writes them) and ``nonspans`` (how many extracted lines were no span of the
+    text: kept flagged, or dropped).
 
-    ``on_failure``: ``"raise"`` (default, after all other extractions ran and were cached),
-    ``"exclude_answer"`` (the text gives no row; reported) or ``"mark"`` (``nuggets`` None and
-    ``extraction`` ``"failed"``, for inspection only).
+    :param llm: the client (default: an :class:`LLMClient` of the configured endpoint, created on first use).
+    :param text_column: the text to extract from: ``qanswer`` (default) for a response, ``text`` for a passage.
+    :param nonspan: a line that is no span of the text: ``"keep"`` (default: kept, flagged ``span="none"`` and
+        counted), ``"drop"`` (removed, counted) or ``"refuse"`` (the reply is re-asked, then a failure).
+    :param prompt: a prompt file or template in place of the packaged ``cone_extraction.txt``.
+    :param max_reasks: how often an unusable reply is asked again (2 by default).
+    :param on_failure: ``"raise"`` (default, after all other extractions ran and were cached),
+        ``"exclude_answer"`` (the text gives no row; reported) or ``"mark"`` (``nuggets`` None and ``extraction``
+        ``"failed"``, for inspection only).
+
+    Examples::
+
+        from pyterrier_nuggets import LLMClient, NuggetExtractor, formats
+
+        extracted = NuggetExtractor(LLMClient())(responses)             # responses: qid, query, qanswer, run_id
+        print(extracted[["qid", "nuggets", "nonspans"]])
     """
 
     step = "extract"

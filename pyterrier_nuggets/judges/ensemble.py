@@ -31,15 +31,18 @@ def _missing(value) -> bool:
 class JudgeEnsemble(LLMJudge):
     """Several judges of one kind (e.g. ``RelevanceJudge`` on three models) as one judge.
 
-    ``judges``: two or more judges of the same class whose ``ensemble_labels()`` agree (same labels, same label
-    column). ``combine``: ``"majority"`` (default; the most frequent label), ``"mean"`` or ``"median"`` (of the
-    labels' positions, rounded; ordinal labels only). ``ties``: ``"low"`` (default) or ``"high"``: a tie (several
-    most frequent labels, a mean or median half-way) goes to the lower or higher label.
-
     Output: the first member's output with the label column replaced by the consensus, the derived columns
     (``score``) recomputed, and ``labels`` (the members' labels, in member order) and ``tie`` (whether the
-    consensus broke a tie) added. ``on_failure``: ``"raise"`` (default; after all members ran) or ``"exclude"``
-    (an item without a label from every member is left out and reported).
+    consensus broke a tie) added.
+
+    :param judges: two or more judges of the same class whose ``ensemble_labels()`` agree (same labels, same label
+        column).
+    :param combine: ``"majority"`` (default; the most frequent label), ``"mean"`` or ``"median"`` (of the labels'
+        positions, rounded; ordinal labels only).
+    :param ties: ``"low"`` (default) or ``"high"``: a tie (several most frequent labels, a mean or median
+        half-way) goes to the lower or higher label.
+    :param on_failure: ``"raise"`` (default; after all members ran) or ``"exclude"`` (an item without a label from
+        every member is left out and reported).
 
     Examples::
 

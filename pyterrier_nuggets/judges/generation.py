@@ -302,30 +302,48 @@ def check_reference_count(k: int, what: str = "k") -> int:
 class CitedGenerator(LLMJudge):
     """Retrieved segments -> one cited answer per topic ([autonuggetizer §2]), by an LLM (:class:`LLMClient`).
 
-    Input: a result frame ``qid, query, docno`` and ``text`` (else texts come from ``docstore``), ordered
-    by ``rank`` (else ``score``, else input order). The first ``k`` (default and maximum 20) segments of a
-    topic are the passages ``[1]..[k]`` of the prompt and the answer's references.
+    Input: a result frame ``qid, query, docno`` and ``text`` (else texts come from ``docstore``), ordered by
+    ``rank`` (else ``score``, else input order). The first ``k`` segments of a topic are the passages
+    ``[1]..[k]`` of the prompt and the answer's references.
 
-    Output: one row per topic: ``qid, query, qanswer, sentences`` (list of ``{"text", "citations"}``,
-    0-based indices into ``references``), ``references`` (docnos), ``reference_texts``, ``problems`` (see
-    :func:`parse_cited_answer`), ``run_id`` when given, and the topic-level input columns.
+    Output: one row per topic: ``qid, query, qanswer, sentences`` (list of ``{"text", "citations"}``, 0-based
+    indices into ``references``), ``references`` (docnos), ``reference_texts``, ``problems`` (see
+    :func:`parse_cited_answer`), ``run_id`` when given, and the topic-level input columns. Replies are checked
+    (:func:`usable_answer`) and re-asked when they are no cited answer. Passages may be segments or whole documents
+    (the 2026 ClimbMix documents): ``docstore`` holds either.
 
-    Replies are checked (:func:`usable_answer`) and re-asked when they are no cited answer. ``on_failure``:
-    ``"raise"`` (default, after all topics ran; the rest is cached) or ``"exclude"``: a topic whose generation
-    failed gets no answer row (never an empty answer that would be scored), and the failure is listed in
-    ``failures``.
+    For iKAT turns (``conversation``, module docstring) the turn's fields are read from the input columns
+    ``utterance, resolved_utterance, context, ptkb`` when present, else from ``topics``. Output then also has
+    ``turn_id`` (= ``qid``) and ``query`` is the resolved utterance when the input has no ``query``.
 
-    ``rules``: a track's answer rules (``formats.TREC_RAG_2026``: at most 1,024 words, 0-3 citations per
-    sentence): they set ``max_words`` (unless given, and never above the rules') and the citation limit (extra
-    citations are dropped and reported, ``too_many_citations``), and the packaged prompt that states them
-    (``prompts/cited_generation_2026.txt``). Write such answers with ``formats.write_answers_2026``. Passages
-    may be segments or whole documents (the 2026 ClimbMix documents): ``docstore`` holds either.
+    :param llm: the client (default: an :class:`LLMClient` of the configured endpoint, created on first use).
+    :param k: passages per answer (default and maximum 20).
+    :param max_words: the answer's word limit (default 400, [autonuggetizer §2]; with ``rules``, theirs, and never
+        above it); sentences beyond it are dropped and reported.
+    :param docstore: docno -> text (a mapping or a docstore) for inputs without ``text``.
+    :param run_id: the ``run_id`` of every answer (default: the input's ``run_id`` column, else ``"run"``).
+    :param prompt: a prompt file or template in place of the packaged one (which depends on ``conversation`` and
+        ``rules``).
+    :param first: the number of the first passage in the prompt (1: ``[1]``).
+    :param max_tokens: the reply's token limit (default: the client's).
+    :param max_reasks: how often an unusable reply is asked again (1 by default).
+    :param on_failure: ``"raise"`` (default, after all topics ran; the rest is cached) or ``"exclude"``: a topic
+        whose generation failed gets no answer row (never an empty answer that would be scored), and the failure is
+        listed in ``failures``.
+    :param conversation: ``None`` (TREC RAG: the ``query`` column), ``"resolved"`` or ``"raw"`` for iKAT turns;
+        each has its own packaged prompt.
+    :param topics: for ``conversation``: iKAT queries, or a frame with ``qid`` and the turn's columns.
+    :param rules: a track's answer rules (``formats.TREC_RAG_2026``: at most 1,024 words, 0-3 citations per
+        sentence): they set ``max_words`` (unless given) and the citation limit (extra citations are dropped and
+        reported, ``too_many_citations``), and the packaged prompt that states them
+        (``prompts/cited_generation_2026.txt``). Write such answers with ``formats.write_answers_2026``.
 
-    ``conversation``: ``None`` (TREC RAG: the ``query`` column), ``"resolved"`` or ``"raw"`` for iKAT turns
-    (module docstring); each has its own packaged prompt, ``prompt=`` overrides it. The turn's fields are read
-    from the input columns ``utterance, resolved_utterance, context, ptkb`` when present, else from
-    ``topics`` (iKAT queries, or a frame with ``qid`` and those columns). Output then also has ``turn_id``
-    (= ``qid``) and ``query`` is the resolved utterance when the input has no ``query``.
+    Examples::
+
+        from pyterrier_nuggets import CitedGenerator, LLMClient
+
+        generator = CitedGenerator(LLMClient(), k=5, docstore=docstore, run_id="bm25-rag")
+        answers = (bm25 % 20 >> generator)(topics)                      # qid, query, qanswer, sentences, references
     """
 
     step = "generate"

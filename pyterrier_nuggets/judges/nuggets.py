@@ -49,18 +49,33 @@ def _labels_schema(labels: Sequence[str], n: int) -> dict:
 class NuggetCreator(LLMJudge):
     """Iterative nugget creation from judged segments ([nugget-recall §4.1.1 Figure 1]; [autonuggetizer §3.1]).
 
-    Input: one row per judged segment, columns ``qid, query, text`` and the grade column (``label``, as
-    in PyTerrier qrels) unless ``min_grade=None``. Segments with grade >= ``min_grade`` (default 1,
-    "at least related") are read in input order, ``window`` (10) at a time; each call updates a running
-    list that starts empty, capped at ``max_nuggets`` (30) nuggets of 1-``max_words`` (12) words.
+    Input: one row per judged segment, columns ``qid, query, text`` and the grade column (``label``, as in
+    PyTerrier qrels) unless ``min_grade=None``. Segments with grade >= ``min_grade`` are read in input order,
+    ``window`` at a time; each call updates a running list that starts empty, capped at ``max_nuggets`` nuggets of
+    1-``max_words`` words.
 
     Output: the nugget frame, ``qid, query, nugget_index, nugget_id, nugget_text, importance`` (None until
-    :class:`NuggetScorer`), plus the topic-level input columns (those that are not ``docno, text, score,
-    rank`` or the grade). Topics are processed concurrently; a topic's nuggets are created once per
-    transformer (and once ever with the response cache).
+    :class:`NuggetScorer`), plus the topic-level input columns (those that are not ``docno, text, score, rank`` or
+    the grade). Topics are processed concurrently; a topic's nuggets are created once per transformer (and once
+    ever with the response cache).
 
-    ``on_failure``: ``"raise"`` (default; after all topics ran) or ``"continue"``: a failed window leaves
-    the running list as it was and is reported in ``failures``.
+    :param llm: the client (default: an :class:`LLMClient` of the configured endpoint, created on first use).
+    :param min_grade: the lowest grade read (default 1, "at least related"); ``None`` reads every row.
+    :param window: segments per call (10).
+    :param max_nuggets: the cap of the running list (30).
+    :param max_words: the most words of a nugget (12).
+    :param grade_column: the column holding the grade.
+    :param prompt: a prompt file or template in place of the packaged ``nugget_creation.txt``.
+    :param max_reasks: how often an unusable reply is asked again (2 by default).
+    :param on_failure: ``"raise"`` (default; after all topics ran) or ``"continue"``: a failed window leaves the
+        running list as it was and is reported in ``failures``.
+
+    Examples::
+
+        from pyterrier_nuggets import LLMClient, NuggetCreator, NuggetScorer
+
+        llm = LLMClient()
+        nuggets = (NuggetCreator(llm) >> NuggetScorer(llm))(judged)     # judged: qid, query, text, label
     """
 
     step = "create"
@@ -159,16 +174,26 @@ class NuggetCreator(LLMJudge):
 # ------------------------------------------------------------------------------------------- scoring
 
 class NuggetScorer(LLMJudge):
-    """Importance labels vital / okay ([nugget-recall §4.1.1 Figure 2]; [autonuggetizer §3.1]), ``batch_size`` (10)
-    nuggets per call; then the nuggets of each topic are sorted vital first (stable within a label) and
-    the first ``keep`` (20; ``None`` keeps all) are kept and renumbered: ``nugget_index`` is the position
-    in the kept list, as in the nugget file written from it.
+    """Importance labels vital / okay ([nugget-recall §4.1.1 Figure 2]; [autonuggetizer §3.1]).
+
+    ``batch_size`` nuggets per call; then the nuggets of each topic are sorted vital first (stable within a label)
+    and the first ``keep`` are kept and renumbered: ``nugget_index`` is the position in the kept list, as in the
+    nugget file written from it.
 
     Input: a nugget frame (``qid, query, nugget_text``; ``nugget_index`` orders the nuggets when present).
     Output: the same frame with ``importance`` set; other columns pass through.
 
-    ``on_failure``: ``"raise"`` (default) or ``"exclude"``: nuggets whose importance could not be obtained
-    are left out of the topic's list (listed in ``failures``), never given a label they did not get.
+    :param llm: the client (default: an :class:`LLMClient` of the configured endpoint, created on first use).
+    :param batch_size: nuggets per call (10).
+    :param keep: how many nuggets of a topic are kept (20; ``None`` keeps all).
+    :param prompt: a prompt file or template in place of the packaged ``nugget_scoring.txt``.
+    :param max_reasks: how often an unusable reply is asked again (2 by default).
+    :param on_failure: ``"raise"`` (default) or ``"exclude"``: nuggets whose importance could not be obtained are
+        left out of the topic's list (listed in ``failures``), never given a label they did not get.
+
+    Examples::
+
+        scored = NuggetScorer(LLMClient(), keep=None)(nuggets)          # nuggets: NuggetCreator output
     """
 
     step = "score"
@@ -248,24 +273,37 @@ def topic_lists(nuggets: Any) -> dict[str, tuple[str, list[tuple[int, str]]]]:
 
 
 class NuggetAssigner(LLMJudge):
-    """Nugget assignment against whole answers ([nugget-recall §4.2.1 Figure 3]; [autonuggetizer §3.3]), listwise,
-    ``batch_size`` (10) nuggets per call. ``grades=3``: support / partial_support / not_support;
-    ``grades=2``: support / not_support (prompt ``nugget_assignment_2grade.txt``).
-
-    ``nuggets``: the topics' nuggets, a nugget frame (e.g. from ``NuggetCreator() >> NuggetScorer()`` or
-    ``formats.nuggets_to_frame(formats.read_nuggets(path))``), a ``NuggetSet`` or a list of ``Nugget``.
+    """Nugget assignment against whole answers ([nugget-recall §4.2.1 Figure 3]; [autonuggetizer §3.3]), listwise.
 
     Input: an answer frame, ``qid, qanswer`` (``query`` is used when present, else the nuggets' query).
-    Output: one row per (answer, nugget of its topic): ``qid, docno`` (the nugget id ``{qid}:n{i}``),
-    ``score`` (1.0 support, 0.5 partial_support, 0.0 not_support) and ``assignment``, plus the answer's
-    other columns (``run_id``, ``qanswer``, ...), so ``pt.Experiment`` scores it with the nugget
-    qrels and the ``V_strict ... A`` measures. Answers of topics without nuggets give no rows.
-    Identical (topic, query, answer) triples are assigned once; answers run concurrently.
+    Output: one row per (answer, nugget of its topic): ``qid, docno`` (the nugget id ``{qid}:n{i}``), ``score``
+    (1.0 support, 0.5 partial_support, 0.0 not_support) and ``assignment``, plus the answer's other columns
+    (``run_id``, ``qanswer``, ...), so ``pt.Experiment`` scores it with the nugget qrels and the ``V_strict ... A``
+    measures. Answers of topics without nuggets give no rows. Identical (topic, query, answer) triples are assigned
+    once; answers run concurrently.
 
-    ``on_failure``: ``"raise"`` (default), ``"exclude_answer"`` (an answer with any failed nugget gives no
-    rows at all: the measures then treat the topic as unanswered by that run, and the exclusion is
-    reported) or ``"mark"`` (failed rows are kept with ``assignment="failed"`` and ``score`` NaN, for
-    inspection; do not pass such a frame to the measures).
+    :param nuggets: the topics' nuggets: a nugget frame (e.g. from ``NuggetCreator() >> NuggetScorer()`` or
+        ``formats.nuggets_to_frame(formats.read_nuggets(path))``), a ``NuggetSet`` or a list of ``Nugget``;
+        ``None`` only inside :class:`~pyterrier_nuggets.judges.overlap.Overlapped` ``.assign``, which gives them.
+    :param llm: the client (default: an :class:`LLMClient` of the configured endpoint, created on first use).
+    :param grades: ``3``: support / partial_support / not_support; ``2``: support / not_support (prompt
+        ``nugget_assignment_2grade.txt``).
+    :param batch_size: nuggets per call (10).
+    :param prompt: a prompt file or template in place of the packaged ``nugget_assignment.txt``.
+    :param max_reasks: how often an unusable reply is asked again (2 by default).
+    :param on_failure: ``"raise"`` (default), ``"exclude_answer"`` (an answer with any failed nugget gives no rows
+        at all: the measures then treat the topic as unanswered by that run, and the exclusion is reported) or
+        ``"mark"`` (failed rows are kept with ``assignment="failed"`` and ``score`` NaN, for inspection; do not
+        pass such a frame to the measures).
+
+    Examples::
+
+        import pyterrier as pt
+        from pyterrier_nuggets import LLMClient, NuggetAssigner, V_strict, A, formats
+
+        nuggets = formats.read_nuggets("nuggets.jsonl")
+        assigned = NuggetAssigner(nuggets, LLMClient())(answers)        # answers: qid, query, qanswer, run_id
+        pt.Experiment([rag >> NuggetAssigner(nuggets)], topics, formats.nugget_qrels(nuggets), [V_strict, A])
     """
 
     step = "assign"

@@ -60,11 +60,24 @@ MAX_DRIVERS = 256  # topic threads of one Overlapped run, at most (each mostly w
 
 
 class Overlapped(pt.Transformer):
-    """A chain of judges (``Overlapped(NuggetCreator(llm) >> NuggetScorer(llm))``) run topic by topic with
-    no barrier between stages; see the module docstring. ``max_topics`` bounds the topics in progress at
-    once, one waiting thread each (default: four times the largest concurrency of the judges' clients, at most
-    :data:`MAX_DRIVERS`: a topic's stage has one request or a few in flight, so four per slot keep the client's
-    pool full while the threads stay few)."""
+    """A chain of judges run topic by topic with no barrier between stages; see the module docstring.
+
+    The output is that of the chain run as a plain pipeline (same rows, order and columns); :meth:`assign` also
+    assigns the nuggets to answers as soon as each topic's are scored.
+
+    :param pipeline: the chain, e.g. ``NuggetCreator(llm) >> NuggetScorer(llm)``.
+    :param max_topics: bounds the topics in progress at once, one waiting thread each (default: four times the
+        largest concurrency of the judges' clients, at most :data:`MAX_DRIVERS`: a topic's stage has one request
+        or a few in flight, so four per slot keep the client's pool full while the threads stay few).
+
+    Examples::
+
+        from pyterrier_nuggets import LLMClient, NuggetAssigner, NuggetCreator, NuggetScorer, Overlapped
+
+        llm = LLMClient()
+        chain = Overlapped(NuggetCreator(llm) >> NuggetScorer(llm))
+        nuggets, assigned = chain.assign(judged, answers, NuggetAssigner(None, llm))
+    """
 
     def __init__(self, pipeline, *, max_topics: int | None = None):
         self.pipeline = pipeline
@@ -198,12 +211,16 @@ def _priorities(schedulers, priority: tuple) -> Iterator[None]:
 
 
 def run_together(steps: list[tuple[LLMJudge, pd.DataFrame]]) -> list[pd.DataFrame]:
-    """``[judge(frame) for judge, frame in steps]`` with the judges' LLM work at once: each judge's
-    :meth:`~.base.LLMJudge.run` in a thread of its own on the shared client pool (earlier steps first),
-    then each one's failure policy in order, in the caller's thread. The outputs are those of the
-    sequential calls; the errors too, except that a step after one that raises has already made its
-    calls (and cached them). Judges with different clients in Batch API mode or a dry run run one after
-    the other."""
+    """``[judge(frame) for judge, frame in steps]`` with the judges' LLM work at once.
+
+    Each judge's :meth:`~.base.LLMJudge.run` runs in a thread of its own on the shared client pool (earlier steps
+    first), then each one's failure policy in order, in the caller's thread. The outputs are those of the
+    sequential calls; the errors too, except that a step after one that raises has already made its calls (and
+    cached them). Judges with different clients in Batch API mode or a dry run run one after the other.
+
+    :param steps: ``(judge, input frame)`` pairs.
+    :returns: each judge's output, in order.
+    """
     clients = list({id(c): c for c in (judge.client() for judge, _ in steps)}.values())
     if len(steps) < 2 or (len(clients) > 1 and any(c.mode != "online" for c in clients)):
         return [judge(frame) for judge, frame in steps]

@@ -89,6 +89,16 @@ class PairwiseJudge(LLMJudge):
     (default), ``"exclude"`` (failed battles left out, and reported) or ``"mark"`` (kept with verdict None).
     Identical requests (same topic, query and answers in the same positions) are asked once.
 
+    :param llm: the LLM client (default: the configured endpoint).
+    :param rubrics: a rubric set: the rubric-guided prompt with each topic's weighted criteria.
+    :param nuggets: nuggets in any form: the rubric-guided prompt with each topic's nuggets (vital first).
+    :param orders: ``"random"`` (one seeded A/B order per battle) or ``"both"`` (each battle judged in both orders,
+        a disagreement a tie).
+    :param seed: the seed of the A/B orders.
+    :param prompt: a prompt file instead of the packaged one.
+    :param max_reasks: re-asks after a reply without a verdict.
+    :param on_failure: ``"raise"``, ``"exclude"`` or ``"mark"`` (above).
+
     Examples::
 
         judge = PairwiseJudge(LLMClient(base_url=..., model=...), orders="both")

@@ -102,21 +102,34 @@ def _sub_narratives(value: Any, qid: str) -> tuple[str, ...]:
 
 
 class RelevanceJudge(LLMJudge):
-    """Result frame -> the same rows with a 0-3 relevance grade (UMBRELA style), one call per segment.
+    """Result frame -> the same rows with a 0-3 relevance grade (UMBRELA style, [umbrela]), one call per segment.
 
-    Input: ``qid, query, docno`` and ``text`` (else texts come from ``docstore``, see
-    ``docstore.fetch_texts``). Output: the input rows and columns plus ``label_column`` (``label``, an int),
-    so the frame is both qrels (:func:`qrels_frame`, :func:`write_qrels`) and NuggetCreator's input.
-    Identical (query, text) pairs are judged once.
+    Input: ``qid, query, docno`` and ``text`` (else texts come from ``docstore``, see ``docstore.fetch_texts``).
+    Output: the input rows and columns plus ``label_column`` (``label``, an int), so the frame is both qrels
+    (:func:`qrels_frame`, :func:`write_qrels`) and NuggetCreator's input. Identical (query, text) pairs are judged
+    once. Passages may be segments or whole documents.
 
-    ``against``: ``"query"`` (default, the 0-3 scale above) or ``"sub_narratives"`` (TREC RAG 2025/2026: the
-    0-4 scale of the number of sub-narratives a passage answers; ``query`` is then the narrative, and each
-    topic's sub-narratives come from a ``sub_narratives`` column (a list of strings per row) or from
-    ``sub_narratives=`` (qid -> list; e.g. the sub-narratives the 2025 nuggets map to,
-    ``formats.sub_narratives(nuggets)``). Passages may be segments or whole documents.
+    :param llm: the client (default: an :class:`LLMClient` of the configured endpoint, created on first use).
+    :param docstore: docno -> text (a mapping or a docstore) for inputs without ``text``.
+    :param prompt: a prompt file or template in place of the packaged one (``relevance_umbrela.txt``, or
+        ``relevance_umbrela_subnarratives.txt`` against sub-narratives).
+    :param label_column: the output column of the grade.
+    :param max_reasks: how often an unusable reply is asked again (1 by default).
+    :param on_failure: ``"raise"`` (default; after all other judgments ran and were cached) or ``"exclude"``
+        (segments without a grade are left out of the output, listed in ``failures`` and warned about).
+    :param against: ``"query"`` (default, the 0-3 scale above) or ``"sub_narratives"`` (TREC RAG 2025/2026: the
+        0-4 scale of the number of sub-narratives a passage answers; ``query`` is then the narrative, and each
+        topic's sub-narratives come from a ``sub_narratives`` column (a list of strings per row) or from
+        ``sub_narratives``).
+    :param sub_narratives: qid -> list of sub-narratives, for ``against="sub_narratives"`` (e.g. the
+        sub-narratives the 2025 nuggets map to, ``formats.sub_narratives(nuggets)``).
 
-    ``on_failure``: ``"raise"`` (default; after all other judgments ran and were cached) or ``"exclude"``
-    (segments without a grade are left out of the output, listed in ``failures`` and warned about).
+    Examples::
+
+        from pyterrier_nuggets import LLMClient, RelevanceJudge, formats
+
+        judged = (bm25 % 20 >> RelevanceJudge(LLMClient(), docstore=docstore))(topics)
+        formats.write_qrels("umbrela.qrels", formats.qrels_frame(judged).itertuples(index=False))
     """
 
     step = "relevance"

@@ -47,11 +47,9 @@ def _verdict_schema(n: int) -> dict:
 
 
 class RubricJudge(LLMJudge):
-    """Answer frame -> one row per (answer, criterion of its topic's rubric) with the verdict, listwise,
-    ``batch_size`` (10) criteria per call, against the whole answer.
+    """Answer frame -> one row per (answer, criterion of its topic's rubric) with the verdict (TREC RAG 2026).
 
-    ``rubrics``: a :class:`~pyterrier_nuggets.formats.RubricSet` (``formats.read_rubrics(path)``,
-    ``formats.nuggets_to_rubrics(nuggets)``), a rubric file path, or ``RubricCriterion`` records.
+    Listwise, ``batch_size`` criteria per call, against the whole answer.
 
     Input: an answer frame, ``qid, qanswer`` and ``query`` (else the rubric topic's ``query`` field).
     Output: ``qid, docno`` (the criterion id ``{qid}:r{i}``), ``score`` (1 satisfied, 0.5 partially, 0 not),
@@ -59,9 +57,25 @@ class RubricJudge(LLMJudge):
     ``qanswer``...), so pt.Experiment scores it with the rubric qrels and ``RubricScore``. Answers of topics
     without a rubric give no rows. Identical (topic, query, answer) triples are judged once.
 
-    ``on_failure``: ``"raise"`` (default), ``"exclude_answer"`` (an answer with a failed verdict gives no rows:
-    the measures then treat the topic as unanswered by that run, and the exclusion is reported) or ``"mark"``
-    (failed rows kept with verdict ``failed`` and score NaN, for inspection only).
+    :param rubrics: a :class:`~pyterrier_nuggets.formats.RubricSet` (``formats.read_rubrics(path)``,
+        ``formats.nuggets_to_rubrics(nuggets)``), a rubric file path, or ``RubricCriterion`` records.
+    :param llm: the client (default: an :class:`LLMClient` of the configured endpoint, created on first use).
+    :param batch_size: criteria per call (10).
+    :param prompt: a prompt file or template in place of the packaged ``rubric_grading.txt``.
+    :param max_reasks: how often an unusable reply is asked again (2 by default).
+    :param on_failure: ``"raise"`` (default), ``"exclude_answer"`` (an answer with a failed verdict gives no rows:
+        the measures then treat the topic as unanswered by that run, and the exclusion is reported) or ``"mark"``
+        (failed rows kept with verdict ``failed`` and score NaN, for inspection only).
+
+    Examples::
+
+        import pandas as pd
+        import pyterrier as pt
+        from pyterrier_nuggets import LLMClient, RubricJudge, RubricScore, formats
+
+        rubrics = formats.read_rubrics("rubrics.jsonl")
+        qrels = pd.DataFrame(formats.rubric_qrels_rows(rubrics), columns=["qid", "docno", "label"])
+        pt.Experiment([generator >> RubricJudge(rubrics, LLMClient())], topics, qrels, [RubricScore])
     """
 
     step = "rubric"

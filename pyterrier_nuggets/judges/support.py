@@ -139,9 +139,22 @@ class SupportJudge(LLMJudge):
     sentence) plus the answer's other columns (``run_id``, ``query``, ``qanswer``...), not the structured
     ones. ``formats.frame_to_judgments`` gives the ``SupportJudgment`` records.
 
-    ``on_failure``: ``"raise"`` (default; after all other judgments ran and were cached),
-    ``"exclude_answer"`` (an answer with a failed judgment gives no rows; reported) or ``"mark"`` (failed
-    rows kept with support ``failed`` and score NaN, for inspection only).
+    :param llm: the client (default: an :class:`LLMClient` of the configured endpoint, created on first use).
+    :param citations: ``"first"`` (default: the first citation of each sentence, as the track did, [support24
+        §3.3]) or ``"all"`` (every citation).
+    :param docstore: docno -> text (a mapping or a docstore) for answers without ``reference_texts``.
+    :param prompt: a prompt file or template in place of the packaged ``support_judgment.txt``.
+    :param max_reasks: how often an unusable reply is asked again (2 by default).
+    :param on_failure: ``"raise"`` (default; after all other judgments ran and were cached), ``"exclude_answer"``
+        (an answer with a failed judgment gives no rows; reported) or ``"mark"`` (failed rows kept with support
+        ``failed`` and score NaN, for inspection only).
+
+    Examples::
+
+        from pyterrier_nuggets import LLMClient, SupportJudge, formats
+
+        support = SupportJudge(LLMClient(), citations="all", docstore=docstore)(answers)
+        formats.write_support("bm25-rag.support.jsonl", formats.frame_to_judgments(support), "bm25-rag")
     """
 
     step = "support"

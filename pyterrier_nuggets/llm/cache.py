@@ -34,6 +34,9 @@ def request_key(endpoint: str, body: dict) -> str:
     """Cache key: SHA-256 of the endpoint identity and the full request body (canonical JSON).
 
     The body holds model, messages and every generation parameter; it never holds the API key.
+
+    :param endpoint: the endpoint's identity (``LLMClient.endpoint``).
+    :param body: the request body.
     """
     canonical = json.dumps({"endpoint": endpoint, "body": body}, sort_keys=True, ensure_ascii=False,
                            separators=(",", ":"))
@@ -45,6 +48,8 @@ class ResponseCache:
 
     WAL journal and one connection per thread make it safe for many threads and processes at once;
     each response is committed as soon as it arrives, so an interrupted run loses nothing.
+
+    :param path: the SQLite file (created with its folder when missing).
     """
 
     def __init__(self, path: str | os.PathLike):

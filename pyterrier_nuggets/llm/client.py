@@ -84,7 +84,14 @@ T = TypeVar("T")
 
 @dataclass
 class Outcome(Generic[T]):
-    """Result of :meth:`LLMClient.ask`: the validated value, or the error and every raw output seen."""
+    """Result of :meth:`LLMClient.ask`: the validated value, or the error and every raw output seen.
+
+    :param value: the parsed, validated value; ``None`` when it failed.
+    :param error: why it failed (after all re-asks).
+    :param raw: every raw reply seen, in order.
+    :param attempts: how many times it was asked (the first ask and the re-asks).
+    :param planned: made of a dry run's placeholders: never keep it.
+    """
 
     value: T | None
     error: str | None = None

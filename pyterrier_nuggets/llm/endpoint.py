@@ -54,7 +54,16 @@ OPENAI_URL = "https://api.openai.com/v1"
 
 @dataclass
 class ChatResult:
-    """One chat completion: its text, or the error that prevented it (after all retries)."""
+    """One chat completion: its text, or the error that prevented it (after all retries).
+
+    :param text: the reply's text; ``None`` on error.
+    :param cached: whether it came from the response cache.
+    :param error: what prevented it.
+    :param usage: the endpoint's token counts.
+    :param finish_reason: the endpoint's ``finish_reason`` (e.g. ``"length"``).
+    :param key: the request's cache key (:func:`request_key`).
+    :param planned: a dry run's placeholder, not an answer.
+    """
 
     text: str | None
     cached: bool = False
@@ -113,8 +122,14 @@ def select_endpoint(model: str | None, base_url: str | None, api_key: str | None
 
 
 def endpoint_configured(model: str | None = None, base_url: str | None = None, api_key: str | None = None) -> bool:
-    """Whether these arguments and the environment name an endpoint; a model name without one is refused as by
-    :class:`~.client.LLMClient`."""
+    """Whether these arguments and the environment name an endpoint.
+
+    A model name without one is refused as by :class:`~.client.LLMClient`.
+
+    :param model: as ``LLMClient(model=...)``.
+    :param base_url: as ``LLMClient(base_url=...)``.
+    :param api_key: as ``LLMClient(api_key=...)``.
+    """
     try:
         select_endpoint(model, base_url, api_key, None)
     except NoEndpoint:

@@ -101,7 +101,20 @@ class _Budget:
 
 
 class AdaptiveLimiter:
-    """Admission control for one client's requests; see the module docstring."""
+    """Admission control for one client's requests; see the module docstring.
+
+    :param ceiling: the most requests in flight (the client's ``concurrency``).
+    :param adaptive: find the endpoint's limit below the ceiling; ``False``: always the ceiling.
+    :param initial: the starting limit (at most the ceiling).
+    :param decrease: the factor of a multiplicative decrease on push-back.
+    :param growth: the growth per successful reply in slow start.
+    :param probe_hold: seconds before probing above a level that was pushed back.
+    :param max_probe_hold: the longest hold (it doubles after each failed probe).
+    :param requests_per_minute: a quota to stay under (``None``: none).
+    :param tokens_per_minute: a quota to stay under (``None``: none).
+    :param on_learned: called, outside the lock, with ``(level, pushed_back)`` when what the limiter knows of the
+        endpoint changes (the client keeps it in the response cache for the next run: :meth:`start_from`).
+    """
 
     def __init__(self, ceiling: int, *, adaptive: bool = True, initial: int = 8, decrease: float = 0.7,
                  growth: float = 0.5, probe_hold: float = 10.0, max_probe_hold: float = 300.0,

@@ -15,9 +15,14 @@ from ir_measures_ext.errors import InvalidInput
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """``timeout``: seconds to wait for one reply; ``max_retries`` and ``max_retry_time``: how often and how long
-    in all a request is asked again (429, 5xx, timeouts, connection errors); ``backoff`` doubling per retry, at
-    most ``max_backoff`` per wait (a ``Retry-After`` of the endpoint wins)."""
+    """How a request is asked again (429, 5xx, timeouts, connection errors).
+
+    :param timeout: seconds to wait for one reply.
+    :param max_retries: how often a request is asked again.
+    :param max_retry_time: how long in all, in seconds.
+    :param backoff: the first wait, in seconds, doubling per retry (a ``Retry-After`` of the endpoint wins).
+    :param max_backoff: the longest wait.
+    """
 
     timeout: float = 120.0
     max_retries: int = 6
@@ -28,8 +33,13 @@ class RetryPolicy:
 
 @dataclass(frozen=True)
 class Limits:
-    """``concurrency``: the ceiling of requests in flight (and of worker threads); ``adaptive``: find how many the
-    endpoint takes below it; ``requests_per_minute`` / ``tokens_per_minute``: published quotas to stay under."""
+    """How many requests are in flight.
+
+    :param concurrency: the ceiling of requests in flight (and of worker threads).
+    :param adaptive: find how many the endpoint takes below it.
+    :param requests_per_minute: a published quota to stay under.
+    :param tokens_per_minute: a published quota to stay under.
+    """
 
     concurrency: int = 8
     adaptive: bool = True
@@ -43,8 +53,13 @@ class Limits:
 
 @dataclass(frozen=True)
 class BatchOptions:
-    """``enabled``: answer requests through the OpenAI Batch API; ``poll``: seconds between polls; ``timeout``:
-    the longest wait for one batch (None: no limit; an unfinished batch is picked up by the next run)."""
+    """The OpenAI Batch API.
+
+    :param enabled: answer requests through the OpenAI Batch API.
+    :param poll: seconds between polls.
+    :param timeout: the longest wait for one batch (None: no limit; an unfinished batch is picked up by the next
+        run).
+    """
 
     enabled: bool = False
     poll: float = 30.0
@@ -53,9 +68,14 @@ class BatchOptions:
 
 @dataclass(frozen=True)
 class Sampling:
-    """What every request asks: ``temperature`` and ``seed`` (0 and 0: repeatable), ``max_tokens`` (None: the
-    endpoint's default; 512 for the embedded model), ``json_mode`` ("auto": a JSON schema only to the embedded
-    model's grammar-constrained JSON mode; True: to any endpoint)."""
+    """What every request asks.
+
+    :param temperature: the sampling temperature (0 with seed 0: repeatable).
+    :param seed: the sampling seed.
+    :param max_tokens: the reply's token limit (None: the endpoint's default; 512 for the embedded model).
+    :param json_mode: ``"auto"`` (a JSON schema only to the embedded model's grammar-constrained JSON mode),
+        ``True`` (to any endpoint) or ``False``.
+    """
 
     temperature: float = 0.0
     seed: int | None = 0

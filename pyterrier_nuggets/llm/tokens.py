@@ -33,7 +33,10 @@ def _encoding(model: str):
 
 
 class TokenCounter:
-    """Counts tokens of text and of chat requests for ``model``; see the module docstring."""
+    """Counts tokens of text and of chat requests for ``model``; see the module docstring.
+
+    :param model: the model name, which chooses the encoding (``None`` or unknown: ``o200k_base``).
+    """
 
     def __init__(self, model: str | None):
         self.model = model or ""

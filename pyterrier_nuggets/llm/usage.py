@@ -95,8 +95,12 @@ class StageCounters:
 
 @dataclass(frozen=True)
 class Prices:
-    """USD per million prompt (``input``) and completion (``output``) tokens; ``batch_discount`` is the
-    share taken off for requests sent through the Batch API (0.5 on OpenAI)."""
+    """Token prices, for costs and dry runs.
+
+    :param input: USD per million prompt tokens.
+    :param output: USD per million completion tokens.
+    :param batch_discount: the share taken off for requests sent through the Batch API (0.5 on OpenAI).
+    """
 
     input: float
     output: float
@@ -130,7 +134,11 @@ def _usd(value: float | None) -> str:
 
 @dataclass
 class Usage:
-    """What a run asked and paid, per stage (:meth:`LLMClient.usage`)."""
+    """What a run asked and paid, per stage (:meth:`LLMClient.usage`).
+
+    :param stages: stage -> its counts (calls, cached, failures, tokens, ...).
+    :param prices: the prices its costs are computed with (``None``: no costs).
+    """
 
     stages: dict[str, dict]
     prices: Prices | None = None
@@ -178,9 +186,16 @@ class Plan:
     """A dry run (:meth:`LLMClient.planning`): the requests a run would make, per stage, and their cost.
 
     ``calls`` are the requests not in the cache (each would be one call without retries or re-asks);
-    ``prompt_tokens`` are theirs, counted with ``method``; ``completion_tokens`` are those of the
-    placeholder answers the judges give for planning (see ``assumptions``). ``rounds`` is the number of
-    Batch API rounds the run needs (a request that depends on another's answer waits for the next round).
+    ``prompt_tokens`` are theirs, counted with ``method``; ``completion_tokens`` are those of the placeholder
+    answers the judges give for planning (see ``assumptions``).
+
+    :param stages: stage -> its counts (``calls``, ``prompt_tokens``, ``completion_tokens``, ...).
+    :param rounds: the number of Batch API rounds the run needs (a request that depends on another's answer waits
+        for the next round).
+    :param method: how tokens were counted (:attr:`TokenCounter.method`).
+    :param assumptions: stage -> how its placeholder answers were chosen.
+    :param prices: the prices of the cost estimate (``None``: no costs).
+    :param reads: stage -> the stages whose answers size it (an estimate when those are not cached).
     """
 
     stages: dict[str, dict]

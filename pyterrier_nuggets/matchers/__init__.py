@@ -30,9 +30,12 @@ from pyterrier_nuggets.matchers.nli import PAPER_MODEL, NLIMatcher, entailment_l
 
 
 def as_matcher(matcher: Any, task: str = "ntr") -> Matcher:
-    """``matcher`` as a :class:`Matcher`: a matcher as is, an :class:`LLMClient` as an :class:`LLMMatcher`,
-    ``None`` as the offline default :class:`EmbeddingMatcher` (a baseline) calibrated for ``task`` (``"ntr"``,
-    ``"ntn"``, ``"dedup"``)."""
+    """``matcher`` as a :class:`Matcher`.
+
+    :param matcher: a matcher (as is), an :class:`LLMClient` (as an :class:`LLMMatcher`) or ``None`` (the offline
+        default :class:`EmbeddingMatcher`, a baseline, calibrated for ``task``).
+    :param task: ``"ntr"``, ``"ntn"`` or ``"dedup"``: whose calibrated threshold the default takes.
+    """
     if matcher is None:
         return EmbeddingMatcher.for_task(task)
     if isinstance(matcher, Matcher):

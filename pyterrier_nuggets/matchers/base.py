@@ -28,7 +28,13 @@ Pair = tuple[str, str]  # (premise, hypothesis)
 
 @dataclass(frozen=True)
 class Match:
-    """One matching decision: ``entailed`` (None when it failed), ``score``, and the failure's details."""
+    """One matching decision, and the failure's details when it failed.
+
+    :param entailed: whether the premise entails the hypothesis; ``None`` when the decision failed.
+    :param score: the matcher's score (a probability, a cosine, or 1 / 0).
+    :param error: why the decision failed.
+    :param raw: the model's raw replies, for inspection (not compared).
+    """
 
     entailed: bool | None
     score: float = math.nan

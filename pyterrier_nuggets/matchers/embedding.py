@@ -73,7 +73,10 @@ def minilm_model_path() -> str:
 
 
 def split_sentences(text: str) -> list[str]:
-    """The sentences of a text: split after . ! ? followed by whitespace and a capital, digit or quote."""
+    """The sentences of a text: split after . ! ? followed by whitespace and a capital, digit or quote.
+
+    :param text: the text.
+    """
     return [s.strip() for s in _SENTENCE_END.split(text.strip()) if s.strip()]
 
 
@@ -111,9 +114,23 @@ class VectorCache:
 
 
 class EmbeddingMatcher(Matcher):
-    """Cosine similarity of sentence embeddings >= ``threshold`` (a baseline; see the module docstring).
-    ``cache``: a SQLite file that keeps the vectors across runs (:class:`VectorCache`), e.g. under the main
-    job's index folder; by default vectors are kept for the matcher's lifetime only."""
+    """Cosine similarity of sentence embeddings >= ``threshold`` (a baseline, not entailment; see the module
+    docstring).
+
+    :param threshold: the cosine at or above which a pair is a match (default :data:`DEFAULT_THRESHOLD`, the NtR
+        one; :meth:`for_task` gives a task's calibrated threshold).
+    :param model: a sentence-transformers model name or folder (default: the shipped all-MiniLM-L6-v2).
+    :param batch_size: texts encoded at once.
+    :param device: e.g. ``"cpu"``, ``"cuda"`` (default: sentence-transformers' choice).
+    :param sentences: match the hypothesis against each sentence of the premise too (the highest cosine counts).
+    :param cache: a SQLite file that keeps the vectors across runs (:class:`VectorCache`), e.g. under the main
+        job's index folder; by default vectors are kept for the matcher's lifetime only.
+
+    Examples::
+
+        matcher = EmbeddingMatcher.for_task("ntn")
+        [decision] = matcher.match([("Paris is the capital of France.", "France's capital is Paris.")])
+    """
 
     baseline = True
 

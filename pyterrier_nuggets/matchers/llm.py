@@ -30,7 +30,10 @@ _SCHEMA = {"type": "object", "properties": {"answer": {"type": "string", "enum":
 
 
 def parse_yes_no(text: str) -> bool:
-    """True for "yes", False for "no" (see the module docstring); anything else is an :class:`OutputError`."""
+    """True for "yes", False for "no" (see the module docstring); anything else is an :class:`OutputError`.
+
+    :param text: the model's reply.
+    """
     value = reply_label(text, "yes or no")
     word = _DECORATION.sub("", value).lower()
     if word in ("yes", "no"):
@@ -41,9 +44,14 @@ def parse_yes_no(text: str) -> bool:
 class LLMMatcher(LLMJudge, Matcher):
     """(premise, hypothesis) -> yes/no by an LLM with the [cone-rag Table 4] prompt (``prompts/cone_ntr.txt``).
 
-    As a matcher (:meth:`match`): failed decisions come back with ``entailed=None`` and the caller applies
-    its policy. As a transformer: ``premise, hypothesis`` columns -> ``entailed`` (bool), ``score`` (1 / 0),
-    with ``on_failure`` ``"raise"`` (default) or ``"mark"`` (``entailed`` = ``"failed"``, score NaN).
+    As a matcher (:meth:`match`): failed decisions come back with ``entailed=None`` and the caller applies its
+    policy. As a transformer: ``premise, hypothesis`` columns -> ``entailed`` (bool), ``score`` (1 / 0).
+
+    :param llm: the client (default: an :class:`LLMClient` of the configured endpoint, created on first use).
+    :param prompt: a prompt file or template in place of the packaged ``cone_ntr.txt``.
+    :param max_reasks: how often an unusable reply is asked again (2 by default).
+    :param on_failure: as a transformer: ``"raise"`` (default) or ``"mark"`` (``entailed`` = ``"failed"``, score
+        NaN).
     """
 
     step = "match"

@@ -23,7 +23,10 @@ PAPER_MODEL = "MoritzLaurer/DeBERTa-v3-base-mnli-fever-anli"
 
 
 def entailment_label(id2label: dict) -> int:
-    """The class index whose label is entailment (``entailment``, ``ENTAILMENT``, ``entailed``...)."""
+    """The class index whose label is entailment (``entailment``, ``ENTAILMENT``, ``entailed``...).
+
+    :param id2label: the model configuration's ``id2label``.
+    """
     found = [int(i) for i, name in id2label.items() if str(name).strip().lower().startswith("entail")]
     if len(found) != 1:
         raise InvalidInput(f"the model's config names no single entailment label (id2label={dict(id2label)}); "
@@ -33,7 +36,17 @@ def entailment_label(id2label: dict) -> int:
 
 
 class NLIMatcher(Matcher):
-    """Entailment by a local NLI cross-encoder (transformers). ``model``: a folder or cached model name."""
+    """Entailment by a local NLI cross-encoder (transformers).
+
+    :param model: a folder or cached model name (e.g. the paper's :data:`PAPER_MODEL`, saved with
+        ``save_pretrained``).
+    :param threshold: a pair matches when P(entailment) > ``threshold``; ``None``: when entailment is the arg-max
+        label.
+    :param batch_size: pairs per forward pass.
+    :param device: e.g. ``"cpu"`` (default: CUDA when available, else CPU).
+    :param max_length: the tokenizer's truncation length (default: the model's).
+    :param local_files_only: never download the model.
+    """
 
     def __init__(self, model: str, *, threshold: float | None = 0.5, batch_size: int = 16,
                  device: str | None = None, max_length: int | None = None, local_files_only: bool = True):

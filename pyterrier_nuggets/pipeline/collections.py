@@ -20,11 +20,18 @@ SAMPLE_COLLECTION = str(resources.files("pyterrier_nuggets") / "sample" / "colle
 
 @dataclass
 class Collection:
-    """What the main job evaluates on: topics (``qid, query``), segment qrels (``qid, docno, label``), a
-    docstore (mapping docno -> text or anything ``generate.fetch_texts`` reads) and, for indexing, a
-    function that yields ``{"docno", "text"}`` dicts. ``key`` names its indexes in the cache. ``nuggets``:
-    the path of the collection's own hand-written nuggets (nugget JSONL), when it has them (the shipped sample
-    does): the main job's ManualNuggets without an LLM."""
+    """What the main job evaluates on.
+
+    :param name: the collection's name, in logs and tables.
+    :param topics: ``qid, query``.
+    :param qrels: segment qrels, ``qid, docno, label``.
+    :param docstore: docno -> text (a mapping, or anything ``docstore.fetch_texts`` reads).
+    :param docs: for indexing, a function that yields ``{"docno", "text"}`` dicts (``None``: not indexable; runs
+        must be given).
+    :param key: names its indexes in the cache.
+    :param nuggets: the path of the collection's own hand-written nuggets (nugget JSONL), when it has them (the
+        shipped sample does): the main job's ManualNuggets without an LLM.
+    """
 
     name: str
     topics: pd.DataFrame
@@ -55,9 +62,15 @@ NUGGETS_FILE = "nuggets.jsonl"  # optional: the collection's hand-written nugget
 
 def sample_collection(path: str = SAMPLE_COLLECTION, qids: Sequence[str] | None = None,
                       max_topics: int | None = None) -> Collection:
-    """The sample shipped with the package (``sample/collection``: 215 passages, 12 topics, graded qrels,
-    hand-written nuggets) or a folder of the same form (``docs.jsonl``, ``topics.tsv``, ``segments.qrels`` and
-    optionally ``nuggets.jsonl``)."""
+    """The sample shipped with the package, or a folder of the same form.
+
+    The shipped sample is ``sample/collection``: 215 passages, 12 topics, graded qrels, hand-written nuggets.
+
+    :param path: a folder with ``docs.jsonl``, ``topics.tsv``, ``segments.qrels`` and optionally
+        ``nuggets.jsonl`` (default: the shipped sample).
+    :param qids: only these topics.
+    :param max_topics: only the first this many topics.
+    """
     for name in COLLECTION_FILES:
         if not os.path.isfile(os.path.join(path, name)):
             raise formats.InputError(os.path.join(path, name), None, None, "missing",
@@ -77,9 +90,15 @@ def sample_collection(path: str = SAMPLE_COLLECTION, qids: Sequence[str] | None 
 
 def dataset_collection(dataset_id: str, qids: Sequence[str] | None = None,
                        max_topics: int | None = None) -> Collection:
-    """An ir_datasets dataset (e.g. ``msmarco-segment-v2.1/trec-rag-2024``; importing ``datasets_ext``
-    registers the TREC RAG and iKAT ids): its queries, qrels and docs store. Indexing it is only needed
-    for the built-in retrievers; with ``--run`` files only the segments that are used are looked up."""
+    """An ir_datasets dataset as a collection: its queries, qrels and docs store.
+
+    Importing ``datasets_ext`` registers the TREC RAG and iKAT ids. Indexing it is only needed for the built-in
+    retrievers; with ``--run`` files only the segments that are used are looked up.
+
+    :param dataset_id: e.g. ``msmarco-segment-v2.1/trec-rag-2024``.
+    :param qids: only these topics.
+    :param max_topics: only the first this many topics.
+    """
     from datasets_ext.registry import load
 
     ds = load(dataset_id)

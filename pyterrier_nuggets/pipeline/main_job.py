@@ -62,9 +62,21 @@ EMBEDDED_MAX_NUGGETS = 10  # the embedded model fills every list to the limit: k
 def create_nuggets(collection: Collection, llm: LLMClient, strict: bool = False, max_nuggets: int = 30,
                    keep: int | None = 20, notes: list[str] | None = None,
                    failed: dict[str, str] | None = None) -> pd.DataFrame:
-    """AutoNuggets ([nugget-recall §4.1.1]): nuggets from the segments judged >= 1 (at most ``max_nuggets``, 30 in
-    the paper), scored vital/okay, the first ``keep`` (20) kept. ``failed`` receives the topics whose nugget
-    list is incomplete (a failed creation window or scoring batch) and the step that failed."""
+    """AutoNuggets ([nugget-recall §4.1.1]): nuggets from the segments judged >= 1, scored vital/okay.
+
+    The segments are read most relevant first; creation and scoring run topic by topic
+    (:class:`~pyterrier_nuggets.judges.overlap.Overlapped`).
+
+    :param collection: the collection (its qrels and docstore).
+    :param llm: the client.
+    :param strict: any failed LLM step raises (default: failed windows and batches are left out and reported).
+    :param max_nuggets: nuggets created per topic at most (30 in the paper).
+    :param keep: nuggets kept per topic after scoring (20 in the paper; ``None``: all).
+    :param notes: receives what a reader of the table must know (failures, topics without nuggets).
+    :param failed: receives the topics whose nugget list is incomplete (a failed creation window or scoring
+        batch) and the step that failed.
+    :returns: the nugget frame.
+    """
     judged = collection.qrels[collection.qrels["label"] >= 1]
     judged = judged.merge(collection.topics, on="qid")
     texts = fetch_texts(collection.docstore, judged["docno"].tolist())
@@ -102,6 +114,15 @@ def topic_nuggets(nugget_set: formats.NuggetSet, topics: pd.DataFrame) -> pd.Dat
 
 @dataclass
 class SystemResult:
+    """What the main job made of one system.
+
+    :param spec: the system.
+    :param retrieved: its retrieved segments (``None``: imported answers or assignments only).
+    :param answers: its answers (``None``: imported assignments only).
+    :param evaluation: its evaluation run.
+    :param notes: what a reader of the table must know about it.
+    :param failed: topic -> the LLM step that failed on it.
+    """
     spec: SystemSpec
     retrieved: pd.DataFrame | None
     answers: pd.DataFrame | None
@@ -112,6 +133,18 @@ class SystemResult:
 
 @dataclass
 class MainJobResult:
+    """What :func:`run_main_job` made.
+
+    :param table: the joint table.
+    :param systems: each system's results.
+    :param nuggets: the nugget frame the answers were assigned against.
+    :param condition: the [nugget-recall §4.3] condition (:func:`evaluation_condition`), e.g.
+        ``"AutoNuggets / AutoAssign"``.
+    :param files: every file written.
+    :param llm_stats: the LLM client's counts (calls, cache hits, tokens, ...).
+    :param seconds: the job's wall-clock time.
+    :param notes: what a reader of the table must know (failures, left-out topics, dropped labels).
+    """
     table: JointTable
     systems: list[SystemResult]
     nuggets: pd.DataFrame
@@ -123,8 +156,15 @@ class MainJobResult:
 
 
 def evaluation_condition(nugget_source: str, systems: Sequence[SystemSpec], judges: str = "llm") -> str:
-    """The [nugget-recall §4.3] condition: nugget source x assignment source (the baseline assignment judge is
-    named as such: it is neither AutoAssign nor ManualAssign)."""
+    """The [nugget-recall §4.3] condition: nugget source x assignment source.
+
+    The baseline assignment judge is named as such: it is neither AutoAssign nor ManualAssign.
+
+    :param nugget_source: ``"auto"`` (AutoNuggets), ``"manual"`` (ManualNuggets) or anything else (imported
+        nuggets).
+    :param systems: the systems (those with imported assignments make "imported assignments").
+    :param judges: ``"llm"`` or ``"baseline"``.
+    """
     nuggets = {"auto": "AutoNuggets", "manual": "ManualNuggets"}.get(nugget_source, "imported nuggets")
     auto = "AutoAssign" if judges == "llm" else "baseline assignment (embedding similarity)"
     assign = sorted({auto if s.assignment_source == "LLM" else "imported assignments" for s in systems})
@@ -390,23 +430,42 @@ def run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir:
                  index_dir: str | os.PathLike | None = None, strict: bool = False, plots: bool = True,
                  max_nuggets: int | None = None, log: Callable[[str], None] = print,
                  on_invalid: str = "refuse", max_failed_share: float = MAX_FAILED_SHARE) -> MainJobResult:
-    """Evaluate ``systems`` on ``collection`` end to end and write everything to ``out_dir``: per system
-    the segments run, answers, assignments, support judgments and evaluation run; the nuggets and their
+    """Evaluate ``systems`` on ``collection`` end to end and write everything to ``out_dir``.
+
+    Per system the segments run, answers, assignments, support judgments and evaluation run; the nuggets and their
     qrels; the joint table (``joint_table.csv/.md/.tex/.perquery.csv``) and the plots.
 
-    ``judges``: ``"llm"`` (the AutoNuggetizer's LLM steps and the LLM support judge) or ``"baseline"``
-    (offline: similarity judges and the extractive generator, see the module docstring; nuggets must then
-    be the collection's hand-written ones, ``nuggets_path`` or those of imported assignments).
-    ``llm`` (default: ``LLMClient()``, the configured endpoint; none configured is refused) is created only when
-    a step needs it. ``nuggets_path``: imported nuggets (nugget JSONL); without it the nuggets of imported
-    assignment files are used, else (``"llm"``) they are created from the qrels, or (``"baseline"``) the
-    collection's are used. ``strict``: any failed LLM step raises (default: failures are reported, and a topic
-    on which any system's LLM step failed is left out of the table for every system, never scored; when more than
-    ``max_failed_share`` of a stage's items failed, the job stops with
-    :class:`~pyterrier_nuggets.judges.base.TooManyFailures` instead of making a table). ``max_nuggets``: nuggets created per topic (default 30
-    as in [nugget-recall], at most 20 kept; with the embedded model 10, all kept).
-    ``on_invalid``: imported nugget and assignment files with invalid labels are refused (default) or, with
-    ``"drop"``, read without those nuggets, which the notes report.
+    :param collection: the collection (:func:`sample_collection`, :func:`dataset_collection`).
+    :param systems: the systems (:func:`build_systems`).
+    :param out_dir: the folder of the outputs.
+    :param llm: the client, created only when a step needs it (default: ``LLMClient()``, the configured endpoint;
+        none configured is refused).
+    :param judges: ``"llm"`` (the AutoNuggetizer's LLM steps and the LLM support judge) or ``"baseline"`` (offline:
+        similarity judges and the extractive generator, see the module docstring; nuggets must then be the
+        collection's hand-written ones, ``nuggets_path`` or those of imported assignments).
+    :param nuggets_path: imported nuggets (nugget JSONL); without it the nuggets of imported assignment files are
+        used, else (``"llm"``) they are created from the qrels, or (``"baseline"``) the collection's are used.
+    :param index_dir: where the retrievers' indexes are kept (default: ``$XDG_CACHE_HOME/pyterrier-nuggets/indexes``).
+    :param strict: any failed LLM step raises (default: failures are reported, and a topic on which any system's
+        LLM step failed is left out of the table for every system, never scored).
+    :param plots: write the PNG plots.
+    :param max_nuggets: nuggets created per topic (default 30 as in [nugget-recall], at most 20 kept; with the
+        embedded model 10, all kept).
+    :param log: receives the progress lines (default ``print``).
+    :param on_invalid: imported nugget and assignment files with invalid labels are refused (``"refuse"``,
+        default) or, with ``"drop"``, read without those nuggets, which the notes report.
+    :param max_failed_share: when more than this share of a stage's items failed, the job stops with
+        :class:`~pyterrier_nuggets.judges.base.TooManyFailures` instead of making a table.
+
+    Examples::
+
+        from pyterrier_nuggets.llm import LLMClient
+        from pyterrier_nuggets.pipeline import build_systems, run_main_job, sample_collection
+
+        result = run_main_job(sample_collection(), build_systems(["bm25:5", "dense:5"]), "out/demo",
+                              llm=LLMClient(model="gpt-4o-mini"))
+        print(result.condition)            # "AutoNuggets / AutoAssign"
+        print(result.table)
     """
     if judges not in ("llm", "baseline"):
         raise InvalidInput(f"judges must be 'llm' or 'baseline', got {judges!r}")

@@ -54,7 +54,12 @@ def default_index_dir() -> Path:
 
 
 def bm25_retriever(collection: Collection, index_dir: str | os.PathLike, depth: int = RETRIEVAL_DEPTH):
-    """PISA BM25 over the collection, indexed once into ``index_dir`` (PISA keeps no text)."""
+    """PISA BM25 over the collection, indexed once into ``index_dir`` (PISA keeps no text).
+
+    :param collection: the collection (its ``docs``).
+    :param index_dir: the folder of the index (reused when built).
+    :param depth: segments retrieved per topic.
+    """
     from pyterrier_pisa import PisaIndex
 
     path = Path(index_dir) / f"{collection.key}.pisa"
@@ -89,7 +94,12 @@ def dense_model_path() -> str:
 
 
 def dense_retriever(collection: Collection, index_dir: str | os.PathLike, depth: int = RETRIEVAL_DEPTH):
-    """Exhaustive dense retrieval (pyterrier-dr FlexIndex) with all-MiniLM-L6-v2, indexed once."""
+    """Exhaustive dense retrieval (pyterrier-dr FlexIndex) with all-MiniLM-L6-v2, indexed once.
+
+    :param collection: the collection (its ``docs``).
+    :param index_dir: the folder of the index (reused when built).
+    :param depth: segments retrieved per topic.
+    """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the model is a local folder: never ask a hub
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     import pyterrier_dr
@@ -108,7 +118,13 @@ def dense_retriever(collection: Collection, index_dir: str | os.PathLike, depth:
 
 
 def retrieve(system: SystemSpec, collection: Collection, index_dir, cache: dict) -> pd.DataFrame | None:
-    """The retrieved segments of ``system`` (``qid, query, docno, score, rank``), or None without any."""
+    """The retrieved segments of ``system`` (``qid, query, docno, score, rank``), or None without any.
+
+    :param system: the system: its ``run`` file, else its ``retriever``.
+    :param collection: the collection.
+    :param index_dir: the folder of the indexes.
+    :param cache: retriever name -> its results, shared by the systems of a job (each retriever runs once).
+    """
     topics = collection.topics
     if system.run:
         run = pt.io.read_results(system.run)

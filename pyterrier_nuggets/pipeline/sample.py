@@ -27,6 +27,14 @@ def export_system(sample_dir: str, name: str, out_dir: str) -> str:
 
 
 def run_sample(out_dir: str, sample_dir: str = SAMPLE_DIR) -> JointTable:
+    """Score the hand-made sample (module docstring) and write its table.
+
+    Writes the nugget qrels, one evaluation run per system and ``joint_table.*`` to ``out_dir``.
+
+    :param out_dir: the folder of the outputs.
+    :param sample_dir: a folder of the sample's form (default: the shipped ``rag_mini``).
+    :returns: the joint table of nDCG@10 and the answer scores.
+    """
     os.makedirs(out_dir, exist_ok=True)
     nuggets = formats.read_nuggets(os.path.join(sample_dir, "nuggets.jsonl"))
     nugget_qrels = os.path.join(out_dir, "nuggets.qrels")

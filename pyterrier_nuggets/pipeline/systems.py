@@ -23,11 +23,20 @@ DEFAULT_SYSTEMS = {
 
 @dataclass
 class SystemSpec:
-    """One system of the main job. ``retriever`` is ``bm25``, ``dense`` or None (then ``run`` must give the
-    retrieved segments, or ``answers`` / ``assignments`` the answers); ``k`` segments go to the generator:
-    ``extractive`` (the baseline without an LLM), ``llm`` (the cited generator on the job's LLM) or None (the
-    job's default: extractive offline, else llm). ``run``, ``answers`` and ``assignments`` are files that
-    replace the matching step."""
+    """One system of the main job.
+
+    ``run``, ``answers`` and ``assignments`` are files that replace the matching step.
+
+    :param name: the system's name (a row of the table).
+    :param retriever: ``bm25``, ``dense`` or None (then ``run`` must give the retrieved segments, or ``answers`` /
+        ``assignments`` the answers).
+    :param k: segments given to the generator.
+    :param run: a TREC run of retrieved segments.
+    :param answers: an answer file.
+    :param assignments: an assignment file.
+    :param generator: ``extractive`` (the baseline without an LLM), ``llm`` (the cited generator on the job's LLM)
+        or None (the job's default: extractive offline, else llm).
+    """
 
     name: str
     retriever: str | None = None
@@ -43,8 +52,12 @@ class SystemSpec:
 
 
 def parse_system(spec: str) -> SystemSpec:
-    """``RETRIEVER:K[:GENERATOR]`` or ``NAME=RETRIEVER:K[:GENERATOR]`` (``bm25:5``, ``dense:10:extractive``,
-    ``bm25-k3=bm25:3:llm``); the name defaults to ``RETRIEVER-kK`` (plus ``-GENERATOR`` when given)."""
+    """A system from ``RETRIEVER:K[:GENERATOR]`` or ``NAME=RETRIEVER:K[:GENERATOR]``.
+
+    The name defaults to ``RETRIEVER-kK`` (plus ``-GENERATOR`` when given).
+
+    :param spec: e.g. ``bm25:5``, ``dense:10:extractive``, ``bm25-k3=bm25:3:llm``.
+    """
     name, _, rest = spec.rpartition("=")
     retriever, _, k = rest.partition(":")
     k, _, generator = k.partition(":")
@@ -72,10 +85,18 @@ def parse_named_path(value: str, option: str) -> tuple[str, str]:
 
 def build_systems(specs: Sequence[str] = (), runs: Sequence[str] = (), answers: Sequence[str] = (),
                   assignments: Sequence[str] = (), k: int | None = None, mode: str = "offline") -> list[SystemSpec]:
-    """Systems from the command line: ``specs`` (``--system``) plus one per name of ``runs``, ``answers``,
-    ``assignments`` (``NAME=PATH``; files of one name make one system; ``k`` segments, default
-    :data:`DEFAULT_K`, go to the generator of a ``--run`` system). With none of them, the defaults of the
-    judging ``mode`` (:data:`DEFAULT_SYSTEMS`)."""
+    """Systems from the command line: ``specs`` plus one per name of ``runs``, ``answers``, ``assignments``.
+
+    Files of one name make one system. With none of them, the defaults of the judging ``mode``
+    (:data:`DEFAULT_SYSTEMS`).
+
+    :param specs: ``--system`` values (:func:`parse_system`).
+    :param runs: ``--run`` values, ``NAME=PATH``.
+    :param answers: ``--answers`` values, ``NAME=PATH``.
+    :param assignments: ``--assignments`` values, ``NAME=PATH``.
+    :param k: segments given to the generator of a ``--run`` system (default :data:`DEFAULT_K`).
+    :param mode: ``"offline"``, ``"endpoint"`` or ``"embedded"``: whose default systems.
+    """
     if k is not None:
         from pyterrier_nuggets.judges.generation import check_reference_count
         check_reference_count(k, "-k")  # refused before any work, not when the first answer is generated
