@@ -220,6 +220,34 @@ def correlate(a, b, measure: str, measure_b: str | None = None, *, label_a: str 
     tb, rb = score_grid(b, measure_b, label_b)
     excluded: dict[str, list[str]] = {}
     notes: list[str] = []
+    ta, tb, run_a, run_b, systems, topics = _matched(ta, tb, ra, rb, measure, label_a, label_b, excluded, notes)
+    one_system = len(systems) == 1 and ta is not None and len(topics) >= 2
+    if len(systems) < 2 and not one_system:
+        raise InvalidInput(f"{label_a} and {label_b} have {len(systems)} system(s) in common: a rank correlation "
+                           "of systems needs at least two (one system with per-topic scores gives the all level)")
+    if one_system:
+        notes.append("Note: one system: only the all level (its topics as observations) is defined.")
+    elif len(systems) < 4:
+        notes.append(f"Note: with {len(systems)} systems a rank correlation can take only a few values; it is no "
+                     "evidence of agreement.")
+    run_a, run_b = run_a.loc[systems], run_b.loc[systems]
+    x, y = run_a.to_numpy(float), run_b.to_numpy(float)
+    levels = {} if one_system else {"run": LevelCorrelation("run", len(systems), *_three(x, y),
+                                                            tau_ap_variant=statistics.tau_ap_variant(x))}
+    if ta is not None:
+        levels.update(_topic_levels(ta.to_numpy(float), tb.to_numpy(float), levels.get("run"), one_system,
+                                    confidence, n_resamples, seed, ci_method))
+    has_ci = "run" in levels and levels["run"].ci is not None
+    swaps = [Swap(systems[i], systems[j], float(x[i] - x[j]), float(y[i] - y[j]))
+             for i, j in statistics.discordant_pairs(x, y)]
+    return Correlation(str(measure), str(measure_b), label_a, label_b, systems, [str(t) for t in topics], levels,
+                       statistics.pair_counts(x, y), swaps, run_a, run_b, ta, tb, excluded, confidence,
+                       n_resamples if has_ci else 0, ci_method if has_ci else "", notes)
+
+
+def _matched(ta, tb, ra, rb, measure: str, label_a: str, label_b: str, excluded: dict, notes: list[str]):
+    """The two evaluations on what they have in common: per-topic grids (or None), run-level scores, systems and
+    topics; what only one side has goes to ``excluded``."""
     if ta is not None and tb is not None:
         systems = _common(list(ta.columns), list(tb.columns), "systems", excluded)
         topics = _common(list(ta.index), list(tb.index), "topics", excluded)
@@ -230,7 +258,7 @@ def correlate(a, b, measure: str, measure_b: str | None = None, *, label_a: str 
             if grid.isna().any().any():
                 qid, system = grid.stack(future_stack=True).loc[lambda s: s.isna()].index[0]
                 raise InvalidInput(f"{label}: no {measure} score for system {system!r} on topic {qid!r}, which the "
-                                 "other evaluation has: give every system a score on every topic")
+                                   "other evaluation has: give every system a score on every topic")
         run_a, run_b = ta.mean(), tb.mean()
     else:
         run_a = ta.mean() if ta is not None else ra
@@ -245,40 +273,28 @@ def correlate(a, b, measure: str, measure_b: str | None = None, *, label_a: str 
     if excluded.get("systems_only_in_a") and excluded.get("systems_only_in_b"):
         notes.append("Note: systems are matched by exact name; if a system is named differently in the two "
                      "evaluations (e.g. a truncated name), rename it in one of them.")
-    one_system = len(systems) == 1 and ta is not None and len(topics) >= 2
-    if len(systems) < 2 and not one_system:
-        raise InvalidInput(f"{label_a} and {label_b} have {len(systems)} system(s) in common: a rank correlation "
-                         "of systems needs at least two (one system with per-topic scores gives the all level)")
-    if one_system:
-        notes.append("Note: one system: only the all level (its topics as observations) is defined.")
-    elif len(systems) < 4:
-        notes.append(f"Note: with {len(systems)} systems a rank correlation can take only a few values; it is no "
-                     "evidence of agreement.")
-    run_a, run_b = run_a.loc[systems], run_b.loc[systems]
-    x, y = run_a.to_numpy(float), run_b.to_numpy(float)
-    levels = {} if one_system else {"run": LevelCorrelation("run", len(systems), *_three(x, y),
-                                                            tau_ap_variant=statistics.tau_ap_variant(x))}
-    if ta is not None:
-        A, B = ta.to_numpy(float), tb.to_numpy(float)  # topics x systems
-        if n_resamples and not one_system:
-            ci = statistics.bootstrap_ci(len(topics), lambda idx: _three(A[idx].mean(0), B[idx].mean(0)),
-                                         confidence, n_resamples, seed, ci_method)
-            levels["run"].ci = dict(zip(STATISTICS, ci))
-        if not one_system:
-            per_topic = [_three(A[t], B[t]) for t in range(len(topics))]
-            defined = [v for v in per_topic if not math.isnan(v[0])]
-            means = [float(np.mean([v[k] for v in defined])) if defined else float("nan") for k in range(3)]
-            variants = {statistics.tau_ap_variant(A[t]) for t, v in enumerate(per_topic) if not math.isnan(v[0])}
-            levels["topic"] = LevelCorrelation("topic", len(defined), *means, skipped=len(per_topic) - len(defined),
-                                               tau_ap_variant="+".join(sorted(variants)) or "a")
-        levels["all"] = LevelCorrelation("all", A.size, *_three(A.ravel(), B.ravel()),
-                                         tau_ap_variant=statistics.tau_ap_variant(A.ravel()))
-    has_ci = "run" in levels and levels["run"].ci is not None
-    swaps = [Swap(systems[i], systems[j], float(x[i] - x[j]), float(y[i] - y[j]))
-             for i, j in statistics.discordant_pairs(x, y)]
-    return Correlation(str(measure), str(measure_b), label_a, label_b, systems, [str(t) for t in topics], levels,
-                       statistics.pair_counts(x, y), swaps, run_a, run_b, ta, tb, excluded, confidence,
-                       n_resamples if has_ci else 0, ci_method if has_ci else "", notes)
+    return ta, tb, run_a, run_b, systems, topics
+
+
+def _topic_levels(A, B, run, one_system: bool, confidence: float, n_resamples: int, seed: int,
+                  ci_method: str) -> dict[str, LevelCorrelation]:
+    """The topic and all levels of per-topic grids ``A``, ``B`` (topics x systems), and the bootstrap interval of
+    the ``run`` level (over topics)."""
+    levels = {}
+    if n_resamples and not one_system:
+        ci = statistics.bootstrap_ci(len(A), lambda idx: _three(A[idx].mean(0), B[idx].mean(0)),
+                                     confidence, n_resamples, seed, ci_method)
+        run.ci = dict(zip(STATISTICS, ci))
+    if not one_system:
+        per_topic = [_three(A[t], B[t]) for t in range(len(A))]
+        defined = [v for v in per_topic if not math.isnan(v[0])]
+        means = [float(np.mean([v[k] for v in defined])) if defined else float("nan") for k in range(3)]
+        variants = {statistics.tau_ap_variant(A[t]) for t, v in enumerate(per_topic) if not math.isnan(v[0])}
+        levels["topic"] = LevelCorrelation("topic", len(defined), *means, skipped=len(per_topic) - len(defined),
+                                           tau_ap_variant="+".join(sorted(variants)) or "a")
+    levels["all"] = LevelCorrelation("all", A.size, *_three(A.ravel(), B.ravel()),
+                                     tau_ap_variant=statistics.tau_ap_variant(A.ravel()))
+    return levels
 
 
 def run_level_tau(a, b, measure: str) -> tuple[float, int, int]:

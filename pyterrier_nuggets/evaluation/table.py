@@ -346,11 +346,6 @@ def joint_table(systems: Sequence[System], nugget_qrels, segment_qrels=None,
     word, e.g. topic ids ``105741`` against qrels of ``2024-105741``) unless ``allow_topic_mismatch`` (then a
     warning).
 
-    Each system's runs are checked first (:func:`check_system_runs`): an evaluation run without evaluation rows
-    is refused, and so is a run fewer than half of whose topics are in its qrels (a run that would score 0
-    without a word, e.g. topic ids ``105741`` against qrels of ``2024-105741``) unless
-    ``allow_topic_mismatch`` (then a warning).
-
     :param systems: the systems (:class:`System`), names unique.
     :param nugget_qrels: a path, an ir_datasets id (e.g. ``msmarco-segment-v2.1/trec-rag-2024/nuggets``), a
         DataFrame or ir_measures qrels.
@@ -394,24 +389,8 @@ def joint_table(systems: Sequence[System], nugget_qrels, segment_qrels=None,
     nq = _load_qrels(nugget_qrels)
     sq = _load_qrels(segment_qrels) if segment_qrels is not None else None
     columns = [str(m) for m in retrieval_measures] + [str(m) for m in answer_measures]
-    per: dict[str, dict[str, dict[str, float]]] = {}
-    nugget_topics = _qrels_topics(nq, nuggets=True)
-    segment_topics = _qrels_topics(sq, nuggets=False) if sq is not None else None
-    for s in systems:
-        values: dict[str, dict[str, float]] = {}
-        evaluation = _load_run(s.evaluation)
-        retrieval = _load_run(s.retrieval) if s.retrieval is not None else None
-        check_system_runs(s, evaluation, retrieval, nugget_topics if answer_measures else None,
-                          segment_topics if retrieval_measures else None, allow_topic_mismatch)
-        with warnings.catch_warnings():  # said by check_system_runs, once per run
-            warnings.simplefilter("ignore", TopicMismatchWarning)
-            if retrieval_measures:
-                if retrieval is None:
-                    raise InvalidInput(f"system {s.name!r} has no retrieval run, but retrieval measures were asked "
-                                       "for")
-                values.update(_per_query(retrieval_measures, sq, retrieval))
-            values.update(_per_query(answer_measures, nq, evaluation))
-        per[s.name] = values
+    per = {s.name: _score_system(s, nq, sq, answer_measures, retrieval_measures, allow_topic_mismatch)
+           for s in systems}
     # in a fixed order (system, measure as in the table, topic), whatever order the scores were computed in: a
     # cached re-run writes byte-identical files
     rows = sorted(((name, qid, m, v) for name, vals in per.items() for m, byq in vals.items() for qid, v in byq.items()),
@@ -421,16 +400,7 @@ def joint_table(systems: Sequence[System], nugget_qrels, segment_qrels=None,
     baseline = baseline or (names[0] if len(names) > 1 else None)
     if baseline is not None and baseline not in names:
         raise InvalidInput(f"baseline {baseline!r} is not one of the systems {names}")
-    pvalues = pd.DataFrame(index=names, columns=columns, dtype=float)
-    if baseline:
-        for n in names:
-            for m in columns:
-                base, other = per[baseline].get(m, {}), per[n].get(m, {})
-                qids = sorted(set(base) & set(other))
-                pvalues.loc[n, m] = float("nan") if n == baseline else statistics.paired_test(
-                    [other[q] for q in qids], [base[q] for q in qids], test)
-        flat = statistics.correct(pvalues.to_numpy().ravel().tolist(), correction, alpha)
-        pvalues = pd.DataFrame(pd.Series(flat).to_numpy().reshape(pvalues.shape), index=names, columns=columns)
+    pvalues = _pvalues(per, names, columns, baseline, test, correction, alpha)
     table = JointTable(means, per_query, pvalues, baseline, alpha, test, correction,
                        [str(m) for m in retrieval_measures])
     if compare_to is not None:
@@ -438,6 +408,40 @@ def joint_table(systems: Sequence[System], nugget_qrels, segment_qrels=None,
     if arena is not None:
         table.set_arena(arena)
     return table
+
+
+def _score_system(s: System, nq, sq, answer_measures: list, retrieval_measures: list, allow_topic_mismatch: bool
+                  ) -> dict[str, dict[str, float]]:
+    """One system's per-topic values, measure -> qid -> value, once its runs are checked."""
+    values: dict[str, dict[str, float]] = {}
+    evaluation = _load_run(s.evaluation)
+    retrieval = _load_run(s.retrieval) if s.retrieval is not None else None
+    check_system_runs(s, evaluation, retrieval, _qrels_topics(nq, nuggets=True) if answer_measures else None,
+                      _qrels_topics(sq, nuggets=False) if retrieval_measures else None, allow_topic_mismatch)
+    with warnings.catch_warnings():  # said by check_system_runs, once per run
+        warnings.simplefilter("ignore", TopicMismatchWarning)
+        if retrieval_measures:
+            if retrieval is None:
+                raise InvalidInput(f"system {s.name!r} has no retrieval run, but retrieval measures were asked for")
+            values.update(_per_query(retrieval_measures, sq, retrieval))
+        values.update(_per_query(answer_measures, nq, evaluation))
+    return values
+
+
+def _pvalues(per: dict, names: list[str], columns: list[str], baseline: str | None, test: str,
+             correction: str | None, alpha: float) -> pd.DataFrame:
+    """The paired test of every system against ``baseline`` on every measure, corrected over the table."""
+    pvalues = pd.DataFrame(index=names, columns=columns, dtype=float)
+    if not baseline:
+        return pvalues
+    for n in names:
+        for m in columns:
+            base, other = per[baseline].get(m, {}), per[n].get(m, {})
+            qids = sorted(set(base) & set(other))
+            pvalues.loc[n, m] = float("nan") if n == baseline else statistics.paired_test(
+                [other[q] for q in qids], [base[q] for q in qids], test)
+    flat = statistics.correct(pvalues.to_numpy().ravel().tolist(), correction, alpha)
+    return pd.DataFrame(pd.Series(flat).to_numpy().reshape(pvalues.shape), index=names, columns=columns)
 
 
 def _compare(table: JointTable, other, label: str | None) -> None:
