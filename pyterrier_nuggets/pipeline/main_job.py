@@ -300,81 +300,91 @@ def _read_assignments(path: str, on_invalid: str, notes: list[str] | None = None
 def _evaluate_system(spec: SystemSpec, collection: Collection, nuggets: pd.DataFrame, nugget_set: formats.NuggetSet,
                      judges: Judges, index_dir, retrieved_cache: dict, out_dir: str, files: list[str],
                      on_invalid: str = "refuse") -> SystemResult:
-    notes: list[str] = []
-    failed: dict[str, str] = {}
-    retrieved = retrieve(spec, collection, index_dir, retrieved_cache)
-    if retrieved is not None:
+    result = SystemResult(spec, retrieve(spec, collection, index_dir, retrieved_cache), None, pd.DataFrame())
+    if result.retrieved is not None:
         path = os.path.join(out_dir, f"{spec.name}.segments.run")
-        pt.io.write_results(retrieved.assign(run_id=spec.name)[["qid", "docno", "score", "rank"]], path,
+        pt.io.write_results(result.retrieved.assign(run_id=spec.name)[["qid", "docno", "score", "rank"]], path,
                             run_name=spec.name)
         files.append(path)
-    topics = set(collection.topics["qid"])
-    answers = None
+    imported = _system_answers(result, collection, judges)
+    if result.answers is not None:
+        path = os.path.join(out_dir, f"{spec.name}.answers.jsonl")
+        formats.write_answers_2024(path, formats.frame_to_answers(result.answers, spec.name))
+        files.append(path)
+    rows = _assess(result, collection, nuggets, nugget_set, judges, imported, out_dir, files, on_invalid)
+    if result.failed:  # a failed step's answer has no rows: it is left out of the table, never scored
+        rows = [r for r in rows if r[0] not in result.failed]
+        result.notes.append(f"{len(result.failed)} answer(s) with a failed LLM step, left out of the table: "
+                            + ", ".join(f"{q} ({step})" for q, step in sorted(result.failed.items())))
+    result.evaluation = pd.DataFrame(rows, columns=["qid", "docno", "score"])
+    path = os.path.join(out_dir, f"{spec.name}.eval.run")
+    formats.write_run(path, rows, spec.name)
+    files.append(path)
+    return result
+
+
+def _system_answers(result: SystemResult, collection: Collection, judges: Judges) -> list[formats.Answer] | None:
+    """``result.answers``: imported (returned as read, for the check against imported assignments) or generated
+    from the retrieved segments (failures go to ``result.failed``)."""
+    spec, topics = result.spec, set(collection.topics["qid"])
     if spec.answers:
         imported = [a for a in formats.read_answers(spec.answers, run_id=spec.name) if a.qid in topics]
-        answers = formats.answers_to_frame(imported)
-        answers["query"] = answers["qid"].map(dict(zip(collection.topics["qid"], collection.topics["query"])))
-        notes.append(f"answers imported from {spec.answers}")
-    elif retrieved is not None and not spec.assignments:
+        result.answers = formats.answers_to_frame(imported)
+        result.answers["query"] = result.answers["qid"].map(dict(zip(collection.topics["qid"],
+                                                                     collection.topics["query"])))
+        result.notes.append(f"answers imported from {spec.answers}")
+        return imported
+    if result.retrieved is not None and not spec.assignments:
         generator = judges.generator(spec, collection)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # problems and failures are counted below
-            answers = generator(retrieved)
-        failed.update({f.qid: "generation" for f in generator.failures})
+            result.answers = generator(result.retrieved)
+        result.failed.update({f.qid: "generation" for f in generator.failures})
         if generator.problems:
-            notes.append(f"generation: {len(generator.problems)} problem(s) in "
-                         f"{len({p['qid'] for p in generator.problems})} answer(s) (see NAME.answers.jsonl)")
-    if answers is not None:
-        path = os.path.join(out_dir, f"{spec.name}.answers.jsonl")
-        formats.write_answers_2024(path, formats.frame_to_answers(answers, spec.name))
-        files.append(path)
+            result.notes.append(f"generation: {len(generator.problems)} problem(s) in "
+                                f"{len({p['qid'] for p in generator.problems})} answer(s) (see NAME.answers.jsonl)")
+    return None
 
-    rows = pd.DataFrame(columns=["qid", "docno", "score"])
+
+def _assess(result: SystemResult, collection: Collection, nuggets: pd.DataFrame, nugget_set: formats.NuggetSet,
+            judges: Judges, imported: list[formats.Answer] | None, out_dir: str, files: list[str],
+            on_invalid: str) -> list[formats.Row]:
+    """The evaluation rows of a system's answers: nuggets assigned (or the imported assignments) and citations
+    judged; the assignments and support judgments written."""
+    spec, topics = result.spec, set(collection.topics["qid"])
     imported_rows: list[formats.Row] = []
     assigner = judge = None
     if spec.assignments:
-        assigned_answers = [a for a in _read_assignments(spec.assignments, on_invalid, notes, run_id=spec.name).answers
-                            if a.qid in topics]
+        assigned_answers = [a for a in _read_assignments(spec.assignments, on_invalid, result.notes,
+                                                         run_id=spec.name).answers if a.qid in topics]
         imported_rows = [r for a in assigned_answers for r in formats.assignment_rows(a.assignments)]
-        notes.append(f"assignments imported from {spec.assignments}")
+        result.notes.append(f"assignments imported from {spec.assignments}")
         if spec.answers:
             formats.check_assignments_answers(spec.assignments, assigned_answers, imported, spec.answers)
     else:
         assigner = judges.assigner(nuggets)
-    if answers is not None:
-        judge = judges.support(collection)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # failures are summarised in the notes
-            evaluated = evaluate_answers(answers, assigner, judge)
-        rows = evaluated.rows
-    else:
-        rows = pd.DataFrame(formats.words_rows(assigned_answers), columns=["qid", "docno", "score"])
-        notes.append("no answers: citations not judged; give --answers NAME=PATH for SupportP/SupportR")
+    if result.answers is None:
+        result.notes.append("no answers: citations not judged; give --answers NAME=PATH for SupportP/SupportR")
+        return imported_rows + [(str(q), str(d), float(n)) for q, d, n in formats.words_rows(assigned_answers)]
+    judge = judges.support(collection)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # failures are summarised in the notes
+        evaluated = evaluate_answers(result.answers, assigner, judge)
     if assigner is not None:
         if assigner.failures:
-            failed.update({f.qid: "assignment" for f in assigner.failures})
-            notes.append(f"assignment: {len(assigner.failures)} failed step(s)")
-        assigned_answers = formats.assignment_frame_to_answers(evaluated.assigned, nugget_set, spec.name)
+            result.failed.update({f.qid: "assignment" for f in assigner.failures})
+            result.notes.append(f"assignment: {len(assigner.failures)} failed step(s)")
         path = os.path.join(out_dir, f"{spec.name}.assignments.jsonl")
-        formats.write_assignments(path, assigned_answers)
+        formats.write_assignments(path, formats.assignment_frame_to_answers(evaluated.assigned, nugget_set, spec.name))
         files.append(path)
-    if judge is not None:
-        if judge.failures:
-            failed.update({f.qid: "support" for f in judge.failures})
-            notes.append(f"support: {len(judge.failures)} failed judgment(s)")
-        path = os.path.join(out_dir, f"{spec.name}.support.jsonl")
-        formats.write_support(path, formats.frame_to_judgments(evaluated.support), spec.name)
-        files.append(path)
-    rows = imported_rows + [(str(q), str(d), float(s)) for q, d, s in zip(rows["qid"], rows["docno"], rows["score"])]
-    if failed:  # a failed step's answer has no rows: it is left out of the table, never scored
-        rows = [r for r in rows if r[0] not in failed]
-        notes.append(f"{len(failed)} answer(s) with a failed LLM step, left out of the table: "
-                     + ", ".join(f"{q} ({step})" for q, step in sorted(failed.items())))
-    evaluation = pd.DataFrame(rows, columns=["qid", "docno", "score"])
-    path = os.path.join(out_dir, f"{spec.name}.eval.run")
-    formats.write_run(path, rows, spec.name)
+    if judge.failures:
+        result.failed.update({f.qid: "support" for f in judge.failures})
+        result.notes.append(f"support: {len(judge.failures)} failed judgment(s)")
+    path = os.path.join(out_dir, f"{spec.name}.support.jsonl")
+    formats.write_support(path, formats.frame_to_judgments(evaluated.support), spec.name)
     files.append(path)
-    return SystemResult(spec, retrieved, answers, evaluation, notes, failed)
+    rows = evaluated.rows
+    return imported_rows + [(str(q), str(d), float(s)) for q, d, s in zip(rows["qid"], rows["docno"], rows["score"])]
 
 
 def offline_nuggets(collection: Collection, nuggets_path: str | None, systems: Sequence[SystemSpec]) -> str | None:
@@ -388,12 +398,12 @@ def offline_nuggets(collection: Collection, nuggets_path: str | None, systems: S
     return collection.nuggets
 
 
-def _describe_nuggets(source: str, path: str | None, imported: Sequence[SystemSpec], llm: LLMClient | None) -> str:
+def _describe_nuggets(source: str, path: str | None, llm: LLMClient | None) -> str:
     if source == "manual":
         return f"ManualNuggets: hand-written (vital/okay) with the collection, {formats.shown_path(path)}"
     if source == "auto":
         return f"AutoNuggets: NuggetCreator >> NuggetScorer ([nugget-recall §4.1]) on {llm_name(_need(llm))}"
-    return f"imported: {formats.shown_path(path or imported[0].assignments)}"
+    return f"imported: {formats.shown_path(path)}"
 
 
 def _ordering_note(table: JointTable) -> list[str]:
@@ -510,6 +520,16 @@ def _check_inputs_outside(out_dir: str, systems: Sequence[SystemSpec], nuggets_p
                                      "writes; an output never replaces an input", "choose another --out folder")
 
 
+@dataclass
+class _JobNuggets:
+    """The nuggets a job scores the answers against: the frame, the set, where they came from (``"manual"``,
+    ``"imported"`` or ``"auto"``) and the file they were read from."""
+    frame: pd.DataFrame
+    nugget_set: formats.NuggetSet
+    source: str
+    path: str | None
+
+
 def _run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir: str, judges: Judges,
                   nuggets_path: str | None, index_dir, plots: bool, max_nuggets: int | None,
                   log: Callable[[str], None], on_invalid: str = "refuse",
@@ -520,52 +540,21 @@ def _run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir
     files: list[str] = []
     notes: list[str] = []
     incomplete: dict[str, str] = {}  # topics with a failed LLM step (in any system): left out of the table
-    baseline = judges.mode == "baseline"
-    imported = [s for s in systems if s.assignments]
-    manual = None
-    if baseline and nuggets_path is None and not imported:
-        nuggets_path = manual = offline_nuggets(collection, nuggets_path, systems)
+    manual = judges.mode == "baseline" and nuggets_path is None and not any(s.assignments for s in systems)
+    if manual:
+        nuggets_path = offline_nuggets(collection, nuggets_path, systems)
     needs_llm = llm_needed(systems, judges.mode, nuggets_path)
     if judges.llm is None and needs_llm:
         judges.llm = LLMClient()
     llm = judges.llm if needs_llm else None
     log(f"collection: {collection.name}, {len(collection.topics)} topics; systems: "
-        f"{', '.join(s.name for s in systems)}; judges: {'offline baselines' if baseline else 'LLM'}; LLM: "
-        f"{llm.endpoint + ' ' + str(llm.model) if llm else 'none'}")
-
-    # nuggets: imported file, the nuggets of imported assignments, or AutoNuggets from the qrels
-    if nuggets_path:
-        nugget_set = formats.read_nuggets(nuggets_path, on_invalid=on_invalid)
-        source = "manual" if manual else "imported"
-        if nugget_set.invalid:
-            notes.append(f"{formats.shown_path(nuggets_path)}: dropped {nugget_set.invalid.summary().splitlines()[0]}")
-        nuggets = topic_nuggets(nugget_set, collection.topics)
-        log(f"nuggets: {'hand-written with the collection' if manual else 'imported'}: {formats.shown_path(nuggets_path)}")
-    elif imported:
-        nugget_set = _read_assignments(imported[0].assignments, on_invalid).nugget_set()
-        nuggets, source = topic_nuggets(nugget_set, collection.topics), "imported"
-        log(f"nuggets: those of {imported[0].assignments}")
-    for spec in imported:  # every assignment file was made with the nuggets the answers are scored against
-        formats.check_assignment_nuggets(spec.assignments, _read_assignments(spec.assignments, on_invalid).answers,
-                                         nugget_set, nuggets_path or imported[0].assignments)
-    if nuggets_path or imported:
-        missing = sorted(set(collection.topics["qid"]) - set(nuggets["qid"]))
-        if missing:
-            notes.append(f"{len(missing)} topic(s) have no nuggets, so no nugget scores: {', '.join(missing)}")
-    else:
-        log("nuggets: creating them from the judged segments (NuggetCreator >> NuggetScorer)")
-        if max_nuggets is None:
-            max_nuggets = EMBEDDED_MAX_NUGGETS if llm is not None and llm.embedded else 30
-        nuggets = create_nuggets(collection, _need(llm), judges.strict, max_nuggets, min(20, max_nuggets), notes,
-                                 incomplete)
-        check_failed_share(llm, max_failed_share)
-        source = "auto"
-        nugget_set = formats.frame_to_nuggets(nuggets) if len(nuggets) else formats.NuggetSet([])
-    if nuggets.empty:
-        raise InvalidInput("no nuggets for the selected topics: nothing to score the answers against")
-    condition = evaluation_condition(source, systems, judges.mode)
+        f"{', '.join(s.name for s in systems)}; judges: {'offline baselines' if judges.mode == 'baseline' else 'LLM'}"
+        f"; LLM: {llm.endpoint + ' ' + str(llm.model) if llm else 'none'}")
+    nuggets = _job_nuggets(collection, systems, judges, llm, nuggets_path, manual, max_nuggets, log, on_invalid,
+                           max_failed_share, notes, incomplete)
+    condition = evaluation_condition(nuggets.source, systems, judges.mode)
     path = os.path.join(out_dir, "nuggets.jsonl")
-    formats.write_nuggets(path, nugget_set, dict(zip(collection.topics["qid"], collection.topics["query"])))
+    formats.write_nuggets(path, nuggets.nugget_set, dict(zip(collection.topics["qid"], collection.topics["query"])))
     files.append(path)
 
     results = []
@@ -575,28 +564,84 @@ def _run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir
             x for x in (f"{spec.retriever} top {spec.k}" if spec.retriever else "", spec.run and f"run {spec.run}",
                         spec.answers and f"answers {spec.answers}", spec.assignments and f"assignments "
                         f"{spec.assignments}") if x))
-        results.append(_evaluate_system(spec, collection, nuggets, nugget_set, judges, index_dir, retrieved_cache,
-                                        out_dir, files, on_invalid))
+        results.append(_evaluate_system(spec, collection, nuggets.frame, nuggets.nugget_set, judges, index_dir,
+                                        retrieved_cache, out_dir, files, on_invalid))
         if llm is not None:
             check_failed_share(llm, max_failed_share)
+    _leave_out_incomplete(nuggets, results, incomplete, notes)
+    qrels_path = os.path.join(out_dir, "nuggets.qrels")
+    formats.write_nugget_qrels(qrels_path, [n for n in nuggets.nugget_set.nuggets if n.qid not in incomplete])
+    files.append(qrels_path)
+    table = _make_table(collection, systems, results, nuggets, judges, llm, incomplete, out_dir, files, notes, log)
+    if plots:
+        from pyterrier_nuggets.evaluation.plots import write_plots
+        files += write_plots(table, out_dir)
+    stats = dict(llm.stats) if llm is not None else {}
+    return MainJobResult(table, results, nuggets.frame, condition, files, stats, time.time() - start, notes)
+
+
+def _job_nuggets(collection: Collection, systems: Sequence[SystemSpec], judges: Judges, llm: LLMClient | None,
+                 nuggets_path: str | None, manual: bool, max_nuggets: int | None, log: Callable[[str], None],
+                 on_invalid: str, max_failed_share: float, notes: list[str], incomplete: dict[str, str]) -> _JobNuggets:
+    """The nuggets: an imported file, those of imported assignments, or AutoNuggets from the qrels (whose failed
+    topics go to ``incomplete``)."""
+    imported = [s for s in systems if s.assignments]
+    if nuggets_path:
+        nugget_set = formats.read_nuggets(nuggets_path, on_invalid=on_invalid)
+        source = "manual" if manual else "imported"
+        if nugget_set.invalid:
+            notes.append(f"{formats.shown_path(nuggets_path)}: dropped {nugget_set.invalid.summary().splitlines()[0]}")
+        frame = topic_nuggets(nugget_set, collection.topics)
+        log(f"nuggets: {'hand-written with the collection' if manual else 'imported'}: {formats.shown_path(nuggets_path)}")
+    elif imported:
+        nugget_set = _read_assignments(imported[0].assignments, on_invalid).nugget_set()
+        frame, source = topic_nuggets(nugget_set, collection.topics), "imported"
+        log(f"nuggets: those of {imported[0].assignments}")
+    for spec in imported:  # every assignment file was made with the nuggets the answers are scored against
+        formats.check_assignment_nuggets(spec.assignments, _read_assignments(spec.assignments, on_invalid).answers,
+                                         nugget_set, nuggets_path or imported[0].assignments)
+    if nuggets_path or imported:
+        missing = sorted(set(collection.topics["qid"]) - set(frame["qid"]))
+        if missing:
+            notes.append(f"{len(missing)} topic(s) have no nuggets, so no nugget scores: {', '.join(missing)}")
+    else:
+        log("nuggets: creating them from the judged segments (NuggetCreator >> NuggetScorer)")
+        if max_nuggets is None:
+            max_nuggets = EMBEDDED_MAX_NUGGETS if llm is not None and llm.embedded else 30
+        frame = create_nuggets(collection, _need(llm), judges.strict, max_nuggets, min(20, max_nuggets), notes,
+                               incomplete)
+        check_failed_share(llm, max_failed_share)
+        source = "auto"
+        nugget_set = formats.frame_to_nuggets(frame) if len(frame) else formats.NuggetSet([])
+    if frame.empty:
+        raise InvalidInput("no nuggets for the selected topics: nothing to score the answers against")
+    return _JobNuggets(frame, nugget_set, source, nuggets_path or (imported[0].assignments if imported else None))
+
+
+def _leave_out_incomplete(nuggets: _JobNuggets, results: list[SystemResult], incomplete: dict[str, str],
+                          notes: list[str]) -> None:
+    """A topic on which any system's LLM step failed is never scored: left out for every system, so that the
+    systems are compared on the same topics."""
     for r in results:
         for qid, step in r.failed.items():
             incomplete.setdefault(qid, f"{r.spec.name}: {step}")
-    if incomplete:  # never scored: left out for every system, so that the systems are compared on the same topics
-        notes.append(f"{len(incomplete)} topic(s) left out of the table because an LLM step failed on them (run again "
-                     "to complete them: what succeeded is cached): "
-                     + "; ".join(f"{q} ({why})" for q, why in sorted(incomplete.items())))
-        nuggets = nuggets[~nuggets["qid"].isin(incomplete)]
-        for r in results:
-            r.evaluation = r.evaluation[~r.evaluation["qid"].isin(incomplete)]
-            if r.retrieved is not None:
-                r.retrieved = r.retrieved[~r.retrieved["qid"].isin(incomplete)]
-    nugget_qrels = formats.nugget_qrels(nuggets)  # the qrels of the table's topics
-    qrels_path = os.path.join(out_dir, "nuggets.qrels")
-    formats.write_nugget_qrels(qrels_path, [n for n in nugget_set.nuggets if n.qid not in incomplete])
-    files.append(qrels_path)
-    segment_qrels = collection.qrels[~collection.qrels["qid"].isin(incomplete)]
+    if not incomplete:
+        return
+    notes.append(f"{len(incomplete)} topic(s) left out of the table because an LLM step failed on them (run again "
+                 "to complete them: what succeeded is cached): "
+                 + "; ".join(f"{q} ({why})" for q, why in sorted(incomplete.items())))
+    nuggets.frame = nuggets.frame[~nuggets.frame["qid"].isin(incomplete)]
+    for r in results:
+        r.evaluation = r.evaluation[~r.evaluation["qid"].isin(incomplete)]
+        if r.retrieved is not None:
+            r.retrieved = r.retrieved[~r.retrieved["qid"].isin(incomplete)]
 
+
+def _make_table(collection: Collection, systems: Sequence[SystemSpec], results: list[SystemResult],
+                nuggets: _JobNuggets, judges: Judges, llm: LLMClient | None, incomplete: dict[str, str], out_dir: str,
+                files: list[str], notes: list[str], log: Callable[[str], None]) -> JointTable:
+    """The joint table of the complete topics with its provenance, the arena's leaderboard in it; written."""
+    segment_qrels = collection.qrels[~collection.qrels["qid"].isin(incomplete)]
     has_retrieval = all(r.retrieved is not None for r in results) and not collection.qrels.empty
     measures = list(ANSWER_MEASURES)
     if any(r.answers is None for r in results):  # imported assignments without answers: nothing to judge
@@ -605,16 +650,18 @@ def _run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir
     if not has_retrieval:
         log("nDCG@10 left out: a system has no retrieved segments (give --run NAME=PATH) or there are no qrels")
     table = joint_table([System(r.spec.name, r.evaluation, r.retrieved if has_retrieval else None) for r in results],
-                        nugget_qrels, segment_qrels if has_retrieval else None, answer_measures=measures)
-    table.provenance = {"nuggets": _describe_nuggets(source, nuggets_path, imported, llm)}
+                        formats.nugget_qrels(nuggets.frame), segment_qrels if has_retrieval else None,
+                        answer_measures=measures)
+    table.provenance = {"nuggets": _describe_nuggets(nuggets.source, nuggets.path, llm)}
     if any(not s.assignments for s in systems):
         table.provenance["assignment"] = judges.describe_assignment()
     if any(r.answers is not None for r in results):
         table.provenance["support"] = judges.describe_support()
     table.system_provenance = {s.name: {"generation": judges.describe_generation(s, collection)} for s in systems}
     # the arena: every pair of systems on every topic of the table (pipeline/arena.py)
+    frame = nuggets.frame
     arena, arena_notes = arena_step({r.spec.name: r.answers[~r.answers["qid"].isin(incomplete)] for r in results
-                                     if r.answers is not None}, dict(zip(nuggets["qid"], nuggets["query"])), nuggets,
+                                     if r.answers is not None}, dict(zip(frame["qid"], frame["query"])), frame,
                                     mode=judges.mode, llm=llm, matcher=judges.matcher, strict=judges.strict)
     notes += arena_notes
     if arena is not None:
@@ -624,8 +671,4 @@ def _run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir
     notes.append("judged by: " + " | ".join(table.provenance_lines()))
     notes += _ordering_note(table)
     files += table.write(os.path.join(out_dir, "joint_table"))
-    if plots:
-        from pyterrier_nuggets.evaluation.plots import write_plots
-        files += write_plots(table, out_dir)
-    stats = dict(llm.stats) if llm is not None else {}
-    return MainJobResult(table, results, nuggets, condition, files, stats, time.time() - start, notes)
+    return table
