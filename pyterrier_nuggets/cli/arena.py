@@ -159,35 +159,16 @@ def _judge(args) -> int:
     from pyterrier_nuggets.cli.trec_rag import dataset_file, topic_texts
     from pyterrier_nuggets.evaluation.arena import Design, plan_battles
     design = Design.parse(args.design)
-    if args.judge == "baseline" and (args.rubrics or not args.nuggets):
-        raise UsageError("--judge baseline counts the nuggets each answer covers: give --nuggets (not --rubrics)")
-    if args.judge == "baseline" and (args.both_orders or args.batch or args.base_url or args.model):
-        raise UsageError("--judge baseline asks no LLM: --both-orders, --batch, --base-url and --model do not apply")
-    inputs = {f"--answers {i + 1}": a for i, a in enumerate(args.answers)}
-    for value, option in ((args.rubrics, "--rubrics"), (args.nuggets, "--nuggets"), (args.topics, "--topics")):
-        if value and os.path.isfile(value):
-            inputs[option] = value
-    outputs = _outputs(args, judged=True)
-    formats.check_outputs({**outputs, "journal": os.path.join(args.out, JOURNAL)}, inputs)
+    outputs = _check_judge_arguments(args)
     # every input, completely and against each other, before any call
-    answers: dict[str, dict[str, str]] = {}
-    narratives: dict[str, dict[str, str]] = {}
-    for path in args.answers:
-        for a in formats.read_answers(path):
-            mine = answers.setdefault(a.run_id, {})
-            if a.qid in mine:
-                raise formats.InputError(path, None, "topic_id", f"topic {a.qid} of run {a.run_id} is answered twice "
-                                         "in the --answers files")
-            mine[a.qid] = a.text
-            if a.query:
-                narratives.setdefault(a.qid, {})[a.run_id] = a.query
+    answers, narratives = _read_answer_files(args.answers)
     if len(answers) < 2:
         raise UsageError(f"an arena needs the answers of at least two runs; --answers has {len(answers)}")
     rubrics = formats.read_rubrics(dataset_file(args.rubrics, "--rubrics")) if args.rubrics else None
     nuggets = formats.read_nuggets(dataset_file(args.nuggets, "--nuggets")) if args.nuggets else None
     guided = set(rubrics.by_topic()) if rubrics else set(nuggets.by_topic()) if nuggets else None
     left_out = []
-    if guided is not None:
+    if guided is not None:  # a criteria-guided judge judges only the topics with criteria
         left_out = sorted({q for a in answers.values() for q in a} - guided)
         answers = {run: {q: t for q, t in a.items() if q in guided} for run, a in answers.items()}
     queries = _queries(args, answers, narratives, nuggets, rubrics, topic_texts(args.topics))
@@ -201,12 +182,11 @@ def _judge(args) -> int:
     llm = None
     if args.judge == "llm":
         judge, llm = _llm_judge(args, rubrics, nuggets)
-        name = judge.describe()
         prompt = [m for m in judge.template.messages]
     else:
         from pyterrier_nuggets.matchers.baseline import NuggetCoverageJudge
-        judge = NuggetCoverageJudge(nuggets, seed=args.seed)
-        name, prompt = judge.describe(), None
+        judge, prompt = NuggetCoverageJudge(nuggets, seed=args.seed), None
+    name = judge.describe()
     from pyterrier_nuggets.evaluation.arena import settings_fingerprint
     from pyterrier_nuggets.judges.pairwise import criteria_lines
     settings = settings_fingerprint(judge=name, prompt=prompt, orders="both" if args.both_orders else "random",
@@ -218,26 +198,84 @@ def _judge(args) -> int:
     todo = [(q, a, b) for q, a, b in plan.battles if (q, *sorted((a, b))) not in kept]
     print(f"Arena: {len(answers)} runs, design {design} ({design.describe()}), seed {args.seed}: {len(plan.battles)} "
           f"battles" + (f", {len(kept)} judged already in {args.out}" if kept else "") + f"; judge: {name}", flush=True)
-    from pyterrier_nuggets.evaluation.arena import battle_frame, judge_battles
+    from pyterrier_nuggets.evaluation.arena import battle_frame
     frame = battle_frame(todo, answers, queries)
-    if llm is not None and (args.dry_run or args.max_calls is not None or args.batch):
-        with llm.planning() as plan_:
-            judge.run(frame)
-        print(f"{len(todo)} battle(s) to judge" + (" in both orders" if args.both_orders else "") + ".\n"
-              + plan_.to_text(), flush=True)
-        if args.max_calls is not None and plan_.calls() > args.max_calls:
-            raise UsageError(f"these battles need {plan_.calls()} LLM calls, more than --max-calls {args.max_calls}; "
-                             "choose a sparser --design (topics:N, appearances:K) or raise the budget")
+    _plan_calls(args, llm, judge, frame)
     if args.dry_run:
-        if llm is None:
-            print(f"Dry run: {len(todo)} battle(s) to judge with the offline baseline; no LLM call.")
         return 0
+    battles = _judge_all(args, judge, llm, frame, name, settings, kept, plan.battles)
+    from pyterrier_nuggets.evaluation.statistics import NoRatings
+    try:
+        arena = _leaderboard(args, battles, list(answers), plan.shared_topics)
+    except NoRatings as e:
+        raise NoRatings(f"{e}. The battles are kept in {os.path.join(args.out, JOURNAL)}: the same command with "
+                        "--prior N asks nothing again") from None
+    arena.notes += notes
+    _write(args, outputs, arena, settings, judged=True)
+    os.remove(os.path.join(args.out, JOURNAL))
+    if llm is not None:
+        print("\nLLM work:\n" + llm.usage().to_text())
+    return 0
+
+
+def _check_judge_arguments(args) -> dict[str, str]:
+    """The options that do not go together refused, and the outputs (returned) checked against the inputs."""
+    from pyterrier_nuggets import formats
+    if args.judge == "baseline" and (args.rubrics or not args.nuggets):
+        raise UsageError("--judge baseline counts the nuggets each answer covers: give --nuggets (not --rubrics)")
+    if args.judge == "baseline" and (args.both_orders or args.batch or args.base_url or args.model):
+        raise UsageError("--judge baseline asks no LLM: --both-orders, --batch, --base-url and --model do not apply")
+    inputs = {f"--answers {i + 1}": a for i, a in enumerate(args.answers)}
+    for value, option in ((args.rubrics, "--rubrics"), (args.nuggets, "--nuggets"), (args.topics, "--topics")):
+        if value and os.path.isfile(value):
+            inputs[option] = value
+    outputs = _outputs(args, judged=True)
+    formats.check_outputs({**outputs, "journal": os.path.join(args.out, JOURNAL)}, inputs)
+    return outputs
+
+
+def _read_answer_files(paths: list[str]) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:
+    """run -> topic -> answer text, and topic -> run -> the narrative an answer file gives (a topic answered
+    twice by one run is refused)."""
+    from pyterrier_nuggets import formats
+    answers: dict[str, dict[str, str]] = {}
+    narratives: dict[str, dict[str, str]] = {}
+    for path in paths:
+        for a in formats.read_answers(path):
+            mine = answers.setdefault(a.run_id, {})
+            if a.qid in mine:
+                raise formats.InputError(path, None, "topic_id", f"topic {a.qid} of run {a.run_id} is answered twice "
+                                         "in the --answers files")
+            mine[a.qid] = a.text
+            if a.query:
+                narratives.setdefault(a.qid, {})[a.run_id] = a.query
+    return answers, narratives
+
+
+def _plan_calls(args, llm, judge, frame) -> None:
+    """What the battles cost (--dry-run, --max-calls, --batch): printed, and over --max-calls refused."""
+    if llm is not None and (args.dry_run or args.max_calls is not None or args.batch):
+        with llm.planning() as plan:
+            judge.run(frame)
+        print(f"{len(frame)} battle(s) to judge" + (" in both orders" if args.both_orders else "") + ".\n"
+              + plan.to_text(), flush=True)
+        if args.max_calls is not None and plan.calls() > args.max_calls:
+            raise UsageError(f"these battles need {plan.calls()} LLM calls, more than --max-calls {args.max_calls}; "
+                             "choose a sparser --design (topics:N, appearances:K) or raise the budget")
+    if args.dry_run and llm is None:
+        print(f"Dry run: {len(frame)} battle(s) to judge with the offline baseline; no LLM call.")
+
+
+def _judge_all(args, judge, llm, frame, name: str, settings: str, kept: dict, planned: list) -> list:
+    """Every planned battle: those kept from an earlier run and the new ones, judged in chunks written to the
+    journal as they finish; too many failed ones stop the command."""
+    from pyterrier_nuggets.evaluation.arena import judge_battles
     journal = os.path.join(args.out, JOURNAL)
     _start_journal(journal, settings, list(kept.values()))
     chunk = None if (llm is None or llm.batch) else max(64, 8 * llm.concurrency)
     new = judge_battles(judge, frame, name, chunk=chunk, on_chunk=lambda bs: _append(journal, bs))
     judged = {**kept, **{b.key: b for b in new}}
-    battles = [judged[(q, *sorted((a, b)))] for q, a, b in plan.battles]
+    battles = [judged[(q, *sorted((a, b)))] for q, a, b in planned]
     failed = sum(not b.ok for b in battles)
     if failed:
         print(f"{failed} of {len(battles)} battles failed (kept in {JOURNAL}, status failed; never counted); run the "
@@ -245,18 +283,7 @@ def _judge(args) -> int:
     if failed / len(battles) > args.max_failed_share:
         from pyterrier_nuggets.judges.base import TooManyFailures
         raise TooManyFailures("pairwise", failed, len(battles), args.max_failed_share, "--max-failed-share")
-    from pyterrier_nuggets.evaluation.statistics import NoRatings
-    try:
-        arena = _leaderboard(args, battles, list(answers), plan.shared_topics)
-    except NoRatings as e:
-        raise NoRatings(f"{e}. The battles are kept in {journal}: the same command with --prior N asks nothing "
-                        "again") from None
-    arena.notes += notes
-    _write(args, outputs, arena, settings, judged=True)
-    os.remove(journal)
-    if llm is not None:
-        print("\nLLM work:\n" + llm.usage().to_text())
-    return 0
+    return battles
 
 
 def _queries(args, answers, narratives, nuggets, rubrics, topics: dict[str, str]) -> dict[str, str]:
