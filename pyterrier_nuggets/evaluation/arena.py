@@ -29,7 +29,7 @@ from ir_measures_ext import ids
 from ir_measures_ext.errors import InvalidInput
 from ir_measures_ext.scoring import arena_ratings, battle_score
 from pyterrier_nuggets.evaluation import statistics
-from pyterrier_nuggets.evaluation.correlation import Correlation, LevelCorrelation, Swap, score_grid
+from pyterrier_nuggets.evaluation.correlation import Correlation, LevelCorrelation, Swap, common_names, score_grid
 from pyterrier_nuggets.formats.arena import LEADERBOARD_COLUMNS, LEADERBOARD_EXTRA, PAIRWISE_COLUMNS
 from pyterrier_nuggets.records import Battle
 
@@ -403,18 +403,12 @@ def correlate_arena(battles: Sequence[Battle], scores: pd.DataFrame, measure: st
                            "(system,qid,measure,value, e.g. a joint table's PREFIX.perquery.csv)")
     done = [b for b in battles if b.ok]
     arena_systems = list(dict.fromkeys(s for b in done for s in b.pair))
+    arena_topics = list(dict.fromkeys(b.qid for b in done))
     excluded: dict[str, list[str]] = {}
-    systems = [s for s in arena_systems if s in grid.columns]
-    topics = [q for q in dict.fromkeys(b.qid for b in done) if q in grid.index]
-    for what, mine, theirs in (("systems", arena_systems, list(grid.columns)),
-                               ("topics", list(dict.fromkeys(b.qid for b in done)), list(grid.index))):
-        only_a = [x for x in mine if x not in set(theirs)]
-        only_b = [x for x in theirs if x not in set(mine)]
-        a_key, b_key = ("a", "b") if arena_first else ("b", "a")
-        if only_a:
-            excluded[f"{what}_only_in_{a_key}"] = only_a
-        if only_b:
-            excluded[f"{what}_only_in_{b_key}"] = only_b
+    for what, mine, theirs in (("systems", arena_systems, list(grid.columns)), ("topics", arena_topics, list(grid.index))):
+        common_names(*((mine, theirs) if arena_first else (theirs, mine)), what, excluded)
+    systems = [s for s in arena_systems if s in grid.columns]  # in the arena's order
+    topics = [q for q in arena_topics if q in grid.index]
     if len(systems) < 2 or not topics:
         raise InvalidInput(f"{label_arena} and {label_scores} have {len(systems)} system(s) and {len(topics)} topic(s) in "
                            "common: a rank correlation needs two systems and a topic")
@@ -442,28 +436,24 @@ def correlate_arena(battles: Sequence[Battle], scores: pd.DataFrame, measure: st
                              tau_ap_variant=statistics.tau_ap_variant(rating if arena_first else mean))
     notes = [f"{label_arena}: Bradley-Terry ratings of the {len(kept)} battles among these systems on these topics"
              + (f" ({len(done) - len(kept)} other battles left out)" if len(kept) < len(done) else "")]
-    resampled = 0
     if n_resamples:
         result = statistics.bootstrap_units(len(matrix.topics), statistic, 3, confidence, n_resamples, seed,
                                             limits=(-1.0, 1.0))
         level.ci = dict(zip(("kendall_tau", "spearman_rho", "tau_ap"), result.bounds))
-        resampled = n_resamples
         if result.undefined:
             notes.append(f"{result.undefined} of {n_resamples} topic resamples had no finite fit: counted as -1 for the "
                          "lower bounds and +1 for the upper ones (conservative)")
-    x, y = (rating, mean) if arena_first else (mean, rating)
-    run_a = pd.Series(x, index=systems)
-    run_b = pd.Series(y, index=systems)
-    swaps = [Swap(systems[i], systems[j], float(x[i] - x[j]), float(y[i] - y[j]))
-             for i, j in statistics.discordant_pairs(x, y)]
     if len(systems) < 4:
         notes.append(f"Note: with {len(systems)} systems a rank correlation can take only a few values; it is no "
                      "evidence of agreement.")
+    x, y = (rating, mean) if arena_first else (mean, rating)
     labels = (label_arena, label_scores) if arena_first else (label_scores, label_arena)
     measures = (ARENA_MEASURE, measure) if arena_first else (measure, ARENA_MEASURE)
-    return Correlation(measures[0], measures[1], labels[0], labels[1], systems, [str(t) for t in matrix.topics],
-                       {"run": level}, statistics.pair_counts(x, y), swaps, run_a, run_b, None, None, excluded,
-                       confidence, resampled, "percentile" if resampled else "", notes)
+    swaps = [Swap(systems[i], systems[j], float(x[i] - x[j]), float(y[i] - y[j]))
+             for i, j in statistics.discordant_pairs(x, y)]
+    return Correlation(*measures, *labels, systems, [str(t) for t in matrix.topics], {"run": level},
+                       statistics.pair_counts(x, y), swaps, pd.Series(x, index=systems), pd.Series(y, index=systems),
+                       None, None, excluded, confidence, n_resamples, "percentile" if n_resamples else "", notes)
 
 
 # ------------------------------------------------------------------------------------------ settings

@@ -249,8 +249,8 @@ def _matched(ta, tb, ra, rb, measure: str, label_a: str, label_b: str, excluded:
     """The two evaluations on what they have in common: per-topic grids (or None), run-level scores, systems and
     topics; what only one side has goes to ``excluded``."""
     if ta is not None and tb is not None:
-        systems = _common(list(ta.columns), list(tb.columns), "systems", excluded)
-        topics = _common(list(ta.index), list(tb.index), "topics", excluded)
+        systems = common_names(list(ta.columns), list(tb.columns), "systems", excluded)
+        topics = common_names(list(ta.index), list(tb.index), "topics", excluded)
         if not topics:
             raise InvalidInput(f"{label_a} and {label_b} have no topic in common")
         ta, tb = ta.loc[topics, systems], tb.loc[topics, systems]
@@ -263,7 +263,7 @@ def _matched(ta, tb, ra, rb, measure: str, label_a: str, label_b: str, excluded:
     else:
         run_a = ta.mean() if ta is not None else ra
         run_b = tb.mean() if tb is not None else rb
-        systems = _common(list(run_a.index), list(run_b.index), "systems", excluded)
+        systems = common_names(list(run_a.index), list(run_b.index), "systems", excluded)
         topics = []
         for grid, label in ((ta, label_a), (tb, label_b)):
             if grid is not None:
@@ -311,8 +311,14 @@ def _three(x, y) -> tuple[float, float, float]:
     return statistics.kendall_tau(x, y), statistics.spearman_rho(x, y), statistics.tau_ap(x, y)
 
 
-def _common(a: list, b: list, what: str, excluded: dict) -> list:
-    """The names both lists have (sorted); the others go to ``excluded`` as ``{what}_only_in_a`` / ``_b``."""
+def common_names(a: list, b: list, what: str, excluded: dict) -> list:
+    """The names both lists have (sorted); the others go to ``excluded`` as ``{what}_only_in_a`` / ``_b``.
+
+    :param a: the names evaluation A has.
+    :param b: the names evaluation B has.
+    :param what: ``"systems"`` or ``"topics"``.
+    :param excluded: receives the names only one side has.
+    """
     set_a, set_b = set(a), set(b)
     only_a = [str(v) for v in a if v not in set_b]
     only_b = [str(v) for v in b if v not in set_a]
