@@ -67,18 +67,7 @@ def run(args) -> int:
                                                                                            s[1:])}
         from pyterrier_nuggets.evaluation.table import TABLE_SUFFIXES
         formats.check_outputs({f"--out ({suffix})": args.out + suffix for suffix in TABLE_SUFFIXES}, inputs)
-    labels = {}
-    for given in args.label:
-        key, sep, value = given.partition("=")
-        if not sep or not key.strip() or not value.strip():
-            raise UsageError(f"--label takes KEY=VALUE, e.g. 'assignment=GPT-4o AutoAssign', got {given!r}")
-        if key.strip() in labels:
-            raise UsageError(f"--label {key.strip()} given twice")
-        labels[key.strip()] = value.strip()
-    if not labels:
-        import warnings
-        warnings.warn("table: the table does not say which nuggets and judges made its evaluation runs; name them "
-                      "with --label nuggets=... --label assignment=... --label support=...", stacklevel=1)
+    labels = _labels(args.label)
     for given in (args.measures or []) + (args.retrieval_measures or []):
         try:
             ir_measures.parse_measure(given)
@@ -94,16 +83,38 @@ def run(args) -> int:
                         compare_to=args.compare_to, compare_label=args.compare_label,
                         allow_topic_mismatch=args.allow_topic_mismatch, arena=arena)
     if arena is not None:
-        unknown = [r.run_id for r in arena if r.run_id not in names]
-        if len(unknown) == len(arena):
-            raise UsageError(f"--arena {args.arena}: none of its systems ({', '.join(unknown[:5])}) is a --system of the "
-                             "table; name the systems as the leaderboard's run_id")
-        if unknown:
-            import warnings
-            warnings.warn(f"table: the arena leaderboard also rates {', '.join(unknown)}, not in the table (their "
-                          "ratings count in the leaderboard's mean of 1000)", stacklevel=1)
+        _check_arena_systems(args.arena, arena, names)
     table.provenance = labels
     print(table.to_text())
     if args.out:
         print("written: " + ", ".join(table.write(args.out)))
     return 0
+
+
+def _labels(given: list[str]) -> dict[str, str]:
+    """The --label KEY=VALUE options (the table's provenance); none is warned about."""
+    labels = {}
+    for one in given:
+        key, sep, value = one.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise UsageError(f"--label takes KEY=VALUE, e.g. 'assignment=GPT-4o AutoAssign', got {one!r}")
+        if key.strip() in labels:
+            raise UsageError(f"--label {key.strip()} given twice")
+        labels[key.strip()] = value.strip()
+    if not labels:
+        import warnings
+        warnings.warn("table: the table does not say which nuggets and judges made its evaluation runs; name them "
+                      "with --label nuggets=... --label assignment=... --label support=...", stacklevel=1)
+    return labels
+
+
+def _check_arena_systems(path: str, arena, names: list[str]) -> None:
+    """An arena leaderboard with none of the table's systems is refused; one with others is warned about."""
+    unknown = [r.run_id for r in arena if r.run_id not in names]
+    if len(unknown) == len(arena):
+        raise UsageError(f"--arena {path}: none of its systems ({', '.join(unknown[:5])}) is a --system of the "
+                         "table; name the systems as the leaderboard's run_id")
+    if unknown:
+        import warnings
+        warnings.warn(f"table: the arena leaderboard also rates {', '.join(unknown)}, not in the table (their "
+                      "ratings count in the leaderboard's mean of 1000)", stacklevel=1)
