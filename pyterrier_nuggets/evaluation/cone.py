@@ -18,7 +18,6 @@ or ``"mark"`` (rows of the response kept with ``matched`` ``"failed"`` and score
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +28,7 @@ import pyterrier as pt
 from ir_measures_ext import ids
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.formats import NuggetSet, as_nugget_set
-from pyterrier_nuggets.judges.base import FAILED, Failure, LLMStepError, failure_summary
+from pyterrier_nuggets.judges.base import FAILED, Failure, FailurePolicy, LLMStepError
 from pyterrier_nuggets.matchers import Match, Matcher, as_matcher
 from pyterrier_nuggets.records import Nugget
 
@@ -39,38 +38,23 @@ POLICIES = {"raise": "stop with an error once all other decisions are made",
             "mark": "rows of such responses kept with matched 'failed', score NaN"}
 
 
-class _MatchingStep(pt.Transformer):
+class _MatchingStep(FailurePolicy, pt.Transformer):
     """What the two matching transformers share: gold nuggets by turn, the matcher, the failure policy."""
 
     step = "match"
     step_name = "CONE-RAG matching"
+    failure_unit = "decision"
+    failure_policies = POLICIES
     task = "ntr"  # which calibrated threshold the default matcher takes
 
     def __init__(self, gold_nuggets: Any, matcher: Any = None, *, on_failure: str = "raise"):
-        if on_failure not in POLICIES:
-            raise InvalidInput(f"on_failure must be one of {tuple(POLICIES)}, got {on_failure!r}")
+        self.set_policy(on_failure)
         self.gold_nuggets = as_nugget_set(gold_nuggets)
         self.matcher = as_matcher(matcher, self.task)
-        self.on_failure = on_failure
-        self.failures: list[Failure] = []
         self._gold = {qid: sorted(ns, key=lambda n: n.index) for qid, ns in self.gold_nuggets.by_topic().items()}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(matcher={self.matcher!r}, gold_nuggets={len(self.gold_nuggets)})"
-
-    def finish(self, failures: list[Failure]) -> None:
-        self.failures = failures
-        if not failures:
-            return
-        if self.on_failure == "raise":
-            alternatives = " or ".join(f"{k!r} ({v})" for k, v in POLICIES.items() if k != "raise")
-            raise LLMStepError(self.step_name, failures, alternatives)
-        warnings.warn(f"{type(self).__name__}: {len(failures)} failed decision(s), policy on_failure="
-                      f"{self.on_failure!r}; see .failures\n{failure_summary(failures).to_string(index=False)}",
-                      stacklevel=3)
-
-    def failure_summary(self) -> pd.DataFrame:
-        return failure_summary(self.failures)
 
     def _rows(self, inp: pd.DataFrame, own: Sequence[str], plan) -> pd.DataFrame:
         """Ask the matcher every pair of every response at once, then build each response's rows.

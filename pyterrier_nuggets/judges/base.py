@@ -157,6 +157,7 @@ class FailurePolicy:
 
     step: ClassVar[str] = ""
     step_name: ClassVar[str] = ""
+    failure_unit: ClassVar[str] = "step"  # what failed, in the warning ("2 failed step(s)")
     failure_policies: ClassVar[dict[str, str]] = {"raise": "stop with an error once all other work is done"}
 
     on_failure: str
@@ -181,7 +182,7 @@ class FailurePolicy:
         if self.on_failure == "raise":
             raise LLMStepError(self.step_name, failures, self.alternatives())
         summary = failure_summary(failures)
-        warnings.warn(f"{type(self).__name__}: {len(failures)} failed step(s), policy on_failure="
+        warnings.warn(f"{type(self).__name__}: {len(failures)} failed {self.failure_unit}(s), policy on_failure="
                       f"{self.on_failure!r}; see .failures\n{summary.to_string(index=False)}", stacklevel=3)
 
     def failure_summary(self) -> pd.DataFrame:
