@@ -253,3 +253,53 @@ def test_parse_list_rejects_non_lists(text):
     from pyterrier_nuggets.llm.parsing import parse_list
     with pytest.raises(OutputError):
         parse_list(text)
+
+
+def test_cache_commits_concurrent_replies_together_and_before_put_returns(tmp_path, monkeypatch):
+    """Replies that arrive while a commit is under way are committed together in the next transaction (group
+    commit), and no put returns before its reply is committed: another connection sees it."""
+    import sqlite3
+    path = tmp_path / "cache.sqlite"
+    batches = []
+    write = ResponseCache._write_responses
+    monkeypatch.setattr(ResponseCache, "_write_responses", lambda self, items: (write(self, items),
+                                                                                batches.append(len(items))))
+    cache = ResponseCache(path)
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # holds SQLite's write lock: no commit can finish
+    returned = []
+
+    def put(i):
+        cache.put(f"k{i}", {"i": i}, {"text": str(i)})
+        returned.append(i)
+        assert ResponseCache(path).get(f"k{i}") == {"text": str(i)}  # committed before put returned
+
+    threads = [threading.Thread(target=put, args=(i,)) for i in range(32)]
+    for t in threads:
+        t.start()
+    time.sleep(0.5)
+    assert returned == []  # every put waits for its commit
+    blocker.execute("ROLLBACK")
+    for t in threads:
+        t.join(timeout=30)
+    assert sorted(returned) == list(range(32)) and len(cache) == 32
+    assert sum(batches) == 32 and len(batches) < 32 and max(batches) > 1
+
+
+def test_cache_commit_error_reaches_every_put_of_its_batch(tmp_path, monkeypatch):
+    import sqlite3
+    calls = []
+    write = ResponseCache._write_responses
+
+    def failing_once(self, items):
+        calls.append(len(items))
+        if len(calls) == 1:
+            raise sqlite3.OperationalError("disk I/O error")
+        write(self, items)
+
+    monkeypatch.setattr(ResponseCache, "_write_responses", failing_once)
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    with pytest.raises(sqlite3.OperationalError, match="disk I/O"):
+        cache.put("a", {}, {"text": "a"})
+    cache.put("b", {}, {"text": "b"})  # the next commit is not affected
+    assert cache.get("a") is None and cache.get("b") == {"text": "b"}

@@ -14,7 +14,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from pyterrier_nuggets.llm.config import ENV_CACHE
@@ -47,7 +47,9 @@ class ResponseCache:
     """Persistent store of LLM responses in SQLite, keyed by :func:`request_key`.
 
     WAL journal and one connection per thread make it safe for many threads and processes at once;
-    each response is committed as soon as it arrives, so an interrupted run loses nothing.
+    each response is committed before :meth:`put` returns, so an interrupted run loses nothing. The responses
+    that arrive while a commit is under way are committed together in the next transaction (group commit:
+    :class:`_GroupCommit`), so that many threads do not queue on SQLite's write lock one reply at a time.
 
     :param path: the SQLite file (created with its folder when missing).
     """
@@ -56,6 +58,7 @@ class ResponseCache:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
+        self._writes = _GroupCommit(self._write_responses)
         con = self._connection()
         con.execute("CREATE TABLE IF NOT EXISTS responses ("
                     "key TEXT PRIMARY KEY, request TEXT NOT NULL, response TEXT NOT NULL, created REAL NOT NULL)")
@@ -101,15 +104,19 @@ class ResponseCache:
         return None if row is None else (json.loads(row[0]), row[1])
 
     def put(self, key: str, request: dict, response: dict) -> None:
-        """Store a response; one marked invalid that it replaces is kept in ``rejected``."""
+        """Store a response, committed when this returns; one marked invalid that it replaces is kept in
+        ``rejected``."""
+        self._writes.write((key, json.dumps(request, ensure_ascii=False), json.dumps(response, ensure_ascii=False)))
+
+    def _write_responses(self, items: list[tuple[str, str, str]]) -> None:
         with self._transaction() as con:
-            con.execute("INSERT INTO rejected (key, request, response, error, created, replaced) "
-                        "SELECT key, request, response, error, created, ? FROM responses WHERE key = ? AND verdict = ?",
-                        (time.time(), key, INVALID))
-            con.execute("INSERT OR REPLACE INTO responses (key, request, response, created, verdict, error) "
-                        "VALUES (?, ?, ?, ?, NULL, NULL)",
-                        (key, json.dumps(request, ensure_ascii=False), json.dumps(response, ensure_ascii=False),
-                         time.time()))
+            now = time.time()
+            for key, request, response in items:  # in order: a key written twice keeps its last response
+                con.execute("INSERT INTO rejected (key, request, response, error, created, replaced) "
+                            "SELECT key, request, response, error, created, ? FROM responses WHERE key = ? AND "
+                            "verdict = ?", (now, key, INVALID))
+                con.execute("INSERT OR REPLACE INTO responses (key, request, response, created, verdict, error) "
+                            "VALUES (?, ?, ?, ?, NULL, NULL)", (key, request, response, now))
 
     def mark_invalid(self, keys: list[str], error: str) -> None:
         """Mark the responses of an exchange that failed validation: a re-run asks these requests again."""
@@ -163,3 +170,50 @@ class ResponseCache:
 
     def __repr__(self) -> str:
         return f"ResponseCache({str(self.path)!r})"
+
+
+class _Batch:
+    """Writes committed in one transaction."""
+
+    __slots__ = ("items", "done", "error")
+
+    def __init__(self):
+        self.items: list = []
+        self.done = False
+        self.error: BaseException | None = None
+
+
+class _GroupCommit:
+    """Writes from many threads, committed together: a writer that finds no commit under way commits every write
+    queued so far (its own among them) in one call of ``commit``; a writer that finds one under way queues its
+    write for the next and waits. :meth:`write` returns once its write is committed, or raises the commit's error.
+    One lock of the process replaces SQLite's busy waiting (which sleeps up to hundreds of milliseconds under
+    contention: measured in docs/benchmarks.md, issue 30)."""
+
+    def __init__(self, commit: Callable[[list], None]):
+        self._commit = commit
+        self._lock = threading.Lock()
+        self._done = threading.Condition(self._lock)
+        self._open = _Batch()
+        self._writing = False
+
+    def write(self, item) -> None:
+        with self._lock:
+            batch = self._open
+            batch.items.append(item)
+            while not batch.done:
+                if self._writing:  # another writer commits the batch before: wait for it
+                    self._done.wait()
+                    continue
+                self._open, self._writing = _Batch(), True  # no commit under way: the open batch is ours
+                self._lock.release()
+                try:
+                    self._commit(batch.items)
+                except BaseException as e:  # every writer of the batch raises it
+                    batch.error = e
+                finally:
+                    self._lock.acquire()
+                    batch.done, self._writing = True, False
+                    self._done.notify_all()
+        if batch.error is not None:
+            raise batch.error
