@@ -63,7 +63,7 @@ def test_api_key_never_in_cache_repr_or_errors(tmp_path, capsys):
             assert SECRET not in text
         data = b"".join(p.read_bytes() for p in tmp_path.iterdir())
         assert SECRET.encode() not in data and b"sk-test" not in data
-        with pytest.raises(TypeError):
+        with pytest.raises(TypeError, match="the key is never pickled"):
             import pickle
             pickle.dumps(llm)
 

@@ -4,6 +4,10 @@ Besides the responses it keeps, per request, whether its answer was part of an e
 validation (``verdict``; a re-run asks such requests again, issue 11 item 5), the earlier answers that a
 fresh one replaced (``rejected``, for inspection), and the Batch API batches this cache is waiting for
 (``batches``, so that an interrupted run resumes a batch instead of paying for it twice).
+
+Several processes on one machine may share one cache file (WAL); processes on other machines write shards of
+their own (:func:`shard_path`, ``LLMClient(worker_cache=...)``), which :func:`merge_caches` (``pyterrier-nuggets
+cache merge``) folds into one: SQLite on a network file system is not safe (docs/scale.md).
 """
 from __future__ import annotations
 
@@ -11,12 +15,15 @@ import contextlib
 import hashlib
 import json
 import os
+import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.llm.config import ENV_CACHE
 
 INVALID = "invalid"  # verdict of a response in an exchange that still failed validation after the re-asks
@@ -52,10 +59,16 @@ class ResponseCache:
     :class:`_GroupCommit`), so that many threads do not queue on SQLite's write lock one reply at a time.
 
     :param path: the SQLite file (created with its folder when missing).
+    :param fallback: another cache read where this one has no answer (a worker's shard reads the main cache of its
+        machine); never written.
+    :param home: the main cache this one is a shard of (what a copy of the client in another process is given).
     """
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, *, fallback: str | os.PathLike | None = None,
+                 home: str | os.PathLike | None = None):
         self.path = Path(path)
+        self.home_path = Path(home) if home is not None else self.path
+        self.fallback = ResponseCache(fallback) if fallback is not None else None
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         self._writes = _GroupCommit(self._write_responses)
@@ -101,7 +114,9 @@ class ResponseCache:
     def lookup(self, key: str) -> tuple[dict, str | None] | None:
         """The response stored for ``key`` and its verdict (None, or :data:`INVALID`)."""
         row = self._connection().execute("SELECT response, verdict FROM responses WHERE key = ?", (key,)).fetchone()
-        return None if row is None else (json.loads(row[0]), row[1])
+        if row is None:
+            return self.fallback.lookup(key) if self.fallback is not None else None
+        return json.loads(row[0]), row[1]
 
     def put(self, key: str, request: dict, response: dict) -> None:
         """Store a response, committed when this returns; one marked invalid that it replaces is kept in
@@ -217,3 +232,116 @@ class _GroupCommit:
                     self._done.notify_all()
         if batch.error is not None:
             raise batch.error
+
+
+def shard_path(path: str | os.PathLike) -> Path:
+    """The cache shard of this process for the cache ``path``: ``NAME.shard-HOST-PID.sqlite`` beside it.
+
+    :param path: the main cache file.
+    """
+    path = Path(path)
+    return path.with_name(f"{path.stem}.shard-{socket.gethostname()}-{os.getpid()}{path.suffix or '.sqlite'}")
+
+
+@dataclass
+class MergeReport:
+    """What :func:`merge_caches` did.
+
+    :param target: the cache merged into.
+    :param sources: the caches merged, in order.
+    :param added: answers new to the target.
+    :param same: answers the target had already, identical.
+    :param replaced_invalid: answers that failed validation in the target, replaced by a source's valid one (the
+        replaced one kept in ``rejected``).
+    :param conflicts: keys answered differently by two caches, both valid: the first answer (the target's, then
+        the sources' in order) is kept.
+    """
+
+    target: str
+    sources: list[str]
+    added: int = 0
+    same: int = 0
+    replaced_invalid: int = 0
+    conflicts: list[str] = field(default_factory=list)
+
+    def to_text(self) -> str:
+        lines = [f"merged {len(self.sources)} cache(s) into {self.target}: {self.added} answer(s) added, {self.same} "
+                 f"already there, {self.replaced_invalid} invalid one(s) replaced by a valid one"]
+        if self.conflicts:
+            lines.append(f"{len(self.conflicts)} request(s) answered differently in two caches (an endpoint that is not "
+                         "deterministic, or temperature > 0): the first answer kept, e.g. key "
+                         f"{self.conflicts[0][:16]}...")
+        return "\n".join(lines)
+
+
+def merge_caches(target: str | os.PathLike, sources: Sequence[str | os.PathLike]) -> MergeReport:
+    """Fold the answers of ``sources`` (worker or shard caches) into ``target`` (created when missing), in one
+    transaction: all or nothing. The sources are only read. A later run on ``target`` makes no call for anything
+    a source answered; the sources' open Batch API batches and learned limits come along.
+
+    :param target: the cache to merge into.
+    :param sources: the caches to merge, in order (the first answer of a request answered differently is kept).
+    """
+    target = Path(target)
+    report = MergeReport(str(target), [str(s) for s in sources])
+    readers = []
+    try:
+        for source in sources:
+            if not Path(source).is_file():
+                raise InvalidInput(f"{source}: no such cache file")
+            if target.exists() and Path(source).resolve() == target.resolve():
+                raise InvalidInput(f"{source}: the target cache is among the sources; merge into another file")
+            readers.append(_read_only(source))
+        cache = ResponseCache(target)
+        with cache._transaction() as con:
+            for reader in readers:
+                _merge_one(con, reader, report)
+    finally:
+        for reader in readers:
+            reader.close()
+    return report
+
+
+def _read_only(path: str | os.PathLike) -> sqlite3.Connection:
+    """A read-only connection to a cache file that is checked to be one."""
+    try:
+        con = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True)
+        columns = {row[1] for row in con.execute("PRAGMA table_info(responses)")}
+    except sqlite3.DatabaseError as e:
+        raise InvalidInput(f"{path}: not a response cache of pyterrier-nuggets ({e})") from None
+    if not {"key", "request", "response", "created"} <= columns:
+        con.close()
+        raise InvalidInput(f"{path}: not a response cache of pyterrier-nuggets (no responses table)")
+    return con
+
+
+def _merge_one(con: sqlite3.Connection, source: sqlite3.Connection, report: MergeReport) -> None:
+    columns = {row[1] for row in source.execute("PRAGMA table_info(responses)")}
+    verdicts = "verdict, error" if "verdict" in columns else "NULL, NULL"
+    for key, request, response, created, verdict, error in source.execute(
+            f"SELECT key, request, response, created, {verdicts} FROM responses ORDER BY created"):
+        have = con.execute("SELECT response, verdict FROM responses WHERE key = ?", (key,)).fetchone()
+        if have is None:
+            con.execute("INSERT INTO responses (key, request, response, created, verdict, error) VALUES (?, ?, ?, ?, ?, "
+                        "?)", (key, request, response, created, verdict, error))
+            report.added += 1
+        elif have[1] == INVALID and verdict != INVALID:  # a valid answer replaces one that failed validation
+            con.execute("INSERT INTO rejected (key, request, response, error, created, replaced) SELECT key, request, "
+                        "response, error, created, ? FROM responses WHERE key = ?", (time.time(), key))
+            con.execute("INSERT OR REPLACE INTO responses (key, request, response, created, verdict, error) VALUES "
+                        "(?, ?, ?, ?, NULL, NULL)", (key, request, response, created))
+            report.replaced_invalid += 1
+        elif have[0] == response or verdict == INVALID:
+            report.same += 1
+        else:
+            report.conflicts.append(key)
+    tables = {row[0] for row in source.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "rejected" in tables:
+        con.executemany("INSERT INTO rejected (key, request, response, error, created, replaced) VALUES (?, ?, ?, ?, ?, "
+                        "?)", source.execute("SELECT key, request, response, error, created, replaced FROM rejected"))
+    if "batches" in tables:
+        con.executemany("INSERT OR IGNORE INTO batches (id, endpoint, requests, created, status) VALUES (?, ?, ?, ?, ?)",
+                        source.execute("SELECT id, endpoint, requests, created, status FROM batches"))
+    if "limits" in tables:
+        con.executemany("INSERT OR IGNORE INTO limits (endpoint, level, pushed_back, updated) VALUES (?, ?, ?, ?)",
+                        source.execute("SELECT endpoint, level, pushed_back, updated FROM limits"))

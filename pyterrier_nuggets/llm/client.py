@@ -50,6 +50,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
+import socket
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -57,7 +59,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 from ir_measures_ext.errors import InvalidInput
-from pyterrier_nuggets.llm.cache import INVALID, ResponseCache, default_cache_path, request_key
+from pyterrier_nuggets.llm.cache import INVALID, ResponseCache, default_cache_path, request_key, shard_path
+from pyterrier_nuggets.llm.config import ENV_API_KEY
 from pyterrier_nuggets.llm.endpoint import (
     PLACEHOLDER_KEY,
     ChatResult,
@@ -123,6 +126,10 @@ class LLMClient:
     :param limits: :class:`~.options.Limits` (the ceiling of requests in flight, adaptive or not, quotas).
     :param batch: :class:`~.options.BatchOptions`, or ``True`` for the OpenAI Batch API with its defaults.
     :param sampling: :class:`~.options.Sampling` (temperature, seed, max_tokens, JSON mode).
+    :param worker_cache: the cache of a copy of this client in another process (``.parallel()``, see
+        :meth:`__reduce__`): ``"auto"`` (default: the same file on the machine that made the client, a shard
+        elsewhere), ``"shared"`` (the same file: one machine, a local disk) or ``"shard"`` (a file of its own per
+        process, :func:`~.cache.shard_path`; ``pyterrier-nuggets cache merge`` folds the shards into one).
     :param options: the single options of the first release (``concurrency=``, ``timeout=``, ``batch_poll=``,
         ``temperature=``, ...), sorted into the groups above; ``embedded_model_path=`` is ``embedded=PATH``.
 
@@ -136,8 +143,10 @@ class LLMClient:
                  cache: Any = _DEFAULT_CACHE, embedded: bool | str | None = None, progress: bool = True,
                  frozen: bool = False, prices: Prices | None = None, retry: RetryPolicy | None = None,
                  limits: Limits | None = None, batch: BatchOptions | bool | None = None,
-                 sampling: Sampling | None = None, **options):
+                 sampling: Sampling | None = None, worker_cache: str = "auto", **options):
         embedded = options.pop("embedded_model_path", None) or embedded
+        if worker_cache not in WORKER_CACHE:
+            raise InvalidInput(f"worker_cache must be one of {WORKER_CACHE}, got {worker_cache!r}")
         self.retry, self.limits, self.batch_options, self.sampling = group_options(retry, limits, batch, sampling,
                                                                                    options)
         self.counters = StageCounters()
@@ -149,6 +158,15 @@ class LLMClient:
         if cache is not None and not isinstance(cache, ResponseCache):
             cache = ResponseCache(cache)
         self.cache = cache
+        # what a copy in another process is made of (__reduce__): the endpoint as resolved here and the cache's path;
+        # never the key (the worker's environment has it), a thread, a lock or a connection
+        self._key_given = api_key is not None
+        self._config = dict(model=self.model, base_url=self.base_url if not self.embedded else None,
+                            cache=str(cache.home_path) if cache is not None else None,
+                            embedded=self.embedded_model_path if self.embedded else None, progress=progress,
+                            frozen=frozen, prices=prices, retry=self.retry, limits=self.limits,
+                            sampling=self.sampling, worker_cache=worker_cache)
+        self._home = socket.gethostname()
         if cache is not None and not self.embedded:  # start the adaptive limit where an earlier run left it
             where = f"{self.endpoint} {self.model}"
             learned = cache.learned_limit(where)
@@ -240,8 +258,20 @@ class LLMClient:
                 f"concurrency={self.concurrency}, temperature={self.sampling.temperature}, seed={self.sampling.seed}"
                 + (", batch=True" if self.batch else "") + ")")
 
-    def __getstate__(self):
-        raise TypeError("LLMClient holds connections and a secret; create one per process instead of pickling")
+    def __reduce__(self):
+        """A copy in another process (PyTerrier's ``.parallel()`` on joblib or Ray, any pickling) travels as the
+        client's configuration and is made there by :func:`client_in_process`: one client per configuration and
+        process, with its own connections, pool and cache connection (``worker_cache``). The key never travels:
+        the copy reads it from its process's environment, and a client given ``api_key=`` refuses to be pickled.
+        A client in a dry run or in Batch API mode cannot travel: both need every request in one process."""
+        if self.batch or self.mode != "online":
+            raise TypeError("an LLM client in a dry run or in Batch API mode cannot be sent to another process "
+                            "(.parallel(), pickling): plan and batch in one process")
+        if self._key_given:
+            raise TypeError("an LLM client made with api_key=... cannot be sent to another process (.parallel(), "
+                            f"pickling): the key is never pickled. Set ${ENV_API_KEY} in the workers' environment "
+                            "and leave api_key out")
+        return client_in_process, (self._config, self._home)
 
     # ---------------------------------------------------------------------------------------- requests
 
@@ -427,3 +457,31 @@ class LLMClient:
         """In a dry run: how many items ``stage`` asks depends on the answers of the stages ``reads`` (the plan
         says its count is an estimate where those answers were placeholders)."""
         self._router.plan_reads(stage, reads)
+
+
+WORKER_CACHE = ("auto", "shared", "shard")
+_IN_PROCESS: dict[str, LLMClient] = {}  # the clients unpickled in this process, by configuration
+_IN_PROCESS_LOCK = threading.Lock()
+
+
+def client_in_process(config: dict, home: str) -> LLMClient:
+    """The client of ``config`` in this process (made on first use, then shared by every copy unpickled here): what
+    an :class:`LLMClient` pickles to. Its cache, by ``worker_cache``: the same file when this is the machine
+    ``home`` that made the client (``"auto"``) or always (``"shared"``); otherwise (``"shard"``, or ``"auto"`` on
+    another machine, whose copy of the path may be on a network file system where SQLite is not safe) a shard of
+    its own for this process, which reads the main file too where one exists here.
+
+    :param config: the client's configuration (``LLMClient._config``).
+    :param home: the host name of the machine that made the client.
+    """
+    config = dict(config)
+    policy = config["worker_cache"]
+    path = config["cache"]
+    if path is not None and (policy == "shard" or (policy == "auto" and socket.gethostname() != home)):
+        config["cache"] = ResponseCache(shard_path(path), fallback=path if os.path.exists(path) else None)
+    key = repr(sorted((k, repr(v)) for k, v in config.items() if k != "cache")) + repr(path)
+    with _IN_PROCESS_LOCK:
+        client = _IN_PROCESS.get(key)
+        if client is None:
+            client = _IN_PROCESS[key] = LLMClient(**config)
+        return client
