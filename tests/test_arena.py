@@ -27,6 +27,7 @@ from pyterrier_nuggets.evaluation.arena import (
 from pyterrier_nuggets.judges import LLMStepError, PairwiseJudge
 from pyterrier_nuggets.judges.pairwise import first_in_a, parse_verdict
 from pyterrier_nuggets.llm.parsing import OutputError
+from pyterrier_nuggets.pipeline.arena import arena_step
 from pyterrier_nuggets.records import Battle, Nugget
 from tests.conftest import fake_client
 from tests.fake_openai_server import INVALID, FakeOpenAIServer, auto_reply, first_prompt
@@ -275,6 +276,12 @@ def test_failed_battles_are_never_ties(tmp_path):
         assert not any(b.ok for b in battles)
         with pytest.raises(InvalidInput, match="no battle has a verdict"):
             leaderboard(battles, resamples=0)
+        # the main job's arena step: no Arena column and a note saying why, never a crash (or a table of ties)
+        answers = {name: pd.DataFrame({"qid": ["q1"], "qanswer": [f"answer of {name}"]}) for name in ("a", "b")}
+        arena, notes = arena_step(answers, {"q1": "a question"}, pd.DataFrame(), mode="llm", llm=llm)
+        assert arena is None
+        assert notes == ["arena: 1 battle(s) failed, not counted (run again to complete them)",
+                         "arena: no battle has a verdict; the table has no Arena column"]
 
 
 def test_rubric_guided_prompt_shows_the_criteria(llm, server):

@@ -42,5 +42,5 @@ def test_embedded_model_answers_conversational_turns(tmp_path):
     run = formats.ikat_run_from_frames("emb", ranking, out)
     assert [t.turn_id for t in run.turns] == ["0_2"]
     calls = llm.stats["calls"]
-    CitedGenerator(llm, conversation="raw", topics=turns, on_failure="empty", run_id="emb")(ranking)
+    CitedGenerator(llm, conversation="raw", topics=turns, on_failure="exclude", run_id="emb")(ranking)
     assert llm.stats["calls"] == calls  # cached

@@ -42,6 +42,8 @@ def arena_step(answers: dict[str, pd.DataFrame], queries: dict[str, str], nugget
     failed = sum(not b.ok for b in battles)
     if failed:
         notes.append(f"arena: {failed} battle(s) failed, not counted (run again to complete them)")
+    if failed == len(battles):
+        return None, notes + ["arena: no battle has a verdict; the table has no Arena column"]
     try:
         return leaderboard(battles, list(texts), resamples=RESAMPLES, seed=seed,
                            shared_topics=plan.shared_topics), notes
