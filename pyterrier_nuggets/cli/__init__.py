@@ -51,10 +51,6 @@ from pyterrier_nuggets.cli import (
     table,
     trec_rag,
 )
-from pyterrier_nuggets.formats.files import DroppedLabelsWarning
-from pyterrier_nuggets.judges import LLMStepError
-from pyterrier_nuggets.llm.batch import BatchError
-from pyterrier_nuggets.llm.retry import EndpointError
 
 # exit codes (docs/cli.md): 0 done; 1 an LLM step or the endpoint failed; 2 an input, usage or set-up error
 # (one line); 3 a bug of the package (its traceback); 130 interrupted (Ctrl-C)
@@ -76,9 +72,6 @@ def main(argv=None) -> int:
             code = args.func(args)
         _print_warnings(caught)
         return code
-    except (LLMStepError, EndpointError, BatchError) as e:  # the model or the endpoint failed, not the input
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_LLM_FAILED
     except KeyboardInterrupt:
         print(f"interrupted (exit {EXIT_INTERRUPTED}): every LLM answer received so far is in the response cache; "
               "run the same command again to go on (cached answers cost no call)", file=sys.stderr)
@@ -86,11 +79,22 @@ def main(argv=None) -> int:
     except (InvalidInput, SetupError, OSError) as e:  # our input, usage and set-up errors; a file not found
         print(f"error: {_one_line(e)}", file=sys.stderr)
         return EXIT_INPUT
-    except Exception:  # anything else is a bug of ours: keep the traceback
-        traceback.print_exc()
+    except Exception as e:
+        if _llm_failure(e):  # the model or the endpoint failed, not the input
+            print(f"error: {e}", file=sys.stderr)
+            return EXIT_LLM_FAILED
+        traceback.print_exc()  # anything else is a bug of ours: keep the traceback
         print(f"pyterrier-nuggets: internal error (exit {EXIT_BUG}): this is a bug of pyterrier-nuggets, not of your "
               "input; please report it with the traceback above and the command line", file=sys.stderr)
         return EXIT_BUG
+
+
+def _llm_failure(e: Exception) -> bool:
+    """A failed LLM step, endpoint or batch (imported here, once something failed: ``--help`` stays fast)."""
+    from pyterrier_nuggets.judges import LLMStepError
+    from pyterrier_nuggets.llm.batch import BatchError
+    from pyterrier_nuggets.llm.retry import EndpointError
+    return isinstance(e, (LLMStepError, EndpointError, BatchError))
 
 
 def _one_line(e: BaseException) -> str:
@@ -103,6 +107,7 @@ def _one_line(e: BaseException) -> str:
 
 def _print_warnings(caught) -> None:
     """The warnings of a command, each once, on stderr (the invalid-label report is printed by the command)."""
+    from pyterrier_nuggets.formats.files import DroppedLabelsWarning
     seen = set()
     for w in caught:
         text = str(w.message)

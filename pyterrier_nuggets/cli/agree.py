@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 import os
 
-from pyterrier_nuggets import formats
+from pyterrier_nuggets.cli.errors import ON_INVALID
 from pyterrier_nuggets.cli.paths import check_inputs, check_output
-from pyterrier_nuggets.formats import InputError
 
 KIND_CHOICES = ("assignment", "assignment-2grade", "importance", "support", "relevance", "match", "preference", "generic")
 
@@ -35,7 +34,7 @@ def add_parser(sub) -> None:
     p.add_argument("--labels", help="generic labels in order, lowest first, comma-separated (e.g. low,mid,high)")
     p.add_argument("--ordinal", action="store_true", help="generic labels are ordinal (needs --labels): adds "
                    "weighted κ")
-    p.add_argument("--on-invalid", choices=formats.POLICIES, default="refuse",
+    p.add_argument("--on-invalid", choices=ON_INVALID, default="refuse",
                    help="nuggets with invalid labels in nugget/assignment files: refuse (default) or drop (counted)")
     p.add_argument("--name", action="append", metavar="NAME",
                    help="a judge's name in the output, once per file in order (default: the file names)")
@@ -55,6 +54,7 @@ def add_parser(sub) -> None:
 
 
 def _names(args) -> list[str]:
+    from pyterrier_nuggets.formats import InputError
     names = list(args.name or [])
     if names and len(names) != len(args.files):
         raise InputError(args.files[0], None, None, f"{len(names)} --name for {len(args.files)} files",
@@ -72,8 +72,10 @@ def _names(args) -> list[str]:
 
 
 def run(args) -> int:
+    from pyterrier_nuggets import formats
     from pyterrier_nuggets.evaluation.agreement import consensus, multi_agreement
     from pyterrier_nuggets.evaluation.labels import detect_file_type, generic_kind, read_labels
+    from pyterrier_nuggets.formats import InputError
     files = args.files
     if len(files) < 2:
         raise InputError(files[0], None, None, "one file: agreement needs the labels of at least two judges")

@@ -9,8 +9,6 @@ import os
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.cli.errors import non_negative_int, probability
 from pyterrier_nuggets.cli.paths import check_inputs, check_output
-from pyterrier_nuggets.formats import InputError
-from pyterrier_nuggets.formats.arena import is_battle_file
 
 
 def _run_spec(text: str) -> tuple[str, str]:
@@ -59,6 +57,8 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     from pyterrier_nuggets.evaluation.correlation import correlate
+    from pyterrier_nuggets.formats import InputError
+    from pyterrier_nuggets.formats.arena import is_battle_file
     runs_a, runs_b = _runs(args.runs_a), _runs(args.runs_b)
     inputs = [args.a, args.b] + list(runs_a.values()) + list(runs_b.values())
     check_inputs(*inputs)
@@ -89,7 +89,7 @@ def run(args) -> int:
 def _with_arena(args, arena: list[str], measure_b: str):
     """An arena's battles against the other evaluation's per-topic scores (evaluation.arena.correlate_arena)."""
     from pyterrier_nuggets.evaluation.arena import ARENA_MEASURE, correlate_arena
-    from pyterrier_nuggets.formats import read_battles
+    from pyterrier_nuggets.formats import InputError, read_battles
     if len(arena) == 2:
         raise InputError(args.b, None, None, "both evaluations are battle files",
                          "correlate an arena with a per-query score table (or fit both with arena and give one "
@@ -111,6 +111,7 @@ def _with_arena(args, arena: list[str], measure_b: str):
 
 
 def _runs(specs) -> dict[str, str]:
+    from pyterrier_nuggets.formats import InputError
     out: dict[str, str] = {}
     for name, path in specs or []:
         if name in out:
@@ -121,6 +122,7 @@ def _runs(specs) -> dict[str, str]:
 
 def _scores(path: str, runs: dict[str, str], measure: str):
     """A score frame: per-topic scores of ``runs`` against the qrels ``path``, or the score table ``path``."""
+    from pyterrier_nuggets.formats import InputError
     if runs:
         import ir_measures
 

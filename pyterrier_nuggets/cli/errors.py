@@ -46,3 +46,7 @@ def number(accept, requirement: str):
 probability = number(lambda v: 0 < v < 1, "between 0 and 1 (e.g. 0.05)")  # a significance or confidence level
 positive_number = number(lambda v: v > 0, "a number above 0")  # a rate, a number of seconds
 share = number(lambda v: 0 <= v < 1, "at least 0 and below 1 (e.g. 0.5)")  # a discount
+
+#: ``--on-invalid``: what a command does with invalid labels of an imported file (``formats.POLICIES``, spelled here
+#: so that building the parser imports no file format; tests/test_cli_help.py keeps the two equal)
+ON_INVALID = ("refuse", "drop")

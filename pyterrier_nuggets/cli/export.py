@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import sys
 
-from pyterrier_nuggets import formats
-from pyterrier_nuggets.cli.errors import UsageError
+from pyterrier_nuggets.cli.errors import ON_INVALID, UsageError
 
 
 def add_parser(sub) -> None:
@@ -16,12 +15,13 @@ def add_parser(sub) -> None:
     p.add_argument("--qrels", required=True, help="nugget qrels to write")
     p.add_argument("--run", help="evaluation run to write (with --assignments)")
     p.add_argument("--run-tag")
-    p.add_argument("--on-invalid", choices=formats.POLICIES, default="refuse",
+    p.add_argument("--on-invalid", choices=ON_INVALID, default="refuse",
                    help="nuggets with invalid labels: refuse (default) or drop them from their topic")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    from pyterrier_nuggets import formats
     if bool(args.nuggets) == bool(args.assignments):
         raise UsageError("export: give exactly one of --nuggets or --assignments")
     if args.run and not args.assignments:
@@ -61,6 +61,6 @@ def run(args) -> int:
     return 0
 
 
-def _report_dropped(report: formats.InvalidLabelReport) -> None:
+def _report_dropped(report) -> None:
     if report:
         print("dropped: " + report.summary(), file=sys.stderr)

@@ -3,17 +3,18 @@ from __future__ import annotations
 
 import sys
 
-from pyterrier_nuggets import formats
+from pyterrier_nuggets.cli.errors import ON_INVALID
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("score", help="per-topic nugget scores of an assignment JSONL")
     p.add_argument("--assignments", required=True)
-    p.add_argument("--on-invalid", choices=formats.POLICIES, default="refuse")
+    p.add_argument("--on-invalid", choices=ON_INVALID, default="refuse")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    from pyterrier_nuggets import formats
     from pyterrier_nuggets.evaluation import score_assignments
     data = formats.read_assignments(args.assignments, on_invalid=args.on_invalid)
     for name in sorted({a.run_id for a in data.answers}):
