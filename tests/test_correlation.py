@@ -282,7 +282,7 @@ def test_correlate_command_errors(tmp_path, capsys):
     assert cli.main(["correlate", good, str(tmp_path / "missing.csv"), "--measure", "V_strict"]) != 0
     assert "missing.csv: no such file" in capsys.readouterr().err
     assert cli.main(["correlate", good, good, "--measure", "V_strict", "--plot", good]) != 0
-    assert "--plot is also an input" in capsys.readouterr().err
+    assert "give a path ending in .png, .pdf or .svg" in capsys.readouterr().err
     assert cli.main(["correlate", good, good, "--measure", "V_strict", "--level", "topic"]) != 0
     assert "--level topic needs per-topic scores" in capsys.readouterr().err
     with pytest.raises(SystemExit) as e:  # usage errors: argparse, exit code 2

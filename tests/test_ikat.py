@@ -154,7 +154,8 @@ def test_ikat_command(files, tmp_path, capsys):
     assert code == 0
     printed = capsys.readouterr().out
     assert "gold.json (3 nuggets)" in printed and "nDCG@5" in printed
-    for suffix in (".csv", ".md", ".tex", ".perquery.csv", ".perturn.csv", ".breakdowns.csv", ".scatter.png"):
+    for suffix in (".csv", ".md", ".tex", ".perquery.csv", ".perturn.csv", ".breakdowns.csv", ".scatter.png",
+                   ".scatter.pdf", ".scatter.svg"):
         assert (out / f"ikat{suffix}").stat().st_size > 0
     assert (out / "ikat.scatter.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     per_turn = pd.read_csv(out / "ikat.perturn.csv")

@@ -86,7 +86,9 @@ def run(args) -> int:
     if bool(args.consensus) != bool(args.out):
         raise InputError(args.out or files[0], None, "--consensus", "--consensus and --out go together",
                          "give both: the method and the qrels file to write")
-    for path, option in ((args.plot, "--plot"), (args.out, "--out")):
+    from pyterrier_nuggets.evaluation.plots import figure_paths
+    plots = [(path, "--plot") for path in figure_paths(args.plot).values()] if args.plot else []
+    for path, option in [*plots, (args.out, "--out")]:
         if path:
             check_output(path, list(files), option)
     types = [detect_file_type(f) for f in files]
@@ -125,7 +127,7 @@ def run(args) -> int:
     print(json.dumps(out, ensure_ascii=False, indent=1) if args.json else text)
     if args.plot:
         from pyterrier_nuggets.evaluation.plots import confusion_heatmap
-        confusion_heatmap(result.pairs[0], args.plot)
+        written = confusion_heatmap(result.pairs[0], args.plot)
         if not args.json:
-            print(f"written: {args.plot}")
+            print(f"written: {', '.join(written)}")
     return 0

@@ -15,7 +15,7 @@ import os
 from pyterrier_nuggets.cli.errors import UsageError, non_negative_int, positive_int, probability, share
 
 OUTPUTS = {"battles": "battles.jsonl", "leaderboard": "leaderboard.csv", "pairwise": "pairwise.csv",
-           "settings": "arena.json", "plot": "ratings.png"}
+           "settings": "arena.json", "plot": "ratings.png", "plot pdf": "ratings.pdf", "plot svg": "ratings.svg"}
 JOURNAL = "battles.partial.jsonl"
 
 
@@ -69,7 +69,7 @@ def add_parser(sub) -> None:
     p.add_argument("--prior", type=float, default=0.0, metavar="N", help="N virtual ties between every two systems "
                    "that met (a regularised fit, when a system won all its battles); default 0: the plain maximum-"
                    "likelihood fit, refused when it does not exist")
-    p.add_argument("--no-plot", action="store_true", help="do not write ratings.png")
+    p.add_argument("--no-plot", action="store_true", help="do not write the plot ratings.png, .pdf, .svg")
     p.set_defaults(func=run)
 
 
@@ -78,7 +78,8 @@ def _outputs(args, judged: bool) -> dict[str, str]:
     if not judged:
         names.pop("battles")
     if args.no_plot:
-        names.pop("plot")
+        for key in ("plot", "plot pdf", "plot svg"):
+            names.pop(key)
     return {key: os.path.join(args.out, name) for key, name in names.items()}
 
 
@@ -147,8 +148,8 @@ def _write(args, outputs: dict[str, str], arena, settings: dict, judged: bool) -
     if judged:
         writers[outputs["battles"]] = lambda p: formats.write_battles(p, arena.battles)
     if "plot" in outputs:
-        from pyterrier_nuggets.evaluation.plots import arena_plot
-        writers[outputs["plot"]] = lambda p: arena_plot(arena, p)
+        from pyterrier_nuggets.evaluation.plots import arena_figure, figure_writers
+        writers.update(figure_writers(lambda: arena_figure(arena), outputs["plot"]))
     formats.write_all(writers)
     print(arena.to_text())
     print(f"written to {args.out}: {', '.join(os.path.basename(p) for p in writers)}")

@@ -51,7 +51,10 @@ def add_parser(sub) -> None:
     p.add_argument("--prior", type=float, default=0.0, metavar="N", help="an arena side (battles.jsonl): N virtual ties "
                    "per pair of systems that met, as arena --prior (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the text table")
-    p.add_argument("--plot", metavar="PNG", help="write the [autonuggetizer Figure 6] scatter plot to this PNG file")
+    p.add_argument("--plot", metavar="PATH", help="write the [autonuggetizer Figure 6] scatter plot (B on x, A on y, "
+                   "the systems labelled, τ in the title) as PATH's .png, .pdf and .svg, e.g. --plot out/fig6.png")
+    p.add_argument("--plot-means-only", action="store_true", help="with --plot: draw the systems' run-level scores "
+                   "only, not every topic/system pair")
     p.set_defaults(func=run)
 
 
@@ -63,7 +66,9 @@ def run(args) -> int:
     inputs = [args.a, args.b] + list(runs_a.values()) + list(runs_b.values())
     check_inputs(*inputs)
     if args.plot:
-        check_output(args.plot, inputs, "--plot")
+        from pyterrier_nuggets.evaluation.plots import figure_paths
+        for path in figure_paths(args.plot).values():
+            check_output(path, inputs, "--plot")
     measure_b = args.measure_b or args.measure
     arena = [path for path, runs in ((args.a, runs_a), (args.b, runs_b)) if not runs and is_battle_file(path)]
     if arena:
@@ -80,9 +85,9 @@ def run(args) -> int:
     print(json.dumps(result.to_dict(args.level), ensure_ascii=False, indent=1) if args.json else result.to_text())
     if args.plot:
         from pyterrier_nuggets.evaluation.plots import correlation_scatter
-        correlation_scatter(result, args.plot)
+        written = correlation_scatter(result, args.plot, topics=not args.plot_means_only)
         if not args.json:
-            print(f"written: {args.plot}")
+            print(f"written: {', '.join(written)}")
     return 0
 
 
