@@ -7,8 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pyterrier_nuggets.evaluation import correlate
-from pyterrier_nuggets.evaluation import plots
+from pyterrier_nuggets.evaluation import correlate, plots
 from pyterrier_nuggets.evaluation.agreement import agreement_from_confusion
 from pyterrier_nuggets.evaluation.labels import KINDS
 from pyterrier_nuggets.evaluation.table import JointTable

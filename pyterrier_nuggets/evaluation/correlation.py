@@ -28,7 +28,7 @@ import pandas as pd
 
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.evaluation import statistics
-from pyterrier_nuggets.formats import InputError
+from pyterrier_nuggets.formats import InputError, counted
 
 LEVELS = ("run", "topic", "all")
 STATISTICS = ("kendall_tau", "spearman_rho", "tau_ap")
@@ -141,21 +141,22 @@ class Correlation:
 
     def to_text(self, max_swaps: int = 10) -> str:
         lines = [f"Rank correlation of {self.measure} between A = {self.label_a} (reference) and "
-                 f"B = {self.label_b}: {len(self.systems)} system{'s' * (len(self.systems) != 1)}"
-                 + (f", {len(self.topics)} topics in common" if self.topics else " (run-level scores)")]
-        header = f"{'level':<32}{'n':>6}{'Kendall τ-b':>13}{'Spearman ρ':>13}{'τ_AP':>13}"
+                 f"B = {self.label_b}: {counted(len(self.systems), 'system')}"
+                 + (f", {counted(len(self.topics), 'topic')} in common" if self.topics else " (run-level scores)")]
+        w = 16  # a statistic's column: holds its interval, e.g. "[-0.07, -0.51]", with two spaces before it
+        header = f"{'level':<32}{'n':>6}{'Kendall τ-b':>{w}}{'Spearman ρ':>{w}}{'τ_AP':>{w}}"
         lines += [header, "-" * len(header)]
         names = {"run": "run level (system means)", "topic": "per topic, averaged", "all": "all topic/system pairs"}
         for name, lv in self.levels.items():
-            lines.append(f"{names[name]:<32}{lv.n:>6}{_fmt(lv.kendall_tau):>13}{_fmt(lv.spearman_rho):>13}"
-                         f"{_fmt(lv.tau_ap):>13}")
+            lines.append(f"{names[name]:<32}{lv.n:>6}{_fmt(lv.kendall_tau):>{w}}{_fmt(lv.spearman_rho):>{w}}"
+                         f"{_fmt(lv.tau_ap):>{w}}")
             if lv.ci:
                 pct = f"{self.confidence:.0%}"
                 lines.append(f"{'  ' + pct + ' CI (bootstrap, topics)':<38}"
-                             + "".join(f"{'[' + _fmt(lo, 2) + ', ' + _fmt(hi, 2) + ']':>13}"
+                             + "".join(f"{'[' + _fmt(lo, 2) + ', ' + _fmt(hi, 2) + ']':>{w}}"
                                        for lo, hi in (lv.ci[s] for s in STATISTICS)))
             if lv.skipped:
-                lines.append(f"  ({lv.skipped} topic(s) left out: one evaluation ties every system there)")
+                lines.append(f"  ({counted(lv.skipped, 'topic')} left out: one evaluation ties every system there)")
         with_b = [name for name, lv in self.levels.items() if "b" in lv.tau_ap_variant]
         if with_b:
             lines.append(f"τ_AP: τ_AP,b of Urbano & Marrero (A has ties) at the {', '.join(with_b)} level(s)"

@@ -30,7 +30,7 @@ import pandas as pd
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.evaluation.cone import NuggetToNugget, NuggetToResponse
 from pyterrier_nuggets.evaluation.table import JointTable, System, joint_table
-from pyterrier_nuggets.formats import NuggetSet, as_nugget_set, atomic_write, nugget_qrels, write_all
+from pyterrier_nuggets.formats import NuggetSet, as_nugget_set, atomic_write, counted, nugget_qrels, write_all
 from pyterrier_nuggets.matchers import NTN_THRESHOLD, EmbeddingMatcher, as_matcher
 
 RETRIEVAL = ["nDCG@5", "P@20", "R@20", "R@1000", "AP"]  # [cone-rag §5.4] / Table 11 (AP = mAP over turns)
@@ -92,9 +92,8 @@ class IkatTable:
             from pyterrier_nuggets.evaluation.plots import figure_writers, joint_figure
             turns = t.per_query["qid"].nunique()
             matcher = self.labels.get(f"{recall[-3:]} matcher", self.labels.get("matcher", "not named"))
-            title = (f"iKAT: {len(t.means)} system{'s' * (len(t.means) != 1)} (means), {turns} turn{'s' * (turns != 1)}"
-                     f"\nmatcher: {matcher}")
-            writers.update(figure_writers(lambda: joint_figure(t, "nDCG@5", recall, unit="turns", title=title),
+            title = f"iKAT: {counted(len(t.means), 'system')} (means), {counted(turns, 'turn')}\nmatcher: {matcher}"
+            writers.update(figure_writers(lambda: joint_figure(t, "nDCG@5", recall, title=title),
                                           paths[".scatter.png"]))
         writers.update(extra or {})
         return write_all(writers)
@@ -237,6 +236,7 @@ def ikat_table(systems: Sequence[IkatSystem], gold_nuggets: Any, passage_qrels: 
     table = joint_table(table_systems, nugget_qrels(gold), passage_qrels if all(ranked) else None,
                         answer_measures=measures, retrieval_measures=list(retrieval_measures), baseline=baseline,
                         alpha=alpha, test=test, correction=correction)
+    table.unit = "turn"  # iKAT's queries are conversation turns
     per_turn, breakdowns = _per_turn(table, topics)
     labels = {"gold nuggets": f"{gold_label} ({len(gold)} nuggets)"}
     if all(with_nuggets) and ntn_matcher is not ntr_matcher:
@@ -317,7 +317,7 @@ def ptkb_table(runs: Mapping[str, pd.DataFrame], qrels: Any, topics: Sequence[An
     systems = [System(name, None, run[["qid", "docno", "score"]]) for name, run in runs.items()]
     table = joint_table(systems, qrels, qrels, answer_measures=[], retrieval_measures=list(measures),
                         baseline=baseline, alpha=alpha, test=test, correction=correction)
+    table.unit = "turn"
     per_turn, breakdowns = _per_turn(table, topics)
-    turns = table.per_query["qid"].nunique()
-    labels = {"task": "PTKB statement ranking", "qrels": f"{qrels_label} ({turns} turns)"}
+    labels = {"task": "PTKB statement ranking", "qrels": f"{qrels_label} ({counted(table.per_query['qid'].nunique(), 'turn')})"}
     return IkatTable(table, per_turn, breakdowns, labels, prefix="ptkb")

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from ir_measures_ext.errors import InvalidInput
-from pyterrier_nuggets.formats import write_all
+from pyterrier_nuggets.formats import counted, write_all
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -287,7 +287,7 @@ def _means_and_topics(table: JointTable, x: str, y: str) -> tuple[pd.DataFrame, 
 @_styled
 def joint_figure(table: JointTable, x: str, y: str, *, topics: bool = False, front: bool = False,
                  title: str | None = None, xlabel: str | None = None, ylabel: str | None = None,
-                 min_span: float = MIN_SPAN, unit: str = "topics") -> Figure:
+                 min_span: float = MIN_SPAN, unit: str | None = None) -> Figure:
     """The systems of a joint table, measure ``x`` against measure ``y``: each system's mean a labelled marker,
     optionally its per-topic values as small points of its colour (module docstring: axes, labels).
 
@@ -301,18 +301,19 @@ def joint_figure(table: JointTable, x: str, y: str, *, topics: bool = False, fro
     :param xlabel: the x label (default ``x``).
     :param ylabel: the y label (default ``y``).
     :param min_span: the smallest span of a score axis (:func:`fit_limits`).
-    :param unit: what a per-query row is, for the title: ``"topics"`` or ``"turns"`` (iKAT).
+    :param unit: what a per-query row is, in the singular, for the title: ``"topic"`` or ``"turn"`` (default: the table's ``unit``).
     """
+    unit = unit or table.unit
     means, per_topic = _means_and_topics(table, x, y)
     n = per_topic.groupby("system").size().max() if len(per_topic) else 0
     fig = _figure(2.9)
     ax = fig.add_subplot()
     with_front = pareto_front({s: (means.loc[s, "x"], means.loc[s, "y"]) for s in means.index}) if front else []
     _scatter(ax, means, per_topic if topics else None, min_span=min_span, front=with_front)
-    what = "system means" + (f" and their {unit}" if topics else "")
+    what = "system means" + (f" and their {unit}s" if topics else "")
     ax.set(xlabel=xlabel or x, ylabel=ylabel or y)
     ax.set_title(_title(title if title is not None else
-                        f"{y} vs {x}: {_count(len(means), 'system')}, {_count(n, unit)} ({what})"))
+                        f"{y} vs {x}: {counted(len(means), 'system')}, {counted(n, unit)} ({what})"))
     return fig
 
 
@@ -382,14 +383,8 @@ def write_plots(table: JointTable, out_dir: str, *, topics: bool = False, format
 
 def _joint_title(table: JointTable, what: str, topics: bool) -> str:
     n = table.per_query["qid"].nunique() if len(table.per_query) else 0
-    return (f"{what}: {_count(len(table.means), 'system')} (means), {_count(n, 'topic')}"
-            + ("; small: one topic" if topics else ""))
-
-
-def _count(n: int, noun: str) -> str:
-    """``1 topic``, ``12 topics`` (``noun`` singular or plural)."""
-    singular = noun[:-1] if noun.endswith("s") else noun
-    return f"{n} {singular if n == 1 else singular + 's'}"
+    return (f"{what}: {counted(len(table.means), 'system')} (means), {counted(n, table.unit)}"
+            + (f"; small: one {table.unit}" if topics else ""))
 
 
 @_styled
@@ -418,8 +413,8 @@ def correlation_figure(result: Correlation, *, topics: bool = True, title: str |
     ax.set(xlabel=f"B: {result.label_b}, {result.measure_b}", ylabel=f"A: {result.label_a}, {result.measure_a}")
     taus = "Kendall's τ-b: " + ", ".join(f"{k} {_fmt(lv.kendall_tau)}" for k, lv in result.levels.items())
     head = title if title is not None else (
-        f"{result.measure}: {_count(len(result.systems), 'system')}"
-        + (f", {_count(len(result.topics), 'topic')}" if result.topics else "")
+        f"{result.measure}: {counted(len(result.systems), 'system')}"
+        + (f", {counted(len(result.topics), 'topic')}" if result.topics else "")
 )
     ax.set_title(_title(head) + "\n" + _title(taus))
     return fig

@@ -27,6 +27,7 @@ from pyterrier_nuggets.evaluation.measures import ANSWER_MEASURES, RETRIEVAL_MEA
 from pyterrier_nuggets.formats import (
     LeaderboardRow,
     atomic_write,
+    counted,
     read_leaderboard,
     read_qrels_rows,
     read_run_rows,
@@ -157,6 +158,8 @@ class JointTable:
     :param provenance: table-wide labels, e.g. ``{"nuggets": ..., "assignment": ..., "support": ...}``; printed
         above the table (text, Markdown), as comments (LaTeX) and as columns (CSV).
     :param system_provenance: per-system labels, e.g. ``{"bm25-k3": {"generation": ...}}``.
+    :param unit: what a ``qid`` of ``per_query`` is, in the singular, for the notes: ``"topic"`` (default) or
+        ``"turn"`` (iKAT: "Means over 205 turns").
     :param arena: the arena leaderboard's rows (:class:`~pyterrier_nuggets.formats.LeaderboardRow`) shown as the
         ``Arena`` column with their intervals, or ``None`` (:meth:`set_arena`).
     """
@@ -181,6 +184,7 @@ class JointTable:
     # the arena rating of each system (a leaderboard: docs/arena.md), a column with its interval; not a mean of
     # topics, so no paired test
     arena: dict[str, LeaderboardRow] = field(default_factory=dict)
+    unit: str = "topic"
 
     def set_arena(self, rows: Sequence[LeaderboardRow] | str) -> None:
         """Show an arena leaderboard (rows, or a ``leaderboard.csv`` path) as the table's ``Arena`` column: the
@@ -235,9 +239,9 @@ class JointTable:
         for m in self.means.columns:
             groups.setdefault(counts[m], []).append(m)
         if len(groups) == 1:
-            note = f"Means over {next(iter(groups))} topics."
+            note = f"Means over {counted(next(iter(groups)), self.unit)}."
         else:  # e.g. topics without nuggets: the nugget measures average over fewer topics
-            note = "Means over the topics of each measure's qrels: " + "; ".join(
+            note = f"Means over the {self.unit}s of each measure's qrels: " + "; ".join(
                 f"{', '.join(ms)}: {n}" for n, ms in groups.items()) + "."
         if self.baseline:
             test = "paired t-test" if self.test == "t" else "Wilcoxon signed-rank test"
@@ -256,7 +260,7 @@ class JointTable:
                      + (f"; not in the leaderboard: {', '.join(missing)}" if missing else "") + ".")
         if self.compare_label:
             systems, topics = self.compare_counts
-            over = f"means over the {topics} topics both have" if topics else "run-level scores"
+            over = f"means over the {counted(topics, self.unit)} both have" if topics else "run-level scores"
             note += (f" Kendall's τ-b of the system ordering against {self.compare_label} ({systems} systems, {over}): "
                      + "; ".join(f"{m} {'n/a' if math.isnan(t) else f'{t:.3f}'}" for m, t in self.comparison.items())
                      + ".")
