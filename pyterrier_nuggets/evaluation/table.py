@@ -246,7 +246,7 @@ class JointTable:
         if self.baseline:
             test = "paired t-test" if self.test == "t" else "Wilcoxon signed-rank test"
             corrected = f", {self.correction}-corrected over the table" if self.correction else ""
-            note += f" † = {test} against {self.baseline}, p < {self.alpha}{corrected}."
+            note += f" † = significantly different from {self.baseline} ({test}, p < {self.alpha}{corrected})."
         if self.arena:
             first = next(iter(self.arena.values()))
             over = "topics" if not math.isnan(first.ci_low_topics) else "battles"
@@ -282,12 +282,17 @@ class JointTable:
         return "\n".join(out) + "\n\n" + self._note() + "\n"
 
     def to_latex(self) -> str:
+        """The table as LaTeX that compiles as it is: ``\\input`` it (e.g. in a ``table`` float) in a document
+        that loads booktabs. Names are escaped, † is ``$^\\dagger$`` and the note (topics, test, comparison)
+        follows the tabular as a footnote-sized paragraph; the provenance is in comments above it."""
         header = ["System"] + self._columns()
-        lines = [f"% {line}" for line in self.provenance_lines()]
+        lines = [r"% needs \usepackage{booktabs}; e.g. \begin{table}\centering\input{joint_table.tex}\end{table}"]
+        lines += [f"% {line}" for line in self.provenance_lines()]
         lines += [r"\begin{tabular}{l" + "r" * (len(header) - 1) + "}", r"\toprule",
-                 " & ".join(_latex(h) for h in header) + r" \\", r"\midrule"]
+                  " & ".join(_latex(h) for h in header) + r" \\", r"\midrule"]
         lines += [" & ".join(_latex(c) for c in r) + r" \\" for r in self._cells()]
-        lines += [r"\bottomrule", r"\end{tabular}", "% " + self._note()]
+        lines += [r"\bottomrule", r"\end{tabular}", r"\par\smallskip",
+                  r"{\footnotesize " + _latex(self._note()) + r"\par}"]
         return "\n".join(lines) + "\n"
 
     def to_csv(self) -> str:
@@ -468,8 +473,12 @@ def _compare(table: JointTable, other, label: str | None) -> None:
     table.compare_label = label or "the other evaluation"
 
 
+# LaTeX for the characters of names and notes that are special to it or that pdfLaTeX's default fonts lack
 _LATEX = {"\\": r"\textbackslash{}", "_": r"\_", "&": r"\&", "%": r"\%", "#": r"\#", "$": r"\$",
-          "{": r"\{", "}": r"\}", "†": r"$^\dagger$"}
+          "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "<": r"$<$", ">": r"$>$",
+          "†": r"$^\dagger$", "τ": r"$\tau$", "ρ": r"$\rho$", "κ": r"$\kappa$", "α": r"$\alpha$", "≥": r"$\geq$",
+          "≤": r"$\leq$", "×": r"$\times$", "–": "--", "—": "---", "…": r"\ldots{}", "“": "``", "”": "''",
+          "’": "'", "\u00a0": "~"}
 
 
 def _latex(text: str) -> str:
