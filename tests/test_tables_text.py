@@ -98,3 +98,18 @@ def test_correlate_interval_columns_line_up():
     for name, cell in zip(("Kendall τ-b", "Spearman ρ", "τ_AP"), cells):  # right-aligned under their headers
         assert interval.index(cell) + len(cell) == header.index(name) + len(name)
     assert "8 topics in common" in lines[0] and "6 systems" in lines[0]
+
+
+def test_correlate_given_jsonl_says_what_it_expects(tmp_path, capsys):
+    from pyterrier_nuggets.cli import main
+    jsonl = tmp_path / "nuggets.jsonl"
+    jsonl.write_text('{"qid": "t1", "query": "q", "nuggets": [{"text": "a long nugget text", "importance": "vital"}]}\n')
+    table = tmp_path / "t.csv"
+    table.write_text("system,qid,measure,value\ns1,q1,V_strict,0.5\ns2,q1,V_strict,0.2\n")
+    assert main(["correlate", str(jsonl), str(table), "--measure", "V_strict"]) == 2
+    err = capsys.readouterr().err
+    assert "nuggets.jsonl:1: is JSON, not a score table" in err and "system,qid,measure,value" in err
+    assert "a long nugget text" not in err  # the first line is not shown as a header
+    (tmp_path / "wide.csv").write_text("run,qid,x\nr,q,1\n")
+    assert main(["correlate", str(tmp_path / "wide.csv"), str(table), "--measure", "V_strict"]) == 2
+    assert "missing from the header line (run,qid,x)" in capsys.readouterr().err

@@ -378,16 +378,30 @@ def read_score_table(path: str, measures: Sequence[str] | None = None) -> pd.Dat
                          "save the file as UTF-8") from None
 
 
+#: what a score table looks like, for the errors of :func:`read_score_table`
+SCORE_TABLE_FORMS = ("a CSV file with a header line: system,qid,measure,value (per topic, e.g. the table command's "
+                     "PREFIX.perquery.csv), system,measure,value or system,M1,M2,... (run level, e.g. PREFIX.csv)")
+
+
 def _read_score_table(path: str, measures: Sequence[str] | None) -> pd.DataFrame:
     with open(path, encoding="utf-8-sig", newline="") as f:
+        first = f.readline()
+        if first.lstrip().startswith(("{", "[")):  # JSON or JSONL: not a score table (and its line is no header)
+            raise InputError(path, 1, None, "is JSON, not a score table",
+                             f"give {SCORE_TABLE_FORMS}; of the JSONL files only an arena's battles.jsonl is "
+                             "read (measure arena_score), or a qrels file with --runs-a/--runs-b")
+        f.seek(0)
         reader = csv.reader(f)
         header = [h.strip() for h in next(reader, [])]
         if not any(header):
-            raise InputError(path, 1, None, "empty file", "expected a CSV header such as system,qid,measure,value")
+            raise InputError(path, 1, None, "empty file", f"expected {SCORE_TABLE_FORMS}")
         name = next((c for c in _NAME_COLUMNS if c in header), None)
         if name is None:
-            raise InputError(path, 1, "system", f"missing from the header {header}",
-                             "a score table has a 'system' column (or pt.Experiment's 'name')")
+            shown = ",".join(header)
+            shown = shown if len(shown) <= 80 else shown[:77] + "..."
+            raise InputError(path, 1, "system", f"missing from the header line ({shown})",
+                             f"expected {SCORE_TABLE_FORMS} ('name' of pt.Experiment and 'run_id' of an arena "
+                             "leaderboard.csv are read as 'system')")
         rows: list[tuple[int, dict[str, str]]] = []
         for row in reader:
             if any(c.strip() for c in row):
