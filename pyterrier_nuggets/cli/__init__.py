@@ -32,6 +32,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 import warnings
@@ -60,12 +61,30 @@ SUBCOMMANDS = (demo, export, table, score, correlate, agree, annotate, ikat, cal
                check_endpoint)
 
 
-def main(argv=None) -> int:
+VERBOSE_HELP = ("also show what the model libraries print while loading a model (their progress bars and "
+                "warnings), e.g. pyterrier-nuggets demo -v; by default only this command's own progress and results")
+# what the model libraries (transformers, sentence-transformers, huggingface_hub) print unless -v: set before they
+# are imported, and only where the user has not set them
+QUIET_LIBRARIES = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error"}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of every subcommand (``-v`` on the command itself and on each subcommand)."""
     parser = argparse.ArgumentParser(prog="pyterrier-nuggets", description=__doc__.split("\n")[0])
+    parser.add_argument("-v", "--verbose", action="count", default=0, help=VERBOSE_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
     for command in SUBCOMMANDS:
         command.add_parser(sub)
-    args = parser.parse_args(argv)
+    for subparser in sub.choices.values():
+        subparser.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS, help=VERBOSE_HELP)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    if not args.verbose:
+        for name, value in QUIET_LIBRARIES.items():
+            os.environ.setdefault(name, value)
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
