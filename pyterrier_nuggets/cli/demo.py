@@ -305,6 +305,27 @@ def run_demo(args) -> int:
         print("\nLLM work per stage:\n" + llm.usage().to_text())
         if llm.batch:
             print("Batch API: " + ", ".join(f"{k} {v}" for k, v in llm.batch_stats.items()))
-    written = sorted(os.path.relpath(f, args.out) for f in result.files)  # exactly the files this run wrote
-    print(f"\nwritten to {args.out}: {', '.join(written)}\ntime: {result.seconds:.0f} s")
+    print("\n" + this_run(args.out, result.files) + f"\ntime: {result.seconds:.0f} s")
     return 0
+
+
+MANIFEST = "this_run.txt"
+
+
+def this_run(out_dir: str, files) -> str:
+    """Which files of ``out_dir`` this run wrote: listed in ``out_dir/this_run.txt`` (replaced by every run) and in
+    the returned lines, which also name the files of earlier runs left in the folder (never deleted: a run of other
+    systems leaves theirs)."""
+    from pyterrier_nuggets.formats import atomic_write
+    written = sorted(os.path.relpath(f, out_dir) for f in files) + [MANIFEST]
+    with atomic_write(os.path.join(out_dir, MANIFEST)) as f:
+        f.write("# the files the last pyterrier-nuggets demo run wrote in this folder; any other file here is older\n")
+        f.writelines(name + "\n" for name in written)
+    earlier = sorted(name for name in os.listdir(out_dir) if name not in written and not name.startswith(".")
+                     and os.path.isfile(os.path.join(out_dir, name)))
+    lines = [f"written to {out_dir} (listed in {MANIFEST}): {', '.join(written)}"]
+    if earlier:
+        lines.append(f"note: {out_dir} also holds {len(earlier)} file{'s' * (len(earlier) != 1)} of earlier runs, not "
+                     f"of this one: {', '.join(earlier[:6])}{', ...' if len(earlier) > 6 else ''} (give --out NEW_DIR "
+                     "for a folder of this run's files only)")
+    return "\n".join(lines)
