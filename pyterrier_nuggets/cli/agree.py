@@ -26,30 +26,29 @@ def add_parser(sub) -> None:
                    help="each judge's labels, files of one type: assignment JSONL, nugget JSONL, support JSONL or the "
                    "TREC RAG 2026 toolkit's support assignments, TREC qrels, arena battle files (battles.jsonl, the "
                    "toolkit's judgments.jsonl, human verdicts), or a generic label file (JSONL "
-                   "{\"id\", \"label\"} or TSV id<TAB>label); at least two")
+                   "{\"id\", \"label\"} or TSV id<TAB>label); at least two, e.g. nist.qrels umbrela.qrels")
     p.add_argument("--kind", choices=KIND_CHOICES,
                    help="which labels (default from the file: assignment, importance for nugget files, support, "
                    "relevance for qrels, generic); assignment files also give importance or assignment-2grade; "
-                   "generic label files give match (CONE-RAG yes/no) or generic")
+                   "generic label files give match (CONE-RAG yes/no) or generic, e.g. --kind importance")
     p.add_argument("--labels", help="generic labels in order, lowest first, comma-separated (e.g. low,mid,high)")
     p.add_argument("--ordinal", action="store_true", help="generic labels are ordinal (needs --labels): adds "
                    "weighted κ")
     p.add_argument("--on-invalid", choices=ON_INVALID, default="refuse",
-                   help="nuggets with invalid labels in nugget/assignment files: refuse (default) or drop (counted)")
+                   help="nuggets with invalid labels in nugget/assignment files: refuse (default) or drop (counted), e.g. --on-invalid drop")
     p.add_argument("--name", action="append", metavar="NAME",
-                   help="a judge's name in the output, once per file in order (default: the file names)")
-    p.add_argument("--label-a", help="name of the first judge (same as the first --name)")
-    p.add_argument("--label-b", help="name of the second judge (same as the second --name)")
+                   help="a judge's name in the output, once per file in order (default: the file names), e.g. --name NIST --name GPT-4o")
+    p.add_argument("--label-a", help="name of the first judge (same as the first --name), e.g. --label-a NIST")
+    p.add_argument("--label-b", help="name of the second judge (same as the second --name), e.g. --label-b GPT-4o")
     p.add_argument("--consensus", choices=("majority", "mean", "median"),
                    help="write the judges' consensus to --out (qrels files): the most frequent grade, the mean grade "
-                   "rounded, or the median grade, of the items every judge labelled")
+                   "rounded, or the median grade, of the items every judge labelled, e.g. --consensus median")
     p.add_argument("--ties", choices=("low", "high"), default="low",
                    help="a tie (several most frequent grades, a mean or median half-way between two grades) goes to "
-                   "the lower (default) or the higher grade; ties are counted in the output")
-    p.add_argument("--out", metavar="QRELS", help="the consensus qrels to write (with --consensus)")
+                   "the lower (default) or the higher grade; ties are counted in the output, e.g. --ties high")
+    p.add_argument("--out", metavar="QRELS", help="the consensus qrels to write (with --consensus), e.g. --out out/consensus.qrels")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the text report")
-    p.add_argument("--plot", metavar="PNG", help="write the confusion-matrix heat map ([support24 Figure 3]) of two "
-                   "judges to this PNG")
+    p.add_argument("--plot", metavar="PNG", help="write the confusion-matrix heat map ([support24 Figure 3]) of two judges as PATH's .png, .pdf and .svg, e.g. --plot out/confusion.png")
     p.set_defaults(func=run)
 
 
