@@ -140,7 +140,7 @@ TRUNCATED = {"TREMA-UNH.Ranked_Iterative_Fact_Extraction_and…": "TREMA-UNH.Ran
 
 
 def test_autonuggetizer_figure6_run_level_tau():
-    """Seed 001 §4, Figure 6: run-level Kendall's tau of V_strict between AutoNuggets+Edits / ManualAssign
+    """[autonuggetizer] §4, Figure 6: run-level Kendall's tau of V_strict between AutoNuggets+Edits / ManualAssign
     (Table 6) and AutoNuggets / AutoAssign (Table 7) over 45 runs is 0.783."""
     manual = read_score_table(str(PAPERS / "autonuggetizer_table6.csv"), ["V_strict"])
     auto = read_score_table(str(PAPERS / "autonuggetizer_table7.csv"), ["V_strict"])
