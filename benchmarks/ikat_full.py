@@ -153,7 +153,7 @@ def calibration(data: str, matcher: EmbeddingMatcher, gold_human, responses, nug
                   f"{fmt(c.test.exact)} | {fmt(c.test.kappa)} ({fmt(c.test_kappa_interval[0], 2)}-"
                   f"{fmt(c.test_kappa_interval[1], 2)}) | {fmt(c.own.kappa) if c.own else fmt(c.test.kappa)} | "
                   f"{int(c.test.confusion[:, 1].sum())} / {int(c.test.confusion[1].sum())} |")
-    print("\nSeed 003 Table 6 (NtR, all 1,356 pairs, majority vote): DeBERTa accuracy 0.805, κ 0.247; GPT-4o 0.90, "
+    print("\n[cone-rag] Table 6 (NtR, all 1,356 pairs, majority vote): DeBERTa accuracy 0.805, κ 0.247; GPT-4o 0.90, "
           "0.610.\n")
     # the anonymised runs: every run of the team in turn, on the held-out conversations, at the fitted threshold
     texts = {n.id: n.text for n in gold_human.nuggets}

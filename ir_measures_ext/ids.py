@@ -177,7 +177,7 @@ def parse_row_id(qid: str, row_id: str) -> RowKind:
 
 
 # --------------------------------------------------------------------------------------- CONE-RAG
-# Seed 003 §4.2 and §5.3: gold nuggets (``{qid}:n{i}`` in the nugget qrels) matched to a response directly
+# [cone-rag] §4.2 and §5.3: gold nuggets (``{qid}:n{i}`` in the nugget qrels) matched to a response directly
 # (NtR) or through the nuggets extracted from it (NtN). Gold nugget qrels carry no vital/okay: every gold
 # nugget gets grade 2 (GOLD_GRADE), since eq. 4-6 weigh all gold nuggets alike (docs/measures.md).
 

@@ -168,7 +168,7 @@ def answer_words(text: str) -> int:
 
 
 # ---------------------------------------------------------------------------------------------- ARGUE
-# Seed 002 §3.4, Table 1: each answer sentence is Valid (rewarded), Hallucinated (penalised) or Ignored,
+# [nugget-annotation] §3.4, Table 1: each answer sentence is Valid (rewarded), Hallucinated (penalised) or Ignored,
 # from two independent judgments: does its citation support it, and what information does it convey.
 
 VALID = "valid"
@@ -284,7 +284,7 @@ def argue_scores(sentences: Sequence[ArgueSentence], nuggets: Sequence, repeats:
 
 
 # ------------------------------------------------------------------------------------------- CONE-RAG
-# Seed 003 (Abbasiantaeb et al., Conversational Gold / CONE-RAG) §5.3, eq. 4-6: gold nuggets N_G of a
+# [cone-rag] (Abbasiantaeb et al., Conversational Gold / CONE-RAG) §5.3, eq. 4-6: gold nuggets N_G of a
 # turn, nuggets N_P extracted from the response, and the yes/no matching decisions.
 
 class ConeScores(NamedTuple):

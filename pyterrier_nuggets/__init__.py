@@ -24,46 +24,27 @@ from ir_measures_ext import (
     W,
     W_strict,
 )
-from pyterrier_nuggets import formats
-from pyterrier_nuggets.evaluation import (
-    RAG_MEASURES,
-    JointTable,
-    Labels,
-    NuggetToNugget,
-    NuggetToResponse,
-    RAGEvaluation,
-    System,
-    agreement,
-    correlate,
-    deduplicate,
-    describe,
-    evaluation_rows,
-    joint_table,
-    nugget_qrels,
-    rag_qrels,
-    read_labels,
-    run_frame,
-    score,
-    score_assignments,
-)
-from pyterrier_nuggets.judges import (
-    CitedGenerator,
-    JudgeEnsemble,
-    LLMJudge,
-    LLMStepError,
-    NuggetAssigner,
-    NuggetCreator,
-    NuggetExtractor,
-    NuggetizationError,
-    NuggetScorer,
-    Overlapped,
-    RelevanceJudge,
-    RubricJudge,
-    SupportJudge,
-)
-from pyterrier_nuggets.llm import LLMClient, Prices
-from pyterrier_nuggets.matchers import EmbeddingMatcher, LLMMatcher, Match, Matcher, NLIMatcher
-from pyterrier_nuggets.records import Answer, Assignment, Nugget, Sentence, SupportJudgment
+from pyterrier_nuggets.lazy import lazy_exports
+
+# The rest is imported on first use (PEP 562), so that ``import pyterrier_nuggets`` and the command line's
+# ``--help`` start fast (docs/benchmarks.md, start-up): name -> the module that defines it.
+_LAZY = {
+    **dict.fromkeys(["RAG_MEASURES", "JointTable", "Labels", "NuggetToNugget", "NuggetToResponse", "RAGEvaluation",
+                     "System", "agreement", "correlate", "deduplicate", "describe", "evaluation_rows", "joint_table",
+                     "nugget_qrels", "rag_qrels", "read_labels", "run_frame", "score", "score_assignments"],
+                    "pyterrier_nuggets.evaluation"),
+    **dict.fromkeys(["CitedGenerator", "JudgeEnsemble", "LLMJudge", "LLMStepError", "NuggetAssigner", "NuggetCreator",
+                     "NuggetExtractor", "NuggetizationError", "NuggetScorer", "Overlapped", "RelevanceJudge",
+                     "RubricJudge", "SupportJudge"], "pyterrier_nuggets.judges"),
+    **dict.fromkeys(["LLMClient", "Prices"], "pyterrier_nuggets.llm"),
+    **dict.fromkeys(["EmbeddingMatcher", "LLMMatcher", "Match", "Matcher", "NLIMatcher"], "pyterrier_nuggets.matchers"),
+    **dict.fromkeys(["Answer", "Assignment", "Nugget", "Sentence", "SupportJudgment"], "pyterrier_nuggets.records"),
+}
+# subpackages and modules reachable as attributes, as they were when this file imported them all
+_SUBMODULES = {"annotate", "cli", "docstore", "evaluation", "formats", "judges", "llm", "matchers", "pipeline",
+               "prompts", "records"}
+
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY, _SUBMODULES)
 
 __version__ = "0.1.0"
 

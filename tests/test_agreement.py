@@ -273,7 +273,11 @@ def test_agree_command(tmp_path, capsys):
     copy = tmp_path / "copy.jsonl"
     shutil.copy(src, copy)
     assert cli.main(["agree", str(src), str(copy), "--plot", str(copy)]) != 0
-    assert "--plot is also an input" in capsys.readouterr().err and copy.read_bytes() == src.read_bytes()
+    assert "give a path ending in .png, .pdf or .svg" in capsys.readouterr().err and copy.read_bytes() == src.read_bytes()
+    png = tmp_path / "judge.png"  # an input that would be one of the plot's three files
+    shutil.copy(src, png)
+    assert cli.main(["agree", str(src), str(png), "--plot", str(tmp_path / "judge.svg")]) != 0
+    assert "--plot is also an input" in capsys.readouterr().err and png.read_bytes() == src.read_bytes()
     assert cli.main(["agree", str(src), str(copy), "--labels", "a,b"]) != 0
     assert "for generic label files only" in capsys.readouterr().err
     (tmp_path / "g.tsv").write_text("x\tlow\n")
@@ -287,9 +291,10 @@ def test_plots_are_written(tmp_path):
     import pandas as pd
     fa = pd.DataFrame([(s, q, "V_strict", v) for (s, q), v in a.items()], columns=["system", "qid", "measure", "value"])
     fb = fa.assign(value=fa["value"] * 0.5)
-    path = correlation_scatter(correlate(fa, fb, "V_strict", n_resamples=0), str(tmp_path / "sub" / "s.png"))
+    scatter = correlation_scatter(correlate(fa, fb, "V_strict", n_resamples=0), str(tmp_path / "sub" / "s.png"))
     heat = confusion_heatmap(agreement_from_confusion([[3, 1], [1, 5]], MATCH), str(tmp_path / "h.png"))
+    assert scatter == [str(tmp_path / "sub" / f"s.{x}") for x in ("png", "pdf", "svg")]
     import matplotlib.image
-    for p in (path, heat):
+    for p in (scatter[0], heat[0]):
         image = matplotlib.image.imread(p)
         assert image.shape[0] > 300 and image.shape[1] > 300 and image.std() > 0.05  # a drawn image, not blank

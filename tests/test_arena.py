@@ -393,7 +393,8 @@ def test_arena_command_writes_every_output_and_dry_run_counts(server, tmp_path, 
     assert planned == 2 * 6 * 3 and not server.requests and not out.exists()
     assert _arena(server, paths, out, "--both-orders", cache=tmp_path / "c.sqlite") == 0
     assert len(server.requests) == planned
-    for name in ("battles.jsonl", "leaderboard.csv", "pairwise.csv", "arena.json", "ratings.png"):
+    for name in ("battles.jsonl", "leaderboard.csv", "pairwise.csv", "arena.json", "ratings.png", "ratings.pdf",
+                 "ratings.svg"):
         assert (out / name).stat().st_size > 0, name
     assert not (out / "battles.partial.jsonl").exists()
     battles = formats.read_battles(str(out / "battles.jsonl"))

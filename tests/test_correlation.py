@@ -140,7 +140,7 @@ TRUNCATED = {"TREMA-UNH.Ranked_Iterative_Fact_Extraction_and…": "TREMA-UNH.Ran
 
 
 def test_autonuggetizer_figure6_run_level_tau():
-    """Seed 001 §4, Figure 6: run-level Kendall's tau of V_strict between AutoNuggets+Edits / ManualAssign
+    """[autonuggetizer] §4, Figure 6: run-level Kendall's tau of V_strict between AutoNuggets+Edits / ManualAssign
     (Table 6) and AutoNuggets / AutoAssign (Table 7) over 45 runs is 0.783."""
     manual = read_score_table(str(PAPERS / "autonuggetizer_table6.csv"), ["V_strict"])
     auto = read_score_table(str(PAPERS / "autonuggetizer_table7.csv"), ["V_strict"])
@@ -282,7 +282,7 @@ def test_correlate_command_errors(tmp_path, capsys):
     assert cli.main(["correlate", good, str(tmp_path / "missing.csv"), "--measure", "V_strict"]) != 0
     assert "missing.csv: no such file" in capsys.readouterr().err
     assert cli.main(["correlate", good, good, "--measure", "V_strict", "--plot", good]) != 0
-    assert "--plot is also an input" in capsys.readouterr().err
+    assert "give a path ending in .png, .pdf or .svg" in capsys.readouterr().err
     assert cli.main(["correlate", good, good, "--measure", "V_strict", "--level", "topic"]) != 0
     assert "--level topic needs per-topic scores" in capsys.readouterr().err
     with pytest.raises(SystemExit) as e:  # usage errors: argparse, exit code 2

@@ -154,7 +154,8 @@ def test_ikat_command(files, tmp_path, capsys):
     assert code == 0
     printed = capsys.readouterr().out
     assert "gold.json (3 nuggets)" in printed and "nDCG@5" in printed
-    for suffix in (".csv", ".md", ".tex", ".perquery.csv", ".perturn.csv", ".breakdowns.csv", ".scatter.png"):
+    for suffix in (".csv", ".md", ".tex", ".perquery.csv", ".perturn.csv", ".breakdowns.csv", ".scatter.png",
+                   ".scatter.pdf", ".scatter.svg"):
         assert (out / f"ikat{suffix}").stat().st_size > 0
     assert (out / "ikat.scatter.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     per_turn = pd.read_csv(out / "ikat.perturn.csv")
@@ -458,8 +459,8 @@ def test_demo_on_ikat_generates_from_a_run_with_the_endpoint_of_the_environment(
 
 def test_ikat_k_is_within_the_reference_limit(files, tmp_path, capsys):
     assert main(["ikat", "--run", files["runA.json"], "--gold-nuggets", files["gold.json"], "--generate", "raw",
-                 "--k", "21", "--out", str(tmp_path / "out")]) == 2
-    assert "--k must be between 1 and 20" in capsys.readouterr().err and not (tmp_path / "out").exists()
+                 "-k", "21", "--out", str(tmp_path / "out")]) == 2
+    assert "-k must be between 1 and 20" in capsys.readouterr().err and not (tmp_path / "out").exists()
 
 
 def test_ikat_llm_steps_need_an_endpoint(files, tmp_path, monkeypatch, capsys):

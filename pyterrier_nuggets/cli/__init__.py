@@ -32,6 +32,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 import warnings
@@ -51,10 +52,6 @@ from pyterrier_nuggets.cli import (
     table,
     trec_rag,
 )
-from pyterrier_nuggets.formats.files import DroppedLabelsWarning
-from pyterrier_nuggets.judges import LLMStepError
-from pyterrier_nuggets.llm.batch import BatchError
-from pyterrier_nuggets.llm.retry import EndpointError
 
 # exit codes (docs/cli.md): 0 done; 1 an LLM step or the endpoint failed; 2 an input, usage or set-up error
 # (one line); 3 a bug of the package (its traceback); 130 interrupted (Ctrl-C)
@@ -64,21 +61,36 @@ SUBCOMMANDS = (demo, export, table, score, correlate, agree, annotate, ikat, cal
                check_endpoint)
 
 
-def main(argv=None) -> int:
+VERBOSE_HELP = ("also show what the model libraries print while loading a model (their progress bars and "
+                "warnings), e.g. pyterrier-nuggets demo -v; by default only this command's own progress and results")
+# what the model libraries (transformers, sentence-transformers, huggingface_hub) print unless -v: set before they
+# are imported, and only where the user has not set them
+QUIET_LIBRARIES = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error"}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of every subcommand (``-v`` on the command itself and on each subcommand)."""
     parser = argparse.ArgumentParser(prog="pyterrier-nuggets", description=__doc__.split("\n")[0])
+    parser.add_argument("-v", "--verbose", action="count", default=0, help=VERBOSE_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
     for command in SUBCOMMANDS:
         command.add_parser(sub)
-    args = parser.parse_args(argv)
+    for subparser in sub.choices.values():
+        subparser.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS, help=VERBOSE_HELP)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    if not args.verbose:
+        for name, value in QUIET_LIBRARIES.items():
+            os.environ.setdefault(name, value)
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             code = args.func(args)
         _print_warnings(caught)
         return code
-    except (LLMStepError, EndpointError, BatchError) as e:  # the model or the endpoint failed, not the input
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_LLM_FAILED
     except KeyboardInterrupt:
         print(f"interrupted (exit {EXIT_INTERRUPTED}): every LLM answer received so far is in the response cache; "
               "run the same command again to go on (cached answers cost no call)", file=sys.stderr)
@@ -86,11 +98,22 @@ def main(argv=None) -> int:
     except (InvalidInput, SetupError, OSError) as e:  # our input, usage and set-up errors; a file not found
         print(f"error: {_one_line(e)}", file=sys.stderr)
         return EXIT_INPUT
-    except Exception:  # anything else is a bug of ours: keep the traceback
-        traceback.print_exc()
+    except Exception as e:
+        if _llm_failure(e):  # the model or the endpoint failed, not the input
+            print(f"error: {e}", file=sys.stderr)
+            return EXIT_LLM_FAILED
+        traceback.print_exc()  # anything else is a bug of ours: keep the traceback
         print(f"pyterrier-nuggets: internal error (exit {EXIT_BUG}): this is a bug of pyterrier-nuggets, not of your "
               "input; please report it with the traceback above and the command line", file=sys.stderr)
         return EXIT_BUG
+
+
+def _llm_failure(e: Exception) -> bool:
+    """A failed LLM step, endpoint or batch (imported here, once something failed: ``--help`` stays fast)."""
+    from pyterrier_nuggets.judges import LLMStepError
+    from pyterrier_nuggets.llm.batch import BatchError
+    from pyterrier_nuggets.llm.retry import EndpointError
+    return isinstance(e, (LLMStepError, EndpointError, BatchError))
 
 
 def _one_line(e: BaseException) -> str:
@@ -103,6 +126,7 @@ def _one_line(e: BaseException) -> str:
 
 def _print_warnings(caught) -> None:
     """The warnings of a command, each once, on stderr (the invalid-label report is printed by the command)."""
+    from pyterrier_nuggets.formats.files import DroppedLabelsWarning
     seen = set()
     for w in caught:
         text = str(w.message)

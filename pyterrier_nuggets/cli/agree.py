@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 import os
 
-from pyterrier_nuggets import formats
+from pyterrier_nuggets.cli.errors import ON_INVALID
 from pyterrier_nuggets.cli.paths import check_inputs, check_output
-from pyterrier_nuggets.formats import InputError
 
 KIND_CHOICES = ("assignment", "assignment-2grade", "importance", "support", "relevance", "match", "preference", "generic")
 
@@ -27,34 +26,34 @@ def add_parser(sub) -> None:
                    help="each judge's labels, files of one type: assignment JSONL, nugget JSONL, support JSONL or the "
                    "TREC RAG 2026 toolkit's support assignments, TREC qrels, arena battle files (battles.jsonl, the "
                    "toolkit's judgments.jsonl, human verdicts), or a generic label file (JSONL "
-                   "{\"id\", \"label\"} or TSV id<TAB>label); at least two")
+                   "{\"id\", \"label\"} or TSV id<TAB>label); at least two, e.g. nist.qrels umbrela.qrels")
     p.add_argument("--kind", choices=KIND_CHOICES,
                    help="which labels (default from the file: assignment, importance for nugget files, support, "
                    "relevance for qrels, generic); assignment files also give importance or assignment-2grade; "
-                   "generic label files give match (CONE-RAG yes/no) or generic")
+                   "generic label files give match (CONE-RAG yes/no) or generic, e.g. --kind importance")
     p.add_argument("--labels", help="generic labels in order, lowest first, comma-separated (e.g. low,mid,high)")
     p.add_argument("--ordinal", action="store_true", help="generic labels are ordinal (needs --labels): adds "
                    "weighted κ")
-    p.add_argument("--on-invalid", choices=formats.POLICIES, default="refuse",
-                   help="nuggets with invalid labels in nugget/assignment files: refuse (default) or drop (counted)")
+    p.add_argument("--on-invalid", choices=ON_INVALID, default="refuse",
+                   help="nuggets with invalid labels in nugget/assignment files: refuse (default) or drop (counted), e.g. --on-invalid drop")
     p.add_argument("--name", action="append", metavar="NAME",
-                   help="a judge's name in the output, once per file in order (default: the file names)")
-    p.add_argument("--label-a", help="name of the first judge (same as the first --name)")
-    p.add_argument("--label-b", help="name of the second judge (same as the second --name)")
+                   help="a judge's name in the output, once per file in order (default: the file names), e.g. --name NIST --name GPT-4o")
+    p.add_argument("--label-a", help="name of the first judge (same as the first --name), e.g. --label-a NIST")
+    p.add_argument("--label-b", help="name of the second judge (same as the second --name), e.g. --label-b GPT-4o")
     p.add_argument("--consensus", choices=("majority", "mean", "median"),
                    help="write the judges' consensus to --out (qrels files): the most frequent grade, the mean grade "
-                   "rounded, or the median grade, of the items every judge labelled")
+                   "rounded, or the median grade, of the items every judge labelled, e.g. --consensus median")
     p.add_argument("--ties", choices=("low", "high"), default="low",
                    help="a tie (several most frequent grades, a mean or median half-way between two grades) goes to "
-                   "the lower (default) or the higher grade; ties are counted in the output")
-    p.add_argument("--out", metavar="QRELS", help="the consensus qrels to write (with --consensus)")
+                   "the lower (default) or the higher grade; ties are counted in the output, e.g. --ties high")
+    p.add_argument("--out", metavar="QRELS", help="the consensus qrels to write (with --consensus), e.g. --out out/consensus.qrels")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the text report")
-    p.add_argument("--plot", metavar="PNG", help="write the confusion-matrix heat map ([support24 Figure 3]) of two "
-                   "judges to this PNG")
+    p.add_argument("--plot", metavar="PNG", help="write the confusion-matrix heat map ([support24 Figure 3]) of two judges as PATH's .png, .pdf and .svg, e.g. --plot out/confusion.png")
     p.set_defaults(func=run)
 
 
 def _names(args) -> list[str]:
+    from pyterrier_nuggets.formats import InputError
     names = list(args.name or [])
     if names and len(names) != len(args.files):
         raise InputError(args.files[0], None, None, f"{len(names)} --name for {len(args.files)} files",
@@ -72,8 +71,10 @@ def _names(args) -> list[str]:
 
 
 def run(args) -> int:
+    from pyterrier_nuggets import formats
     from pyterrier_nuggets.evaluation.agreement import consensus, multi_agreement
     from pyterrier_nuggets.evaluation.labels import detect_file_type, generic_kind, read_labels
+    from pyterrier_nuggets.formats import InputError
     files = args.files
     if len(files) < 2:
         raise InputError(files[0], None, None, "one file: agreement needs the labels of at least two judges")
@@ -84,7 +85,9 @@ def run(args) -> int:
     if bool(args.consensus) != bool(args.out):
         raise InputError(args.out or files[0], None, "--consensus", "--consensus and --out go together",
                          "give both: the method and the qrels file to write")
-    for path, option in ((args.plot, "--plot"), (args.out, "--out")):
+    from pyterrier_nuggets.evaluation.plots import figure_paths
+    plots = [(path, "--plot") for path in figure_paths(args.plot).values()] if args.plot else []
+    for path, option in [*plots, (args.out, "--out")]:
         if path:
             check_output(path, list(files), option)
     types = [detect_file_type(f) for f in files]
@@ -123,7 +126,7 @@ def run(args) -> int:
     print(json.dumps(out, ensure_ascii=False, indent=1) if args.json else text)
     if args.plot:
         from pyterrier_nuggets.evaluation.plots import confusion_heatmap
-        confusion_heatmap(result.pairs[0], args.plot)
+        written = confusion_heatmap(result.pairs[0], args.plot)
         if not args.json:
-            print(f"written: {args.plot}")
+            print(f"written: {', '.join(written)}")
     return 0

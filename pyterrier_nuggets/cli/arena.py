@@ -15,7 +15,7 @@ import os
 from pyterrier_nuggets.cli.errors import UsageError, non_negative_int, positive_int, probability, share
 
 OUTPUTS = {"battles": "battles.jsonl", "leaderboard": "leaderboard.csv", "pairwise": "pairwise.csv",
-           "settings": "arena.json", "plot": "ratings.png"}
+           "settings": "arena.json", "plot": "ratings.png", "plot pdf": "ratings.pdf", "plot svg": "ratings.svg"}
 JOURNAL = "battles.partial.jsonl"
 
 
@@ -29,47 +29,47 @@ def add_parser(sub) -> None:
                        "battles.jsonl, leaderboard.csv, pairwise.csv, arena.json and ratings.png into --out, all or "
                        "nothing; an interrupted arena resumes there.")
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--answers", action="append", metavar="FILE", help="answer JSONL of one or more runs; repeat")
+    src.add_argument("--answers", action="append", metavar="FILE", help="answer JSONL of one or more runs; repeat, e.g. --answers run1.jsonl --answers run2.jsonl")
     src.add_argument("--battles", action="append", metavar="FILE", help="battles judged already (ours, the toolkit's "
-                     "judgments.jsonl, a file of human verdicts): only the leaderboard is made; repeat")
-    p.add_argument("--out", required=True, metavar="DIR", help="output folder (also where an interrupted arena resumes)")
+                     "judgments.jsonl, a file of human verdicts): only the leaderboard is made; repeat, e.g. --battles judgments.jsonl")
+    p.add_argument("--out", required=True, metavar="DIR", help="output folder (also where an interrupted arena resumes), e.g. --out out/arena")
     p.add_argument("--topics", metavar="FILE|ID", help="the topics' text shown to the judge (TSV qid<TAB>text or an "
-                   "ir_datasets id); default: the answers' narrative or topic field")
+                   "ir_datasets id); default: the answers' narrative or topic field, e.g. --topics topics.tsv")
     guide = p.add_mutually_exclusive_group()
     guide.add_argument("--rubrics", metavar="FILE|ID", help="rubric JSONL: the rubric-guided prompt with each topic's "
-                       "weighted criteria (topics without a rubric are left out)")
+                       "weighted criteria (topics without a rubric are left out), e.g. --rubrics rubrics.jsonl")
     guide.add_argument("--nuggets", metavar="FILE|ID", help="nugget JSONL: the rubric-guided prompt with the topic's "
-                       "nuggets (vital/okay); with --judge baseline, the nuggets the baseline counts")
+                       "nuggets (vital/okay); with --judge baseline, the nuggets the baseline counts, e.g. --nuggets nuggets.jsonl")
     p.add_argument("--judge", choices=("llm", "baseline"), default="llm", help="llm (default): the pairwise judge on "
                    "--base-url/--model; baseline: offline, the answer covering more --nuggets wins (embedding "
-                   "similarity; not an LLM judge, named as such)")
+                   "similarity; not an LLM judge, named as such), e.g. --judge baseline")
     p.add_argument("--design", default="all", metavar="all|topics:N|appearances:K", help="which battles: every pair "
                    "on every shared topic (all, default), N sampled topics per pair, or K battles per system per "
-                   "topic (the sparse, arena-like design)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the A/B order and of the sampling (default 0)")
+                   "topic (the sparse, arena-like design), e.g. --design topics:20")
+    p.add_argument("--seed", type=int, default=0, help="starting value of the random A/B order and of the sampling (default 0: the same battles on every run), e.g. --seed 7")
     p.add_argument("--both-orders", action="store_true", help="judge every battle in both A/B orders (twice the "
                    "calls); a disagreement counts as a tie")
-    p.add_argument("--base-url", help="OpenAI-compatible endpoint of the pairwise judge")
-    p.add_argument("--model", help="model name of the pairwise judge")
+    p.add_argument("--base-url", help="OpenAI-compatible endpoint of the pairwise judge, e.g. --base-url http://localhost:8000/v1")
+    p.add_argument("--model", help="model name of the pairwise judge, e.g. --model gpt-4o-mini")
     p.add_argument("--concurrency", type=positive_int, default=8, help="the ceiling of LLM requests in flight "
-                   "(default 8; below it the client finds what the endpoint takes)")
+                   "(default 8; below it the client finds what the endpoint takes), e.g. --concurrency 32")
     p.add_argument("--batch", action="store_true", help="OpenAI Batch API mode (resumable; the plan is printed first)")
     p.add_argument("--llm-cache", metavar="PATH", help="SQLite response cache (default: $PYTERRIER_NUGGETS_CACHE or "
-                   "~/.cache/pyterrier-nuggets/llm-cache.sqlite)")
+                   "~/.cache/pyterrier-nuggets/llm-cache.sqlite), e.g. --llm-cache out/cache.sqlite")
     p.add_argument("--dry-run", action="store_true", help="print the battles and the LLM calls, tokens and cost they "
                    "need (--price), make no call, write nothing")
-    p.add_argument("--price", metavar="INPUT,OUTPUT", help="USD per million prompt and completion tokens, for the cost")
+    p.add_argument("--price", metavar="INPUT,OUTPUT", help="USD per million prompt and completion tokens, for the cost, e.g. --price 0.15,0.60")
     p.add_argument("--max-calls", type=non_negative_int, metavar="N", help="a budget: refuse to start (before any "
-                   "call) when the battles need more than N LLM calls")
+                   "call) when the battles need more than N LLM calls, e.g. --max-calls 5000")
     p.add_argument("--max-failed-share", type=share, default=0.1, metavar="F", help="stop without a leaderboard when "
-                   "more than this share of the battles failed (default 0.1); failed battles never count")
+                   "more than this share of the battles failed (default 0.1); failed battles never count, e.g. --max-failed-share 0.2")
     p.add_argument("--resamples", type=non_negative_int, default=1000, help="bootstrap resamples of the intervals "
-                   "(default 1000; 0: none)")
-    p.add_argument("--confidence", type=probability, default=0.95, help="confidence level (default 0.95)")
+                   "(default 1000; 0: none), e.g. --resamples 0")
+    p.add_argument("--confidence", type=probability, default=0.95, help="confidence level (default 0.95), e.g. --confidence 0.9")
     p.add_argument("--prior", type=float, default=0.0, metavar="N", help="N virtual ties between every two systems "
                    "that met (a regularised fit, when a system won all its battles); default 0: the plain maximum-"
-                   "likelihood fit, refused when it does not exist")
-    p.add_argument("--no-plot", action="store_true", help="do not write ratings.png")
+                   "likelihood fit, refused when it does not exist, e.g. --prior 1")
+    p.add_argument("--no-plot", action="store_true", help="do not write the plot ratings.png, .pdf, .svg")
     p.set_defaults(func=run)
 
 
@@ -78,7 +78,8 @@ def _outputs(args, judged: bool) -> dict[str, str]:
     if not judged:
         names.pop("battles")
     if args.no_plot:
-        names.pop("plot")
+        for key in ("plot", "plot pdf", "plot svg"):
+            names.pop(key)
     return {key: os.path.join(args.out, name) for key, name in names.items()}
 
 
@@ -147,8 +148,8 @@ def _write(args, outputs: dict[str, str], arena, settings: dict, judged: bool) -
     if judged:
         writers[outputs["battles"]] = lambda p: formats.write_battles(p, arena.battles)
     if "plot" in outputs:
-        from pyterrier_nuggets.evaluation.plots import arena_plot
-        writers[outputs["plot"]] = lambda p: arena_plot(arena, p)
+        from pyterrier_nuggets.evaluation.plots import arena_figure, figure_writers
+        writers.update(figure_writers(lambda: arena_figure(arena), outputs["plot"]))
     formats.write_all(writers)
     print(arena.to_text())
     print(f"written to {args.out}: {', '.join(os.path.basename(p) for p in writers)}")

@@ -12,35 +12,35 @@ REGISTERED = "registered"
 
 def add_parser(sub) -> None:
     p = sub.add_parser("calibrate", help="fit a matcher's threshold to labelled pairs (yes/no): the threshold with its "
-                       "bootstrap interval, accuracy and Cohen's kappa on held-out groups")
+                       "bootstrap interval, accuracy and Cohen's kappa on held-out groups", description="Fit a matcher's threshold to labelled pairs (premise, hypothesis, yes/no): the threshold that agrees best with the labels on the fitting groups, reported with accuracy and Cohen's κ on the held-out groups and bootstrap intervals; with --crowd-labels on the CONE-RAG crowd study's labels. Example: pyterrier-nuggets calibrate --crowd-labels --task ntr")
     p.add_argument("pairs", nargs="?", metavar="PAIRS.jsonl", help="labelled pairs, one a line: {\"premise\" or "
-                   "\"premises\", \"hypothesis\", \"label\": yes|no, \"group\", \"unit\", \"id\"} (docs/formats.md)")
+                   "\"premises\", \"hypothesis\", \"label\": yes|no, \"group\", \"unit\", \"id\"} (docs/formats.md), e.g. pairs.jsonl")
     p.add_argument("--crowd-labels", nargs="?", const=REGISTERED, metavar="FILE",
                    help="instead of PAIRS: the CONE-RAG crowd study's labels (human-study-matching-labels.txt; "
                    "without FILE the registered copy), paired with --gold-nuggets, --responses (and "
-                   "--response-nuggets for --task ntn); the labels of runs the paper anonymised are left out")
+                   "--response-nuggets for --task ntn); the labels of runs the paper anonymised are left out, e.g. --crowd-labels human-study-matching-labels.txt")
     p.add_argument("--gold-nuggets", metavar="FILE", help="with --crowd-labels: the human gold nuggets "
-                   "(default: the registered gold_nuggets_human.json)")
+                   "(default: the registered gold_nuggets_human.json), e.g. --gold-nuggets gold_nuggets_human.json")
     p.add_argument("--responses", metavar="FILE", help="with --crowd-labels: the participant responses "
-                   "(default: the registered automatic_responses.json)")
+                   "(default: the registered automatic_responses.json), e.g. --responses automatic_responses.json")
     p.add_argument("--response-nuggets", metavar="FILE", help="with --crowd-labels --task ntn: the response nuggets "
-                   "(default: the registered automatic_response_nuggets.json)")
-    p.add_argument("--write-pairs", metavar="OUT.jsonl", help="with --crowd-labels: also write the labelled pairs")
+                   "(default: the registered automatic_response_nuggets.json), e.g. --response-nuggets automatic_response_nuggets.json")
+    p.add_argument("--write-pairs", metavar="OUT.jsonl", help="with --crowd-labels: also write the labelled pairs, e.g. --write-pairs out/crowd_pairs.jsonl")
     p.add_argument("--task", default="", metavar="NAME", help="what the labels decide, for the report; ntr, ntn or "
                    "dedup also compare with the embedding matcher's calibrated threshold of that task (with "
-                   "--crowd-labels: ntr or ntn, default ntr)")
+                   "--crowd-labels: ntr or ntn, default ntr), e.g. --task ntn")
     p.add_argument("--matcher", default="embedding", metavar="embedding|nli:PATH|llm",
-                   help="the matcher whose threshold is fitted (default embedding: all-MiniLM-L6-v2 cosine)")
-    p.add_argument("--base-url", help="OpenAI-compatible endpoint for --matcher llm")
-    p.add_argument("--model", help="model name for --matcher llm")
-    p.add_argument("--cache", metavar="FILE", help="embedding matcher: keep the sentence vectors in this SQLite file")
+                   help="the matcher whose threshold is fitted (default embedding: all-MiniLM-L6-v2 cosine), e.g. --matcher nli:/models/deberta-v3-mnli")
+    p.add_argument("--base-url", help="OpenAI-compatible endpoint for --matcher llm, e.g. --base-url http://localhost:8000/v1")
+    p.add_argument("--model", help="model name for --matcher llm, e.g. --model gpt-4o-mini")
+    p.add_argument("--cache", metavar="FILE", help="embedding matcher: keep the sentence vectors in this SQLite file, e.g. --cache out/vectors.sqlite")
     p.add_argument("--split", default="alternate", metavar="alternate|none|G1,G2,...",
                    help="which groups the threshold is fitted on: alternate (default: the sorted groups alternate, the "
-                   "first fitted, the others held out), none (fit and report on all: in-sample), or a list of groups")
-    p.add_argument("--step", type=float, default=0.01, help="distance between candidate thresholds (default 0.01)")
-    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000; 0: no intervals)")
-    p.add_argument("--confidence", type=probability, default=0.95)
-    p.add_argument("--seed", type=int, default=0)
+                   "first fitted, the others held out), none (fit and report on all: in-sample), or a list of groups, e.g. --split none")
+    p.add_argument("--step", type=float, default=0.01, help="distance between candidate thresholds (default 0.01), e.g. --step 0.005")
+    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000; 0: no intervals), e.g. --resamples 0")
+    p.add_argument("--confidence", type=probability, default=0.95, help="confidence level of the intervals (default 0.95), e.g. --confidence 0.9")
+    p.add_argument("--seed", type=int, default=0, help="starting value of the bootstrap's random numbers (default 0: the same intervals on every run), e.g. --seed 7")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=run)
 

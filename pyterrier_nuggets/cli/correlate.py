@@ -9,8 +9,6 @@ import os
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.cli.errors import non_negative_int, probability
 from pyterrier_nuggets.cli.paths import check_inputs, check_output
-from pyterrier_nuggets.formats import InputError
-from pyterrier_nuggets.formats.arena import is_battle_file
 
 
 def _run_spec(text: str) -> tuple[str, str]:
@@ -32,38 +30,45 @@ def add_parser(sub) -> None:
                    "system,M1,M2,...: run level only; an arena leaderboard.csv, measure arena_score), an arena's "
                    "battles.jsonl (measure arena_score: the ratings refitted per topic resample, with intervals), "
                    "or a qrels file with --runs-a")
-    p.add_argument("b", metavar="B", help="the other evaluation, in any form A takes (qrels with --runs-b)")
+    p.add_argument("b", metavar="B", help="the other evaluation, in any form A takes (qrels with --runs-b), e.g. automatic.perquery.csv")
     p.add_argument("--measure", required=True, help="the measure to correlate, e.g. V_strict")
     p.add_argument("--measure-b", help="the measure in B when it differs (e.g. correlate V_strict with nDCG@10)")
     p.add_argument("--level", choices=("run", "topic", "all"),
                    help="the level at the top of --json (default run, or all for a single system); every level "
-                   "the inputs allow is computed and printed")
+                   "the inputs allow is computed and printed, e.g. --level topic")
     p.add_argument("--runs-a", nargs="+", type=_run_spec, metavar="NAME=RUN",
-                   help="A is a qrels file: score these systems' evaluation runs against it")
+                   help="A is a qrels file: score these systems' evaluation runs against it, e.g. --runs-a bm25=bm25.eval.run dense=dense.eval.run")
     p.add_argument("--runs-b", nargs="+", type=_run_spec, metavar="NAME=RUN",
-                   help="B is a qrels file: score these systems' evaluation runs against it")
-    p.add_argument("--label-a", help="name of A in the output (default: its file name)")
-    p.add_argument("--label-b", help="name of B in the output (default: its file name)")
+                   help="B is a qrels file: score these systems' evaluation runs against it, e.g. --runs-b bm25=bm25.eval.run dense=dense.eval.run")
+    p.add_argument("--label-a", help="name of A in the output (default: its file name), e.g. --label-a manual")
+    p.add_argument("--label-b", help="name of B in the output (default: its file name), e.g. --label-b automatic")
     p.add_argument("--resamples", type=non_negative_int, default=2000,
-                   help="bootstrap resamples of the topics for the run-level intervals (default 2000; 0: none)")
-    p.add_argument("--confidence", type=probability, default=0.95, help="confidence level (default 0.95)")
+                   help="bootstrap resamples of the topics for the run-level intervals (default 2000; 0: none), e.g. --resamples 10000")
+    p.add_argument("--confidence", type=probability, default=0.95, help="confidence level (default 0.95), e.g. --confidence 0.9")
     p.add_argument("--ci-method", choices=("BCa", "percentile"), default="BCa",
-                   help="bootstrap interval method of scipy.stats.bootstrap (default BCa)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0: repeatable)")
+                   help="bootstrap interval method of scipy.stats.bootstrap (default BCa), e.g. --ci-method percentile")
+    p.add_argument("--seed", type=int, default=0, help="starting value of the bootstrap's random numbers (default 0: the same intervals on every run), e.g. --seed 7")
     p.add_argument("--prior", type=float, default=0.0, metavar="N", help="an arena side (battles.jsonl): N virtual ties "
-                   "per pair of systems that met, as arena --prior (default 0)")
+                   "per pair of systems that met, as arena --prior (default 0), e.g. --prior 1")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the text table")
-    p.add_argument("--plot", metavar="PNG", help="write the [autonuggetizer Figure 6] scatter plot to this PNG file")
+    p.add_argument("--plot", metavar="PATH", help="write the [autonuggetizer Figure 6] scatter plot (B on x, A on y, "
+                   "the systems labelled, τ in the title) as PATH's .png, .pdf and .svg, e.g. --plot out/fig6.png")
+    p.add_argument("--plot-means-only", action="store_true", help="with --plot: draw the systems' run-level scores "
+                   "only, not every topic/system pair")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     from pyterrier_nuggets.evaluation.correlation import correlate
+    from pyterrier_nuggets.formats import InputError
+    from pyterrier_nuggets.formats.arena import is_battle_file
     runs_a, runs_b = _runs(args.runs_a), _runs(args.runs_b)
     inputs = [args.a, args.b] + list(runs_a.values()) + list(runs_b.values())
     check_inputs(*inputs)
     if args.plot:
-        check_output(args.plot, inputs, "--plot")
+        from pyterrier_nuggets.evaluation.plots import figure_paths
+        for path in figure_paths(args.plot).values():
+            check_output(path, inputs, "--plot")
     measure_b = args.measure_b or args.measure
     arena = [path for path, runs in ((args.a, runs_a), (args.b, runs_b)) if not runs and is_battle_file(path)]
     if arena:
@@ -80,16 +85,16 @@ def run(args) -> int:
     print(json.dumps(result.to_dict(args.level), ensure_ascii=False, indent=1) if args.json else result.to_text())
     if args.plot:
         from pyterrier_nuggets.evaluation.plots import correlation_scatter
-        correlation_scatter(result, args.plot)
+        written = correlation_scatter(result, args.plot, topics=not args.plot_means_only)
         if not args.json:
-            print(f"written: {args.plot}")
+            print(f"written: {', '.join(written)}")
     return 0
 
 
 def _with_arena(args, arena: list[str], measure_b: str):
     """An arena's battles against the other evaluation's per-topic scores (evaluation.arena.correlate_arena)."""
     from pyterrier_nuggets.evaluation.arena import ARENA_MEASURE, correlate_arena
-    from pyterrier_nuggets.formats import read_battles
+    from pyterrier_nuggets.formats import InputError, read_battles
     if len(arena) == 2:
         raise InputError(args.b, None, None, "both evaluations are battle files",
                          "correlate an arena with a per-query score table (or fit both with arena and give one "
@@ -111,6 +116,7 @@ def _with_arena(args, arena: list[str], measure_b: str):
 
 
 def _runs(specs) -> dict[str, str]:
+    from pyterrier_nuggets.formats import InputError
     out: dict[str, str] = {}
     for name, path in specs or []:
         if name in out:
@@ -121,6 +127,7 @@ def _runs(specs) -> dict[str, str]:
 
 def _scores(path: str, runs: dict[str, str], measure: str):
     """A score frame: per-topic scores of ``runs`` against the qrels ``path``, or the score table ``path``."""
+    from pyterrier_nuggets.formats import InputError
     if runs:
         import ir_measures
 

@@ -8,7 +8,7 @@ from ir_measures_ext.errors import InvalidInput
 
 def add_parser(sub) -> None:
     p = sub.add_parser("demo", help="the main job: retrieve, generate, nuggetize, assign, judge support, "
-                       "print the joint table and write plots (the shipped sample by default)")
+                       "print the joint table and write plots (the shipped sample by default)", description="The main job: retrieve segments for each topic, write a cited answer per topic and system, take or create the nuggets, assign them to the answers, judge the citations' support, and print and write the joint table of retrieval and answer measures with its plots. By default on the sample collection shipped with the package, offline (extractive answers, hand-written nuggets, similarity baseline judges); with an endpoint, the AutoNuggetizer. Example: pyterrier-nuggets demo --system bm25:3 --system dense:3 --out out/mine (docs/getting-started.md).")
     add_demo_arguments(p)
     p.set_defaults(func=run)
 
@@ -50,7 +50,7 @@ def add_demo_arguments(p) -> None:
     """The options of ``pyterrier-nuggets demo`` (documented in docs/cli.md)."""
     from pyterrier_nuggets.cli.errors import positive_int, positive_number, share
     from pyterrier_nuggets.pipeline.systems import DEFAULT_SYSTEMS
-    p.add_argument("--out", default="out/demo", help="output directory (default: out/demo)")
+    p.add_argument("--out", default="out/demo", help="output directory (default: out/demo), e.g. --out out/bm25-vs-dense")
     p.add_argument("--sample-only", action="store_true",
                    help="only score the small hand-made sample (rag_mini: files of answers, assignments and "
                         "support made by hand; no retrieval, no LLM)")
@@ -58,9 +58,9 @@ def add_demo_arguments(p) -> None:
     g.add_argument("--dataset", metavar="ID", help="an ir_datasets id with queries, qrels and docs, e.g. "
                    "msmarco-segment-v2.1/trec-rag-2024 (default: the sample collection shipped with the package)")
     g.add_argument("--collection", metavar="DIR", help="a folder like the shipped sample (docs.jsonl, topics.tsv, "
-                   "segments.qrels)")
-    g.add_argument("--topics", nargs="+", metavar="QID", help="evaluate only these topics")
-    g.add_argument("--max-topics", type=positive_int, metavar="N", help="evaluate only the first N topics")
+                   "segments.qrels), e.g. --collection my_collection/")
+    g.add_argument("--topics", nargs="+", metavar="QID", help="evaluate only these topics, e.g. --topics t01 t02 t03")
+    g.add_argument("--max-topics", type=positive_int, metavar="N", help="evaluate only the first N topics, e.g. --max-topics 5")
     g = p.add_argument_group("systems (default offline: " + ", ".join(DEFAULT_SYSTEMS["offline"]) + "; with an "
                              "endpoint: " + ", ".join(DEFAULT_SYSTEMS["endpoint"]) + "; --llm embedded: "
                              + ", ".join(DEFAULT_SYSTEMS["embedded"]) + ")")
@@ -69,65 +69,65 @@ def add_demo_arguments(p) -> None:
                         "GENERATOR extractive (the offline baseline) or llm (default: extractive offline, else llm); "
                         "e.g. bm25:5, bm25-k3=bm25:3, dense:5:llm; repeat for several")
     g.add_argument("--run", action="append", default=[], metavar="NAME=PATH",
-                   help="a system's retrieved segments from a TREC run file (instead of retrieving)")
+                   help="a system's retrieved segments from a TREC run file (instead of retrieving), e.g. --run bm25=runs/bm25.run (repeat for several)")
     g.add_argument("--answers", action="append", default=[], metavar="NAME=PATH",
-                   help="a system's answers from a TREC RAG 2024/2025 answer file (instead of generating)")
+                   help="a system's answers from a TREC RAG 2024/2025 answer file (instead of generating), e.g. --answers mine=mine.answers.jsonl")
     g.add_argument("--assignments", action="append", default=[], metavar="NAME=PATH",
                    help="a system's nugget assignments from a nuggetizer assign JSONL (ManualAssign: instead of "
-                        "the LLM); its nuggets are used unless --nuggets is given")
+                        "the LLM); its nuggets are used unless --nuggets is given, e.g. --assignments mine=mine.assignments.jsonl")
     g.add_argument("-k", type=positive_int, help="segments given to the generator for systems of --run (default 5; "
-                   "with --dataset trec-ikat/2024 --generate: passages, default and maximum 20)")
+                   "with --dataset trec-ikat/2024 --generate: passages, default and maximum 20), e.g. -k 3")
     g.add_argument("--generate", choices=("resolved", "raw"), help="with --dataset trec-ikat/2024 and an endpoint: "
                    "also generate a cited answer per turn from each --run's passage ranking, scored as the system "
                    "RUN+gen-MODE (the licensed passages must be placed; resolved: the resolved utterance, raw: the "
-                   "utterance as typed with the history and the PTKB; docs/ikat.md)")
+                   "utterance as typed with the history and the PTKB; docs/ikat.md), e.g. --generate resolved")
     g = p.add_argument_group("evaluation condition and LLM")
     g.add_argument("--llm", choices=list(LLM_MODES), help="who judges: offline (hand-written or --nuggets "
                    "nuggets, similarity baseline judges, extractive answers; the default without an endpoint), "
                    "embedded (every LLM step on the embedded SmolLM2-135M: the end-to-end check of the LLM code, "
                    "slow and not a judge) or endpoint (the AutoNuggetizer on --base-url/--model or the "
-                   "environment; the default when one is configured)")
+                   "environment; the default when one is configured), e.g. --llm offline")
     g.add_argument("--nuggets", metavar="PATH", help="imported nuggets (nugget JSONL, e.g. post-edited or manual) "
                    "instead of creating them from the qrels (AutoNuggets)")
     g.add_argument("--base-url", help="an OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else the OpenAI API "
                    "when $OPENAI_API_KEY is set); the key is read from $OPENAI_API_KEY only (a local server without "
-                   "one gets the placeholder key EMPTY)")
-    g.add_argument("--model", help="the model name at that endpoint (default: $PYTERRIER_NUGGETS_MODEL)")
+                   "one gets the placeholder key EMPTY), e.g. --base-url http://localhost:8000/v1")
+    g.add_argument("--model", help="the model name at that endpoint (default: $PYTERRIER_NUGGETS_MODEL), e.g. --model gpt-4o-mini")
     g.add_argument("--concurrency", type=positive_int, default=8, help="the ceiling of LLM requests in flight; below it the "
-                   "client finds how many the endpoint takes (default 8)")
-    g.add_argument("--max-rpm", type=positive_number, metavar="N", help="requests per minute to stay under (a published quota)")
-    g.add_argument("--max-tpm", type=positive_number, metavar="N", help="tokens per minute to stay under (a published quota)")
+                   "client finds how many the endpoint takes (default 8), e.g. --concurrency 32")
+    g.add_argument("--max-rpm", type=positive_number, metavar="N", help="requests per minute to stay under (a published quota), e.g. --max-rpm 500")
+    g.add_argument("--max-tpm", type=positive_number, metavar="N", help="tokens per minute to stay under (a published quota), e.g. --max-tpm 200000")
     g.add_argument("--batch", action="store_true", help="OpenAI Batch API mode: the LLM requests go in batches (half "
                    "the price on OpenAI, answers within 24 h), one round per dependent step; resumable: an "
                    "interrupted run picks up its batches. The rounds and cost are printed before it starts")
     g.add_argument("--batch-poll", type=positive_number, default=30.0, metavar="SECONDS",
-                   help="seconds between polls of a running batch (default 30)")
+                   help="seconds between polls of a running batch (default 30), e.g. --batch-poll 60")
     g.add_argument("--dry-run", action="store_true", help="print the LLM requests per stage (and those already "
                    "cached), their tokens and cost, and the Batch API rounds; make no LLM call, write nothing")
     g.add_argument("--price", metavar="INPUT,OUTPUT", help="USD per million prompt and completion tokens, e.g. "
                    "0.15,0.60, for the cost in the dry run and after the run")
     g.add_argument("--batch-discount", type=share, default=0.5, metavar="F",
-                   help="share of the price taken off in Batch API mode (default 0.5, OpenAI's)")
+                   help="share of the price taken off in Batch API mode (default 0.5, OpenAI's), e.g. --batch-discount 0.5")
     g.add_argument("--frozen", action="store_true", help="replay every cached LLM answer, also those that failed "
                    "validation (a byte-identical re-run); by default a re-run asks the failed ones again")
     g.add_argument("--llm-cache", metavar="PATH", help="SQLite response cache (default: $PYTERRIER_NUGGETS_CACHE "
-                   "or ~/.cache/pyterrier-nuggets/llm-cache.sqlite)")
+                   "or ~/.cache/pyterrier-nuggets/llm-cache.sqlite), e.g. --llm-cache out/cache.sqlite")
     g.add_argument("--index-dir", metavar="DIR", help="where indexes are built and reused (default: "
-                   "~/.cache/pyterrier-nuggets/indexes)")
+                   "~/.cache/pyterrier-nuggets/indexes), e.g. --index-dir /data/indexes")
     g.add_argument("--max-nuggets", type=positive_int, metavar="N", help="nuggets created per topic (default 30, of which "
-                   "20 are kept, as in TREC RAG 2024; 10 with the embedded model)")
+                   "20 are kept, as in TREC RAG 2024; 10 with the embedded model), e.g. --max-nuggets 30")
     g.add_argument("--on-invalid", choices=["refuse", "drop"], default="refuse",
                    help="imported nugget/assignment files with invalid labels: refuse them (default) or drop those "
-                        "nuggets, reported in the notes (as export --on-invalid)")
+                        "nuggets, reported in the notes (as export --on-invalid), e.g. --on-invalid drop")
     g.add_argument("--strict", action="store_true", help="stop at the first failed LLM step (default: report "
                    "failures and leave the topics they touch out of the table for every system, never scored)")
     g.add_argument("--max-failed-share", type=share, default=0.1, metavar="F",
                    help="stop, without a table, when more than this share of a stage's LLM items failed (default "
                         "0.1); e.g. 0.5 to accept up to half")
     g.add_argument("--timeout", type=positive_number, default=120.0, metavar="SECONDS",
-                   help="seconds to wait for one LLM reply before it is retried (default 120)")
+                   help="seconds to wait for one LLM reply before it is retried (default 120), e.g. --timeout 300")
     g.add_argument("--max-retry-time", type=positive_number, default=600.0, metavar="SECONDS",
-                   help="seconds one request may spend in retries before it fails (default 600)")
+                   help="seconds one request may spend in retries before it fails (default 600), e.g. --max-retry-time 1800")
     g.add_argument("--no-plots", action="store_true", help="do not write the PNG plots")
 
 
@@ -235,7 +235,7 @@ def run_ikat_demo(args) -> int:
             "--matcher", matcher, "--out", args.out]
     argv += ["--no-plots"] * args.no_plots + ["--base-url", args.base_url] * bool(args.base_url) + \
         ["--model", args.model] * bool(args.model) + ["--generate", args.generate] * bool(args.generate) + \
-        ["--k", str(args.k)] * bool(args.k and args.generate) + \
+        ["-k", str(args.k)] * bool(args.k and args.generate) + \
         ["--timeout", str(args.timeout), "--max-retry-time", str(args.max_retry_time)]
     parser = argparse.ArgumentParser(prog="pyterrier-nuggets")  # the ikat command's own options and defaults
     ikat.add_parser(parser.add_subparsers())
@@ -305,6 +305,27 @@ def run_demo(args) -> int:
         print("\nLLM work per stage:\n" + llm.usage().to_text())
         if llm.batch:
             print("Batch API: " + ", ".join(f"{k} {v}" for k, v in llm.batch_stats.items()))
-    written = sorted(os.path.relpath(f, args.out) for f in result.files)  # exactly the files this run wrote
-    print(f"\nwritten to {args.out}: {', '.join(written)}\ntime: {result.seconds:.0f} s")
+    print("\n" + this_run(args.out, result.files) + f"\ntime: {result.seconds:.0f} s")
     return 0
+
+
+MANIFEST = "this_run.txt"
+
+
+def this_run(out_dir: str, files) -> str:
+    """Which files of ``out_dir`` this run wrote: listed in ``out_dir/this_run.txt`` (replaced by every run) and in
+    the returned lines, which also name the files of earlier runs left in the folder (never deleted: a run of other
+    systems leaves theirs)."""
+    from pyterrier_nuggets.formats import atomic_write
+    written = sorted(os.path.relpath(f, out_dir) for f in files) + [MANIFEST]
+    with atomic_write(os.path.join(out_dir, MANIFEST)) as f:
+        f.write("# the files the last pyterrier-nuggets demo run wrote in this folder; any other file here is older\n")
+        f.writelines(name + "\n" for name in written)
+    earlier = sorted(name for name in os.listdir(out_dir) if name not in written and not name.startswith(".")
+                     and os.path.isfile(os.path.join(out_dir, name)))
+    lines = [f"written to {out_dir} (listed in {MANIFEST}): {', '.join(written)}"]
+    if earlier:
+        lines.append(f"note: {out_dir} also holds {len(earlier)} file{'s' * (len(earlier) != 1)} of earlier runs, not "
+                     f"of this one: {', '.join(earlier[:6])}{', ...' if len(earlier) > 6 else ''} (give --out NEW_DIR "
+                     "for a folder of this run's files only)")
+    return "\n".join(lines)

@@ -46,3 +46,21 @@ def number(accept, requirement: str):
 probability = number(lambda v: 0 < v < 1, "between 0 and 1 (e.g. 0.05)")  # a significance or confidence level
 positive_number = number(lambda v: v > 0, "a number above 0")  # a rate, a number of seconds
 share = number(lambda v: 0 <= v < 1, "at least 0 and below 1 (e.g. 0.5)")  # a discount
+
+#: ``--on-invalid``: what a command does with invalid labels of an imported file (``formats.POLICIES``, spelled here
+#: so that building the parser imports no file format; tests/test_cli_help.py keeps the two equal)
+ON_INVALID = ("refuse", "drop")
+
+
+class DeprecatedAlias(argparse.Action):
+    """An old spelling of an option, kept hidden: it stores its value under the new option's name and says on stderr
+    which spelling to give instead (e.g. ``ikat --k 5`` -> ``-k 5``)."""
+
+    def __init__(self, option_strings, dest, new: str, command: str, **kwargs):
+        super().__init__(option_strings, dest, help=argparse.SUPPRESS, **kwargs)
+        self.new, self.command = new, command
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        import sys
+        print(f"warning: {self.command} {option_string} is deprecated: give {self.new} {values}", file=sys.stderr)
+        setattr(namespace, self.dest, values)

@@ -3,62 +3,63 @@ from __future__ import annotations
 
 import os
 
-from pyterrier_nuggets.cli.errors import UsageError, positive_int, positive_number, probability
+from pyterrier_nuggets.cli.errors import DeprecatedAlias, UsageError, positive_int, positive_number, probability
 
 GOLD_SETS = ("human", "human-dedup", "llm", "llm-dedup")
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("ikat", help="iKAT 2024 joint table: passage ranking measures and CONE-RAG nugget measures "
-                       "of submitted runs, per turn, by depth and personal turns, scatter plot")
+                       "of submitted runs, per turn, by depth and personal turns, scatter plot", description="The iKAT 2024 joint table: per system, the passage ranking measures (nDCG@5, P@20, R@20, R@1000, mAP over turns) next to the CONE-RAG nugget measures (Recall_NtR; Recall_NtN and Precision_NtN with extracted nuggets), with paired tests, per-turn values, breakdowns by turn depth and personal turns, and the nDCG@5 vs nugget recall plot; or the PTKB statement ranking table (--ptkb-run). Example: pyterrier-nuggets ikat --run runA.json --run runB.json --out out/ikat (docs/ikat.md)")
     p.add_argument("--run", action="append", default=[], metavar="RUN.json",
-                   help="an iKAT 2024 run file (official format); repeat for several runs")
+                   help="an iKAT 2024 run file (official format); repeat for several runs, e.g. --run runA.json --run runB.json")
     p.add_argument("--responses", metavar="FILE", help="CONE-RAG participant responses {turn: {run: text}}: each "
-                   "run is a system (no passage ranking)")
+                   "run is a system (no passage ranking), e.g. --responses automatic_responses.json")
     p.add_argument("--response-nuggets", metavar="FILE", help="CONE-RAG response nuggets of those runs: their "
-                   "'matched' lists are the extracted nuggets for Recall_NtN / Precision_NtN")
+                   "'matched' lists are the extracted nuggets for Recall_NtN / Precision_NtN, e.g. --response-nuggets automatic_response_nuggets.json")
     p.add_argument("--gold-nuggets", default="human", metavar="SET|FILE",
                    help=f"gold nuggets: {', '.join(GOLD_SETS)} (dataset trec-ikat/2024/gold-nuggets-SET) or a "
-                   "CONE-RAG gold nugget file (default human)")
-    p.add_argument("--qrels", help="passage qrels (default: those of trec-ikat/2024 when a run has a ranking)")
-    p.add_argument("--topics", help="iKAT topics JSON (default: the trec-ikat/2024 turns), for the breakdowns")
+                   "CONE-RAG gold nugget file (default human), e.g. --gold-nuggets human-dedup")
+    p.add_argument("--qrels", help="passage qrels (default: those of trec-ikat/2024 when a run has a ranking), e.g. --qrels ikat24.qrels")
+    p.add_argument("--topics", help="iKAT topics JSON (default: the trec-ikat/2024 turns), for the breakdowns, e.g. --topics 2024_test_topics.json")
     p.add_argument("--matcher", default="embedding", metavar="embedding[:T]|nli:PATH|llm",
                    help="NtR / NtN matcher: embedding (offline baseline, default: the thresholds calibrated on the "
                    "crowd labels for NtR and NtN; embedding:T one threshold T for both, agreement not measured), "
-                   "nli:PATH (a local NLI model folder), llm (--base-url / --model)")
+                   "nli:PATH (a local NLI model folder), llm (--base-url / --model), e.g. --matcher embedding:0.7")
     p.add_argument("--unanswered-turns", choices=("refuse", "leave-out"), default="refuse",
                    help="gold nugget turns no system answered: refuse (default: a turn id form that differs, or runs "
-                   "of other turns) or leave them out (the header says how many)")
-    p.add_argument("--base-url", help="OpenAI-compatible endpoint for --matcher llm")
-    p.add_argument("--model", help="model name for --matcher llm")
+                   "of other turns) or leave them out (the header says how many), e.g. --unanswered-turns leave-out")
+    p.add_argument("--base-url", help="OpenAI-compatible endpoint for --matcher llm, e.g. --base-url http://localhost:8000/v1")
+    p.add_argument("--model", help="model name for --matcher llm, e.g. --model gpt-4o-mini")
     p.add_argument("--timeout", type=positive_number, default=120.0, metavar="SECONDS",
-                   help="seconds to wait for one LLM reply before it is retried (default 120)")
+                   help="seconds to wait for one LLM reply before it is retried (default 120), e.g. --timeout 300")
     p.add_argument("--max-retry-time", type=positive_number, default=600.0, metavar="SECONDS",
-                   help="seconds one LLM request may spend in retries before it fails (default 600)")
-    p.add_argument("--only", nargs="+", metavar="RUN", help="only these runs of --responses")
-    p.add_argument("--baseline", help="system for the paired tests (default: the first)")
-    p.add_argument("--test", choices=("t", "wilcoxon"), default="t")
-    p.add_argument("--correction", help="multiple-testing correction (bonferroni, holm, ...)")
-    p.add_argument("--alpha", type=probability, default=0.05)
+                   help="seconds one LLM request may spend in retries before it fails (default 600), e.g. --max-retry-time 1800")
+    p.add_argument("--only", nargs="+", metavar="RUN", help="only these runs of --responses, e.g. --only run1 run2")
+    p.add_argument("--baseline", help="system for the paired tests (default: the first), e.g. --baseline runA")
+    p.add_argument("--test", choices=("t", "wilcoxon"), default="t", help="paired test against the baseline: t (default) or wilcoxon, e.g. --test wilcoxon")
+    p.add_argument("--correction", help="multiple-testing correction (bonferroni, holm, ...), e.g. --correction holm")
+    p.add_argument("--alpha", type=probability, default=0.05, help="significance level of the † marks (default 0.05), e.g. --alpha 0.01")
     p.add_argument("--generate", choices=("resolved", "raw"), help="with --run: generate a cited answer per turn "
                    "from the run's passage ranking (CitedGenerator; --base-url / --model) and score it as a system "
                    "RUN+gen-MODE: 'resolved' shows the LLM the resolved utterance, 'raw' the utterance as typed with "
                    "the conversation history and the PTKB statements. Passage texts come from the trec-ikat/2024 "
                    "ClueWeb22-B passages (licensed, placed by the user; docs/datasets.md). The generated runs are "
-                   "written to OUT/RUN+gen-MODE.json in the official iKAT format")
+                   "written to OUT/RUN+gen-MODE.json in the official iKAT format, e.g. --generate resolved")
     p.add_argument("--extract", action="store_true", help="extract nuggets from every system's responses with the "
                    "CONE-RAG extractor (NuggetExtractor, [cone-rag §4.1 Table 3] prompt; --base-url / --model), given the "
                    "resolved utterance, for Recall_NtN / Precision_NtN (instead of --response-nuggets)")
-    p.add_argument("--k", type=positive_int, default=20, help="with --generate: passages shown to the LLM per turn "
-                   "(default and maximum 20)")
+    p.add_argument("-k", type=positive_int, default=20, help="with --generate: passages shown to the LLM per turn "
+                   "(default and maximum 20), e.g. -k 10")
+    p.add_argument("--k", type=positive_int, action=DeprecatedAlias, dest="k", new="-k", command="ikat")
     p.add_argument("--ptkb-run", action="append", default=[], metavar="[NAME=]RUN",
                    help="PTKB statement ranking (TREC run: turn Q0 statement_id rank score tag), evaluated with "
                    "nDCG@3, P@3, R@3, AP against the PTKB qrels; repeat for several runs (NAME: default the file "
-                   "name). Statement ids must be the keys of the conversation's ptkb in the topics")
+                   "name). Statement ids must be the keys of the conversation's ptkb in the topics, e.g. --ptkb-run mine=ptkb.run")
     p.add_argument("--ptkb-qrels", metavar="QRELS", help="PTKB qrels (default: those of trec-ikat/2023/ptkb, the "
-                   "NIST PTKB assessments); --topics then defaults to the trec-ikat/2023 turns")
-    p.add_argument("--out", default="out/ikat", help="output folder (default out/ikat)")
-    p.add_argument("--no-plots", action="store_true")
+                   "NIST PTKB assessments); --topics then defaults to the trec-ikat/2023 turns, e.g. --ptkb-qrels ptkb.qrels")
+    p.add_argument("--out", default="out/ikat", help="output folder (default out/ikat), e.g. --out out/ikat")
+    p.add_argument("--no-plots", action="store_true", help="do not write the scatter plot (ikat.scatter.png, .pdf, .svg)")
     p.set_defaults(func=run)
 
 
@@ -145,7 +146,7 @@ def run(args) -> int:
         raise UsageError("--run and --responses make systems with and without passage rankings; give one kind")
     if args.generate and not args.run:
         raise UsageError("--generate needs --run (it generates from the run's passage ranking)")
-    check_reference_count(args.k, "--k")
+    check_reference_count(args.k, "-k")
     inputs = args.run + list(ptkb_runs.values()) + [f for f in (args.responses, args.response_nuggets, args.qrels,
                                                                  args.topics, args.ptkb_qrels) if f]
     if args.gold_nuggets not in GOLD_SETS and not ptkb_runs:
@@ -273,7 +274,7 @@ def _generated_systems(args, llm, systems: list, topics: list, paths: dict[str, 
 
 
 def _generate(args, llm, systems: list, topics: list) -> list:
-    """One system per run: the run's passage ranking, answers generated from its top ``--k`` passages."""
+    """One system per run: the run's passage ranking, answers generated from its top ``-k`` passages."""
     import ir_datasets
 
     from pyterrier_nuggets.evaluation import ikat

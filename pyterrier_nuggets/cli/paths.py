@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import os
 
-from pyterrier_nuggets.formats import InputError, check_outputs
-
 
 def check_inputs(*paths: str) -> None:
     """Each path is an existing, readable file, else an InputError naming it."""
+    from pyterrier_nuggets.formats import InputError
     for path in paths:
         if not os.path.exists(path):
             raise InputError(path, None, None, "no such file")
@@ -21,4 +20,5 @@ def check_inputs(*paths: str) -> None:
 def check_output(path: str, inputs: list[str], option: str) -> None:
     """``path`` (given by ``option``) may be written: it is none of ``inputs`` (also through a link), not a
     folder, and no file stands where its folders would be (:func:`pyterrier_nuggets.formats.check_outputs`)."""
+    from pyterrier_nuggets.formats import check_outputs
     check_outputs({option: path}, {f"input {p}": p for p in inputs})

@@ -3,17 +3,18 @@ from __future__ import annotations
 
 import sys
 
-from pyterrier_nuggets import formats
+from pyterrier_nuggets.cli.errors import ON_INVALID
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("score", help="per-topic nugget scores of an assignment JSONL")
-    p.add_argument("--assignments", required=True)
-    p.add_argument("--on-invalid", choices=formats.POLICIES, default="refuse")
+    p = sub.add_parser("score", help="per-topic nugget scores of an assignment JSONL", description="Per-topic nugget scores (V_strict, V, W_strict, W, A_strict, A) of each run of an assignment JSONL, tab-separated, with the mean over the topics. Example: pyterrier-nuggets score --assignments mine.assignments.jsonl")
+    p.add_argument("--assignments", required=True, help="a nuggetizer assignment JSONL (one answer a line, its nuggets and their assignment), e.g. --assignments mine.assignments.jsonl")
+    p.add_argument("--on-invalid", choices=ON_INVALID, default="refuse", help="nuggets with invalid labels: refuse the file (default) or drop those nuggets, reported on stderr, e.g. --on-invalid drop")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    from pyterrier_nuggets import formats
     from pyterrier_nuggets.evaluation import score_assignments
     data = formats.read_assignments(args.assignments, on_invalid=args.on_invalid)
     for name in sorted({a.run_id for a in data.answers}):

@@ -29,10 +29,10 @@ def add_parser(sub) -> None:
                        "evaluation run per run, the judges' files, per-topic scores and the toolkit's support metric "
                        "rows into --out, all or nothing.")
     p.add_argument("--answers", action="append", required=True, metavar="FILE",
-                   help="answer JSONL in the TREC RAG 2025/2026 form; repeat for several files")
+                   help="answer JSONL in the TREC RAG 2025/2026 form; repeat for several files, e.g. --answers run1.jsonl --answers run2.jsonl")
     p.add_argument("--rules", choices=("2026", "2025"), default="2026",
                    help="2026 (default): at most 1,024 words and 0-3 citations per answer object are checked; "
-                   "2025: the format only")
+                   "2025: the format only, e.g. --rules 2025")
     p.add_argument("--nuggets", metavar="FILE|ID", help="nugget JSONL or an ir_datasets id whose docs are nuggets "
                    "(e.g. msmarco-segment-v2.1/trec-rag-2025/dev-nuggets): assign them (V_strict ... A; "
                    "SubNarrativeCoverage when they name sub-narratives)")
@@ -41,14 +41,14 @@ def add_parser(sub) -> None:
     p.add_argument("--support", action="store_true", help="judge every citation of every answer (SupportJudge, "
                    "citations='all'); the cited texts come from --docs")
     p.add_argument("--support-assignments", action="append", default=[], metavar="FILE",
-                   help="the toolkit's support assignment JSONL instead of judging (labels 2/1/0/-1)")
+                   help="the toolkit's support assignment JSONL instead of judging (labels 2/1/0/-1), e.g. --support-assignments support.jsonl")
     p.add_argument("--docs", metavar="FILE|ID", help="texts of the cited documents or segments: JSONL {docno, text} "
-                   "or an ir_datasets id with a docstore")
+                   "or an ir_datasets id with a docstore, e.g. --docs cited_segments.jsonl")
     p.add_argument("--topics", metavar="FILE|ID", help="the topics' text for the judges (TSV qid<TAB>text or an "
-                   "ir_datasets id); default: the answers' narrative, else the nugget file's query")
-    p.add_argument("--base-url", help="OpenAI-compatible endpoint of the LLM judges")
-    p.add_argument("--model", help="model name of the LLM judges")
-    p.add_argument("--out", required=True, help="output folder")
+                   "ir_datasets id); default: the answers' narrative, else the nugget file's query, e.g. --topics topics.tsv")
+    p.add_argument("--base-url", help="OpenAI-compatible endpoint of the LLM judges, e.g. --base-url http://localhost:8000/v1")
+    p.add_argument("--model", help="model name of the LLM judges, e.g. --model gpt-4o-mini")
+    p.add_argument("--out", required=True, help="output folder, e.g. --out out/trec-rag")
     p.set_defaults(func=run)
 
 

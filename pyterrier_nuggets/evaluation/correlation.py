@@ -28,7 +28,7 @@ import pandas as pd
 
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.evaluation import statistics
-from pyterrier_nuggets.formats import InputError
+from pyterrier_nuggets.formats import InputError, counted
 
 LEVELS = ("run", "topic", "all")
 STATISTICS = ("kendall_tau", "spearman_rho", "tau_ap")
@@ -141,21 +141,22 @@ class Correlation:
 
     def to_text(self, max_swaps: int = 10) -> str:
         lines = [f"Rank correlation of {self.measure} between A = {self.label_a} (reference) and "
-                 f"B = {self.label_b}: {len(self.systems)} system{'s' * (len(self.systems) != 1)}"
-                 + (f", {len(self.topics)} topics in common" if self.topics else " (run-level scores)")]
-        header = f"{'level':<32}{'n':>6}{'Kendall τ-b':>13}{'Spearman ρ':>13}{'τ_AP':>13}"
+                 f"B = {self.label_b}: {counted(len(self.systems), 'system')}"
+                 + (f", {counted(len(self.topics), 'topic')} in common" if self.topics else " (run-level scores)")]
+        w = 16  # a statistic's column: holds its interval, e.g. "[-0.07, -0.51]", with two spaces before it
+        header = f"{'level':<32}{'n':>6}{'Kendall τ-b':>{w}}{'Spearman ρ':>{w}}{'τ_AP':>{w}}"
         lines += [header, "-" * len(header)]
         names = {"run": "run level (system means)", "topic": "per topic, averaged", "all": "all topic/system pairs"}
         for name, lv in self.levels.items():
-            lines.append(f"{names[name]:<32}{lv.n:>6}{_fmt(lv.kendall_tau):>13}{_fmt(lv.spearman_rho):>13}"
-                         f"{_fmt(lv.tau_ap):>13}")
+            lines.append(f"{names[name]:<32}{lv.n:>6}{_fmt(lv.kendall_tau):>{w}}{_fmt(lv.spearman_rho):>{w}}"
+                         f"{_fmt(lv.tau_ap):>{w}}")
             if lv.ci:
                 pct = f"{self.confidence:.0%}"
                 lines.append(f"{'  ' + pct + ' CI (bootstrap, topics)':<38}"
-                             + "".join(f"{'[' + _fmt(lo, 2) + ', ' + _fmt(hi, 2) + ']':>13}"
+                             + "".join(f"{'[' + _fmt(lo, 2) + ', ' + _fmt(hi, 2) + ']':>{w}}"
                                        for lo, hi in (lv.ci[s] for s in STATISTICS)))
             if lv.skipped:
-                lines.append(f"  ({lv.skipped} topic(s) left out: one evaluation ties every system there)")
+                lines.append(f"  ({counted(lv.skipped, 'topic')} left out: one evaluation ties every system there)")
         with_b = [name for name, lv in self.levels.items() if "b" in lv.tau_ap_variant]
         if with_b:
             lines.append(f"τ_AP: τ_AP,b of Urbano & Marrero (A has ties) at the {', '.join(with_b)} level(s)"
@@ -383,16 +384,30 @@ def read_score_table(path: str, measures: Sequence[str] | None = None) -> pd.Dat
                          "save the file as UTF-8") from None
 
 
+#: what a score table looks like, for the errors of :func:`read_score_table`
+SCORE_TABLE_FORMS = ("a CSV file with a header line: system,qid,measure,value (per topic, e.g. the table command's "
+                     "PREFIX.perquery.csv), system,measure,value or system,M1,M2,... (run level, e.g. PREFIX.csv)")
+
+
 def _read_score_table(path: str, measures: Sequence[str] | None) -> pd.DataFrame:
     with open(path, encoding="utf-8-sig", newline="") as f:
+        first = f.readline()
+        if first.lstrip().startswith(("{", "[")):  # JSON or JSONL: not a score table (and its line is no header)
+            raise InputError(path, 1, None, "is JSON, not a score table",
+                             f"give {SCORE_TABLE_FORMS}; of the JSONL files only an arena's battles.jsonl is "
+                             "read (measure arena_score), or a qrels file with --runs-a/--runs-b")
+        f.seek(0)
         reader = csv.reader(f)
         header = [h.strip() for h in next(reader, [])]
         if not any(header):
-            raise InputError(path, 1, None, "empty file", "expected a CSV header such as system,qid,measure,value")
+            raise InputError(path, 1, None, "empty file", f"expected {SCORE_TABLE_FORMS}")
         name = next((c for c in _NAME_COLUMNS if c in header), None)
         if name is None:
-            raise InputError(path, 1, "system", f"missing from the header {header}",
-                             "a score table has a 'system' column (or pt.Experiment's 'name')")
+            shown = ",".join(header)
+            shown = shown if len(shown) <= 80 else shown[:77] + "..."
+            raise InputError(path, 1, "system", f"missing from the header line ({shown})",
+                             f"expected {SCORE_TABLE_FORMS} ('name' of pt.Experiment and 'run_id' of an arena "
+                             "leaderboard.csv are read as 'system')")
         rows: list[tuple[int, dict[str, str]]] = []
         for row in reader:
             if any(c.strip() for c in row):

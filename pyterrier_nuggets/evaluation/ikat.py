@@ -30,7 +30,7 @@ import pandas as pd
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.evaluation.cone import NuggetToNugget, NuggetToResponse
 from pyterrier_nuggets.evaluation.table import JointTable, System, joint_table
-from pyterrier_nuggets.formats import NuggetSet, as_nugget_set, atomic_write, nugget_qrels, write_all
+from pyterrier_nuggets.formats import NuggetSet, as_nugget_set, atomic_write, counted, nugget_qrels, write_all
 from pyterrier_nuggets.matchers import NTN_THRESHOLD, EmbeddingMatcher, as_matcher
 
 RETRIEVAL = ["nDCG@5", "P@20", "R@20", "R@1000", "AP"]  # [cone-rag §5.4] / Table 11 (AP = mAP over turns)
@@ -70,8 +70,9 @@ class IkatTable:
     def write(self, out_dir: str, plot: bool = True, extra: Mapping[str, Callable[[str], object]] | None = None
               ) -> list[str]:
         """``PREFIX.csv``, ``.md``, ``.tex``, ``.perquery.csv``, ``.perturn.csv``, ``.breakdowns.csv`` and (when
-        there are nDCG@5 and a nugget recall) ``PREFIX.scatter.png`` in ``out_dir`` (:func:`output_paths`), with
-        the ``extra`` writers (path -> writer of a temporary path), all or none."""
+        there are nDCG@5 and a nugget recall) the scatter plot ``PREFIX.scatter.png``, ``.pdf``, ``.svg``
+        (:func:`~pyterrier_nuggets.evaluation.plots.joint_figure`) in ``out_dir`` (:func:`output_paths`), with the
+        ``extra`` writers (path -> writer of a temporary path), all or none."""
         os.makedirs(out_dir, exist_ok=True)
         paths = output_paths(out_dir, self.prefix)
         t = self.table
@@ -88,39 +89,24 @@ class IkatTable:
         writers = {paths[s]: text_writer(x) for s, x in texts.items()}
         recall = next((m for m in ("Recall_NtN", "Recall_NtR") if m in t.means.columns), None)
         if plot and "nDCG@5" in t.means.columns and recall:
-            title = self.header().split("\n")[0]
-            writers[paths[".scatter.png"]] = lambda path: scatter(t.means, "nDCG@5", recall, path, title)
+            from pyterrier_nuggets.evaluation.plots import figure_writers, joint_figure
+            turns = t.per_query["qid"].nunique()
+            matcher = self.labels.get(f"{recall[-3:]} matcher", self.labels.get("matcher", "not named"))
+            title = f"iKAT: {counted(len(t.means), 'system')} (means), {counted(turns, 'turn')}\nmatcher: {matcher}"
+            writers.update(figure_writers(lambda: joint_figure(t, "nDCG@5", recall, title=title),
+                                          paths[".scatter.png"]))
         writers.update(extra or {})
         return write_all(writers)
 
 
-OUTPUT_SUFFIXES = (".csv", ".md", ".tex", ".perquery.csv", ".perturn.csv", ".breakdowns.csv", ".scatter.png")
+OUTPUT_SUFFIXES = (".csv", ".md", ".tex", ".perquery.csv", ".perturn.csv", ".breakdowns.csv", ".scatter.png",
+                   ".scatter.pdf", ".scatter.svg")
 
 
 def output_paths(out_dir: str, prefix: str = "ikat") -> dict[str, str]:
     """Suffix -> path of every file :meth:`IkatTable.write` may write (for ``formats.check_outputs`` before
     any work)."""
     return {suffix: os.path.join(out_dir, prefix + suffix) for suffix in OUTPUT_SUFFIXES}
-
-
-def scatter(means: pd.DataFrame, x: str, y: str, path: str, title: str = "") -> str:
-    """One point per system, ``x`` against ``y`` ([cone-rag Figure 1]: Recall_NtN vs nDCG@5), PNG."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(6, 4.5))
-    ax.scatter(means[x], means[y])
-    for name in means.index:
-        ax.annotate(str(name), (means.loc[name, x], means.loc[name, y]), fontsize=7, xytext=(3, 3),
-                    textcoords="offset points")
-    ax.set_xlabel(x)
-    ax.set_ylabel(y)
-    if title:
-        ax.set_title(title, fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, format="png", dpi=120)
-    plt.close(fig)
-    return path
 
 
 def turn_facts(topics: Sequence[Any]) -> pd.DataFrame:
@@ -250,6 +236,7 @@ def ikat_table(systems: Sequence[IkatSystem], gold_nuggets: Any, passage_qrels: 
     table = joint_table(table_systems, nugget_qrels(gold), passage_qrels if all(ranked) else None,
                         answer_measures=measures, retrieval_measures=list(retrieval_measures), baseline=baseline,
                         alpha=alpha, test=test, correction=correction)
+    table.unit = "turn"  # iKAT's queries are conversation turns
     per_turn, breakdowns = _per_turn(table, topics)
     labels = {"gold nuggets": f"{gold_label} ({len(gold)} nuggets)"}
     if all(with_nuggets) and ntn_matcher is not ntr_matcher:
@@ -330,7 +317,7 @@ def ptkb_table(runs: Mapping[str, pd.DataFrame], qrels: Any, topics: Sequence[An
     systems = [System(name, None, run[["qid", "docno", "score"]]) for name, run in runs.items()]
     table = joint_table(systems, qrels, qrels, answer_measures=[], retrieval_measures=list(measures),
                         baseline=baseline, alpha=alpha, test=test, correction=correction)
+    table.unit = "turn"
     per_turn, breakdowns = _per_turn(table, topics)
-    turns = table.per_query["qid"].nunique()
-    labels = {"task": "PTKB statement ranking", "qrels": f"{qrels_label} ({turns} turns)"}
+    labels = {"task": "PTKB statement ranking", "qrels": f"{qrels_label} ({counted(table.per_query['qid'].nunique(), 'turn')})"}
     return IkatTable(table, per_turn, breakdowns, labels, prefix="ptkb")

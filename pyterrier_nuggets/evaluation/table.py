@@ -27,6 +27,7 @@ from pyterrier_nuggets.evaluation.measures import ANSWER_MEASURES, RETRIEVAL_MEA
 from pyterrier_nuggets.formats import (
     LeaderboardRow,
     atomic_write,
+    counted,
     read_leaderboard,
     read_qrels_rows,
     read_run_rows,
@@ -157,6 +158,8 @@ class JointTable:
     :param provenance: table-wide labels, e.g. ``{"nuggets": ..., "assignment": ..., "support": ...}``; printed
         above the table (text, Markdown), as comments (LaTeX) and as columns (CSV).
     :param system_provenance: per-system labels, e.g. ``{"bm25-k3": {"generation": ...}}``.
+    :param unit: what a ``qid`` of ``per_query`` is, in the singular, for the notes: ``"topic"`` (default) or
+        ``"turn"`` (iKAT: "Means over 205 turns").
     :param arena: the arena leaderboard's rows (:class:`~pyterrier_nuggets.formats.LeaderboardRow`) shown as the
         ``Arena`` column with their intervals, or ``None`` (:meth:`set_arena`).
     """
@@ -181,6 +184,7 @@ class JointTable:
     # the arena rating of each system (a leaderboard: docs/arena.md), a column with its interval; not a mean of
     # topics, so no paired test
     arena: dict[str, LeaderboardRow] = field(default_factory=dict)
+    unit: str = "topic"
 
     def set_arena(self, rows: Sequence[LeaderboardRow] | str) -> None:
         """Show an arena leaderboard (rows, or a ``leaderboard.csv`` path) as the table's ``Arena`` column: the
@@ -235,14 +239,14 @@ class JointTable:
         for m in self.means.columns:
             groups.setdefault(counts[m], []).append(m)
         if len(groups) == 1:
-            note = f"Means over {next(iter(groups))} topics."
+            note = f"Means over {counted(next(iter(groups)), self.unit)}."
         else:  # e.g. topics without nuggets: the nugget measures average over fewer topics
-            note = "Means over the topics of each measure's qrels: " + "; ".join(
+            note = f"Means over the {self.unit}s of each measure's qrels: " + "; ".join(
                 f"{', '.join(ms)}: {n}" for n, ms in groups.items()) + "."
         if self.baseline:
             test = "paired t-test" if self.test == "t" else "Wilcoxon signed-rank test"
             corrected = f", {self.correction}-corrected over the table" if self.correction else ""
-            note += f" † = {test} against {self.baseline}, p < {self.alpha}{corrected}."
+            note += f" † = significantly different from {self.baseline} ({test}, p < {self.alpha}{corrected})."
         if self.arena:
             first = next(iter(self.arena.values()))
             over = "topics" if not math.isnan(first.ci_low_topics) else "battles"
@@ -256,7 +260,7 @@ class JointTable:
                      + (f"; not in the leaderboard: {', '.join(missing)}" if missing else "") + ".")
         if self.compare_label:
             systems, topics = self.compare_counts
-            over = f"means over the {topics} topics both have" if topics else "run-level scores"
+            over = f"means over the {counted(topics, self.unit)} both have" if topics else "run-level scores"
             note += (f" Kendall's τ-b of the system ordering against {self.compare_label} ({systems} systems, {over}): "
                      + "; ".join(f"{m} {'n/a' if math.isnan(t) else f'{t:.3f}'}" for m, t in self.comparison.items())
                      + ".")
@@ -278,12 +282,17 @@ class JointTable:
         return "\n".join(out) + "\n\n" + self._note() + "\n"
 
     def to_latex(self) -> str:
+        """The table as LaTeX that compiles as it is: ``\\input`` it (e.g. in a ``table`` float) in a document
+        that loads booktabs. Names are escaped, † is ``$^\\dagger$`` and the note (topics, test, comparison)
+        follows the tabular as a footnote-sized paragraph; the provenance is in comments above it."""
         header = ["System"] + self._columns()
-        lines = [f"% {line}" for line in self.provenance_lines()]
+        lines = [r"% needs \usepackage{booktabs}; e.g. \begin{table}\centering\input{joint_table.tex}\end{table}"]
+        lines += [f"% {line}" for line in self.provenance_lines()]
         lines += [r"\begin{tabular}{l" + "r" * (len(header) - 1) + "}", r"\toprule",
-                 " & ".join(_latex(h) for h in header) + r" \\", r"\midrule"]
+                  " & ".join(_latex(h) for h in header) + r" \\", r"\midrule"]
         lines += [" & ".join(_latex(c) for c in r) + r" \\" for r in self._cells()]
-        lines += [r"\bottomrule", r"\end{tabular}", "% " + self._note()]
+        lines += [r"\bottomrule", r"\end{tabular}", r"\par\smallskip",
+                  r"{\footnotesize " + _latex(self._note()) + r"\par}"]
         return "\n".join(lines) + "\n"
 
     def to_csv(self) -> str:
@@ -464,8 +473,12 @@ def _compare(table: JointTable, other, label: str | None) -> None:
     table.compare_label = label or "the other evaluation"
 
 
+# LaTeX for the characters of names and notes that are special to it or that pdfLaTeX's default fonts lack
 _LATEX = {"\\": r"\textbackslash{}", "_": r"\_", "&": r"\&", "%": r"\%", "#": r"\#", "$": r"\$",
-          "{": r"\{", "}": r"\}", "†": r"$^\dagger$"}
+          "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "<": r"$<$", ">": r"$>$",
+          "†": r"$^\dagger$", "τ": r"$\tau$", "ρ": r"$\rho$", "κ": r"$\kappa$", "α": r"$\alpha$", "≥": r"$\geq$",
+          "≤": r"$\leq$", "×": r"$\times$", "–": "--", "—": "---", "…": r"\ldots{}", "“": "``", "”": "''",
+          "’": "'", "\u00a0": "~"}
 
 
 def _latex(text: str) -> str:

@@ -80,6 +80,7 @@ from pyterrier_nuggets.formats.files import (
     check_outputs,
     check_run_tag,
     check_topic_id,
+    counted,
     load_json,
     read_jsonl,
     read_lines,
@@ -171,7 +172,7 @@ from pyterrier_nuggets.formats.trec import (
 __all__ = [
     "IkatRun", "ikat_answers", "ikat_ranking", "ikat_run_from_frames", "parse_ikat_run", "read_ikat_run", "read_ptkb_run", "write_ikat_run",
     "InputError", "InvalidLabel", "InvalidLabelReport", "InvalidLabelsError", "POLICIES",
-    "read_lines", "read_jsonl", "load_json", "write_jsonl", "shown_path", "atomic_write", "check_outputs", "write_all", "check_topic_id",
+    "read_lines", "read_jsonl", "load_json", "write_jsonl", "counted", "shown_path", "atomic_write", "check_outputs", "write_all", "check_topic_id",
     "check_run_tag", "run_tag_problem",
     "one_run", "check_support", "check_assignments_answers", "check_assignment_nuggets", "check_response_nuggets",
     "NuggetSet", "read_nuggets", "write_nuggets", "write_nugget_qrels", "read_nugget_qrels", "sub_narratives",

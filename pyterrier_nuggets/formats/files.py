@@ -28,7 +28,7 @@ from datasets_ext.reading import (
 )
 from ir_measures_ext.errors import InvalidInput
 
-__all__ = ["InputError", "DroppedLabelsWarning", "InvalidLabel", "InvalidLabelReport", "InvalidLabelsError", "POLICIES", "check_policy",
+__all__ = ["InputError", "DroppedLabelsWarning", "InvalidLabel", "InvalidLabelReport", "InvalidLabelsError", "POLICIES", "check_policy", "counted",
            "finish_report", "read_lines", "read_jsonl", "read_columns", "load_json", "write_jsonl", "atomic_write", "get_field",
            "get_qid", "topic_id_problem", "check_topic_id", "check_outputs", "write_all", "shown_path", "run_tag_problem",
            "check_run_tag"]
@@ -124,6 +124,15 @@ def finish_report(report: InvalidLabelReport) -> None:
 
 
 _SAMPLE_ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "sample")
+
+
+def counted(n: int, noun: str) -> str:
+    """A count and its noun as tables and notes write it: ``1 topic``, ``12 topics``, ``0 turns``.
+
+    :param n: the count.
+    :param noun: the noun in the singular (``"topic"``, ``"turn"``, ``"system"``); the plural adds ``s``.
+    """
+    return f"{n} {noun if n == 1 else noun + 's'}"
 
 
 def shown_path(path: str | os.PathLike) -> str:

@@ -32,6 +32,7 @@ import pyterrier as pt
 
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.llm import LLMClient, Outcome
+from pyterrier_nuggets.llm.embedded import announce_embedded
 from pyterrier_nuggets.prompts import REASK_LIST, load_prompt
 
 FAILED = "failed"  # the label of a failed judgment in frames kept for inspection (on_failure="mark")
@@ -212,6 +213,9 @@ class LLMJudge(FailurePolicy, pt.Transformer):
     plan_reads: ClassVar[tuple[str, ...]] = ()
 
     repr_params: ClassVar[tuple[str, ...]] = ()  # the attributes that name the judge's setting in its repr
+    # the step judges (creates, labels, scores): on the embedded model it says once that these judgments mean
+    # nothing; a step that only writes answers (CitedGenerator) sets False, its answers are labelled in the tables
+    judges: ClassVar[bool] = True
 
     llm: Any
     prompt: Any
@@ -283,6 +287,8 @@ class LLMJudge(FailurePolicy, pt.Transformer):
             return self._memo[memo_key]
         if self.plan_reads and llm.mode == "plan":
             llm.plan_reads(self.step, self.plan_reads)
+        if self.judges and llm.embedded:
+            announce_embedded()
         outcome = llm.ask(messages, parse, reask=self.reask, max_reasks=self.max_reasks, json_schema=json_schema,
                           stage=self.step, plan_reply=plan_reply, plan_note=self.plan_assumption or None, **params)
         if outcome.ok and not outcome.planned and memo_key is not None:

@@ -348,6 +348,7 @@ class CitedGenerator(LLMJudge):
 
     step = "generate"
     step_name = "answer generation"
+    judges = False  # it writes answers; the tables label them (on the embedded model: "a tiny model, not a judge")
     repr_params = ("k", "max_words", "run_id")
     failure_policies = {"raise": "stop with an error once all topics ran",
                         "exclude": "a failed topic gets no answer (its row is left out), listed in .failures"}

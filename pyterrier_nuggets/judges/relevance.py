@@ -1,6 +1,6 @@
 """LLM relevance judging in the UMBRELA style: a 0-3 grade per (query, segment).
 
-Seed 000 §4.1.1 / §4.3 (and [autonuggetizer §3.1]): in the fully automatic condition, nuggets are created from the
+[nugget-recall] §4.1.1 / §4.3 (and [autonuggetizer §3.1]): in the fully automatic condition, nuggets are created from the
 segments that UMBRELA judged at least "related" (grade >= 1). :class:`RelevanceJudge` produces those
 judgments as a PyTerrier qrels-like frame (``qid, query, docno, text, label``) that
 :class:`~pyterrier_nuggets.judges.nuggets.NuggetCreator` takes as is (its ``min_grade`` chooses the threshold):

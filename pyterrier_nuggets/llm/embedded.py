@@ -31,11 +31,13 @@ _announced = False
 
 
 def announce_embedded() -> None:
+    """Say once per process, on stderr, that a judging step runs on the embedded model (called by the judges,
+    ``judges.base.LLMJudge``, not for answers it only writes: those are labelled in the tables)."""
     global _announced
     if not _announced:
         _announced = True
-        print(f"pyterrier-nuggets: LLM steps on the embedded {EMBEDDED_MODEL} on CPU, as asked. It is a tiny model "
-              "for trying the pipeline, not a judge: what it writes and judges is not meaningful.", file=sys.stderr)
+        print(f"pyterrier-nuggets: judging steps run on the embedded {EMBEDDED_MODEL} on CPU, as asked. It is a tiny "
+              "model for trying the pipeline, not a judge: its judgments are not meaningful.", file=sys.stderr)
 
 
 def find_embedded_model() -> str:

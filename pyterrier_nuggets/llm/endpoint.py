@@ -24,7 +24,6 @@ from pyterrier_nuggets.llm.config import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
 from pyterrier_nuggets.llm.embedded import (
     EMBEDDED_BASE_URL,
     EMBEDDED_MODEL,
-    announce_embedded,
     embedded_http_client,
     find_embedded_model,
 )
@@ -156,7 +155,6 @@ class Endpoint:
             self.base_url, self.model, secret = EMBEDDED_BASE_URL, model or EMBEDDED_MODEL, "embedded"
             http_client = embedded_http_client(self.embedded_model_path)
             self.url = f"embedded:{Path(self.embedded_model_path).name}"
-            announce_embedded()
         else:
             self.embedded_model_path = None
             self.base_url = base_url

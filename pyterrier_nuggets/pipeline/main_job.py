@@ -515,7 +515,7 @@ def _check_inputs_outside(out_dir: str, systems: Sequence[SystemSpec], nuggets_p
         if not os.path.isfile(path):
             raise formats.InputError(path, None, option, "no such file")
         here = os.path.dirname(os.path.realpath(path)) == os.path.realpath(out_dir)
-        if here and (os.path.basename(path) in names or path.endswith(".png")):
+        if here and (os.path.basename(path) in names or path.endswith((".png", ".pdf", ".svg"))):
             raise formats.InputError(path, None, option, f"is in the output folder {out_dir} under a name the job "
                                      "writes; an output never replaces an input", "choose another --out folder")
 

@@ -1,0 +1,81 @@
+"""Every option of every subcommand says what it does, with an example (issue 28); help texts, plot titles and
+table notes say no internal jargon (no "seed 001": papers are named by their short key)."""
+import argparse
+import re
+
+import pytest
+
+from pyterrier_nuggets import cli, formats
+from pyterrier_nuggets.cli.errors import ON_INVALID, DeprecatedAlias
+
+
+def parsers():
+    """(command path, parser) of the command line and of every subcommand, at any depth."""
+    root = cli.build_parser()
+    todo = [("pyterrier-nuggets", root)]
+    while todo:
+        name, parser = todo.pop(0)
+        yield name, parser
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                todo += [(f"{name} {sub}", p) for sub, p in action.choices.items()]
+
+
+def options():
+    for name, parser in parsers():
+        for action in parser._actions:
+            if not isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
+                yield name, "/".join(action.option_strings) or action.dest, action
+
+
+@pytest.mark.parametrize("command, parser", list(parsers()), ids=lambda x: x if isinstance(x, str) else "")
+def test_every_subcommand_has_a_description(command, parser):
+    if command != "pyterrier-nuggets":
+        assert parser.description and len(parser.description) > 20, f"{command}: no description"
+
+
+def test_every_option_has_help_with_an_example():
+    missing, no_example = [], []
+    for command, option, action in options():
+        if isinstance(action, DeprecatedAlias):
+            assert action.help == argparse.SUPPRESS  # a hidden alias: the new spelling is documented
+            continue
+        if not action.help or action.help == argparse.SUPPRESS:
+            missing.append(f"{command} {option}")
+        elif action.nargs != 0 and "e.g." not in action.help:  # an option with a value shows one
+            no_example.append(f"{command} {option}")
+    assert not missing, f"options without help: {missing}"
+    assert not no_example, f"options whose help gives no example (e.g. ...): {no_example}"
+
+
+def test_no_seed_numbers_or_the_word_in_help():
+    for command, parser in parsers():
+        texts = [parser.description or ""] + [a.help or "" for a in parser._actions]
+        for text in texts:
+            assert not re.search(r"(?<!-)\bseed\s*0*\d", text, re.I), f"{command}: {text}"  # "seed 001 Fig. 7"
+            assert "seed" not in text.lower().replace("--seed", ""), f"{command}: {text}"
+
+
+def test_table_notes_say_no_seed():
+    import pandas as pd
+
+    from pyterrier_nuggets.evaluation.table import JointTable
+    per_query = pd.DataFrame([("a", "q1", "V_strict", 0.5), ("b", "q1", "V_strict", 0.2)],
+                             columns=["system", "qid", "measure", "value"])
+    means = per_query.pivot_table(index="system", columns="measure", values="value")
+    table = JointTable(means=means, per_query=per_query, pvalues=means * 0 + 0.5, baseline="a")
+    for text in (table.to_text(), table.to_markdown(), table.to_latex()):
+        assert "seed" not in text.lower()
+
+
+def test_on_invalid_choices_are_the_formats_policies():
+    assert ON_INVALID == formats.POLICIES
+
+
+def test_k_has_one_spelling(capsys):
+    parser = cli.build_parser()
+    assert parser.parse_args(["demo", "-k", "3"]).k == 3
+    assert parser.parse_args(["ikat", "--run", "r.json", "-k", "4"]).k == 4
+    args = parser.parse_args(["ikat", "--run", "r.json", "--k", "5"])  # the old spelling: still read, with a warning
+    assert args.k == 5 and "ikat --k is deprecated: give -k 5" in capsys.readouterr().err
+    assert "--k " not in parser._subparsers._group_actions[0].choices["ikat"].format_help()

@@ -1,0 +1,134 @@
+"""Plots a researcher publishes as they are (issue 28): every format at one-column width, labelled system means
+that do not overlap, axes fitted to the data with the stated floor, the y = x line only for one measure, τ outside the
+axes, titles that say no internal jargon."""
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pyterrier_nuggets.evaluation import correlate, plots
+from pyterrier_nuggets.evaluation.agreement import agreement_from_confusion
+from pyterrier_nuggets.evaluation.labels import KINDS
+from pyterrier_nuggets.evaluation.table import JointTable
+
+SYSTEMS = ["bm25-k1", "bm25-k3", "bm25-k5", "dense-k1", "dense-k3", "dense-k5", "bm25-k3-smollm2"]
+
+
+def _table(topics: int = 6) -> JointTable:
+    """Seven systems, two of them with the same means (they coincide in the scatter)."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for i, s in enumerate(SYSTEMS):
+        base = 0.3 + 0.05 * (i % 4)
+        for q in range(topics):
+            v = base if s != "bm25-k3-smollm2" else 0.3 + 0.05 * 2  # the same values as bm25-k5
+            rows += [(s, f"q{q}", "nDCG@10", 0.76 if s.startswith("bm25") else 0.93),
+                     (s, f"q{q}", "V_strict", v + (rng.random() - 0.5) * 0.2 * (s != "bm25-k3-smollm2")),
+                     (s, f"q{q}", "AnswerWords", 20.0 + 15 * i + q)]
+    per_query = pd.DataFrame(rows, columns=["system", "qid", "measure", "value"])
+    smol = per_query[per_query.system == "bm25-k3-smollm2"].set_index(["qid", "measure"])["value"]
+    k5 = per_query[per_query.system == "bm25-k5"].set_index(["qid", "measure"])["value"]
+    per_query.loc[per_query.system == "bm25-k3-smollm2", "value"] = [
+        k5[(q, m)] if m != "AnswerWords" else smol[(q, m)] for q, m in zip(
+            per_query.loc[per_query.system == "bm25-k3-smollm2", "qid"],
+            per_query.loc[per_query.system == "bm25-k3-smollm2", "measure"])]
+    means = per_query.pivot_table(index="system", columns="measure", values="value").loc[SYSTEMS]
+    return JointTable(means=means, per_query=per_query, pvalues=means * np.nan, baseline=None)
+
+
+def _labels(ax) -> dict[str, tuple[float, float, float, float]]:
+    renderer = ax.figure.canvas.get_renderer()
+    return {t.get_text(): tuple(t.get_window_extent(renderer).extents) for t in ax.texts}
+
+
+def _overlap(a, b) -> float:
+    return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+
+
+def test_write_plots_writes_every_format_at_column_width(tmp_path):
+    files = plots.write_plots(_table(), str(tmp_path))
+    names = sorted(p.rsplit("/", 1)[1] for p in files)
+    assert names == sorted(f"{n}.{x}" for n in ("ndcg_vs_vstrict", "vstrict_vs_words") for x in ("png", "pdf", "svg"))
+    import matplotlib.image
+    image = matplotlib.image.imread(tmp_path / "ndcg_vs_vstrict.png")
+    assert image.shape[1] == round(plots.WIDTH * plots.DPI) and plots.DPI >= 200  # 3.5 in at 300 dpi
+    pdf = (tmp_path / "ndcg_vs_vstrict.pdf").read_bytes()
+    assert pdf.startswith(b"%PDF") and b"/MediaBox [ 0 0 252" in pdf  # 3.5 in = 252 pt wide
+    assert b"/FontFile2" in pdf and b"CreationDate" not in pdf  # TrueType embedded, no date
+    svg = (tmp_path / "ndcg_vs_vstrict.svg").read_text()
+    assert '<svg' in svg and 'width="252pt"' in svg
+    again = plots.write_plots(_table(), str(tmp_path / "again"))
+    assert [open(p, "rb").read() for p in files] == [open(p, "rb").read() for p in again]  # the same bytes
+
+
+def test_system_means_are_labelled_apart_and_axes_fit_the_data():
+    fig = plots.joint_figure(_table(), "nDCG@10", "V_strict")
+    ax = fig.axes[0]
+    boxes = _labels(ax)
+    assert sorted(boxes) == sorted(SYSTEMS)  # every mean labelled, also the two that coincide
+    names = list(boxes)
+    assert all(_overlap(boxes[a], boxes[b]) == 0 for i, a in enumerate(names) for b in names[i + 1:])
+    frame = ax.get_window_extent(fig.canvas.get_renderer()).extents
+    assert all(b[0] >= frame[0] and b[2] <= frame[2] and b[1] >= frame[1] and b[3] <= frame[3] for b in boxes.values())
+    low, high = ax.get_xlim()  # nDCG@10 means 0.76 and 0.93: fitted, not 0-1
+    assert 0.6 < low < 0.76 and 0.93 < high < 1.01
+    assert len(ax.collections) == len(SYSTEMS)  # the means only: per-topic points are optional
+    with_topics = plots.joint_figure(_table(), "nDCG@10", "V_strict", topics=True)
+    assert len(with_topics.axes[0].collections) == 2 * len(SYSTEMS)
+
+
+def test_fit_limits_floor_and_bounds():
+    assert plots.fit_limits([0.5, 0.52], (0, 1), min_span=0.2, pad=0) == pytest.approx((0.41, 0.61))
+    assert plots.fit_limits([0.0, 0.05], (0, 1), min_span=0.2, pad=0) == pytest.approx((0.0, 0.2))  # at the bound
+    assert plots.fit_limits([0.95, 1.0], (0, 1), min_span=0.2, pad=0) == pytest.approx((0.8, 1.0))
+    low, high = plots.fit_limits([0.0, 1.0], (0, 1), pad=0.05)
+    assert (low, high) == pytest.approx((-0.05, 1.05))  # a point on the bound is not cut
+    assert plots.fit_limits([20, 120], (0, None), pad=0.1) == pytest.approx((10, 130))
+
+
+def _correlation(measure_b: str):
+    table = _table()
+    a = table.per_query[table.per_query.measure == "V_strict"]
+    b = table.per_query[table.per_query.measure == measure_b]
+    if measure_b == "V_strict":
+        b = b.assign(value=b["value"] * 0.8)
+    return correlate(a, b, "V_strict", measure_b, n_resamples=0)
+
+
+def test_correlation_scatter_identity_line_only_for_one_measure_and_tau_outside_the_axes():
+    same = plots.correlation_figure(_correlation("V_strict"))
+    other = plots.correlation_figure(_correlation("nDCG@10"))
+    assert len(same.axes[0].lines) == 1 and len(other.axes[0].lines) == 0  # y = x only for one measure
+    for fig in (same, other):
+        ax = fig.axes[0]
+        assert "Kendall's τ-b: run" in ax.get_title() and "topic" in ax.get_title()
+        assert not any("τ" in t.get_text() for t in ax.texts)  # nothing inside the axes but the system labels
+        assert sorted(_labels(ax)) == sorted(SYSTEMS)
+    means_only = plots.correlation_figure(_correlation("nDCG@10"), topics=False)
+    assert len(means_only.axes[0].collections) == len(SYSTEMS)
+
+
+def test_titles_fit_and_say_no_internal_numbers(tmp_path):
+    from pyterrier_nuggets.evaluation.arena import leaderboard
+    from pyterrier_nuggets.records import Battle
+    judge = "baseline: a judge with a long description that has to be wrapped to the figure's width to be read"
+    battles = [Battle(f"q{i}", (a, b), a, b, "A" if i % 3 else ("B" if i % 2 else "Tie"), judge=judge)
+               for i in range(6) for a, b in (("x", "y"), ("y", "z"), ("x", "z"))]
+    figures = [plots.joint_figure(_table(), "nDCG@10", "V_strict"),
+               plots.joint_figure(_table(), "AnswerWords", "V_strict", front=True, topics=True),
+               plots.correlation_figure(_correlation("nDCG@10")),
+               plots.confusion_figure(agreement_from_confusion([[3, 1], [1, 5]], KINDS["match"])),
+               plots.arena_figure(leaderboard(battles, resamples=0, prior=1.0))]
+    for fig in figures:
+        fig.draw_without_rendering()
+        renderer = fig.canvas.get_renderer()
+        width = fig.bbox.width
+        titles = [ax.title for ax in fig.axes] + [t for t in (fig._suptitle, fig._supxlabel) if t is not None]
+        for title in titles:
+            if title.get_text():
+                box = title.get_window_extent(renderer)
+                assert box.x0 >= 0 and box.x1 <= width, title.get_text()  # not clipped on either side
+                assert not re.search(r"\bseed\b", title.get_text(), re.I), title.get_text()
+    with pytest.raises(Exception, match="ending in .png, .pdf or .svg"):
+        plots.figure_paths(str(tmp_path / "table.csv"))

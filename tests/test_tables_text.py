@@ -1,0 +1,115 @@
+"""Tables and text a researcher publishes as they are (issue 28): the LaTeX table compiles as it is, the correlate
+table's columns line up, counts read as written ("1 topic"), iKAT tables count turns."""
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pyterrier_nuggets.evaluation import correlate
+from pyterrier_nuggets.evaluation.table import JointTable
+from pyterrier_nuggets.formats import counted
+
+ENGINES = [e for e in ("pdflatex", "lualatex", "tectonic") if shutil.which(e)]
+
+
+def _table(names=("bm25 k1", "dense_k3 & co", "100%~best^2 #1"), baseline=True) -> JointTable:
+    rows = [(s, f"q{q}", m, (i + 1) * 0.2 + q * 0.01 * (m == "V_strict"))
+            for i, s in enumerate(names) for q in range(3) for m in ("nDCG@10", "V_strict")]
+    per_query = pd.DataFrame(rows, columns=["system", "qid", "measure", "value"])
+    means = per_query.pivot_table(index="system", columns="measure", values="value").loc[list(names)]
+    pvalues = means * 0 + 0.01
+    return JointTable(means=means, per_query=per_query, pvalues=pvalues, baseline=names[0] if baseline else None,
+                      provenance={"nuggets": "ManualNuggets: hand-written, 50% vital {x}"},
+                      compare_label="manual", comparison={"V_strict": 0.5}, compare_counts=(3, 3))
+
+
+def _text_checks(tex: str, columns: int) -> None:
+    """What a TeX engine would refuse or print wrongly, checked on the text."""
+    body = [line for line in tex.splitlines() if not line.startswith("%")]
+    text = "\n".join(body)
+    assert r"\toprule" in text and r"\midrule" in text and r"\bottomrule" in text  # booktabs
+    assert text.count("{") == text.count("}")
+    for line in body:
+        assert line.isascii(), line  # no character pdfLaTeX's default fonts lack (τ, †, ...)
+        plain = line
+        for good in (r"\textasciitilde{}", r"\textasciicircum{}", r"$^\dagger$"):
+            plain = plain.replace(good, "")
+        unescaped = re.findall(r"(?<!\\)[_#%&~^]", plain)
+        if line.endswith(r"\\"):  # a row: its & are the column separators, columns - 1 of them
+            assert line.count(" & ") == columns - 1 and unescaped.count("&") == columns - 1, line
+            unescaped = [c for c in unescaped if c != "&"]
+        assert not unescaped, line
+        assert "<" not in line.replace("$<$", ""), line  # text-mode < prints ¡ in OT1
+    cells = "\n".join(line for line in body if line.endswith(r"\\"))
+    footnote = body[-1]
+    if r"$^\dagger$" in cells:
+        assert footnote.startswith(r"{\footnotesize ") and r"$^\dagger$ = significantly different from" in footnote
+
+
+def test_latex_table_text():
+    table = _table()
+    tex = table.to_latex()
+    _text_checks(tex, columns=3)
+    assert r"dense\_k3 \& co" in tex and r"100\%\textasciitilde{}best\textasciicircum{}2 \#1" in tex
+    assert r"0.4$^\dagger$" in tex.replace("0.4100", "0.4")  # a marked cell
+    assert "Means over 3 topics." in tex and r"Kendall's $\tau$-b" in tex  # the note, escaped, as a footnote
+    assert tex.splitlines()[0].startswith(r"% needs \usepackage{booktabs}")
+    _text_checks(_table(baseline=False).to_latex(), columns=3)
+
+
+@pytest.mark.skipif(not ENGINES, reason="no TeX engine (pdflatex, lualatex, tectonic) on this machine: "
+                    "test_latex_table_text checks the text instead")
+def test_latex_table_compiles(tmp_path):
+    (tmp_path / "joint_table.tex").write_text(_table().to_latex(), encoding="utf-8")
+    (tmp_path / "paper.tex").write_text("\\documentclass{article}\n\\usepackage{booktabs}\n\\begin{document}\n"
+                                        "\\begin{table}\\centering\\input{joint_table.tex}\\end{table}\n"
+                                        "\\end{document}\n", encoding="utf-8")
+    engine = ENGINES[0]
+    cmd = [engine, "paper.tex"] if engine == "tectonic" else [engine, "-interaction=nonstopmode", "-halt-on-error",
+                                                               "paper.tex"]
+    result = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert (tmp_path / "paper.pdf").stat().st_size > 0
+
+
+def test_counts_read_as_written():
+    assert [counted(n, "topic") for n in (0, 1, 2)] == ["0 topics", "1 topic", "2 topics"]
+    one = _table()
+    one.per_query = one.per_query[one.per_query.qid == "q0"]
+    assert "Means over 1 topic." in one.to_text()
+    one.unit = "turn"
+    assert "Means over 1 turn." in one.to_text()
+
+
+def test_correlate_interval_columns_line_up():
+    rng = np.random.default_rng(0)
+    rows = [(f"s{i}", f"q{q}", "V_strict", rng.random()) for i in range(6) for q in range(8)]
+    a = pd.DataFrame(rows, columns=["system", "qid", "measure", "value"])
+    b = a.assign(value=a["value"] + rng.normal(0, 0.3, len(a)))
+    text = correlate(a, b, "V_strict", n_resamples=200).to_text()
+    lines = text.splitlines()
+    header = lines[1]
+    interval = next(line for line in lines if "CI (bootstrap" in line)
+    cells = re.findall(r"\[[^]]+\]", interval)
+    assert len(cells) == 3 and all(re.search(r"\s{2}" + re.escape(c), interval) for c in cells)  # never run together
+    for name, cell in zip(("Kendall τ-b", "Spearman ρ", "τ_AP"), cells):  # right-aligned under their headers
+        assert interval.index(cell) + len(cell) == header.index(name) + len(name)
+    assert "8 topics in common" in lines[0] and "6 systems" in lines[0]
+
+
+def test_correlate_given_jsonl_says_what_it_expects(tmp_path, capsys):
+    from pyterrier_nuggets.cli import main
+    jsonl = tmp_path / "nuggets.jsonl"
+    jsonl.write_text('{"qid": "t1", "query": "q", "nuggets": [{"text": "a long nugget text", "importance": "vital"}]}\n')
+    table = tmp_path / "t.csv"
+    table.write_text("system,qid,measure,value\ns1,q1,V_strict,0.5\ns2,q1,V_strict,0.2\n")
+    assert main(["correlate", str(jsonl), str(table), "--measure", "V_strict"]) == 2
+    err = capsys.readouterr().err
+    assert "nuggets.jsonl:1: is JSON, not a score table" in err and "system,qid,measure,value" in err
+    assert "a long nugget text" not in err  # the first line is not shown as a header
+    (tmp_path / "wide.csv").write_text("run,qid,x\nr,q,1\n")
+    assert main(["correlate", str(tmp_path / "wide.csv"), str(table), "--measure", "V_strict"]) == 2
+    assert "missing from the header line (run,qid,x)" in capsys.readouterr().err
