@@ -11,7 +11,11 @@ indexes, and each worker applies its steps' failure policies to its own topics o
 
 - the input's topics, in the order they first appear, are cut into ``n_jobs`` contiguous groups of about equal
   rows; each group runs in one worker; the outputs are put together in group order with a fresh index: the
-  serial run's rows, order and columns (tested for every family of transformer);
+  serial run's rows, order and columns (tested for every family of transformer). One exception, at float32
+  precision: a local encoder's vectors (``EmbeddingMatcher``, ``NLIMatcher``) differ by about 1e-7 with the texts
+  encoded in the same batch, so a cosine or probability (``match_score``) may differ in its last digits, as it
+  does in a serial run given another input; a decision differs only if its score lies that close to the threshold
+  (none of the 9,560 of the CONE-RAG sample did; docs/benchmarks.md);
 - the transformer travels by pickling: an :class:`~pyterrier_nuggets.llm.LLMClient` as its configuration (one
   client per configuration and worker process, its cache by ``worker_cache``), a matcher without its loaded
   model (loaded again in the worker on first use);
