@@ -292,3 +292,23 @@ def test_batch_with_several_base_urls_is_refused_on_the_command_line(two, tmp_pa
     assert code == 2 and "error: --batch sends every request to one endpoint's Batch API; --base-url was given 2 " \
         "times: give one --base-url with --batch" in err
     assert a.count == b.count == 0 and not (tmp_path / "out").exists()
+
+
+def test_the_main_job_on_two_endpoints_then_on_one_from_the_cache(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+    def demo(out: str, *urls: str) -> list[str]:
+        return ["demo", *(x for url in urls for x in ("--base-url", url)), "--model", "judge", "--topics", "t01",
+                "t02", "--system", "bm25:1", "--out", str(tmp_path / out), "--llm-cache", str(tmp_path / "c.sqlite"),
+                "--index-dir", str(tmp_path / "indexes"), "--no-plots"]
+
+    with FakeOpenAIServer() as a, FakeOpenAIServer() as b:
+        assert cli.main(demo("two", a.base_url, b.base_url)) == 0, capsys.readouterr().err
+        assert a.count > 0 and b.count > 0
+        sent = b.count
+        assert cli.main(demo("one", b.base_url)) == 0, capsys.readouterr().err
+        assert b.count == sent  # every answer of the first run is in the cache, whichever endpoint gave it
+    two, one = (tmp_path / "two" / "joint_table.csv").read_text(), (tmp_path / "one" / "joint_table.csv").read_text()
+    both = f"judge at {a.base_url} + {b.base_url}"
+    assert both in two  # the table names the judge's endpoints; and every number is the same
+    assert two.replace(both, f"judge at {b.base_url}") == one
