@@ -224,7 +224,7 @@ class LLMClient:
     @property
     def endpoint(self) -> str:
         """The endpoint's address (``embedded:FILE`` for the embedded model), as tables name it; several endpoints
-        are ``url1 + url2``. Part of every cache key (:meth:`cache_keys`)."""
+        are ``url1 + url2``. Each endpoint's address is part of the cache keys (:meth:`cache_keys`)."""
         return self._rotation.url
 
     @property

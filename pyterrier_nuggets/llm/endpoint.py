@@ -6,7 +6,8 @@ belongs to an endpoint: its address and model, the SDK client (the embedded mode
 its adaptive limit (:class:`~.limits.AdaptiveLimiter`) and whether it has answered yet. An error that no retry
 can fix (:data:`~.retry.FATAL_STATUS`, no server after a short probe, HTTP 200 without a completion) makes the
 endpoint *unusable*: :class:`~.retry.EndpointError` is raised then and by every later call, so a job stops at
-once instead of failing every item after its retries.
+once instead of failing every item after its retries. Several endpoints of one model are a
+:class:`~.rotation.Rotation` of :class:`Endpoint` objects, each asked one attempt at a time (:meth:`Endpoint.attempt`).
 """
 from __future__ import annotations
 
