@@ -73,7 +73,7 @@ INSTEAD = {
         "tests/test_baseline_judges.py runs it); later blocks read its out/demo"),
 }
 # documents whose examples say they run from a checkout of the repository (they read tests/data)
-FROM_CHECKOUT = {"meta-evaluation.md", "llm.md"}
+FROM_CHECKOUT = {"meta-evaluation.md", "llm.md", "scale.md"}
 # documents whose examples run twice in the same folder: a second run must work too (indexes exist)
 TWICE = {"api.md"}
 
