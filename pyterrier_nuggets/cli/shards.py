@@ -30,8 +30,9 @@ SHARD_CACHE = "llm-cache.sqlite"  # a shard's response cache in its --out unless
 FORMAT = "pyterrier-nuggets shard"
 VERSION = 1
 RULE = "int(sha256(qid).hexdigest(), 16) % n + 1"
-# what is not an option of the run itself: the shard, where it writes, the global -v, and what merge sets
-NOT_OPTIONS = ("shard", "out", "llm_cache", "cache_only", "verbose", "func", "command", "argv")
+# what is not an option of the run itself: the shard, where it writes and keeps its caches and indexes (a shard may
+# keep them on its node's disk), the global -v, and what merge sets
+NOT_OPTIONS = ("shard", "out", "llm_cache", "index_dir", "cache_only", "verbose", "func", "command", "argv")
 
 
 def shard_of(qid: str, n: int) -> int:
@@ -125,7 +126,8 @@ class Manifest:
     """``shard.json``: what a finished shard did.
 
     :param command: the subcommand (``demo``, ``trec-rag``, ``ikat``, ``arena``).
-    :param options: the run's options as parsed (:func:`options_of`: without --shard, --out, --llm-cache).
+    :param options: the run's options as parsed (:func:`options_of`: without --shard, --out, --llm-cache,
+        --index-dir).
     :param argv: the command line as given (after ``pyterrier-nuggets``); merge re-runs it on every topic.
     :param cwd: the folder it ran in (relative paths of ``argv`` are read from there).
     :param shard: which shard.
