@@ -105,8 +105,14 @@ class ServerProcess:
         with urllib.request.urlopen(self.base_url.removesuffix("/v1") + "/_fake/stats") as reply:
             return json.load(reply)
 
+    def kill(self) -> None:
+        """Kill the server's process (SIGKILL), as a crashed endpoint: its connections drop, new ones are refused."""
+        self._process.kill()
+        self._process.join(timeout=10)
+
     def __exit__(self, *exc) -> None:
-        self._stop.set()
+        if self._process.is_alive():  # (setting the event would wait for a killed process to acknowledge it)
+            self._stop.set()
         self._process.join(timeout=10)
 
 

@@ -34,6 +34,7 @@ import email.policy
 import hashlib
 import json
 import re
+import socket
 import threading
 import time
 from collections import deque
@@ -227,6 +228,7 @@ class FakeOpenAIServer:
         self._window: deque[float] = deque()
         self._asked: dict[str, int] = {}  # first prompt -> times answered (for invalid_first)
         self._lock = threading.Lock()
+        self._connections: set = set()  # the open client connections (kill() drops them)
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -235,6 +237,16 @@ class FakeOpenAIServer:
 
             def log_message(self, *args):  # keep test output quiet
                 pass
+
+            def setup(self):
+                super().setup()
+                with server._lock:
+                    server._connections.add(self.connection)
+
+            def finish(self):
+                with server._lock:
+                    server._connections.discard(self.connection)
+                super().finish()
 
             def do_POST(self):
                 length = int(self.headers.get("content-length") or 0)
@@ -276,7 +288,7 @@ class FakeOpenAIServer:
                         self.send_header(k, str(v))
                     self.end_headers()
                     self.wfile.write(payload)
-                except (BrokenPipeError, ConnectionResetError):  # the client timed out and left
+                except OSError:  # the client timed out and left, or the server was killed
                     pass
 
         class Server(ThreadingHTTPServer):
@@ -455,6 +467,18 @@ class FakeOpenAIServer:
     def stop(self) -> None:
         self._httpd.shutdown()
         self._httpd.server_close()
+
+    def kill(self) -> None:
+        """Go away as a crashed server does: stop accepting connections (new ones are refused) and drop every open
+        one, requests in flight included (their clients see the connection reset)."""
+        self.stop()
+        with self._lock:
+            connections = list(self._connections)
+        for connection in connections:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
     def __enter__(self) -> FakeOpenAIServer:
         return self.start()

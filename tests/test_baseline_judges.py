@@ -184,6 +184,9 @@ def test_offline_main_job_on_the_sample(tmp_path, index_dir):
     assert set(board.index) == {"bm25-k1", "dense-k5", "bm25-k3"} and board["arena_score"].mean() == \
         pytest.approx(1000)
     assert (board["judge"] == table.provenance["arena"].split("; every pair")[0]).all()
+    # with one virtual tie per pair the fit exists in every resample of a few topics: finite intervals, the prior said
+    assert (board["prior"] == 1).all() and board[["ci_low_topics", "ci_high_topics"]].abs().lt(float("inf")).all().all()
+    assert "a prior of 1 virtual tie per pair that met" in table.to_text()
     assert len(formats.read_battles(str(out / "battles.jsonl"))) == 3 * 3  # 3 pairs on 3 topics
     assert "Arena" in table.to_text().splitlines()[len(table.provenance_lines())]
     assert all("extractive baseline" in p["generation"] for p in table.system_provenance.values())

@@ -1,5 +1,5 @@
 """Every option of every subcommand says what it does, with an example (issue 28); help texts, plot titles and
-table notes say no internal jargon (no "seed 001": papers are named by their short key)."""
+table notes say no internal jargon (no seed numbers of the papers: they are named by their short key)."""
 import argparse
 import re
 
@@ -52,7 +52,7 @@ def test_no_seed_numbers_or_the_word_in_help():
     for command, parser in parsers():
         texts = [parser.description or ""] + [a.help or "" for a in parser._actions]
         for text in texts:
-            assert not re.search(r"(?<!-)\bseed\s*0*\d", text, re.I), f"{command}: {text}"  # "seed 001 Fig. 7"
+            assert not re.search(r"(?<!-)\bseed\s*0*\d", text, re.I), f"{command}: {text}"  # a seed number with a figure
             assert "seed" not in text.lower().replace("--seed", ""), f"{command}: {text}"
 
 

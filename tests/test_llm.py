@@ -77,14 +77,14 @@ def test_same_cache_for_different_keys(tmp_path):
 
 
 def test_429_retry_after_is_honoured(tmp_path, monkeypatch):
-    from pyterrier_nuggets.llm import endpoint as client_module
+    from pyterrier_nuggets.llm import retry
     from pyterrier_nuggets.llm.retry import jittered
     waits = []  # (the wait the client based its retry on, whether the server asked for it)
 
     def recorded(wait, asked):
         waits.append((wait, asked))
         return jittered(wait, asked)
-    monkeypatch.setattr(client_module, "jittered", recorded)
+    monkeypatch.setattr(retry, "jittered", recorded)
     script = [Reply(status=429, headers={"Retry-After": "0.5"})]
     with FakeOpenAIServer(script=script, responder=lambda body: "[]") as server:
         llm = client(server, tmp_path)

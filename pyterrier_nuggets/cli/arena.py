@@ -13,6 +13,7 @@ import json
 import os
 
 from pyterrier_nuggets.cli.errors import UsageError, non_negative_int, positive_int, probability, share
+from pyterrier_nuggets.cli.options import add_base_url
 
 OUTPUTS = {"battles": "battles.jsonl", "leaderboard": "leaderboard.csv", "pairwise": "pairwise.csv",
            "settings": "arena.json", "plot": "ratings.png", "plot pdf": "ratings.pdf", "plot svg": "ratings.svg"}
@@ -49,7 +50,7 @@ def add_parser(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="starting value of the random A/B order and of the sampling (default 0: the same battles on every run), e.g. --seed 7")
     p.add_argument("--both-orders", action="store_true", help="judge every battle in both A/B orders (twice the "
                    "calls); a disagreement counts as a tie")
-    p.add_argument("--base-url", help="OpenAI-compatible endpoint of the pairwise judge, e.g. --base-url http://localhost:8000/v1")
+    add_base_url(p, "OpenAI-compatible endpoint of the pairwise judge, e.g. --base-url http://localhost:8000/v1")
     p.add_argument("--model", help="model name of the pairwise judge, e.g. --model gpt-4o-mini")
     p.add_argument("--concurrency", type=positive_int, default=8, help="the ceiling of LLM requests in flight "
                    "(default 8; below it the client finds what the endpoint takes), e.g. --concurrency 32")

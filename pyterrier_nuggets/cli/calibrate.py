@@ -6,6 +6,7 @@ import json
 import sys
 
 from pyterrier_nuggets.cli.errors import UsageError, probability
+from pyterrier_nuggets.cli.options import add_base_url
 
 REGISTERED = "registered"
 
@@ -31,7 +32,7 @@ def add_parser(sub) -> None:
                    "--crowd-labels: ntr or ntn, default ntr), e.g. --task ntn")
     p.add_argument("--matcher", default="embedding", metavar="embedding|nli:PATH|llm",
                    help="the matcher whose threshold is fitted (default embedding: all-MiniLM-L6-v2 cosine), e.g. --matcher nli:/models/deberta-v3-mnli")
-    p.add_argument("--base-url", help="OpenAI-compatible endpoint for --matcher llm, e.g. --base-url http://localhost:8000/v1")
+    add_base_url(p, "OpenAI-compatible endpoint for --matcher llm, e.g. --base-url http://localhost:8000/v1")
     p.add_argument("--model", help="model name for --matcher llm, e.g. --model gpt-4o-mini")
     p.add_argument("--cache", metavar="FILE", help="embedding matcher: keep the sentence vectors in this SQLite file, e.g. --cache out/vectors.sqlite")
     p.add_argument("--split", default="alternate", metavar="alternate|none|G1,G2,...",

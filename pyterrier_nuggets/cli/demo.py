@@ -53,6 +53,7 @@ def run(args) -> int:
 def add_demo_arguments(p) -> None:
     """The options of ``pyterrier-nuggets demo`` (documented in docs/cli.md)."""
     from pyterrier_nuggets.cli.errors import positive_int, positive_number, share
+    from pyterrier_nuggets.cli.options import add_base_url
     from pyterrier_nuggets.pipeline.systems import DEFAULT_SYSTEMS
     p.add_argument("--out", default="out/demo", help="output directory (default: out/demo), e.g. --out out/bm25-vs-dense")
     p.add_argument("--sample-only", action="store_true",
@@ -93,9 +94,9 @@ def add_demo_arguments(p) -> None:
                    "environment; the default when one is configured), e.g. --llm offline")
     g.add_argument("--nuggets", metavar="PATH", help="imported nuggets (nugget JSONL, e.g. post-edited or manual) "
                    "instead of creating them from the qrels (AutoNuggets)")
-    g.add_argument("--base-url", help="an OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else the OpenAI API "
-                   "when $OPENAI_API_KEY is set); the key is read from $OPENAI_API_KEY only (a local server without "
-                   "one gets the placeholder key EMPTY), e.g. --base-url http://localhost:8000/v1")
+    add_base_url(g, "an OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else the OpenAI API when "
+                    "$OPENAI_API_KEY is set); the key is read from $OPENAI_API_KEY only (a local server without one gets "
+                    "the placeholder key EMPTY), e.g. --base-url http://localhost:8000/v1")
     g.add_argument("--model", help="the model name at that endpoint (default: $PYTERRIER_NUGGETS_MODEL), e.g. --model gpt-4o-mini")
     g.add_argument("--concurrency", type=positive_int, default=8, help="the ceiling of LLM requests in flight; below it the "
                    "client finds how many the endpoint takes (default 8), e.g. --concurrency 32")
@@ -243,7 +244,7 @@ def run_ikat_demo(args) -> int:
     matcher = "llm" if mode == "endpoint" else "embedding"
     argv = ["ikat", *(x for path in paths for x in ("--run", path)), "--gold-nuggets", args.nuggets or "human",
             "--matcher", matcher, "--out", args.out]
-    argv += ["--no-plots"] * args.no_plots + ["--base-url", args.base_url] * bool(args.base_url) + \
+    argv += ["--no-plots"] * args.no_plots + [x for url in args.base_url or () for x in ("--base-url", url)] + \
         ["--model", args.model] * bool(args.model) + ["--generate", args.generate] * bool(args.generate) + \
         ["-k", str(args.k)] * bool(args.k and args.generate) + \
         ["--timeout", str(args.timeout), "--max-retry-time", str(args.max_retry_time)]

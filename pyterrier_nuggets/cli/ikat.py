@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 
 from pyterrier_nuggets.cli.errors import DeprecatedAlias, UsageError, positive_int, positive_number, probability
+from pyterrier_nuggets.cli.options import add_base_url
 
 GOLD_SETS = ("human", "human-dedup", "llm", "llm-dedup")
 
@@ -29,7 +30,7 @@ def add_parser(sub) -> None:
     p.add_argument("--unanswered-turns", choices=("refuse", "leave-out"), default="refuse",
                    help="gold nugget turns no system answered: refuse (default: a turn id form that differs, or runs "
                    "of other turns) or leave them out (the header says how many), e.g. --unanswered-turns leave-out")
-    p.add_argument("--base-url", help="OpenAI-compatible endpoint for --matcher llm, e.g. --base-url http://localhost:8000/v1")
+    add_base_url(p, "OpenAI-compatible endpoint for --matcher llm, e.g. --base-url http://localhost:8000/v1")
     p.add_argument("--model", help="model name for --matcher llm, e.g. --model gpt-4o-mini")
     p.add_argument("--timeout", type=positive_number, default=120.0, metavar="SECONDS",
                    help="seconds to wait for one LLM reply before it is retried (default 120), e.g. --timeout 300")

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyterrier_nuggets.cli.errors import UsageError
+from pyterrier_nuggets.cli.options import add_base_url
 
 SUPPORT_TOOLKIT_NAMES = {  # our measure -> the 2026 toolkit's support metric name (castorini/RAGDoll), its order
     "SupportP": "weighted_precision_first_citation", "SupportR": "weighted_recall_first_citation",
@@ -46,7 +47,7 @@ def add_parser(sub) -> None:
                    "or an ir_datasets id with a docstore, e.g. --docs cited_segments.jsonl")
     p.add_argument("--topics", metavar="FILE|ID", help="the topics' text for the judges (TSV qid<TAB>text or an "
                    "ir_datasets id); default: the answers' narrative, else the nugget file's query, e.g. --topics topics.tsv")
-    p.add_argument("--base-url", help="OpenAI-compatible endpoint of the LLM judges, e.g. --base-url http://localhost:8000/v1")
+    add_base_url(p, "OpenAI-compatible endpoint of the LLM judges, e.g. --base-url http://localhost:8000/v1")
     p.add_argument("--model", help="model name of the LLM judges, e.g. --model gpt-4o-mini")
     p.add_argument("--llm-cache", metavar="PATH", help="SQLite response cache (default: $PYTERRIER_NUGGETS_CACHE or "
                    "~/.cache/pyterrier-nuggets/llm-cache.sqlite; with --shard, --out/llm-cache.sqlite), e.g. "

@@ -222,7 +222,7 @@ class Arena:
         lines = [f"Arena: {counted(len(self.systems), 'system')}, {counted(ok, 'battle')} on {counted(topics, 'topic')}; "
                  f"judge: {self.judge}",
                  "Bradley-Terry rating (mean 1000, 400 points per base-10 log-odds; ties are half wins)"
-                 + (f", with a prior of {self.prior:g} virtual ties per pair that met" if self.prior else "")]
+                 + (f", with a prior of {self.prior:g} virtual tie{'' if self.prior == 1 else 's'} per pair that met" if self.prior else "")]
         frame = self.ratings[["rank", "run_id", "arena_score", "wins", "losses", "ties"]].copy()
         frame["arena_score"] = frame["arena_score"].map(lambda v: f"{v:.1f}")
         pct = f"{self.confidence:.0%}"

@@ -390,6 +390,39 @@ SCORE_TABLE_FORMS = ("a CSV file with a header line: system,qid,measure,value (p
 
 
 def _read_score_table(path: str, measures: Sequence[str] | None) -> pd.DataFrame:
+    header, name, rows = _score_rows(path)
+    long_form = "measure" in header and "value" in header
+    if long_form:
+        keys = [name] + (["qid"] if "qid" in header else []) + ["measure"]
+        numeric = ["value"]
+    else:
+        keys = [name]
+        for m in measures or []:
+            if m not in header:
+                raise InputError(path, 1, m, f"no such column; the header has {header}")
+        numeric = list(measures or [])
+    _check_score_rows(path, rows, keys, numeric)
+    frame = pd.DataFrame([rec for _, rec in rows], columns=header).rename(columns={name: "system"})
+    if long_form:
+        present = set(frame["measure"])
+        for m in measures or []:
+            if m not in present:
+                raise InputError(path, None, "measure", f"no rows of {m}; the file has {sorted(present)}")
+        frame["value"] = frame["value"].astype(float)
+        return frame[[c for c in ("system", "qid", "measure", "value") if c in frame.columns]]
+    keep = ["system"]
+    for h in header:
+        if h == name or h.endswith(" p"):
+            continue
+        values = pd.to_numeric(frame[h].replace("", None), errors="coerce")
+        if h in numeric or (values.notna() | (frame[h] == "")).all():
+            frame[h] = values
+            keep.append(h)
+    return frame[keep]
+
+
+def _score_rows(path: str) -> tuple[list[str], str, list[tuple[int, dict[str, str]]]]:
+    """A score table's header, its system column and its non-blank rows (line number, field -> text)."""
     with open(path, encoding="utf-8-sig", newline="") as f:
         first = f.readline()
         if first.lstrip().startswith(("{", "[")):  # JSON or JSONL: not a score table (and its line is no header)
@@ -416,16 +449,11 @@ def _read_score_table(path: str, measures: Sequence[str] | None) -> pd.DataFrame
                 rows.append((reader.line_num, dict(zip(header, (c.strip() for c in row)))))
     if not rows:
         raise InputError(path, None, None, "no scores, only a header")
-    long_form = "measure" in header and "value" in header
-    if long_form:
-        keys = [name] + (["qid"] if "qid" in header else []) + ["measure"]
-        numeric = ["value"]
-    else:
-        keys = [name]
-        for m in measures or []:
-            if m not in header:
-                raise InputError(path, 1, m, f"no such column; the header has {header}")
-        numeric = list(measures or [])
+    return header, name, rows
+
+
+def _check_score_rows(path: str, rows: list[tuple[int, dict[str, str]]], keys: list[str], numeric: list[str]) -> None:
+    """Every key field given, every ``numeric`` field a number, no key given twice."""
     seen: dict[tuple, int] = {}
     for line, rec in rows:
         for k in keys:
@@ -437,23 +465,6 @@ def _read_score_table(path: str, measures: Sequence[str] | None) -> pd.DataFrame
         if key in seen:
             raise InputError(path, line, keys[-1], f"{', '.join(key)} was already given at line {seen[key]}")
         seen[key] = line
-    frame = pd.DataFrame([rec for _, rec in rows], columns=header).rename(columns={name: "system"})
-    if long_form:
-        present = set(frame["measure"])
-        for m in measures or []:
-            if m not in present:
-                raise InputError(path, None, "measure", f"no rows of {m}; the file has {sorted(present)}")
-        frame["value"] = frame["value"].astype(float)
-        return frame[[c for c in ("system", "qid", "measure", "value") if c in frame.columns]]
-    keep = ["system"]
-    for h in header:
-        if h == name or h.endswith(" p"):
-            continue
-        values = pd.to_numeric(frame[h].replace("", None), errors="coerce")
-        if h in numeric or (values.notna() | (frame[h] == "")).all():
-            frame[h] = values
-            keep.append(h)
-    return frame[keep]
 
 
 def _number(path: str, line: int, field_name: str, text: str) -> float:

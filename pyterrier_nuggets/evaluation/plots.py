@@ -141,7 +141,14 @@ def _figure(height: float, width: float = WIDTH) -> Figure:
 def _title(text: str, width: float = WIDTH) -> str:
     """``text`` wrapped to the figure's width (a title is never cut at the edges)."""
     chars = int(TITLE_CHARS * width / WIDTH)
-    return "\n".join(textwrap.fill(line, chars, break_on_hyphens=False) for line in text.split("\n"))
+    lines = []
+    for line in text.split("\n"):
+        if len(line) > chars and ": " in line:  # too long: break after its heading first ("Retrieval vs answer:")
+            head, rest = line.split(": ", 1)
+            lines += [head + ":", rest]
+        else:
+            lines.append(line)
+    return "\n".join(textwrap.fill(line, chars, break_on_hyphens=False) for line in lines)
 
 
 def fit_limits(values: Sequence[float], bounds: tuple[float | None, float | None] = (None, None),

@@ -151,6 +151,16 @@ class RAGEvaluation(pt.Transformer):
         judged = "nuggets+support" if self.assigner is not None else "support"
         return f"RAGEvaluation({self.generator!r}, {judged})"
 
+    def parallel(self, N: int, backend: str = "joblib") -> pt.Transformer:
+        """Generation and evaluation on ``N`` workers, a group of topics each
+        (:class:`~pyterrier_nuggets.judges.parallel.ParallelByTopic`: the serial run's rows, one failure report).
+
+        :param N: workers at once.
+        :param backend: ``"joblib"`` or ``"ray"`` (after ``ray.init()``).
+        """
+        from pyterrier_nuggets.judges.parallel import ParallelByTopic
+        return ParallelByTopic(self, N, backend)
+
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.columns(inp, includes=["qid", "query", "docno"], context=self)
         columns = list(inp.columns) + [c for c in ("score", "rank", "eval_row", "qanswer") if c not in inp.columns]
@@ -181,7 +191,7 @@ class RAGEvaluation(pt.Transformer):
         evaluation["rank"] = evaluation["qid"].map(last_rank) + 1 + evaluation.groupby("qid").cumcount()
         segments = segments.assign(eval_row=SEGMENT)
         out = pd.concat([segments, evaluation], ignore_index=True)
-        out["qanswer"] = out["qid"].map(qanswers).fillna("")
+        out["qanswer"] = [a if isinstance(a, str) else "" for a in map(qanswers.get, out["qid"])]
         order = {q: i for i, q in enumerate(dict.fromkeys(segments["qid"]))}
         out = out.assign(_topic=out["qid"].map(order), _eval=out["eval_row"] != SEGMENT)
         out = out.sort_values(["_topic", "_eval"], kind="stable").drop(columns=["_topic", "_eval"])

@@ -255,7 +255,9 @@ class JointTable:
             missing = [n for n in self.means.index if n not in self.arena]
             judges = sorted({r.judge for r in self.arena.values()}) or [""]
             note += (f" Arena: Bradley-Terry rating of pairwise battles (mean 1000 over the leaderboard's "
-                     f"{len(self.arena)} systems, 400 per base-10 log-odds){interval}; judge: "
+                     f"{len(self.arena)} systems, 400 per base-10 log-odds"
+                     + (f"; a prior of {first.prior:g} virtual tie{'' if first.prior == 1 else 's'} per pair that met" if first.prior else "")
+                     + f"){interval}; judge: "
                      f"{'; '.join(j or 'not recorded' for j in judges)}"
                      + (f"; not in the leaderboard: {', '.join(missing)}" if missing else "") + ".")
         if self.compare_label:

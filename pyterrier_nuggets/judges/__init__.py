@@ -15,12 +15,15 @@
 - :mod:`.ensemble`: :class:`JudgeEnsemble`, a labelling judge run on several models, labels combined.
 - :mod:`.overlap`: :class:`Overlapped`, a chain of judges run topic by topic without stage barriers;
   :func:`run_together`, independent judges at once.
+- :mod:`.parallel`: :class:`ParallelByTopic`, PyTerrier's ``.parallel()`` for the package's steps (joblib or Ray),
+  the serial run's output and one failure report.
 - :mod:`.cone`: :class:`NuggetExtractor`, CONE-RAG span nugget extraction ([cone-rag §4.1]).
 The CONE-RAG matching judge, :class:`~pyterrier_nuggets.matchers.LLMMatcher`, lives with the other matchers.
 """
 from pyterrier_nuggets.judges.base import (
     FAILED,
     Failure,
+    FailureWarning,
     LLMJudge,
     LLMStepError,
     NuggetizationError,
@@ -34,6 +37,7 @@ from pyterrier_nuggets.judges.generation import CitedGenerator
 from pyterrier_nuggets.judges.nuggets import NuggetAssigner, NuggetCreator, NuggetScorer
 from pyterrier_nuggets.judges.overlap import Overlapped, run_together
 from pyterrier_nuggets.judges.pairwise import PairwiseJudge
+from pyterrier_nuggets.judges.parallel import ParallelByTopic
 from pyterrier_nuggets.judges.relevance import RelevanceJudge
 from pyterrier_nuggets.judges.rubrics import RubricJudge
 from pyterrier_nuggets.judges.support import SupportJudge
@@ -41,4 +45,4 @@ from pyterrier_nuggets.judges.support import SupportJudge
 __all__ = ["LLMJudge", "Failure", "LLMStepError", "TooManyFailures", "NuggetizationError", "failure_summary", "FAILED",
            "NuggetCreator", "NuggetScorer", "NuggetAssigner", "CitedGenerator", "SupportJudge", "BioGenJudge", "RelevanceJudge",
            "NuggetExtractor", "RubricJudge", "JudgeEnsemble", "PairwiseJudge",
-           "Overlapped", "run_together"]
+           "Overlapped", "run_together", "ParallelByTopic", "FailureWarning"]

@@ -110,6 +110,17 @@ class LLMStepError(RuntimeError):
             f"repeats the failed calls. To go on without them, pass on_failure={alternatives}. The raw outputs "
             "are in this error's .failures.")
 
+    def __reduce__(self):
+        """Pickled with its message and attributes (it travels back from a ``.parallel()`` worker)."""
+        return _restored_error, (type(self), self.args, dict(self.__dict__))
+
+
+def _restored_error(cls: type, args: tuple, state: dict) -> LLMStepError:
+    error = cls.__new__(cls)
+    RuntimeError.__init__(error, *args)
+    error.__dict__.update(state)
+    return error
+
 
 class TooManyFailures(LLMStepError):
     """More than the allowed share of a stage's items failed: no table is made of what is left.
@@ -148,6 +159,10 @@ class EnsembleLabels:
     derived: dict = field(default_factory=dict)
 
 
+class FailureWarning(UserWarning):
+    """The warning of a step whose failed work a policy other than ``raise`` left out or marked."""
+
+
 class FailurePolicy:
     """What a step does with the units of work that failed, declared once for every step that decides labels: the
     LLM judges, the CONE-RAG matching steps and the offline baseline judges (whose policy is only ``raise``:
@@ -183,12 +198,24 @@ class FailurePolicy:
         if self.on_failure == "raise":
             raise LLMStepError(self.step_name, failures, self.alternatives())
         summary = failure_summary(failures)
-        warnings.warn(f"{type(self).__name__}: {len(failures)} failed {self.failure_unit}(s), policy on_failure="
-                      f"{self.on_failure!r}; see .failures\n{summary.to_string(index=False)}", stacklevel=3)
+        warnings.warn(FailureWarning(f"{type(self).__name__}: {len(failures)} failed {self.failure_unit}(s), policy "
+                                     f"on_failure={self.on_failure!r}; see .failures\n{summary.to_string(index=False)}"),
+                      stacklevel=3)
 
     def failure_summary(self) -> pd.DataFrame:
         """Per-topic summary of the failures of the last run."""
         return failure_summary(self.failures)
+
+    def parallel(self, N: int, backend: str = "joblib") -> pt.Transformer:
+        """This step on ``N`` workers (``"joblib"`` processes or a ``"ray"`` cluster), a group of topics each, with
+        the serial run's output and one failure report for the whole input
+        (:class:`~pyterrier_nuggets.judges.parallel.ParallelByTopic`).
+
+        :param N: workers at once.
+        :param backend: ``"joblib"`` or ``"ray"`` (after ``ray.init()``).
+        """
+        from pyterrier_nuggets.judges.parallel import ParallelByTopic
+        return ParallelByTopic(self, N, backend)
 
 
 class LLMJudge(FailurePolicy, pt.Transformer):
@@ -232,6 +259,20 @@ class LLMJudge(FailurePolicy, pt.Transformer):
         self._default_llm = None
         self._lock = threading.Lock()
         self._memo: dict = {}
+
+    def __getstate__(self) -> dict:
+        """A copy for another process (``.parallel()``): the settings and the client (as its configuration),
+        without the lock, the memos and a default client."""
+        state = dict(self.__dict__)
+        for name in ("_lock", "_memo", "_default_llm"):
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+        self._memo = {}
+        self._default_llm = None
 
     def __repr__(self) -> str:
         """Short (it names the system in pt.Experiment when ``names=`` is omitted): the setting, the model

@@ -87,6 +87,16 @@ class Overlapped(pt.Transformer):
     def __repr__(self) -> str:
         return f"Overlapped({' >> '.join(repr(s) for s in self.stages)})"
 
+    def parallel(self, N: int, backend: str = "joblib") -> pt.Transformer:
+        """The chain on ``N`` workers, a group of topics each, overlapped within each worker
+        (:class:`~pyterrier_nuggets.judges.parallel.ParallelByTopic`).
+
+        :param N: workers at once.
+        :param backend: ``"joblib"`` or ``"ray"`` (after ``ray.init()``).
+        """
+        from pyterrier_nuggets.judges.parallel import ParallelByTopic
+        return ParallelByTopic(self, N, backend)
+
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         return self._run(inp)[0]
 

@@ -3,6 +3,8 @@ model, with cache, retries, bounded concurrency and strict output parsing.
 
 - :mod:`.client`: :class:`LLMClient` (the cache, ``ask`` with re-asks, ``map``, counts; joins the two below).
 - :mod:`.endpoint`: which endpoint, the HTTP request, retries, the fail-fast rule (:class:`Endpoint`).
+- :mod:`.rotation`: the client's endpoints, one or several replicas of one model (:class:`Rotation`: each request
+  where there is room, failover).
 - :mod:`.modes`: online, Batch API and dry-run routing (:class:`ModeRouter`).
 - :mod:`.options`: the client's option groups (:class:`RetryPolicy`, :class:`Limits`, :class:`BatchOptions`,
   :class:`Sampling`).

@@ -40,8 +40,12 @@ embedded SmolLM2-135M-Instruct on CPU through llama-cpp-python (:mod:`.embedded`
 (never chosen silently: it checks the code path, its numbers mean nothing). The embedded model is plugged in *below* the openai SDK as its HTTP transport, so it and a
 remote endpoint share one code path: the same requests, cache, retries, counters and output checks.
 
-The client is three parts: the endpoint (:mod:`.endpoint`: which endpoint, the HTTP request, retries and the
-fail-fast rule), the mode router (:mod:`.modes`: online, Batch API, dry run) and what joins them here (the
+Several endpoints serving one model (``base_url=[url1, url2]``) share the work, each under its own adaptive
+limit, and an endpoint that fails is taken out of rotation and probed again later (:mod:`.rotation`); an answer
+is cached under each endpoint's key, so that it does not matter which endpoint gave it.
+
+The client is three parts: the endpoints (:mod:`.endpoint`: which endpoint, the HTTP request, retries and the
+fail-fast rule; :mod:`.rotation`: several endpoints), the mode router (:mod:`.modes`: online, Batch API, dry run) and what joins them here (the
 cache, ``ask`` with re-asks, ``map`` on the worker pool, the counts). Options come in four groups
 (:mod:`.options`: :class:`~.options.RetryPolicy`, :class:`~.options.Limits`, :class:`~.options.BatchOptions`,
 :class:`~.options.Sampling`); the single keyword arguments of the first release still work.
@@ -64,7 +68,6 @@ from pyterrier_nuggets.llm.config import ENV_API_KEY
 from pyterrier_nuggets.llm.endpoint import (
     PLACEHOLDER_KEY,
     ChatResult,
-    Endpoint,
     NoEndpoint,
     endpoint_configured,
     select_endpoint,
@@ -72,6 +75,7 @@ from pyterrier_nuggets.llm.endpoint import (
 from pyterrier_nuggets.llm.modes import ModeRouter
 from pyterrier_nuggets.llm.options import BatchOptions, Limits, RetryPolicy, Sampling, group_options
 from pyterrier_nuggets.llm.parsing import OutputError
+from pyterrier_nuggets.llm.rotation import Rotation
 from pyterrier_nuggets.llm.scheduler import Deferred, Scheduler
 from pyterrier_nuggets.llm.tokens import TokenCounter
 from pyterrier_nuggets.llm.usage import OTHER_STAGE, Plan, Prices, StageCounters, Usage
@@ -112,7 +116,9 @@ class LLMClient:
 
     :param model: the model name at the endpoint (default ``$PYTERRIER_NUGGETS_MODEL``).
     :param base_url: the endpoint, e.g. ``http://localhost:8000/v1`` (default ``$OPENAI_BASE_URL``; with only a
-        key, the OpenAI API). Nothing configured is refused unless ``embedded``.
+        key, the OpenAI API). Nothing configured is refused unless ``embedded``. A list of several serves one
+        model from all of them (:mod:`.rotation`: one adaptive limit each, failover; the same model and key on
+        each; ``concurrency`` is each one's ceiling).
     :param api_key: the secret (default ``$OPENAI_API_KEY``); never stored, logged or part of a cache key.
     :param cache: a path, a :class:`ResponseCache`, ``None`` (no cache) or, by default,
         :func:`default_cache_path`.
@@ -142,7 +148,8 @@ class LLMClient:
         answer = llm.chat([{"role": "user", "content": "Say OK."}]).text
     """
 
-    def __init__(self, model: str | None = None, base_url: str | None = None, api_key: str | None = None, *,
+    def __init__(self, model: str | None = None, base_url: str | Sequence[str] | None = None,
+                 api_key: str | None = None, *,
                  cache: Any = _DEFAULT_CACHE, embedded: bool | str | None = None, progress: bool = True,
                  frozen: bool = False, prices: Prices | None = None, retry: RetryPolicy | None = None,
                  limits: Limits | None = None, batch: BatchOptions | bool | None = None,
@@ -154,8 +161,9 @@ class LLMClient:
         self.retry, self.limits, self.batch_options, self.sampling = group_options(retry, limits, batch, sampling,
                                                                                    options)
         self.counters = StageCounters()
-        self._endpoint = Endpoint(model, base_url, api_key, embedded, self.retry, self.limits, self.counters.count)
-        if self._endpoint.embedded and self.sampling.max_tokens is None:
+        self._rotation = Rotation(model, base_url, api_key, embedded, self.retry, self.limits, self.counters.count,
+                                  _warn)
+        if self.embedded and self.sampling.max_tokens is None:
             self.sampling = replace(self.sampling, max_tokens=EMBEDDED_MAX_TOKENS)
         if cache is _DEFAULT_CACHE:
             cache = default_cache_path()
@@ -174,20 +182,27 @@ class LLMClient:
                             frozen=frozen, prices=prices, retry=self.retry, limits=self.limits,
                             sampling=self.sampling, worker_cache=worker_cache, cache_only=self.cache_only)
         self._home = socket.gethostname()
-        if cache is not None and not self.embedded:  # start the adaptive limit where an earlier run left it
-            where = f"{self.endpoint} {self.model}"
-            learned = cache.learned_limit(where)
-            if learned is not None:
-                self.limiter.start_from(*learned)
-            self.limiter.on_learned = functools.partial(cache.learn_limit, where)
+        if cache is not None and not self.embedded:  # start each adaptive limit where an earlier run left it
+            for url, limiter in self._rotation.limiters.items():
+                where = f"{url} {self.model}"
+                learned = cache.learned_limit(where)
+                if learned is not None:
+                    limiter.start_from(*learned)
+                limiter.on_learned = functools.partial(cache.learn_limit, where)
         if self.batch_options.enabled and (self.embedded or cache is None):
             raise InvalidInput("batch=True needs a remote endpoint with the Batch API and a response cache (the "
                                "answers and batch ids are kept there)")
+        if self.batch_options.enabled and self._rotation.several:
+            raise InvalidInput(f"batch=True sends every request to one endpoint's Batch API; {len(self.endpoints)} "
+                               "endpoints were given: give one base_url for the Batch API",
+                               cli=f"--batch sends every request to one endpoint's Batch API; --base-url was given "
+                                   f"{len(self.endpoints)} times: give one --base-url with --batch")
         self.progress, self.frozen, self.prices = progress, frozen, prices
         self.tokens = TokenCounter(self.model)
-        self._router = ModeRouter(self.batch_options, cache, self.endpoint, lambda: self._endpoint.client,
+        self._router = ModeRouter(self.batch_options, cache, self.endpoint, lambda: self._rotation.first.client,
                                   self.counters, self.tokens, lambda: self.scheduler.rounds, self._log)
-        self.scheduler = Scheduler(int(self.limits.concurrency), self._router.flush)
+        # workers for as many requests in flight as every endpoint's ceiling allows
+        self.scheduler = Scheduler(self.concurrency * len(self.endpoints), self._router.flush)
         self._lock = threading.Lock()
         self._local = threading.local()
         self._job_invalid: set[str] = set()  # marked invalid during this job (see new_job): replayed within it
@@ -196,29 +211,47 @@ class LLMClient:
 
     @property
     def embedded(self) -> bool:
-        return self._endpoint.embedded
+        return self._rotation.first.embedded
 
     @property
     def embedded_model_path(self) -> str | None:
-        return self._endpoint.embedded_model_path
+        return self._rotation.first.embedded_model_path
 
     @property
     def model(self) -> str:
-        return self._endpoint.model
+        return self._rotation.first.model
 
     @property
-    def base_url(self) -> str | None:
-        return self._endpoint.base_url
+    def base_url(self) -> str | list[str] | None:
+        """The endpoint's address as given (``None``: the OpenAI API); a list for several endpoints."""
+        if self._rotation.several:
+            return list(self._rotation.urls)
+        return self._rotation.first.base_url
 
     @property
     def endpoint(self) -> str:
-        """The endpoint's address (``embedded:FILE`` for the embedded model): part of every cache key."""
-        return self._endpoint.url
+        """The endpoint's address (``embedded:FILE`` for the embedded model), as tables name it; several endpoints
+        are ``url1 + url2``. Each endpoint's address is part of the cache keys (:meth:`cache_keys`)."""
+        return self._rotation.url
+
+    @property
+    def endpoints(self) -> list[str]:
+        """Every endpoint's address, in the order given (one for a single endpoint)."""
+        return list(self._rotation.urls)
 
     @property
     def limiter(self):
-        """The endpoint's adaptive limit (:class:`~.limits.AdaptiveLimiter`)."""
-        return self._endpoint.limiter
+        """The endpoint's adaptive limit (:class:`~.limits.AdaptiveLimiter`); with several endpoints, each has its
+        own: :attr:`limiters`."""
+        if self._rotation.several:
+            raise AttributeError(f"this client has {len(self.endpoints)} endpoints, each with its own adaptive limit: "
+                                 "use llm.limiters[url]")
+        return self._rotation.first.limiter
+
+    @property
+    def limiters(self) -> dict:
+        """Each endpoint's adaptive limit (:class:`~.limits.AdaptiveLimiter`), by address."""
+        return self._rotation.limiters
 
     @property
     def concurrency(self) -> int:
@@ -243,8 +276,10 @@ class LLMClient:
 
     @property
     def stats(self) -> dict:
-        """Counts in all: items, requests, cache hits, calls, retries, failures, tokens (:data:`~.usage.COUNTERS`)."""
-        return self.counters.total
+        """Counts in all: items, requests, cache hits, calls, retries, failures, tokens (:data:`~.usage.COUNTERS`);
+        and, under ``"endpoints"``, per endpoint address (:meth:`~.rotation.Rotation.stats`): calls, answers, errors,
+        times taken out of rotation and readmitted, its state."""
+        return {**self.counters.total, "endpoints": self._rotation.stats()}
 
     @property
     def stage_stats(self) -> dict[str, dict]:
@@ -311,12 +346,12 @@ class LLMClient:
             return self.map(lambda _: self.chat(messages, json_schema=json_schema, stage=stage, plan_reply=plan_reply,
                                                 plan_note=plan_note, **params), [None])[0]
         body = self.request_body(messages, json_schema=json_schema, **params)
-        key = request_key(self.endpoint, body)
+        key, *aliases = keys = self.cache_keys(body)
         self.counters.count(stage, requests=1)
         hit = self._router.placeholder(key)
         if hit is not None:  # a placeholder answer of this dry run (counted as planned when it was made)
             return ChatResult(hit["text"], cached=True, usage=hit["usage"], key=key, planned=True)
-        cached = self._cached(key, stage)
+        cached = self._cached(keys, stage)
         if cached is not None:
             return cached
         if key in self._router.errors:
@@ -327,33 +362,43 @@ class LLMClient:
         if self._router.defers:
             raise self._router.defer(key, body, stage, plan_reply, plan_note)
         tokens = 0
-        if self.limiter.needs_tokens:
+        if self._rotation.needs_tokens:
             tokens = self.tokens.count_messages(body["messages"]) + int(body.get("max_tokens") or 0)
-        result = self._endpoint.call(body, stage, self.scheduler.current_priority(), tokens)
-        result.key = key
+        result = self._rotation.call(body, stage, self.scheduler.current_priority(), tokens)
+        result.key, result.aliases = key, tuple(aliases)
         if result.ok and self.cache is not None:
-            self.cache.put(key, body, {"text": result.text, "usage": result.usage,
-                                       "finish_reason": result.finish_reason})
+            for k in keys:
+                self.cache.put(k, body, {"text": result.text, "usage": result.usage,
+                                         "finish_reason": result.finish_reason})
         return result
 
-    def _cached(self, key: str, stage: str | None) -> ChatResult | None:
+    def cache_keys(self, body: dict) -> list[str]:
+        """The cache keys of a request (:func:`~.cache.request_key`): the endpoint's address and the body. Several
+        endpoints serve one model, so an answer does not depend on which of them gave it: it is kept under the key
+        of each (the key a client of that endpoint alone uses) and found under any."""
+        return [request_key(url, body) for url in self._rotation.urls]
+
+    def _cached(self, keys: list[str], stage: str | None) -> ChatResult | None:
         """The cached answer to this request, unless its exchange failed validation in an earlier job (asked
         again, unless ``frozen``)."""
-        found = self.cache.lookup(key) if self.cache is not None else None
+        found = None
+        if self.cache is not None:
+            found = next((f for f in map(self.cache.lookup, keys) if f is not None), None)
         if found is None:
             return None
+        key = keys[0]
         hit, verdict = found
         if verdict == INVALID and not self.frozen and key not in self._job_invalid:
             return None
         if key not in self._router.fetched:
             self.counters.count(stage, cache_hits=1)
         return ChatResult(hit["text"], cached=True, usage=hit.get("usage") or {},
-                          finish_reason=hit.get("finish_reason"), key=key)
+                          finish_reason=hit.get("finish_reason"), key=key, aliases=tuple(keys[1:]))
 
     def probe(self) -> str:
         """Ask the endpoint one tiny question, not cached (``pyterrier-nuggets check-endpoint``): a line saying
         that it answered, how fast and what; or the :class:`~.retry.EndpointError` a job would stop with."""
-        return self._endpoint.probe(self.request_body([{"role": "user", "content": "Reply with the single word OK."}],
+        return self._rotation.probe(self.request_body([{"role": "user", "content": "Reply with the single word OK."}],
                                                       max_tokens=5))
 
     def ask(self, messages: Sequence[dict], parse: Callable[[str], T], *, reask: Callable[[str], str],
@@ -383,7 +428,7 @@ class LLMClient:
                 return Outcome(None, error=f"API call failed: {result.error}", raw=raws, attempts=attempt + 1,
                                planned=planned)
             raws.append(result.text)
-            keys.append(result.key)
+            keys += [result.key, *result.aliases]
             try:
                 return Outcome(parse(result.text), raw=raws, attempts=attempt + 1, planned=planned)
             except OutputError as exc:
@@ -466,6 +511,11 @@ class LLMClient:
         """In a dry run: how many items ``stage`` asks depends on the answers of the stages ``reads`` (the plan
         says its count is an estimate where those answers were placeholders)."""
         self._router.plan_reads(stage, reads)
+
+
+def _warn(message: str) -> None:
+    """A line about the endpoints (one taken out of rotation, back in it): on stderr, with or without progress."""
+    print(message, file=sys.stderr, flush=True)
 
 
 WORKER_CACHE = ("auto", "shared", "shard")

@@ -6,14 +6,16 @@ belongs to an endpoint: its address and model, the SDK client (the embedded mode
 its adaptive limit (:class:`~.limits.AdaptiveLimiter`) and whether it has answered yet. An error that no retry
 can fix (:data:`~.retry.FATAL_STATUS`, no server after a short probe, HTTP 200 without a completion) makes the
 endpoint *unusable*: :class:`~.retry.EndpointError` is raised then and by every later call, so a job stops at
-once instead of failing every item after its retries.
+once instead of failing every item after its retries. Several endpoints of one model are a
+:class:`~.rotation.Rotation` of :class:`Endpoint` objects, each asked one attempt at a time (:meth:`Endpoint.attempt`).
 """
 from __future__ import annotations
 
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,8 +38,9 @@ from pyterrier_nuggets.llm.retry import (
     RETRYABLE,
     EndpointError,
     describe_error,
+    gave_up,
     is_connection_error,
-    jittered,
+    next_wait,
     retry_after,
 )
 from pyterrier_nuggets.llm.transport import KeepAliveTransport, keep_alive_possible
@@ -61,6 +64,7 @@ class ChatResult:
     :param usage: the endpoint's token counts.
     :param finish_reason: the endpoint's ``finish_reason`` (e.g. ``"length"``).
     :param key: the request's cache key (:func:`request_key`).
+    :param aliases: its other keys: a client of several endpoints keeps an answer under the key of each.
     :param planned: a dry run's placeholder, not an answer.
     """
 
@@ -70,6 +74,7 @@ class ChatResult:
     usage: dict = field(default_factory=dict)
     finish_reason: str | None = None
     key: str | None = None
+    aliases: tuple[str, ...] = ()
     planned: bool = False  # a dry run's placeholder, not an answer
 
     @property
@@ -91,11 +96,31 @@ def _message(exc: Exception) -> str:
     return " ".join(str(message or exc).split())[:200]
 
 
-def select_endpoint(model: str | None, base_url: str | None, api_key: str | None, embedded: bool | None
-                    ) -> tuple[bool, str | None, str | None]:
+def endpoint_urls(base_url: str | Sequence[str] | None) -> str | tuple[str, ...] | None:
+    """``base_url`` as given to the client: one address (a string, or a list of one), several (a tuple, in the
+    order given: replicas of one model, :mod:`.rotation`) or none (``None``, an empty string or list)."""
+    if base_url is None or isinstance(base_url, str):
+        return base_url or None
+    urls = list(base_url)
+    for url in urls:
+        if not isinstance(url, str) or not url.strip():
+            raise InvalidInput(f"base_url: every endpoint must be an address such as http://localhost:8000/v1, got "
+                               f"{url!r} in {urls!r}", cli=f"--base-url: not an address: {url!r}")
+    twice = sorted({url for url in urls if urls.count(url) > 1})
+    if twice:
+        raise InvalidInput(f"base_url lists {', '.join(twice)} more than once: give each endpoint once",
+                           cli=f"--base-url {' and '.join(twice)} given more than once: give each endpoint once")
+    if not urls:
+        return None
+    return urls[0] if len(urls) == 1 else tuple(urls)
+
+
+def select_endpoint(model: str | None, base_url: str | Sequence[str] | None, api_key: str | None,
+                    embedded: bool | None) -> tuple[bool, str | tuple[str, ...] | None, str | None]:
     """(embedded, base_url, key) from the arguments and the environment. Nothing configured and no explicit
     ``embedded=True`` is refused (never a silent fall-back to the embedded model, whose numbers mean nothing);
-    a model name without an endpoint is refused; an endpoint without a key gets the placeholder key."""
+    a model name without an endpoint is refused; an endpoint without a key gets the placeholder key. Several
+    endpoints come back as a tuple of addresses (:func:`endpoint_urls`); ``$OPENAI_BASE_URL`` is one address."""
     if embedded:
         if model and model != EMBEDDED_MODEL:
             raise InvalidInput(
@@ -104,7 +129,7 @@ def select_endpoint(model: str | None, base_url: str | None, api_key: str | None
                 cli=f"--llm embedded runs {EMBEDDED_MODEL}, not {model!r}: leave --model out, or give the endpoint "
                     f"that serves {model!r} (--base-url or ${ENV_BASE_URL})")
         return True, None, None
-    base_url = base_url or os.environ.get(ENV_BASE_URL) or None
+    base_url = endpoint_urls(base_url) or os.environ.get(ENV_BASE_URL) or None
     secret = api_key or os.environ.get(ENV_API_KEY) or None
     if base_url is None and secret is None:
         named = model or os.environ.get(ENV_MODEL)
@@ -120,7 +145,8 @@ def select_endpoint(model: str | None, base_url: str | None, api_key: str | None
     return False, base_url, secret or PLACEHOLDER_KEY
 
 
-def endpoint_configured(model: str | None = None, base_url: str | None = None, api_key: str | None = None) -> bool:
+def endpoint_configured(model: str | None = None, base_url: str | Sequence[str] | None = None,
+                        api_key: str | None = None) -> bool:
     """Whether these arguments and the environment name an endpoint.
 
     A model name without one is refused as by :class:`~.client.LLMClient`.
@@ -147,6 +173,8 @@ class Endpoint:
                  retry: RetryPolicy, limits: Limits, count: Callable[..., None]):
         self.embedded, base_url, secret = select_endpoint(model, base_url, api_key,
                                                           None if embedded is None else bool(embedded))
+        if isinstance(base_url, tuple):
+            raise TypeError("an Endpoint is one endpoint: several are a Rotation (llm/rotation.py)")
         self.retry = retry
         self._count = count
         http_client = None
@@ -181,6 +209,17 @@ class Endpoint:
         self._lock = threading.Lock()
         self._answered = False  # it has answered a request with a chat completion (in this process)
         self._unusable: EndpointError | None = None  # once set, every call raises it: the job stops
+        self.tally = Counter(calls=0, answered=0, errors=0)  # HTTP requests sent, chat completions, retryable errors
+
+    @property
+    def answered(self) -> bool:
+        """Whether it has answered a request with a chat completion (in this process)."""
+        return self._answered
+
+    @property
+    def unusable(self) -> EndpointError | None:
+        """Why it cannot be used at all (:meth:`stop`), or None."""
+        return self._unusable
 
     def call(self, body: dict, stage: str | None, priority: tuple = (), tokens: int = 0) -> ChatResult:
         """Send ``body`` (a chat completion request) until it is answered or the retry policy gives up; raise
@@ -190,25 +229,46 @@ class Endpoint:
         started = time.monotonic()
         attempt = 0
         while True:
-            ticket = self.limiter.acquire(priority, tokens)
-            self._count(stage, calls=1)
-            try:
-                completion, error, status, headers = self._send(body, ticket, stage)
-            except _Failed as failed:
-                return ChatResult(None, error=str(failed))
-            asked = retry_after(error) if error is not None else None
-            self.limiter.release(ticket, status=status, headers=headers, retry_after=asked,
-                                 timed_out=isinstance(error, openai.APITimeoutError))
-            if error is None:
-                return self._result(completion, stage)
-            wait = self._retry_wait(error, status, asked, attempt, started, stage)
+            sent = self.attempt(body, stage, priority, tokens)
+            if sent.result is not None:
+                return sent.result
+            wait = self._retry_wait(sent.error, sent.asked, attempt, started, stage)
             if wait is None:
                 self._count(stage, failures=1)
-                return ChatResult(None, error=f"{describe_error(error)} (gave up after {attempt + 1} attempts, "
-                                              f"{time.monotonic() - started:.1f}s)")
+                return ChatResult(None, error=gave_up(sent.error, attempt + 1, started))
             attempt += 1
             self._count(stage, retries=1)
             time.sleep(wait)
+
+    def attempt(self, body: dict, stage: str | None, priority: tuple = (), tokens: int = 0,
+                cancel: Callable[[], bool] | None = None) -> Attempt:
+        """One HTTP request under the endpoint's adaptive limit: the answer, a failure of this request that no retry
+        fixes, or the error to retry (see :class:`Attempt`); raise :class:`EndpointError` when the endpoint cannot
+        be used at all. ``cancel``: as :meth:`~.limits.AdaptiveLimiter.acquire` (nothing sent)."""
+        if self._unusable is not None:
+            raise self._unusable
+        ticket = self.limiter.acquire(priority, tokens, cancel)
+        if ticket is None:
+            return Attempt(moved=True)
+        self._count(stage, calls=1)
+        self._tally("calls")
+        try:
+            completion, error, status, headers = self._send(body, ticket, stage)
+        except _Failed as failed:
+            return Attempt(ChatResult(None, error=str(failed)))
+        asked = retry_after(error) if error is not None else None
+        self.limiter.release(ticket, status=status, headers=headers, retry_after=asked,
+                             timed_out=isinstance(error, openai.APITimeoutError))
+        if error is None:
+            return Attempt(self._result(completion, stage))
+        self._tally("errors")
+        if status in CONGESTION_STATUS:
+            self._count(stage, throttled=1)
+        return Attempt(error=error, status=status, asked=asked)
+
+    def _tally(self, what: str) -> None:
+        with self._lock:
+            self.tally[what] += 1
 
     def _send(self, body: dict, ticket, stage: str | None) -> tuple[dict | None, Exception | None, int | None, object]:
         """One HTTP request: ``(completion, None, status, headers)``, or ``(None, retryable error, status,
@@ -245,24 +305,16 @@ class Endpoint:
                                 "OpenAI-compatible /v1 endpoint?") from None
             return None, RuntimeError(f"malformed response from the endpoint ({type(exc).__name__}: {exc})"), 500, None
 
-    def _retry_wait(self, error: Exception, status: int | None, asked: float | None, attempt: int, started: float,
+    def _retry_wait(self, error: Exception, asked: float | None, attempt: int, started: float,
                     stage: str | None) -> float | None:
         """Seconds to wait before asking again, or None when the retry policy gives up; stops the job when an
         endpoint that never answered cannot be reached (a short, bounded probe)."""
-        if status in CONGESTION_STATUS:
-            self._count(stage, throttled=1)
         probing = not self._answered and is_connection_error(error)
         if probing and (attempt + 1 >= PROBE_ATTEMPTS or attempt >= self.retry.max_retries):
             self._count(stage, failures=1)
             raise self.stop(f"cannot connect ({describe_error(error)}, {attempt + 1} attempts in "
                             f"{time.monotonic() - started:.1f} s); is the server running at this address?")
-        wait = jittered(asked if asked is not None else self.retry.backoff * (2 ** attempt), asked is not None)
-        wait = min(wait, self.retry.max_backoff)
-        if probing:
-            wait = min(wait, 0.5)
-        if attempt >= self.retry.max_retries or time.monotonic() - started + wait > self.retry.max_retry_time:
-            return None
-        return wait
+        return next_wait(self.retry, asked, attempt, started, cap=0.5 if probing else None)
 
     def _result(self, completion: dict, stage: str | None) -> ChatResult:
         """A chat completion's JSON body as a result (its usage counted)."""
@@ -279,6 +331,7 @@ class Endpoint:
                                 "OpenAI-compatible /v1 endpoint?")
             return ChatResult(None, error="the endpoint returned no choices", usage=usage)
         self._answered = True
+        self._tally("answered")
         choice = choices[0]
         message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
         content = message.get("content")
@@ -303,6 +356,36 @@ class Endpoint:
         text = " ".join((result.text or "").split())[:60]
         return (f"the LLM endpoint {self.url} (model {self.model!r}) answered in {time.monotonic() - started:.2f} s: "
                 f"{text!r}")
+
+
+@dataclass
+class Attempt:
+    """What one HTTP request of :meth:`Endpoint.attempt` came to.
+
+    :param result: final: the answer, or a failure of this request that no retry fixes (HTTP 400, say).
+    :param error: the error to retry (429, 5xx, a timeout, no connection, a malformed body).
+    :param status: the HTTP status of ``error``, if any.
+    :param asked: the seconds of the endpoint's ``Retry-After``, if any.
+    :param moved: cancelled while it waited for a slot: nothing was sent.
+    """
+
+    result: ChatResult | None = None
+    error: Exception | None = None
+    status: int | None = None
+    asked: float | None = None
+    moved: bool = False
+
+    @property
+    def connection_lost(self) -> bool:
+        """The request never reached the server, or the server went away (refused, reset, unreachable)."""
+        return self.error is not None and is_connection_error(self.error)
+
+    @property
+    def server_failed(self) -> bool:
+        """The endpoint failed this request itself: no connection, a timeout, HTTP 5xx or a malformed body (not
+        a 429, which only asks for fewer requests)."""
+        return self.error is not None and (self.connection_lost or isinstance(self.error, openai.APITimeoutError)
+                                           or (self.status or 0) >= 500)
 
 
 class _Failed(Exception):

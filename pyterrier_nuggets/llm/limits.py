@@ -34,6 +34,7 @@ import math
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ir_measures_ext.errors import InvalidInput
@@ -167,23 +168,26 @@ class AdaptiveLimiter:
 
     # ---------------------------------------------------------------------------------- admission
 
-    def acquire(self, priority=(), tokens: int = 0) -> Ticket:
+    def acquire(self, priority=(), tokens: int = 0, cancel: Callable[[], bool] | None = None) -> Ticket | None:
         """Wait until this request may be sent; the caller must :meth:`release` the ticket. Only the first waiter
         (by priority, then arrival) may go; each waiter sleeps on its own condition and only the first is woken
-        when something changes (not every waiting thread)."""
+        when something changes (not every waiting thread). ``cancel`` (called with the limiter's lock held: it must
+        take no lock) is asked whenever the waiter wakes; when it says so the request gives up its place and
+        ``None`` is returned (:meth:`wake_all` makes every waiter ask it: an endpoint taken out of rotation)."""
         me = (priority, next(self._seq), threading.Condition(self._lock))
         with self._lock:
             heapq.heappush(self._waiters, me)
             try:
                 while True:
+                    if cancel is not None and cancel():
+                        self._leave(me)
+                        return None
                     wait = self._blocked(tokens, time.monotonic()) if self._waiters[0] is me else math.inf
                     if wait == 0.0:
                         break
                     me[2].wait(timeout=None if math.isinf(wait) else wait)
             except BaseException:
-                self._waiters.remove(me)
-                heapq.heapify(self._waiters)
-                self._wake_first()
+                self._leave(me)
                 raise
             heapq.heappop(self._waiters)
             now = time.monotonic()
@@ -198,6 +202,18 @@ class AdaptiveLimiter:
             self._wake_first()  # the next waiter may go too
             probe = self.known_max is not None and self.in_flight > self.known_max
             return Ticket(self.in_flight, self.epoch, tokens, probe)
+
+    def _leave(self, waiter: tuple) -> None:
+        """Take ``waiter`` out of the queue (lock held) and wake the one that is first now."""
+        self._waiters.remove(waiter)
+        heapq.heapify(self._waiters)
+        self._wake_first()
+
+    def wake_all(self) -> None:
+        """Wake every waiter, so that each asks its ``cancel`` again (see :meth:`acquire`)."""
+        with self._lock:
+            for waiter in self._waiters:
+                waiter[2].notify()
 
     def _wake_first(self) -> None:
         """Wake the first waiter (lock held): the only one that may go."""

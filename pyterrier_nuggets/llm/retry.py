@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import email.utils
+import math
 import random
 import time
 
@@ -59,6 +60,23 @@ def describe_error(exc: Exception) -> str:
     status = getattr(exc, "status_code", None)
     name = type(exc).__name__
     return f"{name} (HTTP {status}): {exc}" if status else f"{name}: {exc}"
+
+
+def next_wait(policy, asked: float | None, attempt: int, started: float, cap: float | None = None) -> float | None:
+    """Seconds to wait before asking again after failed attempt number ``attempt`` (0 for the first) of a request
+    first sent at ``started`` (``time.monotonic()``): the ``Retry-After`` the endpoint ``asked`` for, else the
+    exponential backoff, jittered, at most ``policy.max_backoff`` (and ``cap``); ``None`` when the
+    :class:`~.options.RetryPolicy` gives up (``max_retries`` asked again, or ``max_retry_time`` would pass)."""
+    wait = jittered(asked if asked is not None else policy.backoff * (2 ** attempt), asked is not None)
+    wait = min(wait, policy.max_backoff, cap if cap is not None else math.inf)
+    if attempt >= policy.max_retries or time.monotonic() - started + wait > policy.max_retry_time:
+        return None
+    return wait
+
+
+def gave_up(error: Exception, attempts: int, started: float) -> str:
+    """The error of a request the retry policy gave up on."""
+    return f"{describe_error(error)} (gave up after {attempts} attempts, {time.monotonic() - started:.1f}s)"
 
 
 def jittered(wait: float, asked: bool) -> float:

@@ -20,8 +20,9 @@ embeddings: a cheap *baseline*, not entailment; its agreement is in docs/cone-ra
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 Pair = tuple[str, str]  # (premise, hypothesis)
 
@@ -54,6 +55,16 @@ class Matcher:
     """
 
     baseline: bool = False  # True for a matcher that approximates entailment (labelled so in every table)
+    # what a copy in another process (``.parallel()``) is made without, and made again with: attribute -> its fresh
+    # value (the decisions remembered; a subclass adds its loaded model)
+    transient: ClassVar[dict[str, Callable[[], Any]]] = {"_decisions": dict}
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k not in self.transient}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.__dict__.update({name: fresh() for name, fresh in self.transient.items()})
 
     def match(self, pairs: Sequence[Pair]) -> list[Match]:
         """One :class:`Match` per ``(premise, hypothesis)`` pair, in order."""

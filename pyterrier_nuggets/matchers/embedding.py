@@ -132,6 +132,8 @@ class EmbeddingMatcher(Matcher):
         [decision] = matcher.match([("Paris is the capital of France.", "France's capital is Paris.")])
     """
 
+    transient = {**Matcher.transient, "_encoder": lambda: None, "_vectors": dict}  # the encoder is loaded again
+
     baseline = True
 
     def __init__(self, threshold: float = DEFAULT_THRESHOLD, *, model: str | None = None, batch_size: int = 64,
@@ -154,9 +156,9 @@ class EmbeddingMatcher(Matcher):
 
     def at_threshold(self, threshold: float) -> EmbeddingMatcher:
         """The same matcher at another threshold, sharing the encoder and the vectors (not the decisions)."""
-        other = copy.copy(self)
+        other = copy.copy(self)  # made without the transient state (fresh decisions), then given the shared part
+        other._encoder, other._vectors = self._encoder, self._vectors
         other.threshold = float(threshold)
-        other.__dict__.pop("_decisions", None)
         return other
 
     def agreement(self, task: str) -> str:

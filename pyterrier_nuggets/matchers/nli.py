@@ -48,6 +48,8 @@ class NLIMatcher(Matcher):
     :param local_files_only: never download the model.
     """
 
+    transient = {**Matcher.transient, "_loaded": lambda: None}  # the model is loaded again in another process
+
     def __init__(self, model: str, *, threshold: float | None = 0.5, batch_size: int = 16,
                  device: str | None = None, max_length: int | None = None, local_files_only: bool = True):
         self.model = str(model)

@@ -17,6 +17,10 @@ from pyterrier_nuggets.matchers.baseline import NuggetCoverageJudge
 
 ARENA_FILES = ("battles.jsonl", "leaderboard.csv")
 RESAMPLES = 1000
+# one virtual tie per pair of systems that met (docs/arena.md, "When there is no rating"): on the dozen topics of a
+# main job, a system often wins all its battles in a resample of the topics, the plain fit does not exist there and
+# every interval would be unbounded; the table's note and leaderboard.csv say the prior
+PRIOR = 1.0
 
 
 def arena_step(answers: dict[str, pd.DataFrame], queries: dict[str, str], nuggets: pd.DataFrame, *, mode: str,
@@ -49,7 +53,7 @@ def arena_step(answers: dict[str, pd.DataFrame], queries: dict[str, str], nugget
     if len(lost) == len(battles):
         return None, notes + ["arena: no battle has a verdict; the table has no Arena column"]
     try:
-        return leaderboard(battles, list(texts), resamples=RESAMPLES, seed=seed,
+        return leaderboard(battles, list(texts), resamples=RESAMPLES, seed=seed, prior=PRIOR,
                            shared_topics=plan.shared_topics), notes
     except NoRatings as e:
         return None, notes + [f"arena: no ratings ({e}); the table has no Arena column"]

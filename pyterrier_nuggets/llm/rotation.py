@@ -1,0 +1,286 @@
+"""Several endpoints serving one model (replicas behind vLLM or SGLang, say): which one takes each request, and what
+happens when one fails (docs/llm.md, "Several endpoints").
+
+:class:`Rotation` is what the client sends its requests to. With one endpoint it is that endpoint, unchanged
+(:meth:`.endpoint.Endpoint.call`: its retries and its fail-fast rule). With several (``base_url=[url1, url2]``,
+the same model and key on each):
+
+- each endpoint has an adaptive limit of its own (:class:`~.limits.AdaptiveLimiter`, the client's ``concurrency``
+  as its ceiling);
+- a request goes to the endpoint in rotation with the lowest load: the requests it holds (waiting for a slot or
+  in flight) per request of its current limit, so that work flows where measured capacity is free, in proportion
+  to what each endpoint takes;
+- an endpoint that fails is taken out of rotation, with one line on stderr: at once when the connection is
+  refused or lost, after :data:`FAILURE_BURST` failures in a row (timeouts, HTTP 5xx, malformed replies) without
+  an answer between them. The request that failed goes to another endpoint at once, and so do the requests
+  waiting for one of its slots; neither counts against the request's retries;
+- an endpoint out of rotation is probed after a back-off (the retry policy's ``backoff``, doubling after each
+  failed probe up to ``max_backoff``): the next request goes there, and if it is answered the endpoint is back in
+  rotation (one line on stderr); if not, that request too goes to another endpoint;
+- an endpoint that can never serve (HTTP 401, 403, 404, HTTP 200 without a chat completion) is left out for the
+  rest of the job, with one line;
+- with no endpoint left in rotation, a request is retried as with one endpoint (backoff, ``max_retries``,
+  ``max_retry_time``, then a reported failure), each retry sent to the endpoint tried least recently; the first
+  answer brings that endpoint back. When no endpoint has answered yet and none can be reached (a short probe, as
+  with one endpoint), or none can be used at all, the job stops with :class:`~.retry.EndpointError`.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from pyterrier_nuggets.llm.endpoint import Attempt, ChatResult, Endpoint, select_endpoint
+from pyterrier_nuggets.llm.limits import AdaptiveLimiter
+from pyterrier_nuggets.llm.options import Limits, RetryPolicy
+from pyterrier_nuggets.llm.retry import PROBE_ATTEMPTS, EndpointError, describe_error, gave_up, next_wait
+
+FAILURE_BURST = 3  # failures in a row (timeouts, 5xx) that take an endpoint out of rotation
+
+
+@dataclass
+class _Member:
+    """An endpoint of a rotation and what the rotation knows of it (under the rotation's lock)."""
+
+    endpoint: Endpoint
+    out: bool = False  # out of rotation
+    back_off: float = 0.0  # seconds from a failed probe to the next
+    probe_at: float = 0.0  # when an endpoint out of rotation gets its next probe
+    probes: int = 0  # probe requests under way
+    failures: int = 0  # failed requests in a row (since its last answer)
+    refused: int = 0  # of which the last ones could not connect
+    held: int = 0  # requests sent to it, or waiting for one of its slots
+    last_tried: float = 0.0
+    taken_out: int = 0
+    readmitted: int = 0
+    left_out: bool = False  # it can never serve, and it was said
+
+    @property
+    def usable(self) -> bool:
+        return self.endpoint.unusable is None
+
+    def is_out(self) -> bool:
+        """Read without a lock (a request waiting for a slot asks it: :meth:`~.limits.AdaptiveLimiter.acquire`)."""
+        return self.out or not self.usable
+
+
+class Rotation:
+    """The endpoints of one client: one (as given) or several replicas of one model; see the module docstring.
+
+    :param model: as ``LLMClient(model=...)``.
+    :param base_url: one address, or a list of several (:func:`~.endpoint.endpoint_urls`).
+    :param api_key: as ``LLMClient(api_key=...)``; the same for every endpoint.
+    :param embedded: as ``LLMClient(embedded=...)``.
+    :param retry: the client's :class:`~.options.RetryPolicy`.
+    :param limits: the client's :class:`~.options.Limits`: each endpoint's.
+    :param count: the client's counters (``count(stage, **increments)``).
+    :param log: where a line about an endpoint taken out of rotation or back in it goes.
+    """
+
+    def __init__(self, model: str | None, base_url, api_key: str | None, embedded: bool | str | None,
+                 retry: RetryPolicy, limits: Limits, count: Callable[..., None], log: Callable[[str], None]):
+        is_embedded, urls, secret = select_endpoint(model, base_url, api_key,
+                                                    None if embedded is None else bool(embedded))
+        if isinstance(urls, tuple) and not is_embedded:
+            self.endpoints = [Endpoint(model, url, secret, None, retry, limits, count) for url in urls]
+        else:
+            self.endpoints = [Endpoint(model, base_url, api_key, embedded, retry, limits, count)]
+        self.retry, self._count, self._log = retry, count, log
+        self._members = [_Member(e) for e in self.endpoints]
+        self._lock = threading.Lock()
+        self._stopped: EndpointError | None = None  # none can be reached: every later call raises it
+
+    # ------------------------------------------------------------------------------------- what it is
+
+    @property
+    def several(self) -> bool:
+        return len(self.endpoints) > 1
+
+    @property
+    def first(self) -> Endpoint:
+        return self.endpoints[0]
+
+    @property
+    def urls(self) -> tuple[str, ...]:
+        """Each endpoint's address (``embedded:FILE`` for the embedded model), in the order given."""
+        return tuple(e.url for e in self.endpoints)
+
+    @property
+    def url(self) -> str:
+        """The endpoints' addresses, as tables and messages name them (``url1 + url2``)."""
+        return " + ".join(self.urls)
+
+    @property
+    def limiters(self) -> dict[str, AdaptiveLimiter]:
+        return {e.url: e.limiter for e in self.endpoints}
+
+    @property
+    def needs_tokens(self) -> bool:
+        return any(e.limiter.needs_tokens for e in self.endpoints)
+
+    def stats(self) -> dict[str, dict]:
+        """Per endpoint (by address): HTTP requests sent (``calls``), chat completions received (``answered``),
+        retryable errors (``errors``), times ``taken_out`` of rotation and ``readmitted``, and its ``state``
+        (``"in rotation"``, ``"out of rotation"`` or ``"unusable"``)."""
+        with self._lock:
+            return {m.endpoint.url: {**m.endpoint.tally, "taken_out": m.taken_out, "readmitted": m.readmitted,
+                                     "state": "unusable" if not m.usable else "out of rotation" if m.out
+                                     else "in rotation"} for m in self._members}
+
+    # ---------------------------------------------------------------------------------------- requests
+
+    def call(self, body: dict, stage: str | None, priority: tuple = (), tokens: int = 0) -> ChatResult:
+        """Send ``body`` to the endpoints until it is answered or the retry policy gives up (module docstring);
+        raise :class:`~.retry.EndpointError` when no endpoint can be used."""
+        if not self.several:
+            return self.first.call(body, stage, priority, tokens)
+        started = time.monotonic()
+        attempt = 0  # failed attempts with no other endpoint in rotation: these count against the retry policy
+        while True:
+            member, probe = self._choose()
+            try:
+                sent = member.endpoint.attempt(body, stage, priority, tokens, None if probe else member.is_out)
+            except EndpointError as exc:
+                self._settle(member, probe, None)
+                self._left_out(member, exc)
+                continue
+            except BaseException:
+                self._settle(member, probe, None)
+                raise
+            elsewhere = self._settle(member, probe, sent)
+            if sent.moved:
+                continue
+            if sent.result is not None:
+                return sent.result
+            if elsewhere and time.monotonic() - started < self.retry.max_retry_time:
+                self._count(stage, retries=1)  # sent again, to another endpoint, at once
+                continue
+            never = not any(e.answered for e in self.endpoints)
+            wait = next_wait(self.retry, sent.asked, attempt, started, cap=0.5 if never else None)
+            if never and sent.connection_lost and (wait is None or self._unreachable()):
+                self._count(stage, failures=1)
+                raise self._stop(sent, attempt + 1, started)
+            if wait is None:
+                self._count(stage, failures=1)
+                return ChatResult(None, error=f"{gave_up(sent.error, attempt + 1, started)}; last sent to "
+                                              f"{member.endpoint.url}")
+            attempt += 1
+            self._count(stage, retries=1)
+            time.sleep(wait)
+
+    def _choose(self) -> tuple[_Member, bool]:
+        """The endpoint for the next attempt, and whether it is a probe of one out of rotation."""
+        with self._lock:
+            if self._stopped is not None:
+                raise self._stopped
+            live = [m for m in self._members if m.usable]
+            if not live:
+                raise EndpointError(f"none of the {len(self._members)} LLM endpoints can be used: "
+                                    + "; ".join(str(m.endpoint.unusable) for m in self._members))
+            now = time.monotonic()
+            due = [m for m in live if m.out and not m.probes and now >= m.probe_at]
+            ready = [m for m in live if not m.out]
+            if due:
+                member, probe = due[0], True
+            elif ready:
+                member, probe = min(ready, key=lambda m: m.held / max(1.0, m.endpoint.limiter.limit)), False
+            else:  # none in rotation: retried as with one endpoint, on the endpoint tried least recently
+                member, probe = min(live, key=lambda m: m.last_tried), True
+            member.held += 1
+            member.probes += probe
+            member.last_tried = now
+            return member, probe
+
+    def _settle(self, member: _Member, probe: bool, sent: Attempt | None) -> bool:
+        """Take what an attempt came to into account (``None``: it raised); whether the request can go to another
+        endpoint at once (this one is out of rotation and another is in it)."""
+        lines = []
+        with self._lock:
+            member.held -= 1
+            member.probes -= probe
+            now = time.monotonic()
+            if sent is not None and sent.server_failed:
+                member.failures += 1
+                member.refused = member.refused + 1 if sent.connection_lost else 0
+                if not member.out and (sent.connection_lost or member.failures >= FAILURE_BURST):
+                    member.out, member.taken_out = True, member.taken_out + 1
+                    member.back_off = self.retry.backoff
+                    member.probe_at = now + member.back_off
+                    lines.append(self._taken_out_line(member, sent))
+                elif member.out and probe:  # a failed probe: wait longer before the next
+                    member.back_off = min(self.retry.max_backoff, member.back_off * 2)
+                    member.probe_at = now + member.back_off
+            elif sent is not None and not sent.moved:  # the endpoint replied
+                member.failures = member.refused = 0
+                if member.out and probe:
+                    member.out, member.readmitted = False, member.readmitted + 1
+                    lines.append(f"the LLM endpoint {member.endpoint.url} answers again: back in rotation "
+                                 f"({self._in_rotation()} of {len(self._members)} in rotation)")
+            elsewhere = member.is_out() and self._in_rotation() > 0
+        for line in lines:
+            self._log(line)
+        if lines and member.out:
+            member.endpoint.limiter.wake_all()  # the requests waiting for its slots go elsewhere
+        return elsewhere
+
+    def _in_rotation(self) -> int:
+        return sum(not m.is_out() for m in self._members)
+
+    def _taken_out_line(self, member: _Member, sent: Attempt) -> str:
+        left = self._in_rotation()
+        where = (f"its requests go to the other {left} endpoint(s) in rotation" if left else
+                 "no endpoint is left in rotation: requests are retried as with one endpoint")
+        why = "no connection" if sent.connection_lost else f"{member.failures} failures in a row"
+        return (f"the LLM endpoint {member.endpoint.url} is out of rotation: {why} ({describe_error(sent.error)}); "
+                f"{where}; probed again in {member.back_off:g} s")
+
+    def _left_out(self, member: _Member, error: EndpointError) -> None:
+        """An endpoint that can never serve: left out for the rest of the job (once it is said)."""
+        with self._lock:
+            if member.left_out:
+                return
+            member.left_out = True
+            left = self._in_rotation()
+        if left:
+            self._log(f"{error}; it is left out for the rest of the job ({left} endpoint(s) in rotation)")
+        member.endpoint.limiter.wake_all()
+
+    def _unreachable(self) -> bool:
+        """Every usable endpoint failed to connect :data:`~.retry.PROBE_ATTEMPTS` times in a row."""
+        with self._lock:
+            return all(m.refused >= PROBE_ATTEMPTS for m in self._members if m.usable)
+
+    def _stop(self, sent: Attempt, attempts: int, started: float) -> EndpointError:
+        """The error that stops the job: no endpoint answered and none can be reached."""
+        error = EndpointError(f"the LLM endpoints {self.url} (model {self.first.model!r}) cannot be used: cannot "
+                              f"connect to any ({describe_error(sent.error)}, {attempts} attempts in "
+                              f"{time.monotonic() - started:.1f} s); are the servers running at these addresses?")
+        with self._lock:
+            if self._stopped is None:
+                self._stopped = error
+            return self._stopped
+
+    # ------------------------------------------------------------------------------------------- probe
+
+    def probe(self, body: dict) -> str:
+        """Ask each endpoint ``body`` once (not cached): a line per endpoint saying that it answered, how fast and
+        what; or, when any cannot be used, the :class:`~.retry.EndpointError` naming each that cannot."""
+        if not self.several:
+            return self.first.probe(body)
+
+        def one(endpoint: Endpoint) -> str | EndpointError:
+            try:
+                return endpoint.probe(body)
+            except EndpointError as exc:
+                return exc
+
+        with ThreadPoolExecutor(len(self.endpoints)) as pool:
+            lines = list(pool.map(one, self.endpoints))
+        failed = [str(x) for x in lines if isinstance(x, EndpointError)]
+        if failed:
+            working = [e.url for e, x in zip(self.endpoints, lines) if not isinstance(x, EndpointError)]
+            raise EndpointError(f"{len(failed)} of the {len(lines)} LLM endpoints cannot be used: " + "; ".join(failed)
+                                + (f" (answered: {', '.join(working)})" if working else ""))
+        return "\n".join(lines)
