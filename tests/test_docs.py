@@ -61,6 +61,9 @@ SKIP = {
                                                                "ir_datasets (download)",
     ("datasets.md", "import pyterrier as pt"): "needs the TREC RAG topics (download)",
     ("datasets.md", "ir_datasets export"): "needs the TREC RAG files of ir_datasets (download)",
+    ("shards.md", "#!/bin/bash\n#SBATCH"): "a SLURM batch script (needs a cluster and the TREC RAG 2025 runs); the "
+                                          "blocks after it run the same commands on one machine",
+    ("shards.md", "array=$(sbatch"): "submits jobs to a SLURM cluster",
 }
 
 

@@ -28,6 +28,9 @@
                                [--rubrics FILE|ID] [--support --docs FILE|ID | --support-assignments FILE ...]
                                [--topics FILE|ID] [--base-url URL] [--model NAME]   (docs/trec-rag-2025-2026.md)
     pyterrier-nuggets calibrate PAIRS.jsonl | --crowd-labels [FILE] [--task T] [--matcher M] [--split S] [--json]
+    pyterrier-nuggets demo|trec-rag|ikat|arena ... --shard I/N --out SHARD_DIR   (one shard of the topics)
+    pyterrier-nuggets merge SHARD_DIR ... --out DIR [--llm-cache PATH]   (the shards as one run, docs/shards.md)
+    pyterrier-nuggets cache merge SOURCE ... --into TARGET   (response caches folded into one)
 """
 from __future__ import annotations
 
@@ -42,12 +45,14 @@ from pyterrier_nuggets.cli import (
     agree,
     annotate,
     arena,
+    cache,
     calibrate,
     check_endpoint,
     correlate,
     demo,
     export,
     ikat,
+    merge,
     score,
     table,
     trec_rag,
@@ -58,7 +63,7 @@ from pyterrier_nuggets.cli import (
 EXIT_LLM_FAILED, EXIT_INPUT, EXIT_BUG, EXIT_INTERRUPTED = 1, 2, 3, 130
 
 SUBCOMMANDS = (demo, export, table, score, correlate, agree, annotate, ikat, calibrate, trec_rag, arena,
-               check_endpoint)
+               check_endpoint, merge, cache)
 
 
 VERBOSE_HELP = ("also show what the model libraries print while loading a model (their progress bars and "
@@ -81,7 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
     args = build_parser().parse_args(argv)
+    args.argv = argv  # the command line as given: a shard's manifest keeps it (cli/shards.py)
     if not args.verbose:
         for name, value in QUIET_LIBRARIES.items():
             os.environ.setdefault(name, value)

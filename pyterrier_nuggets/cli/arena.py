@@ -56,7 +56,8 @@ def add_parser(sub) -> None:
                    "(default 8; below it the client finds what the endpoint takes), e.g. --concurrency 32")
     p.add_argument("--batch", action="store_true", help="OpenAI Batch API mode (resumable; the plan is printed first)")
     p.add_argument("--llm-cache", metavar="PATH", help="SQLite response cache (default: $PYTERRIER_NUGGETS_CACHE or "
-                   "~/.cache/pyterrier-nuggets/llm-cache.sqlite), e.g. --llm-cache out/cache.sqlite")
+                   "~/.cache/pyterrier-nuggets/llm-cache.sqlite; with --shard, --out/llm-cache.sqlite), e.g. --llm-cache "
+                   "out/cache.sqlite")
     p.add_argument("--dry-run", action="store_true", help="print the battles and the LLM calls, tokens and cost they "
                    "need (--price), make no call, write nothing")
     p.add_argument("--price", metavar="INPUT,OUTPUT", help="USD per million prompt and completion tokens, for the cost, e.g. --price 0.15,0.60")
@@ -71,6 +72,8 @@ def add_parser(sub) -> None:
                    "that met (a regularised fit, when a system won all its battles); default 0: the plain maximum-"
                    "likelihood fit, refused when it does not exist, e.g. --prior 1")
     p.add_argument("--no-plot", action="store_true", help="do not write the plot ratings.png, .pdf, .svg")
+    from pyterrier_nuggets.cli.shards import add_shard_option
+    add_shard_option(p, "topics (the battles are planned on every topic, then those of the shard's topics judged)")
     p.set_defaults(func=run)
 
 
@@ -96,7 +99,8 @@ def run(args) -> int:
 def _from_battles(args) -> int:
     from pyterrier_nuggets import formats
     from pyterrier_nuggets.cli.paths import check_inputs
-    for option, given in (("--design", args.design != "all"), ("--both-orders", args.both_orders),
+    for option, given in (("--shard", args.shard is not None), ("--design", args.design != "all"),
+                          ("--both-orders", args.both_orders),
                           ("--rubrics", args.rubrics), ("--nuggets", args.nuggets), ("--dry-run", args.dry_run),
                           ("--max-calls", args.max_calls is not None), ("--base-url", args.base_url),
                           ("--model", args.model), ("--judge", args.judge != "llm"), ("--topics", args.topics)):
@@ -177,6 +181,14 @@ def _judge(args) -> int:
     plan = plan_battles(answers, design, args.seed)
     if not plan.battles:
         raise UsageError("no battles: no two runs answered a common topic" + (" with criteria" if guided else ""))
+    from pyterrier_nuggets.cli import shards
+    topics = list(queries)
+    shards.begin(args, "arena")
+    if args.shard is not None:  # planned on every topic (a design may sample across them); judged: the shard's
+        own = set(args.shard.select(topics))
+        plan.battles = [b for b in plan.battles if b[0] in own]
+        if not plan.battles:
+            return shards.finish(args, "arena", topics)
     notes = list(plan.notes)
     if left_out:
         notes.append(f"{len(left_out)} topic(s) without {'a rubric' if rubrics else 'nuggets'} left out: "
@@ -210,14 +222,20 @@ def _judge(args) -> int:
     try:
         arena = _leaderboard(args, battles, list(answers), plan.shared_topics)
     except NoRatings as e:
-        raise NoRatings(f"{e}. The battles are kept in {os.path.join(args.out, JOURNAL)}: the same command with "
-                        "--prior N asks nothing again") from None
-    arena.notes += notes
-    _write(args, outputs, arena, settings, judged=True)
+        if args.shard is None:
+            raise NoRatings(f"{e}. The battles are kept in {os.path.join(args.out, JOURNAL)}: the same command with "
+                            "--prior N asks nothing again") from None
+        arena = None  # a shard's few battles may have no ratings; the merge fits them on every topic
+        print(f"shard {args.shard}: no leaderboard of this shard's battles alone ({e}); battles.jsonl written")
+    if arena is None:
+        formats.write_all({outputs["battles"]: lambda p: formats.write_battles(p, battles)})
+    else:
+        arena.notes += notes
+        _write(args, outputs, arena, settings, judged=True)
     os.remove(os.path.join(args.out, JOURNAL))
     if llm is not None:
         print("\nLLM work:\n" + llm.usage().to_text())
-    return 0
+    return shards.finish(args, "arena", topics, {b.qid: "pairwise battle" for b in battles if not b.ok}, llm)
 
 
 def _check_judge_arguments(args) -> dict[str, str]:
@@ -316,10 +334,9 @@ def _llm_judge(args, rubrics, nuggets):
     if not endpoint_configured(args.model, args.base_url, key):
         raise UsageError("the pairwise judge needs an LLM endpoint: --base-url and --model, or OPENAI_BASE_URL / "
                          "OPENAI_API_KEY and PYTERRIER_NUGGETS_MODEL (or --judge baseline, offline)")
+    from pyterrier_nuggets.cli.shards import client_options
     options = dict(concurrency=args.concurrency, batch=args.batch,
-                   prices=Prices.parse(args.price) if args.price else None)
-    if args.llm_cache:
-        options["cache"] = args.llm_cache
+                   prices=Prices.parse(args.price) if args.price else None, **client_options(args))
     llm = LLMClient(model=args.model, base_url=args.base_url, api_key=key, **options)
     return PairwiseJudge(llm, rubrics=rubrics, nuggets=nuggets, orders="both" if args.both_orders else "random",
                          seed=args.seed, on_failure="mark"), llm

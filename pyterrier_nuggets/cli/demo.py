@@ -36,6 +36,10 @@ def run(args) -> int:
     for option in ignored_options(args):
         warnings.warn(f"demo: ignored in this combination: {option}", stacklevel=1)
     if args.sample_only:
+        if args.shard is not None:
+            from pyterrier_nuggets.cli.errors import UsageError
+            raise UsageError("--shard splits LLM work by topic; --sample-only scores files made by hand (no LLM): "
+                             "run it unsharded")
         from pyterrier_nuggets.pipeline import run_sample
         table = run_sample(args.out)
         print("Joint table of the hand-made sample (3 topics, 2 systems, assignments and support made by hand; "
@@ -112,7 +116,8 @@ def add_demo_arguments(p) -> None:
     g.add_argument("--frozen", action="store_true", help="replay every cached LLM answer, also those that failed "
                    "validation (a byte-identical re-run); by default a re-run asks the failed ones again")
     g.add_argument("--llm-cache", metavar="PATH", help="SQLite response cache (default: $PYTERRIER_NUGGETS_CACHE "
-                   "or ~/.cache/pyterrier-nuggets/llm-cache.sqlite), e.g. --llm-cache out/cache.sqlite")
+                   "or ~/.cache/pyterrier-nuggets/llm-cache.sqlite; with --shard, --out/llm-cache.sqlite), e.g. "
+                   "--llm-cache out/cache.sqlite")
     g.add_argument("--index-dir", metavar="DIR", help="where indexes are built and reused (default: "
                    "~/.cache/pyterrier-nuggets/indexes), e.g. --index-dir /data/indexes")
     g.add_argument("--max-nuggets", type=positive_int, metavar="N", help="nuggets created per topic (default 30, of which "
@@ -130,6 +135,8 @@ def add_demo_arguments(p) -> None:
     g.add_argument("--max-retry-time", type=positive_number, default=600.0, metavar="SECONDS",
                    help="seconds one request may spend in retries before it fails (default 600), e.g. --max-retry-time 1800")
     g.add_argument("--no-plots", action="store_true", help="do not write the PNG plots")
+    from pyterrier_nuggets.cli.shards import add_shard_option
+    add_shard_option(p.add_argument_group("batch systems"))
 
 
 EMBEDDED_MAX_TOKENS = 256  # the embedded model rambles to its token limit; 256 tokens hold 10 nuggets or an answer
@@ -213,6 +220,9 @@ def run_ikat_demo(args) -> int:
                    "--collection": args.collection, "--topics": args.topics, "--max-topics": args.max_topics,
                    "--max-nuggets": args.max_nuggets, "--batch": args.batch, "--dry-run": args.dry_run,
                    "-k (without --generate)": args.k and not args.generate}
+    if args.shard is not None:
+        raise UsageError(f"demo --dataset {IKAT_DATASET} --shard: shard the ikat command itself, e.g. "
+                         "pyterrier-nuggets ikat --run RUN.json ... --shard 2/8 --out shards/2 (docs/shards.md)")
     given = [option for option, value in unsupported.items() if value]
     if given:
         raise UsageError(f"demo --dataset {IKAT_DATASET}: {', '.join(given)} do not apply to iKAT runs; give "
@@ -253,6 +263,7 @@ def run_demo(args) -> int:
     if args.generate:
         raise InvalidInput(f"--generate is for --dataset {IKAT_DATASET}; a TREC RAG system's generator is chosen "
                          "in --system NAME=RETRIEVER:K:GENERATOR")
+    from pyterrier_nuggets.cli import shards
     from pyterrier_nuggets.pipeline import build_systems, dataset_collection, run_main_job, sample_collection
     from pyterrier_nuggets.pipeline.main_job import llm_needed, offline_nuggets
     if args.dataset and args.collection:
@@ -268,6 +279,12 @@ def run_demo(args) -> int:
         collection = sample_collection(qids=args.topics, max_topics=args.max_topics)
         print("Main job on the sample collection shipped with the package (215 passages and 12 topics written for "
               "it: a sample, not a benchmark)", flush=True)
+    topics = list(collection.topics["qid"])
+    shards.begin(args, "demo")
+    if args.shard is not None:
+        collection = shard_collection(collection, args.shard)
+        if collection.topics.empty:
+            return shards.finish(args, "demo", topics)
     if mode == "offline":  # the embedded model writes the answers of the `:llm` systems, nothing else
         offline_nuggets(collection, args.nuggets, systems)  # refused before any model is loaded
         options = dict(client_options, embedded=True, max_tokens=OFFLINE_MAX_TOKENS)
@@ -275,8 +292,10 @@ def run_demo(args) -> int:
         options = dict(client_options, embedded=True) if mode == "embedded" else client_options
     if mode == "endpoint" and dry_run_key(args):
         options["api_key"] = dry_run_key(args)
+    if args.cache_only:  # merge's re-run: every answer from the merged cache
+        options["cache_only"] = True
     llm = make_llm(None if mode != "endpoint" else args.base_url, None if mode != "endpoint" else args.model,
-                   args.concurrency, args.llm_cache, **options) \
+                   args.concurrency, shards.cache_path(args), **options) \
         if llm_needed(systems, LLM_MODES[mode], args.nuggets) else None
 
     def job(out_dir, log, plots=not args.no_plots):
@@ -306,24 +325,35 @@ def run_demo(args) -> int:
         print("\nLLM work per stage:\n" + llm.usage().to_text())
         if llm.batch:
             print("Batch API: " + ", ".join(f"{k} {v}" for k, v in llm.batch_stats.items()))
-    print("\n" + this_run(args.out, result.files) + f"\ntime: {result.seconds:.0f} s")
-    return 0
+    print("\n" + this_run(args.out, result.files, llm) + f"\ntime: {result.seconds:.0f} s")
+    return shards.finish(args, "demo", topics, result.failed, llm)
+
+
+def shard_collection(collection, shard):
+    """``collection`` with the topics (and their qrels) of ``shard`` only (:mod:`pyterrier_nuggets.cli.shards`)."""
+    from dataclasses import replace
+    own = set(shard.select(collection.topics["qid"]))
+    return replace(collection, topics=collection.topics[collection.topics["qid"].isin(own)].reset_index(drop=True),
+                   qrels=collection.qrels[collection.qrels["qid"].isin(own)].reset_index(drop=True))
 
 
 MANIFEST = "this_run.txt"
 
 
-def this_run(out_dir: str, files) -> str:
+def this_run(out_dir: str, files, llm=None) -> str:
     """Which files of ``out_dir`` this run wrote: listed in ``out_dir/this_run.txt`` (replaced by every run) and in
     the returned lines, which also name the files of earlier runs left in the folder (never deleted: a run of other
-    systems leaves theirs)."""
+    systems leaves theirs). The response cache of ``llm``, when it is in ``out_dir`` (a shard's), is neither."""
     from pyterrier_nuggets.formats import atomic_write
     written = sorted(os.path.relpath(f, out_dir) for f in files) + [MANIFEST]
     with atomic_write(os.path.join(out_dir, MANIFEST)) as f:
         f.write("# the files the last pyterrier-nuggets demo run wrote in this folder; any other file here is older\n")
         f.writelines(name + "\n" for name in written)
+    cache = str(os.path.realpath(llm.cache.path)) if llm is not None and llm.cache is not None else None
+    cache_files = {cache, cache + "-wal", cache + "-shm"} if cache else set()
     earlier = sorted(name for name in os.listdir(out_dir) if name not in written and not name.startswith(".")
-                     and os.path.isfile(os.path.join(out_dir, name)))
+                     and os.path.isfile(os.path.join(out_dir, name))
+                     and os.path.realpath(os.path.join(out_dir, name)) not in cache_files)
     lines = [f"written to {out_dir} (listed in {MANIFEST}): {', '.join(written)}"]
     if earlier:
         lines.append(f"note: {out_dir} also holds {len(earlier)} file{'s' * (len(earlier) != 1)} of earlier runs, not "

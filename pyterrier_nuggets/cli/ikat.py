@@ -61,6 +61,11 @@ def add_parser(sub) -> None:
                    "NIST PTKB assessments); --topics then defaults to the trec-ikat/2023 turns, e.g. --ptkb-qrels ptkb.qrels")
     p.add_argument("--out", default="out/ikat", help="output folder (default out/ikat), e.g. --out out/ikat")
     p.add_argument("--no-plots", action="store_true", help="do not write the scatter plot (ikat.scatter.png, .pdf, .svg)")
+    p.add_argument("--llm-cache", metavar="PATH", help="SQLite response cache of the LLM steps (default: "
+                   "$PYTERRIER_NUGGETS_CACHE or ~/.cache/pyterrier-nuggets/llm-cache.sqlite; with --shard, "
+                   "--out/llm-cache.sqlite), e.g. --llm-cache out/cache.sqlite")
+    from pyterrier_nuggets.cli.shards import add_shard_option
+    add_shard_option(p, "turns answered (--run, --responses)")
     p.set_defaults(func=run)
 
 
@@ -74,8 +79,9 @@ def _llm(args):
     if not endpoint_configured(args.model, args.base_url):
         raise UsageError("an LLM step (--matcher llm, --generate, --extract) needs an endpoint: --base-url and "
                          "--model, or OPENAI_BASE_URL / OPENAI_API_KEY and PYTERRIER_NUGGETS_MODEL")
+    from pyterrier_nuggets.cli.shards import client_options
     return LLMClient(model=args.model, base_url=args.base_url, timeout=args.timeout,
-                     max_retry_time=args.max_retry_time)
+                     max_retry_time=args.max_retry_time, **client_options(args))
 
 
 def _matcher(args, llm):
@@ -130,6 +136,9 @@ def run(args) -> int:
     from pyterrier_nuggets.judges.generation import check_reference_count
     ir_measures_ext.register()
     ptkb_runs = _ptkb_runs(args.ptkb_run)
+    if ptkb_runs and args.shard is not None:
+        raise UsageError("--shard splits the LLM work of --run / --responses by turn; --ptkb-run asks no LLM: run it "
+                         "unsharded")
     if ptkb_runs and (args.run or args.responses):
         raise UsageError("--ptkb-run evaluates the PTKB statement ranking (iKAT 2023 qrels); give it without "
                          "--run / --responses")
@@ -190,11 +199,20 @@ def _joint(args, paths: dict[str, str]) -> int:
 
     import datasets_ext  # noqa: F401  (registers trec-ikat/2024/*)
     from pyterrier_nuggets import formats
+    from pyterrier_nuggets.cli import shards
     from pyterrier_nuggets.evaluation import ikat
     gold, label = _gold(args)
     topics = _read_topics(args.topics, "trec-ikat/2024")
-    llm = _llm(args)
     systems = _systems(args)
+    turns = list(dict.fromkeys(str(q) for s in systems for frame in (s.responses, s.ranking) if frame is not None
+                               for q in frame["qid"]))
+    shards.begin(args, "ikat")
+    if args.shard is not None:
+        own = set(args.shard.select(turns))
+        if not own:
+            return shards.finish(args, "ikat", turns)
+        systems, gold = _shard_turns(systems, gold, own, set(turns))
+    llm = _llm(args)
     extra = {}
     if args.generate:
         generated, extra = _generated_systems(args, llm, systems, topics, paths)
@@ -204,6 +222,8 @@ def _joint(args, paths: dict[str, str]) -> int:
     qrels = None
     if args.run:
         qrels = args.qrels or list(ir_datasets.load("trec-ikat/2024").qrels_iter())
+        if args.shard is not None:  # the shard's turns only: its means are over them
+            qrels = _qrels_of(qrels, set(args.shard.select(turns)))
     result = ikat.ikat_table(systems, gold, qrels, _matcher(args, llm), topics, baseline=args.baseline, test=args.test,
                              correction=args.correction, alpha=args.alpha, gold_label=label,
                              unanswered=args.unanswered_turns)
@@ -219,7 +239,31 @@ def _joint(args, paths: dict[str, str]) -> int:
               "that are spans of the response; NOT nugget precision):")
         print(rates.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     print("written: " + ", ".join(result.write(args.out, plot=not args.no_plots, extra=extra)))
-    return 0
+    return shards.finish(args, "ikat", turns, {}, llm)  # a failed LLM step stops the command: none here
+
+
+def _shard_turns(systems: list, gold, own: set[str], answered: set[str]) -> tuple[list, object]:
+    """A shard's systems (their responses, rankings and nuggets of the turns ``own``) and gold nuggets (those of
+    ``own``, and of turns no system answered: refused or left out as in the unsharded run)."""
+    from dataclasses import replace
+
+    from pyterrier_nuggets.formats import NuggetSet, as_nugget_set
+
+    def cut(frame):
+        return None if frame is None else frame[frame["qid"].astype(str).isin(own)].reset_index(drop=True)
+    systems = [replace(s, responses=cut(s.responses), ranking=cut(s.ranking), nuggets=cut(s.nuggets)) for s in systems]
+    gold = as_nugget_set(gold)
+    return systems, NuggetSet([n for n in gold.nuggets if n.qid in own or n.qid not in answered], dict(gold.queries))
+
+
+def _qrels_of(qrels, turns: set[str]):
+    """The passage qrels (a file, or ir_datasets qrels) of ``turns``, as a frame ``qid, docno, label``."""
+    import pandas as pd
+
+    from pyterrier_nuggets.formats import read_qrels_rows
+    rows = read_qrels_rows(qrels) if isinstance(qrels, str) else [(q.query_id, q.doc_id, q.relevance) for q in qrels]
+    frame = pd.DataFrame(rows, columns=["qid", "docno", "label"])
+    return frame[frame["qid"].isin(turns)].reset_index(drop=True)
 
 
 def _gold(args):

@@ -49,7 +49,12 @@ def add_parser(sub) -> None:
                    "ir_datasets id); default: the answers' narrative, else the nugget file's query, e.g. --topics topics.tsv")
     add_base_url(p, "OpenAI-compatible endpoint of the LLM judges, e.g. --base-url http://localhost:8000/v1")
     p.add_argument("--model", help="model name of the LLM judges, e.g. --model gpt-4o-mini")
+    p.add_argument("--llm-cache", metavar="PATH", help="SQLite response cache (default: $PYTERRIER_NUGGETS_CACHE or "
+                   "~/.cache/pyterrier-nuggets/llm-cache.sqlite; with --shard, --out/llm-cache.sqlite), e.g. "
+                   "--llm-cache out/cache.sqlite")
     p.add_argument("--out", required=True, help="output folder, e.g. --out out/trec-rag")
+    from pyterrier_nuggets.cli.shards import add_shard_option
+    add_shard_option(p, "topics of the answers")
     p.set_defaults(func=run)
 
 
@@ -90,7 +95,8 @@ def _llm(args):
     if not endpoint_configured(args.model, args.base_url):
         raise UsageError("the LLM judges (--nuggets, --rubrics, --support) need an endpoint: --base-url and --model, "
                          "or OPENAI_BASE_URL / OPENAI_API_KEY and PYTERRIER_NUGGETS_MODEL")
-    return LLMClient(model=args.model, base_url=args.base_url)
+    from pyterrier_nuggets.cli.shards import client_options
+    return LLMClient(model=args.model, base_url=args.base_url, **client_options(args))
 
 
 def _measures(nuggets, rubrics, support: bool) -> list:
@@ -126,6 +132,7 @@ class _Job:
     assigned: list = field(default_factory=list)
     verdicts: list = field(default_factory=list)
     llm: Any = None
+    only: set[str] | None = None  # a shard's topics: its qrels and scores are of those only
 
 
 def run(args) -> int:
@@ -134,7 +141,14 @@ def run(args) -> int:
         raise UsageError("give --support (judge the citations) or --support-assignments (judged already), not both")
     if not (args.nuggets or args.rubrics):
         raise UsageError("give --nuggets and/or --rubrics: they define the topics and what is scored")
+    from pyterrier_nuggets.cli import shards
     job = _read(args)  # every input, each file completely and the files against each other, before any call
+    topics = list(dict.fromkeys(a.qid for a in job.answers))
+    shards.begin(args, "trec-rag")
+    if args.shard is not None:
+        _keep_topics(job, set(args.shard.select(topics)))
+        if not job.answers:
+            return shards.finish(args, "trec-rag", topics)
     out_files = _outputs(args, job)
     formats.check_outputs(out_files, job.inputs)
     _judge(args, job)
@@ -144,7 +158,15 @@ def run(args) -> int:
     print(wide.to_string(float_format=lambda v: f"{v:.4f}"))
     judge = f"judges: {job.llm.model}" if job.llm is not None else "judges: none (support assignments given)"
     print(f"{len(job.runs)} run(s), {len(job.answers)} answers; {judge}; written to {args.out}")
-    return 0
+    return shards.finish(args, "trec-rag", topics, {}, job.llm)  # a failed judgment stops the command: none here
+
+
+def _keep_topics(job: _Job, topics: set[str]) -> None:
+    """``job`` cut to the answers (and given support assignments) of ``topics``: a shard's."""
+    job.only = topics
+    job.answers = [a for a in job.answers if a.qid in topics]
+    job.runs = list(dict.fromkeys(a.run_id for a in job.answers))
+    job.support = [j for j in job.support if j.qid in topics]
 
 
 def _read(args) -> _Job:
@@ -229,6 +251,8 @@ def _score(args, job: _Job):
     qrels = pd.DataFrame(
         (list(zip(*[nugget_qrels[c] for c in ("qid", "docno", "label")])) if job.nuggets else [])
         + (formats.rubric_qrels_rows(job.rubrics) if job.rubrics else []), columns=["qid", "docno", "label"])
+    if job.only is not None:
+        qrels = qrels[qrels["qid"].isin(job.only)]
     measures = _measures(job.nuggets, job.rubrics, bool(args.support or args.support_assignments))
     rows_by_run, scores = {}, []
     for run_id in job.runs:

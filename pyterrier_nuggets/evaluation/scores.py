@@ -23,14 +23,18 @@ def score(qrels, run, measures: Sequence = NUGGET_MEASURES) -> pd.DataFrame:
     :param run: an evaluation run, in any of the same forms.
     :param measures: ir_measures measures or their names (default the nugget scores).
     :returns: a DataFrame with columns qid, measure, value: one row per topic and measure of the qrels; a topic
-        missing from the run scores 0.
+        missing from the run scores 0. Sorted by topic id, then in the order of ``measures`` (ir_measures yields
+        them in an order that depends on the process's hash seed: a file written from it would differ between two
+        runs of one command).
     """
     measures = [ir_measures.parse_measure(m) if isinstance(m, str) else m for m in measures]
     if isinstance(qrels, pd.DataFrame):
         qrels = qrels.rename(columns=_TO_IR_MEASURES)
     if isinstance(run, pd.DataFrame):
         run = run.rename(columns=_TO_IR_MEASURES)
-    rows = [(r.query_id, str(r.measure), r.value) for r in ir_measures.iter_calc(measures, qrels, run)]
+    order = {str(m): k for k, m in enumerate(measures)}
+    rows = sorted(((r.query_id, str(r.measure), r.value) for r in ir_measures.iter_calc(measures, qrels, run)),
+                  key=lambda row: (row[0], order.get(row[1], len(order)), row[1]))
     return pd.DataFrame(rows, columns=["qid", "measure", "value"])
 
 

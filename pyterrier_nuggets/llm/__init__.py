@@ -8,7 +8,8 @@ model, with cache, retries, bounded concurrency and strict output parsing.
 - :mod:`.modes`: online, Batch API and dry-run routing (:class:`ModeRouter`).
 - :mod:`.options`: the client's option groups (:class:`RetryPolicy`, :class:`Limits`, :class:`BatchOptions`,
   :class:`Sampling`).
-- :mod:`.cache`: the SQLite response cache and its request key.
+- :mod:`.cache`: the SQLite response cache and its request key; merging caches; :class:`CacheMiss` (a cache-only
+  client's request that is not cached).
 - :mod:`.retry`: which errors are retried and how long to wait; which stop the job (:class:`EndpointError`).
 - :mod:`.embedded`: the embedded SmolLM2 model as an HTTP transport of the openai SDK.
 - :mod:`.parsing`: reading lists and labels out of model output (:class:`OutputError`).
@@ -19,7 +20,7 @@ model, with cache, retries, bounded concurrency and strict output parsing.
 - :mod:`.tokens`: token counting offline (:class:`TokenCounter`).
 - :mod:`.usage`: calls, tokens and costs per stage (:class:`Usage`), dry runs (:class:`Plan`), :class:`Prices`.
 """
-from pyterrier_nuggets.llm.cache import ResponseCache, default_cache_path, request_key
+from pyterrier_nuggets.llm.cache import CacheMiss, ResponseCache, default_cache_path, request_key
 from pyterrier_nuggets.llm.client import LLMClient, Outcome
 from pyterrier_nuggets.llm.config import ENV_API_KEY, ENV_BASE_URL, ENV_CACHE, ENV_MODEL
 from pyterrier_nuggets.llm.embedded import EMBEDDED_MODEL, find_embedded_model
@@ -32,6 +33,6 @@ from pyterrier_nuggets.llm.tokens import TokenCounter
 from pyterrier_nuggets.llm.usage import Plan, Prices, Usage
 
 __all__ = ["LLMClient", "ChatResult", "Outcome", "endpoint_configured", "EndpointError", "RetryPolicy", "Limits",
-           "BatchOptions", "Sampling", "ResponseCache", "request_key", "default_cache_path",
+           "BatchOptions", "Sampling", "ResponseCache", "CacheMiss", "request_key", "default_cache_path",
            "OutputError", "ENV_API_KEY", "ENV_BASE_URL", "ENV_CACHE", "ENV_MODEL", "EMBEDDED_MODEL",
            "find_embedded_model", "AdaptiveLimiter", "TokenCounter", "Plan", "Prices", "Usage"]

@@ -118,6 +118,11 @@ class ResponseCache:
             return self.fallback.lookup(key) if self.fallback is not None else None
         return json.loads(row[0]), row[1]
 
+    def request(self, key: str) -> dict | None:
+        """The request stored for ``key`` (model, messages and parameters), for inspection."""
+        row = self._connection().execute("SELECT request FROM responses WHERE key = ?", (key,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
     def put(self, key: str, request: dict, response: dict) -> None:
         """Store a response, committed when this returns; one marked invalid that it replaces is kept in
         ``rejected``."""
@@ -232,6 +237,24 @@ class _GroupCommit:
                     self._done.notify_all()
         if batch.error is not None:
             raise batch.error
+
+
+class CacheMiss(InvalidInput):
+    """A request that a cache-only client (``LLMClient(cache_only=True)``, the re-run of ``pyterrier-nuggets merge``)
+    does not find in its cache: it would have to call the endpoint, which that client never does.
+
+    :param stage: the step that asked (``None``: unnamed).
+    :param model: the model the request is for.
+    :param endpoint: the endpoint it would have been sent to.
+    :param cache: the cache searched.
+    """
+
+    def __init__(self, stage: str | None, model: str, endpoint: str, cache: str | os.PathLike):
+        self.stage, self.model, self.endpoint, self.cache = stage, model, endpoint, str(cache)
+        super().__init__(f"cache-only run: {cache} has no answer for a request of the step "
+                         f"{stage or '(unnamed)'!r} (model {model!r} at {endpoint}), and a cache-only run makes no LLM "
+                         "call. The answer was never cached (work not run, or failed), or it was asked with other "
+                         "inputs, options, model or endpoint")
 
 
 def shard_path(path: str | os.PathLike) -> Path:

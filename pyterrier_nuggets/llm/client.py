@@ -63,7 +63,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 from ir_measures_ext.errors import InvalidInput
-from pyterrier_nuggets.llm.cache import INVALID, ResponseCache, default_cache_path, request_key, shard_path
+from pyterrier_nuggets.llm.cache import INVALID, CacheMiss, ResponseCache, default_cache_path, request_key, shard_path
 from pyterrier_nuggets.llm.config import ENV_API_KEY
 from pyterrier_nuggets.llm.endpoint import (
     PLACEHOLDER_KEY,
@@ -136,6 +136,9 @@ class LLMClient:
         :meth:`__reduce__`): ``"auto"`` (default: the same file on the machine that made the client, a shard
         elsewhere), ``"shared"`` (the same file: one machine, a local disk) or ``"shard"`` (a file of its own per
         process, :func:`~.cache.shard_path`; ``pyterrier-nuggets cache merge`` folds the shards into one).
+    :param cache_only: answer every request from the cache and never call the endpoint: a request not in the cache
+        (or whose answer failed validation, unless ``frozen``) raises :class:`~.cache.CacheMiss` naming its step (the
+        re-run of ``pyterrier-nuggets merge``, which must make no call).
     :param options: the single options of the first release (``concurrency=``, ``timeout=``, ``batch_poll=``,
         ``temperature=``, ...), sorted into the groups above; ``embedded_model_path=`` is ``embedded=PATH``.
 
@@ -150,7 +153,8 @@ class LLMClient:
                  cache: Any = _DEFAULT_CACHE, embedded: bool | str | None = None, progress: bool = True,
                  frozen: bool = False, prices: Prices | None = None, retry: RetryPolicy | None = None,
                  limits: Limits | None = None, batch: BatchOptions | bool | None = None,
-                 sampling: Sampling | None = None, worker_cache: str = "auto", **options):
+                 sampling: Sampling | None = None, worker_cache: str = "auto", cache_only: bool = False,
+                 **options):
         embedded = options.pop("embedded_model_path", None) or embedded
         if worker_cache not in WORKER_CACHE:
             raise InvalidInput(f"worker_cache must be one of {WORKER_CACHE}, got {worker_cache!r}")
@@ -166,6 +170,9 @@ class LLMClient:
         if cache is not None and not isinstance(cache, ResponseCache):
             cache = ResponseCache(cache)
         self.cache = cache
+        if cache_only and cache is None:
+            raise InvalidInput("cache_only=True needs a response cache to answer from")
+        self.cache_only = bool(cache_only)
         # what a copy in another process is made of (__reduce__): the endpoint as resolved here and the cache's path;
         # never the key (the worker's environment has it), a thread, a lock or a connection
         self._key_given = api_key is not None
@@ -173,7 +180,7 @@ class LLMClient:
                             cache=str(cache.home_path) if cache is not None else None,
                             embedded=self.embedded_model_path if self.embedded else None, progress=progress,
                             frozen=frozen, prices=prices, retry=self.retry, limits=self.limits,
-                            sampling=self.sampling, worker_cache=worker_cache)
+                            sampling=self.sampling, worker_cache=worker_cache, cache_only=self.cache_only)
         self._home = socket.gethostname()
         if cache is not None and not self.embedded:  # start each adaptive limit where an earlier run left it
             for url, limiter in self._rotation.limiters.items():
@@ -291,7 +298,7 @@ class LLMClient:
         cache = None if self.cache is None else str(self.cache.path)
         return (f"LLMClient(model={self.model!r}, base_url={self.base_url!r}, cache={cache!r}, "
                 f"concurrency={self.concurrency}, temperature={self.sampling.temperature}, seed={self.sampling.seed}"
-                + (", batch=True" if self.batch else "") + ")")
+                + (", batch=True" if self.batch else "") + (", cache_only=True" if self.cache_only else "") + ")")
 
     def __reduce__(self):
         """A copy in another process (PyTerrier's ``.parallel()`` on joblib or Ray, any pickling) travels as the
@@ -350,6 +357,8 @@ class LLMClient:
         if key in self._router.errors:
             self.counters.count(stage, failures=1)
             return ChatResult(None, error=self._router.errors[key], key=key)
+        if self.cache_only:
+            raise CacheMiss(stage, self.model, self.endpoint, self.cache.path)
         if self._router.defers:
             raise self._router.defer(key, body, stage, plan_reply, plan_note)
         tokens = 0

@@ -24,9 +24,11 @@ PRIOR = 1.0
 
 
 def arena_step(answers: dict[str, pd.DataFrame], queries: dict[str, str], nuggets: pd.DataFrame, *, mode: str,
-               llm=None, matcher=None, strict: bool = False, seed: int = 0) -> tuple[Arena | None, list[str]]:
+               llm=None, matcher=None, strict: bool = False, seed: int = 0,
+               failed: dict[str, str] | None = None) -> tuple[Arena | None, list[str]]:
     """The arena of the systems' ``answers`` (system -> answer frame of the table's topics): the leaderboard (None
-    when there is none to make) and notes for the job's report. ``mode``: ``"llm"`` or ``"baseline"``."""
+    when there is none to make) and notes for the job's report. ``mode``: ``"llm"`` or ``"baseline"``; ``failed``
+    receives the topics of failed battles (topic -> ``"arena"``)."""
     texts = {name: {str(q): str(t or "") for q, t in zip(frame["qid"], frame["qanswer"]) if str(q) in queries}
              for name, frame in answers.items()}
     texts = {name: t for name, t in texts.items() if t}
@@ -43,10 +45,12 @@ def arena_step(answers: dict[str, pd.DataFrame], queries: dict[str, str], nugget
         warnings.simplefilter("ignore")  # failures are counted in the notes
         battles = judge_battles(judge, battle_frame(plan.battles, texts, queries), judge.describe())
     notes = []
-    failed = sum(not b.ok for b in battles)
-    if failed:
-        notes.append(f"arena: {failed} battle(s) failed, not counted (run again to complete them)")
-    if failed == len(battles):
+    lost = [b for b in battles if not b.ok]
+    if failed is not None:
+        failed.update({b.qid: "arena" for b in lost if b.qid not in failed})
+    if lost:
+        notes.append(f"arena: {len(lost)} battle(s) failed, not counted (run again to complete them)")
+    if len(lost) == len(battles):
         return None, notes + ["arena: no battle has a verdict; the table has no Arena column"]
     try:
         return leaderboard(battles, list(texts), resamples=RESAMPLES, seed=seed, prior=PRIOR,

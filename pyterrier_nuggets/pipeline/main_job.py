@@ -144,6 +144,8 @@ class MainJobResult:
     :param llm_stats: the LLM client's counts (calls, cache hits, tokens, ...).
     :param seconds: the job's wall-clock time.
     :param notes: what a reader of the table must know (failures, left-out topics, dropped labels).
+    :param failed: topic -> the LLM step that failed on it (in any system, or an arena battle): what a re-run
+        completes.
     """
     table: JointTable
     systems: list[SystemResult]
@@ -153,6 +155,7 @@ class MainJobResult:
     llm_stats: dict
     seconds: float
     notes: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
 
 
 def evaluation_condition(nugget_source: str, systems: Sequence[SystemSpec], judges: str = "llm") -> str:
@@ -572,12 +575,14 @@ def _run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir
     qrels_path = os.path.join(out_dir, "nuggets.qrels")
     formats.write_nugget_qrels(qrels_path, [n for n in nuggets.nugget_set.nuggets if n.qid not in incomplete])
     files.append(qrels_path)
-    table = _make_table(collection, systems, results, nuggets, judges, llm, incomplete, out_dir, files, notes, log)
+    failed = dict(incomplete)
+    table = _make_table(collection, systems, results, nuggets, judges, llm, incomplete, out_dir, files, notes, log,
+                        failed)
     if plots:
         from pyterrier_nuggets.evaluation.plots import write_plots
         files += write_plots(table, out_dir)
     stats = dict(llm.stats) if llm is not None else {}
-    return MainJobResult(table, results, nuggets.frame, condition, files, stats, time.time() - start, notes)
+    return MainJobResult(table, results, nuggets.frame, condition, files, stats, time.time() - start, notes, failed)
 
 
 def _job_nuggets(collection: Collection, systems: Sequence[SystemSpec], judges: Judges, llm: LLMClient | None,
@@ -639,8 +644,10 @@ def _leave_out_incomplete(nuggets: _JobNuggets, results: list[SystemResult], inc
 
 def _make_table(collection: Collection, systems: Sequence[SystemSpec], results: list[SystemResult],
                 nuggets: _JobNuggets, judges: Judges, llm: LLMClient | None, incomplete: dict[str, str], out_dir: str,
-                files: list[str], notes: list[str], log: Callable[[str], None]) -> JointTable:
-    """The joint table of the complete topics with its provenance, the arena's leaderboard in it; written."""
+                files: list[str], notes: list[str], log: Callable[[str], None],
+                failed: dict[str, str] | None = None) -> JointTable:
+    """The joint table of the complete topics with its provenance, the arena's leaderboard in it; written. The
+    topics of failed battles go to ``failed``."""
     segment_qrels = collection.qrels[~collection.qrels["qid"].isin(incomplete)]
     has_retrieval = all(r.retrieved is not None for r in results) and not collection.qrels.empty
     measures = list(ANSWER_MEASURES)
@@ -662,7 +669,8 @@ def _make_table(collection: Collection, systems: Sequence[SystemSpec], results: 
     frame = nuggets.frame
     arena, arena_notes = arena_step({r.spec.name: r.answers[~r.answers["qid"].isin(incomplete)] for r in results
                                      if r.answers is not None}, dict(zip(frame["qid"], frame["query"])), frame,
-                                    mode=judges.mode, llm=llm, matcher=judges.matcher, strict=judges.strict)
+                                    mode=judges.mode, llm=llm, matcher=judges.matcher, strict=judges.strict,
+                                    failed=failed)
     notes += arena_notes
     if arena is not None:
         table.set_arena(formats.LeaderboardRow(**r) for r in arena.leaderboard_rows())

@@ -1,0 +1,104 @@
+"""``pyterrier-nuggets merge SHARD_DIR... --out DIR``: the shards of one ``--shard I/N`` run put together
+(docs/shards.md). The manifests are checked against each other (:func:`~pyterrier_nuggets.cli.shards.check_shards`),
+the shards' response caches merged into DIR's, and the same command re-run on every topic into DIR answering from
+that cache only: a request it does not find is an error, never a call. So DIR holds byte for byte the files of an
+unsharded run (what needs no LLM, such as retrieval, is computed again)."""
+from __future__ import annotations
+
+import os
+
+from pyterrier_nuggets.cli.errors import UsageError
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("merge", help="put the shards of a --shard I/N run together: the files of one unsharded run",
+                       description="Merge the --out folders of the N shards of one run (demo, trec-rag, ikat or arena "
+                       "with --shard I/N): check that they are the shards of one command line covering every topic "
+                       "once without failures, merge their LLM response caches into DIR/llm-cache.sqlite, and run the "
+                       "command on every topic into DIR from that cache only (0 LLM calls; a missing answer is an "
+                       "error). DIR then holds the files an unsharded run writes. Example: pyterrier-nuggets merge "
+                       "shards/* --out merged (docs/shards.md)")
+    p.add_argument("shards", nargs="+", metavar="SHARD_DIR", help="the --out folder of each shard (holding its "
+                   "shard.json), e.g. shards/1 shards/2 or shards/*")
+    p.add_argument("--out", required=True, metavar="DIR", help="the folder of the merged run (not a shard's), e.g. "
+                   "--out merged")
+    p.add_argument("--llm-cache", metavar="PATH", help="the merged response cache (default DIR/llm-cache.sqlite; "
+                   "answers already there are kept), e.g. --llm-cache ~/.cache/pyterrier-nuggets/llm-cache.sqlite")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from pyterrier_nuggets.cli import shards
+    manifests = [shards.read_manifest(d) for d in args.shards]
+    shards.check_shards(manifests)
+    first = manifests[0]
+    out = os.path.abspath(args.out)
+    for m in manifests:
+        if os.path.realpath(m.folder) == os.path.realpath(out):
+            raise UsageError(f"--out {args.out} is the folder of shard {m.shard}: merge into another folder")
+    if os.path.exists(os.path.join(out, shards.MANIFEST)):
+        raise UsageError(f"--out {args.out} holds a shard manifest ({shards.MANIFEST}): merge into another folder")
+    target = os.path.abspath(args.llm_cache or os.path.join(out, shards.SHARD_CACHE))
+    caches = _caches(manifests)
+    for m, cache in caches:
+        if os.path.realpath(cache) == os.path.realpath(target):
+            raise UsageError(f"the merged cache {target} is the cache of shard {m.shard}: give another --llm-cache")
+    print(f"merging {len(manifests)} shards of: {first.command_line(out='DIR')} ({len(first.topics)} topics)",
+          flush=True)
+    uses_llm = bool(caches)
+    if uses_llm:
+        from pyterrier_nuggets.cli.cache import merge_report
+        print(merge_report(target, [c for _, c in caches]), flush=True)
+    code = _rerun(first, out, target, uses_llm, getattr(args, "verbose", 0))
+    if code == 0:
+        print(f"merged: {out} holds the files of the run on all {len(first.topics)} topics"
+              + (f", made from the shards' answers in {target} (0 LLM calls)" if uses_llm else
+                 " (no LLM work: every output computed again)"))
+    return code
+
+
+def _caches(manifests) -> list:
+    """(manifest, cache file) of every shard that used an LLM; a cache named in a manifest must exist (beside it,
+    when the shard's folder was moved)."""
+    from pyterrier_nuggets.formats import InputError
+    out = []
+    for m in manifests:
+        if m.cache is None:
+            continue
+        path = m.cache
+        if not os.path.isfile(path):
+            beside = os.path.join(m.folder, os.path.basename(path))
+            if not os.path.isfile(beside):
+                raise InputError(m.path, None, "cache", f"the shard's response cache {path} is not there",
+                                 "copy it back, or run the shard again")
+            path = beside
+        out.append((m, path))
+    return out
+
+
+def _rerun(first, out: str, cache: str, cache_only: bool, verbose: int) -> int:
+    """The shards' command line on every topic into ``out``, from ``cache`` only (``cache_only``), run in the shards'
+    folder (where their relative paths point)."""
+    from pyterrier_nuggets.cli import build_parser
+    from pyterrier_nuggets.llm import CacheMiss
+    try:
+        args = build_parser().parse_args(first.argv)
+    except SystemExit:
+        raise UsageError(f"{first.path}: its command line no longer parses ({first.command_line()}); run the shards "
+                         "again with this version") from None
+    args.out, args.shard, args.llm_cache, args.cache_only = out, None, cache, cache_only
+    args.verbose = verbose
+    args.argv = first.argv
+    if not os.path.isdir(first.cwd):
+        raise UsageError(f"{first.path}: the shards ran in {first.cwd}, which is not here; merge where the shards' "
+                         "inputs are (their relative paths are read from that folder)")
+    here = os.getcwd()
+    os.chdir(first.cwd)
+    try:
+        return args.func(args)
+    except CacheMiss as e:
+        raise UsageError(f"{e}. The shards' caches do not hold every answer of the run on all topics: were they run "
+                         "with these inputs and with the endpoint and model of this environment? Run the shard of "
+                         "that topic again, then merge again") from None
+    finally:
+        os.chdir(here)

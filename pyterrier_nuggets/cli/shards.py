@@ -1,0 +1,332 @@
+"""Shards for a batch system (issue 27; docs/shards.md): ``--shard I/N`` on the commands that do LLM work (``demo``,
+``trec-rag``, ``ikat``, ``arena``) runs only the topics of shard I of N, and ``pyterrier-nuggets merge`` puts the
+shards together into the files one unsharded run writes.
+
+- The split (:func:`shard_of`): topic ``qid`` belongs to shard ``int(sha256(qid).hexdigest(), 16) % N + 1`` (the
+  SHA-256 of the topic id's UTF-8 bytes, read as a number). It depends on the topic id and N only: not on the order
+  of the topics, on the other topics, on the machine or on Python's hash seed, so every shard of an array computes
+  the same split on its own, and a topic stays in its shard when topics are added. Shards are near equal in size
+  for many topics, not exactly (12 topics in 8 shards leave some shards empty; an empty shard succeeds).
+- A shard writes the outputs of its topics into its ``--out``, its answers into its own response cache
+  (``--llm-cache``; default ``OUT/llm-cache.sqlite``, never a cache shared with other shards: SQLite on a network
+  file system is not safe), and, once it has finished, the manifest ``OUT/shard.json`` (:class:`Manifest`).
+- ``merge`` (:func:`check_shards`) refuses shards that are not one run: another command, other options, another
+  working folder or LLM, another N, a shard missing or given twice, topics not covered exactly once, or a shard
+  with failed topics (it names them and the command that re-runs that shard).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shlex
+from dataclasses import dataclass, field
+
+from pyterrier_nuggets.cli.errors import UsageError
+
+MANIFEST = "shard.json"
+SHARD_CACHE = "llm-cache.sqlite"  # a shard's response cache in its --out unless --llm-cache names one
+FORMAT = "pyterrier-nuggets shard"
+VERSION = 1
+RULE = "int(sha256(qid).hexdigest(), 16) % n + 1"
+# what is not an option of the run itself: the shard, where it writes and keeps its caches and indexes (a shard may
+# keep them on its node's disk), the global -v, and what merge sets
+NOT_OPTIONS = ("shard", "out", "llm_cache", "index_dir", "cache_only", "verbose", "func", "command", "argv")
+
+
+def shard_of(qid: str, n: int) -> int:
+    """The shard (1 to ``n``) of topic ``qid``: ``int(sha256(qid).hexdigest(), 16) % n + 1``.
+
+    :param qid: the topic id (its UTF-8 bytes are hashed).
+    :param n: the number of shards.
+    """
+    return int(hashlib.sha256(str(qid).encode("utf-8")).hexdigest(), 16) % n + 1
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Shard ``i`` of ``n`` (1-based)."""
+
+    i: int
+    n: int
+
+    def owns(self, qid: str) -> bool:
+        return shard_of(qid, self.n) == self.i
+
+    def select(self, qids) -> list[str]:
+        """The topics of ``qids`` in this shard, in their order."""
+        return [q for q in qids if self.owns(q)]
+
+    def __str__(self) -> str:
+        return f"{self.i}/{self.n}"
+
+
+def parse_shard(text: str) -> Shard:
+    """An argparse type: ``I/N`` with 1 <= I <= N, e.g. ``2/8``."""
+    i, sep, n = text.partition("/")
+    try:
+        shard = Shard(int(i), int(n))
+    except ValueError:
+        shard = None
+    if not sep or shard is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not I/N (shard I of N, e.g. 2/8)")
+    if not 1 <= shard.i <= shard.n:
+        raise argparse.ArgumentTypeError(f"{text!r}: I must be between 1 and N (shards are numbered from 1, e.g. 1/8 "
+                                         "... 8/8)")
+    return shard
+
+
+parse_shard.__name__ = "shard I/N"
+
+
+def add_shard_option(p, what: str = "topics") -> None:
+    """``--shard I/N`` on the parser of a command that does LLM work."""
+    p.add_argument("--shard", type=parse_shard, metavar="I/N",
+                   help=f"run only shard I of N of the {what} (a SLURM array task, any job runner): those whose "
+                   "SHA-256 of the topic id, mod N, is I-1; writes --out/shard.json for pyterrier-nuggets merge, "
+                   "and the LLM answers into --llm-cache, by default --out/llm-cache.sqlite (docs/shards.md), e.g. "
+                   "--shard 2/8")
+    p.set_defaults(cache_only=False)  # set by merge: the re-run on every topic answers from the merged cache only
+
+
+def cache_path(args) -> str | None:
+    """The response cache of the run: ``--llm-cache``; with ``--shard`` and no ``--llm-cache``, ``OUT/llm-cache.sqlite``;
+    else ``None`` (the client's default)."""
+    if getattr(args, "llm_cache", None):
+        return args.llm_cache
+    if getattr(args, "shard", None) is not None:
+        return os.path.join(args.out, SHARD_CACHE)
+    return None
+
+
+def client_options(args) -> dict:
+    """The LLMClient arguments of the shard options: its cache (:func:`cache_path`) and ``cache_only`` (merge's
+    re-run)."""
+    options: dict = {}
+    path = cache_path(args)
+    if path is not None:
+        options["cache"] = path
+    if getattr(args, "cache_only", False):
+        options["cache_only"] = True
+    return options
+
+
+def options_of(args) -> dict:
+    """The options of a parsed command line that define the run (all but those of :data:`NOT_OPTIONS`), as JSON
+    values: what the shards of one run share."""
+    return json.loads(json.dumps({k: v for k, v in sorted(vars(args).items()) if k not in NOT_OPTIONS},
+                                 default=str))
+
+
+# ----------------------------------------------------------------------------------------------- the manifest
+
+@dataclass
+class Manifest:
+    """``shard.json``: what a finished shard did.
+
+    :param command: the subcommand (``demo``, ``trec-rag``, ``ikat``, ``arena``).
+    :param options: the run's options as parsed (:func:`options_of`: without --shard, --out, --llm-cache,
+        --index-dir).
+    :param argv: the command line as given (after ``pyterrier-nuggets``); merge re-runs it on every topic.
+    :param cwd: the folder it ran in (relative paths of ``argv`` are read from there).
+    :param shard: which shard.
+    :param topics: every topic of the run, in the command's order.
+    :param own_topics: the topics of this shard.
+    :param cache: the response cache it wrote (absolute path; ``None``: no LLM).
+    :param llm: the LLM's model and endpoint (``None``: no LLM).
+    :param failed: topic -> the step that failed on it (merge refuses a shard with failures).
+    :param path: the file it was read from.
+    """
+
+    command: str
+    options: dict
+    argv: list[str]
+    cwd: str
+    shard: Shard
+    topics: list[str]
+    own_topics: list[str]
+    cache: str | None
+    llm: dict | None
+    failed: dict[str, str] = field(default_factory=dict)
+    path: str = ""
+
+    @property
+    def folder(self) -> str:
+        return os.path.dirname(self.path)
+
+    def command_line(self, shard: Shard | None = None, out: str | None = None) -> str:
+        """The command line of this shard, or of another ``shard`` (into ``out``): to run it (again)."""
+        argv = list(self.argv)
+        for option, value in (("--shard", str(shard) if shard else None), ("--out", out)):
+            if value is None:
+                continue
+            spots = [k for k, a in enumerate(argv) if a == option and k + 1 < len(argv)]
+            if spots:
+                argv[spots[-1] + 1] = value
+            else:
+                argv = [a for a in argv if not a.startswith(option + "=")] + [option, value]
+        return shlex.join(["pyterrier-nuggets", *argv])
+
+    def to_json(self) -> dict:
+        cache = self.cache
+        if cache is not None and os.path.dirname(os.path.abspath(cache)) == os.path.abspath(self.folder):
+            cache = os.path.basename(cache)  # beside the manifest: found there when the folder is moved
+        return {"format": FORMAT, "version": VERSION, "command": self.command, "shard": str(self.shard),
+                "rule": RULE, "command_line": self.command_line(), "argv": self.argv, "cwd": self.cwd,
+                "options": self.options, "topics": self.topics, "own_topics": self.own_topics, "cache": cache,
+                "llm": self.llm, "failed": self.failed}
+
+
+def read_manifest(path: str) -> Manifest:
+    """The manifest ``path`` (or ``path/shard.json``), every field checked (an error names the file and field)."""
+    from pyterrier_nuggets.formats import InputError, load_json
+    if os.path.isdir(path):
+        path = os.path.join(path, MANIFEST)
+    if not os.path.isfile(path):
+        raise InputError(path, None, None, "no such file: not a finished shard",
+                         "give the --out folders of shards that finished (a shard writes shard.json when it is done)")
+    data = load_json(path, dict, "a shard manifest")
+
+    def need(name: str, kind, what: str):
+        value = data.get(name)
+        if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+            raise InputError(path, None, name, f"missing or not {what}", "the manifest is damaged: run the shard again")
+        return value
+
+    if data.get("format") != FORMAT or data.get("version") != VERSION:
+        raise InputError(path, None, "format", f"not a shard manifest of this version ({FORMAT!r} version {VERSION})",
+                         "run the shard again with this version")
+    try:
+        shard = parse_shard(need("shard", str, "I/N"))
+    except argparse.ArgumentTypeError as e:
+        raise InputError(path, None, "shard", str(e)) from None
+    topics, own = need("topics", list, "a list of topic ids"), need("own_topics", list, "a list of topic ids")
+    failed = need("failed", dict, "an object of topic -> step")
+    argv = need("argv", list, "the command line")
+    if not all(isinstance(x, str) for x in topics + own + argv + list(failed.values())):
+        raise InputError(path, None, "topics", "topic ids, steps and arguments must be strings")
+    cache = data.get("cache")
+    if cache is not None:
+        if not isinstance(cache, str):
+            raise InputError(path, None, "cache", "not a path")
+        cache = os.path.join(os.path.dirname(os.path.abspath(path)), cache)  # an absolute one stays as it is
+    llm = data.get("llm")
+    if llm is not None and not isinstance(llm, dict):
+        raise InputError(path, None, "llm", "not an object of model and endpoint")
+    return Manifest(need("command", str, "a subcommand"), need("options", dict, "an object"), argv,
+                    need("cwd", str, "a folder"), shard, topics, own, cache, llm, failed, path)
+
+
+def begin(args, command: str) -> None:
+    """Before a shard runs: its ``--out`` must not hold another shard's manifest (each shard its own folder); its own
+    manifest of an earlier run is removed (written again when this run finishes). A dry run changes nothing."""
+    if args.shard is None or getattr(args, "dry_run", False):
+        return
+    path = os.path.join(args.out, MANIFEST)
+    if not os.path.exists(path):
+        return
+    old = read_manifest(path)
+    if old.command != command or old.shard != args.shard or old.options != options_of(args):
+        raise UsageError(f"--out {args.out} holds the manifest of shard {old.shard} of another run ({old.command_line()}); "
+                         "give each shard its own --out folder, e.g. --out shards/$SLURM_ARRAY_TASK_ID")
+    os.remove(path)
+
+
+def finish(args, command: str, topics, failed: dict[str, str] | None = None, llm=None) -> int:
+    """After a shard ran (or found no topic of its own): write ``OUT/shard.json`` and say what to do next. Without
+    ``--shard``, and in a dry run, nothing is written. Returns the exit code 0.
+
+    :param topics: every topic of the run, in the command's order.
+    :param failed: topic -> the step that failed on it.
+    :param llm: the run's client (its cache, model and endpoint), or ``None``.
+    """
+    if args.shard is None:
+        return 0
+    topics = [str(q) for q in topics]
+    own = args.shard.select(topics)
+    if getattr(args, "dry_run", False):
+        print(f"shard {args.shard}: {len(own)} of {len(topics)} topics (dry run: no manifest written)")
+        return 0
+    from pyterrier_nuggets.formats import atomic_write
+    cache = os.path.abspath(llm.cache.path) if llm is not None and llm.cache is not None else None
+    manifest = Manifest(command, options_of(args), list(getattr(args, "argv", None) or []), os.getcwd(), args.shard,
+                        topics, own, cache, {"model": llm.model, "endpoint": llm.endpoint} if llm is not None else None,
+                        {str(q): str(why) for q, why in sorted((failed or {}).items())},
+                        os.path.join(args.out, MANIFEST))
+    os.makedirs(args.out, exist_ok=True)
+    with atomic_write(manifest.path) as f:
+        json.dump(manifest.to_json(), f, indent=1, ensure_ascii=False)
+        f.write("\n")
+    print(f"shard {args.shard}: {len(own)} of {len(topics)} topics" + (f" ({', '.join(own[:6])}"
+          f"{', ...' if len(own) > 6 else ''})" if own else " (none falls in this shard: nothing to do)")
+          + f"; manifest {manifest.path}")
+    if manifest.failed:
+        print(f"shard {args.shard}: {len(manifest.failed)} topic(s) failed ({', '.join(list(manifest.failed)[:6])}): "
+              "run this shard again before the merge (what succeeded is cached)")
+    else:
+        print(f"when all {args.shard.n} shards are done: pyterrier-nuggets merge SHARD_DIR ... --out DIR")
+    return 0
+
+
+# ----------------------------------------------------------------------------------------------- the checks
+
+def check_shards(manifests: list[Manifest]) -> None:
+    """The shards are the ``n`` shards of one run, each once, covering every topic once, none with failures;
+    else a :class:`UsageError` saying which and what to do."""
+    if not manifests:
+        raise UsageError("give the --out folders of the shards to merge")
+    first = manifests[0]
+    for m in manifests[1:]:
+        where = f"{first.folder} and {m.folder}"
+        if m.command != first.command:
+            raise UsageError(f"{where} are shards of different commands ({first.command}, {m.command})")
+        if m.shard.n != first.shard.n:
+            raise UsageError(f"{where} split the topics into different numbers of shards ({first.shard.n}, "
+                             f"{m.shard.n})")
+        differ = sorted(k for k in set(first.options) | set(m.options) if first.options.get(k) != m.options.get(k))
+        if differ:
+            shown = "; ".join(f"--{k.replace('_', '-')}: {first.options.get(k)!r} and {m.options.get(k)!r}"
+                              for k in differ[:4])
+            raise UsageError(f"{where} are shards of runs with different arguments ({shown}): merge the shards of "
+                             "one command line")
+        if os.path.realpath(m.cwd) != os.path.realpath(first.cwd):
+            raise UsageError(f"{where} ran in different folders ({first.cwd}, {m.cwd}), from which relative paths "
+                             "are read: run the shards of one run from one folder")
+        if m.llm and first.llm and m.llm != first.llm:
+            raise UsageError(f"{where} used different LLMs ({first.llm}, {m.llm}): the shards of one run ask one "
+                             "model at one endpoint")
+        if m.topics != first.topics:
+            raise UsageError(f"{where} have different topics ({len(first.topics)} and {len(m.topics)}): the inputs "
+                             "changed between the shards; run them again on the same inputs")
+    by_number: dict[int, Manifest] = {}
+    for m in manifests:
+        if m.shard.i in by_number:
+            raise UsageError(f"shard {m.shard} is given twice: {by_number[m.shard.i].folder} and {m.folder}")
+        by_number[m.shard.i] = m
+        if m.own_topics != m.shard.select(m.topics):
+            raise UsageError(f"{m.path}: its topics are not those of shard {m.shard} by the rule {RULE}")
+    n = first.shard.n
+    missing = [i for i in range(1, n + 1) if i not in by_number]
+    if missing:
+        runs = "; ".join(first.command_line(Shard(i, n), f"DIR{i}") for i in missing[:3])
+        raise UsageError(f"shard(s) {', '.join(f'{i}/{n}' for i in missing)} missing: no finished shard.json of "
+                         f"{'it' if len(missing) == 1 else 'them'} among the folders given. Run "
+                         f"{'it' if len(missing) == 1 else 'them'} (e.g. {runs}{' ...' if len(missing) > 3 else ''}) "
+                         "and merge all")
+    counts: dict[str, int] = {}
+    for m in manifests:
+        for q in m.own_topics:
+            counts[q] = counts.get(q, 0) + 1
+    twice = sorted(q for q, c in counts.items() if c > 1)
+    uncovered = [q for q in first.topics if q not in counts]
+    if twice or uncovered:
+        raise UsageError(f"the shards do not cover every topic exactly once: {len(twice)} topic(s) in two shards "
+                         f"({', '.join(twice[:5])}), {len(uncovered)} in none ({', '.join(uncovered[:5])})")
+    failed = [m for m in manifests if m.failed]
+    if failed:
+        raise UsageError("; ".join(
+            f"shard {m.shard} ({m.folder}) has {len(m.failed)} failed topic(s): "
+            + ", ".join(f"{q} ({why})" for q, why in list(m.failed.items())[:5]) + (", ..." if len(m.failed) > 5 else "")
+            + f"; run it again (what succeeded is cached): {m.command_line()}" for m in failed)
+            + "; then merge again")
