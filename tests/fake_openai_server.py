@@ -167,6 +167,8 @@ def auto_reply(body: dict) -> str:
             if nugget and nugget not in nuggets:
                 nuggets.append(nugget)
         return json.dumps(nuggets[:30])
+    if prompt == "Reply with the single word OK.":  # check-endpoint's question (LLMClient.probe)
+        return "OK"
     count = int(re.search(r"label each of the (\d+) nuggets", prompt).group(1))
     nuggets = json.loads(_after("Nugget List:", prompt) or "[]")
     if "vital or okay" in prompt:
