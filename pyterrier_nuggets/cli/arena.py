@@ -193,13 +193,7 @@ def _judge(args) -> int:
     if left_out:
         notes.append(f"{len(left_out)} topic(s) without {'a rubric' if rubrics else 'nuggets'} left out: "
                      + ", ".join(left_out[:8]) + (" ..." if len(left_out) > 8 else ""))
-    llm = None
-    if args.judge == "llm":
-        judge, llm = _llm_judge(args, rubrics, nuggets)
-        prompt = [m for m in judge.template.messages]
-    else:
-        from pyterrier_nuggets.matchers.baseline import NuggetCoverageJudge
-        judge, prompt = NuggetCoverageJudge(nuggets, seed=args.seed), None
+    judge, llm, prompt = _pairwise_judge(args, rubrics, nuggets)
     name = judge.describe()
     from pyterrier_nuggets.evaluation.arena import settings_fingerprint
     from pyterrier_nuggets.judges.pairwise import criteria_lines
@@ -218,24 +212,40 @@ def _judge(args) -> int:
     if args.dry_run:
         return 0
     battles = _judge_all(args, judge, llm, frame, name, settings, kept, plan.battles)
-    from pyterrier_nuggets.evaluation.statistics import NoRatings
-    try:
-        arena = _leaderboard(args, battles, list(answers), plan.shared_topics)
-    except NoRatings as e:
-        if args.shard is None:
-            raise NoRatings(f"{e}. The battles are kept in {os.path.join(args.out, JOURNAL)}: the same command with "
-                            "--prior N asks nothing again") from None
-        arena = None  # a shard's few battles may have no ratings; the merge fits them on every topic
-        print(f"shard {args.shard}: no leaderboard of this shard's battles alone ({e}); battles.jsonl written")
-    if arena is None:
-        formats.write_all({outputs["battles"]: lambda p: formats.write_battles(p, battles)})
-    else:
-        arena.notes += notes
-        _write(args, outputs, arena, settings, judged=True)
+    _rate_and_write(args, outputs, battles, list(answers), plan.shared_topics, notes, settings)
     os.remove(os.path.join(args.out, JOURNAL))
     if llm is not None:
         print("\nLLM work:\n" + llm.usage().to_text())
     return shards.finish(args, "arena", topics, {b.qid: "pairwise battle" for b in battles if not b.ok}, llm)
+
+
+def _pairwise_judge(args, rubrics, nuggets):
+    """The judge of ``--judge`` (the LLM pairwise judge, or the offline nugget-coverage baseline), its LLM client
+    (None offline) and its prompt (for the settings' fingerprint)."""
+    if args.judge == "llm":
+        judge, llm = _llm_judge(args, rubrics, nuggets)
+        return judge, llm, [m for m in judge.template.messages]
+    from pyterrier_nuggets.matchers.baseline import NuggetCoverageJudge
+    return NuggetCoverageJudge(nuggets, seed=args.seed), None, None
+
+
+def _rate_and_write(args, outputs: dict[str, str], battles, systems: list[str], shared_topics, notes: list[str],
+                    settings) -> None:
+    """The leaderboard of the judged battles, written with every output (a shard whose few battles have no
+    ratings: its battles only, the merge rates them on every topic)."""
+    from pyterrier_nuggets import formats
+    from pyterrier_nuggets.evaluation.statistics import NoRatings
+    try:
+        arena = _leaderboard(args, battles, systems, shared_topics)
+    except NoRatings as e:
+        if args.shard is None:
+            raise NoRatings(f"{e}. The battles are kept in {os.path.join(args.out, JOURNAL)}: the same command with "
+                            "--prior N asks nothing again") from None
+        print(f"shard {args.shard}: no leaderboard of this shard's battles alone ({e}); battles.jsonl written")
+        formats.write_all({outputs["battles"]: lambda p: formats.write_battles(p, battles)})
+        return
+    arena.notes += notes
+    _write(args, outputs, arena, settings, judged=True)
 
 
 def _check_judge_arguments(args) -> dict[str, str]:

@@ -264,21 +264,14 @@ def run_demo(args) -> int:
         raise InvalidInput(f"--generate is for --dataset {IKAT_DATASET}; a TREC RAG system's generator is chosen "
                          "in --system NAME=RETRIEVER:K:GENERATOR")
     from pyterrier_nuggets.cli import shards
-    from pyterrier_nuggets.pipeline import build_systems, dataset_collection, run_main_job, sample_collection
+    from pyterrier_nuggets.pipeline import build_systems, run_main_job
     from pyterrier_nuggets.pipeline.main_job import llm_needed, offline_nuggets
     if args.dataset and args.collection:
         raise InvalidInput("give --dataset or --collection, not both")
     mode = llm_mode(args)
     client_options = llm_options(args)  # a bad --price is refused before anything else
     systems = build_systems(args.system, args.run, args.answers, args.assignments, k=args.k, mode=mode)
-    if args.dataset:
-        collection = dataset_collection(args.dataset, args.topics, args.max_topics)
-    elif args.collection:
-        collection = sample_collection(args.collection, args.topics, args.max_topics)
-    else:
-        collection = sample_collection(qids=args.topics, max_topics=args.max_topics)
-        print("Main job on the sample collection shipped with the package (215 passages and 12 topics written for "
-              "it: a sample, not a benchmark)", flush=True)
+    collection = _collection(args)
     topics = list(collection.topics["qid"])
     shards.begin(args, "demo")
     if args.shard is not None:
@@ -287,16 +280,7 @@ def run_demo(args) -> int:
             return shards.finish(args, "demo", topics)
     if mode == "offline":  # the embedded model writes the answers of the `:llm` systems, nothing else
         offline_nuggets(collection, args.nuggets, systems)  # refused before any model is loaded
-        options = dict(client_options, embedded=True, max_tokens=OFFLINE_MAX_TOKENS)
-    else:
-        options = dict(client_options, embedded=True) if mode == "embedded" else client_options
-    if mode == "endpoint" and dry_run_key(args):
-        options["api_key"] = dry_run_key(args)
-    if args.cache_only:  # merge's re-run: every answer from the merged cache
-        options["cache_only"] = True
-    llm = make_llm(None if mode != "endpoint" else args.base_url, None if mode != "endpoint" else args.model,
-                   args.concurrency, shards.cache_path(args), **options) \
-        if llm_needed(systems, LLM_MODES[mode], args.nuggets) else None
+    llm = _client(args, mode, client_options) if llm_needed(systems, LLM_MODES[mode], args.nuggets) else None
 
     def job(out_dir, log, plots=not args.no_plots):
         return run_main_job(collection, systems, out_dir, llm=llm, judges=LLM_MODES[mode], nuggets_path=args.nuggets,
@@ -313,7 +297,41 @@ def run_demo(args) -> int:
             return 0
         print("Batch API mode: starting.", flush=True)
     result = job(args.out, lambda m: print(m, flush=True))
-    print(f"\nJoint table ({result.condition}; {len(collection.topics)} topics; means, † = significantly different "
+    _report(args, result, len(collection.topics), llm)
+    return shards.finish(args, "demo", topics, result.failed, llm)
+
+
+def _collection(args):
+    """The main job's collection: ``--dataset``, ``--collection`` or the sample shipped with the package."""
+    from pyterrier_nuggets.pipeline import dataset_collection, sample_collection
+    if args.dataset:
+        return dataset_collection(args.dataset, args.topics, args.max_topics)
+    if args.collection:
+        return sample_collection(args.collection, args.topics, args.max_topics)
+    print("Main job on the sample collection shipped with the package (215 passages and 12 topics written for "
+          "it: a sample, not a benchmark)", flush=True)
+    return sample_collection(qids=args.topics, max_topics=args.max_topics)
+
+
+def _client(args, mode: str, client_options: dict):
+    """The main job's LLM client for ``mode``: the endpoint's, or the embedded model's (offline: only the answers of
+    the ``:llm`` systems, short)."""
+    from pyterrier_nuggets.cli import shards
+    if mode == "offline":
+        options = dict(client_options, embedded=True, max_tokens=OFFLINE_MAX_TOKENS)
+    else:
+        options = dict(client_options, embedded=True) if mode == "embedded" else client_options
+    if mode == "endpoint" and dry_run_key(args):
+        options["api_key"] = dry_run_key(args)
+    if args.cache_only:  # merge's re-run: every answer from the merged cache
+        options["cache_only"] = True
+    return make_llm(None if mode != "endpoint" else args.base_url, None if mode != "endpoint" else args.model,
+                    args.concurrency, shards.cache_path(args), **options)
+
+
+def _report(args, result, topics: int, llm) -> None:
+    """The joint table, its notes, the LLM work and the files this run wrote, printed."""
+    print(f"\nJoint table ({result.condition}; {topics} topics; means, † = significantly different "
           "from the first system)")
     print(result.table.to_text())
     for note in result.notes:
@@ -326,7 +344,6 @@ def run_demo(args) -> int:
         if llm.batch:
             print("Batch API: " + ", ".join(f"{k} {v}" for k, v in llm.batch_stats.items()))
     print("\n" + this_run(args.out, result.files, llm) + f"\ntime: {result.seconds:.0f} s")
-    return shards.finish(args, "demo", topics, result.failed, llm)
 
 
 def shard_collection(collection, shard):
