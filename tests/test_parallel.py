@@ -195,3 +195,15 @@ def test_generation_and_evaluation_on_workers_equal_the_serial_run(server, tmp_p
     pd.testing.assert_frame_equal(pipeline(llm).parallel(2)(ranking), pipeline(serial_llm)(ranking))
     pd.testing.assert_frame_equal(RelevanceJudge(llm).parallel(2)(ranking), RelevanceJudge(serial_llm)(ranking))
     assert llm.stats["calls"] == serial_llm.stats["calls"] > 0
+
+
+def test_the_topics_run_in_worker_processes_in_the_input_order(backend):
+    """Without workers every comparison above would pass serially too: here each topic group must come back from
+    another process, in the input's order."""
+    import os
+
+    import pyterrier as pt
+    frame = pd.DataFrame({"qid": TOPICS, "x": range(len(TOPICS))})
+    out = ParallelByTopic(pt.apply.generic(lambda df: df.assign(pid=os.getpid())), 2, backend)(frame)
+    assert list(out["qid"]) == TOPICS and list(out.index) == list(range(len(TOPICS)))
+    assert out["pid"].nunique() == 2 and os.getpid() not in set(out["pid"])
