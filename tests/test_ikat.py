@@ -162,6 +162,34 @@ def test_ikat_command(files, tmp_path, capsys):
     assert set(per_turn.columns) >= {"system", "qid", "nDCG@5", "Recall_NtR", "depth", "personal"}
 
 
+def test_ikat_command_keeps_the_vectors_and_writes_the_decisions(files, tmp_path, capsys, monkeypatch):
+    """--vector-cache: a re-run loads no encoder (every vector comes from the file); ikat.matches.jsonl holds each
+    decision behind Recall_NtR, with the texts it was made on."""
+    from pyterrier_nuggets.matchers import embedding
+    cache = tmp_path / "vectors.sqlite"
+    args = ["ikat", "--run", files["runA.json"], "--run", files["runB.json"], "--qrels", files["qrels"], "--topics",
+            files["topics.json"], "--gold-nuggets", files["gold.json"], "--no-plots", "--vector-cache", str(cache)]
+    assert main(args + ["--out", str(tmp_path / "first")]) == 0
+    assert cache.stat().st_size > 0
+
+    def no_encoder(*a, **k):
+        raise AssertionError("the encoder was loaded although every vector is in the cache")
+    monkeypatch.setattr(embedding, "_loaded_encoder", no_encoder)
+    assert main(args + ["--out", str(tmp_path / "again")]) == 0
+    assert (tmp_path / "first" / "ikat.perquery.csv").read_text() == (tmp_path / "again" / "ikat.perquery.csv").read_text()
+    capsys.readouterr()
+    matches = {(m.run_id, m.qid): m for m in formats.read_ikat_matches(str(tmp_path / "first" / "ikat.matches.jsonl"))}
+    assert sorted(matches) == [("runA", "0_1"), ("runA", "0_2"), ("runB", "0_1"), ("runB", "0_2")]
+    first = matches["runA", "0_1"]
+    assert first.response == "Glasgow has a mild oceanic climate." and first.query == "What is the weather like in Glasgow?"
+    assert [d.id for d in first.ntr] == ["0_1:n0", "0_1:n1"] and first.ntr[0].text == GOLD["0_1"]["[1]"]["text"]
+    per_query = pd.read_csv(tmp_path / "first" / "ikat.perquery.csv", dtype={"qid": str})
+    recall = per_query[(per_query.measure == "Recall_NtR")].set_index(["system", "qid"])["value"]
+    for (run, qid), m in matches.items():  # the decisions are what the measure counted
+        assert recall[run, qid] == pytest.approx(sum(d.matched for d in m.ntr) / len(m.ntr))
+    assert main(args[:-2] + ["--matcher", "llm", "--vector-cache", "x", "--out", str(tmp_path / "o")]) == 2
+
+
 def test_ikat_command_errors(files, tmp_path, capsys):
     assert main(["ikat", "--gold-nuggets", files["gold.json"], "--out", str(tmp_path)]) == 2
     assert "--run" in capsys.readouterr().err
