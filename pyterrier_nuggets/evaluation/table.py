@@ -203,8 +203,7 @@ class JointTable:
         r = self.arena.get(name)
         if r is None:
             return "n/a"
-        low, high = _arena_interval(r)
-        return f"{r.arena_score:.0f}" + ("" if math.isnan(low) else f" [{_rating(low)}, {_rating(high)}]")
+        return f"{r.arena_score:.0f}" + (f" {arena_interval_text(r)}" if arena_interval_text(r) else "")
 
     def provenance_lines(self) -> list[str]:
         """``key: value`` per table-wide provenance entry, then per system-level key the systems grouped by
@@ -274,18 +273,7 @@ class JointTable:
             corrected = f", {self.correction}-corrected over the table" if self.correction else ""
             note += f" † = significantly different from {self.baseline} ({test}, p < {self.alpha}{corrected})."
         if self.arena:
-            first = next(iter(self.arena.values()))
-            over = "topics" if not math.isnan(first.ci_low_topics) else "battles"
-            interval = "" if math.isnan(_arena_interval(first)[0]) else \
-                f", [{first.confidence:.0%} bootstrap interval over {over}]"
-            missing = [n for n in self.means.index if n not in self.arena]
-            judges = sorted({shown_label(r.judge) for r in self.arena.values()}) or [""]
-            note += (f" Arena: Bradley-Terry rating of pairwise battles (mean 1000 over the leaderboard's "
-                     f"{len(self.arena)} systems, 400 per base-10 log-odds"
-                     + (f"; a prior of {first.prior:g} virtual tie{'' if first.prior == 1 else 's'} per pair that met" if first.prior else "")
-                     + f"){interval}; judge: "
-                     f"{'; '.join(j or 'not recorded' for j in judges)}"
-                     + (f"; not in the leaderboard: {', '.join(missing)}" if missing else "") + ".")
+            note += " " + arena_note(list(self.arena.values()), [n for n in self.means.index if n not in self.arena])
         if self.compare_label:
             systems, topics = self.compare_counts
             over = f"means over the {counted(topics, self.unit)} both have" if topics else "run-level scores"
@@ -584,6 +572,28 @@ _LATEX = {"\\": r"\textbackslash{}", "_": r"\_", "&": r"\&", "%": r"\%", "#": r"
 
 def _latex(text: str) -> str:
     return "".join(_LATEX.get(c, c) for c in text)
+
+
+def arena_note(rows: Sequence[LeaderboardRow], missing: Sequence[str] = ()) -> str:
+    """What an arena rating column means: the scale, the prior, the interval, the judge (without its endpoint
+    address), and the systems the leaderboard lacks."""
+    first = rows[0]
+    over = "topics" if not math.isnan(first.ci_low_topics) else "battles"
+    interval = "" if math.isnan(_arena_interval(first)[0]) else \
+        f", [{first.confidence:.0%} bootstrap interval over {over}]"
+    judges = sorted({shown_label(r.judge) for r in rows}) or [""]
+    return (f"Arena: Bradley-Terry rating of pairwise battles (mean 1000 over the leaderboard's {len(rows)} systems, "
+            "400 per base-10 log-odds"
+            + (f"; a prior of {first.prior:g} virtual tie{'' if first.prior == 1 else 's'} per pair that met"
+               if first.prior else "")
+            + f"){interval}; judge: {'; '.join(j or 'not recorded' for j in judges)}"
+            + (f"; not in the leaderboard: {', '.join(missing)}" if missing else "") + ".")
+
+
+def arena_interval_text(r: LeaderboardRow) -> str:
+    """A rating's interval as tables show it, ``[951, 1080]`` (over topics, else over battles); ``""``: none."""
+    low, high = _arena_interval(r)
+    return "" if math.isnan(low) else f"[{_rating(low)}, {_rating(high)}]"
 
 
 def _arena_interval(r: LeaderboardRow) -> tuple[float, float]:

@@ -33,11 +33,13 @@ from pyterrier_nuggets.evaluation import correlation
 from pyterrier_nuggets.evaluation.table import read_table_csv
 from pyterrier_nuggets.formats import (
     AssignedAnswer,
+    InputError,
     LeaderboardRow,
     NuggetSet,
     TurnMatches,
     shown_path,
 )
+from pyterrier_nuggets.formats.files import read_columns
 from pyterrier_nuggets.records import Answer, Battle, RubricVerdict, SupportJudgment
 
 Key = tuple[str, str]  # (system, topic)
@@ -159,6 +161,14 @@ def _scores(folder: Folder) -> None:
         folder.scores = _export_scores(path)
         folder.kinds.append("annotation export")
         folder.files.append(os.path.join(path, "manifest.json"))
+        manifest = formats.load_json(os.path.join(path, "manifest.json"))
+        if isinstance(manifest, dict):
+            for key in ("nuggets", "assignments", "support"):
+                if isinstance(manifest.get(key), str):
+                    folder.labels[key] = f"people: {manifest[key]}"
+            if isinstance(manifest.get("annotators"), dict):
+                folder.labels["annotators"] = "; ".join(f"{stage}: {', '.join(map(str, names))}" for stage, names
+                                                        in manifest["annotators"].items())
 
 
 def joint_table_scores(prefix: str) -> Scores:
@@ -190,13 +200,13 @@ def _table_note(md: str) -> str:
 def scores_tsv(path: str) -> Scores:
     """``trec-rag``'s ``scores.tsv`` (run, topic, measure, value; topic ``all`` is the mean it states)."""
     rows = []
-    for line, (run, qid, measure, value) in formats.read_columns(path, "run qid measure value"):
+    for line, (run, qid, measure, value) in read_columns(path, "run qid measure value"):
         if line == 1 and (run, qid, measure, value) == ("run", "qid", "measure", "value"):
             continue  # the header
         try:
             rows.append((run, qid, measure, float(value)))
         except ValueError:
-            raise formats.InputError(path, line, "value", f"{value!r} is not a number") from None
+            raise InputError(path, line, "value", f"{value!r} is not a number") from None
     frame = pd.DataFrame(rows, columns=["system", "qid", "measure", "value"])
     means = frame[frame["qid"] == "all"].pivot_table(index="system", columns="measure", values="value", sort=False)
     per_query = frame[frame["qid"] != "all"].reset_index(drop=True)

@@ -41,6 +41,7 @@ from pyterrier_nuggets.formats import LeaderboardRow, shown_label, shown_path
 from pyterrier_nuggets.report.folders import Folder, Scores, Texts, segment_texts, support_label
 
 ASSETS = ("report.js", "report.css")
+PREFERRED = ("V_strict", "Recall_NtN", "Recall_NtR", "RubricScore", "nDCG@10")  # the heat map's first measure
 ALPHA = 0.05  # the level of the report's own paired tests (scores without p-values)
 # labels of judges whose numbers mean nothing as a judge's: shown with a warning in every page
 NOT_A_JUDGE = ("baseline", "embedded", "TEST ENDPOINT", "not a judge")
@@ -66,6 +67,11 @@ class Report:
     arena: list[LeaderboardRow] = field(default_factory=list)
     folders: list[Folder] = field(default_factory=list)
     texts: Texts = field(default_factory=Texts)
+    # looked up once per topic: the scores of a (system, topic), a topic's nuggets, battles and grades
+    topic_scores: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)
+    topic_nuggets: dict[str, list] = field(default_factory=dict)
+    topic_battles: dict[str, list] = field(default_factory=dict)
+    topic_grades: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 # ------------------------------------------------------------------------------------------------- merging
@@ -88,7 +94,7 @@ def merge(folders: Sequence[Folder], texts: Texts, title: str | None = None, bas
     if scores is not None:
         _scores(report, scores, baseline)
     report.queries = {**texts.queries, **{q: t for f in folders for q, t in f.queries.items()}}
-    topics = set(report.queries) & _topics_with_data(folders) | _topics_with_data(folders)
+    topics = _topics_with_data(folders)
     if report.per_query is not None:
         topics |= set(report.per_query["qid"])
     report.topics = sorted(topics, key=natural_key)
@@ -96,7 +102,28 @@ def merge(folders: Sequence[Folder], texts: Texts, title: str | None = None, bas
     report.labels = _labels(report, folders, texts)
     if not report.systems or not report.topics:
         raise InvalidInput("the folders name no system and no topic: nothing to report")
+    _index(report)
     return report
+
+
+def _index(report: Report) -> None:
+    """The lookups every topic's data needs, made once (a track has 30 runs x 301 topics)."""
+    if report.per_query is not None:
+        for system, qid, measure, value in zip(report.per_query["system"], report.per_query["qid"],
+                                               report.per_query["measure"], report.per_query["value"]):
+            report.topic_scores.setdefault((system, qid), {})[measure] = value
+    for f in reversed(report.folders):  # the first folder's nuggets win
+        for (_, qid), a in f.assigned.items():
+            report.topic_nuggets[qid] = a.nuggets
+        if f.nuggets is not None:
+            for qid, nuggets in f.nuggets.by_topic().items():
+                report.topic_nuggets[qid] = sorted(nuggets, key=lambda n: n.index)
+        for b in f.battles:
+            report.topic_battles.setdefault(b.qid, []).append(b)
+        for (qid, docno), grade in f.grades.items():
+            report.topic_grades.setdefault(qid, {})[docno] = grade
+    for (qid, docno), grade in report.texts.grades.items():
+        report.topic_grades.setdefault(qid, {})[docno] = grade
 
 
 def _topics_with_data(folders: Sequence[Folder]) -> set[str]:
@@ -155,6 +182,9 @@ def _labels(report: Report, folders: Sequence[Folder], texts: Texts) -> list[tup
                 labels[key] = "; ".join(f"{', '.join(names)}: {v}" for v, names in groups.items())
         for key, value in f.labels.items():
             labels.setdefault(key, value)
+        if "trec-rag" in f.kinds:
+            labels.setdefault("judges", f"not recorded in {shown_path(f.path)} (trec-rag writes the judges' model "
+                                        "into no file: it printed them; say it in --title)")
         if f.matches:
             labels.setdefault("matches", f"{shown_path(f.path)}/ikat.matches.jsonl (the matcher's decisions)")
     if texts.source:
@@ -173,13 +203,15 @@ def not_a_judge(label: str) -> bool:
 
 def script_json(kind: str, key: str, data) -> str:
     """The data file of ``data``: ``PNReport.receive(kind, key, data);`` with ``<``, ``>``, ``&``, U+2028, U+2029
-    escaped in the JSON (it stays valid JSON and valid JavaScript, and no text in it can close a script element or
+    escaped in the JSON of all three (it stays valid JSON and valid JavaScript, and no text in it can close a script element or
     open markup)."""
-    text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    for char, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
-                          ("\u2029", "\\u2029")):
-        text = text.replace(char, escaped)
-    return f"PNReport.receive({json.dumps(kind)},{json.dumps(key)},{text});\n"
+    def safe(value) -> str:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        for char, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
+                              ("\u2029", "\\u2029")):
+            text = text.replace(char, escaped)
+        return text
+    return f"PNReport.receive({safe(kind)},{safe(key)},{safe(data)});\n"
 
 
 def _number(v) -> float | None:
@@ -192,6 +224,8 @@ def index_data(report: Report) -> dict:
             "topics": [{"id": q, "query": report.queries.get(q, ""), "file": topic_file(i)}
                        for i, q in enumerate(report.topics)],
             "measures": [{"name": m, "file": measure_file(i)} for i, m in enumerate(report.measures)],
+            "default_measure": next((m for m in PREFERRED if m in report.measures),
+                                    next((m for m in report.measures if m != "AnswerWords"), None)),
             "labels": [[k, v, not_a_judge(v)] for k, v in report.labels],
             "significance": report.significance, "note": report.note}
 
@@ -216,7 +250,7 @@ def measure_data(report: Report, measure: str) -> dict:
 def topic_data(report: Report, qid: str) -> dict:
     """``data/topic-K.js``: everything about one topic (module docstring of :mod:`pyterrier_nuggets.report`)."""
     folders = report.folders
-    nuggets = _nuggets(folders, qid)
+    nuggets = _nuggets(report.topic_nuggets.get(qid, []), qid)
     criteria = next((f.rubrics[qid] for f in folders if qid in f.rubrics), [])
     systems, cited = {}, set()
     for s in report.systems:
@@ -227,8 +261,7 @@ def topic_data(report: Report, qid: str) -> dict:
             cited |= {r[0] for r in data.get("retrieved", [])}
     docnos = sorted(cited)
     texts = segment_texts(report.texts.docstore, docnos)
-    grades = {**{d: g for f in folders for (q, d), g in f.grades.items() if q == qid},
-              **{d: g for (q, d), g in report.texts.grades.items() if q == qid}}
+    grades = report.topic_grades.get(qid, {})
     turn = next((f.turns[qid] for f in folders if qid in f.turns), None)
     return {"id": qid, "query": report.queries.get(qid, ""),
             "nuggets": nuggets["list"], "sub_narratives": nuggets["sub_narratives"],
@@ -237,17 +270,8 @@ def topic_data(report: Report, qid: str) -> dict:
             "systems": systems, "battles": _battles(report, qid), "turn": turn}
 
 
-def _nuggets(folders: Sequence[Folder], qid: str) -> dict:
+def _nuggets(found: list, qid: str) -> dict:
     """The topic's nuggets (the folder's nugget file, else those of an assignment line) and sub-narratives."""
-    found = []
-    for f in folders:
-        if f.nuggets is not None and qid in f.nuggets.by_topic():
-            found = sorted(f.nuggets.by_topic()[qid], key=lambda n: n.index)
-            break
-        assigned = [a for (s, q), a in f.assigned.items() if q == qid]
-        if assigned:
-            found = assigned[0].nuggets
-            break
     # the sub-narratives and each nugget's, by the one rule of the nugget qrels' sub-narrative rows
     names, mapped = sub_narrative_rows(qid, [(n.index, n.provenance) for n in found])
     of = {doc_id.rsplit(":sn", 1)[0]: k for doc_id, k in mapped}
@@ -258,10 +282,8 @@ def _nuggets(folders: Sequence[Folder], qid: str) -> dict:
 def _system_topic(report: Report, system: str, qid: str, nuggets: dict) -> dict:
     key = (system, qid)
     out: dict = {}
-    if report.per_query is not None:
-        part = report.per_query[(report.per_query["system"] == system) & (report.per_query["qid"] == qid)]
-        if len(part):
-            out["scores"] = {m: _number(v) for m, v in zip(part["measure"], part["value"])}
+    if key in report.topic_scores:
+        out["scores"] = {m: _number(v) for m, v in report.topic_scores[key].items()}
     for f in report.folders:
         if key in f.answers and "answer" not in out:
             out["answer"] = _answer(f.answers[key], f.support.get(key, []))
@@ -310,14 +332,9 @@ def topic_link(qid: str, system: str) -> str:
 
 
 def _battles(report: Report, qid: str) -> list[dict]:
-    out = []
-    for f in report.folders:
-        for b in f.battles:
-            if b.qid == qid:
-                out.append({"a": b.assistant_a, "b": b.assistant_b, "verdict": b.verdict, "winner": b.winner,
-                            "verdicts": list(b.verdicts), "raw": list(b.raw), "error": b.error,
-                            "judge": shown_label(b.judge)})
-    return out
+    return [{"a": b.assistant_a, "b": b.assistant_b, "verdict": b.verdict, "winner": b.winner,
+             "verdicts": list(b.verdicts), "raw": list(b.raw), "error": b.error, "judge": shown_label(b.judge)}
+            for b in report.topic_battles.get(qid, [])]
 
 
 # ---------------------------------------------------------------------------------------------- writing
@@ -353,7 +370,7 @@ def leaderboard_rows(report: Report) -> list[dict]:
                           "shown": "n/a" if math.isnan(v) else (f"{v:.1f}" if m == "AnswerWords" else f"{v:.4f}"),
                           "mark": report.marks.get((s, m), False), "p": report.pvalues.get((s, m))})
         r = arena.get(s)
-        fought = next((b.qid for f in report.folders for b in f.battles if s in b.pair), None)
+        fought = next((q for q in report.topics for b in report.topic_battles.get(q, []) if s in b.pair), None)
         rows.append({"system": s, "cells": cells, "arena": None if r is None else {
             "score": f"{r.arena_score:.0f}", "value": repr(r.arena_score), "interval": arena_interval_text(r),
             "link": topic_link(fought, s) if fought is not None else "#topics"}})

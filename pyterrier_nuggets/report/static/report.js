@@ -145,7 +145,7 @@ var PNReport = (function () {
     var names = index.measures.map(function (m) { return m.name; });
     function fromHash() {
       var p = params();
-      options(measure, names, null, names.indexOf(p.measure) >= 0 ? p.measure : names[0]);
+      options(measure, names, null, names.indexOf(p.measure) >= 0 ? p.measure : (index.default_measure || names[0]));
       options(a, index.systems, null, index.systems.indexOf(p.a) >= 0 ? p.a : index.systems[0]);
       var second = index.systems.indexOf(p.b) >= 0 ? p.b : (index.systems[1] || index.systems[0]);
       options(b, index.systems, null, second);
@@ -421,7 +421,9 @@ var PNReport = (function () {
     if (d.answer) { parts.push(section("Answer", answer(d.answer, topic, k))); }
     if (d.ikat) { parts.push(section("Response and gold nuggets (iKAT)", ikat(d.ikat))); }
     if (topic.nuggets.length) { parts.push(section("Nuggets", nuggets(topic, d.assignment))); }
-    if (topic.sub_narratives.length) { parts.push(section("Sub-narratives", subNarratives(topic, d.sub_narratives))); }
+    if (topic.sub_narratives.length) {
+      parts.push(section("Sub-narratives (covered by a supported vital nugget)", subNarratives(topic, d.sub_narratives)));
+    }
     if (topic.rubric.length) { parts.push(section("Rubric", rubric(topic.rubric, d.verdicts))); }
     if (d.retrieved || (d.answer && d.answer.sentences.length)) { parts.push(section("Segments", segments(topic, d, k))); }
     return el("article", {"class": "panel", "aria-label": system}, parts);
