@@ -24,7 +24,8 @@ def add_parser(sub) -> None:
     g = p.add_mutually_exclusive_group()
     g.add_argument("--collection", metavar="DIR", help="a collection folder (docs.jsonl, topics.tsv, segments.qrels; "
                    "the shipped sample's folder is printed by python -c \"from pyterrier_nuggets.pipeline import "
-                   "SAMPLE_COLLECTION; print(SAMPLE_COLLECTION)\") for segment texts, relevance grades and topics")
+                   "SAMPLE_COLLECTION; print(SAMPLE_COLLECTION)\") for segment texts, relevance grades and topics, e.g. "
+                   "--collection my_collection/")
     g.add_argument("--dataset", metavar="ID", help="an ir_datasets id for the same, e.g. "
                    "msmarco-segment-v2.1/trec-rag-2024")
     p.add_argument("--docs", metavar="FILE", help="segment texts from a document JSONL ({\"docno\", \"text\"}), e.g. "

@@ -317,9 +317,14 @@ def read_ptkb_run(path: str, statements: Mapping[str, Collection[str]]) -> pd.Da
 
 @dataclass(frozen=True)
 class Decision:
-    """One matcher decision of an iKAT table: a gold nugget (``id`` ``{turn}:n{i}``) found in the response (NtR) or
-    entailed by an extracted nugget (NtN recall), or an extracted nugget (``id`` ``None``) entailing a gold one
-    (NtN precision); ``score`` is the matcher's (a cosine, a probability, 1 / 0 for an LLM)."""
+    """One matcher decision of an iKAT table: a gold nugget found in the response (NtR) or entailed by an extracted
+    nugget (NtN recall), or an extracted nugget entailing a gold one (NtN precision).
+
+    :param text: the nugget's text.
+    :param matched: the decision.
+    :param score: the matcher's score (a cosine, a probability, 1 / 0 for an LLM).
+    :param id: the gold nugget's id ``{turn}:n{i}``; ``None`` for an extracted nugget.
+    """
 
     text: str
     matched: bool
@@ -329,7 +334,16 @@ class Decision:
 
 @dataclass(frozen=True)
 class TurnMatches:
-    """The decisions behind one system's scores on one turn (``ikat.matches.jsonl``)."""
+    """The decisions behind one system's scores on one turn (``ikat.matches.jsonl``).
+
+    :param qid: the turn id.
+    :param run_id: the system.
+    :param response: its response to the turn.
+    :param ntr: the NtR decision on each gold nugget of the turn.
+    :param ntn_recall: the NtN decision on each gold nugget (entailed by some extracted nugget).
+    :param ntn_precision: the NtN decision on each extracted nugget (entails some gold nugget).
+    :param query: the turn's resolved utterance, when the topics were given.
+    """
 
     qid: str
     run_id: str

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pyterrier_nuggets.report.folders import Folder, Texts, read_folder, read_texts
-from pyterrier_nuggets.report.pages import Report, merge, write_report
+from pyterrier_nuggets.report.folders import read_folder, read_texts
+from pyterrier_nuggets.report.pages import merge, write_report
 
 
 def build_report(folders: Sequence[str], out: str, *, answers: Sequence[str] = (), collection: str | None = None,
@@ -50,4 +50,4 @@ def build_report(folders: Sequence[str], out: str, *, answers: Sequence[str] = (
     return write_report(report, out, inputs, overwrite)
 
 
-__all__ = ["build_report", "read_folder", "read_texts", "merge", "write_report", "Folder", "Texts", "Report"]
+__all__ = ["build_report", "read_folder", "read_texts", "merge", "write_report"]

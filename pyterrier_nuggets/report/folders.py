@@ -352,7 +352,14 @@ class Texts:
 
 def read_texts(collection: str | None = None, dataset: str | None = None, docs: str | None = None,
                segment_qrels: str | None = None, answers: Sequence[str] = ()) -> Texts:
-    """The texts, grades and answers the report adds to the folders (each optional)."""
+    """The texts, grades and answers the report adds to the folders (each optional).
+
+    :param collection: a collection folder in the sample's form (its docs, qrels and topics).
+    :param dataset: an ir_datasets id (its docs store, qrels and queries).
+    :param docs: a document JSONL for the segment texts.
+    :param segment_qrels: TREC qrels for the relevance grades.
+    :param answers: answer files (TREC RAG 2024/2025/2026).
+    """
     from pyterrier_nuggets.pipeline.collections import dataset_collection, sample_collection
     out = Texts()
     if collection is not None or dataset is not None:

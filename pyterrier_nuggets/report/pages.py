@@ -77,7 +77,14 @@ class Report:
 # ------------------------------------------------------------------------------------------------- merging
 
 def merge(folders: Sequence[Folder], texts: Texts, title: str | None = None, baseline: str | None = None) -> Report:
-    """The report of ``folders`` (at most one with scores) and the texts, grades and answers given beside them."""
+    """The report of ``folders`` (at most one with scores) and the texts, grades and answers given beside them.
+
+    :param folders: what the output folders hold (:func:`~pyterrier_nuggets.report.folders.read_folder`).
+    :param texts: the texts, grades and answers given beside them (:func:`~pyterrier_nuggets.report.folders.read_texts`).
+    :param title: the report's title (default: what the folders are).
+    :param baseline: for scores without tests, the system the report's paired t-tests are against (default: the
+        first).
+    """
     scored = [f for f in folders if f.scores is not None]
     if len(scored) > 1:
         raise InvalidInput(f"{len(scored)} of the folders have scores ({', '.join(f.path for f in scored)}): give one "

@@ -211,11 +211,14 @@ var PNReport = (function () {
       lo = 0;
       hi = 1;
     }
-    return function (v) {
+    var colour = function (v) {
       var t = hi > lo ? (v - lo) / (hi - lo) : 0.5;
       var light = Math.round(96 - 62 * t);
       return "hsl(212, 70%, " + light + "%)";
     };
+    colour.low = lo;
+    colour.high = hi;
+    return colour;
   }
 
   function visibleTopics() {
@@ -272,8 +275,11 @@ var PNReport = (function () {
           style: v === null ? null : "background:" + colour(v)}));
       }));
     });
+    var key = el("caption", {}, measure + ": lightest ", el("span", {"class": "swatch", style: "background:" +
+      colour(colour.low)}), " " + fmt(measure, colour.low) + ", darkest ", el("span", {"class": "swatch",
+      style: "background:" + colour(colour.high)}), " " + fmt(measure, colour.high) + ", hatched: no score");
     var table = el("table", {"class": "heatmap", role: "grid", "aria-label": measure + " per system and topic"},
-      el("thead", {}, head), el("tbody", {}, rows));
+      key, el("thead", {}, head), el("tbody", {}, rows));
     table.addEventListener("keydown", gridKeys);
     show(document.getElementById("heatmap"), topics.length ? table : el("p", {}, "No topic matches the filter."));
   }
