@@ -136,15 +136,23 @@ def _check_overview(driver, report, means_file, per_topic_file) -> list[str]:
     return sorted(set(links))
 
 
-def _check_drilldowns(driver, links: list[str]) -> None:
-    """Every drill-down link opens its topic with its system (and the one compared) shown."""
+def _check_drilldowns(driver, links: list[str], per_topic_file) -> None:
+    """Every drill-down link opens its topic with its system (and the one compared) shown, and the scores it shows
+    are the file's values of that system on that topic."""
     assert links
+    per_topic = _per_topic(per_topic_file)
     for link in links:
         params = {k: unquote(v) for k, v in (p.split("=", 1) for p in link.split("#", 1)[1].split("&"))}
         _open(driver, link, "#topic-title")
         assert driver.find_element(By.ID, "topic-title").text == f"Topic {params['topic']}"
-        panels = [h.text for h in driver.find_elements(By.CSS_SELECTOR, "article.panel h3.system")]
-        assert panels == [params["system"]] + ([params["compare"]] if params.get("compare") else [])
+        panels = driver.find_elements(By.CSS_SELECTOR, "article.panel")
+        systems = [params["system"]] + ([params["compare"]] if params.get("compare") else [])
+        assert [p.find_element(By.CSS_SELECTOR, "h3.system").text for p in panels] == systems
+        for panel, system in zip(panels, systems):
+            shown = {a.get_attribute("data-measure"): a.get_attribute("data-value")
+                     for a in panel.find_elements(By.CSS_SELECTOR, "dl.scores a.num")}
+            expected = {m: v for (s, q, m), v in per_topic.items() if (s, q) == (system, params["topic"])}
+            assert {m: float(v) for m, v in shown.items() if v} == expected
 
 
 def test_main_job_report_in_the_browser(browser, main_job, tmp_path):
@@ -154,7 +162,7 @@ def test_main_job_report_in_the_browser(browser, main_job, tmp_path):
     labels = browser.find_element(By.CSS_SELECTOR, "section.labels").text
     assert "baseline: embedding" in labels and "not a judge whose numbers mean anything" in labels
     _shot(browser, tmp_path, "overview")
-    _check_drilldowns(browser, links)
+    _check_drilldowns(browser, links, out / "joint_table.perquery.csv")
     # the drill-down of the system with markup in its answer: citations coloured by their support labels
     _open(browser, (report / "topic.html").as_uri() + "#topic=t1&system=marked&compare=bm25-k2", "#topic-title")
     text = browser.find_element(By.ID, "topic-body").text
@@ -179,7 +187,7 @@ def test_trec_rag_report_in_the_browser(browser, trec_rag, tmp_path):
     links = _check_overview(browser, report, trec / "scores.tsv", trec / "scores.tsv")
     note = browser.find_element(By.CSS_SELECTOR, "#board ~ p.note").text
     assert "computed by the report" in note and "paired t-test" in note
-    _check_drilldowns(browser, links)
+    _check_drilldowns(browser, links, trec / "scores.tsv")
     _open(browser, (report / "topic.html").as_uri() + "#topic=t1&system=A", "#topic-title")
     body = browser.find_element(By.ID, "topic-body").text
     assert "Bananas <img src=x" in body  # criterion and nugget markup, as text
@@ -192,6 +200,13 @@ def test_trec_rag_report_in_the_browser(browser, trec_rag, tmp_path):
     assert "[[" in browser.find_element(By.CSS_SELECTOR, "details.battle pre.reply").text  # the judge's reply
     assert "127.0.0.1" not in browser.find_element(By.TAG_NAME, "body").text  # the model, never the endpoint
     _shot(browser, tmp_path, "trec-rag-topic")
+    # a score of the drill-down opens the overview on that measure, its system as A
+    score = browser.find_element(By.CSS_SELECTOR, "dl.scores a.num[data-measure='RubricScore']")
+    score.click()
+    WebDriverWait(browser, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#heatmap table"))
+    assert browser.find_element(By.ID, "measure").get_attribute("value") == "RubricScore"
+    assert browser.find_element(By.ID, "system-a").get_attribute("value") == "A"
+    _no_console_errors(browser)
 
 
 def test_the_data_files_keep_markup_as_json_text(main_job, trec_rag):
