@@ -230,25 +230,17 @@ def _export_scores(path: str) -> Scores:
 def _answers(folder: Folder) -> None:
     path = folder.path
     for file in _glob(path, "*.answers.jsonl"):
-        for a in formats.read_answers(file, run_id=_system_of(file, ".answers.jsonl")):
-            folder.answers[a.run_id, a.qid] = a
-            if a.query:
-                folder.queries.setdefault(a.qid, a.query)
-        folder.files.append(file)
+        _keep(folder, folder.answers, formats.read_answers(file, run_id=_system_of(file, ".answers.jsonl")), file)
     for file in _glob(path, "*.support_assignments.jsonl"):  # trec-rag: the answers as the support file has them
         for a in formats.read_support_assignment_answers(file):
             folder.answers.setdefault((a.run_id, a.qid), a)
     for file in _glob(path, "*.assignments.jsonl") + _glob(os.path.join(path, "runs"), "*.assignments.jsonl"):
         if os.path.basename(file) == "assignments.jsonl":
             continue  # the export's file of all runs: runs/RUN.assignments.jsonl has the same, by run
-        for a in formats.read_assignments(file, on_invalid="drop").answers:
-            folder.assigned[a.run_id, a.qid] = a
-            if a.query:
-                folder.queries.setdefault(a.qid, a.query)
-        folder.files.append(file)
+        _keep(folder, folder.assigned, formats.read_assignments(file).answers, file)
     nuggets = os.path.join(path, "nuggets.jsonl")
     if os.path.isfile(nuggets):
-        folder.nuggets = formats.read_nuggets(nuggets, on_invalid="drop")
+        folder.nuggets = formats.read_nuggets(nuggets)
         for qid, query in folder.nuggets.queries.items():
             if query:
                 folder.queries.setdefault(qid, query)
@@ -262,6 +254,16 @@ def _answers(folder: Folder) -> None:
     if os.path.isfile(relevance):
         folder.grades = {(q, d): g for q, d, g in formats.read_qrels_rows(relevance)}
         folder.grades_source = shown_path(relevance)
+
+
+def _keep(folder: Folder, mapping: dict, records: Iterable, file: str) -> None:
+    """Records of one file (answers, assignments, iKAT matches: each with ``run_id``, ``qid`` and ``query``) by
+    (system, topic), their topics' texts kept."""
+    for r in records:
+        mapping[r.run_id, r.qid] = r
+        if r.query:
+            folder.queries.setdefault(r.qid, r.query)
+    folder.files.append(file)
 
 
 def _ranked(rows: Iterable[tuple]) -> list[tuple[str, str, int, float]]:
@@ -321,11 +323,7 @@ def _ikat(folder: Folder) -> None:
     path = folder.path
     matches = os.path.join(path, "ikat.matches.jsonl")
     if os.path.isfile(matches):
-        for m in formats.read_ikat_matches(matches):
-            folder.matches[m.run_id, m.qid] = m
-            if m.query:
-                folder.queries.setdefault(m.qid, m.query)
-        folder.files.append(matches)
+        _keep(folder, folder.matches, formats.read_ikat_matches(matches), matches)
     per_turn = os.path.join(path, "ikat.perturn.csv")
     if os.path.isfile(per_turn):
         frame = pd.read_csv(per_turn, dtype={"qid": str})
