@@ -158,6 +158,7 @@ def test_ikat_command(files, tmp_path, capsys):
                    ".scatter.pdf", ".scatter.svg"):
         assert (out / f"ikat{suffix}").stat().st_size > 0
     assert (out / "ikat.scatter.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert r"\input{ikat.tex}" in (out / "ikat.tex").read_text()  # the comment names its own file
     per_turn = pd.read_csv(out / "ikat.perturn.csv")
     assert set(per_turn.columns) >= {"system", "qid", "nDCG@5", "Recall_NtR", "depth", "personal"}
 
