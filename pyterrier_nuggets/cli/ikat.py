@@ -30,7 +30,8 @@ def add_parser(sub) -> None:
     p.add_argument("--vector-cache", metavar="PATH|none",
                    help="embedding matcher: the SQLite file that keeps the sentence vectors across runs, so a re-run "
                    "encodes nothing again (default: the main job's, ~/.cache/pyterrier-nuggets/indexes/"
-                   "embedding-vectors.sqlite; none: this run only), e.g. --vector-cache out/vectors.sqlite")
+                   "embedding-vectors.sqlite; with --shard none; none: this run only), e.g. --vector-cache "
+                   "out/vectors.sqlite")
     p.add_argument("--unanswered-turns", choices=("refuse", "leave-out"), default="refuse",
                    help="gold nugget turns no system answered: refuse (default: a turn id form that differs, or runs "
                    "of other turns) or leave them out (the header says how many), e.g. --unanswered-turns leave-out")
@@ -94,7 +95,7 @@ def _matchers(args, llm) -> tuple:
     threshold for both (embedding:T)."""
     from pyterrier_nuggets import matchers
     if args.matcher == "embedding" or args.matcher.startswith("embedding:"):
-        cache = _vector_cache(args.vector_cache)
+        cache = _vector_cache(args)
         if args.matcher == "embedding":
             ntr = matchers.EmbeddingMatcher.for_task("ntr", cache=cache)
             return ntr, ntr.at_threshold(matchers.NTN_THRESHOLD)
@@ -112,10 +113,13 @@ def _matchers(args, llm) -> tuple:
     raise UsageError(f"--matcher {args.matcher!r}: give embedding, embedding:T, nli:PATH or llm")
 
 
-def _vector_cache(path: str | None) -> str | None:
-    """The embedding matcher's vector cache: --vector-cache, else the main job's file; ``none``: no file."""
-    if path is not None:
-        return None if path == "none" else path
+def _vector_cache(args) -> str | None:
+    """The embedding matcher's vector cache: --vector-cache (``none``: no file), else the main job's file; none for a
+    shard (shards run at once, maybe on other machines: one SQLite file written by all is a lock, or worse on NFS)."""
+    if args.vector_cache is not None:
+        return None if args.vector_cache == "none" else args.vector_cache
+    if args.shard is not None:
+        return None
     from pyterrier_nuggets.pipeline.retrievers import default_vector_cache
     return str(default_vector_cache())
 
