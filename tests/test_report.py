@@ -120,6 +120,9 @@ def test_ikat_folder(tmp_path, capsys):
                      str(tmp_path / "ikat"), "--no-plots", "--vector-cache", str(tmp_path / "v.sqlite")]) == 0
     assert cli.main(["report", str(tmp_path / "ikat"), "--out", str(tmp_path / "report")]) == 0
     capsys.readouterr()
+    labels = {k: v for k, v, _ in _data(tmp_path / "report" / "data" / "index.js")["labels"]}
+    assert labels["gold nuggets"] == "gold.json (3 nuggets)" and "cosine >= 0.66" in labels["matcher"]
+    assert labels["matcher agreement with people"].startswith("NtR: held-out kappa 0.18-0.40")
     topic = _data(tmp_path / "report" / "data" / "topic-0000.js")
     assert topic["turn"] == {"depth": 1, "personal": False} and topic["query"] == "What is the weather like in Glasgow?"
     ntr = topic["systems"]["runA"]["ikat"]["ntr"]

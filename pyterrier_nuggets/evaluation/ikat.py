@@ -22,7 +22,7 @@ import os
 import re
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -90,7 +90,9 @@ class IkatTable:
         paths = output_paths(out_dir, self.prefix)
         t = self.table
         note = "".join(f"% {line}\n" for line in self.header().split("\n"))
-        texts = {".csv": t.to_csv(), ".md": self.header() + "\n\n" + t.to_markdown(), ".tex": note + t.to_latex(self.prefix),
+        labelled = replace(t, provenance={**t.provenance, **self.labels})  # the CSV carries who made it, as a column each
+        texts = {".csv": labelled.to_csv(), ".md": self.header() + "\n\n" + t.to_markdown(),
+                 ".tex": note + t.to_latex(self.prefix),
                  ".perquery.csv": t.per_query.to_csv(index=False), ".perturn.csv": self.per_turn.to_csv(index=False),
                  ".breakdowns.csv": self.breakdowns.to_csv(index=False)}
 
