@@ -155,3 +155,23 @@ def test_published_text_names_the_model_never_the_endpoint_address():
         assert "http" not in text and "10.1.2.3" not in text and "b.example" not in text, text
     assert "AutoAssign: NuggetAssigner on gpt-4o" in table.to_text() and "on gpt-4o" in published[-2]
     assert "http://10.1.2.3:18931/v1" in table.to_csv()  # the data file keeps where the judge ran
+
+
+def test_table_command_tex_digits_and_its_own_name(tmp_path, capsys):
+    from pyterrier_nuggets.cli import main
+    qrels = tmp_path / "n.qrels"
+    qrels.write_text("".join(f"q{i} 0 q{i}:n0 2\nq{i} 0 q{i}:n1 2\nq{i} 0 q{i}:n2 2\n" for i in range(3)))
+    for name, k in (("a", 1), ("b", 2)):
+        (tmp_path / f"{name}.run").write_text("".join(f"q{i} Q0 q{i}:n{j} {j + 1} 1 {name}\n"
+                                                      for i in range(3) for j in range(k)))
+    args = ["table", "--nugget-qrels", str(qrels), "--system", "a", str(tmp_path / "a.run"), "--system", "b",
+            str(tmp_path / "b.run"), "--measures", "V_strict", "--label", "nuggets=hand-made"]
+    assert main(args + ["--out", str(tmp_path / "three")]) == 0
+    assert main(args + ["--out", str(tmp_path / "four"), "--tex-digits", "4"]) == 0
+    capsys.readouterr()
+    three, four = (tmp_path / "three.tex").read_text(), (tmp_path / "four.tex").read_text()
+    assert r"\input{three.tex}" in three and r"\textbf{0.667}" in three and "0.333 " in three
+    assert r"\textbf{0.6667}" in four and "0.3333 " in four
+    with pytest.raises(SystemExit):  # refused where it is parsed
+        main(args + ["--out", str(tmp_path / "x"), "--tex-digits", "0"])
+    assert "must be 1 or more" in capsys.readouterr().err
