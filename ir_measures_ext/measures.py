@@ -15,6 +15,8 @@ answer length over the topics the run answered. A topic of the family's qrels th
 0 there (an empty answer, trec_eval's rule); support and length have no qrels of their own, so a topic the run
 did not answer counts nowhere (the TREC RAG 2026 toolkit's (topic, run) cells). A value ir_measures gives a topic
 outside the family (NaN, the measures' ``DEFAULT``) is left out of the mean (:class:`DefinedMean`).
+(pt.Experiment averages every measure over every topic of its per-topic table with its own mean: where measures of
+several families cover different topics, its averages show NaN rather than a mean over other topics.)
 """
 from __future__ import annotations
 
@@ -48,9 +50,9 @@ FAMILY_TOPICS = {NUGGET_TOPICS: "with nuggets", RUBRIC_TOPICS: "with a rubric", 
 
 
 class DefinedMean(Agg):
-    """The mean of a measure over the topics where it is defined: a NaN value is left out (the value ir_measures
-    gives a topic outside the measure's family when measures of several providers are computed together, or a
-    rubric without a positive weight); NaN when no topic has a value."""
+    """The mean of a measure over the topics where it is defined: a NaN value (a topic outside the measure's
+    family, e.g. where measures of several families are computed together) is left out; NaN when no topic has a
+    value."""
 
     def __init__(self):
         self.sum = 0.0
@@ -336,9 +338,9 @@ class _RubricScore(_RubricMeasure):
     the criterion's weight (negative for a criterion that describes a flaw), v its verdict: 1 satisfied, 0.5
     partially satisfied, 0 not satisfied (``grading='ternary'``, default) or 1 / 0 / 0
     (``grading='binary'``). Reads rubric qrels ``qid 0 {qid}:r{i} WEIGHT`` and verdict rows ``{qid}:r{i}``
-    scored 1 / 0.5 / 0. At most 1; below 0 when satisfied flaws outweigh the rest. Not defined (NaN, left out of
-    the mean and named in an :class:`~ir_measures_ext.topics.UndefinedScoreWarning`) for a topic without a
-    positive weight. A topic of the qrels missing from the run is an empty answer (nothing satisfied: 0)."""
+    scored 1 / 0.5 / 0. At most 1; below 0 when satisfied flaws outweigh the rest. Not defined for a topic without
+    a positive weight: such a rubric is refused. A topic of the qrels missing from the run is an empty answer
+    (nothing satisfied: 0)."""
 
     __name__ = "RubricScore"
     NAME = "RubricScore"

@@ -18,7 +18,7 @@ from ir_measures import Metric, providers
 from ir_measures_ext import ids, scoring
 from ir_measures_ext import measures as m
 from ir_measures_ext.errors import InvalidInput
-from ir_measures_ext.topics import UndefinedScoreWarning, warn_topic_mismatch
+from ir_measures_ext.topics import warn_topic_mismatch
 
 _ASSIGNMENT_SCORES = frozenset(ids.ASSIGNMENT_TO_SCORE.values())
 _SUPPORT_SCORES = frozenset(ids.SUPPORT_LEVEL_TO_SCORE.values())
@@ -70,16 +70,6 @@ def _iter_run(run) -> tuple[Iterator[tuple[str, str, float]], dict[str, str]]:
                    run["score"].astype(float).tolist())
         return rows, answers
     return ((str(r.query_id), str(r.doc_id), float(r.score)) for r in run), {}
-
-
-def _noting_topics(rows, qrels_qids) -> Iterator[tuple[str, str, float]]:
-    """The run's rows as they are; once all are read, a :class:`~ir_measures_ext.topics.TopicMismatchWarning`
-    when fewer than half of the run's topics are topics of the qrels (:func:`~ir_measures_ext.topics.topic_mismatch`)."""
-    seen: set[str] = set()
-    for row in rows:
-        seen.add(row[0])
-        yield row
-    warn_topic_mismatch(seen, qrels_qids, stacklevel=4)
 
 
 def _value(qid: str, doc_id: str, score: float, valid: frozenset, names: str, what: str) -> float:
@@ -146,22 +136,58 @@ class _Topic:
 class _FamilyEvaluator(providers.Evaluator):
     """An evaluator whose measures are each defined on the topics of their family (``FAMILY`` of
     :mod:`ir_measures_ext.measures`; decisions.md, decision 13). ir_measures' own evaluator gives every topic of the
-    qrels that the run lacks the measure's default; this one gives 0 (an empty answer, trec_eval's rule) to the
-    topics of the family's qrels that the run lacks (:meth:`zero_topics`) and nothing to other topics, so that a
-    mean never averages over another family's topics."""
+    qrels that the run lacks the measure's default; this one gives 0 (an empty answer, trec_eval's rule) only to the
+    topics of the family's qrels that the run lacks (:meth:`zero_topics`), and NaN (not defined there: left out of
+    the mean, :class:`~ir_measures_ext.measures.DefinedMean`) to the other topics it gives a value of another of its
+    measures, so that its topics have a value of each measure (pyterrier's per-topic tables need it) and no mean
+    averages over another family's topics. Its ``qrel_qids`` are every topic of the qrels: measures of several
+    providers computed together get NaN there from ir_measures (the measures' ``DEFAULT``).
+
+    :param measures: the measures.
+    :param topics: every topic of the qrels, of any family.
+    :param family_topics: the topics of the family's qrels (e.g. those with nuggets).
+    """
+
+    def __init__(self, measures, topics: set[str], family_topics: set[str]):
+        super().__init__(measures, topics)
+        self.family_topics = family_topics
+
+    def rows(self, run, note: bool = True) -> tuple[Iterator[tuple[str, str, float]], dict[str, str]]:
+        """The run's rows (and answers, :func:`_iter_run`) as they are; with ``note``, once all are read, a
+        :class:`~ir_measures_ext.topics.TopicMismatchWarning` when fewer than half of the run's topics are topics of
+        the qrels (:func:`~ir_measures_ext.topics.topic_mismatch`)."""
+        rows, answers = _iter_run(run)
+        if not note:
+            return rows, answers
+
+        def noting():
+            seen: set[str] = set()
+            for row in rows:
+                seen.add(row[0])
+                yield row
+            warn_topic_mismatch(seen, set(self.qrel_qids), stacklevel=5)
+        return noting(), answers
 
     def zero_topics(self, measure) -> Iterable[str]:
         """The topics on which a run without a row scores 0 on ``measure``: the topics with nuggets for the nugget
-        measures; none for the measures of the answered topics (support, length)."""
-        return self.qrel_qids if m.family(measure) == m.NUGGET_TOPICS else ()
+        measures; none for the measures of the answered topics (support, length): a topic the run did not answer
+        has no value of them."""
+        return self.family_topics if m.family(measure) == m.NUGGET_TOPICS else ()
 
     def iter_calc(self, run) -> Iterator[Metric]:
-        missing = {(measure, qid) for measure in self.measures for qid in self.zero_topics(measure)}
+        done: set = set()
+        topics: set[str] = set()
         for metric in self._iter_calc(run):
-            missing.discard((metric.measure, metric.query_id))
+            done.add((metric.measure, metric.query_id))
+            topics.add(metric.query_id)
             yield metric
-        for measure, qid in sorted(missing, key=lambda x: (str(x[0]), x[1])):
-            yield Metric(qid, measure, 0.0)
+        for measure in self.measures:
+            topics |= set(self.zero_topics(measure))
+        for measure in sorted(self.measures, key=str):
+            zero = set(self.zero_topics(measure))
+            for qid in sorted(topics):
+                if (measure, qid) not in done:
+                    yield Metric(qid, measure, 0.0 if qid in zero else math.nan)
 
 
 class NuggetEvaluator(_FamilyEvaluator):
@@ -169,7 +195,7 @@ class NuggetEvaluator(_FamilyEvaluator):
     over the topics the run answered (any evaluation row, or a ``qanswer``), whether or not the qrels have them."""
 
     def __init__(self, measures, nuggets: dict[str, dict[str, int]], qids: set[str]):
-        super().__init__(measures, qids)
+        super().__init__(measures, set(nuggets), {q for q in qids if nuggets.get(q)})
         self.nuggets = nuggets
         names = {x.NAME for x in measures}
         self.want_nuggets = bool(names & {x.NAME for x in m.NUGGET_MEASURES + m.SUB_NARRATIVE_MEASURES})
@@ -178,8 +204,7 @@ class NuggetEvaluator(_FamilyEvaluator):
         self.want_words = m.AnswerWords.NAME in names
 
     def _collect(self, run) -> tuple[dict[str, _Topic], dict[str, str]]:
-        rows, answers = _iter_run(run)
-        rows = _noting_topics(rows, self.qrel_qids)
+        rows, answers = self.rows(run)
         topics: dict[str, _Topic] = {}
         nuggets = self.nuggets
         answered = self.want_support or self.want_words  # measures of every answered topic, in the qrels or not
@@ -196,7 +221,7 @@ class NuggetEvaluator(_FamilyEvaluator):
                 t = topics[qid] = _Topic()
             t.add(qid, doc_id, score, kind, grades or {})
         for qid, text in answers.items():
-            if answered or qid in self.qrel_qids:
+            if answered or qid in self.nuggets:
                 t = topics.setdefault(qid, _Topic())
                 length = float(scoring.answer_words(text))
                 if t.words is None:
@@ -382,12 +407,12 @@ class SegmentsEvaluator(_FamilyEvaluator):
     def __init__(self, measures, qrels):
         rows = list(_iter_qrels(qrels))
         segment_qrels = [ir_measures.Qrel(q, d, r) for q, d, r in rows if _is_segment(q, d)]
-        super().__init__(measures, {q.query_id for q in segment_qrels})
+        super().__init__(measures, {q for q, _, _ in rows}, {q.query_id for q in segment_qrels})
         self.inner = {m: m.inner() for m in measures}
         self.evaluator = ir_measures.evaluator(list(set(self.inner.values())), segment_qrels)
 
     def _iter_calc(self, run) -> Iterator[Metric]:
-        rows, _ = _iter_run(run)
+        rows, _ = self.rows(run, note=False)
         segments = [ir_measures.ScoredDoc(q, d, s) for q, d, s in rows if _is_segment(q, d)]
         by_inner: dict = {}
         for outer, inner in self.inner.items():
@@ -426,12 +451,11 @@ class ArgueEvaluator(_FamilyEvaluator):
     sentence content rows of an evaluation run; the nuggets of each topic are those of the nugget qrels."""
 
     def __init__(self, measures, nuggets: dict[str, dict[str, int]], qids: set[str]):
-        super().__init__(measures, qids)
+        super().__init__(measures, set(nuggets), {q for q in qids if nuggets.get(q)})
         self.nuggets = nuggets
 
     def _collect(self, run) -> dict[str, _ArgueTopic]:
-        rows, _ = _iter_run(run)
-        rows = _noting_topics(rows, self.qrel_qids)
+        rows, _ = self.rows(run)
         topics: dict[str, _ArgueTopic] = {}
         for qid, doc_id, score in rows:
             grades = self.nuggets.get(qid)
@@ -505,12 +529,11 @@ class ConeEvaluator(_FamilyEvaluator):
     and ``{qid}:ntn:x{j}`` rows of an evaluation run; the gold nuggets are those of the nugget qrels."""
 
     def __init__(self, measures, nuggets: dict[str, dict[str, int]], qids: set[str]):
-        super().__init__(measures, qids)
+        super().__init__(measures, set(nuggets), {q for q in qids if nuggets.get(q)})
         self.nuggets = nuggets
 
     def _collect(self, run) -> dict[str, dict[str, dict[int, float]]]:
-        rows, _ = _iter_run(run)
-        rows = _noting_topics(rows, self.qrel_qids)
+        rows, _ = self.rows(run)
         topics: dict[str, dict[str, dict[int, float]]] = {}
         for qid, doc_id, score in rows:
             grades = self.nuggets.get(qid)
@@ -623,18 +646,22 @@ _VERDICT_NAMES = "1.0 satisfied, 0.5 partially satisfied, 0.0 not satisfied"
 class RubricEvaluator(_FamilyEvaluator):
     """Rubric score and failed mandatory criteria from the verdict rows ``{qid}:r{i}`` of an evaluation run, for
     every topic of the rubric qrels (a topic the run did not answer is the empty answer). A rubric without a positive
-    weight has no rubric score: NaN, left out of the mean, named in an :class:`UndefinedScoreWarning`."""
+    weight has no rubric score (Σ w·v / Σ_{w>0} w): RubricScore refuses it, as the rubric reader does (decisions.md,
+    decision 13: one rule in every route)."""
 
-    def __init__(self, measures, rubrics: dict[str, _Rubric]):
-        super().__init__(measures, set(rubrics))
+    def __init__(self, measures, rubrics: dict[str, _Rubric], topics: set[str] | None = None):
+        super().__init__(measures, set(rubrics) | (topics or set()), set(rubrics))
         self.rubrics = rubrics
         if any(x.NAME == m.RubricScore.NAME for x in measures):
             unweighted = sorted(q for q, r in rubrics.items() if not any(w > 0 for w in r.weights.values()))
             if unweighted:
-                warnings.warn(f"RubricScore: the rubric of {len(unweighted)} topic(s) has no criterion with a positive "
-                              f"weight ({', '.join(unweighted[:10])}{' ...' if len(unweighted) > 10 else ''}): "
-                              "their rubric score is not defined and they are left out of its mean",
-                              UndefinedScoreWarning, stacklevel=2)
+                q = unweighted[0]
+                rows = ", ".join(f"{ids.rubric_id(q, i)} {w}" for i, w in sorted(rubrics[q].weights.items())[:5])
+                raise InvalidInput(
+                    f"rubric qrels of topic(s) {', '.join(unweighted[:10])}{' ...' if len(unweighted) > 10 else ''}: no "
+                    f"criterion has a positive weight (topic {q}: {rows}); the rubric score, Σ w·v / Σ of the positive "
+                    "weights, is not defined there. Leave the topic out of the rubric, or give it the criteria an "
+                    "answer should meet")
         for measure in measures:
             if measure.NAME == m.RubricFailedMandatory.NAME:
                 untiered = sorted(q for q, r in rubrics.items() if len(r.tiers) != len(r.weights))
@@ -645,7 +672,7 @@ class RubricEvaluator(_FamilyEvaluator):
                                      "this measure, or give the rubric tiers")
 
     def _collect(self, run) -> dict[str, dict[int, float]]:
-        rows, _ = _iter_run(run)
+        rows, _ = self.rows(run)
         topics: dict[str, dict[int, float]] = {}
         other: set[str] = set()
         for qid, doc_id, score in rows:
@@ -699,7 +726,9 @@ class RubricProvider(providers.Provider):
                           m._RubricFailedMandatory(grading=providers.base.Any())]
 
     def _evaluator(self, measures, qrels) -> RubricEvaluator:
-        return RubricEvaluator(list(measures), read_rubric_qrels(qrels))
+        if not isinstance(qrels, dict) and not hasattr(qrels, "itertuples"):
+            qrels = list(qrels)  # read twice (an iterator of Qrel tuples would be spent after the first reading)
+        return RubricEvaluator(list(measures), read_rubric_qrels(qrels), {q for q, _, _ in _iter_qrels(qrels)})
 
 
 rubric_provider = RubricProvider()

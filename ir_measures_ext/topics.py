@@ -17,11 +17,6 @@ class TopicMismatchWarning(UserWarning):
     """Fewer than half of a run's topics are in the qrels (or the run has no rows): most scores are 0."""
 
 
-class UndefinedScoreWarning(UserWarning):
-    """A measure is not defined on some topics of its family (e.g. a rubric without a positive weight): those
-    topics are left out of its mean, and named."""
-
-
 def topic_mismatch(run_qids: Iterable[str], qrels_qids: Iterable[str], run: str = "the run",
                    qrels: str = "the qrels") -> str | None:
     """Why the run's topics do not fit the qrels' (fewer than half of them are qrels topics, or the run has

@@ -85,13 +85,13 @@ def _run_rows(run) -> list[tuple[str, str]]:
 
 
 def _qrels_topics(qrels, nuggets: bool) -> set[str]:
-    """The topics of loaded qrels: with ``nuggets``, those with a nugget row (the topics nugget measures
-    score), else every topic."""
+    """The topics of loaded qrels: with ``nuggets``, those with a row of answer evaluation (nuggets, rubric
+    criteria: the topics the answer measures score; segment rows mixed in do not count), else every topic."""
     if isinstance(qrels, pd.DataFrame):
         rows = zip(qrels["query_id"].astype(str), qrels["doc_id"].astype(str))
     else:
         rows = ((str(q.query_id), str(q.doc_id)) for q in qrels)
-    return {q for q, d in rows if not nuggets or ids.parse_row_id(q, d).kind == "nugget"}
+    return {q for q, d in rows if not nuggets or ids.parse_row_id(q, d).kind != "other"}
 
 
 def _label(run, system: str, what: str) -> str:
