@@ -257,6 +257,10 @@ class JointTable:
                      + f"){interval}; judge: "
                      f"{'; '.join(j or 'not recorded' for j in judges)}"
                      + (f"; not in the leaderboard: {', '.join(missing)}" if missing else "") + ".")
+            if first.position_bias_p < 0.05:  # the leaderboard's caveat (evaluation.arena.PositionBias.caveat)
+                note += (f" The judge preferred one position significantly (p = {first.position_bias_p:.3g}) and each "
+                         "battle was judged in one order: the ratings carry that bias (judge both orders: arena "
+                         "--both-orders).")
         if self.compare_label:
             systems, topics = self.compare_counts
             over = f"means over the {counted(topics, self.unit)} both have" if topics else "run-level scores"
