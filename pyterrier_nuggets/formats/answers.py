@@ -7,6 +7,7 @@ citations per answer object) are checked by the one reader (``read_answers(path,
 (``write_answers_2026``) and by ``CitedGenerator(rules=...)`` through :func:`rule_problems`."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 from collections.abc import Iterable
@@ -41,14 +42,16 @@ class AnswerRules:
 TREC_RAG_2026 = AnswerRules("TREC RAG 2026", max_words=1024, max_citations=3)
 
 
-def rule_problems(answer: Answer, rules: AnswerRules) -> list[tuple[str, str]]:
+def rule_problems(answer: Answer, rules: AnswerRules, repeats: bool = True) -> list[tuple[str, str]]:
     """How ``answer`` breaks ``rules``: ``(field, problem)`` pairs, empty when it keeps them.
 
     A citation twice in one answer object is a problem for what this package writes (the support measures would
-    count it twice); :func:`read_answers` keeps such a citation once and reports it.
+    count it twice); :func:`read_answers` does not count it as one (``repeats=False``): it keeps such a citation
+    once and reports it.
 
     :param answer: the answer to check.
     :param rules: the track's rules (e.g. :data:`TREC_RAG_2026`).
+    :param repeats: whether a citation twice in one answer object is a problem.
     :returns: ``(field, problem)`` pairs, in the answer's order.
     """
     problems = []
@@ -60,7 +63,7 @@ def rule_problems(answer: Answer, rules: AnswerRules) -> list[tuple[str, str]]:
         if rules.max_citations is not None and len(s.citations) > rules.max_citations:
             problems.append((f"answer[{j}].citations", f"{len(s.citations)} citations; {rules.name} answer objects "
                              f"have 0 to {rules.max_citations}"))
-        if len(set(s.citations)) != len(s.citations):
+        if repeats and len(set(s.citations)) != len(s.citations):
             problems.append((f"answer[{j}].citations", "cites a reference twice"))
     if len(set(answer.references)) != len(answer.references):
         twice = next(r for r in answer.references if answer.references.count(r) > 1)
@@ -88,7 +91,7 @@ def _run_id(path: str, line: int, obj: dict, key: str, run_default: str, where: 
     return value
 
 
-def _parse_answer(path: str, line: int, obj: dict, run_default: str, repeats: list[str]) -> Answer:
+def _parse_answer(path: str, line: int, obj: dict, run_default: str) -> Answer:
     year = 2025 if "metadata" in obj else 2024
     if year == 2025:
         meta = get_field(path, line, obj, "metadata", dict)
@@ -135,14 +138,22 @@ def _parse_answer(path: str, line: int, obj: dict, run_default: str, repeats: li
             if not 0 <= c < len(references):
                 raise InputError(path, line, f"{where}citations[{k}]", f"index {c} is out of range: the answer "
                                  f"has {len(references)} references (0-based)")
-            if c in cites:  # counted once, and reported (RepeatedCitationWarning)
-                repeats.append(f"{path}:{line}: field '{where}citations[{k}]': reference {c} "
-                               f"({references[c]}) again")
-                continue
             cites.append(c)
         sentences.append(Sentence(text, tuple(cites)))
     return Answer(qid=qid, run_id=run_id, sentences=tuple(sentences), references=tuple(references),
                   query=query, metadata=metadata)
+
+
+def _cited_once(a: Answer, where: str, repeats: list[str]) -> Answer:
+    """``a`` with every citation repeated within one answer object kept once (the first), each repeat named in
+    ``repeats``."""
+    sentences = []
+    for j, s in enumerate(a.sentences):
+        once = tuple(dict.fromkeys(s.citations))
+        repeats += [f"{where}: field 'answer[{j}].citations[{k}]': reference {c} ({a.references[c]}) again"
+                    for k, c in enumerate(s.citations) if c in s.citations[:k]]
+        sentences.append(s if len(once) == len(s.citations) else Sentence(s.text, once))
+    return a if sentences == list(a.sentences) else dataclasses.replace(a, sentences=tuple(sentences))
 
 
 def read_answers(path: str, run_id: str | None = None, rules: AnswerRules | None = None) -> list[Answer]:
@@ -167,9 +178,10 @@ def read_answers(path: str, run_id: str | None = None, rules: AnswerRules | None
         if rules is not None and rules.metadata_form and "metadata" not in obj:
             raise InputError(path, line, "metadata", f"missing: {rules.name} answers have the form {{\"metadata\": "
                              "{\"team_id\", \"run_id\", \"type\", \"narrative_id\"}, \"references\", \"answer\"}")
-        a = _parse_answer(path, line, obj, run_default, repeats)
-        for field_name, problem in (rule_problems(a, rules) if rules is not None else ()):
+        a = _parse_answer(path, line, obj, run_default)
+        for field_name, problem in (rule_problems(a, rules, repeats=False) if rules is not None else ()):
             raise InputError(path, line, field_name, f"topic {a.qid}: {problem}")
+        a = _cited_once(a, f"{path}:{line}", repeats)
         if (a.qid, a.run_id) in seen:
             raise InputError(path, line, "topic_id", f"topic {a.qid} of run {a.run_id} already answered at line "
                              f"{seen[a.qid, a.run_id]}")
