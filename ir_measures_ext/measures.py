@@ -79,12 +79,6 @@ class _Measure(measures.Measure):
     def aggregator(self) -> Agg:
         return DefinedMean()
 
-
-def family(measure) -> str | None:
-    """The family of topics ``measure``'s run mean averages over (a key of :data:`FAMILY_TOPICS`), None for a
-    measure of another package."""
-    return measure.FAMILY if isinstance(measure, _Measure) else None
-
     def __call__(self, **kwargs):
         # ir_measures checks parameters only when a measure is computed, with an AssertionError: refuse them here,
         # so that parse_measure("V_strict@10") fails in one line (as parse_measure("Vstrict") does)
@@ -114,6 +108,12 @@ def family(measure) -> str | None:
         if cached is None:
             cached = self.__dict__["_hash"] = hash(repr(self))
         return cached
+
+
+def family(measure) -> str | None:
+    """The family of topics ``measure``'s run mean averages over (a key of :data:`FAMILY_TOPICS`), None for a
+    measure of another package."""
+    return measure.FAMILY if isinstance(measure, _Measure) else None
 
 
 class _NuggetMeasure(_Measure):

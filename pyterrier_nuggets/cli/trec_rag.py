@@ -49,7 +49,7 @@ def add_parser(sub) -> None:
                    help="a topic with nuggets or a rubric that a run did not answer: 'zero' (default) scores 0 there "
                    "(trec_eval's rule); 'omit' leaves it out of that run's means, as the TREC RAG 2026 toolkit "
                    "averages the (topic, run) cells it scored. Support and length always average over the answered "
-                   "topics. E.g. --unanswered omit")
+                   "topics; e.g. --unanswered omit")
     p.add_argument("--topics", metavar="FILE|ID", help="the topics' text for the judges (TSV qid<TAB>text or an "
                    "ir_datasets id); default: the answers' narrative, else the nugget file's query, e.g. --topics topics.tsv")
     add_base_url(p, "OpenAI-compatible endpoint of the LLM judges, e.g. --base-url http://localhost:8000/v1")
@@ -205,6 +205,13 @@ def _read(args) -> _Job:
             formats.check_support(path, [j for j in judged if j.run_id == run_id],
                                   [a for a in answers if a.run_id == run_id])
         support += judged
+    unjudged = [r for r in dict.fromkeys(a.run_id for a in answers) if r not in {j.run_id for j in support}]
+    if args.support_assignments and unjudged:
+        raise formats.InputError(", ".join(args.support_assignments), None, "run_id",
+                                 f"no support assignment of run {unjudged[0]}"
+                                 + (f" (nor of {len(unjudged) - 1} other run(s))" if len(unjudged) > 1 else "")
+                                 + f"; they judge run(s) {', '.join(dict.fromkeys(j.run_id for j in support))}",
+                                 "give the support assignments of every run of --answers")
     return _Job(answers, list(dict.fromkeys(a.run_id for a in answers)), nuggets, rubrics, topic_texts(args.topics),
                 support, inputs, _docstore(args.docs))
 

@@ -56,15 +56,7 @@ def read_support(path: str) -> list[SupportJudgment]:
             out.append(SupportJudgment(qid, sentence, citation, docno, support, run_id))
         except ValueError as e:
             raise InputError(path, line, "support", str(e)) from None
-    return _some_judgment(path, out)
-
-
-def _some_judgment(path: str, judgments: list) -> list:
-    """``judgments``, or an InputError for a file without any (the answers it judges would score 0)."""
-    if not judgments:
-        raise InputError(path, None, None, "holds no judgment (an empty file)",
-                         "give the support judgments of the answers, one a line")
-    return judgments
+    return out
 
 
 def write_support(path: str, judgments: Iterable[SupportJudgment], run_id: str | None = None) -> None:
@@ -164,7 +156,9 @@ def read_support_assignments(path: str) -> list[SupportJudgment]:
                 if not reference:
                     raise InputError(path, line, f"{at}reference", "is empty", "give the cited document or segment id")
                 out.append(SupportJudgment(qid, j, k, reference, TRACK_SUPPORT_LABELS[str(label)], run_id))
-    _some_judgment(path, list(seen))
+    if not seen:
+        raise InputError(path, None, None, "holds no support assignment (an empty file)",
+                         "give the toolkit's support assignments, one row per answer (topic and run)")
     return out
 
 
