@@ -317,6 +317,7 @@ def fit_bradley_terry(wins, prior: float = 0.0, tol: float = 1e-10, max_iter: in
         weight = N * p * (1 - p)
         information = -weight
         information[:, diagonal, diagonal] = weight.sum(2)
+        information[~finite] = np.eye(n)  # no estimate to find (and maybe disconnected: singular); its θ is NaN
         step = np.linalg.solve(information + centre, gradient[..., None])[..., 0]
         step /= np.maximum(1.0, np.abs(step).max(1, keepdims=True) / 2.0)
         theta = theta + step
