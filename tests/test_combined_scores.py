@@ -5,7 +5,6 @@ and length: the topics the run answered), whichever route computes it and whatev
 Metamorphic tests: a mixed nugget + rubric submission scored together equals its parts scored alone; a run split in
 two equals the whole; the order of the input files changes no number. The LLM judges are the fake
 OpenAI-compatible server's (its replies decide by word overlap)."""
-import json
 import subprocess
 import sys
 
@@ -16,6 +15,7 @@ from ir_measures import Qrel, ScoredDoc
 
 from ir_measures_ext import AnswerWords, RubricFailedMandatory, RubricScore, SupportP, SupportR, V, V_strict
 from pyterrier_nuggets import cli
+from tests.test_trec_rag_cli import _jsonl, private_cache  # noqa: F401  (the autouse fixture: a private LLM cache)
 
 DOCS = {"d1": "Paris is the capital of France.", "d2": "Lyon is a large city.", "d3": "Bananas are yellow fruit.",
         "d4": "Apples grow on trees in orchards.", "d5": "Tea is a popular drink in England."}
@@ -48,16 +48,6 @@ ANSWERS = {
           _answer("B", "t3", [("Bananas are yellow.", [0])], ["d3"]),
           _answer("B", "t4", [("Tea is popular.", [])], ["d5"])],
 }
-
-
-def _jsonl(path, rows):
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return str(path)
-
-
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("PYTERRIER_NUGGETS_CACHE", str(tmp_path / "llm-cache.sqlite"))
 
 
 @pytest.fixture
