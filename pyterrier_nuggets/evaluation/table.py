@@ -248,7 +248,8 @@ class JointTable:
             first = next(iter(self.arena.values()))
             over = "topics" if not math.isnan(first.ci_low_topics) else "battles"
             interval = "" if math.isnan(_arena_interval(first)[0]) else \
-                f", [{first.confidence:.0%} bootstrap interval over {over}]"
+                f", [{first.confidence:.0%} interval over {over}: " \
+                f"{'cluster-robust' if over == 'topics' else 'bootstrap'}]"
             missing = [n for n in self.means.index if n not in self.arena]
             judges = sorted({r.judge for r in self.arena.values()}) or [""]
             note += (f" Arena: Bradley-Terry rating of pairwise battles (mean 1000 over the leaderboard's "
