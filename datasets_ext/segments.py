@@ -345,7 +345,13 @@ def segment_docs() -> BaseDocs:
 
 
 class SegmentShards(BaseDocs):
-    """Docs handler for the 60 local shards of ``msmarco-segment-v2.1``."""
+    """Docs handler for the 60 local shards of ``msmarco-segment-v2.1`` (our reader; usable directly also where
+    ir_datasets registers the id itself, see :func:`segment_docs`).
+
+    :param base_path: the directory holding ``msmarco_v2.1_doc_segmented/`` (default
+        ``$IR_DATASETS_HOME/msmarco-segment-v2.1``, read on use).
+    :param spacing: decompressed bytes between two checkpoints of a shard's access index.
+    """
 
     def __init__(self, base_path: str | Path | None = None, spacing: int = DEFAULT_SPACING):
         self._fixed_base_path = None if base_path is None else Path(base_path)
