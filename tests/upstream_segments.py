@@ -23,33 +23,25 @@ from ir_datasets.indices import Docstore
 NAME = "msmarco-segment-v2.1"
 
 
-class MsMarcoV21SegmentedDoc(NamedTuple):
-    doc_id: str
-    url: str
-    title: str
-    headings: str
-    segment: str
-    start_char: int
-    end_char: int
-    msmarco_document_id: str
-    msmarco_document_segment_idx: int
+#: upstream's record: its fields and their types, in order
+FIELDS = [("doc_id", str), ("url", str), ("title", str), ("headings", str), ("segment", str), ("start_char", int),
+          ("end_char", int), ("msmarco_document_id", str), ("msmarco_document_segment_idx", int)]
+
+
+class _TitleHeadingsSegment:
+    __slots__ = ()
 
     def default_text(self):
         return f"{self.title} {self.headings} {self.segment}"
 
 
-class EarlierSegmentedDoc(NamedTuple):
+class MsMarcoV21SegmentedDoc(_TitleHeadingsSegment, NamedTuple("MsMarcoV21SegmentedDoc", FIELDS)):
+    __slots__ = ()
+
+
+class EarlierSegmentedDoc(_TitleHeadingsSegment, NamedTuple("EarlierSegmentedDoc", FIELDS[:7])):
     """The record of the earlier upstream development version: no document id or segment index."""
-    doc_id: str
-    url: str
-    title: str
-    headings: str
-    segment: str
-    start_char: int
-    end_char: int
-
-    def default_text(self):
-        return f"{self.title} {self.headings} {self.segment}"
+    __slots__ = ()
 
 
 def parse_line(line: bytes | str, cls=MsMarcoV21SegmentedDoc):
