@@ -6,6 +6,7 @@ onerror attribute in an answer stay text. Screenshots of each stage go to the te
 import os
 import shutil
 import tempfile
+import threading
 from contextlib import contextmanager
 
 import pytest
@@ -418,3 +419,105 @@ def test_manager_pages_index_audit_users_and_own_password(tmp_path):
         p.submit(p.css("#account button"))
         assert "Your password is changed" in p.css("#notice").text
     assert store.authenticate("bob", "a-new-password") is not None
+
+
+def test_an_edit_saved_after_the_browsers_back_is_not_lost(tmp_path):
+    """Save, go Back (the page may come from the back/forward cache with the form id it had), change the form and
+    save again: the second edit is saved too, never answered "saved already"."""
+    store = make_project(tmp_path)
+    with live_server([store.directory]) as base, chromium() as driver:
+        p = Person(driver, base, str(tmp_path))
+        p.login("alice")
+        p.go("/p/sky/t/0/s1/d/3")
+        p.css("input[name=question]").send_keys("Saved first?")
+        p.css("input[name=qanswer]").send_keys("yes")
+        p.submit(p.css("#save"))
+        assert p.css("#notice").text == "Saved."
+        p.d.back()  # Chromium restores the page from its back/forward cache: the same form id, the fields as typed
+        WebDriverWait(p.d, 30, ignored_exceptions=(WebDriverException,)).until(lambda d: d.current_url.endswith(
+            "/p/sky/t/0/s1/d/3") and d.execute_script("return document.readyState === 'complete';"))
+        p.fill(p.css("input[name=question]"), "Saved after Back?")
+        p.fill(p.css("input[name=qanswer]"), "also")
+        p.submit(p.css("#save"))
+        assert "saved already" not in p.d.page_source and p.css("#notice").text == "Saved."
+    assert _db(store, "SELECT text FROM nuggets WHERE origin = 'annotator' ORDER BY idx") == [
+        ("Saved first?",), ("Saved after Back?",)]
+
+
+def test_a_page_of_another_origin_cannot_leave_a_draft(tmp_path):
+    """A page on another origin of the same site (another port of the host: the browser sends the tool's
+    SameSite=Strict cookies with its form) posts to the Users page after the manager's session ended: nothing is
+    kept, the manager signs in to the Users page as it is saved, and one click on Save changes nothing."""
+    import http.server
+
+    from tests.annotate_project import free_port
+    store = make_project(tmp_path)
+    users = {u["name"]: u["id"] for u in store.users()}
+    with live_server([store.directory]) as base:
+        evil = (f'<!doctype html><form method="post" action="{base}/p/sky/users" id="evil">'
+                f'<input type="hidden" name="disabled-{users["bob"]}" value="1">'
+                f'<input type="hidden" name="base-user-{users["alice"]}" value="0:x">'
+                '<button type="submit" id="prize">Win a prize</button></form>').encode()
+
+        class Evil(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.end_headers()
+                self.wfile.write(evil)
+
+            def log_message(self, *args):
+                pass
+
+        server = http.server.HTTPServer(("127.0.0.1", free_port()), Evil)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            with chromium() as driver:
+                p = Person(driver, base, str(tmp_path))
+                p.login("boss")
+                with store.write() as c:  # the manager's session ends
+                    c.execute("DELETE FROM sessions")
+                p.d.get(f"http://127.0.0.1:{server.server_port}/")
+                p.submit(p.css("#prize"))
+                assert "not kept" in p.css("#login-error").text
+                p.css("input[name=name]").send_keys("boss")
+                p.css("input[name=password]").send_keys(PASSWORDS["boss"])
+                p.submit(p.css("#login button"))
+                assert p.d.current_url.endswith("/p/sky/users")
+                assert not p.d.find_elements(By.ID, "draft-changes")
+                assert not p.css(f"#user-bob input[name=disabled-{users['bob']}]").is_selected()
+                p.submit(p.css("#save"))
+        finally:
+            server.shutdown()
+            server.server_close()
+            thread.join(10)
+    assert {u["name"]: (u["topics"], u["disabled"]) for u in store.users()}["bob"] == (["t1"], False)
+    assert _db(store, "SELECT count(*) FROM drafts") == [(0,)]
+
+
+def test_a_draft_is_offered_to_its_user_only(tmp_path):
+    """alice's session ends while she types; bob signs in next at the same browser: her draft is not offered to
+    him; when she signs in again, it is, with what it changes listed."""
+    store = make_project(tmp_path)
+    with live_server([store.directory]) as base, chromium() as driver:
+        p = Person(driver, base, str(tmp_path))
+        p.login("alice")
+        p.go("/p/sky/t/0/s1/d/1")
+        p.css("input[name^=answer-]", p.nugget("Sunsets are red")).send_keys("alice's answer")
+        with store.write() as c:
+            c.execute("DELETE FROM sessions")
+        p.submit(p.css("#save"))
+        assert "What you typed is kept" in p.css("#login-error").text
+        p.css("input[name=name]").send_keys("bob")
+        p.css("input[name=password]").send_keys(PASSWORDS["bob"])
+        p.submit(p.css("#login button"))
+        assert p.d.current_url.endswith("/p/sky/t/0/s1/d/1")
+        assert not p.d.find_elements(By.ID, "draft-changes")
+        assert p.css("input[name^=answer-]", p.nugget("Sunsets are red")).get_attribute("value") == ""
+        p.logout()
+        p.login("alice")
+        p.go("/p/sky/t/0/s1/d/1")
+        assert "t1:n1: new answer" in p.css("#draft-changes").text and "alice's answer" in p.css("#draft-changes").text
+        assert p.css("input[name^=answer-]", p.nugget("Sunsets are red")).get_attribute("value") == "alice's answer"
+    assert _db(store, "SELECT count(*) FROM nugget_answers") == [(0,)]
