@@ -758,6 +758,23 @@ def test_a_draft_belongs_to_its_user_and_never_keeps_a_password(tmp_path):
         assert _count(store, "SELECT count(*) FROM drafts") == 0
 
 
+def test_a_form_only_address_signs_in_back_to_its_page(served):
+    """Sign out or unfreeze sent after the session ended: the sign-in returns to the page the form is on (the
+    form's own address takes no GET), and no draft is kept of them."""
+    base, store, _ = served
+    boss = Client(base)
+    boss.login("sky", "boss")
+    _, page, _ = boss.get("/p/sky/t/0/s2")
+    head = dict(form_fields(page, "revise"))
+    unfreeze = [(k, head[k]) for k in ("csrf", "form_id", "draft_key")] + [("confirmed", "1")]
+    _end_sessions(store, "boss")
+    for path, fields, back in (("/p/sky/t/0/s2/unfreeze", unfreeze, "/p/sky/t/0/s2"),
+                               ("/p/sky/logout", [("csrf", "x")], "/p/sky/")):
+        status, text, _ = boss.post(path, fields, csrf=False)
+        assert status == 401 and dict(form_fields(text, "login"))["next"] == back, path
+    assert _count(store, "SELECT count(*) FROM drafts") == 0
+
+
 def test_a_manager_draft_is_shown_as_changes(tmp_path):
     """A draft of the Users page is restored with every change it makes listed against what is saved (the topic
     taken away, the account disabled), and nothing of it is saved until the manager saves."""

@@ -357,11 +357,12 @@ class App:
         return f"{form_id}.{digest[:16]}"
 
     def page(self, view: Callable[..., Awaitable[Response]], save: Callable[..., Awaitable[Response]] | None = None,
-             drafts: bool = True):
+             drafts: bool = True, page_of: Callable[[str], str] | None = None):
         """A signed-in page: GET shows ``view(request, store, user, state)``; POST checks the CSRF token and
         runs ``save(request, store, user, form)``. A refused form is shown again by ``view`` with what was sent
         and the message at its field; a form sent twice is recognised; a form sent after the session ended is
-        kept as a draft over the sign-in (unless ``drafts`` is False: the password form is never kept)."""
+        kept as a draft over the sign-in (unless ``drafts`` is False: the password form is never kept), and the
+        sign-in returns to the page (``page_of`` a form-only address: the page its form is on)."""
 
         @functools.wraps(view)
         async def endpoint(request: Request) -> Response:
@@ -372,7 +373,7 @@ class App:
             user = store.session(request.cookies.get(SESSION_COOKIE))
             if user is None:
                 if request.method == "POST":
-                    return await self.session_ended(request, store, drafts)
+                    return await self.session_ended(request, store, drafts, (page_of or str)(request.url.path))
                 return RedirectResponse(f"/p/{store.name}/login?next={request.url.path}", 303)
             back = request.url.path
             try:
@@ -418,21 +419,21 @@ class App:
         response.headers["Retry-After"] = "5"
         return response
 
-    async def session_ended(self, request: Request, store: Store, drafts: bool) -> Response:
+    async def session_ended(self, request: Request, store: Store, drafts: bool, page: str) -> Response:
         """A form sent without a valid session: the login page. The form is kept as its user's draft only when
         its draft key is the one this browser's token gives for that user: it came from the tool's own page, in
         this browser, for that user (a page of another site posting here cannot know the key, and the browser
         token is an HttpOnly cookie). Password fields are never kept."""
         form = await request.form(max_fields=100_000)
         owner = self._draft_owner(store, request, form.get("draft_key")) if drafts else None
-        if owner is not None:
-            store.keep_draft(owner, request.url.path, [(k, v) for k, v in form.multi_items()
-                                                      if isinstance(v, str) and k not in NOT_KEPT])
+        kept = [(k, v) for k, v in form.multi_items() if isinstance(v, str) and k not in NOT_KEPT]
+        if owner is not None and kept:
+            store.keep_draft(owner, page, kept)
             message = ("Your session has ended: sign in again. What you typed is kept and shown again on its page "
                        "after you sign in (not saved yet).")
         else:
             message = "Your session has ended: sign in again. The form that was sent is not kept."
-        return self.login_page(request, store, 401, message, next_path=request.url.path)
+        return self.login_page(request, store, 401, message, next_path=_safe_next(store, page))
 
     def _draft_owner(self, store: Store, request: Request, key) -> int | None:
         """The user whose draft a form may be kept as (its draft key checked against this browser's token), or
@@ -733,14 +734,18 @@ class App:
             Mount("/static", StaticFiles(directory=str(_package / "static")), name="static"),
             Route(p + "/login", self.login_form, methods=["GET"]),
             Route(p + "/login", self.login, methods=["POST"]),
-            Route(p + "/logout", page(_no_page, self.logout), methods=["POST"]),
+            Route(p + "/logout", page(_no_page, self.logout, drafts=False,
+                                            page_of=lambda path: path.removesuffix("logout")),
+                  methods=["POST"]),
             Route(p + "/", page(self.dashboard)),
             Route(p + "/account", page(self.account, self.change_password, drafts=False), methods=both),
             Route(p + "/users", page(self.users, self.save_users), methods=both),
             Route(p + "/audit", page(self.audit)),
             Route(p + "/missing", page(self.missing, self.save_missing), methods=both),
             Route(p + "/t/{t:pnid}/s2", page(self.revision, self.save_revision), methods=both),
-            Route(p + "/t/{t:pnid}/s2/unfreeze", page(self.revision, self.unfreeze), methods=["POST"]),
+            Route(p + "/t/{t:pnid}/s2/unfreeze", page(self.revision, self.unfreeze, drafts=False,
+                                                      page_of=lambda path: path.removesuffix("/unfreeze")),
+                  methods=["POST"]),
             Route(p + "/t/{t:pnid}/s4", page(self.next_report)),
             Route(p + "/t/{t:pnid}/s4/r/{r:pnid}", page(self.report, self.align), methods=both),
             Route(p + "/t/{t:pnid}/s{stage:pnid}", page(self.next_doc)),
