@@ -103,6 +103,12 @@ class Person:
         self.submit(self.css("#login button"))
         assert self.d.current_url.endswith("/p/sky/"), self.d.current_url
 
+    def sign_in_here(self, name):
+        """Sign in on the login page the browser shows."""
+        self.css("input[name=name]").send_keys(name)
+        self.css("input[name=password]").send_keys(PASSWORDS[name])
+        self.submit(self.css("#login button"))
+
     def logout(self):
         self.submit(self.css("header button.link"))
         assert self.d.current_url.endswith("/login")
@@ -281,6 +287,8 @@ def test_stage1_one_save_keeps_everything_and_a_refusal_names_the_field(tmp_path
 
 
 def test_a_session_that_ends_mid_form_loses_nothing(tmp_path):
+    """alice's session ends while she types: what she typed is kept as her draft. bob signs in next at the same
+    browser: it is not offered to him. When she signs in, she is back on the page with it, its changes listed."""
     store = make_project(tmp_path)
     with live_server([store.directory]) as base, chromium() as driver:
         p = Person(driver, base, str(tmp_path))
@@ -291,11 +299,18 @@ def test_a_session_that_ends_mid_form_loses_nothing(tmp_path):
             c.execute("DELETE FROM sessions")
         p.submit(p.css("#save"))
         assert "Your session has ended" in p.css("#login-error").text
-        p.css("input[name=name]").send_keys("alice")
-        p.css("input[name=password]").send_keys(PASSWORDS["alice"])
-        p.submit(p.css("#login button"))
+        assert "What you typed is kept" in p.css("#login-error").text
+        p.sign_in_here("bob")
+        assert p.d.current_url.endswith("/p/sky/t/0/s1/d/1")
+        assert not p.d.find_elements(By.ID, "draft-changes")
+        assert p.css("input[name^=answer-]", p.nugget("Sunsets are red")).get_attribute("value") == ""
+        p.logout()
+        p.go("/p/sky/t/0/s1/d/1")
+        p.sign_in_here("alice")
         assert p.d.current_url.endswith("/p/sky/t/0/s1/d/1")  # back on the document, not the dashboard
         assert "not saved yet" in p.css("#notice").text
+        changes = p.css("#draft-changes").text
+        assert "t1:n1: new answer" in changes and "the horizon looks red" in changes
         assert p.css("input[name^=answer-]", p.nugget("Sunsets are red")).get_attribute("value") == "the horizon looks red"
         assert _db(store, "SELECT count(*) FROM nugget_answers") == [(0,)]
         p.submit(p.css("#save"))
@@ -304,9 +319,7 @@ def test_a_session_that_ends_mid_form_loses_nothing(tmp_path):
         with store.write() as c:
             c.execute("DELETE FROM sessions")
         p.go("/p/sky/t/0/s1/d/2")
-        p.css("input[name=name]").send_keys("alice")
-        p.css("input[name=password]").send_keys(PASSWORDS["alice"])
-        p.submit(p.css("#login button"))
+        p.sign_in_here("alice")
         assert p.d.current_url.endswith("/p/sky/t/0/s1/d/2")
 
 
@@ -402,9 +415,7 @@ def test_manager_pages_index_audit_users_and_own_password(tmp_path):
         assert p.css("#user-carol input[name^=disabled-]").is_selected() and "saved" in p.css("#notice").text
         p.logout()
         p.go("/p/sky/login")
-        p.css("input[name=name]").send_keys("carol")
-        p.css("input[name=password]").send_keys(PASSWORDS["carol"])
-        p.submit(p.css("#login button"))
+        p.sign_in_here("carol")
         assert "disabled" in p.css("#login-error").text
         p.login("bob")
         p.submit(p.css("a.who"))
@@ -481,9 +492,7 @@ def test_a_page_of_another_origin_cannot_leave_a_draft(tmp_path):
                 p.d.get(f"http://127.0.0.1:{server.server_port}/")
                 p.submit(p.css("#prize"))
                 assert "not kept" in p.css("#login-error").text
-                p.css("input[name=name]").send_keys("boss")
-                p.css("input[name=password]").send_keys(PASSWORDS["boss"])
-                p.submit(p.css("#login button"))
+                p.sign_in_here("boss")
                 assert p.d.current_url.endswith("/p/sky/users")
                 assert not p.d.find_elements(By.ID, "draft-changes")
                 assert not p.css(f"#user-bob input[name=disabled-{users['bob']}]").is_selected()
@@ -494,30 +503,3 @@ def test_a_page_of_another_origin_cannot_leave_a_draft(tmp_path):
             thread.join(10)
     assert {u["name"]: (u["topics"], u["disabled"]) for u in store.users()}["bob"] == (["t1"], False)
     assert _db(store, "SELECT count(*) FROM drafts") == [(0,)]
-
-
-def test_a_draft_is_offered_to_its_user_only(tmp_path):
-    """alice's session ends while she types; bob signs in next at the same browser: her draft is not offered to
-    him; when she signs in again, it is, with what it changes listed."""
-    store = make_project(tmp_path)
-    with live_server([store.directory]) as base, chromium() as driver:
-        p = Person(driver, base, str(tmp_path))
-        p.login("alice")
-        p.go("/p/sky/t/0/s1/d/1")
-        p.css("input[name^=answer-]", p.nugget("Sunsets are red")).send_keys("alice's answer")
-        with store.write() as c:
-            c.execute("DELETE FROM sessions")
-        p.submit(p.css("#save"))
-        assert "What you typed is kept" in p.css("#login-error").text
-        p.css("input[name=name]").send_keys("bob")
-        p.css("input[name=password]").send_keys(PASSWORDS["bob"])
-        p.submit(p.css("#login button"))
-        assert p.d.current_url.endswith("/p/sky/t/0/s1/d/1")
-        assert not p.d.find_elements(By.ID, "draft-changes")
-        assert p.css("input[name^=answer-]", p.nugget("Sunsets are red")).get_attribute("value") == ""
-        p.logout()
-        p.login("alice")
-        p.go("/p/sky/t/0/s1/d/1")
-        assert "t1:n1: new answer" in p.css("#draft-changes").text and "alice's answer" in p.css("#draft-changes").text
-        assert p.css("input[name^=answer-]", p.nugget("Sunsets are red")).get_attribute("value") == "alice's answer"
-    assert _db(store, "SELECT count(*) FROM nugget_answers") == [(0,)]

@@ -12,6 +12,7 @@ import queue
 import threading
 import time
 import tracemalloc
+from contextlib import contextmanager
 
 import pytest
 
@@ -693,17 +694,22 @@ def test_a_form_sent_after_the_session_ended_is_kept(served):
         assert c.post("/p/sky/login", {"name": "alice", "password": PASSWORDS["alice"], "next": bad})[2] == "/p/sky/"
 
 
+@contextmanager
+def _users_page(tmp_path):
+    """A project served, and its manager signed in on the Users page: (store, user ids, base, client, page)."""
+    store = make_project(tmp_path)
+    with live_server([store.directory]) as base:
+        boss = Client(base)
+        boss.login("sky", "boss")
+        yield store, {u["name"]: u["id"] for u in store.users()}, base, boss, boss.get("/p/sky/users")[1]
+
+
 def test_a_form_of_another_site_is_never_kept_as_a_draft(tmp_path):
     """A page elsewhere posts a form to the Users page (disable bob, take every topic away): without the draft
     key of the manager's own page in this browser nothing is kept, whether the browser's cookies come along
     (a page on another port of the same host is the same site) or not; the manager signs in to an unchanged
     page. A key copied into another browser, or of another user, is not enough either."""
-    store = make_project(tmp_path)
-    users = {u["name"]: u["id"] for u in store.users()}
-    with live_server([store.directory]) as base:
-        boss = Client(base)
-        boss.login("sky", "boss")
-        _, page, _ = boss.get("/p/sky/users")
+    with _users_page(tmp_path) as (store, users, base, boss, page):
         real = form_fields(page, "users-form")
         key = dict(real)["draft_key"]
         _end_sessions(store, "boss")
@@ -778,12 +784,7 @@ def test_a_form_only_address_signs_in_back_to_its_page(served):
 def test_a_manager_draft_is_shown_as_changes(tmp_path):
     """A draft of the Users page is restored with every change it makes listed against what is saved (the topic
     taken away, the account disabled), and nothing of it is saved until the manager saves."""
-    store = make_project(tmp_path)
-    users = {u["name"]: u["id"] for u in store.users()}
-    with live_server([store.directory]) as base:
-        boss = Client(base)
-        boss.login("sky", "boss")
-        _, page, _ = boss.get("/p/sky/users")
+    with _users_page(tmp_path) as (store, users, base, boss, page):
         sent = with_fields(form_fields(page, "users-form"), drop=(f"topics-{users['alice']}",),
                            add=[(f"disabled-{users['bob']}", "1")])
         _end_sessions(store, "boss")
