@@ -503,3 +503,25 @@ def test_a_page_of_another_origin_cannot_leave_a_draft(tmp_path):
             thread.join(10)
     assert {u["name"]: (u["topics"], u["disabled"]) for u in store.users()}["bob"] == (["t1"], False)
     assert _db(store, "SELECT count(*) FROM drafts") == [(0,)]
+
+
+def test_two_tabs_saving_the_same_user_show_a_conflict(tmp_path):
+    """The Users page open in two tabs: the second save of the same user is the conflict page (both versions, who
+    changed it and when), not a server error, and writes nothing."""
+    store = make_project(tmp_path)
+    with live_server([store.directory]) as base, chromium() as driver:
+        p = Person(driver, base, str(tmp_path))
+        p.login("boss")
+        p.go("/p/sky/users")
+        first = p.d.current_window_handle
+        p.d.switch_to.new_window("tab")
+        p.go("/p/sky/users")
+        p.css("#user-alice input[value=t1]").click()
+        p.submit(p.css("#save"))
+        assert "saved" in p.css("#notice").text
+        p.d.switch_to.window(first)
+        p.css("#user-alice input[name^=disabled-]").click()
+        p.submit(p.css("#save"))
+        assert "Not saved: someone changed this first" in p.css("#conflict").text
+        assert "user alice was changed by boss" in p.css("#conflict").text
+    assert {u["name"]: (u["topics"], u["disabled"]) for u in store.users()}["alice"] == ([], False)

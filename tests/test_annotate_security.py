@@ -875,7 +875,8 @@ def test_every_error_response_carries_the_security_headers(tmp_path, monkeypatch
         answers = {"404": _raw(base, "GET", "/p/sky/no-such-page"), "405": _raw(base, "PUT", "/p/sky/login"),
                    "413": _raw(base, "POST", "/p/sky/t/0/s1/d/0", b"x" * (2 << 20), form),
                    "413 chunked": _raw(base, "POST", "/p/sky/login", headers=form, chunks=[b"name=" + b"a" * 65536] * 19),
-                   "401": _raw(base, "POST", "/p/sky/t/0/s1/d/0", b"draft=" + b"%5B" * 3000, form)}
+                   "401": _raw(base, "POST", "/p/sky/t/0/s1/d/0", b"draft=" + b"%5B" * 3000, form),
+                   "413 draft": _raw(base, "POST", "/p/sky/login", b"draft=" + b"[" * 100_000, form)}
         boss = Client(base)
         boss.login("sky", "boss")
         tab1, tab2 = (form_fields(boss.get("/p/sky/users")[1], "users-form") for _ in range(2))
@@ -891,7 +892,7 @@ def test_every_error_response_carries_the_security_headers(tmp_path, monkeypatch
         answers["401 login"] = _raw(base, "POST", "/p/sky/login", f"csrf={login.csrf}&name=x&password=y&draft="
                                     .encode() + b"[" * 10_000, {**form, "Cookie": f"pn_login={login.csrf}"})
     assert {k: v[0] for k, v in answers.items()} == {"404": 404, "405": 405, "413": 413, "413 chunked": 413,
-                                                     "401": 401, "500": 500, "401 login": 401}
+                                                     "401": 401, "413 draft": 413, "500": 500, "401 login": 401}
     for what, (_, headers, _) in answers.items():
         for k, v in HEADERS.items():
             assert headers[k] == v, (what, k)

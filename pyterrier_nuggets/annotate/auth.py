@@ -186,9 +186,9 @@ class LoginThrottle:
     go ahead: after ``limit`` counted failures for a key, or ``address_limit`` for one client address over
     all names, further attempts are refused, without a password check, until the oldest leaves the window.
     :meth:`succeeded` takes the attempt back and clears the key. An attempt the server could not check (busy)
-    stays counted: a flood must cost the flooder its budget. Unknown names are counted like known ones, so a refusal tells
-    nothing about who exists; keying by client address keeps a guesser elsewhere from locking a user out
-    (behind a reverse proxy, the proxy must pass the client's address: ``--forwarded-allow-ips``).
+    stays counted: a flood must cost the flooder its budget. Unknown names are counted like known ones, so a
+    refusal tells nothing about who exists; keying by client address keeps a guesser elsewhere from locking a
+    user out (behind a reverse proxy, the proxy must pass the client's address: ``--forwarded-allow-ips``).
 
     Memory is bounded whatever is sent: a key holds a 16-byte digest of the name (never the name), each key
     keeps at most ``limit`` times (``address_limit`` per address), and at most ``max_keys`` keys of each kind
@@ -270,8 +270,6 @@ class LoginThrottle:
             times.pop()
             if not times:
                 del table[key]
-
-
 
 
 class Busy(Exception):
