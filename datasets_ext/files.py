@@ -28,14 +28,18 @@ def _current_umask() -> int:
 
 
 _FILE_MODE = 0o666 & ~_current_umask()  # what open() would give a new file (read once, at import)
+DIRECTORY_MODE = 0o777 & ~_current_umask()  # what os.mkdir() would give a new folder
 
 
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "w"):
     """Open a temporary file next to ``path``; it replaces ``path`` only if the block completes.
 
-    So the file is complete or absent (never half-written). The file gets the mode a plain ``open()`` would give it
-    (0666 less the umask), not the 0600 of a temporary file.
+    So the file is complete or absent (never half-written): its content is flushed to the disk (fsync) before the
+    rename, and the rename to the disk after it, so that even a crash of the machine leaves the old file or the
+    new one, never an empty one. A process killed inside the block leaves its temporary file
+    (``.NAME.*.tmp``, never ``NAME`` itself). The file gets the mode a plain ``open()`` would give it (0666 less
+    the umask), not the 0600 of a temporary file.
 
     :param path: the file to write.
     :param mode: the ``open()`` mode (``"w"`` text, ``"wb"`` bytes).
@@ -47,16 +51,44 @@ def atomic_write(path: str | os.PathLike, mode: str = "w"):
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix="." + path.name + ".", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_temporary_prefix(path.name), suffix=".tmp")
     try:
         os.fchmod(fd, _FILE_MODE)
         with os.fdopen(fd, mode, encoding=None if "b" in mode else "utf-8") as f:
             yield f
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, path)
+        sync_directory(path.parent)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _temporary_prefix(name: str) -> str:
+    """``.NAME.``, cut where needed so that the temporary file's name (the prefix, 8 random characters and
+    ``.tmp``) stays within the 255 bytes of a file name: every file name that fits can be written."""
+    raw = os.fsencode("." + name)[:255 - 13]
+    return raw.decode("utf-8", "ignore") + "."  # a character cut in two is left out
+
+
+def sync_directory(directory: str | os.PathLike) -> None:
+    """Flush a directory's entries to the disk (fsync), so that a rename in it survives a crash of the machine;
+    nothing where directories cannot be opened (Windows).
+
+    :param directory: the directory.
+    """
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # some file systems refuse fsync on a directory: their renames are as durable as they get
+        pass
+    finally:
+        os.close(fd)
 
 
 def _md5(path: Path) -> str:

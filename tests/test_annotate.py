@@ -115,7 +115,8 @@ def test_init_refuses_a_used_directory(tmp_path):
 
 
 @pytest.mark.parametrize("run_id,problem", [("../../../PWNED", "path separator"), ("run A", "whitespace"),
-                                            ("..", "path separator")])
+                                            ("..", "path separator"), ("文" * 100, "300 bytes in UTF-8; at most 229"),
+                                            ("\U0001F600" * 128, "512 bytes in UTF-8; at most 229")])
 def test_init_refuses_an_unsafe_run_tag_in_one_line(tmp_path, run_id, problem):
     """A participant's run tag is file content: init refuses, in one line naming file, line and field, a tag
     that is not a TREC run tag or not a plain file name (the rule of formats.run_tag_problem), before any work."""
@@ -128,6 +129,26 @@ def test_init_refuses_an_unsafe_run_tag_in_one_line(tmp_path, run_id, problem):
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert "answers.jsonl" in r.stderr and ":2" in r.stderr and "run_id" in r.stderr and problem in r.stderr
     assert not (tmp_path / "p").exists()
+
+
+def test_the_longest_run_tag_init_accepts_is_exported(tmp_path):
+    """The run tag rule counts bytes, not characters: a tag of 229 bytes (76 CJK characters and one letter) passes
+    init, and every file the export names after it can be written (the longest, RUN.support.jsonl here, within a
+    file system's 255 bytes); 230 bytes are refused."""
+    from pyterrier_nuggets.annotate import export_project
+    from pyterrier_nuggets.formats import files as formats
+    longest = "文" * 76 + "a"
+    assert len(longest.encode()) == formats.MAX_RUN_TAG_BYTES == 229
+    assert formats.run_tag_problem(longest) is None and "230 bytes" in formats.run_tag_problem(longest + "b")
+    for suffix in formats.RUN_FILE_SUFFIXES:  # every name the package makes of it fits
+        assert len((longest + suffix).encode()) <= formats.MAX_FILE_NAME_BYTES
+    store = make_project(tmp_path)
+    annotate_by_api(store)
+    with store.write() as c:
+        c.execute("UPDATE reports SET run_id = ? WHERE run_id = 'runB'", (longest,))
+    written = export_project(store.directory, str(tmp_path / "out"))
+    assert str(tmp_path / "out" / "runs" / f"{longest}.support.jsonl") in written
+    assert (tmp_path / "out" / "runs" / f"{longest}.eval.run").read_text().split("\n")[0].endswith(" " + longest)
 
 
 def test_export_never_writes_outside_its_folder(tmp_path):
@@ -576,3 +597,197 @@ def test_a_damaged_database_is_one_line(tmp_path, damage):
     from pyterrier_nuggets.annotate.web import App
     with pytest.raises(DamagedProject, match="annotation.sqlite"):
         App([store.directory])
+
+
+# ------------------------------------------------------------------------------- finished topics
+
+def test_a_finished_topic_is_read_only_for_annotators(tmp_path):
+    """Decision (docs/annotation.md, "Finished topics"): once a topic's four stages are complete, an annotator's
+    form on it is refused and writes nothing (no one changes another's stage 3 label after an export); the
+    manager may still correct it, and the export's manifest names the audit entry it holds the annotations of."""
+    from pyterrier_nuggets.annotate import export_project
+    protocol, store_mod = _modules()
+    store = make_project(tmp_path)
+    annotate_by_api(store)
+    alice, bob, boss = _users(store)["alice"], _users(store)["bob"], _users(store)["boss"]
+    export_project(store.directory, str(tmp_path / "out"))
+    audited = json.loads((tmp_path / "out" / "manifest.json").read_text())["audit_until"]
+    view = protocol.document_view(store, bob, 0, 3, 0)
+    assert view["locked"] and not protocol.document_view(store, boss, 0, 3, 0)["locked"]
+    (c,) = [c for c in view["citing"] if c["run_id"] == "runA"]
+    relabel = protocol.Edit("label", (c["report_id"], c["sentence"], c["k"]), c["version"], c["fingerprint"], ("none",))
+    for who in (alice, bob):
+        with pytest.raises(store_mod.Refused, match="topic t1 is finished"):
+            protocol.save_document(store, who, 0, 3, 0, protocol.DocumentForm(form_id(), labels=[relabel]))
+    report = protocol.report_view(store, bob, 0, c["report_id"])
+    s0 = report["sentences"][0]
+    with pytest.raises(store_mod.Refused, match="topic t1 is finished"):
+        protocol.save_alignment(store, bob, 0, c["report_id"], protocol.AlignmentForm(
+            form_id(), {0: ("irrelevant", set(), "", s0["version"], s0["fingerprint"])}))
+    with store.read() as db:
+        assert db.execute("SELECT label FROM citations WHERE report_id = ? AND sentence = ? AND k = ?",
+                          (c["report_id"], c["sentence"], c["k"])).fetchone()[0] == "full"
+        assert db.execute("SELECT max(id) FROM audit").fetchone()[0] == audited  # nothing written
+    protocol.save_document(store, boss, 0, 3, 0, protocol.DocumentForm(form_id(), labels=[relabel]))  # the manager
+    with store.read() as db:
+        (row,) = db.execute("SELECT id, user, action FROM audit WHERE action = 's3_label' ORDER BY id DESC LIMIT 1")
+    assert row["id"] > audited and row["user"] == "boss"
+
+
+# ------------------------------------------------------------------------- what is atomic, killed
+
+_KILLED = r"""
+import os, sys
+from pyterrier_nuggets.annotate import export as export_module, export_project
+project, out, point = sys.argv[1:4]
+parent = os.path.dirname(os.path.abspath(out))
+
+def pause():
+    print("paused", flush=True)
+    sys.stdin.read()  # the test kills this process here (SIGKILL), at a point it chose
+
+if point.startswith("files:"):  # after N files are complete in the hidden folder
+    real_replace, done = os.replace, []
+    def replace(a, b, **kw):
+        real_replace(a, b, **kw)
+        if ".export-" in str(b):
+            done.append(b)
+            if len(done) == int(point[6:]):
+                pause()
+    os.replace = replace
+elif point in ("before-exchange", "after-exchange"):
+    real_exchange = export_module._exchange
+    def exchange(a, b):
+        if point == "before-exchange":
+            pause()
+        ok = real_exchange(a, b)
+        assert ok, "renameat2(RENAME_EXCHANGE) is not available here"
+        pause()
+    export_module._exchange = exchange
+elif point == "between-renames":  # where no atomic exchange exists
+    export_module._exchange = lambda a, b: False
+    real_rename = os.rename
+    def rename(a, b):
+        real_rename(a, b)
+        if os.path.abspath(a) == os.path.abspath(out):
+            pause()
+    os.rename = rename
+export_project(project, out)
+print("finished", flush=True)
+"""
+
+
+def _files(folder) -> dict:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _kill_at(store, out, point):
+    """Run an export in a subprocess, let it reach ``point`` (it says so and waits), and kill -9 it there."""
+    import signal
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED, store.directory, str(out), point], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        line = proc.stdout.readline()
+        assert line == "paused\n", (line, proc.stderr.read() if proc.poll() is not None else "")
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+        proc.stdin.close()
+        proc.stdout.close()
+        proc.stderr.close()
+    assert proc.returncode == -signal.SIGKILL
+
+
+def test_an_export_killed_anywhere_leaves_the_old_export_or_the_new_one(tmp_path):
+    """Re-export into a folder holding an earlier export, killed with SIGKILL at points the test chooses
+    (between files, before and after the folder swap, between the two renames where no atomic exchange
+    exists): the folder holds all the old files or all the new ones, never a mix; the next export removes
+    what the killed one left beside it and writes the new export."""
+    from pyterrier_nuggets.annotate import export_project
+    store = make_project(tmp_path)
+    annotate_by_api(store)
+    out = tmp_path / "exports" / "sky"
+    export_project(store.directory, str(out))
+    (out / "notes-of-the-first-export.txt").write_text("kept with the old export")
+    old = _files(out)
+    store.assign_topics("bob", ["t1"], by="boss")  # the database changes: the new export differs (audit.jsonl)
+    export_project(store.directory, str(tmp_path / "reference"))
+    new_names = set(_files(tmp_path / "reference"))
+    for point, expected in (("files:3", "old"), ("before-exchange", "old"), ("after-exchange", "new"),
+                            ("files:1", "old")):
+        _kill_at(store, out, point)
+        now = _files(out)
+        if expected == "old":
+            assert now == old, point
+        else:
+            assert set(now) == new_names, point  # complete: every file of the new export, nothing old
+            assert now["audit.jsonl"] == _files(tmp_path / "reference")["audit.jsonl"]
+        export_project(store.directory, str(out))  # the next export cleans up and completes
+        assert set(_files(out)) == new_names and os.listdir(out.parent) == ["sky"], point
+        for name, data in old.items():  # back to the old export for the next kill
+            (out / name).parent.mkdir(parents=True, exist_ok=True)
+            (out / name).write_bytes(data)
+        for name in set(_files(out)) - set(old):
+            (out / name).unlink()
+    # where the system has no atomic exchange: killed between moving the old export aside and the new one in
+    _kill_at(store, out, "between-renames")
+    assert not out.exists() and len(os.listdir(out.parent)) == 2
+    from pyterrier_nuggets.annotate.export import _remove_leftovers
+    _remove_leftovers(str(out.parent), "sky")  # what the next export does first: the old export is put back
+    assert _files(out) == old and os.listdir(out.parent) == ["sky"]
+
+
+def test_an_export_does_not_replace_a_folder_of_other_files(tmp_path):
+    from pyterrier_nuggets.annotate import export_project
+    store = make_project(tmp_path)
+    annotate_by_api(store)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "thesis.tex").write_text("mine")
+    with pytest.raises(FileExistsError, match="not an export"):
+        export_project(store.directory, str(tmp_path / "mine"))
+    assert os.listdir(tmp_path / "mine") == ["thesis.tex"] and sorted(os.listdir(tmp_path)) == ["mine", "sky",
+                                                                                                  "sky-input"]
+    export_project(store.directory, str(tmp_path / "out"))
+    assert oct(os.stat(tmp_path / "out").st_mode & 0o777) != oct(0o700)  # a folder's usual mode, not mkdtemp's
+
+
+def test_a_temporary_nuggets_json_left_by_a_kill_is_removed_when_the_server_starts(tmp_path):
+    """nuggets.json is replaced by renaming a complete temporary file over it: killed with SIGKILL before the
+    rename, the old file is intact and the temporary file is removed when the server next starts."""
+    import signal
+
+    from pyterrier_nuggets.annotate.web import App
+    store = make_project(tmp_path)
+    before = (tmp_path / "sky" / "nuggets.json").read_text()
+    script = ("import os, sys\nfrom pyterrier_nuggets.annotate.store import Store\n"
+              "real = os.replace\n"
+              "def replace(a, b):\n    print('paused', flush=True)\n    sys.stdin.read()\n"
+              "os.replace = replace\nStore(sys.argv[1]).write_nuggets_json()\n")
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    proc = subprocess.Popen([sys.executable, "-c", script, store.directory], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout.readline() == "paused\n"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    proc.stdin.close()
+    proc.stdout.close()
+    (left,) = [n for n in os.listdir(tmp_path / "sky") if n.endswith(".tmp")]
+    assert left.startswith(".nuggets.json.") and (tmp_path / "sky" / "nuggets.json").read_text() == before
+    App([store.directory])
+    assert not [n for n in os.listdir(tmp_path / "sky") if n.endswith(".tmp")]
+    assert (tmp_path / "sky" / "nuggets.json").read_text() == before
+
+
+def test_a_replaced_file_is_flushed_to_the_disk_before_the_rename(tmp_path, monkeypatch):
+    """atomic_write: fsync of the temporary file, then the rename, then fsync of the folder (the rename itself)."""
+    from datasets_ext import files
+    calls = []
+    real_fsync, real_replace = os.fsync, os.replace
+    monkeypatch.setattr(files.os, "fsync", lambda fd: (calls.append(("fsync", os.path.realpath(
+        f"/proc/self/fd/{fd}"))), real_fsync(fd))[1])
+    monkeypatch.setattr(files.os, "replace", lambda a, b: (calls.append(("replace", str(b))), real_replace(a, b))[1])
+    with files.atomic_write(tmp_path / "f.txt") as f:
+        f.write("content")
+    assert [c[0] for c in calls] == ["fsync", "replace", "fsync"]
+    assert calls[0][1].startswith(str(tmp_path / ".f.txt.")) and calls[2][1] == str(tmp_path)

@@ -6,6 +6,7 @@ onerror attribute in an answer stay text. Screenshots of each stage go to the te
 import os
 import shutil
 import tempfile
+import threading
 from contextlib import contextmanager
 
 import pytest
@@ -101,6 +102,12 @@ class Person:
             self.shot(shot)
         self.submit(self.css("#login button"))
         assert self.d.current_url.endswith("/p/sky/"), self.d.current_url
+
+    def sign_in_here(self, name):
+        """Sign in on the login page the browser shows."""
+        self.css("input[name=name]").send_keys(name)
+        self.css("input[name=password]").send_keys(PASSWORDS[name])
+        self.submit(self.css("#login button"))
 
     def logout(self):
         self.submit(self.css("header button.link"))
@@ -280,6 +287,8 @@ def test_stage1_one_save_keeps_everything_and_a_refusal_names_the_field(tmp_path
 
 
 def test_a_session_that_ends_mid_form_loses_nothing(tmp_path):
+    """alice's session ends while she types: what she typed is kept as her draft. bob signs in next at the same
+    browser: it is not offered to him. When she signs in, she is back on the page with it, its changes listed."""
     store = make_project(tmp_path)
     with live_server([store.directory]) as base, chromium() as driver:
         p = Person(driver, base, str(tmp_path))
@@ -290,11 +299,18 @@ def test_a_session_that_ends_mid_form_loses_nothing(tmp_path):
             c.execute("DELETE FROM sessions")
         p.submit(p.css("#save"))
         assert "Your session has ended" in p.css("#login-error").text
-        p.css("input[name=name]").send_keys("alice")
-        p.css("input[name=password]").send_keys(PASSWORDS["alice"])
-        p.submit(p.css("#login button"))
+        assert "What you typed is kept" in p.css("#login-error").text
+        p.sign_in_here("bob")
+        assert p.d.current_url.endswith("/p/sky/t/0/s1/d/1")
+        assert not p.d.find_elements(By.ID, "draft-changes")
+        assert p.css("input[name^=answer-]", p.nugget("Sunsets are red")).get_attribute("value") == ""
+        p.logout()
+        p.go("/p/sky/t/0/s1/d/1")
+        p.sign_in_here("alice")
         assert p.d.current_url.endswith("/p/sky/t/0/s1/d/1")  # back on the document, not the dashboard
         assert "not saved yet" in p.css("#notice").text
+        changes = p.css("#draft-changes").text
+        assert "t1:n1: new answer" in changes and "the horizon looks red" in changes
         assert p.css("input[name^=answer-]", p.nugget("Sunsets are red")).get_attribute("value") == "the horizon looks red"
         assert _db(store, "SELECT count(*) FROM nugget_answers") == [(0,)]
         p.submit(p.css("#save"))
@@ -303,9 +319,7 @@ def test_a_session_that_ends_mid_form_loses_nothing(tmp_path):
         with store.write() as c:
             c.execute("DELETE FROM sessions")
         p.go("/p/sky/t/0/s1/d/2")
-        p.css("input[name=name]").send_keys("alice")
-        p.css("input[name=password]").send_keys(PASSWORDS["alice"])
-        p.submit(p.css("#login button"))
+        p.sign_in_here("alice")
         assert p.d.current_url.endswith("/p/sky/t/0/s1/d/2")
 
 
@@ -401,9 +415,7 @@ def test_manager_pages_index_audit_users_and_own_password(tmp_path):
         assert p.css("#user-carol input[name^=disabled-]").is_selected() and "saved" in p.css("#notice").text
         p.logout()
         p.go("/p/sky/login")
-        p.css("input[name=name]").send_keys("carol")
-        p.css("input[name=password]").send_keys(PASSWORDS["carol"])
-        p.submit(p.css("#login button"))
+        p.sign_in_here("carol")
         assert "disabled" in p.css("#login-error").text
         p.login("bob")
         p.submit(p.css("a.who"))
@@ -418,3 +430,98 @@ def test_manager_pages_index_audit_users_and_own_password(tmp_path):
         p.submit(p.css("#account button"))
         assert "Your password is changed" in p.css("#notice").text
     assert store.authenticate("bob", "a-new-password") is not None
+
+
+def test_an_edit_saved_after_the_browsers_back_is_not_lost(tmp_path):
+    """Save, go Back (the page may come from the back/forward cache with the form id it had), change the form and
+    save again: the second edit is saved too, never answered "saved already"."""
+    store = make_project(tmp_path)
+    with live_server([store.directory]) as base, chromium() as driver:
+        p = Person(driver, base, str(tmp_path))
+        p.login("alice")
+        p.go("/p/sky/t/0/s1/d/3")
+        p.css("input[name=question]").send_keys("Saved first?")
+        p.css("input[name=qanswer]").send_keys("yes")
+        p.submit(p.css("#save"))
+        assert p.css("#notice").text == "Saved."
+        p.d.back()  # Chromium restores the page from its back/forward cache: the same form id, the fields as typed
+        WebDriverWait(p.d, 30, ignored_exceptions=(WebDriverException,)).until(lambda d: d.current_url.endswith(
+            "/p/sky/t/0/s1/d/3") and d.execute_script("return document.readyState === 'complete';"))
+        p.fill(p.css("input[name=question]"), "Saved after Back?")
+        p.fill(p.css("input[name=qanswer]"), "also")
+        p.submit(p.css("#save"))
+        assert "saved already" not in p.d.page_source and p.css("#notice").text == "Saved."
+    assert _db(store, "SELECT text FROM nuggets WHERE origin = 'annotator' ORDER BY idx") == [
+        ("Saved first?",), ("Saved after Back?",)]
+
+
+def test_a_page_of_another_origin_cannot_leave_a_draft(tmp_path):
+    """A page on another origin of the same site (another port of the host: the browser sends the tool's
+    SameSite=Strict cookies with its form) posts to the Users page after the manager's session ended: nothing is
+    kept, the manager signs in to the Users page as it is saved, and one click on Save changes nothing."""
+    import http.server
+
+    from tests.annotate_project import free_port
+    store = make_project(tmp_path)
+    users = {u["name"]: u["id"] for u in store.users()}
+    with live_server([store.directory]) as base:
+        evil = (f'<!doctype html><form method="post" action="{base}/p/sky/users" id="evil">'
+                f'<input type="hidden" name="disabled-{users["bob"]}" value="1">'
+                f'<input type="hidden" name="base-user-{users["alice"]}" value="0:x">'
+                '<button type="submit" id="prize">Win a prize</button></form>').encode()
+
+        class Evil(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.end_headers()
+                self.wfile.write(evil)
+
+            def log_message(self, *args):
+                pass
+
+        server = http.server.HTTPServer(("127.0.0.1", free_port()), Evil)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            with chromium() as driver:
+                p = Person(driver, base, str(tmp_path))
+                p.login("boss")
+                with store.write() as c:  # the manager's session ends
+                    c.execute("DELETE FROM sessions")
+                p.d.get(f"http://127.0.0.1:{server.server_port}/")
+                p.submit(p.css("#prize"))
+                assert "not kept" in p.css("#login-error").text
+                p.sign_in_here("boss")
+                assert p.d.current_url.endswith("/p/sky/users")
+                assert not p.d.find_elements(By.ID, "draft-changes")
+                assert not p.css(f"#user-bob input[name=disabled-{users['bob']}]").is_selected()
+                p.submit(p.css("#save"))
+        finally:
+            server.shutdown()
+            server.server_close()
+            thread.join(10)
+    assert {u["name"]: (u["topics"], u["disabled"]) for u in store.users()}["bob"] == (["t1"], False)
+    assert _db(store, "SELECT count(*) FROM drafts") == [(0,)]
+
+
+def test_two_tabs_saving_the_same_user_show_a_conflict(tmp_path):
+    """The Users page open in two tabs: the second save of the same user is the conflict page (both versions, who
+    changed it and when), not a server error, and writes nothing."""
+    store = make_project(tmp_path)
+    with live_server([store.directory]) as base, chromium() as driver:
+        p = Person(driver, base, str(tmp_path))
+        p.login("boss")
+        p.go("/p/sky/users")
+        first = p.d.current_window_handle
+        p.d.switch_to.new_window("tab")
+        p.go("/p/sky/users")
+        p.css("#user-alice input[value=t1]").click()
+        p.submit(p.css("#save"))
+        assert "saved" in p.css("#notice").text
+        p.d.switch_to.window(first)
+        p.css("#user-alice input[name^=disabled-]").click()
+        p.submit(p.css("#save"))
+        assert "Not saved: someone changed this first" in p.css("#conflict").text
+        assert "user alice was changed by boss" in p.css("#conflict").text
+    assert {u["name"]: (u["topics"], u["disabled"]) for u in store.users()}["alice"] == ([], False)

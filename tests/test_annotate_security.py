@@ -1,12 +1,18 @@
 """The annotation tool's server over HTTP (uvicorn on 127.0.0.1, a free port): access control, CSRF, escaping,
-forms sent twice, ids out of range, body size, and the limits on guessing passwords (the throttle counts
-before the hash, the hash gate caps concurrent hashes, the throttle's memory is bounded, trusted proxies).
-Deterministic: responses are counted, never timed."""
+forms sent twice or changed under a used id, drafts kept over a sign-in (only from the tool's own page, only
+for their user, never a password), ids out of range, body size, security headers on every error, sessions, and
+the limits on guessing passwords (the throttle counts before the hash and keeps counting a refused attempt, the
+hash gate caps concurrent hashes and serves a legitimate sign-in before a flood, the throttle's memory is
+bounded, the trusted proxy's own address). Deterministic: responses are counted, never timed; where requests
+must overlap, the password checks wait until the test lets them go."""
+import asyncio
 import http.client
 import json
+import queue
 import threading
 import time
 import tracemalloc
+from contextlib import contextmanager
 
 import pytest
 
@@ -154,12 +160,13 @@ def test_a_refused_form_is_shown_again_with_the_field_named(served):
     _, page, _ = c.get("/p/sky/t/0/s1/d/1")
     sent = with_fields(form_fields(page, "doc"), {"question": "Why are sunsets red?", "qanswer": "   "},
                        add=[("answer-1", "an answer typed before the error")])
+    answers = _count(store, "SELECT count(*) FROM nugget_answers")  # other tests of this server may add some
     status, text, _ = c.post("/p/sky/t/0/s1/d/1", sent, csrf=False)
     assert status == 400
     assert 'id="form-error"' in text and "the new nugget&#39;s answer is empty" in text and 'href="#f-qanswer"' in text
     assert 'id="error-qanswer"' in text and 'value="Why are sunsets red?"' in text
     assert 'value="an answer typed before the error"' in text
-    assert _count(store, "SELECT count(*) FROM nugget_answers") == 0
+    assert _count(store, "SELECT count(*) FROM nugget_answers") == answers
 
 
 def test_a_form_sent_twice_is_saved_once_over_http(served):
@@ -238,22 +245,25 @@ def test_a_body_above_the_limit_is_refused(served):
     conn.close()
 
 
-def test_wrong_password_and_unknown_user_look_the_same(tmp_path):
-    """Same page, and the same work: one Argon2 verification each, with the same parameters (counted, not
-    timed)."""
-    store = make_project(tmp_path)
+def test_wrong_password_unknown_user_and_disabled_account_look_the_same(tmp_path):
+    """Same answer, and the same work: one Argon2 verification each, with the same parameters (counted, not
+    timed). A disabled account answers its right password as a wrong one: no oracle of its password."""
+    store = make_project(tmp_path, users=("boss", "alice", "bob", "carol"))
+    store.set_disabled("carol", True)
     passwords = cheap_passwords()
     with live_app([store.directory], passwords=passwords) as (base, app):
         bodies, work = set(), []
-        for name in ("mallory", "alice", "mallory", "alice"):
+        for name, password in (("mallory", "not-the-password"), ("alice", "not-the-password"),
+                               ("carol", "not-the-password"), ("carol", PASSWORDS["carol"]),
+                               ("mallory", "not-the-password"), ("alice", "not-the-password")):
             c = Client(base)
             before = passwords.verifications
-            status, text, _ = c.login("sky", name, "not-the-password")
+            status, text, _ = c.login("sky", name, password)
             work.append(passwords.verifications - before)
-            assert status == 401
+            assert status == 401, name
             bodies.add(text.replace(c.csrf, ""))
-    assert len(bodies) == 1 and "Unknown user or wrong password." in bodies.pop()
-    assert work == [1, 1, 1, 1]
+    assert len(bodies) == 1 and "Unknown user, wrong password, or a disabled account." in bodies.pop()
+    assert work == [1] * 6
     with store.read() as c:
         real = c.execute("SELECT pw_hash FROM users WHERE name = 'alice'").fetchone()[0]
     assert passwords.dummy_hash().split("$")[3] == real.split("$")[3]  # m=, t=, p=: the same parameters
@@ -272,11 +282,10 @@ def test_login_throttle_counts_attempts_in_a_window():
     now[0] = 1061.0
     assert throttle.attempt("sky", "127.0.0.1", "alice") == 0  # two left in the window, and this one
     assert throttle.wait("sky", "127.0.0.1", "alice") > 0
+    assert throttle.pending("sky", "127.0.0.1") == 3  # the address's attempts in the window, none proved right
     throttle.succeeded("sky", "127.0.0.1", "alice")
-    assert throttle.wait("sky", "127.0.0.1", "alice") == 0
-    throttle.attempt("sky", "127.0.0.1", "bob")
-    throttle.cancel("sky", "127.0.0.1", "bob")  # not checked (server busy): not counted
-    assert len(throttle.names) == 0
+    assert throttle.wait("sky", "127.0.0.1", "alice") == 0 and throttle.pending("sky", "127.0.0.1") == 2
+    assert len(throttle.names) == 0 and throttle.pending("sky", "10.0.0.2") == 0
 
 
 def test_the_throttle_memory_is_bounded():
@@ -302,75 +311,217 @@ def test_the_throttle_memory_is_bounded():
     assert allowed == 100 and len(one.names) == 100  # one address fills at most address_limit keys
 
 
-class SlowPasswords:
-    """The tests' cheap passwords, each verification held for a while, so that concurrent sign-ins overlap."""
+def test_the_waiting_room_serves_a_known_browser_then_the_fewest_attempts():
+    """The order of the sign-ins waiting for a password check: rank, then arrival; when the room is full a
+    newcomer with a better rank takes the place of the worst waiting one, else it is turned away."""
+    from pyterrier_nuggets.annotate.auth import WaitingRoom
+    room = WaitingRoom(capacity=3)
+    assert room.push((1, 5), "guess 5")[1] is None and room.push((1, 6), "guess 6")[1] is None
+    assert room.push((1, 2), "typo")[1] is None
+    assert room.push((1, 7), "guess 7") == (None, "guess 7")  # full, and worse than every waiting one
+    ticket, away = room.push((0, 0), "known browser")  # full: the worst waiting one is turned away
+    assert ticket is not None and away == "guess 6" and len(room) == 3
+    assert room.push((1, 2), "second typo")[1] == "guess 5"  # same rank as "typo": after it
+    assert [room.pop() for _ in range(4)] == ["known browser", "typo", "second typo", None]
+    ticket, _ = room.push((1, 1), "gone")
+    room.withdraw(ticket)
+    assert len(room) == 0 and room.pop() is None
 
-    def __init__(self, seconds: float):
-        self.inner, self.seconds = cheap_passwords(), seconds
+
+class GatedPasswords:
+    """The tests' cheap passwords; with ``hold`` set, each verification waits until the test lets one go
+    (``release``), and the passwords are recorded in the order their checks start (``started``)."""
+
+    def __init__(self):
+        self.inner, self.started, self.hold = cheap_passwords(), queue.Queue(), False
+        self._go = threading.Semaphore(0)
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
 
     def verify(self, pw_hash, password):
-        time.sleep(self.seconds)
+        if self.hold:
+            self.started.put(password)
+            self._go.acquire()
         return self.inner.verify(pw_hash, password)
 
+    def next_started(self) -> str:
+        return self.started.get(timeout=60)  # a bound for a broken server, never reached by a working one
 
-def _concurrently(base: str, name: str, n: int, password: str = "not-the-password") -> list[int]:
-    clients = [Client(base) for _ in range(n)]
-    for c in clients:
-        c.get("/p/sky/login")
-    start = threading.Barrier(n)
+    def release(self, n: int = 1) -> None:
+        for _ in range(n):
+            self._go.release()
+
+    def open(self) -> None:
+        self.hold = False
+        self.release(1000)
+
+
+def _until(condition, what: str) -> None:
+    """Wait for a state of the server the test brought about (a bound for a broken server only)."""
+    deadline = time.time() + 60
+    while not condition():
+        assert time.time() < deadline, what
+        time.sleep(0.01)
+
+
+def test_the_hash_gate_runs_a_few_and_turns_the_worst_away():
+    """At most `concurrent` checks run; the waiting ones start in rank order as checks end; a newcomer better
+    than the worst waiting one takes its place (that one gets Busy), a worse one gets Busy itself."""
+    from pyterrier_nuggets.annotate.auth import Busy, HashGate
+    gate = HashGate(concurrent=1, waiting=2)
+    started, go = [], {}
+
+    def check(name):
+        started.append(name)
+        go[name].wait(60)
+        return name
+
+    async def main():
+        results = {}
+
+        async def sign_in(name, rank):
+            go[name] = threading.Event()
+            try:
+                results[name] = await gate.run(check, name, rank=rank)
+            except Busy:
+                results[name] = "busy"
+
+        tasks = [asyncio.create_task(sign_in("first", (1, 1)))]
+        for name, rank in (("guess a", (1, 4)), ("guess b", (1, 5)), ("guess c", (1, 6)), ("person", (1, 1)),
+                           ("known browser", (0, 0))):
+            await asyncio.sleep(0)  # the task before has reached the gate
+            tasks.append(asyncio.create_task(sign_in(name, rank)))
+        await asyncio.sleep(0)
+        assert gate.active == 1 and gate.waiting == 2
+        for i, name in enumerate(("first", "known browser", "person")):
+            while len(started) <= i:  # the check has started in its thread
+                await asyncio.sleep(0.001)
+            assert started[i] == name
+            go[name].set()
+        await asyncio.gather(*tasks)
+        return results
+
+    results = asyncio.run(main())
+    assert started == ["first", "known browser", "person"]  # no guess was checked
+    assert results == {"first": "first", "guess a": "busy", "guess b": "busy", "guess c": "busy",
+                       "person": "person", "known browser": "known browser"}
+    assert gate.active == 0 and gate.waiting == 0 and gate.peak_active == 1
+
+
+def _flood(base, names, addresses, password="not-the-password"):
+    """Wrong passwords sent at once, one per (name, address) through the trusted proxy (X-Forwarded-For); returns
+    the threads and the list their statuses go into."""
     statuses: list[int] = []
+    clients = []
+    for name, address in zip(names, addresses):
+        c = Client(base)
+        c.get("/p/sky/login")
+        clients.append((c, name, address))
 
-    def go(c):
-        start.wait()
-        statuses.append(c.post("/p/sky/login", {"name": name, "password": password})[0])
+    def go(c, name, address):
+        statuses.append(c.request("/p/sky/login", {"csrf": c.csrf, "name": name, "password": password},
+                                  headers={"X-Forwarded-For": address})[0])
 
-    threads = [threading.Thread(target=go, args=(c,)) for c in clients]
+    threads = [threading.Thread(target=go, args=client) for client in clients]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join()
-    return statuses
+    return threads, statuses
+
+
+def _sign_in_thread(client, name, password, address):
+    result = {}
+    client.get("/p/sky/login")
+    thread = threading.Thread(target=lambda: result.update(status=client.request(
+        "/p/sky/login", {"csrf": client.csrf, "name": name, "password": password},
+        headers={"X-Forwarded-For": address})[0]))
+    thread.start()
+    return thread, result
+
+
+@pytest.mark.parametrize("flood", ["40 addresses", "one address"])
+def test_a_correct_password_gets_in_during_a_flood(tmp_path, flood):
+    """40 wrong passwords kept in flight (from 40 addresses that have failed before, or from one address) and
+    a person signing in from elsewhere: the person's check is the next to start, whatever is queued, and they
+    get in; from one address the flood is turned away at once (503) and every turned-away attempt is still
+    counted against that address. Deterministic: the checks wait until the test lets them go one by one."""
+    from pyterrier_nuggets.annotate.auth import HashGate
+    store = make_project(tmp_path)
+    passwords = GatedPasswords()
+    gate = HashGate(concurrent=1, waiting=8)
+    with live_app([store.directory], passwords=passwords, gate=gate, forwarded_allow_ips="127.0.0.1") as (base, app):
+        if flood == "40 addresses":
+            addresses = [f"203.0.113.{i}" for i in range(40)]
+            for address in addresses:  # each has failed once already: the flood has been going on
+                c = Client(base)
+                c.get("/p/sky/login")
+                assert c.request("/p/sky/login", {"csrf": c.csrf, "name": "alice", "password": "wrong-password"},
+                                 headers={"X-Forwarded-For": address})[0] == 401
+        else:
+            addresses = ["203.0.113.9"] * 40
+        passwords.hold = True
+        threads, statuses = _flood(base, [f"guess{i}" for i in range(40)], addresses)
+        _until(lambda: gate.active + gate.waiting + len(statuses) == 40, "the flood reached the gate")
+        first_guess = passwords.next_started()
+        assert first_guess == "not-the-password" and gate.waiting == 8
+        person, result = _sign_in_thread(Client(base), "bob", PASSWORDS["bob"], "198.51.100.7")
+        _until(lambda: gate.waiting == 8 and len(statuses) == 32, "the person is waiting, the worst guess turned away")
+        passwords.release()  # the running guess ends: the next check to start is the person's
+        assert passwords.next_started() == PASSWORDS["bob"]
+        passwords.open()
+        person.join(60)
+        for t in threads:
+            t.join(60)
+    assert result["status"] == 303
+    assert sorted(statuses) == [401] * 8 + [503] * 32
+    if flood == "one address":  # every attempt counted, the 32 turned away included
+        assert app.throttle.pending("sky", "203.0.113.9") == 40
+    assert gate.peak_active == 1
+
+
+def test_a_browser_that_signed_in_before_goes_first(tmp_path):
+    """A flood from fresh addresses ranks like a person's first attempt; a browser in which the person signed in
+    before (its browser token, an HttpOnly cookie) goes before all of it."""
+    from pyterrier_nuggets.annotate.auth import HashGate
+    store = make_project(tmp_path)
+    passwords = GatedPasswords()
+    gate = HashGate(concurrent=1, waiting=64)
+    with live_app([store.directory], passwords=passwords, gate=gate, forwarded_allow_ips="127.0.0.1") as (base, app):
+        known = Client(base)
+        assert known.login("sky", "bob")[0] == 303 and any(c.name == "pn_browser" for c in known.jar)
+        passwords.hold = True
+        threads, statuses = _flood(base, [f"guess{i}" for i in range(20)], [f"203.0.113.{i}" for i in range(20)])
+        _until(lambda: gate.active + gate.waiting == 20, "the flood reached the gate")
+        passwords.next_started()
+        person, result = _sign_in_thread(known, "bob", PASSWORDS["bob"], "198.51.100.7")
+        _until(lambda: gate.waiting == 20, "the person is waiting")
+        passwords.release()
+        assert passwords.next_started() == PASSWORDS["bob"]
+        passwords.open()
+        person.join(60)
+        for t in threads:
+            t.join(60)
+    assert result["status"] == 303 and sorted(statuses) == [401] * 20
 
 
 def test_30_concurrent_wrong_passwords_get_429_after_the_limit(tmp_path):
     """30 wrong passwords for one user sent at once: exactly 10 are checked (401), 20 refused without a check
     (429); at most 2 hashes ran at once (each the hash's memory: 64 MiB with the tool's parameters)."""
     store = make_project(tmp_path)
-    passwords = SlowPasswords(0.05)
+    passwords = GatedPasswords()
+    passwords.hold = True
     with live_app([store.directory], passwords=passwords) as (base, app):
-        statuses = _concurrently(base, "alice", 30)
+        threads, statuses = _flood(base, ["alice"] * 30, ["ignored"] * 30)
+        _until(lambda: app.gate.active + app.gate.waiting == 10 and len(statuses) == 20, "all 30 arrived")
+        passwords.open()
+        for t in threads:
+            t.join(60)
         assert sorted(statuses) == [401] * 10 + [429] * 20
         assert passwords.inner.verifications == 10  # counted before the hash: no guess slipped past the limit
-        assert app.gate.peak_active <= app.gate.concurrent == 2
+        assert app.gate.peak_active == app.gate.concurrent == 2
         assert Client(base).login("sky", "bob")[0] == 303  # another name signs in
         assert Client(base).login("sky", "alice")[0] == 429  # even the right password, for 15 minutes
     assert len(app.throttle.names) <= app.throttle.max_keys
-
-
-def test_the_hash_gate_queues_a_few_and_refuses_the_rest(tmp_path):
-    """Sign-ins beyond the concurrent hashes and the queue are answered 503 at once and not counted."""
-    from pyterrier_nuggets.annotate.auth import HashGate
-    store = make_project(tmp_path)
-    passwords = SlowPasswords(1.0)
-    gate = HashGate(concurrent=1, waiting=0)
-    with live_app([store.directory], passwords=passwords, gate=gate) as (base, app):
-        first = Client(base)
-        first.get("/p/sky/login")
-        result = {}
-        thread = threading.Thread(target=lambda: result.update(first=first.post(
-            "/p/sky/login", {"name": "alice", "password": "wrong-password"})[0]))
-        thread.start()
-        deadline = time.time() + 20
-        while gate.active == 0 and time.time() < deadline:
-            time.sleep(0.01)
-        status, text, _ = Client(base).login("sky", "bob")  # while alice's check runs: no room
-        thread.join()
-    assert status == 503 and "busy" in text and result["first"] == 401
-    assert gate.peak_active == 1 and passwords.inner.verifications == 1
-    assert app.throttle.wait("sky", "127.0.0.1", "bob") == 0 and ("sky", "127.0.0.1") in app.throttle.addresses
 
 
 def test_forwarded_for_counts_only_behind_a_trusted_proxy(tmp_path):
@@ -392,6 +543,39 @@ def test_forwarded_for_counts_only_behind_a_trusted_proxy(tmp_path):
         assert [sign_in(base, f"203.0.113.{i}") for i in range(11)] == [401] * 10 + [429]
 
 
+@pytest.mark.parametrize("trusted", ["*", "127.0.0.1", "10.0.0.0/8, 127.0.0.0/8"])
+def test_a_client_cannot_claim_addresses_behind_the_documented_proxy(tmp_path, trusted):
+    """nginx's $proxy_add_x_forwarded_for appends the address it saw to what the client sent: the server takes
+    that rightmost entry (the rightmost one that is not a trusted proxy), never the client's own entries, with
+    any form of --forwarded-allow-ips, '*' included. 40 guesses with 40 made-up addresses are counted as one
+    client's: 10 answered 401, the rest 429."""
+    store = make_project(tmp_path)
+    with live_server([store.directory], forwarded_allow_ips=trusted) as base:
+        statuses = []
+        for i in range(40):
+            c = Client(base)
+            c.get("/p/sky/login")
+            statuses.append(c.request("/p/sky/login", {"csrf": c.csrf, "name": "alice", "password": "wrong-password"},
+                                      headers={"X-Forwarded-For": f"10.66.{i}.1, 198.51.100.{i}, 203.0.113.9"})[0])
+    assert statuses == [401] * 10 + [429] * 30
+
+
+def test_the_trusted_proxy_address_and_ipv6_networks():
+    from pyterrier_nuggets.annotate.auth import client_key
+    from pyterrier_nuggets.annotate.web import TrustedProxies
+    chain = ["1.2.3.4", "203.0.113.9", "10.0.0.2"]  # client-written, the client seen by the edge, an inner proxy
+    assert TrustedProxies(None, "10.0.0.0/8").client(chain) == "203.0.113.9"
+    assert TrustedProxies(None, "*").client(chain) == "10.0.0.2"  # one proxy: its own entry, the rightmost
+    assert TrustedProxies(None, "10.0.0.2,203.0.113.9").client(chain) == "1.2.3.4"
+    assert TrustedProxies(None, "10.0.0.0/8").client(["10.0.0.3", "10.0.0.2"]) == "10.0.0.3"  # only proxies
+    with pytest.raises(ValueError, match="forwarded-allow-ips"):
+        TrustedProxies(None, "not-an-address")
+    # one IPv6 subscriber holds a /64: its addresses count as one client; IPv4-mapped addresses as IPv4
+    assert client_key("2001:db8:1:2:aaaa::1") == client_key("2001:db8:1:2:ffff::9") == "2001:db8:1:2::/64"
+    assert client_key("2001:db8:1:3::1") != client_key("2001:db8:1:2::1")
+    assert client_key("::ffff:192.0.2.7") == "192.0.2.7" == client_key("192.0.2.7")
+
+
 def test_a_disabled_user_cannot_sign_in_and_loses_their_sessions(served):
     base, store, _ = served
     carol = Client(base)
@@ -404,7 +588,7 @@ def test_a_disabled_user_cannot_sign_in_and_loses_their_sessions(served):
     assert boss.post("/p/sky/users", sent, csrf=False)[0] == 303
     assert carol.get("/p/sky/")[0] == 303  # her session has ended
     status, text, _ = Client(base).login("sky", "carol")
-    assert status == 403 and "disabled" in text
+    assert status == 401 and "Unknown user, wrong password, or a disabled account." in text
     boss_id = {u["name"]: u["id"] for u in store.users()}["boss"]
     _, page, _ = boss.get("/p/sky/users")
     status, text, _ = boss.post("/p/sky/users", with_fields(form_fields(page, "users-form"), add=[
@@ -473,26 +657,35 @@ def test_too_many_failed_sign_ins_are_refused_for_a_while(tmp_path):
         assert c.execute("SELECT count(*) FROM audit WHERE action = 'login' AND target = 'bob'").fetchone()[0] == 0
 
 
+def _end_sessions(store, name):
+    with store.write() as c:
+        c.execute("DELETE FROM sessions WHERE user_id = (SELECT id FROM users WHERE name = ?)", (name,))
+
+
+def _sign_in_on_login_page(client, page, name):
+    """Sign in through the login page a request was answered with (its own form)."""
+    return client.post("/p/sky/login", with_fields(form_fields(page, "login"), {"name": name, "password": PASSWORDS[name]}),
+                       csrf=False)
+
+
 def test_a_form_sent_after_the_session_ended_is_kept(served):
-    """The session ends while a form is being typed: the sign-in page keeps it, and after signing in the user
-    is back on the form's page with what they typed, not yet saved."""
+    """The session ends while a form is being typed: the form is kept as the user's draft, and after signing in
+    the user is back on the form's page with what they typed, not yet saved, the changes listed."""
     base, store, _ = served
     alice = Client(base)
     alice.login("sky", "alice")
     _, page, _ = alice.get("/p/sky/t/0/s1/d/2")
     sent = with_fields(form_fields(page, "doc"), {"question": "Typed before the session ended?", "qanswer": "yes"})
-    with store.write() as c:
-        c.execute("DELETE FROM sessions WHERE user_id = (SELECT id FROM users WHERE name = 'alice')")
+    _end_sessions(store, "alice")
     status, text, _ = alice.post("/p/sky/t/0/s1/d/2", sent, csrf=False)
-    assert status == 401 and "Your session has ended" in text
-    login = form_fields(text, "login")
-    assert dict(login)["next"] == "/p/sky/t/0/s1/d/2" and "Typed before the session ended?" in dict(login)["draft"]
-    status, _, location = alice.post("/p/sky/login", with_fields(login, {"name": "alice", "password": PASSWORDS["alice"]}),
-                                     csrf=False)
+    assert status == 401 and "Your session has ended" in text and "What you typed is kept" in text
+    assert dict(form_fields(text, "login"))["next"] == "/p/sky/t/0/s1/d/2" and "Typed before" not in text
+    status, _, location = _sign_in_on_login_page(alice, text, "alice")
     assert status == 303 and location == "/p/sky/t/0/s1/d/2"
     status, text, _ = alice.get(location)
     assert status == 200 and "here is what you typed, not saved yet" in text
     assert 'value="Typed before the session ended?"' in text
+    assert "new nugget: question" in text and 'id="draft-changes"' in text  # the draft's changes are listed
     assert _count(store, "SELECT count(*) FROM nuggets WHERE text = 'Typed before the session ended?'") == 0
     assert 'value="Typed before the session ended?"' not in alice.get(location)[1]  # shown once
     # a "next" elsewhere is never followed
@@ -500,6 +693,257 @@ def test_a_form_sent_after_the_session_ended_is_kept(served):
         c = Client(base)
         c.get("/p/sky/login")
         assert c.post("/p/sky/login", {"name": "alice", "password": PASSWORDS["alice"], "next": bad})[2] == "/p/sky/"
+
+
+@contextmanager
+def _users_page(tmp_path):
+    """A project served, and its manager signed in on the Users page: (store, user ids, base, client, page)."""
+    store = make_project(tmp_path)
+    with live_server([store.directory]) as base:
+        boss = Client(base)
+        boss.login("sky", "boss")
+        yield store, {u["name"]: u["id"] for u in store.users()}, base, boss, boss.get("/p/sky/users")[1]
+
+
+def test_a_form_of_another_site_is_never_kept_as_a_draft(tmp_path):
+    """A page elsewhere posts a form to the Users page (disable bob, take every topic away): without the draft
+    key of the manager's own page in this browser nothing is kept, whether the browser's cookies come along
+    (a page on another port of the same host is the same site) or not; the manager signs in to an unchanged
+    page. A key copied into another browser, or of another user, is not enough either."""
+    with _users_page(tmp_path) as (store, users, base, boss, page):
+        real = form_fields(page, "users-form")
+        key = dict(real)["draft_key"]
+        _end_sessions(store, "boss")
+        forged = [("form_id", "0" * 16), (f"base-user-{users['alice']}", dict(real)[f"base-user-{users['alice']}"]),
+                  (f"base-user-{users['bob']}", dict(real)[f"base-user-{users['bob']}"]), (f"disabled-{users['bob']}", "1")]
+        alice = Client(base)
+        alice.login("sky", "alice")
+        _, alice_page, _ = alice.get("/p/sky/t/0/s1/d/0")
+        attempts = [(boss, forged), (boss, forged + [("draft_key", "1.0123456789abcdef0123456789abcdef")]),
+                    (boss, forged + [("draft_key", dict(form_fields(alice_page, "doc"))["draft_key"])]),
+                    (Client(base), forged + [("draft_key", key)])]  # the right key, from another browser
+        for client, fields in attempts:
+            status, text, _ = client.post("/p/sky/users", fields, csrf=False)
+            assert status == 401 and "The form that was sent is not kept." in text
+        assert _count(store, "SELECT count(*) FROM drafts") == 0
+        status, text, location = boss.login("sky", "boss")
+        status, text, _ = boss.get("/p/sky/users")
+        assert "draft-changes" not in text and "not saved yet" not in text
+        boss.post("/p/sky/users", form_fields(text, "users-form"), csrf=False)
+    assert {u["name"]: (u["topics"], u["disabled"]) for u in store.users()}["bob"] == (["t1"], False)
+    assert _count(store, "SELECT count(*) FROM audit WHERE action IN ('assign_topics', 'disable_user') AND "
+                         "user = 'boss'") == 0
+
+
+def test_a_draft_belongs_to_its_user_and_never_keeps_a_password(tmp_path):
+    """alice's draft is not offered to bob signing in next on the same browser, only to alice; the password form
+    is never kept, and a field named like a password never enters a draft."""
+    store = make_project(tmp_path)
+    with live_server([store.directory]) as base:
+        browser = Client(base)
+        browser.login("sky", "alice")
+        _, page, _ = browser.get("/p/sky/t/0/s1/d/1")
+        sent = with_fields(form_fields(page, "doc"), {"question": "Alice's question?", "qanswer": "hers"},
+                           add=[("password", "alice-password-1")])
+        _end_sessions(store, "alice")
+        assert "What you typed is kept" in browser.post("/p/sky/t/0/s1/d/1", sent, csrf=False)[1]
+        with store.read() as c:
+            (user_id, data), = c.execute("SELECT user_id, data FROM drafts").fetchall()
+        assert user_id == {u["name"]: u["id"] for u in store.users()}["alice"]
+        assert "alice-password-1" not in data and "Alice's question?" in data
+        browser.login("sky", "bob")  # the next person at this browser
+        assert "Alice&#39;s question?" not in browser.get("/p/sky/t/0/s1/d/1")[1]
+        browser.login("sky", "alice")
+        assert 'value="Alice&#39;s question?"' in browser.get("/p/sky/t/0/s1/d/1")[1]
+        # the password form: never kept
+        _, page, _ = browser.get("/p/sky/account")
+        fields = with_fields(form_fields(page, "account"), {"current": "alice-password-1", "new": "a-new-password-1",
+                                                           "again": "a-new-password-1"})
+        _end_sessions(store, "alice")
+        status, text, _ = browser.post("/p/sky/account", fields, csrf=False)
+        assert status == 401 and "The form that was sent is not kept." in text
+        assert _count(store, "SELECT count(*) FROM drafts") == 0
+
+
+def test_a_form_only_address_signs_in_back_to_its_page(served):
+    """Sign out or unfreeze sent after the session ended: the sign-in returns to the page the form is on (the
+    form's own address takes no GET), and no draft is kept of them."""
+    base, store, _ = served
+    boss = Client(base)
+    boss.login("sky", "boss")
+    _, page, _ = boss.get("/p/sky/t/0/s2")
+    head = dict(form_fields(page, "revise"))
+    unfreeze = [(k, head[k]) for k in ("csrf", "form_id", "draft_key")] + [("confirmed", "1")]
+    _end_sessions(store, "boss")
+    for path, fields, back in (("/p/sky/t/0/s2/unfreeze", unfreeze, "/p/sky/t/0/s2"),
+                               ("/p/sky/logout", [("csrf", "x")], "/p/sky/")):
+        status, text, _ = boss.post(path, fields, csrf=False)
+        assert status == 401 and dict(form_fields(text, "login"))["next"] == back, path
+    assert _count(store, "SELECT count(*) FROM drafts") == 0
+
+
+def test_a_manager_draft_is_shown_as_changes(tmp_path):
+    """A draft of the Users page is restored with every change it makes listed against what is saved (the topic
+    taken away, the account disabled), and nothing of it is saved until the manager saves."""
+    with _users_page(tmp_path) as (store, users, base, boss, page):
+        sent = with_fields(form_fields(page, "users-form"), drop=(f"topics-{users['alice']}",),
+                           add=[(f"disabled-{users['bob']}", "1")])
+        _end_sessions(store, "boss")
+        boss.post("/p/sky/users", sent, csrf=False)
+        boss.login("sky", "boss")
+        _, text, _ = boss.get("/p/sky/users")
+    changes = text[text.index('id="draft-changes"'):text.index("</table>", text.index('id="draft-changes"'))]
+    assert "in 2 fields" in changes
+    assert "<td>alice: topics</td><td class=\"theirs\">t1</td><td class=\"mine\">(none)</td>" in changes
+    assert "<td>bob: disabled</td><td class=\"theirs\">(none)</td><td class=\"mine\">disabled</td>" in changes
+    assert {u["name"]: (u["topics"], u["disabled"]) for u in store.users()}["alice"] == (["t1"], False)
+
+
+def test_a_changed_form_with_a_used_id_is_saved_not_swallowed(tmp_path):
+    """Browser Back brings the page back with its form id: the same form sent again is saved once, a changed one
+    is a new submission, saved (a new nugget) or shown as a conflict (an item the first save changed), never
+    answered "saved already"."""
+    store = make_project(tmp_path)
+    with live_server([store.directory]) as base:
+        c = Client(base)
+        c.login("sky", "bob")
+        _, page, _ = c.get("/p/sky/t/0/s1/d/3")
+        fields = form_fields(page, "doc")
+        first = c.post("/p/sky/t/0/s1/d/3", with_fields(fields, {"question": "Back once?", "qanswer": "one"}), csrf=False)
+        again = c.post("/p/sky/t/0/s1/d/3", with_fields(fields, {"question": "Back once?", "qanswer": "one"}), csrf=False)
+        changed = c.post("/p/sky/t/0/s1/d/3", with_fields(fields, {"question": "Back twice?", "qanswer": "two"}), csrf=False)
+        assert first[0] == again[0] == changed[0] == 303
+        assert again[2].endswith("?notice=duplicate") and changed[2].endswith("?notice=saved")
+        assert _count(store, "SELECT count(*) FROM nuggets WHERE text IN ('Back once?', 'Back twice?')") == 2
+        n0 = next(k for k, _ in fields if k.startswith("qtext-"))
+        c.post("/p/sky/t/0/s1/d/3", with_fields(fields, {n0: "Reworded once"}), csrf=False)
+        status, text, _ = c.post("/p/sky/t/0/s1/d/3", with_fields(fields, {n0: "Reworded twice"}), csrf=False)
+        assert status == 409 and "Reworded once" in text and "Reworded twice" in text  # both versions shown
+
+
+def test_a_form_id_the_server_did_not_issue_is_refused(served):
+    """Form ids are issued by the server per rendering and per user: a made-up id, or one issued to someone else,
+    saves nothing and the form comes back with what was typed."""
+    base, store, _ = served
+    bob, alice = Client(base), Client(base)
+    bob.login("sky", "bob")
+    alice.login("sky", "alice")
+    _, page, _ = bob.get("/p/sky/t/0/s1/d/3")
+    alices_id = dict(form_fields(alice.get("/p/sky/t/0/s1/d/3")[1], "doc"))["form_id"]
+    for made_up in ("x" * 32, alices_id):
+        sent = with_fields(form_fields(page, "doc"), {"form_id": made_up, "question": "Chosen id?", "qanswer": "no"})
+        status, text, _ = bob.post("/p/sky/t/0/s1/d/3", sent, csrf=False)
+        assert status == 400 and "no form id issued to you by this server" in text and 'value="Chosen id?"' in text
+        assert dict(form_fields(text, "doc"))["form_id"] not in (made_up, dict(form_fields(page, "doc"))["form_id"])
+    assert _count(store, "SELECT count(*) FROM nuggets WHERE text = 'Chosen id?'") == 0
+
+
+def _raw(base, method, path, body=b"", headers=None, chunks=None):
+    """One request with http.client (a chunked body when ``chunks`` is given): status, headers, text."""
+    host, port = base.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=60)
+    try:
+        if chunks is None:
+            conn.request(method, path, body=body, headers=headers or {})
+        else:
+            conn.putrequest(method, path)
+            for k, v in {**(headers or {}), "Transfer-Encoding": "chunked"}.items():
+                conn.putheader(k, v)
+            conn.endheaders()
+            try:
+                for chunk in chunks:
+                    conn.send(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                conn.send(b"0\r\n\r\n")
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the server answered before the body ended
+        r = conn.getresponse()
+        return r.status, r.headers, r.read().decode()
+    finally:
+        conn.close()
+
+
+def test_every_error_response_carries_the_security_headers(tmp_path, monkeypatch):
+    """404, 405, 413 (announced, and a chunked 1.2 MB body to the sign-in page), 401, 409 from two tabs of the
+    Users page, and a 500: each with the same security headers as a page; the 500 is the error page, without a
+    traceback. The three 500s of the audit are answered otherwise now."""
+    from pyterrier_nuggets.annotate import protocol
+    from pyterrier_nuggets.annotate.web import HEADERS
+    store = make_project(tmp_path, users=("boss", "alice", "bob", "carol"))
+    users = {u["name"]: u["id"] for u in store.users()}
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    with live_server([store.directory]) as base:
+        answers = {"404": _raw(base, "GET", "/p/sky/no-such-page"), "405": _raw(base, "PUT", "/p/sky/login"),
+                   "413": _raw(base, "POST", "/p/sky/t/0/s1/d/0", b"x" * (2 << 20), form),
+                   "413 chunked": _raw(base, "POST", "/p/sky/login", headers=form, chunks=[b"name=" + b"a" * 65536] * 19),
+                   "401": _raw(base, "POST", "/p/sky/t/0/s1/d/0", b"draft=" + b"%5B" * 3000, form),
+                   "413 draft": _raw(base, "POST", "/p/sky/login", b"draft=" + b"[" * 100_000, form)}
+        boss = Client(base)
+        boss.login("sky", "boss")
+        tab1, tab2 = (form_fields(boss.get("/p/sky/users")[1], "users-form") for _ in range(2))
+        assert boss.post("/p/sky/users", with_fields(tab1, drop=(f"topics-{users['alice']}",)), csrf=False)[0] == 303
+        status, text, _ = boss.post("/p/sky/users", with_fields(tab2, add=[(f"disabled-{users['alice']}", "1")]),
+                                    csrf=False)
+        assert status == 409 and "user alice was changed by <b>boss</b>" in text
+        monkeypatch.setattr(protocol, "overview", lambda *a: 1 / 0)
+        cookie = "; ".join(f"{c.name}={c.value}" for c in boss.jar)
+        answers["500"] = _raw(base, "GET", "/p/sky/", headers={"Cookie": cookie})
+        login = Client(base)
+        login.get("/p/sky/login")
+        answers["401 login"] = _raw(base, "POST", "/p/sky/login", f"csrf={login.csrf}&name=x&password=y&draft="
+                                    .encode() + b"[" * 10_000, {**form, "Cookie": f"pn_login={login.csrf}"})
+    assert {k: v[0] for k, v in answers.items()} == {"404": 404, "405": 405, "413": 413, "413 chunked": 413,
+                                                     "401": 401, "413 draft": 413, "500": 500, "401 login": 401}
+    for what, (_, headers, _) in answers.items():
+        for k, v in HEADERS.items():
+            assert headers[k] == v, (what, k)
+    assert "The server failed on this request" in answers["500"][2] and "ZeroDivisionError" not in answers["500"][2]
+
+
+def test_sessions_end_when_idle_and_after_twelve_hours(tmp_path, monkeypatch):
+    """A session ends after an hour without a request, and 12 hours after the sign-in however active."""
+    from pyterrier_nuggets.annotate import auth
+    store = make_project(tmp_path)
+    clock = [1_800_000_000.0]
+    monkeypatch.setattr(auth, "clock", lambda: clock[0])
+    alice = {u["name"]: u for u in store.users()}["alice"]
+    token = store.create_session(alice)
+    clock[0] += auth.IDLE_SECONDS - 5
+    assert store.session(token)["name"] == "alice"  # a request: the idle deadline moves on
+    clock[0] += auth.IDLE_SECONDS - 5
+    assert store.session(token) is not None
+    clock[0] += auth.IDLE_SECONDS + 1
+    assert store.session(token) is None  # idle for more than an hour
+    token = store.create_session(alice)
+    start = clock[0]
+    while clock[0] < start + auth.SESSION_SECONDS - 1800:
+        clock[0] += 1800
+        assert store.session(token) is not None
+    clock[0] = start + auth.SESSION_SECONDS + 1
+    assert store.session(token) is None  # active all along, but signed in 12 hours ago
+
+
+def test_cookies_are_ended_with_the_flags_they_were_set_with(tmp_path):
+    """Every cookie the server sets or ends (session, sign-in form token, browser token) is HttpOnly,
+    SameSite=Strict, scoped to the project, and Secure with --secure-cookies."""
+    store = make_project(tmp_path)
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    for secure in (False, True):
+        with live_server([store.directory], secure_cookies=secure) as base:
+            c = Client(base)
+            c.get("/p/sky/login")
+            _, login, _ = _raw(base, "POST", "/p/sky/login", f"csrf={c.csrf}&name=alice&password="
+                               f"{PASSWORDS['alice']}".encode(), {**form, "Cookie": f"pn_login={c.csrf}"})
+            session = next(v.split(";")[0] for v in login.get_all("set-cookie") if v.startswith("pn_session="))
+            csrf = dict(form_fields(_raw(base, "GET", "/p/sky/account", headers={"Cookie": session})[2], "account"))
+            _, logout, _ = _raw(base, "POST", "/p/sky/logout", f"csrf={csrf['csrf']}".encode(),
+                                {**form, "Cookie": session})
+        cookies = login.get_all("set-cookie") + logout.get_all("set-cookie")
+        assert {v.split("=")[0] for v in cookies} == {"pn_session", "pn_browser", "pn_login"}
+        assert any(v.startswith("pn_session=") and "Max-Age=0" in v for v in logout.get_all("set-cookie"))
+        assert any(v.startswith("pn_login=") and "Max-Age=0" in v for v in login.get_all("set-cookie"))
+        for v in cookies:
+            assert "HttpOnly" in v and "SameSite=strict" in v and "Path=/p/sky/" in v, v
+            assert ("Secure" in v) == secure, v
 
 
 def test_missing_questions_page(tmp_path):

@@ -1,24 +1,33 @@
-"""Passwords, session tokens, CSRF tokens, and the limits on guessing passwords.
+"""Passwords, session tokens, CSRF tokens, signed tokens, and the limits on guessing passwords.
 
 Passwords are hashed with Argon2id (argon2-cffi, its RFC 9106 low-memory parameters: 64 MiB, 3 passes),
 never stored or logged in clear. Session tokens are random (``secrets``); the database keeps only their
 SHA-256, so a copy of the database opens no session. Each session has its own CSRF token, compared in
-constant time.
+constant time. :class:`Signer` makes and checks the tokens the server issues under its project's secret: form
+ids (one per rendering of a page), the browser token of a browser that signed in, and the draft key that lets a
+form sent after its session ended be kept.
 
-Guessing is bounded three ways (docs/annotation.md, "Limits"):
+Guessing is bounded four ways (docs/annotation.md, "Limits"):
 
 - :class:`LoginThrottle` counts a sign-in attempt *before* its password is checked, so concurrent guesses
-  cannot slip past the limit while the slow hash runs; its memory is bounded (fixed-size keys, a bounded
-  number of keys, a bounded list per key);
+  cannot slip past the limit while the slow hash runs, nor a refused one cost the guesser nothing; its memory is
+  bounded (fixed-size keys, a bounded number of keys, a bounded list per key);
 - :class:`HashGate` lets at most a few Argon2 computations run at once (each takes the hash's 64 MiB) and
-  queues a bounded number more; beyond that a request is answered "busy" at once;
-- the server refuses request bodies above a size limit (:mod:`.web`).
+  keeps a bounded waiting room (:class:`WaitingRoom`) in which a browser that signed in before goes first, then
+  the client address with the fewest attempts in the window: a flood of wrong passwords queues behind a
+  legitimate sign-in, never in front of it;
+- the server refuses request bodies above a size limit (:mod:`.web`), a small one for the sign-in form;
+- client addresses are taken from the connection, or from the trusted proxy's own entry of
+  ``X-Forwarded-For`` (:mod:`.web`), and IPv6 addresses count by their /64 network (:func:`client_key`).
 """
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import heapq
 import hmac
+import ipaddress
+import itertools
 import secrets
 import time
 from collections import OrderedDict, deque
@@ -30,8 +39,11 @@ from argon2.exceptions import InvalidHashError, VerificationError
 
 from ir_measures_ext.errors import InvalidInput
 
-SESSION_SECONDS = 12 * 3600
+SESSION_SECONDS = 12 * 3600  # a session ends 12 hours after the sign-in, however active
+IDLE_SECONDS = 3600  # ... and after an hour without a request
+BROWSER_SECONDS = 30 * 24 * 3600  # a browser token (the browser signed in as a user) lasts 30 days
 MIN_PASSWORD = 8
+MAX_PASSWORD = 1024  # characters; a longer one cannot exist, and is refused without a hash
 MAX_NAME = 64  # a user name is 1-64 characters (Store.add_user); a longer one cannot exist
 
 
@@ -84,6 +96,8 @@ class Passwords:
 def check_password_strength(password: str) -> None:
     if len(password) < MIN_PASSWORD:
         raise InvalidInput(f"a password needs at least {MIN_PASSWORD} characters")
+    if len(password) > MAX_PASSWORD:
+        raise InvalidInput(f"a password has at most {MAX_PASSWORD} characters")
 
 
 def new_token() -> str:
@@ -104,16 +118,77 @@ def clock() -> float:
     return time.time()
 
 
+def client_key(host: str) -> str:
+    """The key the sign-in limits count a client address by: an IPv4 address as it is (an IPv4-mapped IPv6
+    address as its IPv4 address), an IPv6 address by its /64 network (one subscriber usually holds a whole /64,
+    so counting single addresses would give them 2^64 budgets); anything else as given."""
+    try:
+        address = ipaddress.ip_address(host.strip())
+    except ValueError:
+        return host
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((address, 64), strict=False))
+    return str(address)
+
+
+class Signer:
+    """Tokens the server issues and checks under one project's secret (HMAC-SHA256; :meth:`.store.Store.secret`).
+
+    - a **form id** per rendering of a form (:meth:`form_id`): the client cannot choose one, so a saved form
+      id names one page the server showed to this user;
+    - a **browser token** (:meth:`browser_token`) for a browser in which NAME signed in, kept in an HttpOnly
+      cookie: its sign-ins for NAME go first in the :class:`HashGate`, and it binds drafts to the browser;
+    - a **draft key** (:meth:`draft_key`) in every form, binding it to the user and the browser token: a form
+      sent after its session ended is kept as a draft only when it carries the key for the browser's token,
+      which no page of another site can know.
+    """
+
+    def __init__(self, secret: bytes):
+        self.secret = secret
+
+    def sign(self, *parts: str) -> str:
+        message = "\x1f".join(parts).encode("utf-8", "surrogatepass")
+        return hmac.new(self.secret, message, hashlib.sha256).hexdigest()[:32]
+
+    def form_id(self, user_id: int) -> str:
+        nonce = secrets.token_hex(8)
+        return f"{nonce}-{self.sign('form', str(user_id), nonce)[:16]}"
+
+    def valid_form_id(self, form_id: Any, user_id: int) -> bool:
+        if not isinstance(form_id, str) or form_id.count("-") != 1:
+            return False
+        nonce, mac = form_id.split("-")
+        return same_token(mac, self.sign("form", str(user_id), nonce)[:16])
+
+    def browser_token(self, name: str, now: float) -> str:
+        expires, nonce = str(int(now + BROWSER_SECONDS)), secrets.token_hex(8)
+        return f"{expires}.{nonce}.{self.sign('browser', name, expires, nonce)}"
+
+    def valid_browser_token(self, token: Any, name: str, now: float) -> bool:
+        """True when ``token`` was issued to a browser in which ``name`` signed in, and has not expired."""
+        if not isinstance(token, str) or token.count(".") != 2:
+            return False
+        expires, nonce, mac = token.split(".")
+        return expires.isdigit() and int(expires) > now and same_token(mac, self.sign("browser", name, expires, nonce))
+
+    def draft_key(self, browser_token: str | None, user_id: int) -> str:
+        """The key a form carries to be kept as ``user_id``'s draft in the browser holding ``browser_token``
+        (empty without a token: such a form is never kept)."""
+        return self.sign("draft", browser_token, str(user_id)) if browser_token else ""
+
+
 class LoginThrottle:
     """Sign-in attempts per key (project, client address, user name) within ``window`` seconds.
 
     :meth:`attempt` counts an attempt as failed *before* the password is checked and says whether it may
     go ahead: after ``limit`` counted failures for a key, or ``address_limit`` for one client address over
     all names, further attempts are refused, without a password check, until the oldest leaves the window.
-    :meth:`succeeded` takes the attempt back and clears the key; :meth:`cancel` takes an attempt back that
-    was never checked (the server was busy). Unknown names are counted like known ones, so a refusal tells
-    nothing about who exists; keying by client address keeps a guesser elsewhere from locking a user out
-    (behind a reverse proxy, the proxy must pass the client's address: ``--forwarded-allow-ips``).
+    :meth:`succeeded` takes the attempt back and clears the key. An attempt the server could not check (busy)
+    stays counted: a flood must cost the flooder its budget. Unknown names are counted like known ones, so a
+    refusal tells nothing about who exists; keying by client address keeps a guesser elsewhere from locking a
+    user out (behind a reverse proxy, the proxy must pass the client's address: ``--forwarded-allow-ips``).
 
     Memory is bounded whatever is sent: a key holds a 16-byte digest of the name (never the name), each key
     keeps at most ``limit`` times (``address_limit`` per address), and at most ``max_keys`` keys of each kind
@@ -156,10 +231,12 @@ class LoginThrottle:
         self.names.pop((project, address, self._digest(name)), None)
         self._take_back(self.addresses, (project, address))
 
-    def cancel(self, project: str, address: str, name: str) -> None:
-        """The attempt was not checked (the server was busy): it does not count."""
-        self._take_back(self.names, (project, address, self._digest(name)))
-        self._take_back(self.addresses, (project, address))
+    def pending(self, project: str, address: str) -> int:
+        """The attempts of an address in the window that have not proved a password right (failed, refused
+        for a full queue, or not checked yet): the :class:`HashGate` serves addresses with fewer first."""
+        times = self.addresses.get((project, address))
+        start = self.now() - self.window
+        return sum(1 for t in times if t > start) if times else 0
 
     def __len__(self) -> int:
         return len(self.names) + len(self.addresses)
@@ -199,39 +276,111 @@ class Busy(Exception):
     """Too many password checks are running or waiting: the request is refused at once (HTTP 503)."""
 
 
+class WaitingRoom:
+    """The sign-ins waiting for a password check, in the order they are served: by ``rank`` (lowest first),
+    then by arrival. At most ``capacity`` wait; when full, a newcomer with a better rank than the worst waiting
+    one takes its place (the worst is turned away), else the newcomer is turned away.
+
+    Pure bookkeeping (no clock, no threads): :class:`HashGate` ranks a sign-in ``(0, 0)`` when its browser
+    signed in as that user before, else ``(1, n)`` with ``n`` the attempts its client address has pending in
+    the throttle; so a guesser's every new attempt ranks behind a person who has not failed, whatever the
+    number of guesses in flight."""
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self._heap: list[tuple[tuple, int, Any]] = []
+        self._arrival = itertools.count()
+        self._gone: set[int] = set()  # arrivals served, turned away or withdrawn, still in the heap
+
+    def __len__(self) -> int:
+        return len(self._heap) - len(self._gone)
+
+    def push(self, rank: tuple, item: Any) -> tuple[int | None, Any]:
+        """Add ``item``; returns ``(ticket, turned_away)``: the ticket of the item (None when it was turned
+        away itself) and the item turned away to make room (None when there was room)."""
+        ticket = next(self._arrival)
+        if len(self) < self.capacity:
+            heapq.heappush(self._heap, (rank, ticket, item))
+            return ticket, None
+        worst = max((entry for entry in self._heap if entry[1] not in self._gone), default=None)
+        if worst is None or (rank, ticket) >= worst[:2]:
+            return None, item
+        self._gone.add(worst[1])
+        heapq.heappush(self._heap, (rank, ticket, item))
+        return ticket, worst[2]
+
+    def pop(self) -> Any:
+        """The next item to serve, or None when none waits."""
+        while self._heap:
+            _, ticket, item = heapq.heappop(self._heap)
+            if ticket in self._gone:
+                self._gone.discard(ticket)
+                continue
+            return item
+        return None
+
+    def withdraw(self, ticket: int) -> None:
+        """A waiting item leaves (its request went away)."""
+        if any(entry[1] == ticket for entry in self._heap):
+            self._gone.add(ticket)
+
+
 class HashGate:
     """At most ``concurrent`` password hashes or verifications at once (each takes the hash's memory, 64 MiB
-    by default), at most ``waiting`` more queued for a turn; a request beyond that gets :class:`Busy` at
-    once. So the memory the hashes of a server take is at most ``concurrent`` x the hash's memory cost,
-    whatever the number of requests. ``peak_active`` and ``peak_waiting`` record the most seen at once.
+    by default) and at most ``waiting`` more in a :class:`WaitingRoom`; a request turned away from it gets
+    :class:`Busy` (HTTP 503). So the memory the hashes of a server take is at most ``concurrent`` x the hash's
+    memory cost, whatever the number of requests, and the order in which waiting sign-ins are served puts a
+    legitimate one ahead of a flood of guesses (``rank``). ``peak_active`` and ``peak_waiting`` record the most
+    seen at once.
 
     Used from the server's event loop only (the counters are not locked); the work runs in a thread."""
 
-    def __init__(self, concurrent: int = 2, waiting: int = 16):
+    def __init__(self, concurrent: int = 2, waiting: int = 64):
         if concurrent < 1 or waiting < 0:
             raise InvalidInput("a hash gate needs concurrent >= 1 and waiting >= 0")
         self.concurrent, self.max_waiting = concurrent, waiting
-        self.active = self.waiting = self.peak_active = self.peak_waiting = 0
-        self._slots: asyncio.Semaphore | None = None
+        self.room = WaitingRoom(waiting)
+        self.active = self.peak_active = self.peak_waiting = 0
 
-    async def run(self, fn: Callable, *args) -> Any:
-        """``fn(*args)`` in a worker thread when a slot is free; :class:`Busy` when the queue is full."""
+    @property
+    def waiting(self) -> int:
+        return len(self.room)
+
+    async def run(self, fn: Callable, *args, rank: tuple = (1, 0)) -> Any:
+        """``fn(*args)`` in a worker thread when its turn comes; :class:`Busy` when it is turned away."""
         from starlette.concurrency import run_in_threadpool
 
-        if self._slots is None:
-            self._slots = asyncio.Semaphore(self.concurrent)
-        if self.active + self.waiting >= self.concurrent + self.max_waiting:
-            raise Busy()
-        self.waiting += 1
-        self.peak_waiting = max(self.peak_waiting, self.active + self.waiting - self.concurrent)
-        try:
-            await self._slots.acquire()
-        finally:
-            self.waiting -= 1
-        self.active += 1
+        if self.active >= self.concurrent or len(self.room):
+            turn = asyncio.get_running_loop().create_future()
+            ticket, turned_away = self.room.push(rank, turn)
+            if turned_away is not None and not turned_away.done():
+                turned_away.set_exception(Busy())
+            if ticket is None:
+                raise Busy()
+            self.peak_waiting = max(self.peak_waiting, len(self.room))
+            try:
+                await turn  # set by the check that ends before it: the slot passes on
+            except BaseException:
+                if not turn.done() or turn.cancelled():
+                    self.room.withdraw(ticket)
+                elif turn.exception() is None:  # handed a slot, then cancelled: pass it on
+                    self._release()
+                raise
+        else:
+            self.active += 1
         self.peak_active = max(self.peak_active, self.active)
         try:
             return await run_in_threadpool(fn, *args)
         finally:
-            self.active -= 1
-            self._slots.release()
+            self._release()
+
+    def _release(self) -> None:
+        """A check ended: its slot goes to the first waiting sign-in, else it is free."""
+        while True:
+            turn = self.room.pop()
+            if turn is None:
+                self.active -= 1
+                return
+            if not turn.done():
+                turn.set_result(None)  # the slot passes on: self.active stays
+                return

@@ -26,6 +26,8 @@ the outputs go straight into the measures and the meta-evaluation):
 """
 from __future__ import annotations
 
+import ctypes
+import errno
 import json
 import os
 import shutil
@@ -33,6 +35,7 @@ import tempfile
 from collections.abc import Iterable
 from dataclasses import replace
 
+from datasets_ext.files import DIRECTORY_MODE, sync_directory
 from ir_measures_ext import ids, scoring
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets import formats
@@ -225,25 +228,46 @@ class Export:
                      "conveyed is forgiven (ignored, [nugget-annotation §3.4]): ArgueP(repeats='penalize') scores without that",
             "relevance": "relevance.qrels: stage 1 grades 0-3 (TREC RAG 2024 scale); relevance.inferred.qrels: 2 "
                          "attests an answer of a vital nugget, 1 of okay nuggets only, 0 none",
+            "audit_until": self.audit[-1]["id"] if self.audit else 0,
+            "audit_note": "the export holds the annotations as of audit entry audit_until; a later change (the "
+                          "manager may still correct a finished topic) is an audit entry with a higher id",
         }
 
     def write(self, out_dir: str) -> list[str]:
-        """Write every file into ``out_dir`` (created), all or none: into a temporary directory first."""
+        """Write every file into ``out_dir``, all or none: the files are written into a hidden folder beside it
+        and flushed to the disk, then that folder takes the place of ``out_dir`` in one step (a rename, or on
+        Linux an atomic exchange with a previous export there, which is then removed). A process killed at any
+        point leaves ``out_dir`` as it was or complete, never mixed; what it leaves beside it (a hidden
+        ``.NAME.export-PID-*`` folder) is removed by the next export to ``out_dir``.
+
+        ``out_dir`` may be new, empty, or a previous export (it has a ``manifest.json``); a folder holding other
+        files is refused, since the export replaces the folder as a whole."""
         out_dir = os.path.abspath(out_dir)
         if os.path.exists(out_dir) and not os.path.isdir(out_dir):
             raise FileExistsError(f"{out_dir} is a file; give a directory for the export")
         if os.path.commonpath([out_dir, self.store.directory]) == self.store.directory and \
                 out_dir != os.path.join(self.store.directory, "export"):
             raise InvalidInput(f"{out_dir} is inside the project directory: export to another directory "
-                             f"(or to {os.path.join(self.store.directory, 'export')})")
-        parent = os.path.dirname(out_dir)
+                               f"(or to {os.path.join(self.store.directory, 'export')})")
+        if os.path.isdir(out_dir) and os.listdir(out_dir) and not os.path.isfile(os.path.join(out_dir, "manifest.json")):
+            raise FileExistsError(f"{out_dir} holds files that are not an export (no manifest.json); the export "
+                                  "replaces its folder as a whole: choose a new or empty folder")
+        parent, name = os.path.split(out_dir)
         os.makedirs(parent, exist_ok=True)
-        tmp = tempfile.mkdtemp(prefix=".export-", dir=parent)
+        _remove_leftovers(parent, name)
+        tmp = tempfile.mkdtemp(prefix=f".{name}.export-{os.getpid()}-", dir=parent)
         try:
+            os.chmod(tmp, DIRECTORY_MODE)  # the export folder's mode, not a temporary folder's 0700
             written = self._write_all(tmp)
-            os.makedirs(os.path.join(out_dir, "runs"), exist_ok=True)
-            for name in written:
-                os.replace(os.path.join(tmp, name), os.path.join(out_dir, name))
+            _sync_tree(tmp)
+            if not os.path.isdir(out_dir):
+                os.rename(tmp, out_dir)
+            elif not _exchange(tmp, out_dir):  # tmp would now hold the previous export, removed below
+                old = tempfile.mkdtemp(prefix=f".{name}.export-{os.getpid()}-old-", dir=parent)
+                os.rename(out_dir, old)  # no atomic exchange here: the previous export out of the way first
+                os.rename(tmp, out_dir)
+                shutil.rmtree(old, ignore_errors=True)
+            sync_directory(parent)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         return [os.path.join(out_dir, n) for n in written]
@@ -292,6 +316,63 @@ class Export:
             formats.write_support(files[".support.jsonl"], self.human[run], run)
             names += [os.path.relpath(f, d) for f in files.values()]
         return names
+
+
+def _exchange(a: str, b: str) -> bool:
+    """Exchange two folders atomically (Linux ``renameat2(RENAME_EXCHANGE)``, through ctypes: Python's ``os``
+    has no such call); False where the system or file system cannot (nothing is changed then)."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    error = ctypes.get_errno()
+    if error in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(error, os.strerror(error), b)
+
+
+def _sync_tree(folder: str) -> None:
+    """Flush every file of a folder, and the folders, to the disk (fsync) before the folder is put in place."""
+    for root, _, files in os.walk(folder):
+        for f in files:
+            fd = os.open(os.path.join(root, f), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        sync_directory(root)
+
+
+def _remove_leftovers(parent: str, name: str) -> None:
+    """Remove the hidden folders an export to ``parent/name`` killed before it finished left beside it (those
+    of a process that is no longer running). If ``name`` itself is missing (killed between the two renames where
+    there is no atomic exchange), the previous export is put back first."""
+    prefix = f".{name}.export-"
+    leftovers = [e for e in os.listdir(parent) if e.startswith(prefix) and _dead(e[len(prefix):].split("-")[0])]
+    out_dir = os.path.join(parent, name)
+    old = sorted((e for e in leftovers if "-old-" in e), key=lambda e: os.path.getmtime(os.path.join(parent, e)))
+    if old and not os.path.exists(out_dir):
+        os.rename(os.path.join(parent, old[-1]), out_dir)
+        leftovers.remove(old[-1])
+    for e in leftovers:
+        shutil.rmtree(os.path.join(parent, e), ignore_errors=True)
+
+
+def _dead(pid: str) -> bool:
+    """True when no process ``pid`` runs (a folder of a running export is never removed)."""
+    if not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 def _run_file(d: str, run: str, suffix: str) -> str:

@@ -169,6 +169,19 @@ def _check_stage(topic: sqlite3.Row, user: dict, stage: int) -> None:
         raise Refused(f"stage {stage} starts when the manager has frozen the nuggets (stage 2)")
 
 
+def _locked(c: sqlite3.Connection, topic: sqlite3.Row, user: dict) -> bool:
+    """A finished topic (all four stages complete) is read-only for annotators: its numbers may have been
+    exported and published. The manager may still correct it; every change is in the audit trail, after the
+    audit id an export's manifest records (docs/annotation.md, "Finished topics")."""
+    return user["role"] != "manager" and progress(c, topic["qid"])["complete"]
+
+
+def _check_open(c: sqlite3.Connection, topic: sqlite3.Row, user: dict) -> None:
+    if _locked(c, topic, user):
+        raise Refused(f"topic {topic['qid']} is finished (its four stages are complete, its annotations may be "
+                      "exported): nothing of this form was saved; ask the project manager to make the change")
+
+
 def progress(c: sqlite3.Connection, qid: str) -> dict:
     one = c.execute(
         "SELECT count(*) AS pool, count(s1_done_at) AS s1, count(s3_done_at) AS s3 FROM pool WHERE qid = ?",
@@ -414,7 +427,7 @@ def document_view(store: Store, user: dict, position: int, stage: int, d: int) -
         view = {"topic": dict(topic), "doc": dict(doc), "nuggets": _nuggets(c, topic["qid"], doc["docno"]),
                 "progress": progress(c, topic["qid"]), "stage": stage,
                 "done_by": doc[f"s{stage}_done_by"], "done_at": doc[f"s{stage}_done_at"],
-                "relevance_fingerprint": fingerprint(doc["relevance"])}
+                "relevance_fingerprint": fingerprint(doc["relevance"]), "locked": _locked(c, topic, user)}
         if stage == 3:
             view["citing"] = _citing(c, topic["qid"], doc["docno"])
         return view
@@ -428,6 +441,7 @@ def save_document(store: Store, user: dict, position: int, stage: int, d: int, f
     with store.write() as c:
         topic = _topic(c, user, position)
         _check_stage(topic, user, stage)
+        _check_open(c, topic, user)
         qid = topic["qid"]
         doc = _pool_row(c, qid, d)
         claim_form(c, form.form_id, user["name"])
@@ -719,7 +733,8 @@ def report_view(store: Store, user: dict, position: int, report_id: int) -> dict
                       "citations": cites.get(s["idx"], []), "updated_by": s["updated_by"]}
                      for s in c.execute("SELECT * FROM sentences WHERE report_id = ? ORDER BY idx", (report_id,))]
         return {"topic": dict(topic), "report": dict(report), "sentences": sentences,
-                "nuggets": _nuggets(c, topic["qid"]), "progress": progress(c, topic["qid"])}
+                "nuggets": _nuggets(c, topic["qid"]), "progress": progress(c, topic["qid"]),
+                "locked": _locked(c, topic, user)}
 
 
 def save_alignment(store: Store, user: dict, position: int, report_id: int, form: AlignmentForm) -> None:
@@ -729,6 +744,7 @@ def save_alignment(store: Store, user: dict, position: int, report_id: int, form
     with store.write() as c:
         topic = _topic(c, user, position)
         _check_stage(topic, user, 4)
+        _check_open(c, topic, user)
         report = _report(c, topic["qid"], report_id)
         claim_form(c, form.form_id, user["name"])
         active = {r["id"] for r in c.execute("SELECT id FROM nuggets WHERE qid = ? AND status = 'active'",
@@ -872,8 +888,11 @@ def save_users(store: Store, user: dict, form_id: str, changes: list[Edit]) -> N
             if u is None:
                 raise NotFound(f"no user {edit.item!r}")
             if fingerprint(frozenset(u["topics"]), u["disabled"]) != edit.shown:
+                last = c.execute("SELECT user, at FROM audit WHERE target = ? AND action IN ('assign_topics', "
+                                 "'disable_user', 'enable_user') ORDER BY id DESC LIMIT 1", (edit.item,)).fetchone()
                 raise Conflict(f"user {edit.item}", {"topics": sorted(topics), "disabled": disabled},
-                               {"topics": u["topics"], "disabled": u["disabled"], "updated_by": "someone"})
+                               {"topics": u["topics"], "disabled": u["disabled"],
+                                "updated_by": last["user"] if last else None, "updated_at": last["at"] if last else None})
             if u["role"] == "annotator" and set(topics) != set(u["topics"]):
                 ordered = [r["qid"] for r in c.execute("SELECT qid FROM topics ORDER BY position") if r["qid"] in topics]
                 unknown = set(topics) - set(ordered)

@@ -133,6 +133,14 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds")
+
+
+def _epoch(iso: str) -> float:
+    return datetime.fromisoformat(iso).timestamp()
+
+
 class Store:
     """A project's directory: its database, configuration copy and nugget JSON.
 
@@ -169,6 +177,7 @@ class Store:
         if meta.get("schema") != SCHEMA_VERSION:
             raise DamagedProject(f"{self.path}: schema {meta.get('schema')!r}, this version reads "
                                  f"{SCHEMA_VERSION}; use the version of pyterrier-nuggets that created it")
+        self._secret = meta.pop("secret", None)  # never shown with the rest of meta
         self.meta = meta
         self.name: str = meta["name"]
 
@@ -202,6 +211,29 @@ class Store:
             c.execute("ROLLBACK" if dry_run else "COMMIT")
         finally:
             c.close()
+
+    def secret(self) -> bytes:
+        """The project's secret (32 random bytes, made on first use and kept in the database): the key of the
+        form ids, browser tokens and draft keys the server issues (:class:`~.auth.Signer`). In the database, so
+        that a restart of the server keeps every page that is open valid."""
+        if self._secret is None:
+            with self.write() as c:
+                c.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('secret', ?)",
+                          (json.dumps(os.urandom(32).hex()),))
+                self._secret = json.loads(c.execute("SELECT value FROM meta WHERE key = 'secret'").fetchone()[0])
+        return bytes.fromhex(self._secret)
+
+    def remove_stale_files(self) -> list[str]:
+        """Remove the temporary files a killed process left in the project directory (``.nuggets.json.*.tmp``,
+        ``.config.json.*.tmp``): a file is replaced by renaming a complete temporary file over it, so a
+        temporary file that remains was never renamed and holds nothing the project needs. Called when the
+        server starts; returns the files removed."""
+        removed = []
+        for name in os.listdir(self.directory):
+            if name.startswith((f".{NUGGETS_JSON}.", f".{CONFIG_NAME}.")) and name.endswith(".tmp"):
+                os.unlink(os.path.join(self.directory, name))
+                removed.append(name)
+        return removed
 
     def write_nuggets_json(self) -> None:
         """Rewrite ``nuggets.json`` from the database, atomically. Called after a transaction that changed
@@ -252,40 +284,53 @@ class Store:
             return users(c)
 
     def authenticate(self, name: str, password: str) -> dict | None:
-        """The user, if the password is right (``disabled`` says whether they may sign in). The same work (one
-        Argon2 verification) is done for an unknown user as for a wrong password, so neither time nor message
-        tells them apart. A hash with weaker parameters than the server's is replaced."""
+        """The user, if the password is right and the account enabled; else None. The same work (one Argon2
+        verification) is done for an unknown user, a wrong password and a disabled account, so neither time nor
+        answer tells them apart (a disabled account is no oracle of its password). A hash with weaker parameters
+        than the server's is replaced."""
         with self.read() as c:
             row = c.execute("SELECT id, name, role, pw_hash, disabled FROM users WHERE name = ?", (name,)).fetchone()
-        if not self.passwords.verify(row["pw_hash"] if row else None, password):
+        if not self.passwords.verify(row["pw_hash"] if row else None, password) or row["disabled"]:
             return None
         if self.passwords.needs_rehash(row["pw_hash"]):
             pw_hash = self.passwords.hash(password)
             with self.write() as c:
                 c.execute("UPDATE users SET pw_hash = ? WHERE id = ? AND pw_hash = ?", (pw_hash, row["id"],
                                                                                        row["pw_hash"]))
-        return {"id": row["id"], "name": row["name"], "role": row["role"], "disabled": bool(row["disabled"])}
+        return {"id": row["id"], "name": row["name"], "role": row["role"]}
 
     # --------------------------------------------------------------------------------------- sessions
 
     def create_session(self, user: dict) -> str:
-        token, csrf = auth.new_token(), auth.new_token()
+        """A new session: it ends after ``auth.IDLE_SECONDS`` without a request, and ``auth.SESSION_SECONDS``
+        after the sign-in in any case (``expires`` is the idle deadline, moved on by :meth:`session`)."""
+        token, csrf, at = auth.new_token(), auth.new_token(), auth.clock()
         with self.write() as c:
-            c.execute("DELETE FROM sessions WHERE expires < ?", (auth.clock(),))
+            c.execute("DELETE FROM sessions WHERE expires < ?", (at,))
             c.execute("INSERT INTO sessions(token_hash, user_id, csrf, created_at, expires) VALUES (?, ?, ?, ?, ?)",
-                      (auth.token_hash(token), user["id"], csrf, now(), auth.clock() + auth.SESSION_SECONDS))
+                      (auth.token_hash(token), user["id"], csrf, _iso(at), at + min(auth.IDLE_SECONDS,
+                                                                                    auth.SESSION_SECONDS)))
             audit(c, user["name"], "login", user["name"], {})
         return token
 
     def session(self, token: str | None) -> dict | None:
-        """The signed-in user of a session cookie (with the session's CSRF token), or None."""
+        """The signed-in user of a session cookie (with the session's CSRF token), or None when the session
+        is unknown, idle for ``auth.IDLE_SECONDS``, older than ``auth.SESSION_SECONDS`` or its user disabled.
+        A request moves the idle deadline on (written at most once a minute)."""
         if not token:
             return None
+        key, at = auth.token_hash(token), auth.clock()
         with self.read() as c:
-            row = c.execute("SELECT u.id, u.name, u.role, u.disabled, s.csrf, s.expires FROM sessions s JOIN users u "
-                            "ON u.id = s.user_id WHERE s.token_hash = ?", (auth.token_hash(token),)).fetchone()
-        if row is None or row["expires"] < auth.clock() or row["disabled"]:
+            row = c.execute("SELECT u.id, u.name, u.role, u.disabled, s.csrf, s.expires, s.created_at FROM sessions s "
+                            "JOIN users u ON u.id = s.user_id WHERE s.token_hash = ?", (key,)).fetchone()
+        if row is None or row["expires"] < at or row["disabled"]:
             return None
+        deadline = min(at + auth.IDLE_SECONDS, _epoch(row["created_at"]) + auth.SESSION_SECONDS)
+        if deadline <= at:
+            return None
+        if deadline - row["expires"] >= 60:
+            with self.write() as c:
+                c.execute("UPDATE sessions SET expires = ? WHERE token_hash = ? AND expires < ?", (deadline, key, deadline))
         return {"id": row["id"], "name": row["name"], "role": row["role"], "csrf": row["csrf"]}
 
     def end_session(self, token: str, user: str) -> None:
@@ -295,11 +340,12 @@ class Store:
 
     # ------------------------------------------------------------------------ drafts, audit trail
 
-    def keep_draft(self, user: dict, path: str, items: list[tuple[str, str]]) -> None:
-        """A form the user typed when their session had ended: shown again (not saved) on ``path``."""
+    def keep_draft(self, user_id: int, path: str, items: list[tuple[str, str]]) -> None:
+        """A form the user typed when their session had ended: shown again (not saved) on ``path`` when that
+        user signs in. The caller keeps only a form proven to come from the user's page in their browser."""
         with self.write() as c:
             c.execute("INSERT OR REPLACE INTO drafts(user_id, path, data, created_at) VALUES (?, ?, ?, ?)",
-                      (user["id"], path, json.dumps(items, ensure_ascii=False), now()))
+                      (user_id, path, json.dumps(items, ensure_ascii=False), now()))
 
     def take_draft(self, user: dict, path: str) -> list[tuple[str, str]] | None:
         """The draft kept for ``path`` (then forgotten), or None."""
@@ -310,6 +356,11 @@ class Store:
             row = c.execute("SELECT data FROM drafts WHERE user_id = ? AND path = ?", (user["id"], path)).fetchone()
             c.execute("DELETE FROM drafts WHERE user_id = ? AND path = ?", (user["id"], path))
         return None if row is None else [(str(k), str(v)) for k, v in json.loads(row["data"])]
+
+    def user_by_id(self, user_id: int) -> dict | None:
+        with self.read() as c:
+            row = c.execute("SELECT id, name, role, disabled FROM users WHERE id = ?", (user_id,)).fetchone()
+        return None if row is None else dict(row)
 
     def audit_rows(self, before: int | None = None, limit: int = AUDIT_PAGE) -> list[dict]:
         """The audit trail, newest first: ``limit`` rows with an id below ``before`` (a page)."""

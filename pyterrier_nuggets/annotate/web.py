@@ -6,14 +6,21 @@ SameSite=Strict, path ``/p/NAME/``) opens one project only, and every page check
 the topic it names. Every form carries the session's CSRF token (the login form a cookie-bound one).
 
 Each page has one form, posted to the page's own address and saved in one transaction by
-:mod:`.protocol`. A form the protocol refuses is shown again with everything the user typed and the
-message next to the field it is about; a form sent after the session ended is kept over the sign-in and
-shown again (not saved) on its page; deleting, merging, freezing and unfreezing ask for confirmation.
+:mod:`.protocol`. Its form id is issued by the server for this rendering (:class:`~.auth.Signer`); the same
+form sent twice is saved once, a changed form with a used id is a new submission. A form the protocol refuses is
+shown again with everything the user typed and the message next to the field it is about; a form sent after the
+session ended is kept as the user's draft only when it proves it came from their page in this browser (its draft
+key), and is shown again (not saved, its changes listed) on its page after they sign in; deleting, merging,
+freezing and unfreezing ask for confirmation. Every response, errors and 500s included, carries the security
+headers (:class:`SecurityHeaders`, outside everything else).
 """
 from __future__ import annotations
 
 import functools
+import hashlib
+import ipaddress
 import json
+import logging
 import os
 import re
 import sqlite3
@@ -23,9 +30,9 @@ from importlib import resources
 import jinja2
 from starlette.applications import Starlette
 from starlette.convertors import Convertor, register_url_convertor
-from starlette.datastructures import FormData, MultiDict
+from starlette.datastructures import FormData, MultiDict, MutableHeaders
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
@@ -41,7 +48,10 @@ from pyterrier_nuggets.annotate.store import AUDIT_PAGE, Conflict, Duplicate, Re
 
 SESSION_COOKIE = "pn_session"
 LOGIN_COOKIE = "pn_login"
+BROWSER_COOKIE = "pn_browser"  # the browser token (auth.Signer): this browser signed in as that user
 MAX_BODY = 1 << 20  # bytes of a request body: the largest form (stage 4 of a long answer) is far below
+MAX_LOGIN_BODY = 16 << 10  # bytes of a sign-in form: a name (64 characters) and a password (1024)
+NOT_KEPT = frozenset({"csrf", "form_id", "draft_key", "password", "current", "new", "again"})  # never in a draft
 MAX_ID = 2 ** 63 - 1  # SQLite's integers
 HEADERS = {
     # no script runs on these pages, inline or not: a document that carries one cannot execute it
@@ -55,7 +65,8 @@ HEADERS = {
 CONTENT_NAMES = {ids.SOME_NUGGETS: "conveys nuggets", ids.IRRELEVANT: "irrelevant", ids.NO_INFORMATION: "no information"}
 NOTICES = {
     "saved": "Saved.",
-    "duplicate": "This form had been saved already (it was sent twice); nothing was saved twice.",
+    "duplicate": "This form had been saved already: the same form, with the same content, was sent twice; nothing "
+                 "was saved twice.",
     "password": "Your password is changed; your other sessions are closed.",
     "users": "The users are saved.",
 }
@@ -84,50 +95,142 @@ class IdConvertor(Convertor):
 register_url_convertor("pnid", IdConvertor())
 
 
-class SecurityHeaders(BaseHTTPMiddleware):
-    async def dispatch(self, request, call_next):
-        response = await call_next(request)
-        for k, v in HEADERS.items():
-            response.headers.setdefault(k, v)
-        return response
+class SecurityHeaders:
+    """The security headers (``HEADERS``) on every response the application sends: pages, redirects, 404s,
+    413s and the 500s of Starlette's error middleware (it is wrapped by this one, so nothing answers around it).
+    A header a response sets itself is kept."""
 
-
-class BodyLimit:
-    """Refuses a request body longer than ``max_bytes`` (HTTP 413) before anything reads it; a body without a
-    declared length is cut off at the limit the same way."""
-
-    def __init__(self, app, max_bytes: int = MAX_BODY):
-        self.app, self.max_bytes = app, max_bytes
+    def __init__(self, app):
+        self.app = app
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+
+        async def with_headers(message):
+            if message["type"] == "http.response.start":
+                message["headers"] = list(message.get("headers") or [])
+                headers = MutableHeaders(scope=message)
+                for k, v in HEADERS.items():
+                    if k not in headers:
+                        headers[k] = v
+            await send(message)
+        await self.app(scope, receive, with_headers)
+
+
+class BodyLimit:
+    """Refuses a request body longer than ``max_bytes`` (``login_max_bytes`` for a sign-in form) with HTTP 413
+    before anything reads it; a body without a declared length (chunked) is cut off at the limit the same way."""
+
+    def __init__(self, app, max_bytes: int = MAX_BODY, login_max_bytes: int = MAX_LOGIN_BODY):
+        self.app, self.max_bytes, self.login_max_bytes = app, max_bytes, login_max_bytes
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        limit = self.login_max_bytes if scope.get("path", "").endswith("/login") else self.max_bytes
         length = dict(scope.get("headers") or []).get(b"content-length")
-        if length is not None and (not length.isdigit() or int(length) > self.max_bytes):
-            return await PlainTextResponse(f"The request is larger than {self.max_bytes} bytes.", 413)(scope, receive, send)
+        if length is not None and (not length.isdigit() or int(length) > limit):
+            return await PlainTextResponse(f"The request is larger than {limit} bytes.", 413)(scope, receive, send)
         seen = 0
 
         async def limited():
             nonlocal seen
             message = await receive()
             seen += len(message.get("body", b""))
-            if seen > self.max_bytes:
-                raise InvalidInput(f"request body above {self.max_bytes} bytes")
+            if seen > limit:  # Starlette's exception middleware answers 413, whoever was reading
+                raise HTTPException(413, f"The request is larger than {limit} bytes.")
             return message
         return await self.app(scope, limited, send)
 
 
+class TrustedProxies:
+    """The client's address and scheme as a trusted reverse proxy saw them.
+
+    From a peer in ``trusted`` (comma-separated addresses or networks, or ``*`` for any peer), the client is the
+    rightmost entry of ``X-Forwarded-For`` that is not a trusted proxy: the address the last trusted proxy saw
+    and appended (nginx's ``$proxy_add_x_forwarded_for``). Entries left of it are written by the client and never
+    read. With ``*`` every peer is a proxy but the chain cannot be told from the client's own entries, so the
+    rightmost entry is taken: the address the one proxy in front of the server saw. The scheme is the last
+    ``X-Forwarded-Proto`` value. From any other peer both headers are ignored. (uvicorn's own middleware takes the
+    leftmost entry with ``*``, which the client writes: it is not used.)"""
+
+    def __init__(self, app, trusted: str | list[str]):
+        items = [t.strip() for t in (trusted.split(",") if isinstance(trusted, str) else trusted) if t.strip()]
+        self.app, self.any = app, "*" in items
+        try:
+            self.networks = [ipaddress.ip_network(t, strict=False) for t in items if t != "*"]
+        except ValueError as e:
+            raise InvalidInput(f"--forwarded-allow-ips: {e}; give addresses or networks such as 127.0.0.1 or "
+                               "10.0.0.0/8, comma-separated") from None
+
+    def trusted(self, host: str) -> bool:
+        if self.any:
+            return True
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            return False
+        return any(address in network for network in self.networks)
+
+    def client(self, hops: list[str]) -> str:
+        """The client's address of a chain of ``X-Forwarded-For`` entries (left to right)."""
+        if self.any:
+            return hops[-1]
+        for host in reversed(hops):
+            if not self.trusted(host):
+                return host
+        return hops[0]  # only proxies: the first one is as far as anyone can tell
+
+    async def __call__(self, scope, receive, send):
+        peer = scope.get("client")
+        if scope["type"] in ("http", "websocket") and peer and self.trusted(peer[0]):
+            forwarded, proto = [], None
+            for key, value in scope.get("headers") or []:
+                if key == b"x-forwarded-for":
+                    forwarded += [h.strip() for h in value.decode("latin-1").split(",") if h.strip()]
+                elif key == b"x-forwarded-proto":
+                    proto = value.decode("latin-1").split(",")[-1].strip().lower()
+            scope = dict(scope)
+            if forwarded:
+                scope["client"] = (self.client(forwarded), 0)
+            if proto in ("http", "https"):
+                scope["scheme"] = proto if scope["type"] == "http" else {"http": "ws", "https": "wss"}[proto]
+        return await self.app(scope, receive, send)
+
+
 class FormState:
     """What the fields of a page's form show: the saved values, or the values the user sent (a refused form
-    shown again, a form kept over a sign-in), the errors by field, and a notice."""
+    shown again, a draft kept over a sign-in), the errors by field, and a notice. ``form_id`` and
+    ``draft_key`` are issued for each rendering (:meth:`App.render`), never taken from what was sent.
+
+    A ``draft`` records, while the page renders, every field whose value it changes from the saved one
+    (:attr:`changes`): the page lists them, so nothing restored passes for what is saved."""
 
     def __init__(self, sent: list[tuple[str, str]] | None = None, errors: dict[str, str] | None = None,
-                 notice: str | None = None, status: int = 200):
+                 notice: str | None = None, status: int = 200, draft: bool = False):
         self.sent = None if sent is None else MultiDict([(k, v) for k, v in sent if isinstance(v, str)])
         self.errors = errors or {}
         self.notice = notice
         self.status = status
-        self.form_id = (self.sent.get("form_id") if self.sent is not None else None) or auth.new_token()[:32]
+        self.draft = draft
+        self.form_id = self.draft_key = ""
+        self._fields: dict[str, tuple[str, set[str], set[str]]] = {}  # name -> (label, saved values, draft values)
+
+    def _note(self, name: str, label: str | None, value: str, saved: bool, sent: bool) -> None:
+        if not self.draft or name.startswith("base-"):
+            return
+        shown, before, after = self._fields.setdefault(name, (label or name, set(), set()))
+        if saved:
+            before.add(value)
+        if sent:
+            after.add(value)
+
+    @property
+    def changes(self) -> list[tuple[str, str, str]]:
+        """``(field, saved, in the draft)`` of every field the draft changes, in the page's order."""
+        return [(label, ", ".join(sorted(before)) or "(none)", ", ".join(sorted(after)) or "(none)")
+                for label, before, after in self._fields.values() if before != after]
 
     @property
     def message(self) -> str | None:
@@ -137,15 +240,23 @@ class FormState:
     def message_field(self) -> str | None:
         return next(iter(self.errors), None)
 
-    def value(self, name: str, saved) -> str:
+    def value(self, name: str, saved, label: str | None = None) -> str:
+        saved = "" if saved is None else str(saved)
         if self.sent is not None and name in self.sent:
-            return self.sent.getlist(name)[-1]
-        return "" if saved is None else str(saved)
+            sent = self.sent.getlist(name)[-1]
+            self._note(name, label, saved, True, False)
+            self._note(name, label, sent, False, True)
+            return sent
+        return saved
 
-    def checked(self, name: str, value, saved: bool) -> bool:
+    def checked(self, name: str, value, saved: bool, label: str | None = None, text: str | None = None) -> bool:
+        """Whether a checkbox or radio button is checked; ``label`` names the field and ``text`` the value in
+        the list of a draft's changes."""
         if self.sent is None:
             return bool(saved)
-        return str(value) in self.sent.getlist(name)
+        sent = str(value) in self.sent.getlist(name)
+        self._note(name, label, text or str(value), bool(saved), sent)
+        return sent
 
     def base(self, name: str, version: int, shown: str) -> str:
         """The hidden ``base-NAME`` field: what the item was when the form was first shown."""
@@ -166,11 +277,14 @@ class App:
                  throttle: auth.LoginThrottle | None = None, gate: auth.HashGate | None = None):
         self.passwords = passwords or auth.Passwords()
         self.projects: dict[str, Store] = {}
+        self.signers: dict[str, auth.Signer] = {}
         for d in directories:
             store = Store(d, self.passwords, check=True)
             if store.name in self.projects:
                 raise InvalidInput(f"two projects are named {store.name!r}: {self.projects[store.name].directory} and {d}")
             self.projects[store.name] = store
+            self.signers[store.name] = auth.Signer(store.secret())
+            store.remove_stale_files()  # temporary files of a process killed while replacing a file
             store.write_nuggets_json()  # a file left behind by a crash between a commit and its rewrite
         self.secure = secure_cookies
         self.throttle = throttle or auth.LoginThrottle()
@@ -185,25 +299,70 @@ class App:
         return store
 
     def render(self, request: Request, name: str, status: int = 200, **context) -> HTMLResponse:
+        """A page. Its form gets a new form id and draft key for the user; a draft's page is rendered twice, the
+        first time to find the fields the draft changes, which the second shows at the top."""
         store = self.projects.get(request.path_params.get("project", ""))
         base = f"/p/{store.name}" if store else ""
-        context.setdefault("f", FormState())
-        return templates.TemplateResponse(request, name, {"base": base, "project": store.name if store else None,
-                                                          "user": context.pop("user", None), **context},
-                                          status_code=status)
+        state = context.setdefault("f", FormState())
+        user = context.pop("user", None)
+        if store is not None and user is not None:
+            signer = self.signers[store.name]
+            state.form_id = signer.form_id(user["id"])
+            state.draft_key = f"{user['id']}.{signer.draft_key(request.cookies.get(BROWSER_COOKIE), user['id'])}"
+        context = {"base": base, "project": store.name if store else None, "user": user, **context}
+        if state.draft:
+            templates.get_template(name).render({"request": request, **context})
+        return templates.TemplateResponse(request, name, context, status_code=status)
 
     def error(self, request: Request, status: int, message: str, user: dict | None = None, back: str | None = None):
         return self.render(request, "error.html", status, user=user, message=message, back=back)
 
+    async def server_error(self, request: Request, exc: Exception) -> Response:
+        """A 500 (a bug): the error page, with the security headers like every response; the traceback goes to
+        the server's log, never to the page."""
+        try:
+            return self.error(request, 500, "The server failed on this request (a bug in the tool). It may not have "
+                              "been saved: open the page again to see what is saved, and tell the project manager "
+                              "(the server's log has the details).")
+        except Exception:  # the error page itself failed: a plain one
+            logging.getLogger(__name__).exception("the error page failed")
+            return PlainTextResponse("Internal server error (a bug in the tool): tell the project manager.", 500)
+
     def cookie(self, response: Response, store: Store, name: str, value: str, max_age: int | None) -> None:
+        """Set a cookie of the project: HttpOnly, SameSite=Strict, scoped to ``/p/NAME/``, Secure with
+        ``--secure-cookies``."""
         response.set_cookie(name, value, max_age=max_age, path=f"/p/{store.name}/", httponly=True, samesite="strict",
                             secure=self.secure)
 
-    def page(self, view: Callable[..., Awaitable[Response]], save: Callable[..., Awaitable[Response]] | None = None):
+    def end_cookie(self, response: Response, store: Store, name: str) -> None:
+        """Delete a cookie of the project, with the same flags as it was set with (:meth:`cookie`)."""
+        response.delete_cookie(name, path=f"/p/{store.name}/", httponly=True, samesite="strict", secure=self.secure)
+
+    def browser_cookie(self, response: Response, store: Store, name: str) -> None:
+        """A new browser token: this browser signed in as ``name`` (auth.Signer)."""
+        self.cookie(response, store, BROWSER_COOKIE, self.signers[store.name].browser_token(name, auth.clock()),
+                    auth.BROWSER_SECONDS)
+
+    def form_key(self, store: Store, user: dict, form: FormData) -> str:
+        """The key a saved form is recorded under (``store.claim_form``): its form id, which this server must
+        have issued to this user, and a digest of everything it sends. The same form sent twice has the same
+        key (saved once); a changed form with the same id (browser Back, changed, sent again) has another key
+        and is saved as a new submission, its items checked for conflicts like any other."""
+        form_id = form.get("form_id")
+        if not self.signers[store.name].valid_form_id(form_id, user["id"]):
+            raise Refused("the form has no form id issued to you by this server (a page of an older version, "
+                          "or not from this tool): check what you typed below and save again")
+        fields = sorted((str(k), v) for k, v in form.multi_items() if isinstance(v, str) and k not in NOT_KEPT)
+        digest = hashlib.sha256(json.dumps(fields, ensure_ascii=False).encode("utf-8", "surrogatepass")).hexdigest()
+        return f"{form_id}.{digest[:16]}"
+
+    def page(self, view: Callable[..., Awaitable[Response]], save: Callable[..., Awaitable[Response]] | None = None,
+             drafts: bool = True, page_of: Callable[[str], str] | None = None):
         """A signed-in page: GET shows ``view(request, store, user, state)``; POST checks the CSRF token and
         runs ``save(request, store, user, form)``. A refused form is shown again by ``view`` with what was sent
         and the message at its field; a form sent twice is recognised; a form sent after the session ended is
-        kept over the sign-in."""
+        kept as a draft over the sign-in (unless ``drafts`` is False: the password form is never kept), and the
+        sign-in returns to the page (``page_of`` a form-only address: the page its form is on)."""
 
         @functools.wraps(view)
         async def endpoint(request: Request) -> Response:
@@ -214,15 +373,15 @@ class App:
             user = store.session(request.cookies.get(SESSION_COOKIE))
             if user is None:
                 if request.method == "POST":
-                    return await self.session_ended(request, store)
+                    return await self.session_ended(request, store, drafts, (page_of or str)(request.url.path))
                 return RedirectResponse(f"/p/{store.name}/login?next={request.url.path}", 303)
             back = request.url.path
             try:
                 if request.method == "GET":
-                    draft = store.take_draft(user, request.url.path)
+                    draft = store.take_draft(user, request.url.path) if drafts else None
                     if draft is not None:
                         state = FormState(draft, notice="Your session had ended when you sent this form: here is "
-                                          "what you typed, not saved yet. Check it and save.")
+                                          "what you typed, not saved yet. Check it and save.", draft=True)
                     else:
                         state = FormState(notice=NOTICES.get(request.query_params.get("notice", "")))
                     return await view(request, store, user, state)
@@ -260,13 +419,34 @@ class App:
         response.headers["Retry-After"] = "5"
         return response
 
-    async def session_ended(self, request: Request, store: Store) -> Response:
-        """A form sent without a valid session: the login page, with the form kept for after the sign-in."""
+    async def session_ended(self, request: Request, store: Store, drafts: bool, page: str) -> Response:
+        """A form sent without a valid session: the login page. The form is kept as its user's draft only when
+        its draft key is the one this browser's token gives for that user: it came from the tool's own page, in
+        this browser, for that user (a page of another site posting here cannot know the key, and the browser
+        token is an HttpOnly cookie). Password fields are never kept."""
         form = await request.form(max_fields=100_000)
-        kept = [(k, v) for k, v in form.multi_items() if isinstance(v, str) and k != "csrf"]
-        return self.login_page(request, store, 401, "Your session has ended: sign in again. What you typed is kept "
-                               "and shown again on its page after you sign in (not saved yet).",
-                               next_path=request.url.path, draft=json.dumps(kept, ensure_ascii=False))
+        owner = self._draft_owner(store, request, form.get("draft_key")) if drafts else None
+        kept = [(k, v) for k, v in form.multi_items() if isinstance(v, str) and k not in NOT_KEPT]
+        if owner is not None and kept:
+            store.keep_draft(owner, page, kept)
+            message = ("Your session has ended: sign in again. What you typed is kept and shown again on its page "
+                       "after you sign in (not saved yet).")
+        else:
+            message = "Your session has ended: sign in again. The form that was sent is not kept."
+        return self.login_page(request, store, 401, message, next_path=_safe_next(store, page))
+
+    def _draft_owner(self, store: Store, request: Request, key) -> int | None:
+        """The user whose draft a form may be kept as (its draft key checked against this browser's token), or
+        None."""
+        user_id, _, mac = str(key or "").partition(".")
+        if not user_id.isdigit() or not mac or int(user_id) > MAX_ID:
+            return None
+        owner = store.user_by_id(int(user_id))
+        browser = request.cookies.get(BROWSER_COOKIE)
+        signer = self.signers[store.name]
+        if owner is None or owner["disabled"] or not signer.valid_browser_token(browser, owner["name"], auth.clock()):
+            return None
+        return owner["id"] if auth.same_token(mac, signer.draft_key(browser, owner["id"])) else None
 
     # -------------------------------------------------------------------------------- login, logout
 
@@ -280,58 +460,61 @@ class App:
             return self.error(request, 404, "No such project.")
         return self.login_page(request, store, 200, None, _safe_next(store, request.query_params.get("next")))
 
+    def check_rank(self, request: Request, store: Store, name: str) -> tuple:
+        """The sign-in's place in the hash gate's waiting room (auth.WaitingRoom): first a browser that signed
+        in as ``name`` before, then the client address with the fewest pending attempts."""
+        if self.signers[store.name].valid_browser_token(request.cookies.get(BROWSER_COOKIE), name, auth.clock()):
+            return (0, 0)
+        return (1, self.throttle.pending(store.name, _address(request)))
+
     async def login(self, request: Request) -> Response:
         try:
             store = self.store(request)
         except NotFound:
             return self.error(request, 404, "No such project.")
         form = await request.form()
-        next_path, draft = _safe_next(store, form.get("next")), str(form.get("draft") or "")
+        next_path = _safe_next(store, form.get("next"))
         if not auth.same_token(form.get("csrf"), request.cookies.get(LOGIN_COOKIE)):
             return self.error(request, 403, "The login form's security token is missing or wrong (CSRF): reload the "
                               "login page.")
         name, password = str(form.get("name", "")), str(form.get("password", ""))
-        address = request.client.host if request.client else ""
-        if len(name) > auth.MAX_NAME:  # no such user can exist: no password to check
-            return self.login_page(request, store, 401, "Unknown user or wrong password.", next_path, draft)
+        address = _address(request)
+        failed = "Unknown user, wrong password, or a disabled account."
+        if len(name) > auth.MAX_NAME or len(password) > auth.MAX_PASSWORD:  # no such user or password can exist
+            return self.login_page(request, store, 401, failed, next_path)
         wait = self.throttle.attempt(store.name, address, name)  # counted before the (slow) check
         if wait > 0:
             return self.login_page(request, store, 429, f"Too many failed sign-ins for this name from here: try "
                                    f"again in {int(wait // 60) + 1} minutes, or ask the project manager to set a "
-                                   "new password.", next_path, draft)
+                                   "new password.", next_path)
         try:
-            user = await self.gate.run(store.authenticate, name, password)
-        except auth.Busy:
-            self.throttle.cancel(store.name, address, name)
+            user = await self.gate.run(store.authenticate, name, password, rank=self.check_rank(request, store, name))
+        except auth.Busy:  # the attempt stays counted: a flood costs the flooder its budget
             return self.busy(request)
         if user is None:
-            return self.login_page(request, store, 401, "Unknown user or wrong password.", next_path, draft)
+            return self.login_page(request, store, 401, failed, next_path)
         self.throttle.succeeded(store.name, address, name)
-        if user["disabled"]:
-            return self.login_page(request, store, 403, "This account is disabled: ask the project manager.")
-        session = store.create_session(user)
-        if next_path and draft:
-            items = _draft_items(draft)
-            if items:
-                store.keep_draft(user, next_path, items)
         response = RedirectResponse(next_path or f"/p/{store.name}/", 303)
-        self.cookie(response, store, SESSION_COOKIE, session, auth.SESSION_SECONDS)
-        response.delete_cookie(LOGIN_COOKIE, path=f"/p/{store.name}/")
+        self.cookie(response, store, SESSION_COOKIE, store.create_session(user), auth.SESSION_SECONDS)
+        self.browser_cookie(response, store, user["name"])
+        self.end_cookie(response, store, LOGIN_COOKIE)
         return response
 
-    def login_page(self, request: Request, store: Store, status: int, error: str | None, next_path: str | None = None,
-                   draft: str = "") -> Response:
+    def login_page(self, request: Request, store: Store, status: int, error: str | None,
+                   next_path: str | None = None) -> Response:
         """The login page, with ``error`` if any and a fresh login-form token (in the form and a cookie)."""
         token = auth.new_token()
-        response = self.render(request, "login.html", status, login_csrf=token, error=error, next_path=next_path or "",
-                               draft=draft)
+        response = self.render(request, "login.html", status, login_csrf=token, error=error, next_path=next_path or "")
         self.cookie(response, store, LOGIN_COOKIE, token, 3600)
         return response
 
     async def logout(self, request: Request, store: Store, user: dict, form: FormData) -> Response:
+        """End the session. The browser gets a new browser token: forms of the ended session can no longer be
+        kept as drafts, and its sign-ins as this user still go first."""
         store.end_session(request.cookies.get(SESSION_COOKIE, ""), user["name"])
         response = RedirectResponse(f"/p/{store.name}/login", 303)
-        response.delete_cookie(SESSION_COOKIE, path=f"/p/{store.name}/")
+        self.end_cookie(response, store, SESSION_COOKIE)
+        self.browser_cookie(response, store, user["name"])
         return response
 
     async def account(self, request: Request, store: Store, user: dict, state: FormState) -> Response:
@@ -346,19 +529,16 @@ class App:
             auth.check_password_strength(new)
         except ValueError as e:
             raise Refused(str(e), "new") from None
-        address = request.client.host if request.client else ""
+        address = _address(request)
         wait = self.throttle.attempt(store.name, address, user["name"])
         if wait > 0:
             raise Refused(f"too many wrong passwords: try again in {int(wait // 60) + 1} minutes", "current")
-        try:
-            ok = await self.gate.run(store.authenticate, user["name"], current)
-        except auth.Busy:
-            self.throttle.cancel(store.name, address, user["name"])
-            raise
-        if ok is None:
+        ok = len(current) <= auth.MAX_PASSWORD and await self.gate.run(
+            store.authenticate, user["name"], current, rank=self.check_rank(request, store, user["name"]))
+        if not ok:
             raise Refused("the current password is wrong", "current")
         self.throttle.succeeded(store.name, address, user["name"])
-        await self.gate.run(store.set_password, user["name"], new, user["name"])
+        await self.gate.run(store.set_password, user["name"], new, user["name"], rank=(0, 0))
         response = RedirectResponse(f"/p/{store.name}/?notice=password", 303)
         self.cookie(response, store, SESSION_COOKIE, store.create_session(user), auth.SESSION_SECONDS)
         return response
@@ -386,7 +566,7 @@ class App:
             version, shown = _base(form, key)
             changes.append(Edit(key, u["name"], version, shown, (frozenset(map(str, form.getlist(f"topics-{u['id']}"))),
                                                                   bool(form.get(f"disabled-{u['id']}")))))
-        protocol.save_users(store, user, str(form.get("form_id", "")), changes)
+        protocol.save_users(store, user, self.form_key(store, user, form), changes)
         return RedirectResponse(f"/p/{store.name}/users?notice=users", 303)
 
     async def audit(self, request: Request, store: Store, user: dict, state: FormState) -> Response:
@@ -410,7 +590,7 @@ class App:
             reviews.append(Edit(f"missing-{key}", (rid, j), version, shown,
                                 (str(form.get(f"question-{key}", "")), str(form.get(f"status-{key}", "")),
                                  str(form.get(f"note-{key}", "")))))
-        protocol.save_missing_reviews(store, user, str(form.get("form_id", "")), reviews)
+        protocol.save_missing_reviews(store, user, self.form_key(store, user, form), reviews)
         return RedirectResponse(f"/p/{store.name}/missing?notice=saved", 303)
 
     # ------------------------------------------------------------------------------ stages 1 and 3
@@ -432,7 +612,7 @@ class App:
     async def save_document(self, request: Request, store: Store, user: dict, form: FormData) -> Response:
         """The document page's one form (stages 1 and 3), saved in one transaction."""
         t, stage, d = request.path_params["t"], _stage(request, (1, 3)), request.path_params["d"]
-        doc = protocol.DocumentForm(form_id=str(form.get("form_id", "")), done=form.get("action") == "done",
+        doc = protocol.DocumentForm(form_id=self.form_key(store, user, form), done=form.get("action") == "done",
                                     seen=_ints(form.getlist("seen")), links=_ints(form.getlist("link")))
         for key, value in form.multi_items():
             key, value = str(key), str(value)
@@ -471,7 +651,7 @@ class App:
         t = request.path_params["t"]
         if form.get("review"):  # "go back and change" on the confirmation page: the form again, as it was sent
             return await self.revision(request, store, user, FormState(form.multi_items()))
-        rev = protocol.RevisionForm(form_id=str(form.get("form_id", "")), freeze=form.get("action") == "freeze",
+        rev = protocol.RevisionForm(form_id=self.form_key(store, user, form), freeze=form.get("action") == "freeze",
                                     restores=[(f"restore-{n}", n) for n in _ints(form.getlist("restore"))])
         for key in form.getlist("nugget"):
             n = _int(key)
@@ -502,7 +682,7 @@ class App:
         t = request.path_params["t"]
         if form.get("review"):
             return RedirectResponse(f"/p/{store.name}/t/{t}/s2", 303)
-        form_id = str(form.get("form_id", ""))
+        form_id = self.form_key(store, user, form)
         if not form.get("confirmed"):
             weighty = protocol.unfreeze(store, user, t, form_id, dry_run=True)
             return self.confirm(request, store, user, form, weighty, f"/p/{store.name}/t/{t}/s2/unfreeze")
@@ -533,7 +713,7 @@ class App:
 
     async def align(self, request: Request, store: Store, user: dict, form: FormData) -> Response:
         t, r = request.path_params["t"], request.path_params["r"]
-        alignment = protocol.AlignmentForm(str(form.get("form_id", "")), done=form.get("action") == "done")
+        alignment = protocol.AlignmentForm(self.form_key(store, user, form), done=form.get("action") == "done")
         for j in _ints(form.getlist("sentence")):
             content = form.get(f"content-{j}")
             version, shown = _base(form, f"sentence-{j}")
@@ -554,14 +734,18 @@ class App:
             Mount("/static", StaticFiles(directory=str(_package / "static")), name="static"),
             Route(p + "/login", self.login_form, methods=["GET"]),
             Route(p + "/login", self.login, methods=["POST"]),
-            Route(p + "/logout", page(_no_page, self.logout), methods=["POST"]),
+            Route(p + "/logout", page(_no_page, self.logout, drafts=False,
+                                            page_of=lambda path: path.removesuffix("logout")),
+                  methods=["POST"]),
             Route(p + "/", page(self.dashboard)),
-            Route(p + "/account", page(self.account, self.change_password), methods=both),
+            Route(p + "/account", page(self.account, self.change_password, drafts=False), methods=both),
             Route(p + "/users", page(self.users, self.save_users), methods=both),
             Route(p + "/audit", page(self.audit)),
             Route(p + "/missing", page(self.missing, self.save_missing), methods=both),
             Route(p + "/t/{t:pnid}/s2", page(self.revision, self.save_revision), methods=both),
-            Route(p + "/t/{t:pnid}/s2/unfreeze", page(self.revision, self.unfreeze), methods=["POST"]),
+            Route(p + "/t/{t:pnid}/s2/unfreeze", page(self.revision, self.unfreeze, drafts=False,
+                                                      page_of=lambda path: path.removesuffix("/unfreeze")),
+                  methods=["POST"]),
             Route(p + "/t/{t:pnid}/s4", page(self.next_report)),
             Route(p + "/t/{t:pnid}/s4/r/{r:pnid}", page(self.report, self.align), methods=both),
             Route(p + "/t/{t:pnid}/s{stage:pnid}", page(self.next_doc)),
@@ -618,15 +802,10 @@ def _safe_next(store: Store, value) -> str | None:
     return value if value.startswith(f"/p/{store.name}/") and not value.endswith("/login") else None
 
 
-def _draft_items(draft: str) -> list[tuple[str, str]] | None:
-    try:
-        items = json.loads(draft)
-    except ValueError:
-        return None
-    if not isinstance(items, list) or not all(isinstance(i, list) and len(i) == 2 and all(isinstance(x, str) for x in i)
-                                              for i in items):
-        return None
-    return [(k, v) for k, v in items]
+def _address(request: Request) -> str:
+    """The client's address as the sign-in limits count it (auth.client_key): the connection's peer, or the
+    address the trusted proxy saw (:class:`TrustedProxies`)."""
+    return auth.client_key(request.client.host) if request.client else ""
 
 
 def make_app(directories: list[str], secure_cookies: bool = False, forwarded_allow_ips: str | list[str] | None = None,
@@ -635,19 +814,19 @@ def make_app(directories: list[str], secure_cookies: bool = False, forwarded_all
     """The ASGI application serving the projects in ``directories``.
 
     ``forwarded_allow_ips``: the addresses of trusted reverse proxies (comma-separated addresses or networks,
-    or ``*``); requests from them are taken to come from the address their ``X-Forwarded-For`` names (and
-    their ``X-Forwarded-Proto`` scheme). Without it, those headers are ignored: a client cannot claim another
-    address to dodge the sign-in throttle. ``passwords``, ``throttle``, ``gate``: see :class:`App`. The
-    :class:`App` is ``app.state.annotate`` (the Starlette app; behind proxies, of the wrapped one)."""
+    or ``*``); requests from them are taken to come from the address the proxy saw, the rightmost untrusted
+    entry of their ``X-Forwarded-For`` (:class:`TrustedProxies`), and their ``X-Forwarded-Proto`` scheme.
+    Without it, those headers are ignored: a client cannot claim another address to dodge the sign-in
+    throttle. ``passwords``, ``throttle``, ``gate``: see :class:`App`. The :class:`App` is
+    ``app.state.annotate``."""
     annotate_app = App(directories, secure_cookies, passwords, throttle, gate)
-    app = Starlette(routes=annotate_app.routes(), middleware=[Middleware(SecurityHeaders),
-                                                              Middleware(BodyLimit, max_bytes=max_body)])
-    app.state.annotate = annotate_app
+    starlette = Starlette(routes=annotate_app.routes(), middleware=[Middleware(BodyLimit, max_bytes=max_body)],
+                          exception_handlers={500: annotate_app.server_error})
+    starlette.state.annotate = annotate_app
+    app = SecurityHeaders(starlette)  # outside Starlette's error middleware: its 500s get the headers too
     if forwarded_allow_ips:
-        from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
-        wrapped = ProxyHeadersMiddleware(app, trusted_hosts=forwarded_allow_ips)
-        wrapped.state = app.state
-        return wrapped
+        app = TrustedProxies(app, forwarded_allow_ips)
+    app.state = starlette.state
     return app
 
 

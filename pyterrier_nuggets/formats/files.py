@@ -181,14 +181,22 @@ def write_jsonl(path: str, objects: Iterable[dict]) -> None:
 
 
 MAX_RUN_TAG = 128
+MAX_FILE_NAME_BYTES = 255  # the longest file name of Linux and macOS file systems, in bytes
+# every file name the package makes of a run tag (the annotation export, trec-rag, the main job); no file is named
+# after a topic id
+RUN_FILE_SUFFIXES = (".eval.run", ".segments.run", ".answers.jsonl", ".assignments.jsonl", ".support.jsonl",
+                     ".support_assignments.jsonl", ".verdicts.jsonl")
+MAX_RUN_TAG_BYTES = MAX_FILE_NAME_BYTES - max(len(s) for s in RUN_FILE_SUFFIXES)  # 229
 
 
 def run_tag_problem(tag: str) -> str | None:
     """Why ``tag`` cannot be a run tag, or None.
 
     A run tag is the last field of a TREC run line, so it is non-empty without whitespace; the package also names
-    files after it (``runs/RUN.eval.run``), so it holds no path separator or control character, is not ``.`` or
-    ``..`` and has at most 128 characters. Every run tag the package reads or writes follows this one rule.
+    files after it (``runs/RUN.eval.run``, ``RUN.support_assignments.jsonl``), so it holds no path separator or
+    control character, is not ``.`` or ``..``, has at most 128 characters, and at most 229 bytes in UTF-8: the
+    longest file name made of it then stays within the 255 bytes a file system allows (100 CJK characters are
+    300 bytes). Every run tag the package reads or writes follows this one rule.
 
     :param tag: the run tag.
     """
@@ -199,6 +207,11 @@ def run_tag_problem(tag: str) -> str | None:
                 "files are named after run tags, so use letters, digits, '-', '_', '.'")
     if len(tag) > MAX_RUN_TAG:
         return f"run tag {tag[:40]!r}... has {len(tag)} characters; at most {MAX_RUN_TAG}"
+    size = len(tag.encode("utf-8"))
+    if size > MAX_RUN_TAG_BYTES:
+        return (f"run tag {tag[:40]!r}... is {size} bytes in UTF-8; at most {MAX_RUN_TAG_BYTES}, so that the files "
+                f"named after it (e.g. RUN.support_assignments.jsonl) stay within the {MAX_FILE_NAME_BYTES} bytes a "
+                "file name may have")
     return None
 
 

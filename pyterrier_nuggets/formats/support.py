@@ -192,6 +192,9 @@ def _support_assignment_rows(path: str, texts: bool = False):
                 citations.append((reference, TRACK_SUPPORT_LABELS[str(label)]))
             sentences.append((text, citations))
         yield qid, run_id, sentences
+    if not seen:
+        raise InputError(path, None, None, "holds no support assignment (an empty file)",
+                         "give the toolkit's support assignments, one row per answer (topic and run)")
 
 
 def support_assignment_rows(answers: Iterable[Answer], judgments: Iterable[SupportJudgment]) -> list[dict]:
