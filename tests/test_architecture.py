@@ -16,6 +16,7 @@ LAYERS = {
     "evaluation": 3,
     "pipeline": 4,
     "annotate": 4,
+    "report": 4,  # the HTML report of output folders: reads them with formats and evaluation
     "cli": 5,
     "__init__": 6,  # the facade: re-exports the public names
 }

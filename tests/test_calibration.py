@@ -83,11 +83,26 @@ def test_calibrate_fits_on_half_the_groups_and_reports_on_the_other():
     assert result.own is not None and result.own_threshold == 0.5  # the matcher's own threshold, compared
     text = result.to_text()
     assert "threshold 0.62" in text and "held-out 120 pairs" in text and "0.247" in text
+    # the accuracy beside always answering the most frequent label of the same pairs
+    labels = [p.label for p in noisy if p.group in ("1", "3", "5")]
+    majority = max(sum(labels), len(labels) - sum(labels)) / len(labels)
+    assert result.majority == pytest.approx(majority) and result.majority_label == "no"
+    assert f"accuracy {result.test.exact:.3f} (always 'no': {majority:.3f})" in text
+    assert result.to_dict()["test_majority_accuracy"] == pytest.approx(majority)
     assert json.loads(json.dumps(result.to_dict()))["test_groups"] == ["1", "3", "5"]
     # in-sample, said so
     assert not calibrate(ScoreMatcher(), pairs, split="none", n_resamples=0).held_out
     with pytest.raises(ValueError, match="no group"):
         calibrate(ScoreMatcher(), [LabelledPair(("a",), "b #0.1", False)] * 2)
+
+
+def test_each_task_is_compared_with_what_the_paper_reports_for_it():
+    pairs = known_threshold_pairs()
+    lines = {task: calibrate(ScoreMatcher(), pairs, task=task, n_resamples=0).to_text().splitlines()[-1]
+             for task in ("ntr", "NtN", "dedup", "")}
+    assert "[cone-rag Table 6], NtR" in lines["ntr"] and "GPT-4o 0.90" in lines["ntr"]
+    assert "reports no agreement of its NtN matcher" in lines["NtN"] and "0.247" not in lines["NtN"]
+    assert not any("cone-rag" in lines[t] for t in ("dedup", ""))  # nothing of the paper's to compare with
 
 
 def test_any_premise_decides_and_split_rules():

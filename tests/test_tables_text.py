@@ -10,7 +10,7 @@ import pytest
 
 from pyterrier_nuggets.evaluation import correlate
 from pyterrier_nuggets.evaluation.table import JointTable
-from pyterrier_nuggets.formats import counted
+from pyterrier_nuggets.formats import LeaderboardRow, counted
 
 ENGINES = [e for e in ("pdflatex", "lualatex", "tectonic") if shutil.which(e)]
 
@@ -54,10 +54,31 @@ def test_latex_table_text():
     tex = table.to_latex()
     _text_checks(tex, columns=3)
     assert r"dense\_k3 \& co" in tex and r"100\%\textasciitilde{}best\textasciicircum{}2 \#1" in tex
-    assert r"0.4$^\dagger$" in tex.replace("0.4100", "0.4")  # a marked cell
+    assert r"0.410$^\dagger$" in tex  # a marked cell, 3 decimals by default
+    # the best value of each column in bold (and marked), said in a comment; 4 decimals on request
+    assert r"\textbf{0.610}$^\dagger$ & \textbf{0.600}$^\dagger$ \\" in tex
+    assert "% bold: the best value of each column as shown (V_strict: highest, nDCG@10: highest)" in tex
+    assert r"\textbf{0.6100}$^\dagger$" in table.to_latex(digits=4)
+    assert tex.count(r"\textbf") == 2
     assert "Means over 3 topics." in tex and r"Kendall's $\tau$-b" in tex  # the note, escaped, as a footnote
     assert tex.splitlines()[0].startswith(r"% needs \usepackage{booktabs}")
     _text_checks(_table(baseline=False).to_latex(), columns=3)
+
+
+def test_latex_bold_ties_directions_and_its_own_file_name():
+    table = _table(names=("a", "b"))
+    table.means.loc["b", "nDCG@10"] = table.means.loc["a", "nDCG@10"] + 0.0001  # equal at 3 decimals: both bold
+    table.means["RubricFailedMandatory"] = [0.5, 0.25]  # less is better
+    table.means["AnswerWords"] = [10.0, 90.0]  # no better direction: never bold
+    table.pvalues = table.means * 0 + 0.5
+    tex = table.to_latex("ikat")
+    rows = [line for line in tex.splitlines() if line.endswith(r"\\") and not line.startswith("System")]
+    assert rows == [r"a & 0.210 & \textbf{0.200} & 0.500 & 10.0 \\",
+                    r"b & \textbf{0.410} & \textbf{0.200} & \textbf{0.250} & 90.0 \\"]
+    assert r"\input{ikat.tex}" in tex.splitlines()[0]
+    assert "RubricFailedMandatory: lowest" in tex
+    one = _table(names=("only",), baseline=False)
+    assert r"\textbf" not in one.to_latex()  # one system: nothing is best
 
 
 @pytest.mark.skipif(not ENGINES, reason="no TeX engine (pdflatex, lualatex, tectonic) on this machine: "
@@ -113,3 +134,44 @@ def test_correlate_given_jsonl_says_what_it_expects(tmp_path, capsys):
     (tmp_path / "wide.csv").write_text("run,qid,x\nr,q,1\n")
     assert main(["correlate", str(tmp_path / "wide.csv"), str(table), "--measure", "V_strict"]) == 2
     assert "missing from the header line (run,qid,x)" in capsys.readouterr().err
+
+
+def test_published_text_names_the_model_never_the_endpoint_address():
+    from pyterrier_nuggets.evaluation import plots
+    from pyterrier_nuggets.evaluation.arena import leaderboard
+    from pyterrier_nuggets.records import Battle
+    judge = "PairwiseJudge (naive prompt, one order, seed 0) on gpt-4o at http://10.1.2.3:18931/v1 + https://b.example/v1"
+    table = _table()
+    table.provenance = {"assignment": "AutoAssign: NuggetAssigner on gpt-4o at http://10.1.2.3:18931/v1"}
+    battles = [Battle(f"q{i}", (a, b), a, b, "A" if i % 3 else "Tie", judge=judge)
+               for i in range(3) for a, b in (("bm25 k1", "dense_k3 & co"), ("dense_k3 & co", "100%~best^2 #1"),
+                                              ("bm25 k1", "100%~best^2 #1"))]
+    arena = leaderboard(battles, resamples=0, prior=1.0)
+    table.set_arena([LeaderboardRow(**r) for r in arena.leaderboard_rows()])
+    published = [table.to_text(), table.to_markdown(), table.to_latex(), arena.to_text()]
+    fig = plots.arena_figure(arena)
+    published += [t.get_text() for t in (fig._suptitle, fig._supxlabel)]
+    for text in published:
+        assert "http" not in text and "10.1.2.3" not in text and "b.example" not in text, text
+    assert "AutoAssign: NuggetAssigner on gpt-4o" in table.to_text() and "on gpt-4o" in published[-2]
+    assert "http://10.1.2.3:18931/v1" in table.to_csv()  # the data file keeps where the judge ran
+
+
+def test_table_command_tex_digits_and_its_own_name(tmp_path, capsys):
+    from pyterrier_nuggets.cli import main
+    qrels = tmp_path / "n.qrels"
+    qrels.write_text("".join(f"q{i} 0 q{i}:n0 2\nq{i} 0 q{i}:n1 2\nq{i} 0 q{i}:n2 2\n" for i in range(3)))
+    for name, k in (("a", 1), ("b", 2)):
+        (tmp_path / f"{name}.run").write_text("".join(f"q{i} Q0 q{i}:n{j} {j + 1} 1 {name}\n"
+                                                      for i in range(3) for j in range(k)))
+    args = ["table", "--nugget-qrels", str(qrels), "--system", "a", str(tmp_path / "a.run"), "--system", "b",
+            str(tmp_path / "b.run"), "--measures", "V_strict", "--label", "nuggets=hand-made"]
+    assert main(args + ["--out", str(tmp_path / "three")]) == 0
+    assert main(args + ["--out", str(tmp_path / "four"), "--tex-digits", "4"]) == 0
+    capsys.readouterr()
+    three, four = (tmp_path / "three.tex").read_text(), (tmp_path / "four.tex").read_text()
+    assert r"\input{three.tex}" in three and r"\textbf{0.667}" in three and "0.333 " in three
+    assert r"\textbf{0.6667}" in four and "0.3333 " in four
+    with pytest.raises(SystemExit):  # refused where it is parsed
+        main(args + ["--out", str(tmp_path / "x"), "--tex-digits", "0"])
+    assert "must be 1 or more" in capsys.readouterr().err

@@ -31,6 +31,7 @@
     pyterrier-nuggets demo|trec-rag|ikat|arena ... --shard I/N --out SHARD_DIR   (one shard of the topics)
     pyterrier-nuggets merge SHARD_DIR ... --out DIR [--llm-cache PATH]   (the shards as one run, docs/shards.md)
     pyterrier-nuggets cache merge SOURCE ... --into TARGET   (response caches folded into one)
+    pyterrier-nuggets report IN_FOLDER ... --out REPORT_FOLDER [--collection DIR] [--answers FILE]   (HTML report)
 """
 from __future__ import annotations
 
@@ -53,6 +54,7 @@ from pyterrier_nuggets.cli import (
     export,
     ikat,
     merge,
+    report,
     score,
     table,
     trec_rag,
@@ -63,7 +65,7 @@ from pyterrier_nuggets.cli import (
 EXIT_LLM_FAILED, EXIT_INPUT, EXIT_BUG, EXIT_INTERRUPTED = 1, 2, 3, 130
 
 SUBCOMMANDS = (demo, export, table, score, correlate, agree, annotate, ikat, calibrate, trec_rag, arena,
-               check_endpoint, merge, cache)
+               check_endpoint, merge, cache, report)
 
 
 VERBOSE_HELP = ("also show what the model libraries print while loading a model (their progress bars and "

@@ -27,6 +27,11 @@ def add_parser(sub) -> None:
                    help="NtR / NtN matcher: embedding (offline baseline, default: the thresholds calibrated on the "
                    "crowd labels for NtR and NtN; embedding:T one threshold T for both, agreement not measured), "
                    "nli:PATH (a local NLI model folder), llm (--base-url / --model), e.g. --matcher embedding:0.7")
+    p.add_argument("--vector-cache", metavar="PATH|none",
+                   help="embedding matcher: the SQLite file that keeps the sentence vectors across runs, so a re-run "
+                   "encodes nothing again (default: the main job's, ~/.cache/pyterrier-nuggets/indexes/"
+                   "embedding-vectors.sqlite; with --shard none; none: this run only), e.g. --vector-cache "
+                   "out/vectors.sqlite")
     p.add_argument("--unanswered-turns", choices=("refuse", "leave-out"), default="refuse",
                    help="gold nugget turns no system answered: refuse (default: a turn id form that differs, or runs "
                    "of other turns) or leave them out (the header says how many), e.g. --unanswered-turns leave-out")
@@ -84,22 +89,39 @@ def _llm(args):
                      max_retry_time=args.max_retry_time, **client_options(args))
 
 
-def _matcher(args, llm):
-    """The matcher of --matcher; None for the embedding baseline at its calibrated thresholds (one per task)."""
+def _matchers(args, llm) -> tuple:
+    """The NtR and NtN matchers of --matcher (the NtN one None: the NtR one does both). The embedding baseline
+    keeps its sentence vectors in --vector-cache, at the threshold calibrated for each task (embedding) or at one
+    threshold for both (embedding:T)."""
     from pyterrier_nuggets import matchers
-    if args.matcher == "embedding":
-        return None
-    if args.matcher.startswith("embedding:"):
+    if args.matcher == "embedding" or args.matcher.startswith("embedding:"):
+        cache = _vector_cache(args)
+        if args.matcher == "embedding":
+            ntr = matchers.EmbeddingMatcher.for_task("ntr", cache=cache)
+            return ntr, ntr.at_threshold(matchers.NTN_THRESHOLD)
         try:
             threshold = float(args.matcher.split(":", 1)[1])
         except ValueError:
             raise UsageError(f"--matcher {args.matcher!r}: give embedding:T with a number T, e.g. embedding:0.7") from None
-        return matchers.EmbeddingMatcher(threshold)
+        return matchers.EmbeddingMatcher(threshold, cache=cache), None
+    if args.vector_cache is not None:
+        raise UsageError(f"--vector-cache keeps the embedding matcher's vectors; --matcher {args.matcher} has none")
     if args.matcher.startswith("nli:"):
-        return matchers.NLIMatcher(args.matcher[4:])
+        return matchers.NLIMatcher(args.matcher[4:]), None
     if args.matcher == "llm":
-        return matchers.LLMMatcher(llm)
+        return matchers.LLMMatcher(llm), None
     raise UsageError(f"--matcher {args.matcher!r}: give embedding, embedding:T, nli:PATH or llm")
+
+
+def _vector_cache(args) -> str | None:
+    """The embedding matcher's vector cache: --vector-cache (``none``: no file), else the main job's file; none for a
+    shard (shards run at once, maybe on other machines: one SQLite file written by all is a lock, or worse on NFS)."""
+    if args.vector_cache is not None:
+        return None if args.vector_cache == "none" else args.vector_cache
+    if args.shard is not None:
+        return None
+    from pyterrier_nuggets.pipeline.retrievers import default_vector_cache
+    return str(default_vector_cache())
 
 
 def _read_topics(path: str | None, dataset: str) -> list:
@@ -224,8 +246,9 @@ def _joint(args, paths: dict[str, str]) -> int:
         qrels = args.qrels or list(ir_datasets.load("trec-ikat/2024").qrels_iter())
         if args.shard is not None:  # the shard's turns only: its means are over them
             qrels = _qrels_of(qrels, set(args.shard.select(turns)))
-    result = ikat.ikat_table(systems, gold, qrels, _matcher(args, llm), topics, baseline=args.baseline, test=args.test,
-                             correction=args.correction, alpha=args.alpha, gold_label=label,
+    ntr, ntn = _matchers(args, llm)
+    result = ikat.ikat_table(systems, gold, qrels, ntr, topics, baseline=args.baseline, test=args.test,
+                             correction=args.correction, alpha=args.alpha, gold_label=label, ntn_matcher=ntn,
                              unanswered=args.unanswered_turns)
     if args.extract:
         result.labels["extraction"] = f"NuggetExtractor ([cone-rag §4.1]), llm {llm.model!r}"

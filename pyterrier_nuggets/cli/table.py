@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ir_measures_ext.errors import InvalidInput
-from pyterrier_nuggets.cli.errors import UsageError, probability
+from pyterrier_nuggets.cli.errors import UsageError, positive_int, probability
 
 
 def add_parser(sub) -> None:
@@ -27,6 +27,8 @@ def add_parser(sub) -> None:
                         "default: such a run scores 0 on every topic of the qrels, e.g. topic ids '105741' against "
                         "qrels of '2024-105741'); a warning says so")
     p.add_argument("--out", help="write PREFIX.csv, PREFIX.md, PREFIX.tex, PREFIX.perquery.csv, e.g. --out out/table (writes out/table.csv, ...)")
+    p.add_argument("--tex-digits", type=positive_int, default=3, metavar="N", help="decimals of the values in "
+                   "PREFIX.tex (default 3; the best value of each column is bold), e.g. --tex-digits 4")
     p.add_argument("--compare-to", metavar="OTHER.perquery.csv",
                    help="another evaluation of the same systems (per-query or run-level CSV, e.g. another table's "
                    "PREFIX.perquery.csv): the note gives the Kendall's τ-b between the two system orderings")
@@ -85,6 +87,7 @@ def run(args) -> int:
     if arena is not None:
         _check_arena_systems(args.arena, arena, names)
     table.provenance = labels
+    table.tex_digits = args.tex_digits
     print(table.to_text())
     if args.out:
         print("written: " + ", ".join(table.write(args.out)))

@@ -32,7 +32,7 @@ from ir_measures_ext.errors import InvalidInput
 from ir_measures_ext.scoring import ARENA_CENTRE, ARENA_SCALE, arena_ratings, battle_score
 from pyterrier_nuggets.evaluation import statistics
 from pyterrier_nuggets.evaluation.correlation import Correlation, LevelCorrelation, Swap, common_names, score_grid
-from pyterrier_nuggets.formats import counted
+from pyterrier_nuggets.formats import counted, shown_label
 from pyterrier_nuggets.formats.arena import LEADERBOARD_COLUMNS, LEADERBOARD_EXTRA, PAIRWISE_COLUMNS
 from pyterrier_nuggets.records import Battle
 
@@ -238,7 +238,7 @@ class Arena:
         ok = sum(b.ok for b in self.battles)
         topics = len({b.qid for b in self.battles if b.ok})
         lines = [f"Arena: {counted(len(self.systems), 'system')}, {counted(ok, 'battle')} on {counted(topics, 'topic')}; "
-                 f"judge: {self.judge}",
+                 f"judge: {shown_label(self.judge)}",
                  "Bradley-Terry rating (mean 1000, 400 points per base-10 log-odds; ties are half wins)"
                  + (f", with a prior of {self.prior:g} virtual tie{'' if self.prior == 1 else 's'} per pair that met" if self.prior else "")]
         frame = self.ratings[["rank", "run_id", "arena_score", "wins", "losses", "ties"]].copy()

@@ -40,6 +40,13 @@ from pyterrier_nuggets.judges.base import Failure, LLMStepError
 from pyterrier_nuggets.matchers import Matcher
 
 SPLITS = ("alternate", "none")
+# what [cone-rag] reports for a task, printed under a calibration of that task (a task it reports nothing for: no line)
+PAPER_COMPARISON = {
+    "ntr": "[cone-rag Table 6], NtR against the crowd majority on 1,356 pairs: DeBERTa accuracy 0.805, κ 0.247; "
+           "GPT-4o 0.90, κ 0.610 (the paper prints no majority baseline)",
+    "ntn": "[cone-rag] reports no agreement of its NtN matcher (DeBERTa NLI on extracted nuggets) with people; "
+           "its Table 6 is NtR (the response judged whole), not comparable with NtN decisions",
+}
 # the crowd study's anonymised runs whose response is known: the teams with one automatic run (docs/cone-rag.md)
 CROWD_KNOWN_RUNS = {"nii-1": "NII_USI_UCL", "iires-1": "uot-yahoo_run", "ksu-1": "ksu"}
 
@@ -83,16 +90,32 @@ class Calibration:
     held_out: bool = True
     sweep: list[tuple[float, float]] = field(default_factory=list)  # (threshold, κ on the fitted pairs)
 
+    @property
+    def majority(self) -> float:
+        """The accuracy of always answering the most frequent label of the reported pairs: what an accuracy is
+        compared with (on labels that are mostly "no", always "no" is accurate and agrees with nothing, κ 0)."""
+        counts = self.test.confusion.sum(axis=1)
+        return float(counts.max() / counts.sum()) if counts.sum() else math.nan
+
+    @property
+    def majority_label(self) -> str:
+        return "yes" if self.test.confusion.sum(axis=1)[1] > self.test.confusion.sum(axis=1)[0] else "no"
+
+    def paper_comparison(self) -> str | None:
+        """What [cone-rag] reports for this task (:data:`PAPER_COMPARISON`), or None."""
+        return PAPER_COMPARISON.get(self.task.lower())
+
     def to_dict(self) -> dict[str, Any]:
         nan = lambda v: None if v is None or (isinstance(v, float) and math.isnan(v)) else v  # noqa: E731
-        out = {"matcher": self.matcher, "task": self.task, "threshold": self.threshold,
+        out: dict[str, Any] = {"matcher": self.matcher, "task": self.task, "threshold": self.threshold,
                "threshold_interval": [nan(x) for x in self.interval], "confidence": self.confidence,
                "fit_kappa": nan(self.fit_kappa), "fit_groups": self.fit_groups, "test_groups": self.test_groups,
                "pairs_fit": self.n_fit, "pairs_test": self.n_test, "held_out": self.held_out,
-               "test_accuracy": nan(self.test.exact), "test_kappa": nan(self.test.kappa),
+               "test_accuracy": nan(self.test.exact), "test_majority_accuracy": nan(self.majority),
+               "test_majority_label": self.majority_label, "test_kappa": nan(self.test.kappa),
                "test_kappa_interval": [nan(x) for x in self.test_kappa_interval],
                "test_confusion": self.test.confusion.astype(int).tolist(),
-               "sweep": [[t, nan(k)] for t, k in self.sweep]}
+               "sweep": [[t, nan(k)] for t, k in self.sweep], "paper": self.paper_comparison()}
         if self.own is not None:
             out.update(own_threshold=self.own_threshold, own_test_accuracy=nan(self.own.exact),
                        own_test_kappa=nan(self.own.kappa))
@@ -100,6 +123,7 @@ class Calibration:
 
     def to_text(self) -> str:
         pct = f"{self.confidence:.0%}"
+        always = f" (always {self.majority_label!r}: {_fmt(self.majority)})"
         where = "held-out" if self.held_out else "the same (in-sample: no groups to hold out)"
         lines = [f"Calibration of {self.matcher}" + (f" for {self.task}" if self.task else ""),
                  f"  fitted on {self.n_fit} pairs (groups {_groups(self.fit_groups)}): threshold {self.threshold:g} "
@@ -107,16 +131,16 @@ class Calibration:
                  f"{_fmt(self.interval[1])}, κ {_fmt(self.fit_kappa)} on these pairs",
                  f"  on {where} {self.n_test} pairs" + (f" (groups {_groups(self.test_groups)})" if self.held_out
                                                          else "") +
-                 f": accuracy {_fmt(self.test.exact)}, Cohen's κ {_fmt(self.test.kappa)} ({pct} interval "
+                 f": accuracy {_fmt(self.test.exact)}{always}, Cohen's κ {_fmt(self.test.kappa)} ({pct} interval "
                  f"{_fmt(self.test_kappa_interval[0])}-{_fmt(self.test_kappa_interval[1])})"]
         if self.own is not None:
             lines.append(f"  the matcher's own threshold {self.own_threshold:g} on the same pairs: accuracy "
-                         f"{_fmt(self.own.exact)}, Cohen's κ {_fmt(self.own.kappa)}")
+                         f"{_fmt(self.own.exact)}{always}, Cohen's κ {_fmt(self.own.kappa)}")
         c = self.test.confusion.astype(int)
         lines.append(f"  confusion on those pairs (rows: labels no / yes, columns: matcher no / yes): "
                      f"{c[0, 0]} {c[0, 1]} / {c[1, 0]} {c[1, 1]}")
-        lines.append("  ([cone-rag Table 6], NtR against the crowd majority: DeBERTa accuracy 0.805, κ 0.247; GPT-4o "
-                     "0.90, 0.610)")
+        if self.paper_comparison():
+            lines.append(f"  ({self.paper_comparison()})")
         return "\n".join(lines)
 
     def __str__(self) -> str:

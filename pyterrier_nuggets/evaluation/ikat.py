@@ -22,15 +22,27 @@ import os
 import re
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
 
+from ir_measures_ext import ids
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.evaluation.cone import NuggetToNugget, NuggetToResponse
 from pyterrier_nuggets.evaluation.table import JointTable, System, joint_table
-from pyterrier_nuggets.formats import NuggetSet, as_nugget_set, atomic_write, counted, nugget_qrels, write_all
+from pyterrier_nuggets.formats import (
+    Decision,
+    NuggetSet,
+    TurnMatches,
+    as_nugget_set,
+    atomic_write,
+    counted,
+    nugget_qrels,
+    shown_label,
+    write_all,
+    write_ikat_matches,
+)
 from pyterrier_nuggets.matchers import NTN_THRESHOLD, EmbeddingMatcher, as_matcher
 
 RETRIEVAL = ["nDCG@5", "P@20", "R@20", "R@1000", "AP"]  # [cone-rag §5.4] / Table 11 (AP = mAP over turns)
@@ -59,10 +71,11 @@ class IkatTable:
     labels: dict[str, str] = field(default_factory=dict)
     prefix: str = "ikat"
     notes: list[str] = field(default_factory=list)
+    matches: list[TurnMatches] = field(default_factory=list)  # the decisions behind the nugget measures
 
     def header(self) -> str:
         """The labels (nuggets, matchers and their agreement with people), then the notes, one a line."""
-        return "\n".join(["; ".join(f"{k}: {v}" for k, v in self.labels.items()), *self.notes])
+        return "\n".join(["; ".join(f"{k}: {shown_label(v)}" for k, v in self.labels.items()), *self.notes])
 
     def __str__(self) -> str:
         return self.header() + "\n" + self.table.to_text()
@@ -77,7 +90,9 @@ class IkatTable:
         paths = output_paths(out_dir, self.prefix)
         t = self.table
         note = "".join(f"% {line}\n" for line in self.header().split("\n"))
-        texts = {".csv": t.to_csv(), ".md": self.header() + "\n\n" + t.to_markdown(), ".tex": note + t.to_latex(),
+        labelled = replace(t, provenance={**t.provenance, **self.labels})  # the CSV carries who made it, as a column each
+        texts = {".csv": labelled.to_csv(), ".md": self.header() + "\n\n" + t.to_markdown(),
+                 ".tex": note + t.to_latex(self.prefix),
                  ".perquery.csv": t.per_query.to_csv(index=False), ".perturn.csv": self.per_turn.to_csv(index=False),
                  ".breakdowns.csv": self.breakdowns.to_csv(index=False)}
 
@@ -87,8 +102,10 @@ class IkatTable:
                     f.write(text)
             return write
         writers = {paths[s]: text_writer(x) for s, x in texts.items()}
+        if self.matches:
+            writers[paths[".matches.jsonl"]] = lambda path: write_ikat_matches(path, self.matches)
         recall = next((m for m in ("Recall_NtN", "Recall_NtR") if m in t.means.columns), None)
-        if plot and "nDCG@5" in t.means.columns and recall:
+        if plot and "nDCG@5" in t.means.columns and recall and len(t.means) > 1:  # no plot of a single system
             from pyterrier_nuggets.evaluation.plots import figure_writers, joint_figure
             turns = t.per_query["qid"].nunique()
             matcher = self.labels.get(f"{recall[-3:]} matcher", self.labels.get("matcher", "not named"))
@@ -99,8 +116,8 @@ class IkatTable:
         return write_all(writers)
 
 
-OUTPUT_SUFFIXES = (".csv", ".md", ".tex", ".perquery.csv", ".perturn.csv", ".breakdowns.csv", ".scatter.png",
-                   ".scatter.pdf", ".scatter.svg")
+OUTPUT_SUFFIXES = (".csv", ".md", ".tex", ".perquery.csv", ".perturn.csv", ".breakdowns.csv", ".matches.jsonl",
+                   ".scatter.png", ".scatter.pdf", ".scatter.svg")
 
 
 def output_paths(out_dir: str, prefix: str = "ikat") -> dict[str, str]:
@@ -247,7 +264,34 @@ def ikat_table(systems: Sequence[IkatSystem], gold_nuggets: Any, passage_qrels: 
     labels["matcher agreement with people"] = "; ".join(agreement)
     if not all(with_nuggets):
         labels["NtN"] = "not computed (no extracted nuggets)"
-    return IkatTable(table, per_turn, breakdowns, labels, notes=notes)
+    return IkatTable(table, per_turn, breakdowns, labels, notes=notes,
+                     matches=turn_matches(evaluation, systems, topics))
+
+
+def turn_matches(evaluation: pd.DataFrame, systems: Sequence[IkatSystem], topics: Sequence[Any] | None = None
+                 ) -> list[TurnMatches]:
+    """The matcher's decisions of an iKAT table per (system, turn), with the response and the texts they were made
+    on (``ikat.matches.jsonl``): the rows of :class:`~.cone.NuggetToResponse` and :class:`~.cone.NuggetToNugget`."""
+    resolved = {q.query_id: q.resolved_utterance for q in topics or ()}
+    decisions: dict[tuple[str, str], dict[str, list[Decision]]] = {}
+    for qid, docno, matched, text, score, run_id in zip(evaluation["qid"], evaluation["docno"], evaluation["matched"],
+                                                        evaluation["nugget"], evaluation["match_score"],
+                                                        evaluation["run_id"]):
+        kind = ids.parse_row_id(str(qid), str(docno))
+        key = {"ntr_gold": "ntr", "ntn_gold": "ntn_recall", "ntn_extracted": "ntn_precision"}.get(kind.kind)
+        if key is None or not isinstance(matched, bool):  # a failed decision (kept with matched "failed") is none
+            continue
+        gold_id = ids.nugget_id(str(qid), kind.nugget) if key != "ntn_precision" else None
+        decisions.setdefault((str(run_id), str(qid)), {}).setdefault(key, []).append(
+            Decision(str(text), matched, float(score), gold_id))
+    out = []
+    for s in systems:
+        for qid, response in zip(s.responses["qid"].astype(str), s.responses["qanswer"]):
+            lists = decisions.get((s.name, qid))
+            if lists is not None:
+                out.append(TurnMatches(qid, s.name, str(response), query=resolved.get(qid),
+                                       **{k: tuple(v) for k, v in lists.items()}))
+    return out
 
 
 def span_rate(items: Sequence[Any]) -> pd.DataFrame:

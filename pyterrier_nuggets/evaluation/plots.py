@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from ir_measures_ext.errors import InvalidInput
-from pyterrier_nuggets.formats import counted, write_all
+from pyterrier_nuggets.formats import counted, shown_label, write_all
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -139,7 +139,9 @@ def _figure(height: float, width: float = WIDTH) -> Figure:
 
 
 def _title(text: str, width: float = WIDTH) -> str:
-    """``text`` wrapped to the figure's width (a title is never cut at the edges)."""
+    """``text`` wrapped to the figure's width (a title is never cut at the edges), with a judge's endpoint address
+    left out (:func:`~pyterrier_nuggets.formats.shown_label`: the model is named, the machine is not)."""
+    text = shown_label(text)
     chars = int(TITLE_CHARS * width / WIDTH)
     lines = []
     for line in text.split("\n"):
@@ -227,7 +229,66 @@ def _scatter(ax, means: pd.DataFrame, topics: pd.DataFrame | None, *, min_span: 
             setter(fit_limits(values, bounds, floor, pad=0.08))
     ax.locator_params(nbins=6)
     ax.grid(alpha=0.3)
-    place_labels(ax, {str(name): (means.loc[name, "x"], means.loc[name, "y"]) for name in means.index})
+    label_systems(ax, {str(name): (means.loc[name, "x"], means.loc[name, "y"]) for name in means.index}, styles)
+
+
+#: more systems than this are numbered with a key, whether their names would fit or not
+MAX_NAMED = 12
+
+
+def label_systems(ax, points: dict[str, tuple[float, float]], styles: dict[str, dict] | None = None) -> list[str]:
+    """Name each system's point next to it when every name fits without touching another name or point
+    (:func:`place_labels`, at most :data:`MAX_NAMED` systems); otherwise number the points (1 = the highest y) and
+    list the numbers with the names, markers and colours in a key below the axes (the figure grows to hold it), so
+    that no label ever covers another.
+
+    :param ax: the axes, with their limits set.
+    :param points: system -> (x, y) of its point.
+    :param styles: system -> its ``color`` and ``marker`` (for the key).
+    :returns: the systems in the order of their numbers, or ``[]`` when they are named.
+    """
+    if len(points) <= MAX_NAMED:
+        texts, cost = place_labels(ax, _together(ax, points, {name: name for name in points}))
+        if cost == 0:
+            return []
+        for text in texts:
+            text.remove()
+    order = sorted(points, key=lambda name: (-points[name][1], points[name][0], name))
+    _key(ax.figure, order, styles or {})  # first: the figure grows, and the numbers are placed in its final layout
+    place_labels(ax, _together(ax, points, {name: str(i) for i, name in enumerate(order, 1)}), fontsize=5.5)
+    return order
+
+
+def _together(ax, points: dict[str, tuple[float, float]], labels: dict[str, str], marker: float = 3.0
+              ) -> dict[str, tuple[float, float]]:
+    """Label text -> point, systems whose markers lie on each other (closer than a marker) under one label
+    ("bm25-k5, bm25-k3-smollm2"): two labels beside one spot would not say which marker is whose."""
+    ax.figure.draw_without_rendering()
+    reach = 2 * marker * ax.figure.dpi / 72
+    groups: list[tuple[tuple[float, float], list[str]]] = []
+    for name, (px, py) in zip(points, ax.transData.transform(list(points.values()))):
+        near = next((g for (gx, gy), g in groups if math.hypot(gx - px, gy - py) < reach), None)
+        if near is None:
+            groups.append(((px, py), [name]))
+        else:
+            near.append(name)
+    return {", ".join(labels[n] for n in names): points[names[0]] for _, names in groups}
+
+
+def _key(fig, order: list[str], styles: dict[str, dict]) -> None:
+    """The key of numbered points below the axes: one line per system, in one or two columns."""
+    from matplotlib.lines import Line2D
+    longest = max(len(name) for name in order)
+    columns = 2 if longest <= 30 and len(order) > 6 else 1
+    rows = math.ceil(len(order) / columns)
+    width, height = fig.get_size_inches()
+    fig.set_size_inches(width, height + rows * 5.5 * 1.35 / 72 + 0.1)  # one 5.5 pt line per row
+    handles = [Line2D([], [], linestyle="none", markeredgecolor="black", markeredgewidth=0.4, markersize=3.5,
+                      **styles.get(name, {"marker": "o", "color": "0.5"})) for name in order]
+    # filled column by column: the numbers run down the first column, then the second
+    fig.legend(handles, [f"{i}  {name}" for i, name in enumerate(order, 1)], loc="outside lower center",
+               ncols=columns, fontsize=5.5, frameon=False, handlelength=1.0, handletextpad=0.4, columnspacing=1.2,
+               borderaxespad=0.2, labelspacing=0.25)
 
 
 #: where a label may go around its point: (dx, dy) directions, tried in this order at each distance
@@ -236,7 +297,8 @@ LABEL_DISTANCES = (4, 11, 18)  # points from the point; beyond the first, a thin
 _ALIGN = {-1: ("right", "top"), 0: ("center", "center"), 1: ("left", "bottom")}
 
 
-def place_labels(ax, points: dict[str, tuple[float, float]], fontsize: float = 6.5, marker: float = 3.0) -> None:
+def place_labels(ax, points: dict[str, tuple[float, float]], fontsize: float = 6.5, marker: float = 3.0
+                 ) -> tuple[list, float]:
     """Label each point with its name, next to it: the first place around it (:data:`LABEL_DIRECTIONS`, at each of
     :data:`LABEL_DISTANCES` in turn) where the label overlaps no other label and no point and stays inside the axes,
     else the place with the least overlap. Deterministic: the same points give the same picture.
@@ -245,6 +307,8 @@ def place_labels(ax, points: dict[str, tuple[float, float]], fontsize: float = 6
     :param points: name -> (x, y) in data coordinates, labelled in this order.
     :param fontsize: the labels' size in points.
     :param marker: the half-size of a point's marker in points (what a label keeps clear of).
+    :returns: the labels (matplotlib ``Annotation``) and their total overlap with each other, the points and the
+        axes' edges (0: every label stands clear).
     """
     fig = ax.figure
     fig.draw_without_rendering()  # the final layout, before the labels are placed in it
@@ -252,6 +316,7 @@ def place_labels(ax, points: dict[str, tuple[float, float]], fontsize: float = 6
     half = marker * fig.dpi / 72
     occupied = [(cx - half, cy - half, cx + half, cy + half) for cx, cy in ax.transData.transform(list(points.values()))]
     frame = ax.get_window_extent(renderer).extents
+    placed, total = [], 0.0
     for name, xy in points.items():
         best = None
         for distance in LABEL_DISTANCES:
@@ -276,6 +341,9 @@ def place_labels(ax, points: dict[str, tuple[float, float]], fontsize: float = 6
             if best[0] == 0:
                 break
         occupied.append(best[2])
+        placed.append(best[1])
+        total += best[0]
+    return placed, total
 
 
 def _overlap(a, b) -> float:
@@ -360,7 +428,8 @@ def write_plots(table: JointTable, out_dir: str, *, topics: bool = False, format
 
     ``ndcg_vs_vstrict`` (nDCG@10 of the segments against V_strict of the answer) needs both measures;
     ``vstrict_vs_words`` (V_strict against answer length with the Pareto front of the means, cf. [autonuggetizer
-    Figure 7]) needs ``AnswerWords`` and V_strict.
+    Figure 7]) needs ``AnswerWords`` and V_strict. A table of one system gets no plot (a scatter of one point
+    compares nothing).
 
     :param table: the joint table (:func:`~pyterrier_nuggets.evaluation.joint_table`).
     :param out_dir: the folder to write them to.
@@ -375,7 +444,9 @@ def write_plots(table: JointTable, out_dir: str, *, topics: bool = False, format
         write_plots(table, "out/plots", topics=True)   # out/plots/ndcg_vs_vstrict.png, .pdf, .svg, ...
     """
     have = set(table.means.columns)
-    paths = []
+    paths: list[str] = []
+    if len(table.means) < 2:  # a scatter of one system shows nothing to compare
+        return paths
     if {NDCG, VSTRICT} <= have:
         paths += joint_scatter(table, NDCG, VSTRICT, os.path.join(out_dir, "ndcg_vs_vstrict.png"), formats=formats,
                                topics=topics, min_span=min_span, xlabel="nDCG@10 (retrieved segments)",
@@ -545,5 +616,5 @@ def arena_plot(arena, path: str, title: str | None = None, *, formats: Sequence[
 
 
 __all__ = ["FORMATS", "WIDTH", "DPI", "MIN_SPAN", "figure_paths", "figure_writers", "save_figure", "fit_limits",
-           "place_labels", "joint_figure", "joint_scatter", "write_plots", "pareto_front", "correlation_figure", "correlation_scatter",
+           "place_labels", "label_systems", "joint_figure", "joint_scatter", "write_plots", "pareto_front", "correlation_figure", "correlation_scatter",
            "confusion_figure", "confusion_heatmap", "arena_figure", "arena_plot"]

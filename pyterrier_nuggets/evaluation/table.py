@@ -26,7 +26,7 @@ from ir_measures_ext.errors import InvalidInput
 from ir_measures_ext.measures import FAMILY_TOPICS, family
 from ir_measures_ext.topics import TopicMismatchWarning, topic_mismatch
 from pyterrier_nuggets.evaluation import correlation, statistics
-from pyterrier_nuggets.evaluation.measures import ANSWER_MEASURES, RETRIEVAL_MEASURES
+from pyterrier_nuggets.evaluation.measures import ANSWER_MEASURES, LOWER_IS_BETTER, NO_BEST, RETRIEVAL_MEASURES
 from pyterrier_nuggets.formats import (
     LeaderboardRow,
     atomic_write,
@@ -34,6 +34,7 @@ from pyterrier_nuggets.formats import (
     read_leaderboard,
     read_qrels_rows,
     read_run_rows,
+    shown_label,
     write_all,
 )
 
@@ -155,7 +156,7 @@ class JointTable:
     :param test: ``"t"`` (paired t-test) or ``"wilcoxon"``.
     :param correction: the multiple-testing correction applied over the table, or ``None``.
     :param retrieval_measures: the names of the retrieval measures among the columns.
-    :param digits: digits shown.
+    :param digits: digits shown (text and Markdown).
     :param comparison: measure -> run-level Kendall's τ-b against ``compare_label``.
     :param compare_label: the evaluation compared to, or ``None``.
     :param compare_counts: systems and topics in common with the compared evaluation.
@@ -164,6 +165,7 @@ class JointTable:
     :param system_provenance: per-system labels, e.g. ``{"bm25-k3": {"generation": ...}}``.
     :param unit: what a ``qid`` of ``per_query`` is, in the singular, for the notes: ``"topic"`` (default) or
         ``"turn"`` (iKAT: "Means over 205 turns").
+    :param tex_digits: decimals of the LaTeX table (default 3; :meth:`to_latex`).
     :param arena: the arena leaderboard's rows (:class:`~pyterrier_nuggets.formats.LeaderboardRow`) shown as the
         ``Arena`` column with their intervals, or ``None`` (:meth:`set_arena`).
     """
@@ -189,6 +191,7 @@ class JointTable:
     # topics, so no paired test
     arena: dict[str, LeaderboardRow] = field(default_factory=dict)
     unit: str = "topic"
+    tex_digits: int = 3  # decimals in the .tex (to_latex); text, Markdown and CSV keep ``digits``
 
     def set_arena(self, rows: Sequence[LeaderboardRow] | str) -> None:
         """Show an arena leaderboard (rows, or a ``leaderboard.csv`` path) as the table's ``Arena`` column: the
@@ -204,36 +207,58 @@ class JointTable:
         r = self.arena.get(name)
         if r is None:
             return "n/a"
-        low, high = _arena_interval(r)
-        return f"{r.arena_score:.0f}" + ("" if math.isnan(low) else f" [{_rating(low)}, {_rating(high)}]")
+        return f"{r.arena_score:.0f}" + (f" {arena_interval_text(r)}" if arena_interval_text(r) else "")
 
     def provenance_lines(self) -> list[str]:
         """``key: value`` per table-wide provenance entry, then per system-level key the systems grouped by
         value."""
-        lines = [f"{k}: {v}" for k, v in self.provenance.items()]
+        lines = [f"{k}: {shown_label(v)}" for k, v in self.provenance.items()]
         keys = list(dict.fromkeys(k for d in self.system_provenance.values() for k in d))
         for key in keys:
             groups: dict[str, list[str]] = {}
             for name in self.means.index:
                 groups.setdefault(self.system_provenance.get(name, {}).get(key, "n/a"), []).append(name)
-            lines.append(f"{key}: " + "; ".join(f"{', '.join(names)}: {v}" for v, names in groups.items()))
+            lines.append(f"{key}: " + "; ".join(f"{', '.join(names)}: {shown_label(v)}" for v, names in groups.items()))
         return lines
 
-    def _cells(self) -> list[list[str]]:
+    def _value(self, m: str, v: float, digits: int) -> str:
+        return f"{v:.1f}" if m == "AnswerWords" else f"{v:.{digits}f}"
+
+    def _marked(self, name: str, m: str) -> bool:
+        """Whether the cell of system ``name`` and measure ``m`` differs significantly from the baseline."""
+        p = self.pvalues.loc[name, m] if name in self.pvalues.index else float("nan")
+        return bool(self.baseline and name != self.baseline and not math.isnan(p) and p < self.alpha)
+
+    def _cells(self, digits: int | None = None) -> list[list[str]]:
+        digits = self.digits if digits is None else digits
         rows = []
         for name in self.means.index:
-            cells = [name]
-            for m in self.means.columns:
-                v = self.means.loc[name, m]
-                text = f"{v:.1f}" if m == "AnswerWords" else f"{v:.{self.digits}f}"
-                p = self.pvalues.loc[name, m] if name in self.pvalues.index else float("nan")
-                if self.baseline and name != self.baseline and not math.isnan(p) and p < self.alpha:
-                    text += "†"
-                cells.append(text)
+            cells = [name] + [self._value(m, self.means.loc[name, m], digits) + ("†" if self._marked(name, m) else "")
+                              for m in self.means.columns]
             if self.arena:
                 cells.append(self._arena_cell(name))
             rows.append(cells)
         return rows
+
+    def best(self, digits: int | None = None) -> dict[str, set[str]]:
+        """Measure (and ``Arena``) -> the systems with the best value as shown at ``digits`` (ties: all of them):
+        the highest, or the lowest for a measure where less is better (:data:`.measures.LOWER_IS_BETTER`); none
+        for a measure without a better direction (answer length, :data:`.measures.NO_BEST`) or with one system."""
+        digits = self.digits if digits is None else digits
+        out: dict[str, set[str]] = {}
+        if len(self.means.index) < 2:
+            return out
+        for m in self.means.columns:
+            if m in NO_BEST:
+                continue
+            shown = {n: round(float(v), digits) for n, v in self.means[m].items() if not math.isnan(v)}
+            if shown:
+                target = (min if m in LOWER_IS_BETTER else max)(shown.values())
+                out[m] = {n for n, v in shown.items() if v == target}
+        ratings = {n: round(r.arena_score) for n, r in self.arena.items() if n in self.means.index}
+        if len(ratings) > 1:
+            out["Arena"] = {n for n, v in ratings.items() if v == max(ratings.values())}
+        return out
 
     def _note(self) -> str:
         per_system = self.per_query.groupby(["measure", "system"])["qid"].nunique() if len(self.per_query) else None
@@ -245,23 +270,7 @@ class JointTable:
             corrected = f", {self.correction}-corrected over the table" if self.correction else ""
             note += f" † = significantly different from {self.baseline} ({test}, p < {self.alpha}{corrected})."
         if self.arena:
-            first = next(iter(self.arena.values()))
-            over = "topics" if not math.isnan(first.ci_low_topics) else "battles"
-            interval = "" if math.isnan(_arena_interval(first)[0]) else \
-                f", [{first.confidence:.0%} interval over {over}: " \
-                f"{'cluster-robust' if over == 'topics' else 'bootstrap'}]"
-            missing = [n for n in self.means.index if n not in self.arena]
-            judges = sorted({r.judge for r in self.arena.values()}) or [""]
-            note += (f" Arena: Bradley-Terry rating of pairwise battles (mean 1000 over the leaderboard's "
-                     f"{len(self.arena)} systems, 400 per base-10 log-odds"
-                     + (f"; a prior of {first.prior:g} virtual tie{'' if first.prior == 1 else 's'} per pair that met" if first.prior else "")
-                     + f"){interval}; judge: "
-                     f"{'; '.join(j or 'not recorded' for j in judges)}"
-                     + (f"; not in the leaderboard: {', '.join(missing)}" if missing else "") + ".")
-            if first.position_bias_p < 0.05:  # the leaderboard's caveat (evaluation.arena.PositionBias.caveat)
-                note += (f" The judge preferred one position significantly (p = {first.position_bias_p:.3g}) and each "
-                         "battle was judged in one order: the ratings carry that bias (judge both orders: arena "
-                         "--both-orders).")
+            note += " " + arena_note(list(self.arena.values()), [n for n in self.means.index if n not in self.arena])
         if self.compare_label:
             systems, topics = self.compare_counts
             over = f"means over the {counted(topics, self.unit)} both have" if topics else "run-level scores"
@@ -269,6 +278,11 @@ class JointTable:
                      + "; ".join(f"{m} {'n/a' if math.isnan(t) else f'{t:.3f}'}" for m, t in self.comparison.items())
                      + ".")
         return note
+
+    def note(self) -> str:
+        """The note printed under the table: the topics of the means, the test and its baseline, the arena's scale
+        and judge, the comparison."""
+        return self._note()
 
     def to_text(self) -> str:
         header = ["system"] + self._columns()
@@ -285,16 +299,32 @@ class JointTable:
         out += ["| " + " | ".join(r) + " |" for r in self._cells()]
         return "\n".join(out) + "\n\n" + self._note() + "\n"
 
-    def to_latex(self) -> str:
+    def to_latex(self, name: str = "joint_table", digits: int | None = None) -> str:
         """The table as LaTeX that compiles as it is: ``\\input`` it (e.g. in a ``table`` float) in a document
-        that loads booktabs. Names are escaped, † is ``$^\\dagger$`` and the note (topics, test, comparison)
-        follows the tabular as a footnote-sized paragraph; the provenance is in comments above it."""
+        that loads booktabs. Values with ``digits`` decimals (default :attr:`tex_digits`, 3), the best value of each
+        column in bold (:meth:`best`); names are escaped, † is ``$^\\dagger$`` and the note (topics, test,
+        comparison) follows the tabular as a footnote-sized paragraph; the provenance is in comments above it.
+
+        :param name: the file's name without ``.tex``, for the comment that shows how to ``\\input`` it.
+        :param digits: decimals of the values (AnswerWords: 1).
+        """
+        digits = self.tex_digits if digits is None else digits
         header = ["System"] + self._columns()
-        lines = [r"% needs \usepackage{booktabs}; e.g. \begin{table}\centering\input{joint_table.tex}\end{table}"]
+        best = self.best(digits)
+        lines = [r"% needs \usepackage{booktabs}; e.g. \begin{table}\centering\input{" + name + r".tex}\end{table}"]
         lines += [f"% {line}" for line in self.provenance_lines()]
+        if best:
+            lines.append("% bold: the best value of each column as shown (" + ", ".join(
+                f"{m}: {'lowest' if m in LOWER_IS_BETTER else 'highest'}" for m in best) + ")")
         lines += [r"\begin{tabular}{l" + "r" * (len(header) - 1) + "}", r"\toprule",
                   " & ".join(_latex(h) for h in header) + r" \\", r"\midrule"]
-        lines += [" & ".join(_latex(c) for c in r) + r" \\" for r in self._cells()]
+        for system, cells in zip(self.means.index, self._cells(digits)):
+            row = [_latex(cells[0])]
+            for column, cell in zip(self._columns(), cells[1:]):
+                value, mark = (cell[:-1], "†") if cell.endswith("†") else (cell, "")
+                bold = system in best.get(column, ())
+                row.append((r"\textbf{" + _latex(value) + "}" if bold else _latex(value)) + _latex(mark))
+            lines.append(" & ".join(row) + r" \\")
         lines += [r"\bottomrule", r"\end{tabular}", r"\par\smallskip",
                   r"{\footnotesize " + _latex(self._note()) + r"\par}"]
         return "\n".join(lines) + "\n"
@@ -323,12 +353,43 @@ class JointTable:
                 with atomic_write(path) as f:
                     f.write(text)
             return write
-        texts = dict(zip(TABLE_SUFFIXES, (self.to_csv(), self.to_markdown(), self.to_latex(),
+        texts = dict(zip(TABLE_SUFFIXES, (self.to_csv(), self.to_markdown(), self.to_latex(os.path.basename(prefix)),
                                           self.per_query.to_csv(index=False))))
         return write_all({prefix + suffix: writer(text) for suffix, text in texts.items()})
 
     def __str__(self) -> str:
         return self.to_text()
+
+
+@dataclass
+class TableFile:
+    """What a joint table's CSV (:meth:`JointTable.to_csv`, ``PREFIX.csv``) states: the means, the p-values of its
+    paired tests, its provenance (a label the same for every system is table-wide, else per system)."""
+
+    means: pd.DataFrame
+    pvalues: pd.DataFrame
+    provenance: dict[str, str]
+    system_provenance: dict[str, dict[str, str]]
+
+
+def read_table_csv(path: str, measures: Sequence[str]) -> TableFile:
+    """Read a joint table's CSV as :meth:`JointTable.to_csv` writes it.
+
+    :param path: the ``PREFIX.csv`` file.
+    :param measures: its measure columns (those of its ``PREFIX.perquery.csv``); each must be there, with a
+        number (or empty: NaN) in every row.
+    """
+    frame = correlation.read_score_table(path, measures)
+    means = frame.set_index("system")[list(measures)].astype(float)
+    text = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig")
+    text = text.set_index(text.columns[0])
+    pvalues = pd.DataFrame({m: pd.to_numeric(text[f"{m} p"].replace("", None), errors="coerce") if f"{m} p" in text
+                            else float("nan") for m in measures}, index=means.index)
+    labels = [c for c in text.columns if c not in measures and not c.endswith(" p") and not c.startswith("Arena")]
+    shared = {c: text[c].iloc[0] for c in labels if len(set(text[c])) == 1 and text[c].iloc[0]}
+    per_system = {name: {c: text.loc[name, c] for c in labels if c not in shared and text.loc[name, c]}
+                  for name in text.index}
+    return TableFile(means, pvalues, shared, {n: d for n, d in per_system.items() if d})
 
 
 def means_note(counts: Mapping[str, Sequence[int]], unit: str = "topic") -> str:
@@ -487,6 +548,27 @@ def _pvalues(per: dict, names: list[str], columns: list[str], baseline: str | No
     return pd.DataFrame(pd.Series(flat).to_numpy().reshape(pvalues.shape), index=names, columns=columns)
 
 
+def paired_pvalues(per_query: pd.DataFrame, baseline: str, test: str = "t", correction: str | None = None,
+                   alpha: float = 0.05) -> pd.DataFrame:
+    """The joint table's paired tests of every system against ``baseline`` on every measure of per-topic scores (on
+    the topics both have), for scores that come without them (e.g. ``trec-rag``'s ``scores.tsv``).
+
+    :param per_query: ``system, qid, measure, value``.
+    :param baseline: the system tested against.
+    :param test: ``"t"`` (paired t-test) or ``"wilcoxon"``.
+    :param correction: a multiple-testing correction over all the tests, or ``None``.
+    :param alpha: the level of the correction.
+    :returns: p-values, system (rows, in order of appearance) x measure (columns); NaN for the baseline.
+    """
+    names = list(dict.fromkeys(per_query["system"]))
+    columns = list(dict.fromkeys(per_query["measure"]))
+    per: dict[str, dict[str, dict[str, float]]] = {n: {} for n in names}
+    for system, qid, measure, value in zip(per_query["system"], per_query["qid"], per_query["measure"],
+                                           per_query["value"]):
+        per[system].setdefault(measure, {})[qid] = float(value)
+    return _pvalues(per, names, columns, baseline, test, correction, alpha)
+
+
 def _compare(table: JointTable, other, label: str | None) -> None:
     """Fill the table's comparison with another evaluation (run-level τ per measure both have)."""
     if isinstance(other, str):
@@ -517,6 +599,32 @@ _LATEX = {"\\": r"\textbackslash{}", "_": r"\_", "&": r"\&", "%": r"\%", "#": r"
 
 def _latex(text: str) -> str:
     return "".join(_LATEX.get(c, c) for c in text)
+
+
+def arena_note(rows: Sequence[LeaderboardRow], missing: Sequence[str] = ()) -> str:
+    """What an arena rating column means: the scale, the prior, the interval, the judge (without its endpoint
+    address), and the systems the leaderboard lacks."""
+    first = rows[0]
+    over = "topics" if not math.isnan(first.ci_low_topics) else "battles"
+    interval = "" if math.isnan(_arena_interval(first)[0]) else \
+        f", [{first.confidence:.0%} interval over {over}: {'cluster-robust' if over == 'topics' else 'bootstrap'}]"
+    judges = sorted({shown_label(r.judge) for r in rows}) or [""]
+    note = (f"Arena: Bradley-Terry rating of pairwise battles (mean 1000 over the leaderboard's {len(rows)} systems, "
+            "400 per base-10 log-odds"
+            + (f"; a prior of {first.prior:g} virtual tie{'' if first.prior == 1 else 's'} per pair that met"
+               if first.prior else "")
+            + f"){interval}; judge: {'; '.join(j or 'not recorded' for j in judges)}"
+            + (f"; not in the leaderboard: {', '.join(missing)}" if missing else "") + ".")
+    if first.position_bias_p < 0.05:  # the leaderboard's caveat (evaluation.arena.PositionBias.caveat)
+        note += (f" The judge preferred one position significantly (p = {first.position_bias_p:.3g}) and each battle "
+                 "was judged in one order: the ratings carry that bias (judge both orders: arena --both-orders).")
+    return note
+
+
+def arena_interval_text(r: LeaderboardRow) -> str:
+    """A rating's interval as tables show it, ``[951, 1080]`` (over topics, else over battles); ``""``: none."""
+    low, high = _arena_interval(r)
+    return "" if math.isnan(low) else f"[{_rating(low)}, {_rating(high)}]"
 
 
 def _arena_interval(r: LeaderboardRow) -> tuple[float, float]:

@@ -86,6 +86,7 @@ from pyterrier_nuggets.formats.files import (
     read_jsonl,
     read_lines,
     run_tag_problem,
+    shown_label,
     shown_path,
     write_all,
     write_jsonl,
@@ -115,13 +116,17 @@ from pyterrier_nuggets.formats.frames import (
     write_support_frame,
 )
 from pyterrier_nuggets.formats.ikat import (
+    Decision,
     IkatRun,
+    TurnMatches,
     ikat_answers,
     ikat_ranking,
     ikat_run_from_frames,
     parse_ikat_run,
+    read_ikat_matches,
     read_ikat_run,
     read_ptkb_run,
+    write_ikat_matches,
     write_ikat_run,
 )
 from pyterrier_nuggets.formats.nuggets import (
@@ -149,6 +154,7 @@ from pyterrier_nuggets.formats.rubrics import (
 from pyterrier_nuggets.formats.support import (
     read_relations,
     read_support,
+    read_support_assignment_answers,
     read_support_assignments,
     support_assignment_rows,
     write_relations,
@@ -171,9 +177,9 @@ from pyterrier_nuggets.formats.trec import (
 )
 
 __all__ = [
-    "IkatRun", "ikat_answers", "ikat_ranking", "ikat_run_from_frames", "parse_ikat_run", "read_ikat_run", "read_ptkb_run", "write_ikat_run",
+    "IkatRun", "ikat_answers", "ikat_ranking", "ikat_run_from_frames", "parse_ikat_run", "read_ikat_run", "read_ptkb_run", "write_ikat_run", "Decision", "TurnMatches", "read_ikat_matches", "write_ikat_matches",
     "InputError", "InvalidLabel", "InvalidLabelReport", "InvalidLabelsError", "POLICIES",
-    "read_lines", "read_jsonl", "load_json", "write_jsonl", "counted", "shown_path", "atomic_write", "check_outputs", "write_all", "check_topic_id",
+    "read_lines", "read_jsonl", "load_json", "write_jsonl", "counted", "shown_label", "shown_path", "atomic_write", "check_outputs", "write_all", "check_topic_id",
     "check_run_tag", "run_tag_problem",
     "one_run", "check_support", "check_assignments_answers", "check_assignment_nuggets", "check_response_nuggets",
     "NuggetSet", "read_nuggets", "write_nuggets", "write_nugget_qrels", "read_nugget_qrels", "sub_narratives",
@@ -181,7 +187,8 @@ __all__ = [
     "AssignedAnswer", "AssignmentSet", "read_assignments", "write_assignments",
     "read_answers", "write_answers_2024", "write_answers_2025", "write_answers_2026", "answer_2024_json",
     "answer_2025_json", "AnswerRules", "TREC_RAG_2026", "rule_problems", "RepeatedCitationWarning",
-    "answer_sentences", "read_support", "write_support", "read_support_assignments", "support_assignment_rows",
+    "answer_sentences", "read_support", "write_support", "read_support_assignments", "read_support_assignment_answers",
+    "support_assignment_rows",
     "write_support_assignments", "read_relations", "write_relations",
     "Row", "assignment_rows", "words_rows", "support_rows", "evaluation_rows", "write_run", "write_qrels",
     "write_assignment_run", "read_assignment_run", "read_run_rows", "read_qrels_rows",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -151,6 +152,21 @@ def shown_path(path: str | os.PathLike) -> str:
     if os.path.isabs(path) and home != "/" and os.path.commonpath([absolute, home]) == home:
         return "~/" + os.path.relpath(absolute, home)
     return path
+
+
+_URL = r"[A-Za-z][A-Za-z0-9+.-]*://[^\s,;()\[\]]+"
+_AT_ENDPOINTS = re.compile(rf"\s+at\s+{_URL}(?:\s+\+\s+{_URL})*")  # " at URL" or " at URL1 + URL2" after a model
+_ANY_URL = re.compile(_URL)
+
+
+def shown_label(text: str) -> str:
+    """A judge's or generator's label as published tables, notes, plots and reports show it: the model named, the
+    endpoint's address left out (a machine, not a model: ``PairwiseJudge (...) on gpt-4o at http://10.0.0.5:8000/v1``
+    shows as ``PairwiseJudge (...) on gpt-4o``; any other address as ``<endpoint>``). Data files keep the address.
+
+    :param text: the label.
+    """
+    return _ANY_URL.sub("<endpoint>", _AT_ENDPOINTS.sub("", text))
 
 
 def write_jsonl(path: str, objects: Iterable[dict]) -> None:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from pyterrier_nuggets.formats.files import InputError, atomic_write, load_json
+from pyterrier_nuggets.formats.files import InputError, atomic_write, get_field, get_qid, load_json, read_jsonl
 from pyterrier_nuggets.formats.trec import read_run_rows
 
 RUN_TYPES = ("automatic", "manual", "only_response")
@@ -306,3 +306,102 @@ def read_ptkb_run(path: str, statements: Mapping[str, Collection[str]]) -> pd.Da
                              "rank the statement ids of the conversation's ptkb, as the PTKB qrels name them")
     rows = read_run_rows(path, check)
     return pd.DataFrame(rows, columns=["qid", "docno", "score"])
+
+
+# --------------------------------------------------------------------------------- the matches of an iKAT table
+# ``ikat.matches.jsonl`` (the ``ikat`` command): one line per (system, turn), the matcher's decisions behind its
+# Recall_NtR / Recall_NtN / Precision_NtN, with the texts they were made on:
+#   {"qid": turn, "run_id": system, "query": resolved utterance or null, "response": str,
+#    "ntr": [{"id": "{turn}:n{i}", "text": gold nugget, "matched": bool, "score": float}],
+#    "ntn_recall": [... the same, for NtN], "ntn_precision": [{"text": extracted nugget, "matched", "score"}]}
+
+@dataclass(frozen=True)
+class Decision:
+    """One matcher decision of an iKAT table: a gold nugget found in the response (NtR) or entailed by an extracted
+    nugget (NtN recall), or an extracted nugget entailing a gold one (NtN precision).
+
+    :param text: the nugget's text.
+    :param matched: the decision.
+    :param score: the matcher's score (a cosine, a probability, 1 / 0 for an LLM).
+    :param id: the gold nugget's id ``{turn}:n{i}``; ``None`` for an extracted nugget.
+    """
+
+    text: str
+    matched: bool
+    score: float
+    id: str | None = None
+
+
+@dataclass(frozen=True)
+class TurnMatches:
+    """The decisions behind one system's scores on one turn (``ikat.matches.jsonl``).
+
+    :param qid: the turn id.
+    :param run_id: the system.
+    :param response: its response to the turn.
+    :param ntr: the NtR decision on each gold nugget of the turn.
+    :param ntn_recall: the NtN decision on each gold nugget (entailed by some extracted nugget).
+    :param ntn_precision: the NtN decision on each extracted nugget (entails some gold nugget).
+    :param query: the turn's resolved utterance, when the topics were given.
+    """
+
+    qid: str
+    run_id: str
+    response: str
+    ntr: tuple[Decision, ...] = ()
+    ntn_recall: tuple[Decision, ...] = ()
+    ntn_precision: tuple[Decision, ...] = ()
+    query: str | None = None
+
+
+_MATCH_LISTS = ("ntr", "ntn_recall", "ntn_precision")
+
+
+def write_ikat_matches(path: str, items) -> None:
+    """Write :class:`TurnMatches` as JSONL (atomically), one line per (system, turn).
+
+    :param path: the file to write.
+    :param items: the turn matches.
+    """
+    with atomic_write(path) as f:
+        for m in items:
+            obj = {"qid": m.qid, "run_id": m.run_id, "query": m.query, "response": m.response}
+            for key in _MATCH_LISTS:
+                obj[key] = [{**({"id": d.id} if d.id is not None else {}), "text": d.text, "matched": d.matched,
+                             "score": d.score} for d in getattr(m, key)]
+            f.write(json.dumps(obj, ensure_ascii=False) + "\n")
+
+
+def read_ikat_matches(path: str) -> list[TurnMatches]:
+    """Read ``ikat.matches.jsonl`` (:func:`write_ikat_matches`); a (system, turn) twice, a decision without its text,
+    ``matched`` that is not true / false or a score that is not a number are refused with line and field.
+
+    :param path: the file.
+    """
+    out, seen = [], {}
+    for line, obj in read_jsonl(path):
+        qid = get_qid(path, line, obj, "qid")
+        run_id = get_field(path, line, obj, "run_id", str)
+        if (qid, run_id) in seen:
+            raise InputError(path, line, "qid", f"turn {qid} of {run_id} already at line {seen[qid, run_id]}")
+        seen[qid, run_id] = line
+        lists = {}
+        for key in _MATCH_LISTS:
+            decisions = []
+            for k, d in enumerate(obj.get(key) or []):
+                where = f"{key}[{k}]."
+                if not isinstance(d, dict):
+                    raise InputError(path, line, f"{key}[{k}]", f"expected an object, got {d!r:.60}")
+                matched = d.get("matched")
+                if not isinstance(matched, bool):
+                    raise InputError(path, line, where + "matched", f"{matched!r} is not true or false")
+                score = d.get("score")
+                if isinstance(score, bool) or not isinstance(score, (int, float)):
+                    raise InputError(path, line, where + "score", f"{score!r} is not a number")
+                decisions.append(Decision(get_field(path, line, d, "text", str, where), matched, float(score),
+                                          d.get("id")))
+            lists[key] = tuple(decisions)
+        query = obj.get("query")
+        out.append(TurnMatches(qid, run_id, get_field(path, line, obj, "response", str), query=query
+                               if isinstance(query, str) else None, **lists))
+    return out

@@ -9,7 +9,14 @@ from collections.abc import Iterable
 
 from ir_measures_ext import ids
 from pyterrier_nuggets.formats.files import InputError, get_field, get_qid, read_jsonl, write_jsonl
-from pyterrier_nuggets.records import BIOGEN_RELATIONS, JUDGMENT_LABELS, Answer, SupportJudgment, SupportRelation
+from pyterrier_nuggets.records import (
+    BIOGEN_RELATIONS,
+    JUDGMENT_LABELS,
+    Answer,
+    Sentence,
+    SupportJudgment,
+    SupportRelation,
+)
 
 
 def _judged_lines(path: str, label_field: str, labels: tuple, uncited: bool):
@@ -124,6 +131,33 @@ def read_support_assignments(path: str) -> list[SupportJudgment]:
     :param path: the support assignment JSONL file.
     """
     out: list[SupportJudgment] = []
+    for qid, run_id, sentences in _support_assignment_rows(path):
+        for j, (_, citations) in enumerate(sentences):
+            if not citations:
+                out.append(SupportJudgment(qid, j, None, None, ids.NONE, run_id))
+            for k, (reference, label) in enumerate(citations):
+                out.append(SupportJudgment(qid, j, k, reference, label, run_id))
+    return out
+
+
+def read_support_assignment_answers(path: str) -> list[Answer]:
+    """The answers a TREC RAG 2026 toolkit's support assignment file judges: its sentences with their texts and
+    citations (``references``: the cited ids in order of first citation). For showing the answers where their file
+    is not at hand (the ``trec-rag`` command's output folder); the same parser as :func:`read_support_assignments`.
+
+    :param path: the support assignment JSONL file (every sentence with its ``text``).
+    """
+    answers = []
+    for qid, run_id, sentences in _support_assignment_rows(path, texts=True):
+        references = list(dict.fromkeys(ref for _, citations in sentences for ref, _ in citations))
+        answers.append(Answer(qid, run_id, tuple(Sentence(text, tuple(references.index(ref) for ref, _ in citations))
+                                                 for text, citations in sentences), tuple(references)))
+    return answers
+
+
+def _support_assignment_rows(path: str, texts: bool = False):
+    """(topic, run, [(sentence text or "", [(reference, label), ...]), ...]) per line, checked (see
+    :func:`read_support_assignments`); ``texts``: a sentence without its ``text`` is refused."""
     seen: dict[tuple[str, str], int] = {}
     for line, obj in read_jsonl(path):
         qid = get_qid(path, line, obj, "topic_id", "narrative_id", "qid")
@@ -135,15 +169,15 @@ def read_support_assignments(path: str) -> list[SupportJudgment]:
         if (qid, run_id) in seen:
             raise InputError(path, line, "topic_id", f"topic {qid} of run {run_id} already at line {seen[qid, run_id]}")
         seen[qid, run_id] = line
+        sentences = []
         for j, sentence in enumerate(get_field(path, line, obj, "sentences", list)):
             where = f"sentences[{j}]."
             if not isinstance(sentence, dict):
                 raise InputError(path, line, f"sentences[{j}]", f"expected an object, got {sentence!r:.60}")
             _position(path, line, sentence, "sentenceID", j, where)
-            citations = get_field(path, line, sentence, "citations", list, where)
-            if not citations:
-                out.append(SupportJudgment(qid, j, None, None, ids.NONE, run_id))
-            for k, citation in enumerate(citations):
+            text = get_field(path, line, sentence, "text", str, where) if texts else ""
+            citations = []
+            for k, citation in enumerate(get_field(path, line, sentence, "citations", list, where)):
                 at = f"{where}citations[{k}]."
                 if not isinstance(citation, dict):
                     raise InputError(path, line, f"{where}citations[{k}]", f"expected an object, got {citation!r:.60}")
@@ -155,11 +189,12 @@ def read_support_assignments(path: str) -> list[SupportJudgment]:
                                      f"{tuple(TRACK_SUPPORT_LABELS)} (2 full, 1 partial, 0 none, -1 missing or failed)")
                 if not reference:
                     raise InputError(path, line, f"{at}reference", "is empty", "give the cited document or segment id")
-                out.append(SupportJudgment(qid, j, k, reference, TRACK_SUPPORT_LABELS[str(label)], run_id))
+                citations.append((reference, TRACK_SUPPORT_LABELS[str(label)]))
+            sentences.append((text, citations))
+        yield qid, run_id, sentences
     if not seen:
         raise InputError(path, None, None, "holds no support assignment (an empty file)",
                          "give the toolkit's support assignments, one row per answer (topic and run)")
-    return out
 
 
 def support_assignment_rows(answers: Iterable[Answer], judgments: Iterable[SupportJudgment]) -> list[dict]:

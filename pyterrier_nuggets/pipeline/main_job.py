@@ -53,7 +53,7 @@ from pyterrier_nuggets.matchers import EmbeddingMatcher
 from pyterrier_nuggets.matchers.baseline import ExtractiveGenerator, MatcherAssigner, MatcherSupportJudge
 from pyterrier_nuggets.pipeline.arena import ARENA_FILES, arena_step, write_arena
 from pyterrier_nuggets.pipeline.collections import Collection
-from pyterrier_nuggets.pipeline.retrievers import default_index_dir, retrieve
+from pyterrier_nuggets.pipeline.retrievers import VECTOR_CACHE, default_index_dir, retrieve
 from pyterrier_nuggets.pipeline.systems import SystemSpec
 
 EMBEDDED_MAX_NUGGETS = 10  # the embedded model fills every list to the limit: keep its runs short
@@ -539,7 +539,7 @@ def _run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir
                   max_failed_share: float = MAX_FAILED_SHARE) -> MainJobResult:
     start = time.time()
     index_dir = Path(index_dir) if index_dir is not None else default_index_dir()
-    judges.vector_cache = index_dir / "embedding-vectors.sqlite"
+    judges.vector_cache = index_dir / VECTOR_CACHE
     files: list[str] = []
     notes: list[str] = []
     incomplete: dict[str, str] = {}  # topics with a failed LLM step (in any system): left out of the table

@@ -53,6 +53,15 @@ def default_index_dir() -> Path:
     return Path(base) / "pyterrier-nuggets" / "indexes"
 
 
+VECTOR_CACHE = "embedding-vectors.sqlite"  # the embedding matcher's sentence vectors, in an index folder
+
+
+def default_vector_cache() -> Path:
+    """Where the embedding matcher keeps its sentence vectors across runs by default (the main job's and the
+    ``ikat`` command's): ``VECTOR_CACHE`` in :func:`default_index_dir`."""
+    return default_index_dir() / VECTOR_CACHE
+
+
 def bm25_retriever(collection: Collection, index_dir: str | os.PathLike, depth: int = RETRIEVAL_DEPTH):
     """PISA BM25 over the collection, indexed once into ``index_dir`` (PISA keeps no text).
 

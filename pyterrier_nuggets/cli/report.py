@@ -1,0 +1,51 @@
+"""``pyterrier-nuggets report``: a static HTML report of output folders (docs/report.md)."""
+from __future__ import annotations
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("report", help="a static HTML report of output folders (demo, trec-rag, arena, ikat, table, "
+                       "annotate export): leaderboard, per-topic heat map, drill-down per system and topic",
+                       description="Write a static HTML report of one or more output folders of the package: the "
+                       "leaderboard of every measure with significance marks and the arena rating, who judged, a "
+                       "per-topic heat map, and per (system, topic) the answer with its citations coloured by support, "
+                       "the nuggets and their assignment, sub-narratives, rubric verdicts, retrieved segments with "
+                       "relevance grades, arena battles and iKAT matches; two systems side by side. It opens from the "
+                       "file system, without a server or network. Example: pyterrier-nuggets report out/demo "
+                       "--collection $SAMPLE --out out/report (docs/report.md)")
+    p.add_argument("folders", nargs="+", metavar="IN_FOLDER", help="an output folder of demo, trec-rag, arena, ikat, "
+                   "table --out or annotate export; several (of the same systems): at most one with scores, e.g. "
+                   "out/trec out/arena")
+    p.add_argument("--out", required=True, metavar="REPORT_FOLDER", help="the report's folder (new or empty), e.g. "
+                   "--out out/report; open REPORT_FOLDER/index.html")
+    p.add_argument("--overwrite", action="store_true", help="replace REPORT_FOLDER when it is not empty")
+    p.add_argument("--answers", action="append", default=[], metavar="FILE", help="an answer file (TREC RAG "
+                   "2024/2025/2026) of systems whose answers the folders do not keep (trec-rag without --support, "
+                   "arena); repeat for several, e.g. --answers answers.jsonl")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--collection", metavar="DIR", help="a collection folder (docs.jsonl, topics.tsv, segments.qrels; "
+                   "the shipped sample's folder is printed by python -c \"from pyterrier_nuggets.pipeline import "
+                   "SAMPLE_COLLECTION; print(SAMPLE_COLLECTION)\") for segment texts, relevance grades and topics, e.g. "
+                   "--collection my_collection/")
+    g.add_argument("--dataset", metavar="ID", help="an ir_datasets id for the same, e.g. "
+                   "msmarco-segment-v2.1/trec-rag-2024")
+    p.add_argument("--docs", metavar="FILE", help="segment texts from a document JSONL ({\"docno\", \"text\"}), e.g. "
+                   "--docs docs.jsonl")
+    p.add_argument("--segment-qrels", metavar="FILE", help="relevance grades of the segments (TREC qrels), e.g. "
+                   "--segment-qrels qrels.txt")
+    p.add_argument("--baseline", metavar="NAME", help="for scores that state no test (trec-rag's scores.tsv, an "
+                   "export): the system the report's paired t-tests are against (default: the first), e.g. --baseline A")
+    p.add_argument("--title", help="the report's title, e.g. --title \"TREC RAG 2026 dev runs\"")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from pyterrier_nuggets.cli.paths import check_inputs
+    from pyterrier_nuggets.report import build_report
+    check_inputs(*[p for p in (args.docs, args.segment_qrels, *args.answers) if p])
+    written = build_report(args.folders, args.out, answers=args.answers, collection=args.collection,
+                           dataset=args.dataset, docs=args.docs, segment_qrels=args.segment_qrels, title=args.title,
+                           baseline=args.baseline, overwrite=args.overwrite)
+    pages = [w for w in written if w.endswith(".html")]
+    print(f"written: {args.out} ({len(written)} files: {', '.join(pages)}, assets/, data/); open "
+          f"{args.out}/index.html in a browser")
+    return 0

@@ -1,0 +1,401 @@
+"""What the output folders of the package hold, read for the report: every file by its format's one reader
+(docs/formats.md), nothing recomputed that a file states.
+
+A folder is recognised by the files the commands write (docs/cli.md): the main job's (``demo``:
+``joint_table.*``, ``NAME.answers.jsonl``, ``NAME.assignments.jsonl``, ``NAME.support.jsonl``,
+``NAME.segments.run``, ``nuggets.jsonl``, ``battles.jsonl``, ``leaderboard.csv``), ``table --out PREFIX``
+(``PREFIX.csv``, ``.md``, ``.perquery.csv``), ``trec-rag`` (``scores.tsv``, ``RUN.assignments.jsonl``,
+``RUN.support_assignments.jsonl``, ``RUN.verdicts.jsonl``), ``arena`` (``battles.jsonl``, ``leaderboard.csv``,
+``arena.json``), ``ikat`` (``ikat.csv``, ``ikat.perquery.csv``, ``ikat.perturn.csv``, ``ikat.matches.jsonl``) and
+the annotation tool's export (``manifest.json``, ``nuggets.jsonl``, ``runs/RUN.eval.run``,
+``runs/RUN.assignments.jsonl``, ``runs/RUN.support.jsonl``, ``relevance.qrels``).
+
+Scores come from the folder's score file as written (a joint table's ``PREFIX.csv`` and ``PREFIX.perquery.csv``,
+``trec-rag``'s ``scores.tsv``); only a folder without one (the annotation export) is scored, by the package's
+measures on its evaluation runs and nugget qrels (:func:`~pyterrier_nuggets.evaluation.table.joint_table`), and
+the report says so.
+"""
+from __future__ import annotations
+
+import glob
+import math
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from ir_measures_ext import ids
+from ir_measures_ext.errors import InvalidInput
+from pyterrier_nuggets import formats
+from pyterrier_nuggets.evaluation import correlation
+from pyterrier_nuggets.evaluation.table import read_table_csv
+from pyterrier_nuggets.formats import (
+    AssignedAnswer,
+    InputError,
+    LeaderboardRow,
+    NuggetSet,
+    TurnMatches,
+    shown_path,
+)
+from pyterrier_nuggets.formats.files import read_columns
+from pyterrier_nuggets.records import Answer, Battle, RubricVerdict, SupportJudgment
+
+Key = tuple[str, str]  # (system, topic)
+
+
+@dataclass
+class Scores:
+    """The scores of a folder: per topic, the means, the paired tests' p-values when the file has them.
+
+    :param per_query: ``system, qid, measure, value``.
+    :param means: system (rows) x measure (columns), as the file states them.
+    :param pvalues: the same shape, or ``None`` when the file has none (the report then tests, and says so).
+    :param note: the table's note as written (topics, test, baseline), or ``""``.
+    :param baseline: the system the p-values are against, when the file says.
+    :param source: the file(s) the scores come from, as the report names them.
+    :param provenance: table-wide labels (which nuggets, judges) as the file gives them.
+    :param system_provenance: per-system labels (e.g. the generator).
+    """
+
+    per_query: pd.DataFrame
+    means: pd.DataFrame
+    pvalues: pd.DataFrame | None = None
+    note: str = ""
+    baseline: str | None = None
+    alpha: float | None = None
+    source: str = ""
+    provenance: dict[str, str] = field(default_factory=dict)
+    system_provenance: dict[str, dict[str, str]] = field(default_factory=dict)
+
+
+@dataclass
+class Folder:
+    """What one output folder holds (see the module docstring); every mapping is keyed by (system, topic).
+
+    :param path: the folder.
+    :param kinds: what wrote it, e.g. ``["main job", "arena"]``.
+    """
+
+    path: str
+    kinds: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    scores: Scores | None = None
+    answers: dict[Key, Answer] = field(default_factory=dict)
+    assigned: dict[Key, AssignedAnswer] = field(default_factory=dict)
+    support: dict[Key, list[SupportJudgment]] = field(default_factory=dict)
+    verdicts: dict[Key, list[RubricVerdict]] = field(default_factory=dict)
+    rubrics: dict[str, list] = field(default_factory=dict)  # topic -> its criteria (RubricCriterion)
+    nuggets: NuggetSet | None = None
+    retrieved: dict[Key, list[tuple[str, int, float]]] = field(default_factory=dict)  # (docno, rank, score)
+    grades: dict[Key, int] = field(default_factory=dict)  # (topic, docno) -> relevance grade
+    grades_source: str = ""
+    battles: list[Battle] = field(default_factory=list)
+    leaderboard: list[LeaderboardRow] = field(default_factory=list)
+    matches: dict[Key, TurnMatches] = field(default_factory=dict)
+    turns: dict[str, dict] = field(default_factory=dict)  # iKAT turn -> depth, personal
+    queries: dict[str, str] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)  # who judged, named by the files
+
+    def systems(self) -> list[str]:
+        """Every system the folder has something of, in the order of its scores, then as met."""
+        names: list[str] = list(self.scores.means.index) if self.scores is not None else []
+        keyed = (self.answers, self.assigned, self.support, self.verdicts, self.retrieved, self.matches)
+        names += [s for mapping in keyed for s, _ in mapping]
+        names += [s for b in self.battles for s in b.pair] + [r.run_id for r in self.leaderboard]
+        return list(dict.fromkeys(names))
+
+
+def _glob(path: str, pattern: str) -> list[str]:
+    return sorted(glob.glob(os.path.join(glob.escape(path), pattern)))
+
+
+def _system_of(file: str, suffix: str) -> str:
+    return os.path.basename(file)[: -len(suffix)]
+
+
+def read_folder(path: str) -> Folder:
+    """Read every file of the package's output folder ``path`` that the report shows (module docstring).
+
+    :param path: an output folder of ``demo``, ``table --out``, ``trec-rag``, ``arena``, ``ikat`` or the annotation
+        tool's ``export``.
+    :raises InvalidInput: a folder that holds none of them, or a file its reader refuses (file, line, field).
+    """
+    if not os.path.isdir(path):
+        raise InvalidInput(f"{path}: not a folder; give an output folder of demo, trec-rag, arena, ikat, table --out "
+                           "or annotate export")
+    folder = Folder(path)
+    _scores(folder)
+    _answers(folder)
+    _judgments(folder)
+    _arena(folder)
+    _ikat(folder)
+    if not folder.kinds:
+        raise InvalidInput(f"{path}: holds no output of the package's commands (e.g. joint_table.csv, scores.tsv, "
+                           "battles.jsonl, ikat.csv, manifest.json of an annotation export): give the folder a "
+                           "command wrote (docs/report.md)")
+    return folder
+
+
+# ------------------------------------------------------------------------------------------------- scores
+
+def _scores(folder: Folder) -> None:
+    path = folder.path
+    tables = [p[: -len(".perquery.csv")] for p in _glob(path, "*.perquery.csv") if os.path.isfile(
+        p[: -len(".perquery.csv")] + ".csv")]
+    if len(tables) > 1:
+        raise InvalidInput(f"{path}: holds {len(tables)} score tables ({', '.join(os.path.basename(t) for t in tables)}"
+                           "): give each its own folder")
+    tsv = os.path.join(path, "scores.tsv")
+    if tables:
+        folder.scores = joint_table_scores(tables[0])
+        prefix = os.path.basename(tables[0])
+        folder.kinds.append({"joint_table": "main job", "ikat": "iKAT", "ptkb": "PTKB"}.get(prefix, "table"))
+        folder.files += [tables[0] + s for s in (".csv", ".perquery.csv", ".md") if os.path.isfile(tables[0] + s)]
+    elif os.path.isfile(tsv):
+        folder.scores = scores_tsv(tsv)
+        folder.kinds.append("trec-rag")
+        folder.files.append(tsv)
+    elif os.path.isfile(os.path.join(path, "manifest.json")) and _glob(os.path.join(path, "runs"), "*.eval.run"):
+        folder.scores = _export_scores(path)
+        folder.kinds.append("annotation export")
+        folder.files.append(os.path.join(path, "manifest.json"))
+        manifest = formats.load_json(os.path.join(path, "manifest.json"))
+        if isinstance(manifest, dict):
+            for key in ("nuggets", "assignments", "support"):
+                if isinstance(manifest.get(key), str):
+                    folder.labels[key] = f"people: {manifest[key]}"
+            if isinstance(manifest.get("annotators"), dict):
+                folder.labels["annotators"] = "; ".join(f"{stage}: {', '.join(map(str, names))}" for stage, names
+                                                        in manifest["annotators"].items())
+
+
+def joint_table_scores(prefix: str) -> Scores:
+    """The scores of a joint table written by ``JointTable.write(prefix)``: per topic from ``PREFIX.perquery.csv``,
+    the means and p-values and labels from ``PREFIX.csv``, the note from ``PREFIX.md``."""
+    per_query = correlation.read_score_table(prefix + ".perquery.csv")
+    if "qid" not in per_query.columns:
+        raise InvalidInput(f"{prefix}.perquery.csv: expected the columns system,qid,measure,value")
+    per_query["qid"] = per_query["qid"].astype(str)
+    measures = list(dict.fromkeys(per_query["measure"]))
+    table = read_table_csv(prefix + ".csv", measures)
+    note, alpha, baseline = "", None, None
+    if os.path.isfile(prefix + ".md"):
+        note = _table_note(prefix + ".md")
+        found = re.search(r"significantly different from (.+?) \(.*?p < ([0-9.]+)", note)
+        if found:
+            baseline, alpha = found.group(1), float(found.group(2))
+    return Scores(per_query, table.means, table.pvalues if baseline else None, note, baseline, alpha,
+                  shown_path(prefix + ".csv"), table.provenance, table.system_provenance)
+
+
+def _table_note(md: str) -> str:
+    """The note of a joint table's Markdown: its last paragraph (``Means over ...``)."""
+    with open(md, encoding="utf-8") as f:
+        paragraphs = [p.strip() for p in f.read().split("\n\n") if p.strip()]
+    return paragraphs[-1] if paragraphs and not paragraphs[-1].startswith("|") else ""
+
+
+def scores_tsv(path: str) -> Scores:
+    """``trec-rag``'s ``scores.tsv`` (run, topic, measure, value; topic ``all`` is the mean it states)."""
+    rows = []
+    for line, (run, qid, measure, value) in read_columns(path, "run qid measure value"):
+        if line == 1 and (run, qid, measure, value) == ("run", "qid", "measure", "value"):
+            continue  # the header
+        try:
+            rows.append((run, qid, measure, float(value)))
+        except ValueError:
+            raise InputError(path, line, "value", f"{value!r} is not a number") from None
+    frame = pd.DataFrame(rows, columns=["system", "qid", "measure", "value"])
+    means = frame[frame["qid"] == "all"].pivot_table(index="system", columns="measure", values="value", sort=False)
+    per_query = frame[frame["qid"] != "all"].reset_index(drop=True)
+    order = list(dict.fromkeys(frame["measure"]))
+    return Scores(per_query, means[[m for m in order if m in means.columns]], source=shown_path(path))
+
+
+def _export_scores(path: str) -> Scores:
+    """An annotation export has evaluation runs, no scores: scored by the package's measures (the joint table)."""
+    from pyterrier_nuggets.evaluation import ANSWER_MEASURES, System, joint_table
+    runs = _glob(os.path.join(path, "runs"), "*.eval.run")
+    systems = [System(_system_of(r, ".eval.run"), r) for r in runs]
+    table = joint_table(systems, os.path.join(path, "nuggets.qrels"),
+                        answer_measures=list(ANSWER_MEASURES) + ["ArgueP", "ArgueR"])
+    return Scores(table.per_query, table.means, table.pvalues, table.note(), table.baseline, table.alpha, f"computed by the report from {shown_path(path)}/runs/*.eval.run and "
+                  "nuggets.qrels with the package's measures")
+
+
+# ------------------------------------------------------------------------------------------------ answers
+
+def _answers(folder: Folder) -> None:
+    path = folder.path
+    for file in _glob(path, "*.answers.jsonl"):
+        _keep(folder, folder.answers, formats.read_answers(file, run_id=_system_of(file, ".answers.jsonl")), file)
+    for file in _glob(path, "*.support_assignments.jsonl"):  # trec-rag: the answers as the support file has them
+        for a in formats.read_support_assignment_answers(file):
+            folder.answers.setdefault((a.run_id, a.qid), a)
+    for file in _glob(path, "*.assignments.jsonl") + _glob(os.path.join(path, "runs"), "*.assignments.jsonl"):
+        if os.path.basename(file) == "assignments.jsonl":
+            continue  # the export's file of all runs: runs/RUN.assignments.jsonl has the same, by run
+        _keep(folder, folder.assigned, formats.read_assignments(file).answers, file)
+    nuggets = os.path.join(path, "nuggets.jsonl")
+    if os.path.isfile(nuggets):
+        folder.nuggets = formats.read_nuggets(nuggets)
+        for qid, query in folder.nuggets.queries.items():
+            if query:
+                folder.queries.setdefault(qid, query)
+        folder.files.append(nuggets)
+    for file in _glob(path, "*.segments.run"):
+        system = _system_of(file, ".segments.run")
+        for qid, docno, rank, score in _ranked(formats.read_run_rows(file)):
+            folder.retrieved.setdefault((system, qid), []).append((docno, rank, score))
+        folder.files.append(file)
+    relevance = os.path.join(path, "relevance.qrels")
+    if os.path.isfile(relevance):
+        folder.grades = {(q, d): g for q, d, g in formats.read_qrels_rows(relevance)}
+        folder.grades_source = shown_path(relevance)
+
+
+def _keep(folder: Folder, mapping: dict, records: Iterable, file: str) -> None:
+    """Records of one file (answers, assignments, iKAT matches: each with ``run_id``, ``qid`` and ``query``) by
+    (system, topic), their topics' texts kept."""
+    for r in records:
+        mapping[r.run_id, r.qid] = r
+        if r.query:
+            folder.queries.setdefault(r.qid, r.query)
+    folder.files.append(file)
+
+
+def _ranked(rows: Iterable[tuple]) -> list[tuple[str, str, int, float]]:
+    """(topic, docno, rank, score) of a run's rows, ranked within each topic by score (ties: file order)."""
+    by_topic: dict[str, list[tuple[str, float]]] = {}
+    for qid, docno, score in rows:
+        by_topic.setdefault(qid, []).append((docno, score))
+    return [(qid, docno, rank, score) for qid, docs in by_topic.items()
+            for rank, (docno, score) in enumerate(sorted(docs, key=lambda d: -d[1]), 1)]
+
+
+def _judgments(folder: Folder) -> None:
+    path = folder.path
+    for file in _glob(path, "*.support.jsonl") + _glob(os.path.join(path, "runs"), "*.support.jsonl"):
+        system = _system_of(file, ".support.jsonl")
+        for j in formats.read_support(file):
+            folder.support.setdefault((j.run_id or system, j.qid), []).append(j)
+        folder.files.append(file)
+    for file in _glob(path, "*.support_assignments.jsonl"):
+        for j in formats.read_support_assignments(file):
+            folder.support.setdefault((j.run_id, j.qid), []).append(j)
+        folder.files.append(file)
+    for file in _glob(path, "*.verdicts.jsonl"):
+        rubrics = formats.read_rubrics(file)  # a verdict line carries its topic's criteria (docs/formats.md)
+        for qid, criteria in rubrics.by_topic().items():
+            folder.rubrics.setdefault(qid, criteria)
+        for v in formats.read_rubric_verdicts(file, rubrics):
+            folder.verdicts.setdefault((v.run_id or _system_of(file, ".verdicts.jsonl"), v.qid), []).append(v)
+        folder.files.append(file)
+
+
+# -------------------------------------------------------------------------------------------------- arena
+
+def _arena(folder: Folder) -> None:
+    path = folder.path
+    battles = os.path.join(path, "battles.jsonl")
+    if os.path.isfile(battles):
+        folder.battles = formats.read_battles(battles)
+        folder.files.append(battles)
+        for b in folder.battles:
+            if b.query:
+                folder.queries.setdefault(b.qid, b.query)
+    board = os.path.join(path, "leaderboard.csv")
+    if os.path.isfile(board):
+        folder.leaderboard = formats.read_leaderboard(board)
+        folder.files.append(board)
+    if (folder.battles or folder.leaderboard) and "main job" not in folder.kinds:
+        folder.kinds.append("arena")
+    judges = sorted({b.judge for b in folder.battles if b.judge} | {r.judge for r in folder.leaderboard if r.judge})
+    if judges:
+        folder.labels["arena"] = "; ".join(judges)
+
+
+# --------------------------------------------------------------------------------------------------- iKAT
+
+def _ikat(folder: Folder) -> None:
+    path = folder.path
+    matches = os.path.join(path, "ikat.matches.jsonl")
+    if os.path.isfile(matches):
+        _keep(folder, folder.matches, formats.read_ikat_matches(matches), matches)
+    per_turn = os.path.join(path, "ikat.perturn.csv")
+    if os.path.isfile(per_turn):
+        frame = pd.read_csv(per_turn, dtype={"qid": str})
+        if {"qid", "depth", "personal"} <= set(frame.columns):
+            for qid, depth, personal in zip(frame["qid"], frame["depth"], frame["personal"]):
+                if not (isinstance(depth, float) and math.isnan(depth)):
+                    folder.turns[qid] = {"depth": int(depth), "personal": bool(personal)}
+
+
+# --------------------------------------------------------------------------------------------- the inputs
+
+@dataclass
+class Texts:
+    """Segment texts and relevance grades the folders do not hold (``--collection``, ``--dataset``, ``--docs``,
+    ``--segment-qrels``), and answers given beside them (``--answers``)."""
+
+    docstore: object = None
+    grades: dict[Key, int] = field(default_factory=dict)
+    source: str = ""
+    grades_source: str = ""
+    queries: dict[str, str] = field(default_factory=dict)
+    answers: list[Answer] = field(default_factory=list)
+
+
+def read_texts(collection: str | None = None, dataset: str | None = None, docs: str | None = None,
+               segment_qrels: str | None = None, answers: Sequence[str] = ()) -> Texts:
+    """The texts, grades and answers the report adds to the folders (each optional).
+
+    :param collection: a collection folder in the sample's form (its docs, qrels and topics).
+    :param dataset: an ir_datasets id (its docs store, qrels and queries).
+    :param docs: a document JSONL for the segment texts.
+    :param segment_qrels: TREC qrels for the relevance grades.
+    :param answers: answer files (TREC RAG 2024/2025/2026).
+    """
+    from pyterrier_nuggets.pipeline.collections import dataset_collection, sample_collection
+    out = Texts()
+    if collection is not None or dataset is not None:
+        c = sample_collection(collection) if collection is not None else dataset_collection(dataset)
+        out.docstore, out.source = c.docstore, shown_path(collection) if collection is not None else dataset
+        out.grades = {(q, d): int(g) for q, d, g in zip(c.qrels["qid"], c.qrels["docno"], c.qrels["label"])}
+        out.grades_source = out.source
+        out.queries = dict(zip(c.topics["qid"], c.topics["query"]))
+    if docs is not None:
+        out.docstore, out.source = formats.read_docs(docs), shown_path(docs)
+    if segment_qrels is not None:
+        out.grades = {(q, d): g for q, d, g in formats.read_qrels_rows(segment_qrels)}
+        out.grades_source = shown_path(segment_qrels)
+    for path in answers:
+        out.answers += formats.read_answers(path)
+    return out
+
+
+def segment_texts(docstore: object, docnos: Sequence[str]) -> dict[str, str]:
+    """The texts of the segments ``docnos`` that ``docstore`` has (the others are left out: the report says their
+    text is not in the collection given)."""
+    from pyterrier_nuggets.docstore import fetch_texts
+    if docstore is None or not docnos:
+        return {}
+    if isinstance(docstore, dict):
+        return {d: docstore[d] for d in docnos if d in docstore}
+    try:
+        return fetch_texts(docstore, docnos)
+    except InvalidInput:  # some are missing: one by one
+        out = {}
+        for d in docnos:
+            try:
+                out.update(fetch_texts(docstore, [d]))
+            except InvalidInput:
+                pass
+        return out
+
+
+def support_label(j: SupportJudgment) -> str:
+    """``full``, ``partial``, ``none`` or ``unjudged`` (label -1: missing or failed)."""
+    return j.support if j.support in (ids.FULL, ids.PARTIAL, ids.NONE) else ids.UNJUDGED
