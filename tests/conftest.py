@@ -1,15 +1,15 @@
 """Shared fixtures: the fake OpenAI-compatible server on 127.0.0.1 and an LLM client on a temporary cache.
 
 A test module scripts the server by overriding the ``responder`` fixture (a function body -> reply; the
-default answers every prompt of the package plausibly, see ``fake_openai_server.auto_reply``).
+default answers every prompt of the package plausibly, see ``pyterrier_nuggets.testing.stage_reply``).
 """
 import pytest
 
 from pyterrier_nuggets.llm import LLMClient
-from tests.fake_openai_server import FakeOpenAIServer
+from pyterrier_nuggets.testing import TestEndpoint
 
 
-def fake_client(server: FakeOpenAIServer, cache, **kwargs) -> LLMClient:
+def fake_client(server: TestEndpoint, cache, **kwargs) -> LLMClient:
     """An LLM client of the fake server (model "fake"), quick retries, no progress bars."""
     kwargs.setdefault("backoff", 0.01)
     kwargs.setdefault("progress", False)
@@ -23,7 +23,7 @@ def responder():
 
 @pytest.fixture
 def server(responder):
-    with FakeOpenAIServer(responder=responder) as s:
+    with TestEndpoint(responder=responder) as s:
         yield s
 
 

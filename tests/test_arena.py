@@ -29,8 +29,8 @@ from pyterrier_nuggets.judges.pairwise import first_in_a, parse_verdict
 from pyterrier_nuggets.llm.parsing import OutputError
 from pyterrier_nuggets.pipeline.arena import arena_step
 from pyterrier_nuggets.records import Battle, Nugget
+from pyterrier_nuggets.testing import INVALID, TestEndpoint, first_prompt
 from tests.conftest import fake_client
-from tests.fake_openai_server import INVALID, FakeOpenAIServer, auto_reply, first_prompt
 
 
 def B(qid, a, b, verdict, **kw) -> Battle:
@@ -247,7 +247,7 @@ def test_position_is_randomised_by_seed_and_recorded(llm, server):
 
 
 def test_both_orders_turn_a_position_biased_judge_into_ties(tmp_path):
-    with FakeOpenAIServer(responder=lambda body: "[[A]]") as s:  # always position A
+    with TestEndpoint(responder=lambda body: "[[A]]") as s:  # always position A
         llm = fake_client(s, tmp_path / "c.sqlite")
         frame, _ = _frame()
         out = PairwiseJudge(llm, orders="both")(frame)
@@ -263,7 +263,7 @@ def test_both_orders_turn_a_position_biased_judge_into_ties(tmp_path):
 
 
 def test_failed_battles_are_never_ties(tmp_path):
-    with FakeOpenAIServer(responder=lambda body: INVALID) as s:
+    with TestEndpoint(responder=lambda body: INVALID) as s:
         llm = fake_client(s, tmp_path / "c.sqlite")
         frame, _ = _frame()
         with pytest.raises(LLMStepError, match="pairwise battle"):
@@ -417,15 +417,15 @@ def test_an_interrupted_arena_resumes_and_changed_settings_refuse_to_mix(tmp_pat
     monkeypatch.setenv("OPENAI_API_KEY", "k")
     paths = _answer_files(tmp_path, RUNS4)
     out = tmp_path / "out"
-    with FakeOpenAIServer() as s:
+    with TestEndpoint() as s:
         # the endpoint answers nothing usable about topic q3: those battles fail, the run stops without a leaderboard
-        s.responder = lambda body: INVALID if "ocean tides" in first_prompt(body) else auto_reply(body)
+        s.responder = lambda body: INVALID if "ocean tides" in first_prompt(body) else None
         assert _arena(s, paths, out, cache=tmp_path / "c1.sqlite") == 1
         assert "6 of 18 battles failed" in capsys.readouterr().out
         journal = out / "battles.partial.jsonl"
         kept = [json.loads(line) for line in journal.read_text().splitlines()[1:]]
         assert sum(r["status"] == "completed" for r in kept) == 12 and not (out / "leaderboard.csv").exists()
-        with FakeOpenAIServer() as other:  # another endpoint is another judge: refused, nothing asked
+        with TestEndpoint() as other:  # another endpoint is another judge: refused, nothing asked
             assert _arena(other, paths, out, cache=tmp_path / "c2.sqlite") == 2
             assert "holds battles of another arena" in capsys.readouterr().err and not other.requests
         s.responder = None

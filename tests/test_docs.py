@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fake_openai_server import FakeOpenAIServer
+from pyterrier_nuggets.testing import TestEndpoint
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -99,7 +99,7 @@ def skip_reason(path: Path, body: str) -> str | None:
 def environment(tmp_path_factory):
     """The fake endpoint and private caches, through the environment variables users set."""
     cache = tmp_path_factory.mktemp("cache")
-    with FakeOpenAIServer() as server:
+    with TestEndpoint() as server:
         env = {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "k", "PYTERRIER_NUGGETS_MODEL": "fake",
                "PYTERRIER_NUGGETS_CACHE": str(cache / "llm-cache.sqlite"), "XDG_CACHE_HOME": str(cache),
                "MPLBACKEND": "Agg", "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),

@@ -1,4 +1,4 @@
-"""``pyterrier-nuggets``: the command line over the library, one module per subcommand.
+"""``pyterrier-nuggets``: the command line (one module per subcommand, :data:`SUBCOMMANDS`). Synopsis:
 
     pyterrier-nuggets demo [--out DIR] [--sample-only] [--dataset ID] [--topics QID ...] [--max-topics N]
                            [--system [NAME=]bm25|dense:K ...] [--run NAME=PATH] [--answers NAME=PATH]
@@ -31,6 +31,8 @@
     pyterrier-nuggets demo|trec-rag|ikat|arena ... --shard I/N --out SHARD_DIR   (one shard of the topics)
     pyterrier-nuggets merge SHARD_DIR ... --out DIR [--llm-cache PATH]   (the shards as one run, docs/shards.md)
     pyterrier-nuggets cache merge SOURCE ... --into TARGET   (response caches folded into one)
+    pyterrier-nuggets test-endpoint [--port 0]   (a deterministic local endpoint for trying the LLM commands)
+    pyterrier-nuggets --version
 """
 from __future__ import annotations
 
@@ -55,6 +57,7 @@ from pyterrier_nuggets.cli import (
     merge,
     score,
     table,
+    test_endpoint,
     trec_rag,
 )
 
@@ -63,11 +66,36 @@ from pyterrier_nuggets.cli import (
 EXIT_LLM_FAILED, EXIT_INPUT, EXIT_BUG, EXIT_INTERRUPTED = 1, 2, 3, 130
 
 SUBCOMMANDS = (demo, export, table, score, correlate, agree, annotate, ikat, calibrate, trec_rag, arena,
-               check_endpoint, merge, cache)
+               check_endpoint, test_endpoint, merge, cache)
+
+DESCRIPTION = (
+    "Evaluate retrieval-augmented generation as the TREC RAG and TREC iKAT tracks do: nugget recall (AutoNuggetizer: "
+    "V_strict ... A), citation support, rubrics and pairwise battles, next to retrieval measures such as nDCG@10, with "
+    "paired tests. Score answer files (trec-rag, arena, ikat), run retrieval, generation and evaluation on a "
+    "collection (demo), make and compare tables from files (table, score, correlate, agree, calibrate), annotate by "
+    "hand (annotate), and split LLM work over machines (--shard, merge). The LLM judges run on any OpenAI-compatible "
+    "endpoint, cached and resumable; test-endpoint starts a deterministic local one for trying the commands. Start "
+    "with: pyterrier-nuggets demo (offline, on the sample collection shipped with the package; docs/getting-started.md)")
+EPILOG = "Each command has its own --help, e.g. pyterrier-nuggets trec-rag --help. Exit codes: 0 done; 1 an LLM step " \
+         "or the endpoint failed; 2 an input, usage or set-up error (one line); 3 a bug of pyterrier-nuggets; 130 " \
+         "interrupted."
 
 
-VERBOSE_HELP = ("also show what the model libraries print while loading a model (their progress bars and "
-                "warnings), e.g. pyterrier-nuggets demo -v; by default only this command's own progress and results")
+
+
+def verbose_help(command: str) -> str:
+    """The help of ``-v`` on ``command``, with an example of that command."""
+    return ("also show what the model libraries print while loading a model (their progress bars and warnings), e.g. "
+            f"{command} -v; by default only this command's own progress and results")
+
+
+class Parser(argparse.ArgumentParser):
+    """The parsers of the command line: an option is given in full (``--llm`` is never read as ``--llm-cache``)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
 # what the model libraries (transformers, sentence-transformers, huggingface_hub) print unless -v: set before they
 # are imported, and only where the user has not set them
 QUIET_LIBRARIES = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error"}
@@ -75,13 +103,17 @@ QUIET_LIBRARIES = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY"
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every subcommand (``-v`` on the command itself and on each subcommand)."""
-    parser = argparse.ArgumentParser(prog="pyterrier-nuggets", description=__doc__.split("\n")[0])
-    parser.add_argument("-v", "--verbose", action="count", default=0, help=VERBOSE_HELP)
-    sub = parser.add_subparsers(dest="command", required=True)
+    from pyterrier_nuggets import __version__
+    parser = Parser(prog="pyterrier-nuggets", description=DESCRIPTION, epilog=EPILOG)
+    parser.add_argument("--version", action="version", version=f"pyterrier-nuggets {__version__}",
+                        help="print the version and exit")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help=verbose_help("pyterrier-nuggets demo"))
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in SUBCOMMANDS:
         command.add_parser(sub)
-    for subparser in sub.choices.values():
-        subparser.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS, help=VERBOSE_HELP)
+    for name, subparser in sub.choices.items():
+        subparser.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
+                               help=verbose_help(f"pyterrier-nuggets {name}"))
     return parser
 
 

@@ -243,6 +243,9 @@ class LLMJudge(FailurePolicy, pt.Transformer):
     # the step judges (creates, labels, scores): on the embedded model it says once that these judgments mean
     # nothing; a step that only writes answers (CitedGenerator) sets False, its answers are labelled in the tables
     judges: ClassVar[bool] = True
+    # what the package's test endpoint answers to this judge's requests (the first user message -> the reply's text;
+    # judges/test_replies.py): chosen by the stage the client declares, so a new judge brings its own
+    test_reply: ClassVar[Callable[[str], str] | None] = None
 
     llm: Any
     prompt: Any

@@ -29,6 +29,7 @@ from ir_measures_ext.errors import InvalidInput
 from ir_measures_ext.scoring import battle_score, both_orders_verdict
 from pyterrier_nuggets.formats.frames import BATTLE_COLUMNS, as_nugget_set
 from pyterrier_nuggets.formats.rubrics import RubricSet
+from pyterrier_nuggets.judges import test_replies
 from pyterrier_nuggets.judges.base import Failure, LLMJudge
 from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.llm.parsing import OutputError
@@ -107,6 +108,7 @@ class PairwiseJudge(LLMJudge):
     """
 
     step = "pairwise"
+    test_reply = staticmethod(test_replies.pairwise)
     step_name = "pairwise battle"
     repr_params = ("orders", "seed")
     failure_policies = {"raise": "stop with an error once all battles ran",
@@ -142,7 +144,7 @@ class PairwiseJudge(LLMJudge):
     def describe(self) -> str:
         """How tables and files name this judge."""
         llm = self.llm if self.llm is not None else self._default_llm
-        on = f" on {getattr(llm, 'model', None)} at {getattr(llm, 'endpoint', None)}" if llm is not None else ""
+        on = f" on {llm.describe()}" if llm is not None else ""
         guide = "rubric-guided" if self._criteria is not None else "naive"
         return f"PairwiseJudge ({guide} prompt, {'both orders' if self.orders == 'both' else 'one order'}, seed " \
                f"{self.seed}){on}"
