@@ -410,7 +410,7 @@ def test_arena_command_writes_every_output_and_dry_run_counts(server, tmp_path, 
     # a budget refuses before any call
     before = len(server.requests)
     assert _arena(server, paths, tmp_path / "o2", "--seed", "4", "--max-calls", "5", cache=tmp_path / "d.sqlite") == 2
-    assert "need 18 LLM calls, more than --max-calls 5" in capsys.readouterr().err and len(server.requests) == before
+    assert "18 LLM calls needed, more than --max-calls 5" in capsys.readouterr().err and len(server.requests) == before
 
 
 def test_an_interrupted_arena_resumes_and_changed_settings_refuse_to_mix(tmp_path, capsys, monkeypatch):
@@ -536,11 +536,17 @@ def test_correlate_arena_matches_the_statistics_and_names_swaps():
     assert result.levels["run"].ci is not None
 
 
-def test_judge_battles_keeps_chunks(llm):
+def test_judge_battles_hands_over_each_battle_as_it_is_judged(server, llm):
+    """Each battle reaches the caller the moment its last order is answered (the arena journals it then), in both
+    orders too: when the endpoint dies half-way, the battles judged before are already handed over."""
     frame, _ = _frame()
     seen = []
-    battles = judge_battles(PairwiseJudge(llm), frame, "fake", chunk=4, on_chunk=lambda bs: seen.append(len(bs)))
-    assert seen == [4, 4, 1] and len(battles) == 9 and all(b.ok and b.judge == "fake" for b in battles)
+    battles = judge_battles(PairwiseJudge(llm), frame, "fake", on_battle=seen.append)
+    assert sorted(b.key for b in seen) == sorted(b.key for b in battles) and len(battles) == 9
+    assert all(b.ok and b.judge == "fake" for b in battles)
+    seen.clear()
+    judge_battles(PairwiseJudge(llm, orders="both", seed=3), frame, "fake", on_battle=seen.append)
+    assert len(seen) == 9 and all(len(b.verdicts) == 2 for b in seen)  # handed over once both orders are in
 
 
 def test_arena_command_offline_baseline_judge(tmp_path, capsys):

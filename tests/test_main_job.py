@@ -88,9 +88,11 @@ def test_cli_options_parse(monkeypatch):
               "x=x.run", "--answers", "x=x.jsonl", "--nuggets", "n.jsonl", "--base-url", "http://127.0.0.1:1/v1",
               "--model", "m", "--topics", "t1", "t2", "--strict", "--no-plots"])
     a = seen["args"]
-    assert (a.dataset, a.system, a.run, a.answers, a.nuggets, a.base_url, a.model, a.topics, a.strict, a.no_plots) == (
+    assert (a.dataset, a.system, a.run, a.answers, a.nuggets, a.base_url, a.model, a.topics, a.on_failure,
+            a.no_plots) == (
         "msmarco-segment-v2.1/trec-rag-2024", ["bm25:3"], ["x=x.run"], ["x=x.jsonl"], "n.jsonl",
-        ["http://127.0.0.1:1/v1"], "m", ["t1", "t2"], True, True)  # --base-url may be repeated: a list
+        ["http://127.0.0.1:1/v1"], "m", ["t1", "t2"], "stop", True)  # --base-url may be repeated: a list; --strict is
+    # the first spelling of --on-failure stop
 
 
 def test_make_llm_endpoint_and_key(monkeypatch, tmp_path):

@@ -139,7 +139,7 @@ def main(argv=None) -> int:
         return EXIT_INPUT
     except Exception as e:
         if _llm_failure(e):  # the model or the endpoint failed, not the input
-            print(f"error: {e}", file=sys.stderr)
+            print(f"error: {_llm_failure_text(e)}", file=sys.stderr)
             return EXIT_LLM_FAILED
         traceback.print_exc()  # anything else is a bug of ours: keep the traceback
         print(f"pyterrier-nuggets: internal error (exit {EXIT_BUG}): this is a bug of pyterrier-nuggets, not of your "
@@ -153,6 +153,12 @@ def _llm_failure(e: Exception) -> bool:
     from pyterrier_nuggets.llm.batch import BatchError
     from pyterrier_nuggets.llm.retry import EndpointError
     return isinstance(e, (LLMStepError, EndpointError, BatchError))
+
+
+def _llm_failure_text(e: Exception) -> str:
+    """A failed LLM step in the command line's words (its options, not the Python arguments)."""
+    from pyterrier_nuggets.judges import LLMStepError
+    return e.for_command_line() if isinstance(e, LLMStepError) else str(e)
 
 
 def _one_line(e: BaseException) -> str:

@@ -11,11 +11,17 @@
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
-from pyterrier_nuggets.cli.errors import UsageError, non_negative_int, positive_int, positive_number, share
+from pyterrier_nuggets.cli.errors import (
+    DeprecatedAlias,
+    UsageError,
+    non_negative_int,
+    positive_int,
+    positive_number,
+    share,
+)
 
 #: the commands that call an LLM and take the whole group (``check-endpoint`` takes its endpoint part)
 LLM_COMMANDS = ("demo", "trec-rag", "arena", "ikat", "calibrate")
@@ -100,12 +106,11 @@ def add_overwrite(parser) -> None:
                         "whole (without it a folder holding them is refused; the response cache in it is kept)")
 
 
-class StrictAlias(argparse.Action):
+class StrictAlias(DeprecatedAlias):
     """``--strict``, the first spelling of ``--on-failure stop``: kept hidden, with a warning naming the new one."""
 
     def __init__(self, option_strings, dest, command: str, **kwargs):
-        super().__init__(option_strings, dest, nargs=0, help=argparse.SUPPRESS, **kwargs)
-        self.command = command
+        super().__init__(option_strings, dest, new="--on-failure stop", command=command, nargs=0, **kwargs)
 
     def __call__(self, parser, namespace, values, option_string=None):
         print(f"warning: {self.command} {option_string} is deprecated: give --on-failure stop", file=sys.stderr)
@@ -114,22 +119,27 @@ class StrictAlias(argparse.Action):
 
 # ------------------------------------------------------------------------------------------------ the client
 
-def llm_mode(args, offline: str | None = None) -> str:
-    """``--llm``, or its default: ``endpoint`` when one is configured (options or environment; with ``--dry-run``
-    none is needed), else ``offline``. ``offline``: what the command does without an LLM, or None when it has no
-    offline judges (``--llm offline`` is then refused, naming what to give instead)."""
+def llm_mode(args, offline: bool = False) -> str:
+    """``--llm``, or its default: ``endpoint`` when one is configured (options or environment; in a dry run
+    ``--model`` or ``--base-url`` is enough) or when the command has no ``offline`` judges, else ``offline``.
+    ``--llm offline`` on a command without offline judges is refused."""
     from pyterrier_nuggets.llm import endpoint_configured
-    if args.llm == "offline" and offline is None:
-        raise UsageError(f"--llm offline: {args.command} has no offline judges; give --llm endpoint (--base-url, "
-                         "--model) or --llm embedded")
+    if args.llm == "offline" and not offline:
+        raise UsageError(f"--llm offline: {command_name(args)} has no offline judges; give --llm endpoint (with "
+                         "--base-url and --model) or --llm embedded")
     if args.llm is not None:
         if args.llm == "endpoint" and not args.dry_run and not endpoint_configured(args.model, args.base_url):
             raise UsageError("--llm endpoint: no endpoint is configured; give --base-url URL --model NAME, or set "
                              "OPENAI_BASE_URL and PYTERRIER_NUGGETS_MODEL (OPENAI_API_KEY for the OpenAI API)")
         return args.llm
-    if args.dry_run or endpoint_configured(args.model, args.base_url, dry_run_key(args)):
+    given = args.dry_run and (args.model or args.base_url)
+    if not offline or given or endpoint_configured(args.model, args.base_url):
         return "endpoint"
     return "offline"
+
+
+def command_name(args) -> str:
+    return f"pyterrier-nuggets {getattr(args, 'command', None) or ''}".rstrip()
 
 
 def dry_run_key(args) -> str | None:
@@ -168,16 +178,16 @@ def llm_client(args, mode: str = "endpoint", **extra):
     if args.dry_run and not model and not os.environ.get(ENV_MODEL):
         model = DRY_RUN_MODEL
     if not args.dry_run and not endpoint_configured(args.model, args.base_url):
-        raise UsageError(f"{args.command}: the LLM steps need an endpoint: give --base-url URL --model NAME (or set "
-                         "OPENAI_BASE_URL and PYTERRIER_NUGGETS_MODEL; OPENAI_API_KEY for the OpenAI API), or --llm "
-                         "embedded")
+        raise UsageError(f"{command_name(args)}: the LLM steps need an endpoint: give --base-url URL --model NAME (or "
+                         "set OPENAI_BASE_URL and PYTERRIER_NUGGETS_MODEL; OPENAI_API_KEY for the OpenAI API), or "
+                         "--llm embedded")
     return LLMClient(model=model, base_url=args.base_url, api_key=key, **options)
 
 
-def plan_first(args, llm, work, what: str = "this run") -> bool:
+def plan_first(args, llm, work, what: str = "this run", smaller: str = "make the run smaller") -> bool:
     """Before any call: with ``--dry-run``, ``--max-calls`` or ``--batch``, the plan of ``work()`` (the command's LLM
     work, run on placeholder answers) is printed, and a run over ``--max-calls`` is refused. Returns True when the
-    command is done (a dry run)."""
+    command is done (a dry run). ``smaller``: how the command's run is made smaller, in the refusal."""
     if llm is None:
         if args.dry_run:
             print(f"Dry run: {what} needs no LLM call.")
@@ -188,8 +198,8 @@ def plan_first(args, llm, work, what: str = "this run") -> bool:
         work()
     print(plan.to_text(), flush=True)
     if args.max_calls is not None and plan.calls() > args.max_calls:
-        raise UsageError(f"{what} needs {plan.calls()} LLM calls, more than --max-calls {args.max_calls}: raise the "
-                         "budget or make the run smaller")
+        raise UsageError(f"{what}: {plan.calls()} LLM calls needed, more than --max-calls {args.max_calls}; raise "
+                         f"the budget or {smaller}")
     if llm.batch and not args.dry_run:
         print("Batch API mode: starting.", flush=True)
     return bool(args.dry_run)
