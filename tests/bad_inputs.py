@@ -653,7 +653,7 @@ def cases() -> list[Case]:
              message=r"unknown topic id"),
         Case("demo: --out holds an input under an output name", "cli",
              ["demo", "--collection", "{d}/collection", "--nuggets", "{d}/nuggets.jsonl", "--assignments",
-              "r={d}/r.assignments.jsonl", "--out", "{d}"], message=r"nuggets.jsonl: field '--nuggets'.*output folder"),
+              "r={d}/r.assignments.jsonl", "--out", "{d}"], message=r"the input .*nuggets.jsonl is inside --out"),
         Case("demo: --nuggets do not match --assignments", "cli",
              ["demo", "--collection", "{d}/collection", "--nuggets", "{d}/nuggets.jsonl", "--assignments",
               "r={d}/r.assignments.jsonl", "--run", "r={d}/r.segments.run", "--out", "{d}/o", "--no-plots"],

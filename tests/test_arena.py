@@ -433,18 +433,21 @@ def test_an_interrupted_arena_resumes_and_changed_settings_refuse_to_mix(tmp_pat
         assert _arena(s, paths, out, cache=tmp_path / "c3.sqlite") == 0  # a fresh cache: the journal resumes
         assert len(s.requests) - asked == 6  # only the failed battles are asked again
         assert len(formats.read_battles(str(out / "battles.jsonl"))) == 18 and not journal.exists()
+        # the finished arena's folder: refused without --overwrite; with it, other settings still never mix
+        assert _arena(s, paths, out, cache=tmp_path / "c3.sqlite") == 2
+        assert "holds the outputs of an earlier run" in capsys.readouterr().err
         for changed, what in ((["--seed", "1"], "the seed"), (["--design", "topics:2"], "the sampling design"),
                               (["--both-orders"], "the A/B order rule")):
-            assert _arena(s, paths, out, *changed, cache=tmp_path / "c3.sqlite") == 2
+            assert _arena(s, paths, out, *changed, "--overwrite", cache=tmp_path / "c3.sqlite") == 2
             assert what in capsys.readouterr().err
         (tmp_path / "new").mkdir()
         changed = _answer_files(tmp_path / "new", {"good": lambda q: "changed"}) + paths[1:]
-        assert _arena(s, changed, out, cache=tmp_path / "c3.sqlite") == 2
+        assert _arena(s, changed, out, "--overwrite", cache=tmp_path / "c3.sqlite") == 2
         assert "the answers of good" in capsys.readouterr().err
         # the finished arena again: nothing is asked, the same leaderboard
         board = (out / "leaderboard.csv").read_text()
         asked = len(s.requests)
-        assert _arena(s, paths, out, cache=tmp_path / "c4.sqlite") == 0
+        assert _arena(s, paths, out, "--overwrite", cache=tmp_path / "c4.sqlite") == 0
         assert len(s.requests) == asked and (out / "leaderboard.csv").read_text() == board
 
 

@@ -17,6 +17,7 @@ import pytest
 from pyterrier_nuggets import formats
 from pyterrier_nuggets.cli import main
 from pyterrier_nuggets.cli.shards import MANIFEST, Shard, parse_shard, read_manifest, shard_of
+from pyterrier_nuggets.formats.folders import MANIFEST as OUTPUTS_MANIFEST
 from pyterrier_nuggets.llm import CacheMiss, LLMClient, ResponseCache
 from pyterrier_nuggets.testing import TestEndpoint, first_prompt
 
@@ -175,7 +176,7 @@ def test_demo_offline_shards_merge_into_the_unsharded_files(tmp_path, index_dir,
     assert main(["merge", *folders, "--out", "merged"]) == 0
     assert "no LLM work" in capsys.readouterr().out
     names = same_files("full", "merged")
-    assert {"joint_table.csv", "bm25-k2.answers.jsonl", "battles.jsonl", "ndcg_vs_vstrict.png", "this_run.txt"} <= \
+    assert {"joint_table.csv", "bm25-k2.answers.jsonl", "battles.jsonl", "ndcg_vs_vstrict.png", OUTPUTS_MANIFEST} <= \
         set(names)
 
 
@@ -233,7 +234,9 @@ def test_demo_with_an_endpoint_shards_merge_byte_identical_with_no_call(tmp_path
         assert f"run it again (what succeeded is cached): pyterrier-nuggets demo --base-url {server.base_url}" in err
         i = failing.shard.i
         calls = server.count
-        assert main([*argv, "--shard", f"{i}/2", "--out", folders[i - 1]]) == 0  # the re-run completes it
+        assert main([*argv, "--shard", f"{i}/2", "--out", folders[i - 1]]) == 2  # its outputs are there: refused
+        assert "--overwrite" in capsys.readouterr().err
+        assert main([*argv, "--shard", f"{i}/2", "--out", folders[i - 1], "--overwrite"]) == 0  # the re-run completes it
         assert read_manifest(folders[i - 1]).failed == {} and server.count > calls
         unsharded([*argv, "--out", "full", "--llm-cache", "full.sqlite"])  # for comparison
         calls = server.count
@@ -244,7 +247,7 @@ def test_demo_with_an_endpoint_shards_merge_byte_identical_with_no_call(tmp_path
     assert not os.path.exists(os.path.join("merged", MANIFEST))
     names = same_files("full", "merged")
     assert {"nuggets.jsonl", "bm25-k2.assignments.jsonl", "bm25-k3.support.jsonl", "battles.jsonl", "leaderboard.csv",
-            "joint_table.md", "vstrict_vs_words.svg", "this_run.txt"} <= set(names)
+            "joint_table.md", "vstrict_vs_words.svg", OUTPUTS_MANIFEST} <= set(names)
     assert manifests[0].llm == {"model": "fake", "endpoint": server.base_url}
     assert os.path.basename(manifests[0].cache) == "llm-cache.sqlite"
 
@@ -316,8 +319,9 @@ def test_trec_rag_shards_merge_byte_identical(tmp_path, rag_files, no_endpoint, 
         assert main(["merge", *folders, "--out", "merged"]) == 0
         assert server.count == calls
     names = same_files("full", "merged")
-    assert names == ["A.assignments.jsonl", "A.eval.run", "A.support_assignments.jsonl", "B.assignments.jsonl",
-                     "B.eval.run", "B.support_assignments.jsonl", "qrels.txt", "scores.tsv", "support_metric_rows.txt"]
+    assert names == [OUTPUTS_MANIFEST, "A.assignments.jsonl", "A.eval.run", "A.support_assignments.jsonl",
+                     "B.assignments.jsonl", "B.eval.run", "B.support_assignments.jsonl", "qrels.txt", "scores.tsv",
+                     "support_metric_rows.txt"]
     assert manifests[0].topics == list(TOPIC_TEXTS) and manifests[0].llm is None
     for m in manifests[1:]:  # each shard judged and scored only its own topics
         scored = {line.split()[0] for line in open(os.path.join(m.folder, "A.eval.run"))}
@@ -347,7 +351,7 @@ def test_arena_shards_plan_on_every_topic_and_merge_byte_identical(tmp_path, rag
         assert main(["merge", *folders, "--out", "merged"]) == 2
         assert f"has 1 failed topic(s): {failing_topic} (pairwise battle)" in capsys.readouterr().err
         i = failing.shard.i
-        assert main([*argv, "--shard", f"{i}/2", "--out", folders[i - 1]]) == 0  # answered this time
+        assert main([*argv, "--shard", f"{i}/2", "--out", folders[i - 1], "--overwrite"]) == 0  # answered this time
         unsharded([*argv, "--out", "full", "--llm-cache", "full.sqlite"])
         calls = server.count
         assert main(["merge", *folders, "--out", "merged"]) == 0

@@ -14,6 +14,7 @@ import os
 
 from pyterrier_nuggets.cli.errors import ON_INVALID, UsageError, non_negative_int, probability
 from pyterrier_nuggets.cli.options import add_llm_options, add_overwrite, llm_client, llm_mode, plan_first
+from pyterrier_nuggets.cli.paths import output_folder
 
 OUTPUTS = {"battles": "battles.jsonl", "leaderboard": "leaderboard.csv", "pairwise": "pairwise.csv",
            "settings": "arena.json", "plot": "ratings.png", "plot pdf": "ratings.pdf", "plot svg": "ratings.svg"}
@@ -100,6 +101,7 @@ def _from_battles(args) -> int:
     check_inputs(*args.battles)
     outputs = _outputs(args, judged=False)
     formats.check_outputs(outputs, {f"--battles {i + 1}": b for i, b in enumerate(args.battles)})
+    folder = output_folder(args, "arena", inputs=args.battles)
     battles, where = [], {}
     for path in args.battles:
         for b in formats.read_battles(path):
@@ -109,7 +111,7 @@ def _from_battles(args) -> int:
             where[b.key] = path
             battles.append(b)
     arena = _leaderboard(args, battles, None, None)
-    _write(args, outputs, arena, {"battles": [os.path.basename(b) for b in args.battles]}, judged=False)
+    _write(args, outputs, arena, {"battles": [os.path.basename(b) for b in args.battles]}, False, folder)
     return 0
 
 
@@ -119,7 +121,7 @@ def _leaderboard(args, battles, systems, shared):
                        prior=args.prior, shared_topics=shared)
 
 
-def _write(args, outputs: dict[str, str], arena, settings: dict, judged: bool) -> None:
+def _write(args, outputs: dict[str, str], arena, settings: dict, judged: bool, folder) -> None:
     from pyterrier_nuggets import formats
     from pyterrier_nuggets.formats.arena import LEADERBOARD_COLUMNS, LEADERBOARD_EXTRA, PAIRWISE_COLUMNS, write_csv
 
@@ -146,7 +148,8 @@ def _write(args, outputs: dict[str, str], arena, settings: dict, judged: bool) -
     if "plot" in outputs:
         from pyterrier_nuggets.evaluation.plots import arena_figure, figure_writers
         writers.update(figure_writers(lambda: arena_figure(arena), outputs["plot"]))
-    formats.write_all(writers)
+    folder.keep.discard(JOURNAL)  # the arena is complete: its journal goes with the folder's earlier state
+    folder.write_all(writers)
     print(arena.to_text())
     print(f"written to {args.out}: {', '.join(os.path.basename(p) for p in writers)}")
 
@@ -156,7 +159,7 @@ def _judge(args) -> int:
     from pyterrier_nuggets.cli.trec_rag import dataset_file, topic_texts
     from pyterrier_nuggets.evaluation.arena import Design, plan_battles
     design = Design.parse(args.design)
-    outputs = _check_judge_arguments(args)
+    outputs, folder = _check_judge_arguments(args)
     # every input, completely and against each other, before any call
     answers, narratives = _read_answer_files(args.answers)
     if len(answers) < 2:
@@ -203,8 +206,7 @@ def _judge(args) -> int:
     if _plan_calls(args, llm, judge, frame):
         return 0
     battles = _judge_all(args, judge, llm, frame, name, settings, kept, plan.battles)
-    _rate_and_write(args, outputs, battles, list(answers), plan.shared_topics, notes, settings)
-    os.remove(os.path.join(args.out, JOURNAL))
+    _rate_and_write(args, outputs, battles, list(answers), plan.shared_topics, notes, settings, folder)
     if llm is not None:
         print("\nLLM work:\n" + llm.usage().to_text())
     return shards.finish(args, "arena", topics, {b.qid: "pairwise battle" for b in battles if not b.ok}, llm)
@@ -221,7 +223,7 @@ def _pairwise_judge(args, rubrics, nuggets):
 
 
 def _rate_and_write(args, outputs: dict[str, str], battles, systems: list[str], shared_topics, notes: list[str],
-                    settings) -> None:
+                    settings, folder) -> None:
     """The leaderboard of the judged battles, written with every output (a shard whose few battles have no
     ratings: its battles only, the merge rates them on every topic)."""
     from pyterrier_nuggets import formats
@@ -233,14 +235,16 @@ def _rate_and_write(args, outputs: dict[str, str], battles, systems: list[str], 
             raise NoRatings(f"{e}. The battles are kept in {os.path.join(args.out, JOURNAL)}: the same command with "
                             "--prior N asks nothing again") from None
         print(f"shard {args.shard}: no leaderboard of this shard's battles alone ({e}); battles.jsonl written")
-        formats.write_all({outputs["battles"]: lambda p: formats.write_battles(p, battles)})
+        folder.keep.discard(JOURNAL)
+        folder.write_all({outputs["battles"]: lambda p: formats.write_battles(p, battles)})
         return
     arena.notes += notes
-    _write(args, outputs, arena, settings, judged=True)
+    _write(args, outputs, arena, settings, True, folder)
 
 
-def _check_judge_arguments(args) -> dict[str, str]:
-    """The options that do not go together refused, and the outputs (returned) checked against the inputs."""
+def _check_judge_arguments(args):
+    """The options that do not go together refused, and the outputs checked against the inputs: the outputs and
+    the output folder (:func:`~pyterrier_nuggets.cli.paths.output_folder`; an interrupted arena's journal stays)."""
     from pyterrier_nuggets import formats
     if args.judge == "baseline" and (args.rubrics or not args.nuggets):
         raise UsageError("--judge baseline counts the nuggets each answer covers: give --nuggets (not --rubrics)")
@@ -255,7 +259,7 @@ def _check_judge_arguments(args) -> dict[str, str]:
             inputs[option] = value
     outputs = _outputs(args, judged=True)
     formats.check_outputs({**outputs, "journal": os.path.join(args.out, JOURNAL)}, inputs)
-    return outputs
+    return outputs, output_folder(args, "arena", keep=[JOURNAL], inputs=inputs.values())
 
 
 def _read_answer_files(paths: list[str]) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:

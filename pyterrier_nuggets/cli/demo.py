@@ -5,6 +5,7 @@ import os
 
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.cli.options import client_options, llm_client, llm_mode, plan_first
+from pyterrier_nuggets.cli.paths import output_folder
 
 
 def add_parser(sub) -> None:
@@ -42,7 +43,9 @@ def run(args) -> int:
             raise UsageError("--shard splits LLM work by topic; --sample-only scores files made by hand (no LLM): "
                              "run it unsharded")
         from pyterrier_nuggets.pipeline import run_sample
-        table = run_sample(args.out)
+        tables = []
+        output_folder(args, "demo").write_all({}, [lambda stage: tables.append(run_sample(stage))])
+        table = tables[0]
         print("Joint table of the hand-made sample (3 topics, 2 systems, assignments and support made by hand; "
               "see docs/getting-started.md)")
         print(table.to_text())
@@ -204,6 +207,7 @@ def run_demo(args) -> int:
     systems = build_systems(args.system, args.run, args.answers, args.assignments, k=args.k, mode=mode)
     collection = _collection(args)
     topics = list(collection.topics["qid"])
+    folder = output_folder(args, "demo", inputs=[args.nuggets, *_input_files(systems)])  # before anything changes
     shards.begin(args, "demo")
     if args.shard is not None:
         collection = shard_collection(collection, args.shard)
@@ -222,9 +226,21 @@ def run_demo(args) -> int:
     if plan_first(args, llm, lambda: in_temporary_folder(lambda out_dir, log: job(out_dir, log, plots=False)),
                   "the main job"):
         return 0
-    result = job(args.out, lambda m: print(m, flush=True))
+    done = []
+
+    def fill(stage):  # the main job into the staging folder; the files named where they end up
+        result = job(stage, lambda m: print(m, flush=True))
+        result.files = [os.path.join(args.out, os.path.relpath(f, stage)) for f in result.files]
+        done.append(result)
+    folder.write_all({}, [fill])
+    result = done[0]
     _report(args, result, len(collection.topics), llm)
     return shards.finish(args, "demo", topics, result.failed, llm)
+
+
+def _input_files(systems) -> list[str]:
+    """The files the systems are read from (runs, answers, assignments)."""
+    return [p for s in systems for p in (s.run, s.answers, s.assignments) if p]
 
 
 def _collection(args):
@@ -263,7 +279,8 @@ def _report(args, result, topics: int, llm) -> None:
         print("\nLLM work per stage:\n" + llm.usage().to_text())
         if llm.batch:
             print("Batch API: " + ", ".join(f"{k} {v}" for k, v in llm.batch_stats.items()))
-    print("\n" + this_run(args.out, result.files, llm) + f"\ntime: {result.seconds:.0f} s")
+    names = sorted(os.path.relpath(f, args.out) for f in result.files)
+    print(f"\nwritten to {args.out}: {', '.join(names)}\ntime: {result.seconds:.0f} s")
 
 
 def shard_collection(collection, shard):
@@ -272,28 +289,3 @@ def shard_collection(collection, shard):
     own = set(shard.select(collection.topics["qid"]))
     return replace(collection, topics=collection.topics[collection.topics["qid"].isin(own)].reset_index(drop=True),
                    qrels=collection.qrels[collection.qrels["qid"].isin(own)].reset_index(drop=True))
-
-
-MANIFEST = "this_run.txt"
-
-
-def this_run(out_dir: str, files, llm=None) -> str:
-    """Which files of ``out_dir`` this run wrote: listed in ``out_dir/this_run.txt`` (replaced by every run) and in
-    the returned lines, which also name the files of earlier runs left in the folder (never deleted: a run of other
-    systems leaves theirs). The response cache of ``llm``, when it is in ``out_dir`` (a shard's), is neither."""
-    from pyterrier_nuggets.formats import atomic_write
-    written = sorted(os.path.relpath(f, out_dir) for f in files) + [MANIFEST]
-    with atomic_write(os.path.join(out_dir, MANIFEST)) as f:
-        f.write("# the files the last pyterrier-nuggets demo run wrote in this folder; any other file here is older\n")
-        f.writelines(name + "\n" for name in written)
-    cache = str(os.path.realpath(llm.cache.path)) if llm is not None and llm.cache is not None else None
-    cache_files = {cache, cache + "-wal", cache + "-shm"} if cache else set()
-    earlier = sorted(name for name in os.listdir(out_dir) if name not in written and not name.startswith(".")
-                     and os.path.isfile(os.path.join(out_dir, name))
-                     and os.path.realpath(os.path.join(out_dir, name)) not in cache_files)
-    lines = [f"written to {out_dir} (listed in {MANIFEST}): {', '.join(written)}"]
-    if earlier:
-        lines.append(f"note: {out_dir} also holds {len(earlier)} file{'s' * (len(earlier) != 1)} of earlier runs, not "
-                     f"of this one: {', '.join(earlier[:6])}{', ...' if len(earlier) > 6 else ''} (give --out NEW_DIR "
-                     "for a folder of this run's files only)")
-    return "\n".join(lines)

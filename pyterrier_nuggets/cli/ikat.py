@@ -5,6 +5,7 @@ import os
 
 from pyterrier_nuggets.cli.errors import DeprecatedAlias, UsageError, positive_int, probability
 from pyterrier_nuggets.cli.options import add_llm_options, add_overwrite, llm_client, llm_mode, plan_first
+from pyterrier_nuggets.cli.paths import output_folder
 
 GOLD_SETS = ("human", "human-dedup", "llm", "llm-dedup")
 
@@ -167,6 +168,7 @@ def _ptkb(args, runs: dict[str, str]) -> int:
 
     from pyterrier_nuggets import formats
     from pyterrier_nuggets.evaluation import ikat
+    folder = output_folder(args, "ikat", inputs=list(runs.values()) + [args.ptkb_qrels, args.topics])
     topics = _read_topics(args.topics, "trec-ikat/2023")
     statements = ikat.ptkb_statements(topics)
     rankings = {name: formats.read_ptkb_run(path, statements) for name, path in runs.items()}
@@ -180,7 +182,7 @@ def _ptkb(args, runs: dict[str, str]) -> int:
     result = ikat.ptkb_table(rankings, qrels, topics, baseline=args.baseline, test=args.test,
                              correction=args.correction, alpha=args.alpha, qrels_label=label)
     print(result)
-    print("written: " + ", ".join(result.write(args.out, plot=False)))
+    print("written: " + ", ".join(folder.write_all(result.writers(args.out, plot=False))))
     return 0
 
 
@@ -197,6 +199,7 @@ def _joint(args, paths: dict[str, str]) -> int:
     systems = _systems(args)
     turns = list(dict.fromkeys(str(q) for s in systems for frame in (s.responses, s.ranking) if frame is not None
                                for q in frame["qid"]))
+    folder = output_folder(args, "ikat", inputs=[p for k, p in paths.items() if k.startswith("input ")])
     shards.begin(args, "ikat")
     if args.shard is not None:
         own = set(args.shard.select(turns))
@@ -232,7 +235,7 @@ def _joint(args, paths: dict[str, str]) -> int:
         print("\nSpan rate of the extraction (|matched| / (|matched| + |not matched|), the share of extracted lines "
               "that are spans of the response; NOT nugget precision):")
         print(rates.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
-    print("written: " + ", ".join(result.write(args.out, plot=not args.no_plots, extra=extra)))
+    print("written: " + ", ".join(folder.write_all({**result.writers(args.out, plot=not args.no_plots), **extra})))
     return shards.finish(args, "ikat", turns, left_out, llm)
 
 

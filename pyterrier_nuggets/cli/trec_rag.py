@@ -11,6 +11,7 @@ from typing import Any
 
 from pyterrier_nuggets.cli.errors import ON_INVALID, UsageError
 from pyterrier_nuggets.cli.options import add_llm_options, add_overwrite, llm_client, llm_mode, plan_first
+from pyterrier_nuggets.cli.paths import output_folder
 
 SUPPORT_TOOLKIT_NAMES = {  # our measure -> the 2026 toolkit's support metric name (castorini/RAGDoll), its order
     "SupportP": "weighted_precision_first_citation", "SupportR": "weighted_recall_first_citation",
@@ -136,6 +137,7 @@ def run(args) -> int:
     from pyterrier_nuggets.cli import shards
     job = _read(args)  # every input, each file completely and the files against each other, before any call
     topics = list(dict.fromkeys(a.qid for a in job.answers))
+    folder = output_folder(args, "trec-rag", inputs=job.inputs.values())  # refused before anything changes
     shards.begin(args, "trec-rag")
     if args.shard is not None:
         _keep_topics(job, set(args.shard.select(topics)))
@@ -151,7 +153,7 @@ def run(args) -> int:
     _judge(args, job, frame)
     _leave_out(job)
     qrels, measures, rows_by_run, table, means = _score(args, job)
-    formats.write_all(_writers(out_files, job, qrels, rows_by_run, table, means))
+    folder.write_all(_writers(out_files, job, qrels, rows_by_run, table, means))
     wide = means.pivot(index="run", columns="measure", values="value")[[str(m) for m in measures]]
     print(wide.to_string(float_format=lambda v: f"{v:.4f}"))
     judge = f"judges: {job.llm.describe()}" if job.llm is not None else "judges: none (support assignments given)"
