@@ -131,6 +131,7 @@ def main(argv=None) -> int:
         _print_warnings(caught)
         return code
     except KeyboardInterrupt:
+        _interrupt_llm_work()
         print(f"interrupted (exit {EXIT_INTERRUPTED}): every LLM answer received so far is in the response cache; "
               "run the same command again to go on (cached answers cost no call)", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -153,6 +154,17 @@ def _llm_failure(e: Exception) -> bool:
     from pyterrier_nuggets.llm.batch import BatchError
     from pyterrier_nuggets.llm.retry import EndpointError
     return isinstance(e, (LLMStepError, EndpointError, BatchError))
+
+
+def _interrupt_llm_work() -> None:
+    """Ctrl-C: no new LLM request starts, and those in flight get a grace period to come back (their answers are
+    cached); only where an LLM client was made (its module is loaded)."""
+    scheduler = sys.modules.get("pyterrier_nuggets.llm.scheduler")
+    if scheduler is not None:
+        try:
+            scheduler.interrupt_all()
+        except KeyboardInterrupt:  # Ctrl-C again: stop at once
+            pass
 
 
 def _llm_failure_text(e: Exception) -> str:

@@ -63,7 +63,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 from ir_measures_ext.errors import InvalidInput
-from pyterrier_nuggets.llm.cache import INVALID, CacheMiss, ResponseCache, default_cache_path, request_key, shard_path
+from pyterrier_nuggets.llm.cache import (
+    INVALID,
+    CacheError,
+    CacheMiss,
+    ResponseCache,
+    default_cache_path,
+    request_key,
+    shard_path,
+)
 from pyterrier_nuggets.llm.config import ENV_API_KEY, TEST_ENDPOINT_LABEL
 from pyterrier_nuggets.llm.endpoint import (
     PLACEHOLDER_KEY,
@@ -207,6 +215,7 @@ class LLMClient:
         self._local = threading.local()
         self._job_invalid: set[str] = set()  # marked invalid during this job (see new_job): replayed within it
         self.test_endpoint = False  # an answer came from the package's test endpoint (describe() says so)
+        self._unstorable: CacheError | None = None  # the cache failed to store an answer: no call is made any more
 
     # ------------------------------------------------------------------------------------- what it is
 
@@ -370,6 +379,8 @@ class LLMClient:
             return ChatResult(None, error=self._router.errors[key], key=key)
         if self.cache_only:
             raise CacheMiss(stage, self.model, self.endpoint, self.cache.path)
+        if self._unstorable is not None:  # answers can no longer be stored: never pay for one again
+            raise self._unstorable
         if self._router.defers:
             raise self._router.defer(key, body, stage, plan_reply, plan_note)
         tokens = 0
@@ -383,8 +394,12 @@ class LLMClient:
             reply = {"text": result.text, "usage": result.usage, "finish_reason": result.finish_reason}
             if result.test_endpoint:
                 reply["test_endpoint"] = True
-            for k in keys:
-                self.cache.put(k, body, reply)
+            try:
+                for k in keys:
+                    self.cache.put(k, body, reply)
+            except CacheError as e:
+                self._unstorable = e  # every later request stops here, before any call
+                raise
         return result
 
     def cache_keys(self, body: dict) -> list[str]:
