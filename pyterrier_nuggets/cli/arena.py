@@ -14,7 +14,7 @@ import os
 
 from pyterrier_nuggets.cli.errors import ON_INVALID, UsageError, non_negative_int, probability
 from pyterrier_nuggets.cli.options import add_llm_options, add_overwrite, llm_client, llm_mode, plan_first
-from pyterrier_nuggets.cli.paths import output_folder
+from pyterrier_nuggets.cli.paths import nonempty, output_folder
 
 OUTPUTS = {"battles": "battles.jsonl", "leaderboard": "leaderboard.csv", "pairwise": "pairwise.csv",
            "settings": "arena.json", "plot": "ratings.png", "plot pdf": "ratings.pdf", "plot svg": "ratings.svg"}
@@ -269,7 +269,7 @@ def _read_answer_files(paths: list[str]) -> tuple[dict[str, dict[str, str]], dic
     answers: dict[str, dict[str, str]] = {}
     narratives: dict[str, dict[str, str]] = {}
     for path in paths:
-        for a in formats.read_answers(path):
+        for a in nonempty(path, formats.read_answers(path)):
             mine = answers.setdefault(a.run_id, {})
             if a.qid in mine:
                 raise formats.InputError(path, None, "topic_id", f"topic {a.qid} of run {a.run_id} is answered twice "

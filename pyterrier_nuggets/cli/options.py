@@ -63,8 +63,8 @@ def add_llm_options(parser) -> None:
                    "endpoint), e.g. --llm embedded")
     add_endpoint_options(g)
     g.add_argument("--llm-cache", metavar="PATH", help="SQLite response cache (default: $PYTERRIER_NUGGETS_CACHE or "
-                   "~/.cache/pyterrier-nuggets/llm-cache.sqlite; with --shard, --out/llm-cache.sqlite), e.g. "
-                   "--llm-cache out/cache.sqlite")
+                   "~/.cache/pyterrier-nuggets/llm-cache.sqlite; a shard's: llm-cache.sqlite in its output folder), "
+                   "e.g. --llm-cache out/cache.sqlite")
     g.add_argument("--frozen", action="store_true", help="replay every cached LLM answer, also those that failed "
                    "validation (a byte-identical re-run); by default a re-run asks the failed ones again")
     g.add_argument("--concurrency", type=positive_int, default=8, help="the ceiling of LLM requests in flight; below "
@@ -102,8 +102,9 @@ def add_llm_options(parser) -> None:
 
 def add_overwrite(parser) -> None:
     """``--overwrite``: replace the outputs of an earlier run in ``--out`` (:mod:`.outputs`)."""
-    parser.add_argument("--overwrite", action="store_true", help="replace the outputs of an earlier run in --out as a "
-                        "whole (without it a folder holding them is refused; the response cache in it is kept)")
+    parser.add_argument("--overwrite", action="store_true", help="replace the outputs of an earlier run in the output "
+                        "folder as a whole (without it a folder holding them is refused; a response cache in it is "
+                        "kept)")
 
 
 class StrictAlias(DeprecatedAlias):
@@ -170,13 +171,16 @@ def llm_client(args, mode: str = "endpoint", **extra):
     the OpenAI API (``--model``, or a placeholder name) with a key that is never sent. ``extra``: more client
     options (they override the group's)."""
     from pyterrier_nuggets.llm import LLMClient, endpoint_configured
-    from pyterrier_nuggets.llm.config import ENV_MODEL
+    from pyterrier_nuggets.llm.config import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
     options = {**client_options(args), **extra}
     if mode == "embedded":
         return LLMClient(embedded=True, **options)
     model, key = args.model, dry_run_key(args)
     if args.dry_run and not model and not os.environ.get(ENV_MODEL):
         model = DRY_RUN_MODEL
+    if args.dry_run and not (args.base_url or os.environ.get(ENV_BASE_URL) or os.environ.get(ENV_API_KEY)):
+        print("Dry run without an endpoint: the requests are planned as the OpenAI API would get them (answers "
+              "cached for another endpoint are not counted as cached)", flush=True)
     if not args.dry_run and not endpoint_configured(args.model, args.base_url):
         raise UsageError(f"{command_name(args)}: the LLM steps need an endpoint: give --base-url URL --model NAME (or "
                          "set OPENAI_BASE_URL and PYTERRIER_NUGGETS_MODEL; OPENAI_API_KEY for the OpenAI API), or "

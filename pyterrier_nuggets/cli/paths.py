@@ -17,6 +17,15 @@ def check_inputs(*paths: str) -> None:
             raise InputError(path, None, None, "not readable")
 
 
+def nonempty(path: str, items: list, what: str = "answer") -> list:
+    """``items`` read from ``path``, refused when there are none (an empty file): one line naming the file."""
+    if not items:
+        from pyterrier_nuggets.formats import InputError
+        raise InputError(path, None, None, f"no {what} in the file (an empty file)",
+                         f"give a file of {what}s, one JSON object a line")
+    return items
+
+
 def check_output(path: str, inputs: list[str], option: str) -> None:
     """``path`` (given by ``option``) may be written: it is none of ``inputs`` (also through a link), not a
     folder, and no file stands where its folders would be (:func:`pyterrier_nuggets.formats.check_outputs`)."""

@@ -11,7 +11,7 @@ from typing import Any
 
 from pyterrier_nuggets.cli.errors import ON_INVALID, UsageError
 from pyterrier_nuggets.cli.options import add_llm_options, add_overwrite, llm_client, llm_mode, plan_first
-from pyterrier_nuggets.cli.paths import output_folder
+from pyterrier_nuggets.cli.paths import nonempty, output_folder
 
 SUPPORT_TOOLKIT_NAMES = {  # our measure -> the 2026 toolkit's support metric name (castorini/RAGDoll), its order
     "SupportP": "weighted_precision_first_citation", "SupportR": "weighted_recall_first_citation",
@@ -183,7 +183,7 @@ def _read(args) -> _Job:
                           (args.topics, "--topics")):
         if value and os.path.isfile(value):
             inputs[option] = value
-    answers = [a for path in args.answers for a in formats.read_answers(path, rules=rules)]
+    answers = [a for path in args.answers for a in nonempty(path, formats.read_answers(path, rules=rules))]
     seen: set[tuple[str, str]] = set()
     for a in answers:
         if (a.qid, a.run_id) in seen:
