@@ -14,8 +14,6 @@ from pyterrier_nuggets.judges import NuggetCreator
 from pyterrier_nuggets.llm import EndpointError, LLMClient, ResponseCache
 from pyterrier_nuggets.testing import Reply, TestEndpoint, first_prompt
 
-SECONDS = 60  # a generous bound for "in seconds" on a loaded machine (the fail-fast path takes about one)
-
 
 @pytest.fixture(scope="module")
 def index_dir(tmp_path_factory):
@@ -61,10 +59,8 @@ def test_an_unusable_endpoint_stops_the_job_in_one_line(reply, causes, imported,
                                                         capsys, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with TestEndpoint(responder=lambda body: reply) as server:
-        start = time.monotonic()
         extra = ("--nuggets", str(nuggets)) if imported else ()
         code = main(demo(server.base_url, tmp_path, index_dir, *extra))
-        assert time.monotonic() - start < SECONDS
         assert_stopped(code, capsys.readouterr().err, tmp_path, server.base_url, *causes)
         assert server.count <= 8  # the first requests in flight, not every item times its retries
 

@@ -195,14 +195,19 @@ class InFlight:
 
 
 def test_map_runs_concurrently_and_in_order(tmp_path):
-    # concurrency is observed on the server (requests in flight at once), not by wall time: timing
-    # assertions are flaky on a loaded 2-core machine (speed is measured in benchmarks/bench_llm.py)
-    responder = InFlight(0.2, lambda body: json.dumps([body["messages"][0]["content"]]))
-    with TestEndpoint(responder=responder) as server:
+    # concurrency is observed on the server, not by wall time: the first 4 requests are held until all 4 have
+    # arrived (a barrier), which only requests in flight together can pass; a client that sent one at a time would
+    # break it (its timeout is a failure, never a pass)
+    together = threading.Barrier(4, timeout=60)
+
+    def held(body):
+        together.wait()
+        return json.dumps([body["messages"][0]["content"]])
+    with TestEndpoint(responder=held) as server:
         llm = client(server, tmp_path, concurrency=8)
         out = llm.map(lambda i: llm.chat([{"role": "user", "content": str(i)}]).text, range(16))
         assert out == [json.dumps([str(i)]) for i in range(16)]
-        assert responder.peak >= 4  # many requests were in flight together (at most 8)
+        assert not together.broken and server.count == 16
 
 
 def test_concurrency_is_bounded(tmp_path):
