@@ -1,7 +1,8 @@
-"""Shared fixtures: the fake OpenAI-compatible server on 127.0.0.1 and an LLM client on a temporary cache.
+"""Shared fixtures: the package's test endpoint on 127.0.0.1 (pyterrier_nuggets.testing) and an LLM client on a
+temporary cache; a working folder without an endpoint in the environment.
 
-A test module scripts the server by overriding the ``responder`` fixture (a function body -> reply; the
-default answers every prompt of the package plausibly, see ``pyterrier_nuggets.testing.stage_reply``).
+A test module scripts the endpoint by overriding the ``responder`` fixture (a function body -> reply, or None for
+the endpoint's own: the reply each judge declares for its stage, see ``pyterrier_nuggets.testing.stage_reply``).
 """
 import pytest
 
@@ -30,3 +31,12 @@ def server(responder):
 @pytest.fixture
 def llm(server, tmp_path):
     return fake_client(server, tmp_path / "cache.sqlite")
+
+
+@pytest.fixture
+def no_endpoint(monkeypatch, tmp_path):
+    """No endpoint in the environment, a private default cache, and the test's folder as the working folder."""
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "PYTERRIER_NUGGETS_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PYTERRIER_NUGGETS_CACHE", str(tmp_path / "default-cache.sqlite"))
+    monkeypatch.chdir(tmp_path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import json
 import re
 import subprocess
 import sys
@@ -172,14 +173,6 @@ def test_every_message_names_options_of_the_command_that_prints_it():
 
 # ------------------------------------------------------------------------------- dry runs and empty inputs
 
-@pytest.fixture
-def no_endpoint(monkeypatch, tmp_path):
-    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "PYTERRIER_NUGGETS_MODEL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("PYTERRIER_NUGGETS_CACHE", str(tmp_path / "cache.sqlite"))
-    monkeypatch.chdir(tmp_path)
-
-
 ANSWERS = [{"metadata": {"team_id": "t", "run_id": run, "type": "automatic", "narrative_id": q,
                          "narrative": f"question {q} about rivers"},
             "references": ["d1"], "answer": [{"text": f"{run} says rivers {q}.", "citations": [0]}]}
@@ -187,7 +180,6 @@ ANSWERS = [{"metadata": {"team_id": "t", "run_id": run, "type": "automatic", "na
 
 
 def _files(tmp_path):
-    import json
     (tmp_path / "answers.jsonl").write_text("".join(json.dumps(a) + "\n" for a in ANSWERS))
     (tmp_path / "nuggets.jsonl").write_text("".join(json.dumps({"qid": q, "query": f"question {q}", "nuggets": [
         {"text": "rivers flow", "importance": "vital"}]}) + "\n" for q in ("1", "2", "3")))
@@ -222,3 +214,20 @@ def test_an_empty_input_file_is_one_line_never_a_bug(argv, tmp_path, no_endpoint
     code = cli.main(argv)
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and err.startswith("error: "), err
+
+
+def test_tables_made_with_the_test_endpoint_say_so(server, tmp_path, no_endpoint, capsys):
+    """The test endpoint names itself in every reply: the judges' labels of the tables say that no model judged."""
+    _files(tmp_path)
+    label = "(the TEST ENDPOINT of pyterrier-nuggets: deterministic replies, no model; not a judge)"
+    argv = ["--base-url", server.base_url, "--model", "m"]
+    assert cli.main(["trec-rag", "--answers", "answers.jsonl", "--nuggets", "nuggets.jsonl", "--out", "t", *argv]) == 0
+    assert f"judges: m at {server.base_url} {label}" in capsys.readouterr().out
+    assert cli.main(["arena", "--answers", "answers.jsonl", "--out", "a", "--prior", "1", "--resamples", "0",
+                     "--no-plot", *argv]) == 0
+    assert label in capsys.readouterr().out
+    assert all(label in json.loads(line)["judge"] for line in open("a/battles.jsonl"))
+    # and so do they when every answer comes from the cache (a re-run)
+    assert cli.main(["trec-rag", "--answers", "answers.jsonl", "--nuggets", "nuggets.jsonl", "--out", "t2",
+                     *argv]) == 0
+    assert label in capsys.readouterr().out and server.count > 0

@@ -154,12 +154,6 @@ def index_dir(tmp_path_factory):
     return str(tmp_path_factory.mktemp("indexes"))
 
 
-@pytest.fixture
-def no_endpoint(monkeypatch, tmp_path):
-    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "PYTERRIER_NUGGETS_MODEL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("PYTERRIER_NUGGETS_CACHE", str(tmp_path / "default-cache.sqlite"))
-    monkeypatch.chdir(tmp_path)
 
 
 def test_demo_offline_shards_merge_into_the_unsharded_files(tmp_path, index_dir, no_endpoint, capsys):

@@ -206,6 +206,9 @@ def _judge(args) -> int:
     if _plan_calls(args, llm, judge, frame):
         return 0
     battles = _judge_all(args, judge, llm, frame, name, settings, kept, plan.battles)
+    if judge.describe() != name:  # the judge's name as its answers showed it (a test endpoint says so in them)
+        from dataclasses import replace
+        battles = [replace(b, judge=judge.describe()) if b.judge == name else b for b in battles]
     _rate_and_write(args, outputs, battles, list(answers), plan.shared_topics, notes, settings, folder)
     if llm is not None:
         print("\nLLM work:\n" + llm.usage().to_text())
