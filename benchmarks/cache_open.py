@@ -29,10 +29,12 @@ def make(path: str, n: int) -> None:
     gc.collect()
     request = json.dumps({"model": "m", "messages": [{"role": "user", "content": "x" * 2000}]})
     response = json.dumps({"text": '["support", "not_support"]', "usage": {"prompt_tokens": 500}})
-    with sqlite3.connect(path) as con:
+    con = sqlite3.connect(path)
+    with con:
         con.executemany("INSERT INTO responses (key, request, response, created) VALUES (?, ?, ?, 0)",
                         ((f"{i:064x}", request, response) for i in range(n)))
-        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
 
 
 def main() -> None:
