@@ -2,8 +2,8 @@
 
     pyterrier-nuggets demo [--out DIR] [--sample-only] [--dataset ID] [--topics QID ...] [--max-topics N]
                            [--system [NAME=]bm25|dense:K ...] [--run NAME=PATH] [--answers NAME=PATH]
-                           [--assignments NAME=PATH] [--nuggets PATH] [--base-url URL] [--model NAME]
-                           [--index-dir DIR] [--strict] [--no-plots]   (see docs/cli.md)
+                           [--assignments NAME=PATH] [--nuggets PATH] [--index-dir DIR] [--no-plots]
+                           [--overwrite] [LLM options]   (see docs/cli.md)
     pyterrier-nuggets demo --dataset trec-ikat/2024 --run NAME=RUN.json ... [--nuggets SET|FILE]
                            [--generate resolved|raw [-k N]]   (submitted iKAT runs, docs/ikat.md)
     pyterrier-nuggets export --nuggets N.jsonl | --assignments A.jsonl [--answers ANS.jsonl]
@@ -21,18 +21,23 @@
     pyterrier-nuggets annotate init|users|serve|export ...   (the human annotation tool, docs/annotation.md)
     pyterrier-nuggets arena --answers FILE ... --out DIR [--design all|topics:N|appearances:K] [--seed N]
                             [--both-orders] [--rubrics FILE|ID | --nuggets FILE|ID] [--judge llm|baseline]
-                            [--dry-run] [--price IN,OUT] [--max-calls N] [--resamples N] [--prior N]
+                            [--resamples N] [--prior N] [--overwrite] [LLM options]
     pyterrier-nuggets arena --battles FILE ... --out DIR   (a leaderboard of battles judged already; docs/arena.md)
     pyterrier-nuggets check-endpoint [--base-url URL] [--model NAME]   (can a job use the LLM endpoint?)
     pyterrier-nuggets trec-rag --answers FILE ... --out DIR [--rules 2026|2025] [--nuggets FILE|ID]
                                [--rubrics FILE|ID] [--support --docs FILE|ID | --support-assignments FILE ...]
-                               [--topics FILE|ID] [--base-url URL] [--model NAME]   (docs/trec-rag-2025-2026.md)
+                               [--topics FILE|ID] [--overwrite] [LLM options]   (docs/trec-rag-2025-2026.md)
     pyterrier-nuggets calibrate PAIRS.jsonl | --crowd-labels [FILE] [--task T] [--matcher M] [--split S] [--json]
     pyterrier-nuggets demo|trec-rag|ikat|arena ... --shard I/N --out SHARD_DIR   (one shard of the topics)
     pyterrier-nuggets merge SHARD_DIR ... --out DIR [--llm-cache PATH]   (the shards as one run, docs/shards.md)
     pyterrier-nuggets cache merge SOURCE ... --into TARGET   (response caches folded into one)
     pyterrier-nuggets test-endpoint [--port 0]   (a deterministic local endpoint for trying the LLM commands)
     pyterrier-nuggets --version
+
+LLM options (the same on demo, trec-rag, arena, ikat and calibrate: cli/options.py): --llm endpoint|embedded|offline,
+--base-url URL, --model NAME, --timeout S, --llm-cache PATH, --frozen, --concurrency N, --max-rpm N, --max-tpm N,
+--max-retry-time S, --batch, --batch-poll S, --batch-discount F, --dry-run, --price IN,OUT, --max-calls N,
+--on-failure leave-out|stop, --max-failed-share F.
 """
 from __future__ import annotations
 
