@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from pyterrier_nuggets.llm import EndpointError, LLMClient, ResponseCache, request_key
+from pyterrier_nuggets.llm import CacheError, EndpointError, LLMClient, ResponseCache, request_key
 from pyterrier_nuggets.llm.parsing import OutputError, parse_labels
 from pyterrier_nuggets.testing import Reply, TestEndpoint
 
@@ -304,7 +304,7 @@ def test_cache_commit_error_reaches_every_put_of_its_batch(tmp_path, monkeypatch
 
     monkeypatch.setattr(ResponseCache, "_write_responses", failing_once)
     cache = ResponseCache(tmp_path / "cache.sqlite")
-    with pytest.raises(sqlite3.OperationalError, match="disk I/O"):
+    with pytest.raises(CacheError, match="cannot store answers any more.*disk I/O"):
         cache.put("a", {}, {"text": "a"})
     cache.put("b", {}, {"text": "b"})  # the next commit is not affected
     assert cache.get("a") is None and cache.get("b") == {"text": "b"}

@@ -55,7 +55,15 @@ INVALID = "I am not sure what you mean."  # an answer no parser of the package a
 
 @dataclass
 class Reply:
-    """One scripted reply: ``content`` as the assistant's message, or an HTTP error / raw body."""
+    """One scripted reply: ``content`` as the assistant's message, or an HTTP error / raw body.
+
+    :param content: the assistant's message.
+    :param status: the HTTP status (200: a chat completion of ``content``; else an error).
+    :param headers: more reply headers (e.g. ``{"retry-after": "1"}``).
+    :param delay: seconds slept before replying (besides the endpoint's ``latency``).
+    :param raw_body: the reply's body as it is (a malformed reply).
+    :param message: the message of an HTTP error.
+    """
 
     content: str | None = None
     status: int = 200
@@ -66,6 +74,13 @@ class Reply:
 
 
 def completion(content: str, model: str = "fake", prompt_tokens: int = 10, completion_tokens: int = 5) -> dict:
+    """A chat completion body as the test endpoint sends it (it names itself in ``system_fingerprint``).
+
+    :param content: the assistant's message.
+    :param model: the model named in the reply.
+    :param prompt_tokens: the usage it reports.
+    :param completion_tokens: the usage it reports.
+    """
     return {
         "id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": model,
         "system_fingerprint": TEST_ENDPOINT_FINGERPRINT,
@@ -76,7 +91,10 @@ def completion(content: str, model: str = "fake", prompt_tokens: int = 10, compl
 
 
 def first_prompt(body: dict) -> str:
-    """The first user message of a conversation (a re-ask repeats it): what identifies one unit of work."""
+    """The first user message of a conversation (a re-ask repeats it): what identifies one unit of work.
+
+    :param body: a chat request.
+    """
     return next((m["content"] for m in body["messages"] if m["role"] == "user"), "")
 
 
@@ -102,7 +120,11 @@ def declared_replies() -> dict[str, Callable[[str], str]]:
 def stage_reply(body: dict, stage: str | None) -> Reply:
     """The test endpoint's reply to a chat request of the declared ``stage``: its judge's ``test_reply`` to the
     first user message (a re-ask is answered as the question it re-asks); ``OK`` to check-endpoint's probe and to a
-    request that declares no stage; HTTP 400 for a stage that no judge declares."""
+    request that declares no stage; HTTP 400 for a stage that no judge declares.
+
+    :param body: the chat request.
+    :param stage: the stage it declares (``X-Pyterrier-Nuggets-Stage``), or None.
+    """
     if stage is None or stage == PROBE_STAGE:
         return Reply("OK")
     reply = declared_replies().get(stage)
@@ -124,7 +146,31 @@ def _multipart(content_type: str, data: bytes) -> dict[str, tuple[str | None, by
 
 
 class TestEndpoint:
-    """Use as a context manager; ``base_url`` is the endpoint to give the client."""
+    """The test endpoint (see the module docstring). Use as a context manager; ``base_url`` is the endpoint to give
+    the client.
+
+    :param latency: seconds slept before every accepted reply.
+    :param responder: ``responder(body)``: the reply to a request (a text, a :class:`Reply`, or None for the stage's).
+    :param script: replies given in order before any other.
+    :param max_in_flight: HTTP 429 (``Retry-After: retry_after``) to a request arriving while that many are served.
+    :param retry_after: the ``Retry-After`` of those 429 replies, in seconds.
+    :param quota: at most that many requests per ``quota_window`` seconds (sliding window; above it HTTP 429).
+    :param quota_window: the window of ``quota``, in seconds.
+    :param ratelimit_headers: OpenAI's ``x-ratelimit-*`` headers of the quota on every reply.
+    :param fail_every: every that-many-th accepted request gets HTTP ``fail_status``.
+    :param fail_status: the status of those injected failures (default 500).
+    :param invalid_first: the first that many replies of each conversation chosen by ``invalid_when`` are
+        :data:`INVALID`.
+    :param invalid_when: ``invalid_when(body)``: which conversations (default all).
+    :param batch_polls: polls of a batch before it completes.
+    :param batch_error: ``batch_error(body)``: an HTTP status for a batch line that fails, or None.
+    :param port: the port on 127.0.0.1 (0: any free one).
+
+    Examples::
+
+        with TestEndpoint(latency=0.05, max_in_flight=8) as endpoint:
+            llm = LLMClient(model="test", base_url=endpoint.base_url, cache=None)
+    """
 
     __test__ = False  # not a test class (pytest collects classes named Test*)
 
