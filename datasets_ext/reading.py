@@ -63,7 +63,9 @@ def read_lines(path: str) -> Iterator[tuple[int, str]]:
 
 
 def read_jsonl(path: str) -> Iterator[tuple[int, dict]]:
-    """(line number, object) for each non-blank line; a line that is not a JSON object is an InputError.
+    """(line number, object) for each non-blank line; a line that is not a JSON object is an InputError, and so is
+    an object with a key given twice (JSON keeps only the last: ``"weight": 3, "weight": -3`` would read as -3),
+    naming the line and the key.
 
     :param path: the JSONL file.
     """
@@ -71,13 +73,14 @@ def read_jsonl(path: str) -> Iterator[tuple[int, dict]]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = json.loads(line, object_pairs_hook=_Object)
         except json.JSONDecodeError as e:
             raise InputError(path, lineno, None, f"not valid JSON ({e.msg} at column {e.colno})",
                              "each line must be one JSON object; a pretty-printed (multi-line) object is not JSONL"
                              ) from None
         if not isinstance(obj, dict):
             raise InputError(path, lineno, None, f"expected a JSON object, got {type(obj).__name__}")
+        _refuse_duplicates(obj, path, lineno)
         yield lineno, obj
 
 
@@ -156,13 +159,18 @@ def parse_json(raw: bytes | str, path: str, expect: type | None = None, what: st
     if expect is not None and not isinstance(data, expect):
         raise InputError(path, None, None, f"expected {what or 'a JSON ' + expect.__name__}, "
                          f"got {type(data).__name__}")
+    _refuse_duplicates(data, path, None)
+    return data
+
+
+def _refuse_duplicates(data: Any, path: str, line: int | None) -> None:
+    """An InputError naming the first key given twice in one object of ``data`` (parsed with ``_Object``)."""
     found = _first_duplicate(data, "")
     if found:
         where, key = found
-        raise InputError(path, None, where or None, f"key {key!r} appears more than once"
+        raise InputError(path, line, where or None, f"key {key!r} appears more than once"
                          + (" in this object" if where else "") + "; JSON keeps only the last, the others would be "
                          "lost", "merge or rename them")
-    return data
 
 
 def load_json(path: str, expect: type | None = None, what: str = "") -> Any:

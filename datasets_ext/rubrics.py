@@ -83,12 +83,18 @@ class RubricLine(NamedTuple):
     extra: dict
 
 
+MAX_WEIGHT = 2 ** 31 - 1  # rubric qrels carry a weight as the relevance, a 32-bit integer to trec_eval and pytrec_eval
+
+
 def _weight(path: str, line: int, value, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise InputError(path, line, where, f"expected a number, got {value!r:.60}")
     if value != int(value):
         raise InputError(path, line, where, f"{value!r} is not a whole number",
                          "rubric qrels carry integer weights; scale the rubric's weights to whole numbers")
+    if abs(value) > MAX_WEIGHT:
+        raise InputError(path, line, where, f"{value!r:.20} is beyond ±{MAX_WEIGHT:,}, the range of a relevance in "
+                         "TREC qrels (rubric qrels carry the weight)", "scale the rubric's weights down")
     return int(value)
 
 
@@ -109,7 +115,11 @@ def parse_criteria(path: str, line: int, qid: str, obj: dict) -> list[RubricCrit
     research = "rubrics" in obj
     key, text_key = ("rubrics", "criterion") if research else ("criteria", "text")
     out = []
-    for i, c in enumerate(get_field(path, line, obj, key, list)):
+    items = get_field(path, line, obj, key, list)
+    if not items:
+        raise InputError(path, line, key, "is empty: a topic without criteria has no rubric score",
+                         "give the topic's criteria, or leave the topic out of the file")
+    for i, c in enumerate(items):
         where = f"{key}[{i}]."
         if not isinstance(c, dict):
             raise InputError(path, line, f"{key}[{i}]", f"expected an object, got {c!r:.60}")
@@ -130,6 +140,10 @@ def parse_criteria(path: str, line: int, qid: str, obj: dict) -> list[RubricCrit
                                    tier, _optional_str(path, line, c, "type", where),
                                    _optional_str(path, line, c, "source_nugget", where),
                                    json.dumps(extra, ensure_ascii=False)))
+    if not any(c.weight > 0 for c in out):
+        raise InputError(path, line, key, f"no criterion of topic {qid} has a positive weight (weights "
+                         f"{[c.weight for c in out][:10]}): its rubric score, Σ w·v / Σ of the positive weights, is not "
+                         "defined", "give the topic the criteria an answer should meet, or leave it out of the file")
     return out
 
 

@@ -58,6 +58,10 @@ Keep the shards gzipped: lookups seek in them through a small access index built
 class MsMarcoV21Segment(NamedTuple):
     """One segment of the MS MARCO V2.1 segmented corpus (the ir_datasets document).
 
+    Field-compatible with ir_datasets' own ``MsMarcoV21SegmentedDoc`` (its ``msmarco-segment-v2.1``, on its main
+    branch): the same fields in the same order, the same types and the same ``default_text()``, so code reading
+    segments works with either reader (see :func:`segment_docs`).
+
     :param doc_id: the segment id, ``msmarco_v2.1_doc_NN_DOCBYTE#IDX_SEGBYTE``.
     :param url: the document's URL.
     :param title: the document's title.
@@ -310,8 +314,44 @@ class SegmentDocstore(Docstore):
         return done
 
 
+class UpstreamSegmentsWarning(UserWarning):
+    """ir_datasets registers ``msmarco-segment-v2.1`` with records whose fields differ from
+    :class:`MsMarcoV21Segment`'s: the TREC RAG ids of datasets_ext read them as they are."""
+
+
+def segment_docs() -> BaseDocs:
+    """The docs handler of ``msmarco-segment-v2.1`` that the TREC RAG ids build on.
+
+    The one registered under the id when there is one (ir_datasets' own, from the version that ships it), else a
+    reader of the local shards (:class:`SegmentShards`), so that a sub-id never reads segments another way than
+    its parent. Registered records whose fields differ from :class:`MsMarcoV21Segment`'s are used all the same,
+    with an :class:`UpstreamSegmentsWarning` naming the fields.
+
+    Examples::
+
+        docs = segment_docs()
+        docs.docs_store().get("msmarco_v2.1_doc_00_1534870566#4_2687181963").default_text()
+    """
+    if NAME not in ir_datasets.registry or not ir_datasets.registry[NAME].has_docs():
+        return SegmentShards()
+    docs = ir_datasets.registry[NAME].docs_handler()
+    fields = getattr(docs.docs_cls(), "_fields", ())
+    if fields != MsMarcoV21Segment._fields:
+        warnings.warn(f"ir_datasets registers {NAME} with {docs.docs_cls().__name__} records of fields "
+                      f"{', '.join(fields) or '(none)'}, not {', '.join(MsMarcoV21Segment._fields)}: the TREC RAG "
+                      f"ids of datasets_ext use its documents as they are (see docs/datasets.md)",
+                      UpstreamSegmentsWarning, stacklevel=2)
+    return docs
+
+
 class SegmentShards(BaseDocs):
-    """Docs handler for the 60 local shards of ``msmarco-segment-v2.1``."""
+    """Docs handler for the 60 local shards of ``msmarco-segment-v2.1`` (our reader; usable directly also where
+    ir_datasets registers the id itself, see :func:`segment_docs`).
+
+    :param base_path: the directory holding ``msmarco_v2.1_doc_segmented/`` (default
+        ``$IR_DATASETS_HOME/msmarco-segment-v2.1``, read on use).
+    :param spacing: decompressed bytes between two checkpoints of a shard's access index.
+    """
 
     def __init__(self, base_path: str | Path | None = None, spacing: int = DEFAULT_SPACING):
         self._fixed_base_path = None if base_path is None else Path(base_path)

@@ -2,6 +2,8 @@
 development rubrics and development qrels (over ClimbMix documents, whose corpus is not registered here).
 
 Ids follow the pending upstream ir_datasets work (decisions.md, decision 4); each is registered only if absent.
+Where ir_datasets registers ``msmarco-segment-v2.1`` itself, every id here reads its segments through
+ir_datasets' docs handler (docs/datasets.md).
 No upstream id exists for TREC RAG 2026 yet: ``trec-rag-2026/...`` names the track, as its files do.
 
 =================================================  ==========================================================
@@ -34,7 +36,7 @@ from datasets_ext.files import DatasetFile
 from datasets_ext.nuggets import NuggetDocs, NuggetQrels
 from datasets_ext.registry import dataset, register
 from datasets_ext.rubrics import RubricDocs, RubricQrels
-from datasets_ext.segments import NAME, SegmentShards
+from datasets_ext.segments import NAME, segment_docs
 from ir_measures_ext.errors import InvalidInput
 
 ANSERINI = "https://raw.githubusercontent.com/castorini/anserini-tools/master/topics-and-qrels/"
@@ -138,8 +140,11 @@ class RagConditionQrels(FileQrels):
 
 
 def register_all() -> list[str]:
-    """Register the ids of this module that are not registered yet; returns those registered."""
-    segments = SegmentShards()
+    """Register the ids of this module that are not registered yet; returns those registered.
+
+    The segments of every id are those of the ``msmarco-segment-v2.1`` already registered (ir_datasets' own when
+    it ships the id), else of the local shards (:func:`datasets_ext.segments.segment_docs`)."""
+    segments = segment_docs()
     rag24_queries = TsvQueries(FILES["rag24-topics"], namespace=RAG24, lang="en")
     rag25_queries = JsonlQueries(FILES["rag25-queries"], mapping={"query_id": "id", "text": "title"}, lang="en")
     datasets = {

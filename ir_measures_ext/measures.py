@@ -8,11 +8,22 @@ Inputs (decisions.md, decision 1; row ids in :mod:`ir_measures_ext.ids`):
 - run: an evaluation run; rubric verdict rows ``{qid}:r{i}`` (1 / 0.5 / 0); CONE-RAG rows ``{qid}:ntr:n{i}``, ``{qid}:ntn:n{i}``, ``{qid}:ntn:x{j}`` (1 / 0); nugget rows ``{qid}:n{i}`` scored 1 / 0.5 / 0, support rows
   ``{qid}:s{j}:c{k}:{docno}`` scored 1 / 0.5 / 0, ``{qid}:s{j}:uncited`` rows, and a ``{qid}:words`` row
   (or a ``qanswer`` column when the run is a DataFrame, as in pt.Experiment).
-A topic of the qrels that is missing from the run scores 0 on every measure (an empty answer).
+
+Which topics a run's mean averages over is each measure's ``FAMILY`` (decisions.md, decision 13): nugget
+measures over the topics with nuggets, rubric measures over the topics with a rubric, citation support and
+answer length over the topics the run answered. A topic of the family's qrels that the run did not answer scores
+0 there (an empty answer, trec_eval's rule); support and length have no qrels of their own, so a topic the run
+did not answer counts nowhere (the TREC RAG 2026 toolkit's (topic, run) cells). A value ir_measures gives a topic
+outside the family (NaN, the measures' ``DEFAULT``) is left out of the mean (:class:`DefinedMean`).
+(pt.Experiment averages every measure over every topic of its per-topic table with its own mean: where measures of
+several families cover different topics, its averages show NaN rather than a mean over other topics.)
 """
 from __future__ import annotations
 
+import math
+
 from ir_measures import measures
+from ir_measures.measures.base import Agg
 
 from ir_measures_ext.errors import InvalidInput
 
@@ -28,10 +39,45 @@ _REPEATS = measures.ParamInfo(dtype=str, choices=("forgive", "penalize"), defaul
                                    "'forgive' (ignored, [nugget-annotation §3.4]) or 'penalize' (hallucinated, Table 1 as printed)")
 
 
+# the topics a measure's run mean averages over (decisions.md, decision 13), by family; in the tables' notes
+NUGGET_TOPICS = "nuggets"  # the topics of the nugget qrels with at least one nugget
+RUBRIC_TOPICS = "rubrics"  # the topics of the rubric qrels
+ANSWERED_TOPICS = "answered"  # the topics the run answered (an evaluation row or a qanswer)
+SEGMENT_TOPICS = "segments"  # the topics of the segment qrels
+# what the topics of each family are, after their count in a note: "22 topics with nuggets", "52 topics answered"
+FAMILY_TOPICS = {NUGGET_TOPICS: "with nuggets", RUBRIC_TOPICS: "with a rubric", ANSWERED_TOPICS: "answered",
+                 SEGMENT_TOPICS: "with segment qrels"}
+
+
+class DefinedMean(Agg):
+    """The mean of a measure over the topics where it is defined: a NaN value (a topic outside the measure's
+    family, e.g. where measures of several families are computed together) is left out; NaN when no topic has a
+    value."""
+
+    def __init__(self):
+        self.sum = 0.0
+        self.count = 0
+
+    def add(self, value: float) -> None:
+        if not math.isnan(value):
+            self.sum += value
+            self.count += 1
+
+    def result(self) -> float:
+        return self.sum / self.count if self.count else math.nan
+
+
 class _Measure(measures.Measure):
     """A measure whose hash is computed once, whose parameters are checked where they are given and show
     in declaration order (so that ``SupportP(credit='hard', cite='first')`` and
-    ``SupportP(cite='first', credit='hard')`` are one measure)."""
+    ``SupportP(cite='first', credit='hard')`` are one measure). Its run mean averages over the topics of its
+    ``FAMILY``; a topic outside it is NaN (``DEFAULT``) and left out of the mean (:class:`DefinedMean`)."""
+
+    DEFAULT = math.nan
+    FAMILY = NUGGET_TOPICS
+
+    def aggregator(self) -> Agg:
+        return DefinedMean()
 
     def __call__(self, **kwargs):
         # ir_measures checks parameters only when a measure is computed, with an AssertionError: refuse them here,
@@ -64,9 +110,14 @@ class _Measure(measures.Measure):
         return cached
 
 
+def family(measure) -> str | None:
+    """The family of topics ``measure``'s run mean averages over (a key of :data:`FAMILY_TOPICS`), None for a
+    measure of another package."""
+    return measure.FAMILY if isinstance(measure, _Measure) else None
+
+
 class _NuggetMeasure(_Measure):
     SUPPORTED_PARAMS: dict = {}
-    DEFAULT = 0.0
 
 
 class _V_strict(_NuggetMeasure):
@@ -146,9 +197,11 @@ class _SubNarrativeCoverage(_NuggetMeasure):
 
 
 class _SupportFamily(_NuggetMeasure):
-    """Shared parameters of SupportP and SupportR (``cite``, ``credit``), checked on construction."""
+    """Shared parameters of SupportP and SupportR (``cite``, ``credit``), checked on construction. Defined on the
+    topics the run answered."""
 
     SUPPORTED_PARAMS = {"cite": _CITE, "credit": _CREDIT}
+    FAMILY = ANSWERED_TOPICS
 
     def __call__(self, **params):
         if params.get("cite") == "all":
@@ -195,8 +248,9 @@ class _SupportR(_SupportFamily):
 
 class _AnswerWords(_NuggetMeasure):
     """Answer length L: words of the answer after NFKC normalisation, split on whitespace, as the TREC RAG
-    validator counts (the x-axis of [autonuggetizer Figure 7]). Mean over topics when aggregated."""
+    validator counts (the x-axis of [autonuggetizer Figure 7]). Mean over the answered topics when aggregated."""
 
+    FAMILY = ANSWERED_TOPICS
     __name__ = "AnswerWords"
     NAME = "AnswerWords"
     PRETTY_NAME = "Answer length (words)"
@@ -276,6 +330,7 @@ _GRADING = measures.ParamInfo(dtype=str, choices=("ternary", "binary"), default=
 
 class _RubricMeasure(_NuggetMeasure):
     SUPPORTED_PARAMS = {"grading": _GRADING}
+    FAMILY = RUBRIC_TOPICS
 
 
 class _RubricScore(_RubricMeasure):
@@ -283,8 +338,9 @@ class _RubricScore(_RubricMeasure):
     the criterion's weight (negative for a criterion that describes a flaw), v its verdict: 1 satisfied, 0.5
     partially satisfied, 0 not satisfied (``grading='ternary'``, default) or 1 / 0 / 0
     (``grading='binary'``). Reads rubric qrels ``qid 0 {qid}:r{i} WEIGHT`` and verdict rows ``{qid}:r{i}``
-    scored 1 / 0.5 / 0. At most 1; below 0 when satisfied flaws outweigh the rest. NaN for a topic without a
-    positive weight. A topic of the qrels missing from the run is an empty answer (nothing satisfied: 0)."""
+    scored 1 / 0.5 / 0. At most 1; below 0 when satisfied flaws outweigh the rest. Not defined for a topic without
+    a positive weight: such a rubric is refused. A topic of the qrels missing from the run is an empty answer
+    (nothing satisfied: 0)."""
 
     __name__ = "RubricScore"
     NAME = "RubricScore"
@@ -297,7 +353,7 @@ class _RubricFailedMandatory(_RubricMeasure):
     rubrics: the vital nuggets) with verdict not satisfied; with ``grading='binary'`` partially satisfied ones
     too. Reads the tier rows ``qid 0 {qid}:r{i}:mandatory 1`` of the rubric qrels: a rubric without tiers
     (ResearchRubrics criteria have weights and axes only) is an error, not 0. A topic missing from the run
-    fails all its mandatory criteria. Mean over topics when aggregated."""
+    fails all its mandatory criteria. Mean over the topics with a rubric when aggregated."""
 
     __name__ = "RubricFailedMandatory"
     NAME = "RubricFailedMandatory"
@@ -314,9 +370,11 @@ class _Segments(_Measure):
     exact retrieval score: ``Segments(measure='nDCG@10')`` equals ``nDCG@10`` of the retrieval run alone.
 
     Named on the command line as ``"Segments(measure='nDCG@10')"`` (or ``"Segments(measure='nDCG')@10"``);
-    in Python ``Segments(nDCG@10)`` or ``Segments("nDCG@10")``. Shown as ``Segments(nDCG@10)``. A topic of
-    the qrels with no segment qrels gets the wrapped measure's default (0).
+    in Python ``Segments(nDCG@10)`` or ``Segments("nDCG@10")``. Shown as ``Segments(nDCG@10)``. Its mean
+    averages over the topics with segment qrels (a topic with nugget qrels only is not a retrieval topic).
     """
+
+    FAMILY = SEGMENT_TOPICS
 
     __name__ = "Segments"
     NAME = "Segments"

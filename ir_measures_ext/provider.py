@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import ir_measures
 from ir_measures import Metric, providers
@@ -76,16 +76,6 @@ def _run_rows(run) -> tuple[Iterator[tuple[str, str, float]], dict[str, str]]:
     return ((str(r.query_id), str(r.doc_id), float(r.score)) for r in run), {}
 
 
-def _noting_topics(rows, qrels_qids) -> Iterator[tuple[str, str, float]]:
-    """The run's rows as they are; once all are read, a :class:`~ir_measures_ext.topics.TopicMismatchWarning`
-    when fewer than half of the run's topics are topics of the qrels (:func:`~ir_measures_ext.topics.topic_mismatch`)."""
-    seen: set[str] = set()
-    for row in rows:
-        seen.add(row[0])
-        yield row
-    warn_topic_mismatch(seen, qrels_qids, stacklevel=4)
-
-
 def _value(qid: str, doc_id: str, score: float, valid: frozenset, names: str, what: str) -> float:
     """The value of an evaluation row (either score form, :func:`ids.row_value`), which must be in ``valid``."""
     value = ids.row_value(score)
@@ -147,9 +137,69 @@ class _Topic:
             self.words = words
 
 
-class NuggetEvaluator(providers.Evaluator):
+class _FamilyEvaluator(providers.Evaluator):
+    """An evaluator whose measures are each defined on the topics of their family (``FAMILY`` of
+    :mod:`ir_measures_ext.measures`; decisions.md, decision 13). ir_measures' own evaluator gives every topic of the
+    qrels that the run lacks the measure's default; this one gives 0 (an empty answer, trec_eval's rule) only to the
+    topics of the family's qrels that the run lacks (:meth:`zero_topics`), and NaN (not defined there: left out of
+    the mean, :class:`~ir_measures_ext.measures.DefinedMean`) to the other topics it gives a value of another of its
+    measures, so that its topics have a value of each measure (pyterrier's per-topic tables need it) and no mean
+    averages over another family's topics. Its ``qrel_qids`` are every topic of the qrels: measures of several
+    providers computed together get NaN there from ir_measures (the measures' ``DEFAULT``).
+
+    :param measures: the measures.
+    :param topics: every topic of the qrels, of any family.
+    :param family_topics: the topics of the family's qrels (e.g. those with nuggets).
+    """
+
+    def __init__(self, measures, topics: set[str], family_topics: set[str]):
+        super().__init__(measures, topics)
+        self.family_topics = family_topics
+
+    def rows(self, run, note: bool = True) -> tuple[Iterator[tuple[str, str, float]], dict[str, str]]:
+        """The run's rows (and answers, :func:`_iter_run`) as they are; with ``note``, once all are read, a
+        :class:`~ir_measures_ext.topics.TopicMismatchWarning` when fewer than half of the run's topics are topics of
+        the qrels (:func:`~ir_measures_ext.topics.topic_mismatch`)."""
+        rows, answers = _iter_run(run)
+        if not note:
+            return rows, answers
+
+        def noting():
+            seen: set[str] = set()
+            for row in rows:
+                seen.add(row[0])
+                yield row
+            warn_topic_mismatch(seen, set(self.qrel_qids), stacklevel=5)
+        return noting(), answers
+
+    def zero_topics(self, measure) -> Iterable[str]:
+        """The topics on which a run without a row scores 0 on ``measure``: the topics with nuggets for the nugget
+        measures; none for the measures of the answered topics (support, length): a topic the run did not answer
+        has no value of them."""
+        return self.family_topics if m.family(measure) == m.NUGGET_TOPICS else ()
+
+    def iter_calc(self, run) -> Iterator[Metric]:
+        done: set = set()
+        topics: set[str] = set()
+        for metric in self._iter_calc(run):
+            done.add((metric.measure, metric.query_id))
+            topics.add(metric.query_id)
+            yield metric
+        for measure in self.measures:
+            topics |= set(self.zero_topics(measure))
+        for measure in sorted(self.measures, key=str):
+            zero = set(self.zero_topics(measure))
+            for qid in sorted(topics):
+                if (measure, qid) not in done:
+                    yield Metric(qid, measure, 0.0 if qid in zero else math.nan)
+
+
+class NuggetEvaluator(_FamilyEvaluator):
+    """Nugget measures over the topics with nuggets (0 where the run did not answer); support and answer length
+    over the topics the run answered (any evaluation row, or a ``qanswer``), whether or not the qrels have them."""
+
     def __init__(self, measures, nuggets: dict[str, dict[str, int]], qids: set[str]):
-        super().__init__(measures, qids)
+        super().__init__(measures, set(nuggets), {q for q in qids if nuggets.get(q)})
         self.nuggets = nuggets
         names = {x.NAME for x in measures}
         self.want_nuggets = bool(names & {x.NAME for x in m.NUGGET_MEASURES + m.SUB_NARRATIVE_MEASURES})
@@ -158,27 +208,23 @@ class NuggetEvaluator(providers.Evaluator):
         self.want_words = m.AnswerWords.NAME in names
 
     def _collect(self, run) -> tuple[dict[str, _Topic], dict[str, str]]:
-        rows, answers = _iter_run(run)
-        rows = _noting_topics(rows, self.qrel_qids)
+        rows, answers = self.rows(run)
         topics: dict[str, _Topic] = {}
         nuggets = self.nuggets
+        answered = self.want_support or self.want_words  # measures of every answered topic, in the qrels or not
         for qid, doc_id, score in rows:
-            grades = nuggets.get(qid)
-            if grades is None or qid not in self.qrel_qids:
-                if grades is not None and ids.parse_row_id(qid, doc_id).kind == "nugget":
-                    raise InvalidInput(f"run row {qid} {doc_id}: an assignment of a nugget that is not in the nugget "
-                                     f"qrels (topic {qid} has no nugget in the qrels); the run and the qrels were "
-                                     "made from different nuggets")
-                continue  # topic not in the qrels (or without nugget): not evaluated (as trec_eval does)
             kind = ids.parse_row_id(qid, doc_id)
             if kind.kind == "other":
                 continue  # a retrieved segment
+            grades = nuggets.get(qid)
+            if grades is None and (kind.kind == "nugget" or not answered):
+                continue  # a topic not in the qrels: its nugget rows are not evaluated (as trec_eval does)
             t = topics.get(qid)
             if t is None:
                 t = topics[qid] = _Topic()
-            t.add(qid, doc_id, score, kind, grades)
+            t.add(qid, doc_id, score, kind, grades or {})
         for qid, text in answers.items():
-            if qid in self.qrel_qids:
+            if answered or qid in self.nuggets:
                 t = topics.setdefault(qid, _Topic())
                 length = float(scoring.answer_words(text))
                 if t.words is None:
@@ -191,7 +237,7 @@ class NuggetEvaluator(providers.Evaluator):
     def _iter_calc(self, run) -> Iterator[Metric]:
         topics, _ = self._collect(run)
         for qid, t in topics.items():
-            grades = self.nuggets[qid]
+            grades = self.nuggets.get(qid)
             if self.want_nuggets and grades:
                 ns = scoring.nugget_scores([(g, t.assigned.get(d, 0.0)) for d, g in grades.items()])
                 for measure in self.measures:
@@ -275,10 +321,14 @@ def read_nugget_qrels(qrels, needs_nuggets: bool = True) -> tuple[dict[str, dict
     refused and topics with rows but no nugget are named in a warning and not evaluated."""
     nuggets: dict[str, dict[str, int]] = {}
     others: dict[str, str] = {}  # topic -> its first row id that is not a nugget id
+    rubric_topics: set[str] = set()  # topics with rubric rows: another family's (decisions.md, decision 13)
     valid = (ids.IMPORTANCE_TO_GRADE[ids.VITAL], ids.IMPORTANCE_TO_GRADE[ids.OKAY])
     for qid, doc_id, rel in _iter_qrels(qrels):
-        if ids.parse_row_id(qid, doc_id).kind != "nugget":
+        kind = ids.parse_row_id(qid, doc_id).kind
+        if kind != "nugget":
             others.setdefault(qid, doc_id)
+            if kind in ("rubric", "rubric_tier"):
+                rubric_topics.add(qid)
             continue
         if rel not in valid:
             raise InvalidInput(f"nugget qrels row {qid} {doc_id}: relevance {rel!r}; nugget qrels use 2 = vital, "
@@ -297,9 +347,10 @@ def read_nugget_qrels(qrels, needs_nuggets: bool = True) -> tuple[dict[str, dict
             "list: write them with pyterrier-nuggets export or pyterrier_nuggets.formats.write_nugget_qrels. "
             "Segment qrels go with the retrieval measures, not the nugget measures.")
     missing = sorted(set(others) - set(nuggets))
-    if needs_nuggets and missing:
-        warnings.warn(f"nugget qrels: {len(missing)} topic(s) have rows but no nugget and are not evaluated: "
-                      f"{', '.join(missing[:10])}" + (" ..." if len(missing) > 10 else ""),
+    unexplained = [q for q in missing if q not in rubric_topics]  # a rubric topic has no nugget by design
+    if needs_nuggets and unexplained:
+        warnings.warn(f"nugget qrels: {len(unexplained)} topic(s) have rows but no nugget and are not evaluated: "
+                      f"{', '.join(unexplained[:10])}" + (" ..." if len(unexplained) > 10 else ""),
                       stacklevel=2)
     evaluated = set(nuggets) if needs_nuggets else set(others) | set(nuggets)
     return {**{q: {} for q in missing}, **nuggets}, evaluated
@@ -352,16 +403,19 @@ def _is_segment(qid: str, doc_id: str) -> bool:
     return ids.parse_row_id(qid, doc_id).kind == "other"
 
 
-class SegmentsEvaluator(providers.Evaluator):
+class SegmentsEvaluator(_FamilyEvaluator):
+    """The wrapped measures on the segment rows, over the topics of the segment qrels (the wrapped measure's own
+    provider gives a topic of those qrels that the run lacks its default)."""
+
     def __init__(self, measures, qrels):
         rows = list(_iter_qrels(qrels))
-        super().__init__(measures, {q for q, _, _ in rows})
-        self.inner = {m: m.inner() for m in measures}
         segment_qrels = [ir_measures.Qrel(q, d, r) for q, d, r in rows if _is_segment(q, d)]
+        super().__init__(measures, {q for q, _, _ in rows}, {q.query_id for q in segment_qrels})
+        self.inner = {m: m.inner() for m in measures}
         self.evaluator = ir_measures.evaluator(list(set(self.inner.values())), segment_qrels)
 
     def _iter_calc(self, run) -> Iterator[Metric]:
-        rows, _ = _iter_run(run)
+        rows, _ = self.rows(run, note=False)
         segments = [ir_measures.ScoredDoc(q, d, s) for q, d, s in rows if _is_segment(q, d)]
         by_inner: dict = {}
         for outer, inner in self.inner.items():
@@ -395,17 +449,16 @@ class _ArgueTopic:
         self.conveyed: dict[int, set[str]] = {}  # sentence -> nugget ids it conveys
 
 
-class ArgueEvaluator(providers.Evaluator):
+class ArgueEvaluator(_FamilyEvaluator):
     """ARGUE sentence precision and nugget recall ([nugget-annotation §3.4 Table 1]) from the support rows and the
     sentence content rows of an evaluation run; the nuggets of each topic are those of the nugget qrels."""
 
     def __init__(self, measures, nuggets: dict[str, dict[str, int]], qids: set[str]):
-        super().__init__(measures, qids)
+        super().__init__(measures, set(nuggets), {q for q in qids if nuggets.get(q)})
         self.nuggets = nuggets
 
     def _collect(self, run) -> dict[str, _ArgueTopic]:
-        rows, _ = _iter_run(run)
-        rows = _noting_topics(rows, self.qrel_qids)
+        rows, _ = self.rows(run)
         topics: dict[str, _ArgueTopic] = {}
         for qid, doc_id, score in rows:
             grades = self.nuggets.get(qid)
@@ -474,17 +527,16 @@ _CONE_KIND = {m.Recall_NtR.NAME: "ntr_gold", m.Recall_NtN.NAME: "ntn_gold", m.Pr
 _CONE_MATCH_SCORES = frozenset(ids.MATCH_SCORES)
 
 
-class ConeEvaluator(providers.Evaluator):
+class ConeEvaluator(_FamilyEvaluator):
     """CONE-RAG recall and precision ([cone-rag §5.3 eq. 4-6]) from the ``{qid}:ntr:n{i}``, ``{qid}:ntn:n{i}``
     and ``{qid}:ntn:x{j}`` rows of an evaluation run; the gold nuggets are those of the nugget qrels."""
 
     def __init__(self, measures, nuggets: dict[str, dict[str, int]], qids: set[str]):
-        super().__init__(measures, qids)
+        super().__init__(measures, set(nuggets), {q for q in qids if nuggets.get(q)})
         self.nuggets = nuggets
 
     def _collect(self, run) -> dict[str, dict[str, dict[int, float]]]:
-        rows, _ = _iter_run(run)
-        rows = _noting_topics(rows, self.qrel_qids)
+        rows, _ = self.rows(run)
         topics: dict[str, dict[str, dict[int, float]]] = {}
         for qid, doc_id, score in rows:
             grades = self.nuggets.get(qid)
@@ -594,12 +646,25 @@ _VERDICT_SCORES = frozenset(ids.VERDICT_TO_SCORE.values())
 _VERDICT_NAMES = "1.0 satisfied, 0.5 partially satisfied, 0.0 not satisfied"
 
 
-class RubricEvaluator(providers.Evaluator):
-    """Rubric score and failed mandatory criteria from the verdict rows ``{qid}:r{i}`` of an evaluation run."""
+class RubricEvaluator(_FamilyEvaluator):
+    """Rubric score and failed mandatory criteria from the verdict rows ``{qid}:r{i}`` of an evaluation run, for
+    every topic of the rubric qrels (a topic the run did not answer is the empty answer). A rubric without a positive
+    weight has no rubric score (Σ w·v / Σ_{w>0} w): RubricScore refuses it, as the rubric reader does (decisions.md,
+    decision 13: one rule in every route)."""
 
-    def __init__(self, measures, rubrics: dict[str, _Rubric]):
-        super().__init__(measures, set(rubrics))
+    def __init__(self, measures, rubrics: dict[str, _Rubric], topics: set[str] | None = None):
+        super().__init__(measures, set(rubrics) | (topics or set()), set(rubrics))
         self.rubrics = rubrics
+        if any(x.NAME == m.RubricScore.NAME for x in measures):
+            unweighted = sorted(q for q, r in rubrics.items() if not any(w > 0 for w in r.weights.values()))
+            if unweighted:
+                q = unweighted[0]
+                rows = ", ".join(f"{ids.rubric_id(q, i)} {w}" for i, w in sorted(rubrics[q].weights.items())[:5])
+                raise InvalidInput(
+                    f"rubric qrels of topic(s) {', '.join(unweighted[:10])}{' ...' if len(unweighted) > 10 else ''}: no "
+                    f"criterion has a positive weight (topic {q}: {rows}); the rubric score, Σ w·v / Σ of the positive "
+                    "weights, is not defined there. Leave the topic out of the rubric, or give it the criteria an "
+                    "answer should meet")
         for measure in measures:
             if measure.NAME == m.RubricFailedMandatory.NAME:
                 untiered = sorted(q for q, r in rubrics.items() if len(r.tiers) != len(r.weights))
@@ -610,7 +675,7 @@ class RubricEvaluator(providers.Evaluator):
                                      "this measure, or give the rubric tiers")
 
     def _collect(self, run) -> dict[str, dict[int, float]]:
-        rows, _ = _iter_run(run)
+        rows, _ = self.rows(run)
         topics: dict[str, dict[int, float]] = {}
         other: set[str] = set()
         for qid, doc_id, score in rows:
@@ -664,7 +729,9 @@ class RubricProvider(providers.Provider):
                           m._RubricFailedMandatory(grading=providers.base.Any())]
 
     def _evaluator(self, measures, qrels) -> RubricEvaluator:
-        return RubricEvaluator(list(measures), read_rubric_qrels(qrels))
+        if not isinstance(qrels, dict) and not hasattr(qrels, "itertuples"):
+            qrels = list(qrels)  # read twice (an iterator of Qrel tuples would be spent after the first reading)
+        return RubricEvaluator(list(measures), read_rubric_qrels(qrels), {q for q, _, _ in _iter_qrels(qrels)})
 
 
 rubric_provider = RubricProvider()

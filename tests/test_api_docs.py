@@ -39,6 +39,7 @@ NAMED_BY_DOCS = {
     "ir_measures_ext.ids": ["nugget_id", "sentence_nugget_id"],
     "ir_measures_ext.scoring": ["nugget_scores", "cone_scores", "consensus_label"],
     "datasets_ext": ["MsMarcoV21Segment", "SegmentsNotFound", "parse_segment_id", "Nugget", "InvalidNuggetWarning"],
+    "datasets_ext.segments": ["segment_docs", "SegmentShards", "UpstreamSegmentsWarning"],
     "datasets_ext.ikat": ["IkatQuery", "parse_ikat_topics"],
     "datasets_ext.nuggets": ["read_nugget_lines", "sub_narrative_rows"],
     "datasets_ext.rubrics": ["RubricCriterion"],

@@ -59,9 +59,13 @@ def test_support_and_words():
     assert r["q1", "SupportP(cite='all_pairs')"] == pytest.approx(2.5 / 3)
     assert r["q1", "SupportR(cite='all_pairs')"] == pytest.approx(2 / 3)  # best citation of s0 is 1.0
     assert r["q1", "AnswerWords"] == 30
-    # q2: empty answer (0 words, no sentence) -> support 0; q3 missing -> 0
+    # q2: empty answer (0 words, no sentence) -> support 0; q3 not answered: support and length are not defined
+    # there (decisions.md, decision 13: over the answered topics, as the TREC RAG 2026 toolkit's cells)
     assert r["q2", "SupportP"] == 0.0 and r["q2", "SupportR"] == 0.0 and r["q2", "AnswerWords"] == 0
-    assert r["q3", "SupportR"] == 0.0
+    assert not any(q == "q3" for q, _ in r)
+    agg = ir_measures.calc_aggregate([SupportR, AnswerWords, V_strict], QRELS, RUN)
+    assert agg[SupportR] == pytest.approx(0.5 / 2) and agg[AnswerWords] == 15  # q1, q2
+    assert agg[V_strict] == pytest.approx(0.5 / 3)  # q1, q2, and q3 (with nuggets, not answered: 0)
 
 
 def test_answer_words_from_qanswer_column():

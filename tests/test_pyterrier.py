@@ -127,6 +127,7 @@ def test_joint_table_note_counts_topics_per_measure():
     seg = pd.DataFrame({"qid": ["t1", "t2", "t3", "t4"], "docno": ["d1"] * 4, "score": [1.0] * 4})
     table = joint_table([System("a", WEAK, seg), System("b", STRONG, seg)], qrels, seg_qrels,
                         answer_measures=[V_strict])
-    assert "nDCG@10: 4; V_strict: 2" in table.to_text()
+    assert "Means over the topics each measure is defined on: nDCG@10: 4 topics; V_strict: 2 topics with nuggets." \
+        in table.to_text()
     single = joint_table([System("a", WEAK, seg)], qrels, None, answer_measures=[V_strict])
     assert "Means over 2 topics." in single.to_text()

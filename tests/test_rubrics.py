@@ -157,7 +157,9 @@ def test_rubric_measures_refuse_what_they_cannot_score():
         calc([RubricScore], [Qrel("t", "t:n0", 2)])
     with pytest.raises(ValueError, match="which has no weight row"):
         calc([RubricScore], QRELS + [Qrel("t", "t:r7:mandatory", 1)])
-    assert math.isnan(calc([RubricScore], [Qrel("v", "v:r0", -2)], [ScoredDoc("v", "v:r0", 0.0)])[0].value)
+    # no positive weight: no rubric score (Σ w·v / Σ of the positive weights); refused, as the rubric reader refuses it
+    with pytest.raises(ValueError, match=r"topic\(s\) v: no criterion has a positive weight \(topic v: v:r0 -2\)"):
+        calc([RubricScore], [Qrel("v", "v:r0", -2)], [ScoredDoc("v", "v:r0", 0.0)])
 
 
 # ---------------------------------------------------------------------------------------------- judge

@@ -193,6 +193,16 @@ def test_merge_refuses_shards_that_are_not_one_run(tmp_path, index_dir, no_endpo
     assert "different numbers of shards (2, 3)" in refused(one, "three", "--out", "m")
     assert "no such file: not a finished shard" in refused(one, str(tmp_path), "--out", "m")
     assert "is the folder of shard 2/2" in refused(one, two, "--out", two)
+    # a manifest whose command line was edited (the system dropped, in both shards alike) is not what the shards ran
+    for folder in (one, two):
+        path = os.path.join(folder, "shard.json")
+        data = json.load(open(path))
+        k = data["argv"].index("--system")
+        data["argv"][k:k + 2] = []
+        json.dump(data, open(path, "w"))
+    err = refused(one, two, "--out", "m")
+    assert "shard.json: field 'argv': the command line is not the one the shard ran: --system: " in err
+    assert "the manifest was edited; run the shard again" in err
     assert not os.path.exists("m")
     # a shard's --out holding another shard's manifest is refused before anything runs
     assert main([*argv, "--shard", "1/2", "--out", two]) == 2

@@ -12,6 +12,7 @@ from pyterrier_nuggets import formats
 from pyterrier_nuggets.formats import TREC_RAG_2026, InputError
 from pyterrier_nuggets.judges.generation import CitedGenerator, parse_cited_answer
 from pyterrier_nuggets.judges.support import SupportJudge
+from pyterrier_nuggets.records import Answer, Sentence
 
 META = {"team_id": "us", "run_id": "r26", "type": "automatic", "narrative_id": "rag2026-0"}
 ANSWER = {"metadata": META, "references": ["shard_00007_65846", "shard_00014_54354", "shard_00024_68217"],
@@ -59,7 +60,6 @@ def _change(**edits):
 
 @pytest.mark.parametrize("row, field, message", [
     (_change(sentence={"text": "x", "citations": [0, 1, 2, 0]}), "answer[5].citations", "4 citations"),
-    (_change(sentence={"text": "x", "citations": [1, 1]}), "answer[5].citations", "twice"),
     (_change(sentence={"text": " ".join(["word"] * 1005), "citations": []}), "answer", "1025 words"),
     (_change(references=ANSWER["references"] + ["shard_00007_65846"]), "references", "listed twice"),
     (_change(sentence={"text": "x", "citations": ["shard_99"]}), "answer[5].citations[0]", "not in references"),
@@ -78,12 +78,30 @@ def test_2026_rules_refuse_with_line_and_field(tmp_path, row, field, message):
 def test_exactly_1024_words_is_allowed_and_the_writer_refuses(tmp_path):
     row = _change(answer=[{"text": " ".join(["w"] * 1024), "citations": [0, 1, 2]}])
     (a,) = formats.read_answers(_write(tmp_path, row), rules=TREC_RAG_2026)
-    too_many = formats.read_answers(_write(tmp_path, _change(sentence={"text": "x", "citations": [0, 1, 2, 0]}),
+    too_many = formats.read_answers(_write(tmp_path, _change(references=ANSWER["references"] + ["shard_9"],
+                                                             sentence={"text": "x", "citations": [0, 1, 2, 3]}),
                                            name="b.jsonl"))
     with pytest.raises(ValueError, match="4 citations"):
         formats.write_answers_2026(str(tmp_path / "out.jsonl"), too_many)
     assert not (tmp_path / "out.jsonl").exists()
     formats.write_answers_2026(str(tmp_path / "ok.jsonl"), [a])
+
+
+def test_a_reference_cited_twice_in_one_object_counts_once_and_is_reported(tmp_path):
+    """A real TREC RAG 2024 GPT-4o answer cites one reference twice in a sentence (5 of its 4,029 answer objects):
+    the track's rules do not forbid it; read once (its support would count twice), and named in a warning. Four
+    citations as written are still more than the 2026 rules allow, repeats or not."""
+    path = _write(tmp_path, _change(sentence={"text": "x", "citations": [1, "shard_00014_54354", 2]}))
+    with pytest.warns(formats.RepeatedCitationWarning, match=r"1 citation\(s\) repeat.*answers.jsonl:1: field "
+                      r"'answer\[5\].citations\[1\]': reference 1 \(shard_00014_54354\) again"):
+        (a,) = formats.read_answers(path, rules=TREC_RAG_2026)
+    assert a.sentences[5].citations == (1, 2)
+    with pytest.raises(InputError, match="4 citations"):
+        formats.read_answers(_write(tmp_path, _change(sentence={"text": "x", "citations": [0, 1, 2, 0]}), name="c"),
+                             rules=TREC_RAG_2026)
+    with pytest.raises(ValueError, match="cites a reference twice"):  # what the package writes never repeats one
+        formats.write_answers_2026(str(tmp_path / "out.jsonl"), [Answer(a.qid, a.run_id, (Sentence("x", (0, 0)),),
+                                                                        a.references)])
 
 
 def test_parse_keeps_the_first_citations_and_reports_the_rest():

@@ -132,6 +132,10 @@ def run(args) -> int:
     if args.write_pairs:
         formats.check_outputs({"--write-pairs": args.write_pairs}, {f"input {p}": p for p in inputs})
     pairs = formats.read_labelled_pairs(args.pairs) if args.pairs else _crowd_pairs(args)
+    if args.pairs and len({p.label for p in pairs}) == 1:
+        raise formats.InputError(args.pairs, None, "label", f"every one of the {len(pairs)} pairs is labelled "
+                                 f"{'yes' if pairs[0].label else 'no'}: a threshold is fitted between the two classes",
+                                 "add pairs of the other label")
     split = args.split if args.split in ("alternate", "none") else [g.strip() for g in args.split.split(",") if g.strip()]
     matcher = _matcher(args)
     from pyterrier_nuggets.matchers import LLMMatcher

@@ -283,6 +283,28 @@ def finish(args, command: str, topics, failed: dict[str, str] | None = None, llm
 
 # ----------------------------------------------------------------------------------------------- the checks
 
+def check_command_line(m: Manifest) -> None:
+    """The manifest's command line (which merge runs again) gives the command, shard and options it records: a
+    command line edited by hand (e.g. a run dropped from it) is refused, naming the manifest and what differs."""
+    from pyterrier_nuggets.cli import build_parser
+    from pyterrier_nuggets.formats import InputError
+    try:
+        args = build_parser().parse_args(m.argv)
+    except SystemExit:
+        raise UsageError(f"{m.path}: its command line no longer parses ({m.command_line()}); run the shards again "
+                         "with this version") from None
+    options = options_of(args)
+    differ = [f"--{k.replace('_', '-')}: {m.options.get(k)!r} recorded, {options.get(k)!r} in the command line"
+              for k in sorted(set(options) | set(m.options)) if options.get(k) != m.options.get(k)]
+    if args.command != m.command:
+        differ.insert(0, f"command {m.command!r} recorded, {args.command!r} in the command line")
+    if args.shard != m.shard:
+        differ.insert(0, f"shard {m.shard} recorded, {args.shard} in the command line")
+    if differ:
+        raise InputError(m.path, None, "argv", "the command line is not the one the shard ran: " + "; ".join(differ[:3]),
+                         "the manifest was edited; run the shard again")
+
+
 def check_shards(manifests: list[Manifest]) -> None:
     """The shards are the ``n`` shards of one run, each once, covering every topic once, none with failures;
     else a :class:`UsageError` saying which and what to do."""
@@ -313,6 +335,7 @@ def check_shards(manifests: list[Manifest]) -> None:
                              "changed between the shards; run them again on the same inputs")
     by_number: dict[int, Manifest] = {}
     for m in manifests:
+        check_command_line(m)
         if m.shard.i in by_number:
             raise UsageError(f"shard {m.shard} is given twice: {by_number[m.shard.i].folder} and {m.folder}")
         by_number[m.shard.i] = m

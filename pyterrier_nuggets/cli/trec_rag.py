@@ -46,6 +46,11 @@ def add_parser(sub) -> None:
                    help="the toolkit's support assignment JSONL instead of judging (labels 2/1/0/-1), e.g. --support-assignments support.jsonl")
     p.add_argument("--docs", metavar="FILE|ID", help="texts of the cited documents or segments: JSONL {docno, text} "
                    "or an ir_datasets id with a docstore, e.g. --docs cited_segments.jsonl")
+    p.add_argument("--unanswered", choices=("zero", "omit"), default="zero",
+                   help="a topic with nuggets or a rubric that a run did not answer: 'zero' (default) scores 0 there "
+                   "(trec_eval's rule); 'omit' leaves it out of that run's means, as the TREC RAG 2026 toolkit "
+                   "averages the (topic, run) cells it scored. Support and length always average over the answered "
+                   "topics; e.g. --unanswered omit")
     p.add_argument("--topics", metavar="FILE|ID", help="the topics' text for the judges (TSV qid<TAB>text or an "
                    "ir_datasets id); default: the answers' narrative, else the nugget file's query, e.g. --topics topics.tsv")
     p.add_argument("--on-invalid", choices=ON_INVALID, default="refuse",
@@ -154,8 +159,9 @@ def run(args) -> int:
     _leave_out(job)
     qrels, measures, rows_by_run, table, means = _score(args, job)
     folder.write_all(_writers(out_files, job, qrels, rows_by_run, table, means))
-    wide = means.pivot(index="run", columns="measure", values="value")[[str(m) for m in measures]]
+    wide = means.pivot(index="run", columns="measure", values="value").reindex(columns=[str(m) for m in measures])
     print(wide.to_string(float_format=lambda v: f"{v:.4f}"))
+    print(_note(table, measures, args.unanswered))
     judge = f"judges: {job.llm.describe()}" if job.llm is not None else "judges: none (support assignments given)"
     print(f"{len(job.runs)} run(s), {len(job.answers)} answers; {judge}; written to {args.out}")
     if job.left_out:
@@ -183,15 +189,21 @@ def _read(args) -> _Job:
                           (args.topics, "--topics")):
         if value and os.path.isfile(value):
             inputs[option] = value
-    answers = [a for path in args.answers for a in nonempty(path, formats.read_answers(path, rules=rules))]
-    seen: set[tuple[str, str]] = set()
-    for a in answers:
-        if (a.qid, a.run_id) in seen:
-            raise UsageError(f"topic {a.qid} of run {a.run_id} is answered in two of the --answers files")
-        seen.add((a.qid, a.run_id))
+    answers = []
+    files_of_run: dict[str, str] = {}
+    for path in args.answers:
+        read = nonempty(path, formats.read_answers(path, rules=rules))
+        for run_id in dict.fromkeys(a.run_id for a in read):
+            other = files_of_run.setdefault(run_id, path)
+            if other != path:
+                raise formats.InputError(path, None, "run_id", f"run {run_id} is also in {other} (--answers): two "
+                                         "files of one run, or two runs of one name",
+                                         "give each run one file and its own run id")
+        answers += read
     nuggets = formats.read_nuggets(dataset_file(args.nuggets, "--nuggets"), on_invalid=args.on_invalid) \
         if args.nuggets else None
     rubrics = formats.read_rubrics(dataset_file(args.rubrics, "--rubrics")) if args.rubrics else None
+    _check_topics(answers, args, nuggets, rubrics)
     support = []
     for path in args.support_assignments:
         judged = formats.read_support_assignments(path)
@@ -199,8 +211,37 @@ def _read(args) -> _Job:
             formats.check_support(path, [j for j in judged if j.run_id == run_id],
                                   [a for a in answers if a.run_id == run_id])
         support += judged
+    unjudged = [r for r in dict.fromkeys(a.run_id for a in answers) if r not in {j.run_id for j in support}]
+    if args.support_assignments and unjudged:
+        raise formats.InputError(", ".join(args.support_assignments), None, "run_id",
+                                 f"no support assignment of run {unjudged[0]}"
+                                 + (f" (nor of {len(unjudged) - 1} other run(s))" if len(unjudged) > 1 else "")
+                                 + f"; they judge run(s) {', '.join(dict.fromkeys(j.run_id for j in support))}",
+                                 "give the support assignments of every run of --answers")
     return _Job(answers, list(dict.fromkeys(a.run_id for a in answers)), nuggets, rubrics, topic_texts(args.topics),
                 support, inputs, _docstore(args.docs))
+
+
+def _check_topics(answers: list, args, nuggets, rubrics) -> None:
+    """Refuse answers whose topic ids are not those of the nuggets or the rubrics (``T1`` for ``t1``): every nugget
+    and rubric score would be 0 (a topic with nuggets that a run did not answer scores 0). Each given file must share
+    a topic with the answers, and each run a topic with one of them; the error shows an id of each side."""
+    families = [(option, {n.qid for n in fam.nuggets} if option == "--nuggets" else set(fam.by_topic()))
+                for option, fam in (("--nuggets", nuggets), ("--rubrics", rubrics)) if fam is not None]
+    answered = {a.qid for a in answers}
+    scored = set().union(*(topics for _, topics in families))
+    for option, topics in families:
+        if not answered & topics:
+            raise UsageError(f"none of the {len(answered)} topics of the answers is a topic of {option} "
+                             f"{getattr(args, option[2:])} ({len(topics)} topics; e.g. the answers have "
+                             f"{min(answered)!r}, {option} has {min(topics)!r}): every score of it would be 0. Check "
+                             "that both use the same topic ids")
+    for run_id in dict.fromkeys(a.run_id for a in answers):
+        mine = {a.qid for a in answers if a.run_id == run_id}
+        if not mine & scored:
+            raise UsageError(f"run {run_id} answers none of the topics of {' or '.join(o for o, _ in families)} "
+                             f"(e.g. it has {min(mine)!r}, they have {min(scored)!r}): its nugget and rubric scores "
+                             "would all be 0. Check its topic ids")
 
 
 def _outputs(args, job: _Job) -> dict[str, str]:
@@ -295,8 +336,21 @@ def _score(args, job: _Job):
         rows_by_run[run_id] = rows
         scores.append(score(qrels, formats.run_frame(rows), measures).assign(run=run_id))
     table = pd.concat(scores, ignore_index=True)[["run", "qid", "measure", "value"]]
+    if args.unanswered == "omit":  # the toolkit's cells: only the topics each run answered
+        answered = {(a.run_id, a.qid) for a in job.answers}
+        table = table[[cell in answered for cell in zip(table["run"], table["qid"])]].reset_index(drop=True)
     means = table.groupby(["run", "measure"], sort=False)["value"].mean().reset_index().assign(qid="all")
     return qrels, measures, rows_by_run, table, means
+
+
+def _note(table, measures, unanswered: str) -> str:
+    """Over how many topics each mean runs (decisions.md, decision 13), and what an unanswered topic counts."""
+    from pyterrier_nuggets.evaluation.table import means_note
+    per_run = table.groupby(["measure", "run"])["qid"].nunique()
+    counts = {str(m): per_run[str(m)].tolist() if str(m) in per_run.index else [0] for m in measures}
+    return means_note(counts) + (" A topic with nuggets or a rubric that a run did not answer scores 0 there." if
+                                 unanswered == "zero" else " A topic a run did not answer is left out of its means "
+                                 "(--unanswered omit, the TREC RAG 2026 toolkit's cells).")
 
 
 def _writers(out_files: dict[str, str], job: _Job, qrels, rows_by_run: dict, table, means) -> dict:

@@ -5,10 +5,12 @@ leaderboard of the verdicts.
   topics per pair (``topics:N``), or a fixed number of battle appearances per system per topic
   (``appearances:K``, the sparse, arena-like design). Only topics both systems answered; never answers of two
   topics. The plan is known before any call: its size is the number of battles (times two with both orders).
-- :func:`leaderboard`: Bradley-Terry ratings of the battles (:func:`.statistics.bradley_terry`, choix), ties as
-  half wins, on the Elo-like scale (:func:`ir_measures_ext.scoring.arena_ratings`: mean 1000, 400 points per
-  base-10 log-odds), with percentile bootstrap intervals over battles and over topics (topics resampled as
-  clusters of battles), wins / losses / ties, the pairwise win counts and rates, and the judge's position bias.
+- :func:`leaderboard`: Bradley-Terry ratings of the battles (:func:`.statistics.bradley_terry`), ties as half wins,
+  on the Elo-like scale (:func:`ir_measures_ext.scoring.arena_ratings`: mean 1000, 400 points per base-10
+  log-odds), with intervals over battles (percentile bootstrap, the refits vectorised) and over topics
+  (cluster-robust standard errors, the topics as clusters), wins / losses / ties, the pairwise win counts and
+  rates, and the judge's position bias (a caveat in the notes when it is significant and the battles were judged
+  in one order).
 - :func:`correlate_arena`: the arena ranking against any per-topic measure (τ, ρ, τ_AP) with bootstrap
   intervals over topics (the battles and the measure resampled together), and the swapped pairs.
 - :func:`settings_fingerprint` / :func:`settings_differences`: what an arena's battles depend on, so that
@@ -27,7 +29,7 @@ import pandas as pd
 
 from ir_measures_ext import ids
 from ir_measures_ext.errors import InvalidInput
-from ir_measures_ext.scoring import arena_ratings, battle_score
+from ir_measures_ext.scoring import ARENA_CENTRE, ARENA_SCALE, arena_ratings, battle_score
 from pyterrier_nuggets.evaluation import statistics
 from pyterrier_nuggets.evaluation.correlation import Correlation, LevelCorrelation, Swap, common_names, score_grid
 from pyterrier_nuggets.formats import counted
@@ -153,12 +155,15 @@ def plan_battles(answers: Mapping[str, Mapping[str, str]], design: Design = Desi
 
 # ------------------------------------------------------------------------------------------ the leaderboard
 
+BIAS_ALPHA = 0.05  # a position bias below this p-value is significant: the leaderboard's notes say so
+
+
 @dataclass(frozen=True)
 class PositionBias:
     """How often the judge preferred the answer shown in position A: ``a``, ``b``, ``ties`` count every verdict
     given (both of a battle judged in both orders); ``share_a`` = a / (a + b), NaN without a decisive verdict;
     ``p_value``: two-sided exact binomial test of share_a = 0.5 (scipy). ``both``: battles judged in both
-    orders, ``disagreed``: those whose two orders disagreed, made ties."""
+    orders, ``disagreed``: those whose two orders disagreed, made ties; ``judged``: the battles with a verdict."""
 
     a: int
     b: int
@@ -167,6 +172,17 @@ class PositionBias:
     p_value: float
     both: int = 0
     disagreed: int = 0
+    judged: int = 0
+
+    def caveat(self) -> str:
+        """When the judge's preference for a position is significant (p < 0.05) and some battles were judged in one
+        order only, so that the ratings carry the bias: what it means and what to do; else ""."""
+        if not self.p_value < BIAS_ALPHA or self.both >= self.judged:
+            return ""
+        return (f"Caveat: the judge's position bias is significant (p = {self.p_value:.3g}; A won "
+                f"{_pct(self.share_a)} of its decisive verdicts): with each battle judged in one order, a rating "
+                "partly measures where the system's answers were shown. Judge both orders (pyterrier-nuggets arena "
+                "--both-orders, PairwiseJudge(orders='both')): a battle whose two orders disagree is a tie.")
 
     def to_text(self) -> str:
         total = self.a + self.b + self.ties
@@ -186,7 +202,8 @@ def position_bias(battles: Sequence[Battle]) -> PositionBias:
     both = [b for b in battles if b.ok and len(b.verdicts) == 2]
     share = a / (a + bb) if a + bb else math.nan
     p = float(binomtest(a, a + bb, 0.5).pvalue) if a + bb else math.nan
-    return PositionBias(a, bb, len(given) - a - bb, share, p, len(both), sum(not b.orders_agree for b in both))
+    return PositionBias(a, bb, len(given) - a - bb, share, p, len(both), sum(not b.orders_agree for b in both),
+                        sum(b.ok for b in battles))
 
 
 @dataclass
@@ -214,7 +231,8 @@ class Arena:
 
     def leaderboard_rows(self) -> list[dict]:
         return [dict(row, judge=self.judge, confidence=self.confidence if self.resamples else math.nan,
-                     prior=self.prior) for row in self.ratings.to_dict("records")]
+                     prior=self.prior, position_bias_p=self.bias.p_value if self.bias.caveat() else math.nan)
+                for row in self.ratings.to_dict("records")]
 
     def to_text(self) -> str:
         ok = sum(b.ok for b in self.battles)
@@ -232,14 +250,17 @@ class Arena:
                 frame[f"{pct} CI over {over}"] = [f"[{_bound(lo)}, {_bound(hi)}]" for lo, hi in zip(low, high)]
         lines.append(frame.to_string(index=False))
         if self.resamples:
-            lines.append(f"Intervals: percentile bootstrap, {self.resamples} resamples of the battles and of the topics "
-                         "(a topic's battles together).")
+            lines.append(f"Intervals: over battles, percentile bootstrap of {self.resamples} resamples; over topics, "
+                         "the rating ± t(topics - 1) cluster-robust standard errors, a topic's battles one cluster "
+                         "(docs/arena.md).")
             for over, count in self.undefined.items():
                 if count:
                     lines.append(f"  {count} of the {self.resamples} resamples of the {over} had no finite fit (a system "
                                  "won or lost all its resampled battles, or groups never met): counted against both "
                                  "bounds, so the intervals are conservative; an unbounded side is shown as ±inf")
         lines.append(self.bias.to_text())
+        if self.bias.caveat():
+            lines.append(self.bias.caveat())
         if len(self.systems) <= 12:
             rates = self.win_rates.map(lambda v: "" if math.isnan(v) else f"{v:.2f}")
             lines.append("Win rates (row beats column; ties half):\n" + rates.to_string())
@@ -283,13 +304,44 @@ class BattleMatrix:
         return flat.reshape(n, n)
 
     def ratings(self, prior: float, weights: np.ndarray | None = None) -> np.ndarray:
-        return np.asarray(arena_ratings(list(statistics.bradley_terry(self.wins(weights), self.names, prior))))
+        return np.asarray(arena_ratings(list(self.strengths(prior, weights))))
+
+    def strengths(self, prior: float, weights: np.ndarray | None = None) -> np.ndarray:
+        """The maximum-likelihood log-strengths (mean 0); :class:`~.statistics.NoRatings` when they do not exist."""
+        return statistics.bradley_terry(self.wins(weights), self.names, prior)
 
     def try_ratings(self, prior: float, weights: np.ndarray) -> np.ndarray | None:
         try:
             return self.ratings(prior, weights)
         except statistics.NoRatings:
             return None
+
+    def ratings_many(self, prior: float, weights: np.ndarray) -> np.ndarray:
+        """The ratings of many weightings of the battles at once (``B × battles`` → ``B × systems``, a row of NaN
+        where no finite fit exists): the bootstrap's refits, vectorised (:func:`.statistics.fit_bradley_terry`)."""
+        n = self.n
+        wins = (weights * self.s) @ _one_hot(self.a * n + self.b, n * n) + \
+            (weights * (1 - self.s)) @ _one_hot(self.b * n + self.a, n * n)
+        theta = statistics.fit_bradley_terry(wins.reshape(len(weights), n, n), prior)
+        return ARENA_CENTRE + ARENA_SCALE * theta / math.log(10)
+
+    def topic_intervals(self, prior: float, confidence: float) -> list[tuple[float, float]]:
+        """The ratings' intervals over topics: the ML rating ± t(c-1) cluster-robust standard errors with the topics as
+        clusters (:func:`.statistics.bradley_terry_cluster_se`, CR1; c topics); its coverage of a known rating, and
+        the percentile bootstrap's, are measured in docs/benchmarks.md. NaN with fewer than two topics."""
+        from scipy.stats import t
+        theta = self.strengths(prior)
+        se = statistics.bradley_terry_cluster_se(theta, self.a, self.b, self.s, self.topic, prior)
+        half = t.ppf(0.5 + confidence / 2, len(self.topics) - 1) * se * ARENA_SCALE / math.log(10) \
+            if len(self.topics) > 1 else np.full(self.n, np.nan)
+        rating = np.asarray(arena_ratings(list(theta)))
+        return [(float(r - h), float(r + h)) for r, h in zip(rating, half)]
+
+
+def _one_hot(index: np.ndarray, width: int) -> np.ndarray:
+    out = np.zeros((len(index), width))
+    out[np.arange(len(index)), index] = 1.0
+    return out
 
 
 def leaderboard(battles: Sequence[Battle], systems: Sequence[str] | None = None, *, confidence: float = 0.95,
@@ -299,10 +351,12 @@ def leaderboard(battles: Sequence[Battle], systems: Sequence[str] | None = None,
 
     ``systems``: the systems to rate, in order (default: those of the battles); a battle of another system is
     refused. Ratings: the maximum-likelihood Bradley-Terry fit (``prior`` > 0: with that many virtual ties per pair
-    that met), refused with :class:`~.statistics.NoRatings` when it does not exist. Intervals: ``resamples``
-    percentile bootstrap resamples (0: none) of the battles, and of the topics (a topic's battles together),
-    seeded by ``seed``; resamples without a finite fit are counted against both bounds
-    (:func:`.statistics.bootstrap_units`). ``judge`` names who judged (default: the battles' own ``judge``).
+    that met), refused with :class:`~.statistics.NoRatings` when it does not exist. Intervals (none with
+    ``resamples`` 0): over battles, ``resamples`` percentile bootstrap resamples of the battles, seeded by ``seed``,
+    resamples without a finite fit counted against both bounds (:func:`.statistics.bootstrap_units`); over topics,
+    cluster-robust standard errors with the topics as clusters (:meth:`BattleMatrix.topic_intervals`: the
+    percentile bootstrap over topics covered a known rating less often than it says, docs/benchmarks.md).
+    ``judge`` names who judged (default: the battles' own ``judge``).
     ``shared_topics``: per pair (in the order of ``systems``), how many topics both answered (pairwise.csv).
 
     Examples::
@@ -330,11 +384,10 @@ def leaderboard(battles: Sequence[Battle], systems: Sequence[str] | None = None,
     undefined: dict[str, int] = {}
     cis: dict[str, list[tuple[float, float]]] = {}
     if resamples:
-        for over, units, weight in (("battles", len(done), lambda c: c.astype(float)),
-                                    ("topics", len(matrix.topics), lambda c: c[matrix.topic].astype(float))):
-            result = statistics.bootstrap_units(units, lambda c, w=weight: matrix.try_ratings(prior, w(c)),
-                                                len(systems), confidence, resamples, seed)
-            cis[over], undefined[over] = result.bounds, result.undefined
+        result = statistics.bootstrap_units(len(done), lambda c: matrix.ratings_many(prior, c.astype(float)),
+                                            len(systems), confidence, resamples, seed, batch=True)
+        cis["battles"], undefined["battles"] = result.bounds, result.undefined
+        cis["topics"] = matrix.topic_intervals(prior, confidence)
     rows = []
     for k, name in enumerate(systems):
         mine = [b for b in done if name in b.pair]

@@ -496,8 +496,8 @@ def _fmt(v: float | None) -> str:
 
 @_styled
 def arena_figure(arena, title: str | None = None) -> Figure:
-    """The leaderboard of an arena: each system's rating (best at the top) with its bootstrap interval over topics
-    (over battles when there is none), the 1000 centre dashed; an unbounded side (a resample without a finite
+    """The leaderboard of an arena: each system's rating (best at the top) with its interval over topics
+    (cluster-robust; the bootstrap over battles when there is none), the 1000 centre dashed; an unbounded side (a resample without a finite
     fit, see docs/arena.md) runs to the edge with an arrow.
 
     :param arena: the arena (:func:`~pyterrier_nuggets.evaluation.arena.leaderboard`).
@@ -521,7 +521,8 @@ def arena_figure(arena, title: str | None = None) -> Figure:
                 markeredgewidth=0.5, zorder=4)
     ax.axvline(1000, color="grey", lw=0.6, ls="--", zorder=1)
     ax.set_yticks(range(len(rows)), [r["run_id"] for r in reversed(rows)])
-    interval = f"{arena.confidence:.0%} bootstrap interval over {over}" if arena.resamples else "no interval"
+    interval = f"{arena.confidence:.0%} {'cluster-robust' if over == 'topics' else 'bootstrap'} interval over {over}" \
+        if arena.resamples else "no interval"
     ax.set(xlim=(low, high), ylim=(-0.6, len(rows) - 0.4))
     # figure-wide title and label: the system names take part of the width from the axes
     fig.supxlabel(_title(f"Bradley-Terry rating (mean 1000, 400 per base-10 log-odds); {interval}"), fontsize=7)

@@ -4,6 +4,7 @@ of the measures of ir_measures_ext. There is no formula here: the formulas live 
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import ir_measures
@@ -22,10 +23,12 @@ def score(qrels, run, measures: Sequence = NUGGET_MEASURES) -> pd.DataFrame:
         ir_measures qrels.
     :param run: an evaluation run, in any of the same forms.
     :param measures: ir_measures measures or their names (default the nugget scores).
-    :returns: a DataFrame with columns qid, measure, value: one row per topic and measure of the qrels; a topic
-        missing from the run scores 0. Sorted by topic id, then in the order of ``measures`` (ir_measures yields
-        them in an order that depends on the process's hash seed: a file written from it would differ between two
-        runs of one command).
+    :returns: a DataFrame with columns qid, measure, value: one row per topic where the measure is defined
+        (decisions.md, decision 13: nugget measures on the topics with nuggets, rubric measures on the topics with a
+        rubric, support and length on the answered topics; a topic of the family's qrels missing from the run scores
+        0; a value that is not defined, NaN, has no row). Sorted by topic id, then in the order of ``measures``
+        (ir_measures yields them in an order that depends on the process's hash seed: a file written from it would
+        differ between two runs of one command).
     """
     measures = [ir_measures.parse_measure(m) if isinstance(m, str) else m for m in measures]
     if isinstance(qrels, pd.DataFrame):
@@ -33,8 +36,8 @@ def score(qrels, run, measures: Sequence = NUGGET_MEASURES) -> pd.DataFrame:
     if isinstance(run, pd.DataFrame):
         run = run.rename(columns=_TO_IR_MEASURES)
     order = {str(m): k for k, m in enumerate(measures)}
-    rows = sorted(((r.query_id, str(r.measure), r.value) for r in ir_measures.iter_calc(measures, qrels, run)),
-                  key=lambda row: (row[0], order.get(row[1], len(order)), row[1]))
+    rows = sorted(((r.query_id, str(r.measure), r.value) for r in ir_measures.iter_calc(measures, qrels, run)
+                   if not math.isnan(r.value)), key=lambda row: (row[0], order.get(row[1], len(order)), row[1]))
     return pd.DataFrame(rows, columns=["qid", "measure", "value"])
 
 

@@ -253,11 +253,11 @@ class NoRatings(InvalidInput):
     won (or lost) every battle against the others, so their maximum-likelihood rating is infinite."""
 
 
-def bradley_terry(wins, names: Sequence[str], prior: float = 0.0, tol: float = 1e-10, max_iter: int = 10_000):
+def bradley_terry(wins, names: Sequence[str], prior: float = 0.0, tol: float = 1e-10, max_iter: int = 100):
     """Maximum-likelihood Bradley-Terry log-strengths θ (mean 0) of ``wins``: ``wins[i, j]`` is how often system i
     beat system j, a tie counting half a win for each (Bradley & Terry 1952: P(i beats j) = 1 / (1 + exp(θj - θi));
-    the log-likelihood Σ_ij wins[i, j] · log P(i beats j) is maximised). Fitted by ``choix.ilsr_pairwise_dense``
-    (iterative Luce spectral ranking, whose fixed point is the ML estimate; fractional counts allowed).
+    the log-likelihood Σ_ij wins[i, j] · log P(i beats j) is maximised, fractional counts allowed) by
+    :func:`fit_bradley_terry`.
 
     ``prior`` > 0 adds ``prior`` virtual ties to every pair of systems that met (``prior / 2`` wins each way): a
     regularised estimate that stays finite when a system won all its battles; 0 (default) is the plain ML
@@ -265,7 +265,6 @@ def bradley_terry(wins, names: Sequence[str], prior: float = 0.0, tol: float = 1
     strongly connected way: otherwise :class:`NoRatings` names the systems and what to do. A disconnected
     comparison graph (two groups of systems that never met, directly or through others) is refused whatever the
     prior: their ratings would not be on one scale."""
-    import choix
     import numpy as np
     from scipy.sparse.csgraph import connected_components
     W = np.asarray(wins, dtype=float)
@@ -284,11 +283,101 @@ def bradley_terry(wins, names: Sequence[str], prior: float = 0.0, tol: float = 1
                         "separately")
     if prior < 0 or not math.isfinite(prior):
         raise InvalidInput(f"prior must be a finite number >= 0, got {prior}")
+    _check_strongly_connected(W + met * (prior / 2), names)
+    return fit_bradley_terry(W, prior, tol, max_iter)
+
+
+def fit_bradley_terry(wins, prior: float = 0.0, tol: float = 1e-10, max_iter: int = 100):
+    """The maximum-likelihood Bradley-Terry log-strengths (mean 0) of one matrix of wins (``n × n``) or of many at
+    once (``B × n × n``, e.g. bootstrap resamples): Newton's method on the concave log-likelihood, all matrices in
+    one numpy computation (steps limited to 2 log-odds, so it never overshoots far). ``prior`` virtual ties per pair
+    that met, as :func:`bradley_terry`. A matrix whose estimate is infinite (its graph "i beat or tied j" is not
+    strongly connected) gives NaN; :func:`bradley_terry` says why instead. The tests compare it with choix's and
+    scipy.optimize's fits."""
+    import numpy as np
+    from scipy.special import expit
+    W = np.asarray(wins, dtype=float)
+    one = W.ndim == 2
+    W = W[None] if one else W
+    n = W.shape[-1]
     if prior:
-        W = W + met * (prior / 2)
-    _check_strongly_connected(W, names)
-    theta = choix.ilsr_pairwise_dense(W, max_iter=max_iter, tol=tol)
-    return theta - theta.mean()
+        W = W + ((W + W.transpose(0, 2, 1)) > 0) * (prior / 2)
+    N = W + W.transpose(0, 2, 1)
+    finite = strongly_connected(W > 0)
+    theta = np.zeros(W.shape[:2])
+    centre = np.full((n, n), 1.0 / n)  # the information matrix is singular along (1, ..., 1): θ is fixed to mean 0
+    diagonal = np.arange(n)
+    scale = max(1.0, float(N[finite].sum(axis=(1, 2)).max(initial=0.0)))
+    for _ in range(max_iter):
+        p = expit(theta[:, :, None] - theta[:, None, :])  # P(i beats j)
+        gradient = W.sum(2) - (N * p).sum(2)
+        gradient[~finite] = 0.0
+        if np.abs(gradient).max(initial=0.0) < tol * scale:
+            break
+        weight = N * p * (1 - p)
+        information = -weight
+        information[:, diagonal, diagonal] = weight.sum(2)
+        information[~finite] = np.eye(n)  # no estimate to find (and maybe disconnected: singular); its θ is NaN
+        step = np.linalg.solve(information + centre, gradient[..., None])[..., 0]
+        step /= np.maximum(1.0, np.abs(step).max(1, keepdims=True) / 2.0)
+        theta = theta + step
+        theta -= theta.mean(1, keepdims=True)
+    theta[~finite] = np.nan
+    return theta[0] if one else theta
+
+
+def strongly_connected(beat) -> object:
+    """Whether the graph "i beat (or tied) j" of each matrix of a batch (``B × n × n`` booleans) is strongly
+    connected: the condition for a finite maximum-likelihood Bradley-Terry estimate (Hunter 2004)."""
+    import numpy as np
+    beat = np.asarray(beat, dtype=bool)
+    n = beat.shape[-1]
+    reach = (beat | np.eye(n, dtype=bool)).astype(float)
+    for _ in range(max(1, math.ceil(math.log2(n)))):
+        reach = ((reach @ reach) > 0).astype(float)
+    return reach.all(axis=(-2, -1))
+
+
+def bradley_terry_cluster_se(theta, a, b, score, clusters, prior: float = 0.0):
+    """Cluster-robust (sandwich) standard errors of maximum-likelihood Bradley-Terry log-strengths ``theta`` (mean 0)
+    with the battles grouped in independent clusters (an arena's topics): V = I⁺ (c/(c-1) Σ_k g_k g_kᵀ) I⁺, with I the
+    Fisher information of the battles (and of the ``prior``'s virtual ties), I⁺ its inverse on the mean-0 strengths,
+    and g_k the score of cluster k (Σ over its battles of (s − P(a beats b)) (e_a − e_b)); c/(c-1) is the small-sample
+    correction of Stata's and sandwich's CR1 (Cameron & Miller 2015). NaN with fewer than 2 clusters.
+
+    :param theta: the fitted log-strengths, one per system.
+    :param a: per battle, the index of the system whose score ``score`` is.
+    :param b: per battle, the index of its opponent.
+    :param score: per battle, a's score: 1 win, 0.5 tie, 0 loss.
+    :param clusters: per battle, the index of its cluster (0 to c - 1).
+    :param prior: the virtual ties per pair that met of the fit, as :func:`bradley_terry`.
+    :returns: the standard error of each system's log-strength.
+    """
+    import numpy as np
+    from scipy.special import expit
+    theta, a, b = np.asarray(theta, float), np.asarray(a, int), np.asarray(b, int)
+    score, clusters = np.asarray(score, float), np.asarray(clusters, int)
+    n = len(theta)
+    count = int(clusters.max()) + 1 if len(clusters) else 0
+    if count < 2:
+        return np.full(n, np.nan)
+    p = expit(theta[a] - theta[b])
+    residual = score - p
+    g = np.zeros((count, n))
+    np.add.at(g, (clusters, a), residual)
+    np.add.at(g, (clusters, b), -residual)
+    weight = np.zeros((n, n))
+    np.add.at(weight, (a, b), p * (1 - p))
+    weight += weight.T
+    if prior:
+        pairs = (weight > 0).astype(float)
+        q = expit(theta[:, None] - theta[None, :])
+        weight = weight + prior * pairs * q * (1 - q)
+    information = np.diag(weight.sum(1)) - weight
+    centre = np.full((n, n), 1.0 / n)
+    inverse = np.linalg.inv(information + centre) - centre
+    variance = inverse @ (g.T @ g) @ inverse * count / (count - 1)
+    return np.sqrt(np.clip(np.diag(variance), 0.0, None))
 
 
 def _some(items: Sequence[str], k: int = 5) -> str:
@@ -328,10 +417,12 @@ class BootstrapInterval:
 
 
 def bootstrap_units(n: int, statistic, size: int, confidence: float = 0.95, n_resamples: int = 1000, seed: int = 0,
-                    limits: tuple[float, float] = (-math.inf, math.inf)) -> BootstrapInterval:
+                    limits: tuple[float, float] = (-math.inf, math.inf), batch: bool = False) -> BootstrapInterval:
     """Percentile bootstrap of a statistic of ``n`` units resampled with replacement (battles, or topics as
     clusters of battles). ``statistic(counts)`` gets how often each unit was drawn (a length-``n`` integer array)
-    and returns a vector of ``size`` values, or None where the statistic is undefined on that resample. scipy.stats.bootstrap has
+    and returns a vector of ``size`` values, or None where the statistic is undefined on that resample; with
+    ``batch``, it gets every resample's counts at once (``n_resamples × n``) and returns ``n_resamples × size``
+    values, a row of NaN where undefined. scipy.stats.bootstrap has
     no undefined resamples, so this one says how it treats them: conservatively, as the worst value
     ``limits`` allows on each side (the lower bound as if they were ``limits[0]``, the upper as if ``limits[1]``),
     so the interval only widens; a bound reached by them is that limit (±∞ for ratings). Bounds are the
@@ -340,15 +431,19 @@ def bootstrap_units(n: int, statistic, size: int, confidence: float = 0.95, n_re
     if not 0 < confidence < 1:
         raise InvalidInput(f"confidence must be between 0 and 1, got {confidence}")
     rng = np.random.default_rng(seed)
-    values = []
-    undefined = 0
-    for _ in range(n_resamples):
-        counts = np.bincount(rng.integers(0, n, size=n), minlength=n)
-        v = statistic(counts)
-        if v is None:
-            undefined += 1
-        else:
-            values.append(np.atleast_1d(np.asarray(v, dtype=float)))
+    draws = np.array([np.bincount(rng.integers(0, n, size=n), minlength=n) for _ in range(n_resamples)], dtype=int)
+    if batch:
+        fitted = np.asarray(statistic(draws), dtype=float).reshape(n_resamples, size)
+        ok = ~np.isnan(fitted).any(axis=1)
+        values, undefined = list(fitted[ok]), int((~ok).sum())
+    else:
+        values, undefined = [], 0
+        for counts in draws:
+            v = statistic(counts)
+            if v is None:
+                undefined += 1
+            else:
+                values.append(np.atleast_1d(np.asarray(v, dtype=float)))
     alpha = 1 - confidence
     low_rank = max(1, math.ceil(alpha / 2 * n_resamples))  # 1-based ranks among all resamples
     high_rank = max(1, math.ceil((1 - alpha / 2) * n_resamples))

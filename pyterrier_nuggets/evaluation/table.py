@@ -2,8 +2,10 @@
 
 For each system, retrieval measures (e.g. nDCG@10) are computed on the segments it retrieved against
 segment qrels, and answer measures (V_strict, A_strict, W, AnswerWords, SupportP, SupportR) on its
-evaluation run against nugget qrels, all through ir_measures. The table shows means over the topics of
-the qrels (a topic a system did not answer scores 0, as in ir_measures), with a paired test of each
+evaluation run against nugget qrels, all through ir_measures. The table shows each measure's mean over the
+topics where it is defined (decisions.md, decision 13: nugget measures over the topics with nuggets, where a topic a
+system did not answer scores 0, support and length over the topics it answered), and its note says over how many
+topics each mean runs. A paired test of each
 system against a baseline (:mod:`.statistics`: t-test or Wilcoxon, optionally corrected for multiple
 comparisons as pt.Experiment does). Output as text, CSV, Markdown and LaTeX.
 """
@@ -21,6 +23,7 @@ import pandas as pd
 
 from ir_measures_ext import ids
 from ir_measures_ext.errors import InvalidInput
+from ir_measures_ext.measures import FAMILY_TOPICS, family
 from ir_measures_ext.topics import TopicMismatchWarning, topic_mismatch
 from pyterrier_nuggets.evaluation import correlation, statistics
 from pyterrier_nuggets.evaluation.measures import ANSWER_MEASURES, RETRIEVAL_MEASURES
@@ -82,13 +85,13 @@ def _run_rows(run) -> list[tuple[str, str]]:
 
 
 def _qrels_topics(qrels, nuggets: bool) -> set[str]:
-    """The topics of loaded qrels: with ``nuggets``, those with a nugget row (the topics nugget measures
-    score), else every topic."""
+    """The topics of loaded qrels: with ``nuggets``, those with a row of answer evaluation (nuggets, rubric
+    criteria: the topics the answer measures score; segment rows mixed in do not count), else every topic."""
     if isinstance(qrels, pd.DataFrame):
         rows = zip(qrels["query_id"].astype(str), qrels["doc_id"].astype(str))
     else:
         rows = ((str(q.query_id), str(q.doc_id)) for q in qrels)
-    return {q for q, d in rows if not nuggets or ids.parse_row_id(q, d).kind == "nugget"}
+    return {q for q, d in rows if not nuggets or ids.parse_row_id(q, d).kind != "other"}
 
 
 def _label(run, system: str, what: str) -> str:
@@ -131,7 +134,8 @@ def _per_query(measures, qrels, run) -> dict[str, dict[str, float]]:
     if not measures:  # e.g. a table of retrieval measures only (iKAT PTKB statement ranking)
         return out
     for m in ir_measures.iter_calc(list(measures), qrels, run):
-        out.setdefault(str(m.measure), {})[m.query_id] = float(m.value)
+        if not math.isnan(m.value):  # NaN: not defined on that topic (decisions.md, decision 13)
+            out.setdefault(str(m.measure), {})[m.query_id] = float(m.value)
     return out
 
 
@@ -232,17 +236,10 @@ class JointTable:
         return rows
 
     def _note(self) -> str:
-        counts = {m: 0 for m in self.means.columns}
-        if len(self.per_query):
-            counts.update(self.per_query.groupby("measure")["qid"].nunique().to_dict())
-        groups: dict[int, list[str]] = {}
-        for m in self.means.columns:
-            groups.setdefault(counts[m], []).append(m)
-        if len(groups) == 1:
-            note = f"Means over {counted(next(iter(groups)), self.unit)}."
-        else:  # e.g. topics without nuggets: the nugget measures average over fewer topics
-            note = f"Means over the {self.unit}s of each measure's qrels: " + "; ".join(
-                f"{', '.join(ms)}: {n}" for n, ms in groups.items()) + "."
+        per_system = self.per_query.groupby(["measure", "system"])["qid"].nunique() if len(self.per_query) else None
+        counts = {m: sorted(set(per_system[m].tolist())) if per_system is not None and m in per_system.index else [0]
+                  for m in self.means.columns}
+        note = means_note(counts, self.unit)
         if self.baseline:
             test = "paired t-test" if self.test == "t" else "Wilcoxon signed-rank test"
             corrected = f", {self.correction}-corrected over the table" if self.correction else ""
@@ -251,7 +248,8 @@ class JointTable:
             first = next(iter(self.arena.values()))
             over = "topics" if not math.isnan(first.ci_low_topics) else "battles"
             interval = "" if math.isnan(_arena_interval(first)[0]) else \
-                f", [{first.confidence:.0%} bootstrap interval over {over}]"
+                f", [{first.confidence:.0%} interval over {over}: " \
+                f"{'cluster-robust' if over == 'topics' else 'bootstrap'}]"
             missing = [n for n in self.means.index if n not in self.arena]
             judges = sorted({r.judge for r in self.arena.values()}) or [""]
             note += (f" Arena: Bradley-Terry rating of pairwise battles (mean 1000 over the leaderboard's "
@@ -260,6 +258,10 @@ class JointTable:
                      + f"){interval}; judge: "
                      f"{'; '.join(j or 'not recorded' for j in judges)}"
                      + (f"; not in the leaderboard: {', '.join(missing)}" if missing else "") + ".")
+            if first.position_bias_p < 0.05:  # the leaderboard's caveat (evaluation.arena.PositionBias.caveat)
+                note += (f" The judge preferred one position significantly (p = {first.position_bias_p:.3g}) and each "
+                         "battle was judged in one order: the ratings carry that bias (judge both orders: arena "
+                         "--both-orders).")
         if self.compare_label:
             systems, topics = self.compare_counts
             over = f"means over the {counted(topics, self.unit)} both have" if topics else "run-level scores"
@@ -327,6 +329,36 @@ class JointTable:
 
     def __str__(self) -> str:
         return self.to_text()
+
+
+def means_note(counts: Mapping[str, Sequence[int]], unit: str = "topic") -> str:
+    """How many topics each mean runs over, with the family of each (decisions.md, decision 13), e.g. "Means over the
+    topics each measure is defined on: V_strict, W: 22 topics with nuggets; SupportP: 52 topics answered." (one
+    count for every measure: "Means over 22 topics.").
+
+    :param counts: measure name -> the numbers of topics of its means (one per system; "50 to 52 topics" where the
+        systems' differ, e.g. support over the topics each system answered).
+    :param unit: what a topic is, in the singular (``"turn"`` for iKAT).
+    """
+    groups: dict[tuple[tuple[int, ...], str], list[str]] = {}
+    for name, ns in counts.items():
+        groups.setdefault((tuple(sorted(set(ns))), _family_of(name)), []).append(name)
+    if len({ns for ns, _ in groups}) == 1 and len(next(iter(groups))[0]) == 1:
+        return f"Means over {counted(next(iter(groups))[0][0], unit)}."
+
+    def count(ns: tuple[int, ...]) -> str:
+        return counted(ns[0], unit) if len(ns) == 1 else f"{ns[0]} to {ns[-1]} {unit}s"
+    return "Means over the " + unit + "s each measure is defined on: " + "; ".join(
+        f"{', '.join(names)}: {count(ns)}" + (f" {FAMILY_TOPICS[f]}" if f else "")
+        for (ns, f), names in groups.items()) + "."
+
+
+def _family_of(name: str) -> str:
+    """The family of the measure named ``name`` (a key of ``FAMILY_TOPICS``), "" for another package's measure."""
+    try:
+        return family(ir_measures.parse_measure(name)) or ""
+    except (ValueError, NameError):
+        return ""
 
 
 def per_query_scores(runs: Mapping[str, Any], qrels, measures: Sequence) -> pd.DataFrame:

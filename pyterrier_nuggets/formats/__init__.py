@@ -29,6 +29,7 @@ pyterrier or openai (decisions.md, decision 6).
 from pyterrier_nuggets.formats.answers import (
     TREC_RAG_2026,
     AnswerRules,
+    RepeatedCitationWarning,
     answer_2024_json,
     answer_2025_json,
     answer_sentences,
@@ -179,7 +180,7 @@ __all__ = [
     "sub_narrative_qrels",
     "AssignedAnswer", "AssignmentSet", "read_assignments", "write_assignments",
     "read_answers", "write_answers_2024", "write_answers_2025", "write_answers_2026", "answer_2024_json",
-    "answer_2025_json", "AnswerRules", "TREC_RAG_2026", "rule_problems",
+    "answer_2025_json", "AnswerRules", "TREC_RAG_2026", "rule_problems", "RepeatedCitationWarning",
     "answer_sentences", "read_support", "write_support", "read_support_assignments", "support_assignment_rows",
     "write_support_assignments", "read_relations", "write_relations",
     "Row", "assignment_rows", "words_rows", "support_rows", "evaluation_rows", "write_run", "write_qrels",

@@ -7,13 +7,15 @@ citations per answer object) are checked by the one reader (``read_answers(path,
 (``write_answers_2026``) and by ``CitedGenerator(rules=...)`` through :func:`rule_problems`."""
 from __future__ import annotations
 
+import dataclasses
 import os
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ir_measures_ext.errors import InvalidInput
 from ir_measures_ext.scoring import answer_words
-from pyterrier_nuggets.formats.files import InputError, get_field, get_qid, read_jsonl, write_jsonl
+from pyterrier_nuggets.formats.files import InputError, get_field, get_qid, read_jsonl, run_tag_problem, write_jsonl
 from pyterrier_nuggets.records import Answer, Sentence
 
 
@@ -40,13 +42,16 @@ class AnswerRules:
 TREC_RAG_2026 = AnswerRules("TREC RAG 2026", max_words=1024, max_citations=3)
 
 
-def rule_problems(answer: Answer, rules: AnswerRules) -> list[tuple[str, str]]:
+def rule_problems(answer: Answer, rules: AnswerRules, repeats: bool = True) -> list[tuple[str, str]]:
     """How ``answer`` breaks ``rules``: ``(field, problem)`` pairs, empty when it keeps them.
 
-    A citation twice in one answer object is always a problem (the support measures would count it twice).
+    A citation twice in one answer object is a problem for what this package writes (the support measures would
+    count it twice); :func:`read_answers` does not count it as one (``repeats=False``): it keeps such a citation
+    once and reports it.
 
     :param answer: the answer to check.
     :param rules: the track's rules (e.g. :data:`TREC_RAG_2026`).
+    :param repeats: whether a citation twice in one answer object is a problem.
     :returns: ``(field, problem)`` pairs, in the answer's order.
     """
     problems = []
@@ -58,7 +63,7 @@ def rule_problems(answer: Answer, rules: AnswerRules) -> list[tuple[str, str]]:
         if rules.max_citations is not None and len(s.citations) > rules.max_citations:
             problems.append((f"answer[{j}].citations", f"{len(s.citations)} citations; {rules.name} answer objects "
                              f"have 0 to {rules.max_citations}"))
-        if len(set(s.citations)) != len(s.citations):
+        if repeats and len(set(s.citations)) != len(s.citations):
             problems.append((f"answer[{j}].citations", "cites a reference twice"))
     if len(set(answer.references)) != len(answer.references):
         twice = next(r for r in answer.references if answer.references.count(r) > 1)
@@ -66,17 +71,42 @@ def rule_problems(answer: Answer, rules: AnswerRules) -> list[tuple[str, str]]:
     return problems
 
 
+class RepeatedCitationWarning(UserWarning):
+    """An answer object cites one reference twice: the reader keeps it once (the track's rules do not forbid a
+    repeat, and counting it twice would count its support twice), and says where."""
+
+
+def _run_id(path: str, line: int, obj: dict, key: str, run_default: str, where: str = "") -> str:
+    """The run id under ``key`` (default: ``run_default``, from the file name): a run tag
+    (:func:`~pyterrier_nuggets.formats.files.run_tag_problem`: one field of a TREC run, names the run's files)."""
+    value = obj.get(key)
+    if value is not None and value != "" and not isinstance(value, str):
+        raise InputError(path, line, where + key, f"expected a string, got {value!r:.60}")
+    named = bool(value)
+    value = value if named else run_default
+    problem = run_tag_problem(value)
+    if problem:
+        raise InputError(path, line, where + key, problem + ("" if named else " (taken from the file name: the "
+                         "line names no run id)"), "rename the run")
+    return value
+
+
 def _parse_answer(path: str, line: int, obj: dict, run_default: str) -> Answer:
     year = 2025 if "metadata" in obj else 2024
     if year == 2025:
         meta = get_field(path, line, obj, "metadata", dict)
+        for key in ("narrative_id", "topic_id"):
+            if isinstance(meta.get(key), int) and not isinstance(meta.get(key), bool):
+                raise InputError(path, line, f"metadata.{key}", f"a number ({meta[key]!r}); narrative ids are strings "
+                                 "in the track's files (e.g. \"58\", \"rag2026-58\"), a number may name another topic",
+                                 f"write \"{meta[key]}\" if that is the topic meant")
         qid = get_qid(path, line, meta, "narrative_id", "topic_id")
-        run_id = str(meta.get("run_id") or run_default)
+        run_id = _run_id(path, line, meta, "run_id", run_default, "metadata.")
         query = meta.get("narrative") if isinstance(meta.get("narrative"), str) else None
         metadata = {k: v for k, v in meta.items() if k not in ("narrative_id", "run_id")}
     else:
         qid = get_qid(path, line, obj, "topic_id", "qid")
-        run_id = str(obj.get("run_id") or run_default)
+        run_id = _run_id(path, line, obj, "run_id", run_default)
         query = obj.get("topic") if isinstance(obj.get("topic"), str) else None
         metadata = {"response_length": obj["response_length"]} if "response_length" in obj else {}
     metadata["format"] = year
@@ -84,6 +114,9 @@ def _parse_answer(path: str, line: int, obj: dict, run_default: str) -> Answer:
     for i, r in enumerate(references):
         if not isinstance(r, str) or not r:
             raise InputError(path, line, f"references[{i}]", f"expected a segment id, got {r!r:.60}")
+        if any(c.isspace() for c in r):
+            raise InputError(path, line, f"references[{i}]", f"document id {r!r:.60} holds whitespace",
+                             "a document id is one field of a TREC file: remove the whitespace")
     ref_index = {r: i for i, r in enumerate(references)}
     sentences = []
     for j, s in enumerate(get_field(path, line, obj, "answer", list)):
@@ -111,6 +144,18 @@ def _parse_answer(path: str, line: int, obj: dict, run_default: str) -> Answer:
                   query=query, metadata=metadata)
 
 
+def _cited_once(a: Answer, where: str, repeats: list[str]) -> Answer:
+    """``a`` with every citation repeated within one answer object kept once (the first), each repeat named in
+    ``repeats``."""
+    sentences = []
+    for j, s in enumerate(a.sentences):
+        once = tuple(dict.fromkeys(s.citations))
+        repeats += [f"{where}: field 'answer[{j}].citations[{k}]': reference {c} ({a.references[c]}) again"
+                    for k, c in enumerate(s.citations) if c in s.citations[:k]]
+        sentences.append(s if len(once) == len(s.citations) else Sentence(s.text, once))
+    return a if sentences == list(a.sentences) else dataclasses.replace(a, sentences=tuple(sentences))
+
+
 def read_answers(path: str, run_id: str | None = None, rules: AnswerRules | None = None) -> list[Answer]:
     """Read TREC RAG 2024, 2025 or 2026 answer JSONL (told apart per line by the ``metadata`` object).
 
@@ -119,22 +164,36 @@ def read_answers(path: str, run_id: str | None = None, rules: AnswerRules | None
     :param rules: e.g. :data:`TREC_RAG_2026`: every answer is checked against them, and a line that breaks them is
         refused with its line and field (:func:`rule_problems`). ``None``: not checked.
     :returns: the answers, in file order.
+
+    A file without any answer is refused (a run that would disappear from the scores). A run id must be one field of a
+    TREC file (no whitespace, no slash); a narrative id a string. An answer object that cites one reference twice
+    keeps the citation once (the track's rules allow the repeat; its support would count twice): every such
+    citation is named in one :class:`RepeatedCitationWarning`.
     """
     run_default = run_id or os.path.basename(path).split(".")[0]
     answers = []
     seen: dict[tuple[str, str], int] = {}
+    repeats: list[str] = []
     for line, obj in read_jsonl(path):
         if rules is not None and rules.metadata_form and "metadata" not in obj:
             raise InputError(path, line, "metadata", f"missing: {rules.name} answers have the form {{\"metadata\": "
                              "{\"team_id\", \"run_id\", \"type\", \"narrative_id\"}, \"references\", \"answer\"}")
         a = _parse_answer(path, line, obj, run_default)
-        for field_name, problem in (rule_problems(a, rules) if rules is not None else ()):
+        for field_name, problem in (rule_problems(a, rules, repeats=False) if rules is not None else ()):
             raise InputError(path, line, field_name, f"topic {a.qid}: {problem}")
+        a = _cited_once(a, f"{path}:{line}", repeats)
         if (a.qid, a.run_id) in seen:
             raise InputError(path, line, "topic_id", f"topic {a.qid} of run {a.run_id} already answered at line "
                              f"{seen[a.qid, a.run_id]}")
         seen[a.qid, a.run_id] = line
         answers.append(a)
+    if not answers:
+        raise InputError(path, None, None, "holds no answer (an empty answer file: the run would disappear from "
+                         "the scores)", "give the run's answer file, one answer a line")
+    if repeats:
+        warnings.warn(f"{len(repeats)} citation(s) repeat a reference their answer object cites already; each is "
+                      "counted once: " + "; ".join(repeats[:5]) + (" ..." if len(repeats) > 5 else ""),
+                      RepeatedCitationWarning, stacklevel=2)
     return answers
 
 

@@ -29,7 +29,7 @@ from pyterrier_nuggets.records import Battle
 STATUSES = ("completed", "failed")
 LEADERBOARD_COLUMNS = ["rank", "run_id", "arena_score", "n_judgments", "wins", "losses", "ties"]
 LEADERBOARD_EXTRA = ["ci_low_battles", "ci_high_battles", "ci_low_topics", "ci_high_topics", "confidence", "prior",
-                     "judge"]
+                     "judge", "position_bias_p"]
 PAIRWISE_COLUMNS = ["run_a", "run_b", "shared_topics", "valid_judgments", "run_a_wins", "run_b_wins", "ties",
                     "run_a_preference_rate", "run_b_preference_rate"]
 
@@ -178,11 +178,13 @@ class LeaderboardRow:
     :param ties: battles tied.
     :param ci_low_battles: lower bound of the bootstrap interval over battles.
     :param ci_high_battles: its upper bound.
-    :param ci_low_topics: lower bound of the bootstrap interval over topics.
+    :param ci_low_topics: lower bound of the interval over topics (cluster-robust, the topics as clusters).
     :param ci_high_topics: its upper bound.
     :param confidence: the confidence of the intervals (e.g. 0.95).
     :param prior: the virtual ties between pairs that met (0: the plain maximum-likelihood fit).
     :param judge: who judged the battles.
+    :param position_bias_p: the p-value of the judge's position bias when it is significant and the ratings carry it
+        (battles judged in one order); NaN otherwise.
     """
 
     run_id: str
@@ -199,6 +201,7 @@ class LeaderboardRow:
     confidence: float = math.nan
     prior: float = 0.0
     judge: str = ""
+    position_bias_p: float = math.nan
 
 
 def _number(path: str, line: int, name: str, text: str, *, finite: bool = True, integer: bool = False,
@@ -249,7 +252,9 @@ def read_leaderboard(path: str) -> list[LeaderboardRow]:
                                        if rec.get("rank") else len(rows) + 1,
                                        _number(path, line, "arena_score", rec["arena_score"]), **counts, **cis,
                                        prior=_number(path, line, "prior", rec["prior"]) if rec.get("prior") else 0.0,
-                                       judge=rec.get("judge", "")))
+                                       judge=rec.get("judge", ""),
+                                       position_bias_p=_number(path, line, "position_bias_p", rec["position_bias_p"],
+                                                               empty_ok=True) if "position_bias_p" in rec else math.nan))
     if not rows:
         raise InputError(path, None, None, "no systems, only a header")
     return rows

@@ -81,9 +81,11 @@ def check_support(path: str, judgments: Sequence[SupportJudgment], answers: Sequ
                                      f"{got[k].docno!r}, but the sentence cites {docno!r}",
                                      "the judgments are of another answer")
     missing = sorted(q for q, a in by_topic.items() if a.sentences and q not in judged)
-    if missing and judgments:
-        raise InputError(path, None, "qid", f"no support judgments for the answers of topic(s) "
-                         f"{', '.join(missing[:10])}", "judge every answer, or leave out the support measures")
+    if missing:
+        raise InputError(path, None, "qid", ("holds no judgment (an empty file): none" if not judgments else
+                                             "no support judgments") + f" for the answers of topic(s) "
+                         f"{', '.join(missing[:10])}",
+                         "judge every answer, or leave out the support measures")
 
 
 def check_assignments_answers(path: str, assigned: Sequence[AssignedAnswer], answers: Sequence[Answer],

@@ -66,6 +66,8 @@ def read_rubrics(path: str) -> RubricSet:
     for entry in read_rubric_lines(path):
         criteria += entry.criteria
         topics[entry.qid] = entry.extra
+    if not criteria:
+        raise InputError(path, None, None, "holds no rubric (an empty file)", "give a rubric file, one topic a line")
     return RubricSet(criteria, topics, path)
 
 

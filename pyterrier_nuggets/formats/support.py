@@ -156,6 +156,9 @@ def read_support_assignments(path: str) -> list[SupportJudgment]:
                 if not reference:
                     raise InputError(path, line, f"{at}reference", "is empty", "give the cited document or segment id")
                 out.append(SupportJudgment(qid, j, k, reference, TRACK_SUPPORT_LABELS[str(label)], run_id))
+    if not seen:
+        raise InputError(path, None, None, "holds no support assignment (an empty file)",
+                         "give the toolkit's support assignments, one row per answer (topic and run)")
     return out
 
 

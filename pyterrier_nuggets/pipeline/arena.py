@@ -18,8 +18,8 @@ from pyterrier_nuggets.matchers.baseline import NuggetCoverageJudge
 ARENA_FILES = ("battles.jsonl", "leaderboard.csv")
 RESAMPLES = 1000
 # one virtual tie per pair of systems that met (docs/arena.md, "When there is no rating"): on the dozen topics of a
-# main job, a system often wins all its battles in a resample of the topics, the plain fit does not exist there and
-# every interval would be unbounded; the table's note and leaderboard.csv say the prior
+# main job a system may win all its battles, where the plain fit does not exist and the leaderboard would be
+# refused; the table's note and leaderboard.csv say the prior
 PRIOR = 1.0
 
 
