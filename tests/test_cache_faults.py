@@ -9,6 +9,7 @@ import gc
 import json
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -193,12 +194,17 @@ def test_ctrl_c_keeps_the_answers_in_flight_and_starts_nothing_new(tmp_path):
         def interrupt_when_all_in_flight():
             for _ in range(4):
                 arrived.acquire(timeout=60)
-            _thread.interrupt_main()
+            _thread.interrupt_main(signal.SIGINT)
             llm.scheduler.interrupted.wait(timeout=60)  # the queue is emptied before any answer comes back
             release.set()
+        # Ctrl-C as Python answers it (a library loaded by another test may have put its own handler in place)
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
         threading.Thread(target=interrupt_when_all_in_flight, daemon=True).start()
-        with pytest.raises(KeyboardInterrupt):
-            llm.map(lambda i: llm.chat([{"role": "user", "content": f"question {i}"}]), range(12))
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                llm.map(lambda i: llm.chat([{"role": "user", "content": f"question {i}"}]), range(12))
+        finally:
+            signal.signal(signal.SIGINT, previous)
         assert server.count == 4
     assert len(ResponseCache(tmp_path / "c.sqlite")) == 4
 
