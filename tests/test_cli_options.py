@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import os
 import re
 import subprocess
 import sys
@@ -231,3 +232,46 @@ def test_tables_made_with_the_test_endpoint_say_so(server, tmp_path, no_endpoint
     assert cli.main(["trec-rag", "--answers", "answers.jsonl", "--nuggets", "nuggets.jsonl", "--out", "t2",
                      *argv]) == 0
     assert label in capsys.readouterr().out and server.count > 0
+
+
+def test_on_failure_leaves_a_topic_out_for_every_run_or_stops(server, tmp_path, no_endpoint, capsys):
+    """trec-rag with the nugget assignment of topic 2 unusable (still after the re-asks): by default (leave-out) topic
+    2 is left out of every run's scores, named in a note, never scored; --on-failure stop ends with exit 1 and one
+    report; --max-failed-share 0.1 stops when more than that share failed."""
+    from pyterrier_nuggets.testing import INVALID, first_prompt
+    _files(tmp_path)
+    server.responder = lambda body: INVALID if "r1 says rivers 2." in first_prompt(body) else None
+    argv = ["trec-rag", "--answers", "answers.jsonl", "--nuggets", "nuggets.jsonl", "--base-url", server.base_url,
+            "--model", "m", "--max-failed-share", "0.5"]
+    assert cli.main([*argv, "--out", "left-out"]) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert "1 topic(s) left out of every run's scores (--on-failure leave-out)" in out and "2: nugget assignment" in out
+    scores = [line.split("\t") for line in open("left-out/scores.tsv").read().splitlines()[1:]]
+    assert {qid for _, qid, _, _ in scores} == {"1", "3", "all"}  # topic 2 in no run's rows, nor in its means
+    assert {line.split()[0] for line in open("left-out/qrels.txt")} == {"1", "3"}
+    assert cli.main([*argv, "--out", "stopped", "--on-failure", "stop"]) == 1
+    err = capsys.readouterr().err
+    assert "nugget assignment step(s) failed on 1 topic(s)" in err and "--on-failure leave-out" in err
+    assert not os.path.exists("stopped")
+    assert cli.main([*argv[:-2], "--max-failed-share", "0.1", "--out", "too-many"]) == 1
+    assert "more than the 10% allowed by --max-failed-share" in capsys.readouterr().err
+
+
+def test_calibrate_leaves_out_the_pairs_of_failed_decisions(server, tmp_path, no_endpoint, capsys):
+    """calibrate --matcher llm: a pair whose decision still fails is left out of the fit, named on stderr (never
+    taken for a no); with --on-failure stop the command ends with exit 1."""
+    from pyterrier_nuggets.testing import INVALID, first_prompt
+    pairs = [{"premise": f"Paris is the capital of France {i}.", "hypothesis": "Paris capital", "label": "yes",
+              "group": str(i % 2), "id": f"y{i}"} for i in range(4)] + \
+            [{"premise": f"Bananas are yellow {i}.", "hypothesis": "Paris capital", "label": "no", "group": str(i % 2),
+              "id": f"n{i}"} for i in range(4)]
+    (tmp_path / "pairs.jsonl").write_text("".join(json.dumps(p) + "\n" for p in pairs))
+    server.responder = lambda body: INVALID if "yellow 3." in first_prompt(body) else None
+    argv = ["calibrate", "pairs.jsonl", "--matcher", "llm", "--base-url", server.base_url, "--model", "m",
+            "--resamples", "0", "--json", "--max-failed-share", "0.5"]
+    assert cli.main(argv) == 0, capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert "1 labelled pair(s) left out (--on-failure leave-out): their LLM decision failed (ids n3)" in err
+    assert json.loads(out)  # the report of the 7 other pairs
+    assert cli.main([*argv, "--on-failure", "stop"]) == 1
+    assert "CONE-RAG matching step(s) failed" in capsys.readouterr().err
