@@ -5,6 +5,7 @@ serial re-run."""
 from __future__ import annotations
 
 import glob
+import os
 import pickle
 import warnings
 
@@ -211,3 +212,22 @@ def test_the_topics_run_in_worker_processes_in_the_input_order(backend):
     assert os.getpid() not in set(out["pid"])
     assert list(dict.fromkeys(out["group"])) == [",".join(g["qid"]) for g in topic_groups(frame, 2)]
     assert out.groupby("group")["pid"].nunique().eq(1).all()  # a group runs whole in one process
+
+
+def test_a_relative_cache_path_names_the_same_file_in_a_worker_started_elsewhere(server, tmp_path, monkeypatch):
+    """A pool's worker keeps the folder it was started in (a warm pool, another test's): a client made with a
+    relative cache path travels with the path made absolute, so the worker's shard lies beside the main file."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    monkeypatch.chdir(tmp_path)
+    llm = client(server, "relative.sqlite", worker_cache="shard")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    code = "import pickle, sys; print(pickle.loads(sys.stdin.buffer.read()).cache.path)"
+    done = subprocess.run([sys.executable, "-c", code], input=pickle.dumps(llm), cwd=elsewhere, capture_output=True,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+                          timeout=120)
+    assert done.returncode == 0, done.stderr.decode()
+    shard = Path(done.stdout.decode().strip())
+    assert shard.is_absolute() and shard.parent == tmp_path and shard.name.startswith("relative.shard-")

@@ -181,11 +181,12 @@ class LLMClient:
         if cache_only and cache is None:
             raise InvalidInput("cache_only=True needs a response cache to answer from")
         self.cache_only = bool(cache_only)
-        # what a copy in another process is made of (__reduce__): the endpoint as resolved here and the cache's path;
-        # never the key (the worker's environment has it), a thread, a lock or a connection
+        # what a copy in another process is made of (__reduce__): the endpoint as resolved here and the cache's path,
+        # absolute (a pool's worker keeps the folder it was started in); never the key (the worker's environment has
+        # it), a thread, a lock or a connection
         self._key_given = api_key is not None
         self._config = dict(model=self.model, base_url=self.base_url if not self.embedded else None,
-                            cache=str(cache.home_path) if cache is not None else None,
+                            cache=os.path.abspath(cache.home_path) if cache is not None else None,
                             embedded=self.embedded_model_path if self.embedded else None, progress=progress,
                             frozen=frozen, prices=prices, retry=self.retry, limits=self.limits,
                             sampling=self.sampling, worker_cache=worker_cache, cache_only=self.cache_only)
