@@ -30,6 +30,8 @@ class _ThenImport:
             importlib.import_module(self.extension)
         except ImportError as exc:  # a broken extension must not break the library it extends
             print(f"[pyterrier-nuggets] could not load {self.extension}: {exc}", file=sys.stderr)
+        if self.extension == "ir_measures_ext" and _ir_measures_command_line():
+            _one_line_input_errors("ir_measures")
 
     def __getattr__(self, name):
         return getattr(self.loader, name)
@@ -51,6 +53,27 @@ class _Finder:
                     spec.loader = _ThenImport(spec.loader, extension)
                 return spec
         return None
+
+
+def _ir_measures_command_line() -> bool:
+    """Whether this process is the plain ``ir_measures`` command line (its script, or ``python -m ir_measures``)."""
+    argv = getattr(sys, "orig_argv", sys.argv)
+    return os.path.basename(sys.argv[0] if sys.argv else "") == "ir_measures" or \
+        any(a == "-m" and b == "ir_measures" for a, b in zip(argv, argv[1:]))
+
+
+def _one_line_input_errors(program: str) -> None:
+    """An input error of our measures (``ir_measures_ext.errors.InvalidInput``: a run given as qrels, a nugget row
+    that cannot be scored) ends ``program`` with one line on stderr, as our own command line does, instead of a
+    traceback; every other exception keeps its traceback."""
+    previous = sys.excepthook
+
+    def hook(kind, value, tb):
+        if kind.__module__ == "ir_measures_ext.errors" and kind.__name__ == "InvalidInput":
+            print(f"{program}: error: {value}", file=sys.stderr)
+            return
+        previous(kind, value, tb)
+    sys.excepthook = hook
 
 
 def install() -> None:

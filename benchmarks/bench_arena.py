@@ -5,8 +5,8 @@ and the time to fit a Bradley-Terry leaderboard of 100 systems x 1,000 battles w
    fake server (a process of its own) answers each call in ``--latency`` seconds and rejects (429,
    ``Retry-After: 1``) any request arriving while ``--limit`` are in flight; the client's ceiling is ``--ceiling``
    (adaptive concurrency finds the limit). Floor = battles x latency / limit. A dry run first: its planned calls
-   against the calls made. Judged as the arena command does (``judge_battles`` in chunks of 8 x ceiling, each
-   chunk kept in the journal), and in one piece for comparison.
+   against the calls made. Judged as the arena command does (``judge_battles``, each battle handed over as it is
+   judged, for the journal), and without the hand-over for comparison.
 2. Fit: ``--fit-systems`` systems of normal strengths, ``--fit-battles`` battles between random pairs on
    ``--fit-topics`` topics, 10% ties; the maximum-likelihood fit (median of 5), and the leaderboard with
    ``--resamples`` bootstrap resamples over battles and over topics.
@@ -55,8 +55,8 @@ def battles_per_second(args) -> None:
     floor = len(frame) * args.latency / args.limit
     print(f"1. {len(frame)} battles ({args.systems} systems, {args.topics} topics, every pair); latency "
           f"{args.latency} s, endpoint limit {args.limit} in flight, client ceiling {args.ceiling}: floor {floor:.2f} s")
-    for label, chunk in (("chunks of 8 x ceiling, journalled (the arena command)", 8 * args.ceiling),
-                         ("one piece", None)):
+    for label, journal in (("each battle handed over as judged (the arena command)", True),
+                           ("no hand-over", False)):
         with ServerProcess(latency=args.latency, max_in_flight=args.limit, retry_after=1.0) as server, \
                 tempfile.TemporaryDirectory() as tmp:
             llm = LLMClient(model="fake", base_url=server.base_url, api_key="k", cache=os.path.join(tmp, "c.sqlite"),
@@ -65,7 +65,7 @@ def battles_per_second(args) -> None:
             planned = llm.plan(lambda j=judge: j.run(frame)).calls()
             started = time.perf_counter()
             kept = []
-            battles = judge_battles(judge, frame, "fake", chunk=chunk, on_chunk=kept.extend)
+            battles = judge_battles(judge, frame, "fake", on_battle=kept.append if journal else None)
             wall = time.perf_counter() - started
             seen = server.stats
             calls = llm.stats["calls"]

@@ -2,7 +2,7 @@
 
 W1: nugget creation (windows of 10 judged segments) and importance scoring for ``--topics`` topics of 20 judged
 segments each, then assignment of the nuggets to 4 answers per topic, stage-overlapped. Each fake endpoint (the
-server of ``tests/fake_openai_server.py`` in a process of its own) answers a call in ``--latency`` seconds and
+server of ``pyterrier_nuggets/testing/endpoint.py`` in a process of its own) answers a call in ``--latency`` seconds and
 rejects (429, ``Retry-After: 1``) any request arriving while ``--limit`` are in flight; the client's ceiling is
 ``--limit`` per endpoint. All lines in one run, side by side, every line from a fresh cache:
 

@@ -47,7 +47,7 @@ import ir_measures_ext  # noqa: E402
 from pyterrier_nuggets.formats import nugget_qrels  # noqa: E402
 from pyterrier_nuggets.judges import NuggetAssigner, NuggetCreator, NuggetScorer, Overlapped  # noqa: E402
 from pyterrier_nuggets.llm import LLMClient  # noqa: E402
-from tests.fake_openai_server import FakeOpenAIServer, first_prompt  # noqa: E402
+from pyterrier_nuggets.testing import TestEndpoint, first_prompt  # noqa: E402
 
 WORDS = ("river bridge castle museum harbour market garden tower canal library station forest valley "
          "island temple palace square theatre school hospital").split()
@@ -96,7 +96,7 @@ class ServerProcess:
         return self
 
     def _serve(self, send) -> None:
-        with FakeOpenAIServer(**self.kwargs) as server:
+        with TestEndpoint(**self.kwargs) as server:
             send.send(server.base_url)
             self._stop.wait()
 

@@ -8,7 +8,7 @@ Segments(measure=...), any retrieval measure on the segment rows of a run that a
 Importing this package registers them with ir_measures. It imports nothing but ir_measures (no
 pyterrier, no openai): the ``ir_measures`` command line loads it.
 """
-from ir_measures_ext import ids, scoring
+from ir_measures_ext import ids, scoring, trec_files
 from ir_measures_ext.measures import (
     ALL_MEASURES,
     ARGUE_MEASURES,
@@ -51,6 +51,7 @@ from ir_measures_ext.provider import (
 )
 
 register()
+trec_files.install()  # ir_measures' TREC readers: a BOM read, swapped files named (ir_measures_ext/trec_files.py)
 
 __all__ = [
     "ids", "scoring", "register", "nugget_provider", "NuggetProvider", "segments_provider", "SegmentsProvider",

@@ -28,10 +28,10 @@ _SUPPORT_ROW_SCORES = _SUPPORT_SCORES | {ids.UNJUDGED_SCORE}  # support rows of 
 _BOM = "\ufeff"
 
 
-def _check_topic_id(what: str, qid: str, doc_id: str) -> None:
-    if qid.startswith(_BOM):
-        raise InvalidInput(f"{what} row {qid!r} {doc_id}: the topic id starts with a UTF-8 byte order mark (U+FEFF): "
-                         "save the file as UTF-8 without BOM")
+def _topic_id(qid: str) -> str:
+    """A topic id as every route reads it: a UTF-8 byte order mark before it (a frame read without
+    ``encoding="utf-8-sig"``) is not part of it (TREC files: :mod:`ir_measures_ext.trec_files`)."""
+    return qid.removeprefix(_BOM)
 
 
 def _iter_qrels(qrels) -> Iterator[tuple[str, str, int]]:
@@ -47,12 +47,16 @@ def _iter_qrels(qrels) -> Iterator[tuple[str, str, int]]:
     else:
         rows = ((str(q.query_id), str(q.doc_id), q.relevance) for q in qrels)
     for qid, doc_id, rel in rows:
-        _check_topic_id("qrels", qid, doc_id)
-        yield qid, doc_id, rel
+        yield _topic_id(qid), doc_id, rel
 
 
 def _iter_run(run) -> tuple[Iterator[tuple[str, str, float]], dict[str, str]]:
     """Run rows as (qid, doc_id, score), plus the ``qanswer`` of each topic when the run carries one."""
+    rows, answers = _run_rows(run)
+    return ((_topic_id(q), d, s) for q, d, s in rows), {_topic_id(q): a for q, a in answers.items()}
+
+
+def _run_rows(run) -> tuple[Iterator[tuple[str, str, float]], dict[str, str]]:
     if isinstance(run, dict):
         rows = ((str(q), str(d), float(s)) for q, docs in run.items() for d, s in docs.items())
         return rows, {}
@@ -209,7 +213,6 @@ class NuggetEvaluator(_FamilyEvaluator):
         nuggets = self.nuggets
         answered = self.want_support or self.want_words  # measures of every answered topic, in the qrels or not
         for qid, doc_id, score in rows:
-            _check_topic_id("run", qid, doc_id)
             kind = ids.parse_row_id(qid, doc_id)
             if kind.kind == "other":
                 continue  # a retrieved segment

@@ -1,15 +1,16 @@
-"""Shared fixtures: the fake OpenAI-compatible server on 127.0.0.1 and an LLM client on a temporary cache.
+"""Shared fixtures: the package's test endpoint on 127.0.0.1 (pyterrier_nuggets.testing) and an LLM client on a
+temporary cache; a working folder without an endpoint in the environment.
 
-A test module scripts the server by overriding the ``responder`` fixture (a function body -> reply; the
-default answers every prompt of the package plausibly, see ``fake_openai_server.auto_reply``).
+A test module scripts the endpoint by overriding the ``responder`` fixture (a function body -> reply, or None for
+the endpoint's own: the reply each judge declares for its stage, see ``pyterrier_nuggets.testing.stage_reply``).
 """
 import pytest
 
 from pyterrier_nuggets.llm import LLMClient
-from tests.fake_openai_server import FakeOpenAIServer
+from pyterrier_nuggets.testing import TestEndpoint
 
 
-def fake_client(server: FakeOpenAIServer, cache, **kwargs) -> LLMClient:
+def fake_client(server: TestEndpoint, cache, **kwargs) -> LLMClient:
     """An LLM client of the fake server (model "fake"), quick retries, no progress bars."""
     kwargs.setdefault("backoff", 0.01)
     kwargs.setdefault("progress", False)
@@ -23,10 +24,19 @@ def responder():
 
 @pytest.fixture
 def server(responder):
-    with FakeOpenAIServer(responder=responder) as s:
+    with TestEndpoint(responder=responder) as s:
         yield s
 
 
 @pytest.fixture
 def llm(server, tmp_path):
     return fake_client(server, tmp_path / "cache.sqlite")
+
+
+@pytest.fixture
+def no_endpoint(monkeypatch, tmp_path):
+    """No endpoint in the environment, a private default cache, and the test's folder as the working folder."""
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "PYTERRIER_NUGGETS_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PYTERRIER_NUGGETS_CACHE", str(tmp_path / "default-cache.sqlite"))
+    monkeypatch.chdir(tmp_path)

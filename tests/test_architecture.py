@@ -14,6 +14,7 @@ LAYERS = {
     "judges": 2,
     "matchers": 2,  # the LLM matcher is a judge; judges never import matchers
     "evaluation": 3,
+    "testing": 3,  # the test endpoint: judges' replies; never evaluation's
     "pipeline": 4,
     "annotate": 4,
     "report": 4,  # the HTML report of output folders: reads them with formats and evaluation
@@ -23,7 +24,8 @@ LAYERS = {
 NO_PYTERRIER_OR_OPENAI = {"records", "docstore", "prompts", "formats", "lazy"}
 # parts of one layer that must not import each other: (importer, imported)
 NOT_SIDEWAYS = {("judges", "matchers"),  # the LLM matcher is a judge; judges never import matchers
-                ("pipeline", "annotate"), ("annotate", "pipeline")}  # the main job and the annotation tool
+                ("pipeline", "annotate"), ("annotate", "pipeline"),  # the main job and the annotation tool
+                ("testing", "evaluation"), ("evaluation", "testing")}  # the test endpoint and what it is used for
 # what the two extensions may import of this distribution (docs/architecture.md, "Three packages")
 EXTENSIONS = {"ir_measures_ext": {"ir_measures_ext"},
               "datasets_ext": {"datasets_ext", "ir_measures_ext.ids", "ir_measures_ext.errors"}}

@@ -29,8 +29,8 @@ from pyterrier_nuggets.judges.pairwise import first_in_a, parse_verdict
 from pyterrier_nuggets.llm.parsing import OutputError
 from pyterrier_nuggets.pipeline.arena import arena_step
 from pyterrier_nuggets.records import Battle, Nugget
+from pyterrier_nuggets.testing import INVALID, TestEndpoint, first_prompt
 from tests.conftest import fake_client
-from tests.fake_openai_server import INVALID, FakeOpenAIServer, auto_reply, first_prompt
 
 
 def B(qid, a, b, verdict, **kw) -> Battle:
@@ -247,7 +247,7 @@ def test_position_is_randomised_by_seed_and_recorded(llm, server):
 
 
 def test_both_orders_turn_a_position_biased_judge_into_ties(tmp_path):
-    with FakeOpenAIServer(responder=lambda body: "[[A]]") as s:  # always position A
+    with TestEndpoint(responder=lambda body: "[[A]]") as s:  # always position A
         llm = fake_client(s, tmp_path / "c.sqlite")
         frame, _ = _frame()
         out = PairwiseJudge(llm, orders="both")(frame)
@@ -263,7 +263,7 @@ def test_both_orders_turn_a_position_biased_judge_into_ties(tmp_path):
 
 
 def test_failed_battles_are_never_ties(tmp_path):
-    with FakeOpenAIServer(responder=lambda body: INVALID) as s:
+    with TestEndpoint(responder=lambda body: INVALID) as s:
         llm = fake_client(s, tmp_path / "c.sqlite")
         frame, _ = _frame()
         with pytest.raises(LLMStepError, match="pairwise battle"):
@@ -410,22 +410,22 @@ def test_arena_command_writes_every_output_and_dry_run_counts(server, tmp_path, 
     # a budget refuses before any call
     before = len(server.requests)
     assert _arena(server, paths, tmp_path / "o2", "--seed", "4", "--max-calls", "5", cache=tmp_path / "d.sqlite") == 2
-    assert "need 18 LLM calls, more than --max-calls 5" in capsys.readouterr().err and len(server.requests) == before
+    assert "18 LLM calls needed, more than --max-calls 5" in capsys.readouterr().err and len(server.requests) == before
 
 
 def test_an_interrupted_arena_resumes_and_changed_settings_refuse_to_mix(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "k")
     paths = _answer_files(tmp_path, RUNS4)
     out = tmp_path / "out"
-    with FakeOpenAIServer() as s:
+    with TestEndpoint() as s:
         # the endpoint answers nothing usable about topic q3: those battles fail, the run stops without a leaderboard
-        s.responder = lambda body: INVALID if "ocean tides" in first_prompt(body) else auto_reply(body)
+        s.responder = lambda body: INVALID if "ocean tides" in first_prompt(body) else None
         assert _arena(s, paths, out, cache=tmp_path / "c1.sqlite") == 1
         assert "6 of 18 battles failed" in capsys.readouterr().out
         journal = out / "battles.partial.jsonl"
         kept = [json.loads(line) for line in journal.read_text().splitlines()[1:]]
         assert sum(r["status"] == "completed" for r in kept) == 12 and not (out / "leaderboard.csv").exists()
-        with FakeOpenAIServer() as other:  # another endpoint is another judge: refused, nothing asked
+        with TestEndpoint() as other:  # another endpoint is another judge: refused, nothing asked
             assert _arena(other, paths, out, cache=tmp_path / "c2.sqlite") == 2
             assert "holds battles of another arena" in capsys.readouterr().err and not other.requests
         s.responder = None
@@ -433,18 +433,21 @@ def test_an_interrupted_arena_resumes_and_changed_settings_refuse_to_mix(tmp_pat
         assert _arena(s, paths, out, cache=tmp_path / "c3.sqlite") == 0  # a fresh cache: the journal resumes
         assert len(s.requests) - asked == 6  # only the failed battles are asked again
         assert len(formats.read_battles(str(out / "battles.jsonl"))) == 18 and not journal.exists()
+        # the finished arena's folder: refused without --overwrite; with it, other settings still never mix
+        assert _arena(s, paths, out, cache=tmp_path / "c3.sqlite") == 2
+        assert "holds the outputs of an earlier run" in capsys.readouterr().err
         for changed, what in ((["--seed", "1"], "the seed"), (["--design", "topics:2"], "the sampling design"),
                               (["--both-orders"], "the A/B order rule")):
-            assert _arena(s, paths, out, *changed, cache=tmp_path / "c3.sqlite") == 2
+            assert _arena(s, paths, out, *changed, "--overwrite", cache=tmp_path / "c3.sqlite") == 2
             assert what in capsys.readouterr().err
         (tmp_path / "new").mkdir()
         changed = _answer_files(tmp_path / "new", {"good": lambda q: "changed"}) + paths[1:]
-        assert _arena(s, changed, out, cache=tmp_path / "c3.sqlite") == 2
+        assert _arena(s, changed, out, "--overwrite", cache=tmp_path / "c3.sqlite") == 2
         assert "the answers of good" in capsys.readouterr().err
         # the finished arena again: nothing is asked, the same leaderboard
         board = (out / "leaderboard.csv").read_text()
         asked = len(s.requests)
-        assert _arena(s, paths, out, cache=tmp_path / "c4.sqlite") == 0
+        assert _arena(s, paths, out, "--overwrite", cache=tmp_path / "c4.sqlite") == 0
         assert len(s.requests) == asked and (out / "leaderboard.csv").read_text() == board
 
 
@@ -536,11 +539,17 @@ def test_correlate_arena_matches_the_statistics_and_names_swaps():
     assert result.levels["run"].ci is not None
 
 
-def test_judge_battles_keeps_chunks(llm):
+def test_judge_battles_hands_over_each_battle_as_it_is_judged(server, llm):
+    """Each battle reaches the caller the moment its last order is answered (the arena journals it then), in both
+    orders too: when the endpoint dies half-way, the battles judged before are already handed over."""
     frame, _ = _frame()
     seen = []
-    battles = judge_battles(PairwiseJudge(llm), frame, "fake", chunk=4, on_chunk=lambda bs: seen.append(len(bs)))
-    assert seen == [4, 4, 1] and len(battles) == 9 and all(b.ok and b.judge == "fake" for b in battles)
+    battles = judge_battles(PairwiseJudge(llm), frame, "fake", on_battle=seen.append)
+    assert sorted(b.key for b in seen) == sorted(b.key for b in battles) and len(battles) == 9
+    assert all(b.ok and b.judge == "fake" for b in battles)
+    seen.clear()
+    judge_battles(PairwiseJudge(llm, orders="both", seed=3), frame, "fake", on_battle=seen.append)
+    assert len(seen) == 9 and all(len(b.verdicts) == 2 for b in seen)  # handed over once both orders are in
 
 
 def test_arena_command_offline_baseline_judge(tmp_path, capsys):

@@ -13,8 +13,8 @@ from pyterrier_nuggets.judges import LLMStepError
 from pyterrier_nuggets.judges.biogen import BioGenJudge, parse_relation
 from pyterrier_nuggets.llm.parsing import OutputError
 from pyterrier_nuggets.records import Answer, Sentence, SupportRelation
+from pyterrier_nuggets.testing import INVALID
 from tests.annotate_project import ANSWERS, DOCS, annotate_by_api, make_project, needs_annotate, write_project
-from tests.fake_openai_server import INVALID
 
 RULES = [("Sunsets", "Contradicts"), ("scatter", "Supports"), ("scattered", "Supports")]
 PROMPTS: list[str] = []
@@ -94,9 +94,9 @@ def test_a_relation_file_and_a_support_file_never_pass_for_each_other(tmp_path):
 
 
 def test_unusable_replies_are_reasked_then_failures(tmp_path):
+    from pyterrier_nuggets.testing import TestEndpoint
     from tests.conftest import fake_client
-    from tests.fake_openai_server import FakeOpenAIServer
-    with FakeOpenAIServer(responder=lambda body: "I cannot tell.") as s:
+    with TestEndpoint(responder=lambda body: "I cannot tell.") as s:
         llm = fake_client(s, None)
         with pytest.raises(LLMStepError, match="3 BioGen relation judgment"):
             BioGenJudge(llm, max_reasks=1)(_frame())

@@ -341,7 +341,10 @@ def test_extractor_nonspan_policies(llm, server):
 
 def test_ntr_through_fake_endpoint_to_recall(llm, server):
     out = NuggetToResponse(GOLD, LLMMatcher(llm))(RESPONSES)
-    assert len(out) == 6 and set(out["matcher"]) == {"LLM fake ([cone-rag Table 4] prompt)"}
+    # the matcher's label names the model, the endpoint and that the test endpoint is no model
+    assert len(out) == 6 and set(out["matcher"]) == {f"LLM fake at {server.base_url} (the TEST ENDPOINT of "
+                                                     "pyterrier-nuggets: deterministic replies, no model; not a judge) "
+                                                     "([cone-rag Table 4] prompt)"}
     good = out[out.run_id == "good"].set_index("docno")["score"].to_dict()
     assert good == {"t1:ntr:n0": 1.0, "t1:ntr:n1": 1.0, "t1:ntr:n2": 0.0}
     # the prompt carries the gold nugget and the whole response, one gold nugget per call

@@ -1,9 +1,11 @@
 """Every code example of README.md and docs/*.md runs as written (issue 15, deliverable 4).
 
-The blocks of one document run in order, in one fresh working directory holding copies of the shipped
-``rag_mini`` sample files (the files the examples name, such as ``nuggets.jsonl``), with the fake
-OpenAI-compatible server configured through the environment (so ``LLMClient()`` reaches it) and a private
-cache and index directory:
+The blocks of one document run in order, in one fresh working directory outside the checkout holding copies of
+the shipped ``rag_mini`` sample files (the files the examples name, such as ``nuggets.jsonl``), with the package's
+test endpoint started as the documents say (``pyterrier-nuggets test-endpoint``, here on a free port) and
+configured through the environment (so ``LLMClient()`` and every command reach it), and a private cache and index
+directory. The shell's Python sees the package, not the checkout's ``tests`` (an example that imports ``tests``
+works only in a checkout, and pyterrier-dr installs a ``tests`` package of its own):
 
 - ``python`` blocks are executed in one namespace per document (later blocks see earlier names);
 - ``bash``/``sh``/``console`` blocks run through ``bash -e`` with the test's Python environment first on
@@ -28,8 +30,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from tests.fake_openai_server import FakeOpenAIServer
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -68,7 +68,13 @@ SKIP = {
 
 
 # (document, start of the block's first line) -> what runs instead, and why
+STARTS_THE_TEST_ENDPOINT = ("pyterrier-nuggets check-endpoint",
+                            "the test endpoint on a fixed port and its variables: the environment fixture starts the "
+                            "same command on a free port and sets the same variables for every block; this checks "
+                            "that it answers")
 INSTEAD = {
+    **{(doc, "pyterrier-nuggets test-endpoint --port 8000 &"): STARTS_THE_TEST_ENDPOINT
+       for doc in ("llm.md", "scale.md", "arena.md", "trec-rag-2025-2026.md")},
     ("getting-started.md", "git clone"): (
         "pyterrier-nuggets demo --llm offline --system bm25:1 --system bm25:5 --system dense:5",
         "the job `bash run.sh demo` runs after set-up, offline as without an endpoint (the fake server is "
@@ -76,7 +82,7 @@ INSTEAD = {
         "tests/test_baseline_judges.py runs it); later blocks read its out/demo"),
 }
 # documents whose examples say they run from a checkout of the repository (they read tests/data)
-FROM_CHECKOUT = {"meta-evaluation.md", "llm.md", "scale.md"}
+FROM_CHECKOUT = {"meta-evaluation.md"}
 # documents whose examples run twice in the same folder: a second run must work too (indexes exist)
 TWICE = {"api.md"}
 
@@ -97,12 +103,21 @@ def skip_reason(path: Path, body: str) -> str | None:
 
 @pytest.fixture(scope="module")
 def environment(tmp_path_factory):
-    """The fake endpoint and private caches, through the environment variables users set."""
+    """The package's test endpoint, started as the documents start it (on a free port), and private caches, through
+    the environment variables users set; ``PYTHONPATH`` holds the package's three parts, not the checkout."""
     cache = tmp_path_factory.mktemp("cache")
-    with FakeOpenAIServer() as server:
-        env = {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "k", "PYTERRIER_NUGGETS_MODEL": "fake",
+    packages = tmp_path_factory.mktemp("site")
+    for name in ("pyterrier_nuggets", "ir_measures_ext", "datasets_ext", "_pyterrier_nuggets_hooks.py"):
+        (packages / name).symlink_to(ROOT / name)
+    endpoint = subprocess.Popen([str(Path(sys.executable).parent / "pyterrier-nuggets"), "test-endpoint", "--port",
+                                 "0"], stdout=subprocess.PIPE, text=True, env=dict(os.environ,
+                                 PYTHONPATH=str(packages)))
+    try:
+        base_url = endpoint.stdout.readline().strip()
+        assert base_url.startswith("http://127.0.0.1:"), base_url
+        env = {"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "none", "PYTERRIER_NUGGETS_MODEL": "test",
                "PYTERRIER_NUGGETS_CACHE": str(cache / "llm-cache.sqlite"), "XDG_CACHE_HOME": str(cache),
-               "MPLBACKEND": "Agg", "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+               "MPLBACKEND": "Agg", "PYTHONPATH": str(packages),
                "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])}
         saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)
@@ -114,6 +129,9 @@ def environment(tmp_path_factory):
                     os.environ.pop(k, None)
                 else:
                     os.environ[k] = v
+    finally:
+        endpoint.terminate()
+        endpoint.wait(timeout=30)
 
 
 def run_shell(body: str, cwd: Path, where: str, background: Background | None = None) -> None:
@@ -212,6 +230,13 @@ def run_blocks_of(document: Path, cwd: Path, run: int, background: Background) -
             run_shell(body, cwd, where, background)
         elif language == "json":
             check_jsonl(body, where)
+
+
+def test_no_example_imports_the_test_suite():
+    """The examples run outside a checkout: none imports ``tests`` (the test endpoint ships in the package)."""
+    for document in DOCUMENTS:
+        for line, _, body in code_blocks(document):
+            assert not re.search(r"^\s*(from|import)\s+tests\b", body, re.M), f"{document.name}:{line}"
 
 
 def test_skip_list_is_current():

@@ -12,9 +12,7 @@ import pytest
 from pyterrier_nuggets.cli import main
 from pyterrier_nuggets.judges import NuggetCreator
 from pyterrier_nuggets.llm import EndpointError, LLMClient, ResponseCache
-from tests.fake_openai_server import FakeOpenAIServer, Reply, auto_reply, first_prompt
-
-SECONDS = 60  # a generous bound for "in seconds" on a loaded machine (the fail-fast path takes about one)
+from pyterrier_nuggets.testing import Reply, TestEndpoint, first_prompt
 
 
 @pytest.fixture(scope="module")
@@ -60,11 +58,9 @@ def assert_stopped(code: int, err: str, tmp_path, *causes: str) -> None:
 def test_an_unusable_endpoint_stops_the_job_in_one_line(reply, causes, imported, tmp_path, index_dir, nuggets,
                                                         capsys, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with FakeOpenAIServer(responder=lambda body: reply) as server:
-        start = time.monotonic()
+    with TestEndpoint(responder=lambda body: reply) as server:
         extra = ("--nuggets", str(nuggets)) if imported else ()
         code = main(demo(server.base_url, tmp_path, index_dir, *extra))
-        assert time.monotonic() - start < SECONDS
         assert_stopped(code, capsys.readouterr().err, tmp_path, server.base_url, *causes)
         assert server.count <= 8  # the first requests in flight, not every item times its retries
 
@@ -81,10 +77,10 @@ def test_an_endpoint_that_is_down_stops_the_job_after_a_short_probe(imported, tm
 
 def test_check_endpoint(capsys, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with FakeOpenAIServer(responder=lambda body: "OK") as server:
+    with TestEndpoint(responder=lambda body: "OK") as server:
         assert main(["check-endpoint", "--base-url", server.base_url, "--model", "judge-model"]) == 0
         assert "answered in" in capsys.readouterr().out and server.count == 1
-    with FakeOpenAIServer(responder=lambda body: Reply(status=401)) as server:
+    with TestEndpoint(responder=lambda body: Reply(status=401)) as server:
         assert main(["check-endpoint", "--base-url", server.base_url, "--model", "judge-model"]) == 1
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "HTTP 401" in err and "judge-model" in err
@@ -98,9 +94,9 @@ def test_failed_generation_is_left_out_never_scored(tmp_path, index_dir, nuggets
     def garbage_for_t02(body):
         if "Passages:" in first_prompt(body) and "aurora" in first_prompt(body).lower():
             return "Sure! Here you go: [unterminated"
-        return auto_reply(body)
+        return None
     argv = demo("", tmp_path, index_dir, "--nuggets", str(nuggets), "--system", "dense:1", "--max-failed-share", "0.5")
-    with FakeOpenAIServer(responder=garbage_for_t02) as server:
+    with TestEndpoint(responder=garbage_for_t02) as server:
         argv[argv.index("--base-url") + 1] = server.base_url
         assert main(argv) == 0
         out = capsys.readouterr().out
@@ -112,13 +108,13 @@ def test_failed_generation_is_left_out_never_scored(tmp_path, index_dir, nuggets
         assert "t02" not in (tmp_path / "out" / "bm25-k1.eval.run").read_text()
     # more failures than allowed: no table at all
     (tmp_path / "out").rename(tmp_path / "first")
-    with FakeOpenAIServer(responder=garbage_for_t02) as server:
+    with TestEndpoint(responder=garbage_for_t02) as server:
         argv[argv.index("--base-url") + 1] = server.base_url
         code = main(argv[:-1] + ["0.1"])
         err = capsys.readouterr().err
         assert code == 1 and "generate: 1 of 2 items failed (50%, more than the 10% allowed by --max-failed-share)" \
             in err and not (tmp_path / "out" / "joint_table.csv").exists()
-    with FakeOpenAIServer() as server:  # a re-run on an endpoint that answers: the failed topic completes
+    with TestEndpoint() as server:  # a re-run on an endpoint that answers: the failed topic completes
         argv[argv.index("--base-url") + 1] = server.base_url
         assert main(argv) == 0
         assert set(pd.read_csv(tmp_path / "out" / "joint_table.perquery.csv")["qid"]) == {"t01", "t02"}
@@ -129,7 +125,7 @@ def test_a_forgotten_batch_is_said_and_submitted_again(tmp_path):
     judged = pd.DataFrame({"qid": "q1", "query": "eiffel tower facts", "docno": ["d1", "d2"],
                            "text": ["The tower was finished in 1889", "It is 330 metres tall"], "label": 2})
     cache = tmp_path / "c.sqlite"
-    with FakeOpenAIServer(batch_polls=1000) as server:  # a batch that takes long: the first run gives up waiting
+    with TestEndpoint(batch_polls=1000) as server:  # a batch that takes long: the first run gives up waiting
         llm = LLMClient(model="m", base_url=server.base_url, api_key="k", cache=cache, batch=True, batch_poll=0.05,
                         batch_timeout=0.2, progress=False)
         with pytest.raises(Exception, match="run again later"):
@@ -158,7 +154,7 @@ def test_ctrl_c_says_what_is_kept_and_exits_130(monkeypatch, capsys):
 def test_an_endpoint_that_fails_after_answering_fails_items_not_the_job(tmp_path):
     """Once the endpoint has answered, a 500 burst or a malformed reply fails the items it hits (retried, then
     reported), and a 401 still stops the job (a key revoked mid-run)."""
-    with FakeOpenAIServer(script=[Reply("[]"), Reply(status=500), Reply(status=500)], responder=lambda b: "[]") as s:
+    with TestEndpoint(script=[Reply("[]"), Reply(status=500), Reply(status=500)], responder=lambda b: "[]") as s:
         llm = LLMClient(model="m", base_url=s.base_url, api_key="k", cache=None, progress=False, max_retries=1,
                         backoff=0.01)
         assert llm.chat([{"role": "user", "content": "a"}]).ok
@@ -178,7 +174,7 @@ def test_an_invalid_item_is_not_asked_twice_in_one_job(tmp_path):
 
     def parse(text):
         return parse_labels(text, 1, ("a", "b"))
-    with FakeOpenAIServer(responder=lambda body: "not a label") as s:
+    with TestEndpoint(responder=lambda body: "not a label") as s:
         llm = LLMClient(model="m", base_url=s.base_url, api_key="k", cache=tmp_path / "c.sqlite", progress=False)
         ask = lambda: llm.map(lambda m: llm.ask(m, parse, reask=lambda e: e, max_reasks=1),  # noqa: E731
                               [[{"role": "user", "content": "label it"}]])
@@ -194,7 +190,7 @@ def test_dry_run_says_which_counts_are_estimates(tmp_path):
     from pyterrier_nuggets.judges import CitedGenerator, SupportJudge
     retrieved = pd.DataFrame({"qid": "q1", "query": "eiffel tower", "docno": ["d1", "d2"], "rank": [0, 1],
                               "text": ["The tower was finished in 1889.", "It is 330 metres tall."]})
-    with FakeOpenAIServer() as s:
+    with TestEndpoint() as s:
         llm = LLMClient(model="m", base_url=s.base_url, api_key="k", cache=tmp_path / "c.sqlite", progress=False)
         judge = SupportJudge(llm)
         plan = llm.plan(lambda: judge(CitedGenerator(llm)(retrieved)))

@@ -18,7 +18,7 @@ from pyterrier_nuggets.judges import (
 )
 from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.matchers import LLMMatcher
-from tests.fake_openai_server import FakeOpenAIServer
+from pyterrier_nuggets.testing import TestEndpoint
 from tests.test_rubrics import RUBRIC
 from tests.test_rubrics import answers as rubric_answers
 
@@ -40,7 +40,7 @@ def clients(tmp_path):
     with contextlib.ExitStack() as stack:
         out = {}
         for model in GRADES:
-            server = stack.enter_context(FakeOpenAIServer(responder=grade_by(model)))
+            server = stack.enter_context(TestEndpoint(responder=grade_by(model)))
             out[model] = (server, LLMClient(model=model, base_url=server.base_url, api_key="k",
                                             cache=tmp_path / f"{model}.sqlite", backoff=0.01, progress=False))
         yield out
@@ -96,7 +96,7 @@ def test_support_and_rubric_ensembles_recompute_the_score(clients, tmp_path):
     with contextlib.ExitStack() as stack:  # the fake servers' default replies (support by word overlap)
         llms = []
         for k in range(3):
-            server = stack.enter_context(FakeOpenAIServer())
+            server = stack.enter_context(TestEndpoint())
             llms.append(LLMClient(model=f"s{k}", base_url=server.base_url, api_key="k",
                                   cache=tmp_path / f"s{k}.sqlite", backoff=0.01, progress=False))
         out = JudgeEnsemble([SupportJudge(llm, citations="all") for llm in llms])(answers)

@@ -11,7 +11,7 @@ from pyterrier_nuggets.judges import NuggetizationError
 from pyterrier_nuggets.judges.generation import CitedGenerator, parse_cited_answer, split_cited_sentences
 from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.records import Sentence
-from tests.fake_openai_server import FakeOpenAIServer, Reply
+from pyterrier_nuggets.testing import Reply, TestEndpoint
 
 
 @pytest.fixture
@@ -150,7 +150,7 @@ def test_generator_text_from_docstore(server, llm):
 
 def test_generator_bad_citations_reported(tmp_path):
     reply = "Claim one [1][1][9]. Claim two [0]. Claim three without citation."
-    with FakeOpenAIServer(responder=lambda body: reply) as s:
+    with TestEndpoint(responder=lambda body: reply) as s:
         llm = LLMClient(model="fake", base_url=s.base_url, api_key="k", cache=None, progress=False)
         gen = CitedGenerator(llm)
         with pytest.warns(UserWarning, match="3 problem"):
@@ -163,7 +163,7 @@ def test_generator_bad_citations_reported(tmp_path):
 
 
 def test_generator_empty_reply_reasked_then_failure_policies(tmp_path):
-    with FakeOpenAIServer(responder=lambda body: "   ") as s:
+    with TestEndpoint(responder=lambda body: "   ") as s:
         llm = LLMClient(model="fake", base_url=s.base_url, api_key="k", cache=None, progress=False)
         with pytest.raises(NuggetizationError, match="answer generation"):
             CitedGenerator(llm, max_reasks=1)(results(n=2))
@@ -187,7 +187,7 @@ def test_generator_empty_reply_reasked_then_failure_policies(tmp_path):
 def test_garbage_generation_is_reasked_failed_and_healed_by_a_rerun(tmp_path, garbage, why):
     """A reply that is no cited answer is re-asked, then a failure (never an answer, never cached as one); the
     next run asks it again and the answer completes."""
-    with FakeOpenAIServer(responder=lambda body: garbage) as s:
+    with TestEndpoint(responder=lambda body: garbage) as s:
         llm = LLMClient(model="fake", base_url=s.base_url, api_key="k", cache=tmp_path / "c.sqlite", progress=False)
         gen = CitedGenerator(llm, on_failure="exclude", max_reasks=1)
         with pytest.warns(UserWarning):
@@ -195,7 +195,7 @@ def test_garbage_generation_is_reasked_failed_and_healed_by_a_rerun(tmp_path, ga
         assert out.empty and len(gen.failures) == 1 and s.count == 2
         assert re.search(why, s.requests[1]["messages"][-1]["content"])  # the re-ask says what was wrong
         assert llm.usage().stages["generate"]["failed_items"] == 1
-    with FakeOpenAIServer() as s:  # a re-run, on an endpoint that answers: the failed item is asked again
+    with TestEndpoint() as s:  # a re-run, on an endpoint that answers: the failed item is asked again
         llm = LLMClient(model="fake", base_url=s.base_url, api_key="k", cache=tmp_path / "c.sqlite", progress=False)
         out = CitedGenerator(llm, on_failure="exclude", max_reasks=1)(results(n=2))
         assert len(out) == 1 and out.iloc[0]["sentences"][0]["citations"] == [0] and s.count == 1
@@ -203,14 +203,14 @@ def test_garbage_generation_is_reasked_failed_and_healed_by_a_rerun(tmp_path, ga
 
 def test_generator_reask_after_empty_then_answer(tmp_path):
     script = [Reply(""), Reply("Now an answer [2].")]
-    with FakeOpenAIServer(script=script) as s:
+    with TestEndpoint(script=script) as s:
         llm = LLMClient(model="fake", base_url=s.base_url, api_key="k", cache=None, progress=False)
         out = CitedGenerator(llm)(results(n=2))
     assert out.iloc[0]["sentences"] == [{"text": "Now an answer.", "citations": [1]}]
 
 
 def test_generator_api_error_is_a_failure(tmp_path):
-    with FakeOpenAIServer(responder=lambda body: Reply(status=400)) as s:
+    with TestEndpoint(responder=lambda body: Reply(status=400)) as s:
         llm = LLMClient(model="fake", base_url=s.base_url, api_key="k", cache=None, progress=False)
         with pytest.raises(NuggetizationError, match="API call failed"):
             CitedGenerator(llm)(results(n=2))

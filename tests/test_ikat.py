@@ -398,7 +398,7 @@ def test_ikat_command_extracts_nuggets_for_ntn(files, server, tmp_path, monkeypa
                  "--base-url", server.base_url, "--model", "fake", "--out", str(out)])
     assert code == 0, capsys.readouterr().err
     printed = capsys.readouterr().out
-    assert "NuggetExtractor ([cone-rag §4.1]), llm 'fake'" in printed
+    assert "NuggetExtractor ([cone-rag §4.1]), llm fake at " in printed and "TEST ENDPOINT" in printed
     table = pd.read_csv(out / "ikat.csv").set_index(pd.read_csv(out / "ikat.csv").columns[0])
     assert {"Recall_NtN", "Precision_NtN"} <= set(table.columns)
     # runA's responses are the gold nuggets' own sentences: extracted, they match; runB's match nothing
@@ -439,12 +439,12 @@ def test_demo_on_ikat_runs(tmp_path, monkeypatch, capsys):
 
 
 def _generate_or_match(body):
-    """The cited generator answered as the package's fake server does; the CONE-RAG matcher says yes when
+    """The cited generator answered as the package's test endpoint does; the CONE-RAG matcher says yes when
     every word of 4+ letters of the gold nugget is in the response."""
-    from tests.fake_openai_server import auto_reply, first_prompt
+    from pyterrier_nuggets.testing import first_prompt
     prompt = first_prompt(body)
     if "#Gold Information" not in prompt:
-        return auto_reply(body)
+        return None  # the test endpoint's own reply
     gold = prompt.split("#Gold Information", 1)[1].split("#Response", 1)[0]
     response = prompt.split("#Response", 1)[1].lower()
     return "yes" if all(w in response for w in re.findall(r"\w{4,}", gold.lower())) else "no"
@@ -468,8 +468,8 @@ def test_demo_on_ikat_generates_from_a_run_with_the_endpoint_of_the_environment(
     out = tmp_path / "out"
     assert main(argv + ["--out", str(out)]) == 0, capsys.readouterr().err
     printed = capsys.readouterr().out
-    assert "matcher: llm" in printed and "CitedGenerator(conversation='resolved', k=2), llm 'fake'" in printed
-    from tests.fake_openai_server import first_prompt
+    assert "matcher: llm" in printed and "CitedGenerator(conversation='resolved', k=2), llm fake at " in printed
+    from pyterrier_nuggets.testing import first_prompt
     prompts = [first_prompt(b) for b in server.requests]
     generation = [p for p in prompts if "#Gold Information" not in p]
     assert len(generation) == 2 and all("2024 resolved" in p for p in generation)  # per turn, the resolved utterance

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from pyterrier_nuggets.llm import EndpointError, LLMClient, ResponseCache, request_key
+from pyterrier_nuggets.llm import CacheError, EndpointError, LLMClient, ResponseCache, request_key
 from pyterrier_nuggets.llm.parsing import OutputError, parse_labels
-from tests.fake_openai_server import FakeOpenAIServer, Reply
+from pyterrier_nuggets.testing import Reply, TestEndpoint
 
 SECRET = "sk-test-SECRET-never-stored-0123456789"
 MESSAGES = [{"role": "user", "content": "Say the list"}]
@@ -23,7 +23,7 @@ def client(server, tmp_path, **kwargs):
 
 
 def test_chat_counts_and_caches(tmp_path):
-    with FakeOpenAIServer(responder=lambda body: '["a", "b"]') as server:
+    with TestEndpoint(responder=lambda body: '["a", "b"]') as server:
         llm = client(server, tmp_path)
         first = llm.chat(MESSAGES)
         assert first.ok and first.text == '["a", "b"]' and not first.cached
@@ -35,7 +35,7 @@ def test_chat_counts_and_caches(tmp_path):
 
 
 def test_request_defaults_temperature_zero_and_seed(tmp_path):
-    with FakeOpenAIServer(responder=lambda body: "[]") as server:
+    with TestEndpoint(responder=lambda body: "[]") as server:
         client(server, tmp_path).chat(MESSAGES)
         body = server.requests[0]
         assert body["temperature"] == 0.0 and body["seed"] == 0 and body["model"] == "fake-model"
@@ -51,7 +51,7 @@ def test_cache_key_covers_every_parameter_but_not_the_key():
 
 
 def test_api_key_never_in_cache_repr_or_errors(tmp_path, capsys):
-    with FakeOpenAIServer(script=[Reply(status=401)], responder=lambda body: "[1]") as server:
+    with TestEndpoint(script=[Reply(status=401)], responder=lambda body: "[1]") as server:
         llm = client(server, tmp_path, max_retries=0)
         with pytest.raises(EndpointError, match="HTTP 401, the API key was refused") as failed:
             llm.chat(MESSAGES)  # a refused key stops the job, in one line that names no key
@@ -69,7 +69,7 @@ def test_api_key_never_in_cache_repr_or_errors(tmp_path, capsys):
 
 
 def test_same_cache_for_different_keys(tmp_path):
-    with FakeOpenAIServer(responder=lambda body: "[]") as server:
+    with TestEndpoint(responder=lambda body: "[]") as server:
         client(server, tmp_path).chat(MESSAGES)
         other = LLMClient(model="fake-model", base_url=server.base_url, api_key="another-key",
                           cache=tmp_path / "cache.sqlite", progress=False)
@@ -86,7 +86,7 @@ def test_429_retry_after_is_honoured(tmp_path, monkeypatch):
         return jittered(wait, asked)
     monkeypatch.setattr(retry, "jittered", recorded)
     script = [Reply(status=429, headers={"Retry-After": "0.5"})]
-    with FakeOpenAIServer(script=script, responder=lambda body: "[]") as server:
+    with TestEndpoint(script=script, responder=lambda body: "[]") as server:
         llm = client(server, tmp_path)
         result = llm.chat(MESSAGES)
         assert result.ok and waits == [(0.5, True)]
@@ -101,7 +101,7 @@ def test_retry_waits_never_shorten_retry_after():
 
 
 def test_5xx_retried_with_backoff_then_gives_up(tmp_path):
-    with FakeOpenAIServer(responder=lambda body: Reply(status=500)) as server:
+    with TestEndpoint(responder=lambda body: Reply(status=500)) as server:
         llm = client(server, tmp_path, max_retries=3)
         result = llm.chat(MESSAGES)
         assert not result.ok and "500" in result.error and "4 attempts" in result.error
@@ -110,12 +110,12 @@ def test_5xx_retried_with_backoff_then_gives_up(tmp_path):
 
 
 def test_503_then_success(tmp_path):
-    with FakeOpenAIServer(script=[Reply(status=503), Reply(status=502)], responder=lambda b: "[]") as server:
+    with TestEndpoint(script=[Reply(status=503), Reply(status=502)], responder=lambda b: "[]") as server:
         assert client(server, tmp_path).chat(MESSAGES).ok and server.count == 3
 
 
 def test_retries_bounded_in_time(tmp_path):
-    with FakeOpenAIServer(responder=lambda body: Reply(status=429, headers={"Retry-After": "30"})) as server:
+    with TestEndpoint(responder=lambda body: Reply(status=429, headers={"Retry-After": "30"})) as server:
         llm = client(server, tmp_path, max_retries=100, max_retry_time=1.0, max_backoff=60)
         result = llm.chat(MESSAGES)
         # a Retry-After of 30 s does not fit the 1 s budget: it gives up at once, without waiting
@@ -123,7 +123,7 @@ def test_retries_bounded_in_time(tmp_path):
 
 
 def test_timeout_is_retried(tmp_path):
-    with FakeOpenAIServer(script=[Reply("[]", delay=3.0)], responder=lambda body: '["late"]') as server:
+    with TestEndpoint(script=[Reply("[]", delay=3.0)], responder=lambda body: '["late"]') as server:
         llm = client(server, tmp_path, timeout=0.5)
         result = llm.chat(MESSAGES)
         assert result.ok and result.text == '["late"]'  # the answer of the retry, not of the 3 s reply
@@ -131,7 +131,7 @@ def test_timeout_is_retried(tmp_path):
 
 
 def test_client_errors_are_not_retried(tmp_path):
-    with FakeOpenAIServer(responder=lambda body: Reply(status=400)) as server:
+    with TestEndpoint(responder=lambda body: Reply(status=400)) as server:
         llm = client(server, tmp_path)
         result = llm.chat(MESSAGES)
         assert not result.ok and "400" in result.error and server.count == 1
@@ -140,7 +140,7 @@ def test_client_errors_are_not_retried(tmp_path):
 def test_malformed_http_body_is_a_failure_not_a_crash(tmp_path):
     """Once the endpoint has answered, a malformed body is a failed item (retried, then failed); as its first
     reply it says the endpoint is not a chat completions endpoint (tests/test_endpoint_errors.py)."""
-    with FakeOpenAIServer(script=[Reply("[]")], responder=lambda body: Reply(raw_body=b"{this is not json")) as server:
+    with TestEndpoint(script=[Reply("[]")], responder=lambda body: Reply(raw_body=b"{this is not json")) as server:
         llm = client(server, tmp_path, max_retries=1)
         assert llm.chat([{"role": "user", "content": "first"}]).ok
         result = llm.chat(MESSAGES)
@@ -150,7 +150,7 @@ def test_malformed_http_body_is_a_failure_not_a_crash(tmp_path):
 def test_ask_reasks_after_invalid_output(tmp_path):
     script = [Reply("Sure! Here are the labels: support, maybe"), Reply('["support", "sometimes"]'),
               Reply('```python\n["support", "not_support"]\n```')]
-    with FakeOpenAIServer(script=script) as server:
+    with TestEndpoint(script=script) as server:
         llm = client(server, tmp_path)
         out = llm.ask(MESSAGES, lambda t: parse_labels(t, 2, ("support", "not_support")),
                       reask=lambda e: f"Wrong: {e}", max_reasks=2)
@@ -163,7 +163,7 @@ def test_ask_reasks_after_invalid_output(tmp_path):
 
 
 def test_ask_gives_up_with_raw_outputs(tmp_path):
-    with FakeOpenAIServer(responder=lambda body: '["support"]') as server:
+    with TestEndpoint(responder=lambda body: '["support"]') as server:
         out = client(server, tmp_path).ask(MESSAGES, lambda t: parse_labels(t, 3, ("support",)),
                                            reask=lambda e: e, max_reasks=1)
         assert not out.ok and "1 labels but there are 3" in out.error and out.raw == ['["support"]'] * 2
@@ -171,7 +171,7 @@ def test_ask_gives_up_with_raw_outputs(tmp_path):
 
 
 def test_ask_reports_api_failure(tmp_path):
-    with FakeOpenAIServer(responder=lambda body: Reply(status=500)) as server:
+    with TestEndpoint(responder=lambda body: Reply(status=500)) as server:
         out = client(server, tmp_path, max_retries=0).ask(MESSAGES, json.loads, reask=str)
         assert not out.ok and out.error.startswith("API call failed") and server.count == 1
 
@@ -195,20 +195,25 @@ class InFlight:
 
 
 def test_map_runs_concurrently_and_in_order(tmp_path):
-    # concurrency is observed on the server (requests in flight at once), not by wall time: timing
-    # assertions are flaky on a loaded 2-core machine (speed is measured in benchmarks/bench_llm.py)
-    responder = InFlight(0.2, lambda body: json.dumps([body["messages"][0]["content"]]))
-    with FakeOpenAIServer(responder=responder) as server:
+    # concurrency is observed on the server, not by wall time: the first 4 requests are held until all 4 have
+    # arrived (a barrier), which only requests in flight together can pass; a client that sent one at a time would
+    # break it (its timeout is a failure, never a pass)
+    together = threading.Barrier(4, timeout=60)
+
+    def held(body):
+        together.wait()
+        return json.dumps([body["messages"][0]["content"]])
+    with TestEndpoint(responder=held) as server:
         llm = client(server, tmp_path, concurrency=8)
         out = llm.map(lambda i: llm.chat([{"role": "user", "content": str(i)}]).text, range(16))
         assert out == [json.dumps([str(i)]) for i in range(16)]
-        assert responder.peak >= 4  # many requests were in flight together (at most 8)
+        assert not together.broken and server.count == 16
 
 
 def test_concurrency_is_bounded(tmp_path):
     responder = InFlight(0.05)
 
-    with FakeOpenAIServer(responder=responder) as server:
+    with TestEndpoint(responder=responder) as server:
         llm = client(server, tmp_path, concurrency=3)
         # more threads than slots: the client's semaphore still bounds requests in flight
         threads = [threading.Thread(target=llm.chat, args=([{"role": "user", "content": str(i)}],)) for i in range(12)]
@@ -299,7 +304,7 @@ def test_cache_commit_error_reaches_every_put_of_its_batch(tmp_path, monkeypatch
 
     monkeypatch.setattr(ResponseCache, "_write_responses", failing_once)
     cache = ResponseCache(tmp_path / "cache.sqlite")
-    with pytest.raises(sqlite3.OperationalError, match="disk I/O"):
+    with pytest.raises(CacheError, match="cannot store answers any more.*disk I/O"):
         cache.put("a", {}, {"text": "a"})
     cache.put("b", {}, {"text": "b"})  # the next commit is not affected
     assert cache.get("a") is None and cache.get("b") == {"text": "b"}

@@ -12,7 +12,7 @@ import pytest
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets import cli
 from pyterrier_nuggets.llm import EndpointError, LLMClient, request_key
-from tests.fake_openai_server import FakeOpenAIServer, Reply
+from pyterrier_nuggets.testing import Reply, TestEndpoint
 
 
 def echo(body: dict) -> str:
@@ -47,7 +47,7 @@ def out_of_rotation_lines(err: str, url: str) -> list[str]:
 
 @pytest.fixture
 def two():
-    with FakeOpenAIServer(responder=echo, latency=0.02) as a, FakeOpenAIServer(responder=echo, latency=0.02) as b:
+    with TestEndpoint(responder=echo, latency=0.02) as a, TestEndpoint(responder=echo, latency=0.02) as b:
         yield a, b
 
 
@@ -115,8 +115,8 @@ def test_an_endpoint_killed_midway_loses_nothing(tmp_path, capsys):
             answered_here.set()
         return echo(body)
 
-    with FakeOpenAIServer(responder=counted, latency=0.02) as a, \
-            FakeOpenAIServer(responder=echo, latency=0.02) as b:
+    with TestEndpoint(responder=counted, latency=0.02) as a, \
+            TestEndpoint(responder=echo, latency=0.02) as b:
         llm = client([a.base_url, b.base_url], tmp_path / "cache.sqlite", concurrency=4, max_backoff=0.05)
         results: list = []
         run = threading.Thread(target=lambda: results.append(llm.map(llm.chat, asked)))
@@ -150,7 +150,7 @@ def test_a_refused_endpoint_is_taken_out_then_probed_and_readmitted(refused_port
     assert len(out_of_rotation_lines(err, dead)) == 1
     assert llm.stats["endpoints"][dead]["state"] == "out of rotation" and llm.stats["failures"] == 0
     refused_port.close()
-    with FakeOpenAIServer(responder=echo, port=port) as back:
+    with TestEndpoint(responder=echo, port=port) as back:
         asked, n = [], 20
         while back.count == 0 and n < 20 + 2000:  # its next probe: a back-off of at most 0.05 s away
             more = questions(1, n)
@@ -168,7 +168,7 @@ def test_a_refused_endpoint_is_taken_out_then_probed_and_readmitted(refused_port
 
 
 def test_a_burst_of_5xx_takes_an_endpoint_out(tmp_path, capsys):
-    with FakeOpenAIServer(responder=lambda body: Reply(status=502)) as a, FakeOpenAIServer(responder=echo) as b:
+    with TestEndpoint(responder=lambda body: Reply(status=502)) as a, TestEndpoint(responder=echo) as b:
         llm = client([a.base_url, b.base_url], tmp_path / "cache.sqlite", concurrency=1)
         asked = questions(20)
         assert ask_all(llm, asked) == expected(asked)  # none of A's failures is a failure of the work
@@ -180,7 +180,7 @@ def test_a_burst_of_5xx_takes_an_endpoint_out(tmp_path, capsys):
 
 
 def test_an_endpoint_that_can_never_serve_is_left_out(tmp_path, capsys):
-    with FakeOpenAIServer(responder=lambda body: Reply(status=404)) as a, FakeOpenAIServer(responder=echo) as b:
+    with TestEndpoint(responder=lambda body: Reply(status=404)) as a, TestEndpoint(responder=echo) as b:
         llm = client([a.base_url, b.base_url], tmp_path / "cache.sqlite", concurrency=2)
         asked = questions(10)
         assert ask_all(llm, asked) == expected(asked)
@@ -191,8 +191,8 @@ def test_an_endpoint_that_can_never_serve_is_left_out(tmp_path, capsys):
 
 
 def test_when_no_endpoint_can_serve_the_job_stops_naming_each(refused_port, tmp_path):
-    with FakeOpenAIServer(responder=lambda body: Reply(status=401)) as a, \
-            FakeOpenAIServer(responder=lambda body: Reply(status=401)) as b:
+    with TestEndpoint(responder=lambda body: Reply(status=401)) as a, \
+            TestEndpoint(responder=lambda body: Reply(status=401)) as b:
         llm = client([a.base_url, b.base_url], tmp_path / "cache.sqlite")
         with pytest.raises(EndpointError, match="none of the 2 LLM endpoints can be used") as stopped:
             llm.chat(questions(1)[0])
@@ -302,7 +302,7 @@ def test_the_main_job_on_two_endpoints_then_on_one_from_the_cache(tmp_path, caps
                 "t02", "--system", "bm25:1", "--out", str(tmp_path / out), "--llm-cache", str(tmp_path / "c.sqlite"),
                 "--index-dir", str(tmp_path / "indexes"), "--no-plots"]
 
-    with FakeOpenAIServer() as a, FakeOpenAIServer() as b:
+    with TestEndpoint() as a, TestEndpoint() as b:
         assert cli.main(demo("two", a.base_url, b.base_url)) == 0, capsys.readouterr().err
         assert a.count > 0 and b.count > 0
         sent = b.count

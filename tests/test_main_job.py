@@ -4,7 +4,6 @@ table, plots), the imported-nugget and imported-assignment conditions, and one t
 model (slow)."""
 import json
 import os
-import re
 
 import pandas as pd
 import pytest
@@ -88,9 +87,11 @@ def test_cli_options_parse(monkeypatch):
               "x=x.run", "--answers", "x=x.jsonl", "--nuggets", "n.jsonl", "--base-url", "http://127.0.0.1:1/v1",
               "--model", "m", "--topics", "t1", "t2", "--strict", "--no-plots"])
     a = seen["args"]
-    assert (a.dataset, a.system, a.run, a.answers, a.nuggets, a.base_url, a.model, a.topics, a.strict, a.no_plots) == (
+    assert (a.dataset, a.system, a.run, a.answers, a.nuggets, a.base_url, a.model, a.topics, a.on_failure,
+            a.no_plots) == (
         "msmarco-segment-v2.1/trec-rag-2024", ["bm25:3"], ["x=x.run"], ["x=x.jsonl"], "n.jsonl",
-        ["http://127.0.0.1:1/v1"], "m", ["t1", "t2"], True, True)  # --base-url may be repeated: a list
+        ["http://127.0.0.1:1/v1"], "m", ["t1", "t2"], "stop", True)  # --base-url may be repeated: a list; --strict is
+    # the first spelling of --on-failure stop
 
 
 def test_make_llm_endpoint_and_key(monkeypatch, tmp_path):
@@ -164,18 +165,20 @@ def test_cli_demo_prints_table(server, tmp_path, index_dir, capsys, monkeypatch)
     assert code == 0
     assert "AutoNuggets / AutoAssign" in out and "bm25-k2" in out and "bm25-k4" in out and "V_strict" in out
     assert not (tmp_path / "o" / "ndcg_vs_vstrict.png").exists()
-    first = (tmp_path / "o" / "this_run.txt").read_text().splitlines()[1:]
-    assert "bm25-k2.answers.jsonl" in first and "joint_table.csv" in first and "this_run.txt" in first
-    assert "of earlier runs" not in out
-    # a second run of other systems into the same folder: its files are listed, the first run's named as earlier
-    code = cli.main(["demo", "--topics", "t03", "--system", "bm25:3", "--out", str(tmp_path / "o"), "--base-url",
-                     server.base_url, "--model", "fake", "--llm-cache", str(tmp_path / "c.sqlite"), "--index-dir",
-                     str(index_dir), "--no-plots"])
-    out = capsys.readouterr().out
-    second = (tmp_path / "o" / "this_run.txt").read_text().splitlines()[1:]
-    assert code == 0 and "bm25-k3.answers.jsonl" in second and "bm25-k2.answers.jsonl" not in second
-    note = next(line for line in out.splitlines() if "of earlier runs" in line)
-    assert re.search(r"also holds \d+ files of earlier runs, not of this one: .*bm25-k2.answers.jsonl", note), note
+    first = set(os.listdir(tmp_path / "o"))
+    assert {"bm25-k2.answers.jsonl", "joint_table.csv"} <= first and f"written to {tmp_path / 'o'}: " in out
+    # a second run of other systems into the same folder is refused (the first run's outputs are there) ...
+    again = ["demo", "--topics", "t03", "--system", "bm25:3", "--out", str(tmp_path / "o"), "--base-url",
+             server.base_url, "--model", "fake", "--llm-cache", str(tmp_path / "c.sqlite"), "--index-dir",
+             str(index_dir), "--no-plots"]
+    assert cli.main(again) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "holds the outputs of an earlier run" in err and "--overwrite" in err
+    assert set(os.listdir(tmp_path / "o")) == first
+    # ... and with --overwrite the folder holds the second run's outputs only
+    assert cli.main([*again, "--overwrite"]) == 0
+    second = set(os.listdir(tmp_path / "o"))
+    assert "bm25-k3.answers.jsonl" in second and "bm25-k2.answers.jsonl" not in second
 
 
 def test_imported_nuggets_and_assignments(llm, tmp_path, index_dir):

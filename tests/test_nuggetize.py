@@ -13,7 +13,7 @@ from pyterrier_nuggets.formats import assigned_answers_to_frame, assignment_fram
 from pyterrier_nuggets.judges import NuggetAssigner, NuggetCreator, NuggetizationError, NuggetScorer
 from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.prompts import PROMPT_DIR, PromptTemplate
-from tests.fake_openai_server import Reply, auto_reply
+from pyterrier_nuggets.testing import Reply
 
 
 def segments(qid="q1", n=25, query="what is the capital of france"):
@@ -77,7 +77,7 @@ def test_creator_words_limit_enforced(server, llm):
 
 def test_creator_failure_raises_after_all_topics(server, llm):
     def responder(body):
-        return "I cannot do that" if "q2fact" in json.dumps(body["messages"]) else auto_reply(body)
+        return "I cannot do that" if "q2fact" in json.dumps(body["messages"]) else None
 
     server.responder = responder
     seg = pd.concat([segments("q1", 6), segments("q2", 6).assign(text=lambda d: "q2fact " + d["text"])])
@@ -196,7 +196,7 @@ def test_assigner_accepts_nugget_records_and_topics_without_nuggets(server, llm)
 
 def test_assigner_failure_policies(server, llm):
     def responder(body):
-        return '["supported", "no"]' if "nothing here" in json.dumps(body["messages"]) else auto_reply(body)
+        return '["supported", "no"]' if "nothing here" in json.dumps(body["messages"]) else None
 
     server.responder = responder
     nuggets = scored_nuggets(2)

@@ -5,6 +5,7 @@ serial re-run."""
 from __future__ import annotations
 
 import glob
+import os
 import pickle
 import warnings
 
@@ -21,7 +22,7 @@ from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.llm.cache import merge_caches
 from pyterrier_nuggets.matchers import EmbeddingMatcher
 from pyterrier_nuggets.records import Nugget
-from tests.fake_openai_server import Reply, auto_reply
+from pyterrier_nuggets.testing import Reply
 
 TOPICS = ["q3", "q1", "q4", "q2", "q5"]  # not sorted: the serial run keeps the input's order, so must the workers
 
@@ -122,7 +123,7 @@ def _failing_for(qids):
     """The fake server's replies, but HTTP 500 for every request about one of ``qids``."""
     def reply(body):
         prompt = body["messages"][-1]["content"]
-        return Reply(status=500) if any(f"topic {q}" in prompt for q in qids) else auto_reply(body)
+        return Reply(status=500) if any(f"topic {q}" in prompt for q in qids) else None
     return reply
 
 
@@ -199,11 +200,34 @@ def test_generation_and_evaluation_on_workers_equal_the_serial_run(server, tmp_p
 
 def test_the_topics_run_in_worker_processes_in_the_input_order(backend):
     """Without workers every comparison above would pass serially too: here each topic group must come back from
-    another process, in the input's order."""
+    another process than the caller's, whole, in the input's order. Which worker runs which group is the pool's
+    business (a warm pool may give both groups to one worker): only the groups sent are asserted."""
     import os
 
     import pyterrier as pt
     frame = pd.DataFrame({"qid": TOPICS, "x": range(len(TOPICS))})
-    out = ParallelByTopic(pt.apply.generic(lambda df: df.assign(pid=os.getpid())), 2, backend)(frame)
+    seen = pt.apply.generic(lambda df: df.assign(pid=os.getpid(), group=",".join(df["qid"])))
+    out = ParallelByTopic(seen, 2, backend)(frame)
     assert list(out["qid"]) == TOPICS and list(out.index) == list(range(len(TOPICS)))
-    assert out["pid"].nunique() == 2 and os.getpid() not in set(out["pid"])
+    assert os.getpid() not in set(out["pid"])
+    assert list(dict.fromkeys(out["group"])) == [",".join(g["qid"]) for g in topic_groups(frame, 2)]
+    assert out.groupby("group")["pid"].nunique().eq(1).all()  # a group runs whole in one process
+
+
+def test_a_relative_cache_path_names_the_same_file_in_a_worker_started_elsewhere(server, tmp_path, monkeypatch):
+    """A pool's worker keeps the folder it was started in (a warm pool, another test's): a client made with a
+    relative cache path travels with the path made absolute, so the worker's shard lies beside the main file."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    monkeypatch.chdir(tmp_path)
+    llm = client(server, "relative.sqlite", worker_cache="shard")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    code = "import pickle, sys; print(pickle.loads(sys.stdin.buffer.read()).cache.path)"
+    done = subprocess.run([sys.executable, "-c", code], input=pickle.dumps(llm), cwd=elsewhere, capture_output=True,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+                          timeout=120)
+    assert done.returncode == 0, done.stderr.decode()
+    shard = Path(done.stdout.decode().strip())
+    assert shard.is_absolute() and shard.parent == tmp_path and shard.name.startswith("relative.shard-")

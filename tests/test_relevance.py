@@ -8,7 +8,7 @@ from pyterrier_nuggets.judges.relevance import RelevanceJudge, parse_grade, qrel
 from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.llm.parsing import OutputError
 from pyterrier_nuggets.prompts import PROMPT_DIR
-from tests.fake_openai_server import FakeOpenAIServer, Reply
+from pyterrier_nuggets.testing import Reply, TestEndpoint
 
 
 def grade_reply(body):
@@ -82,7 +82,7 @@ def test_docstore_and_dedup(server, llm):
 
 
 def test_reply_without_grade_is_failure_not_zero(tmp_path):
-    with FakeOpenAIServer(responder=lambda body: "This passage is quite relevant.") as s:
+    with TestEndpoint(responder=lambda body: "This passage is quite relevant.") as s:
         llm = LLMClient(model="fake", base_url=s.base_url, api_key="k", cache=None, progress=False)
         with pytest.raises(NuggetizationError, match="relevance judgment") as err:
             RelevanceJudge(llm)(segments(2))
@@ -99,7 +99,7 @@ def test_partial_failures_excluded_others_kept(tmp_path):
     def reply(body):
         passage = body["messages"][-1]["content"].split("Passage: ", 1)[1]
         return "##final score: 2" if "passage 0" in passage else Reply(status=400)
-    with FakeOpenAIServer(responder=reply) as s:
+    with TestEndpoint(responder=reply) as s:
         llm = LLMClient(model="fake", base_url=s.base_url, api_key="k", cache=None, progress=False)
         with pytest.warns(UserWarning):
             out = RelevanceJudge(llm, on_failure="exclude")(segments(3))
@@ -152,7 +152,7 @@ def docs():
 
 @pytest.mark.parametrize("how", ["column", "mapping"])
 def test_judge_against_sub_narratives(how, tmp_path):
-    with FakeOpenAIServer() as server:  # the default replies count the sub-narratives a passage covers
+    with TestEndpoint() as server:  # the default replies count the sub-narratives a passage covers
         llm = LLMClient(model="fake", base_url=server.base_url, api_key="k", cache=tmp_path / "c.sqlite",
                         backoff=0.01, progress=False)
         inp = docs().assign(sub_narratives=[SUBS] * 4) if how == "column" else docs()
@@ -171,7 +171,7 @@ def test_sub_narratives_needed_and_re_asked_on_the_0_to_4_scale(tmp_path):
     with pytest.raises(ValueError, match="sub_narratives= is for"):
         RelevanceJudge(sub_narratives={"58": SUBS})
     replies = [Reply("##final score: 7"), Reply("##final score: 3")]
-    with FakeOpenAIServer(script=replies) as server:
+    with TestEndpoint(script=replies) as server:
         llm = LLMClient(model="fake", base_url=server.base_url, api_key="k", cache=tmp_path / "c.sqlite",
                         backoff=0.01, progress=False)
         with pytest.raises(ValueError, match="topic 58 has no sub-narratives"):

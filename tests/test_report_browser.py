@@ -13,7 +13,7 @@ from urllib.parse import unquote
 import pytest
 
 from pyterrier_nuggets import cli
-from tests.fake_openai_server import FakeOpenAIServer
+from pyterrier_nuggets.testing import TestEndpoint
 from tests.report_folders import PAYLOAD, main_job_folder, trec_rag_folders
 
 BROWSER, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
@@ -61,7 +61,7 @@ def main_job(tmp_path_factory):
 @pytest.fixture(scope="module")
 def trec_rag(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("trec-rag")
-    with FakeOpenAIServer() as server:
+    with TestEndpoint() as server:
         trec, arena, docs = trec_rag_folders(tmp, server.base_url)
     report = tmp / "report"
     assert cli.main(["report", str(trec), str(arena), "--docs", docs, "--out", str(report)]) == 0

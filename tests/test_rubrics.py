@@ -18,7 +18,6 @@ from pyterrier_nuggets import formats
 from pyterrier_nuggets.formats import InputError, RubricCriterion
 from pyterrier_nuggets.judges import LLMStepError, RubricJudge
 from pyterrier_nuggets.records import Nugget
-from tests.fake_openai_server import auto_reply
 from tests.test_measures import _cli, _write
 
 # ------------------------------------------------------------------------------------------- formulas
@@ -232,7 +231,7 @@ def test_verdict_files_checked_against_the_rubric(tmp_path):
 
 def test_rubric_judge_failures_are_never_verdicts(server, llm):
     server.responder = lambda body: ('["satisfied"]' if "bananas." in json.dumps(body["messages"])
-                                     else auto_reply(body))
+                                     else None)
     with pytest.raises(LLMStepError) as err:
         RubricJudge(RUBRIC, llm, max_reasks=1)(answers())
     assert err.value.failures[0].stage == "rubric" and "run B" in err.value.failures[0].what

@@ -17,8 +17,9 @@ import pytest
 from pyterrier_nuggets import formats
 from pyterrier_nuggets.cli import main
 from pyterrier_nuggets.cli.shards import MANIFEST, Shard, parse_shard, read_manifest, shard_of
+from pyterrier_nuggets.formats.folders import MANIFEST as OUTPUTS_MANIFEST
 from pyterrier_nuggets.llm import CacheMiss, LLMClient, ResponseCache
-from tests.fake_openai_server import FakeOpenAIServer, first_prompt
+from pyterrier_nuggets.testing import TestEndpoint, first_prompt
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -81,7 +82,7 @@ def test_a_bad_shard_is_refused_where_it_is_parsed(text, message, capsys):
 
 def test_a_cache_only_client_answers_from_the_cache_and_never_calls(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "k")
-    with FakeOpenAIServer(responder=lambda body: "fine") as server:
+    with TestEndpoint(responder=lambda body: "fine") as server:
         first = LLMClient(model="fake", base_url=server.base_url, cache=tmp_path / "c.sqlite", progress=False)
         assert first.chat([{"role": "user", "content": "cached"}], stage="support").text == "fine"
         only = LLMClient(model="fake", base_url=server.base_url, cache=tmp_path / "c.sqlite", progress=False,
@@ -153,12 +154,6 @@ def index_dir(tmp_path_factory):
     return str(tmp_path_factory.mktemp("indexes"))
 
 
-@pytest.fixture
-def no_endpoint(monkeypatch, tmp_path):
-    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "PYTERRIER_NUGGETS_MODEL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("PYTERRIER_NUGGETS_CACHE", str(tmp_path / "default-cache.sqlite"))
-    monkeypatch.chdir(tmp_path)
 
 
 def test_demo_offline_shards_merge_into_the_unsharded_files(tmp_path, index_dir, no_endpoint, capsys):
@@ -175,7 +170,7 @@ def test_demo_offline_shards_merge_into_the_unsharded_files(tmp_path, index_dir,
     assert main(["merge", *folders, "--out", "merged"]) == 0
     assert "no LLM work" in capsys.readouterr().out
     names = same_files("full", "merged")
-    assert {"joint_table.csv", "bm25-k2.answers.jsonl", "battles.jsonl", "ndcg_vs_vstrict.png", "this_run.txt"} <= \
+    assert {"joint_table.csv", "bm25-k2.answers.jsonl", "battles.jsonl", "ndcg_vs_vstrict.png", OUTPUTS_MANIFEST} <= \
         set(names)
 
 
@@ -229,7 +224,7 @@ def test_demo_with_an_endpoint_shards_merge_byte_identical_with_no_call(tmp_path
     shards then merged: every file the same, byte for byte (plots included), the merge's re-run with 0 calls; a
     shard with failed topics is refused with the command that re-runs it, and once re-run the merge goes through."""
     os.environ["OPENAI_API_KEY"] = "k"  # restored by the no_endpoint fixture's monkeypatch
-    with FakeOpenAIServer(**_failing_assignment("how is cheese made from milk")) as server:
+    with TestEndpoint(**_failing_assignment("how is cheese made from milk")) as server:
         argv = ["demo", "--base-url", server.base_url, "--model", "fake", "--system", "bm25:2", "--system", "bm25:3",
                 "--topics", "t01", "t02", "t05", "t07", "--index-dir", index_dir, "--max-failed-share", "0.9"]
         folders = run_shards(argv, tmp_path / "shards", 2)
@@ -243,7 +238,9 @@ def test_demo_with_an_endpoint_shards_merge_byte_identical_with_no_call(tmp_path
         assert f"run it again (what succeeded is cached): pyterrier-nuggets demo --base-url {server.base_url}" in err
         i = failing.shard.i
         calls = server.count
-        assert main([*argv, "--shard", f"{i}/2", "--out", folders[i - 1]]) == 0  # the re-run completes it
+        assert main([*argv, "--shard", f"{i}/2", "--out", folders[i - 1]]) == 2  # its outputs are there: refused
+        assert "--overwrite" in capsys.readouterr().err
+        assert main([*argv, "--shard", f"{i}/2", "--out", folders[i - 1], "--overwrite"]) == 0  # the re-run completes it
         assert read_manifest(folders[i - 1]).failed == {} and server.count > calls
         unsharded([*argv, "--out", "full", "--llm-cache", "full.sqlite"])  # for comparison
         calls = server.count
@@ -254,14 +251,14 @@ def test_demo_with_an_endpoint_shards_merge_byte_identical_with_no_call(tmp_path
     assert not os.path.exists(os.path.join("merged", MANIFEST))
     names = same_files("full", "merged")
     assert {"nuggets.jsonl", "bm25-k2.assignments.jsonl", "bm25-k3.support.jsonl", "battles.jsonl", "leaderboard.csv",
-            "joint_table.md", "vstrict_vs_words.svg", "this_run.txt"} <= set(names)
+            "joint_table.md", "vstrict_vs_words.svg", OUTPUTS_MANIFEST} <= set(names)
     assert manifests[0].llm == {"model": "fake", "endpoint": server.base_url}
     assert os.path.basename(manifests[0].cache) == "llm-cache.sqlite"
 
 
 def test_a_merge_whose_caches_lack_an_answer_stops_without_a_call(tmp_path, index_dir, no_endpoint, capsys):
     os.environ["OPENAI_API_KEY"] = "k"
-    with FakeOpenAIServer() as server:
+    with TestEndpoint() as server:
         argv = ["demo", "--base-url", server.base_url, "--model", "fake", "--system", "bm25:2", "--topics", "t01",
                 "t02", "--index-dir", index_dir, "--no-plots"]
         folders = run_shards(argv, tmp_path / "s", 2)
@@ -312,7 +309,7 @@ def rag_files(tmp_path):
 
 
 def test_trec_rag_shards_merge_byte_identical(tmp_path, rag_files, no_endpoint, capsys):
-    with FakeOpenAIServer() as server:
+    with TestEndpoint() as server:
         argv = ["trec-rag", "--answers", rag_files["A"], "--answers", rag_files["B"], "--nuggets", rag_files["nuggets"],
                 "--support", "--docs", rag_files["docs"], "--base-url", server.base_url, "--model", "fake"]
         os.environ["OPENAI_API_KEY"] = "k"
@@ -326,8 +323,9 @@ def test_trec_rag_shards_merge_byte_identical(tmp_path, rag_files, no_endpoint, 
         assert main(["merge", *folders, "--out", "merged"]) == 0
         assert server.count == calls
     names = same_files("full", "merged")
-    assert names == ["A.assignments.jsonl", "A.eval.run", "A.support_assignments.jsonl", "B.assignments.jsonl",
-                     "B.eval.run", "B.support_assignments.jsonl", "qrels.txt", "scores.tsv", "support_metric_rows.txt"]
+    assert names == [OUTPUTS_MANIFEST, "A.assignments.jsonl", "A.eval.run", "A.support_assignments.jsonl",
+                     "B.assignments.jsonl", "B.eval.run", "B.support_assignments.jsonl", "qrels.txt", "scores.tsv",
+                     "support_metric_rows.txt"]
     assert manifests[0].topics == list(TOPIC_TEXTS) and manifests[0].llm is None
     for m in manifests[1:]:  # each shard judged and scored only its own topics
         scored = {line.split()[0] for line in open(os.path.join(m.folder, "A.eval.run"))}
@@ -345,7 +343,7 @@ def test_arena_shards_plan_on_every_topic_and_merge_byte_identical(tmp_path, rag
     planned = {q for q, _, _ in plan_battles(answers, Design.parse("topics:3")).battles}
     assert len(planned) < len(TOPIC_TEXTS)  # sampled: not every topic has a battle
     failing_topic = sorted(planned)[0]
-    with FakeOpenAIServer(invalid_first=2, invalid_when=lambda body: "[[Tie]]" in first_prompt(body)
+    with TestEndpoint(invalid_first=2, invalid_when=lambda body: "[[Tie]]" in first_prompt(body)
                           and TOPIC_TEXTS[failing_topic] in first_prompt(body)) as server:
         os.environ["OPENAI_API_KEY"] = "k"
         argv = ["arena", *[x for r in "ABC" for x in ("--answers", rag_files[r])], "--design", "topics:3",
@@ -357,7 +355,7 @@ def test_arena_shards_plan_on_every_topic_and_merge_byte_identical(tmp_path, rag
         assert main(["merge", *folders, "--out", "merged"]) == 2
         assert f"has 1 failed topic(s): {failing_topic} (pairwise battle)" in capsys.readouterr().err
         i = failing.shard.i
-        assert main([*argv, "--shard", f"{i}/2", "--out", folders[i - 1]]) == 0  # answered this time
+        assert main([*argv, "--shard", f"{i}/2", "--out", folders[i - 1], "--overwrite"]) == 0  # answered this time
         unsharded([*argv, "--out", "full", "--llm-cache", "full.sqlite"])
         calls = server.count
         assert main(["merge", *folders, "--out", "merged"]) == 0
@@ -405,7 +403,7 @@ def test_ikat_shards_by_turn_merge_byte_identical(tmp_path, no_endpoint, capsys)
                       }.items():
         (tmp_path / name).write_text(json.dumps(doc))
     (tmp_path / "qrels.txt").write_text("".join(f"{t} Q0 p{k} 2\n" for k, t in enumerate(turns)))
-    with FakeOpenAIServer(responder=_ntr_reply) as server:
+    with TestEndpoint(responder=_ntr_reply) as server:
         os.environ["OPENAI_API_KEY"] = "k"
         argv = ["ikat", "--run", "A.json", "--run", "B.json", "--qrels", "qrels.txt", "--topics", "topics.json",
                 "--gold-nuggets", "gold.json", "--matcher", "llm", "--base-url", server.base_url, "--model", "fake"]

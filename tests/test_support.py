@@ -8,11 +8,12 @@ from pyterrier_nuggets.evaluation import run_frame, score
 from pyterrier_nuggets.formats import frame_to_judgments, judgments_to_frame, write_support_frame
 from pyterrier_nuggets.judges import NuggetizationError
 from pyterrier_nuggets.judges.support import SupportJudge, parse_support
+from pyterrier_nuggets.judges.test_replies import support_judgment
 from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.llm.parsing import OutputError
 from pyterrier_nuggets.prompts import PROMPT_DIR
 from pyterrier_nuggets.records import Answer, Sentence, SupportJudgment
-from tests.fake_openai_server import FakeOpenAIServer, Reply, support_reply
+from pyterrier_nuggets.testing import Reply, TestEndpoint
 
 PASSAGES = {"d0": "Paris is the capital of France.", "d1": "Bananas are yellow.",
             "d2": "Paris has two million inhabitants and many museums."}
@@ -20,7 +21,7 @@ PASSAGES = {"d0": "Paris is the capital of France.", "d1": "Bananas are yellow."
 
 def judge_reply(body):
     """Full support if the statement's words are in the passage, partial if some, else no support."""
-    return support_reply(body["messages"][-1]["content"])
+    return support_judgment(body["messages"][-1]["content"])
 
 
 @pytest.fixture
@@ -134,7 +135,7 @@ def answer_with_texts():
 
 def test_unexpected_replies_reasked_then_failed(answer_with_texts):
     replies = iter(["I think it is supported", "Full Support"] + ["Hmm"] * 20)
-    with FakeOpenAIServer(responder=lambda body: next(replies)) as s:
+    with TestEndpoint(responder=lambda body: next(replies)) as s:
         llm = LLMClient(model="fake", base_url=s.base_url, api_key="k", cache=None, progress=False, concurrency=1)
         judge = SupportJudge(llm, max_reasks=1)
         with pytest.raises(NuggetizationError, match="support judgment") as err:
@@ -147,7 +148,7 @@ def test_unexpected_replies_reasked_then_failed(answer_with_texts):
 
 
 def test_failure_policies_never_score_failed_as_none(answer_with_texts):
-    with FakeOpenAIServer(responder=lambda body: "Hmm") as s:
+    with TestEndpoint(responder=lambda body: "Hmm") as s:
         llm = LLMClient(model="fake", base_url=s.base_url, api_key="k", cache=None, progress=False)
         with pytest.warns(UserWarning):
             marked = SupportJudge(llm, max_reasks=0, on_failure="mark")(answer_with_texts)
@@ -161,7 +162,7 @@ def test_failure_policies_never_score_failed_as_none(answer_with_texts):
 
 
 def test_api_errors_are_failures(answer_with_texts):
-    with FakeOpenAIServer(responder=lambda body: Reply(status=400)) as s:
+    with TestEndpoint(responder=lambda body: Reply(status=400)) as s:
         llm = LLMClient(model="fake", base_url=s.base_url, api_key="k", cache=None, progress=False)
         with pytest.raises(NuggetizationError, match="API call failed"):
             SupportJudge(llm)(answer_with_texts)

@@ -4,16 +4,17 @@ baseline) -> ``battles.jsonl``, ``leaderboard.csv`` (Bradley-Terry ratings with 
 ``pairwise.csv``, ``arena.json`` and ``ratings.png`` in ``--out``; or a leaderboard of battle files already
 judged (``--battles``: the toolkit's judgments.jsonl, human verdicts).
 
-Resume: battles are kept in ``--out`` as they are judged (``battles.partial.jsonl``, with the arena's settings
-on its first line); an interrupted arena run again into the same folder judges only what is missing, and an
+Resume: each battle is kept in ``--out`` the moment it is judged (``battles.partial.jsonl``, with the arena's
+settings on its first line); an interrupted arena run again into the same folder judges only what is missing, and an
 arena whose prompt, answers, seed, order rule, design, criteria or judge differ is refused there."""
 from __future__ import annotations
 
 import json
 import os
 
-from pyterrier_nuggets.cli.errors import UsageError, non_negative_int, positive_int, probability, share
-from pyterrier_nuggets.cli.options import add_base_url
+from pyterrier_nuggets.cli.errors import ON_INVALID, UsageError, non_negative_int, probability
+from pyterrier_nuggets.cli.options import add_llm_options, add_overwrite, llm_client, llm_mode, plan_first
+from pyterrier_nuggets.cli.paths import nonempty, output_folder
 
 OUTPUTS = {"battles": "battles.jsonl", "leaderboard": "leaderboard.csv", "pairwise": "pairwise.csv",
            "settings": "arena.json", "plot": "ratings.png", "plot pdf": "ratings.pdf", "plot svg": "ratings.svg"}
@@ -50,21 +51,6 @@ def add_parser(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="starting value of the random A/B order and of the sampling (default 0: the same battles on every run), e.g. --seed 7")
     p.add_argument("--both-orders", action="store_true", help="judge every battle in both A/B orders (twice the "
                    "calls); a disagreement counts as a tie")
-    add_base_url(p, "OpenAI-compatible endpoint of the pairwise judge, e.g. --base-url http://localhost:8000/v1")
-    p.add_argument("--model", help="model name of the pairwise judge, e.g. --model gpt-4o-mini")
-    p.add_argument("--concurrency", type=positive_int, default=8, help="the ceiling of LLM requests in flight "
-                   "(default 8; below it the client finds what the endpoint takes), e.g. --concurrency 32")
-    p.add_argument("--batch", action="store_true", help="OpenAI Batch API mode (resumable; the plan is printed first)")
-    p.add_argument("--llm-cache", metavar="PATH", help="SQLite response cache (default: $PYTERRIER_NUGGETS_CACHE or "
-                   "~/.cache/pyterrier-nuggets/llm-cache.sqlite; with --shard, --out/llm-cache.sqlite), e.g. --llm-cache "
-                   "out/cache.sqlite")
-    p.add_argument("--dry-run", action="store_true", help="print the battles and the LLM calls, tokens and cost they "
-                   "need (--price), make no call, write nothing")
-    p.add_argument("--price", metavar="INPUT,OUTPUT", help="USD per million prompt and completion tokens, for the cost, e.g. --price 0.15,0.60")
-    p.add_argument("--max-calls", type=non_negative_int, metavar="N", help="a budget: refuse to start (before any "
-                   "call) when the battles need more than N LLM calls, e.g. --max-calls 5000")
-    p.add_argument("--max-failed-share", type=share, default=0.1, metavar="F", help="stop without a leaderboard when "
-                   "more than this share of the battles failed (default 0.1); failed battles never count, e.g. --max-failed-share 0.2")
     p.add_argument("--resamples", type=non_negative_int, default=1000, help="bootstrap resamples of the intervals "
                    "(default 1000; 0: none), e.g. --resamples 0")
     p.add_argument("--confidence", type=probability, default=0.95, help="confidence level (default 0.95), e.g. --confidence 0.9")
@@ -72,6 +58,11 @@ def add_parser(sub) -> None:
                    "that met (a regularised fit, when a system won all its battles); default 0: the plain maximum-"
                    "likelihood fit, refused when it does not exist, e.g. --prior 1")
     p.add_argument("--no-plot", action="store_true", help="do not write the plot ratings.png, .pdf, .svg")
+    p.add_argument("--on-invalid", choices=ON_INVALID, default="refuse",
+                   help="a --nuggets file with invalid importance labels: refuse it (default) or drop those nuggets, "
+                        "reported, e.g. --on-invalid drop")
+    add_overwrite(p)
+    add_llm_options(p)
     from pyterrier_nuggets.cli.shards import add_shard_option
     add_shard_option(p, "topics (the battles are planned on every topic, then those of the shard's topics judged)")
     p.set_defaults(func=run)
@@ -103,12 +94,14 @@ def _from_battles(args) -> int:
                           ("--both-orders", args.both_orders),
                           ("--rubrics", args.rubrics), ("--nuggets", args.nuggets), ("--dry-run", args.dry_run),
                           ("--max-calls", args.max_calls is not None), ("--base-url", args.base_url),
-                          ("--model", args.model), ("--judge", args.judge != "llm"), ("--topics", args.topics)):
+                          ("--model", args.model), ("--judge", args.judge != "llm"), ("--topics", args.topics),
+                          ("--batch", args.batch), ("--llm", args.llm)):
         if given:
             raise UsageError(f"{option} is for judging answers (--answers); --battles are judged already")
     check_inputs(*args.battles)
     outputs = _outputs(args, judged=False)
     formats.check_outputs(outputs, {f"--battles {i + 1}": b for i, b in enumerate(args.battles)})
+    folder = output_folder(args, "arena", inputs=args.battles)
     battles, where = [], {}
     for path in args.battles:
         for b in formats.read_battles(path):
@@ -118,7 +111,7 @@ def _from_battles(args) -> int:
             where[b.key] = path
             battles.append(b)
     arena = _leaderboard(args, battles, None, None)
-    _write(args, outputs, arena, {"battles": [os.path.basename(b) for b in args.battles]}, judged=False)
+    _write(args, outputs, arena, {"battles": [os.path.basename(b) for b in args.battles]}, False, folder)
     return 0
 
 
@@ -128,7 +121,7 @@ def _leaderboard(args, battles, systems, shared):
                        prior=args.prior, shared_topics=shared)
 
 
-def _write(args, outputs: dict[str, str], arena, settings: dict, judged: bool) -> None:
+def _write(args, outputs: dict[str, str], arena, settings: dict, judged: bool, folder) -> None:
     from pyterrier_nuggets import formats
     from pyterrier_nuggets.formats.arena import LEADERBOARD_COLUMNS, LEADERBOARD_EXTRA, PAIRWISE_COLUMNS, write_csv
 
@@ -155,7 +148,8 @@ def _write(args, outputs: dict[str, str], arena, settings: dict, judged: bool) -
     if "plot" in outputs:
         from pyterrier_nuggets.evaluation.plots import arena_figure, figure_writers
         writers.update(figure_writers(lambda: arena_figure(arena), outputs["plot"]))
-    formats.write_all(writers)
+    folder.keep.discard(JOURNAL)  # the arena is complete: its journal goes with the folder's earlier state
+    folder.write_all(writers)
     print(arena.to_text())
     print(f"written to {args.out}: {', '.join(os.path.basename(p) for p in writers)}")
 
@@ -165,13 +159,14 @@ def _judge(args) -> int:
     from pyterrier_nuggets.cli.trec_rag import dataset_file, topic_texts
     from pyterrier_nuggets.evaluation.arena import Design, plan_battles
     design = Design.parse(args.design)
-    outputs = _check_judge_arguments(args)
+    outputs, folder = _check_judge_arguments(args)
     # every input, completely and against each other, before any call
     answers, narratives = _read_answer_files(args.answers)
     if len(answers) < 2:
         raise UsageError(f"an arena needs the answers of at least two runs; --answers has {len(answers)}")
     rubrics = formats.read_rubrics(dataset_file(args.rubrics, "--rubrics")) if args.rubrics else None
-    nuggets = formats.read_nuggets(dataset_file(args.nuggets, "--nuggets")) if args.nuggets else None
+    nuggets = formats.read_nuggets(dataset_file(args.nuggets, "--nuggets"), on_invalid=args.on_invalid) \
+        if args.nuggets else None
     guided = set(rubrics.by_topic()) if rubrics else set(nuggets.by_topic()) if nuggets else None
     left_out = []
     if guided is not None:  # a criteria-guided judge judges only the topics with criteria
@@ -208,12 +203,13 @@ def _judge(args) -> int:
           f"battles" + (f", {len(kept)} judged already in {args.out}" if kept else "") + f"; judge: {name}", flush=True)
     from pyterrier_nuggets.evaluation.arena import battle_frame
     frame = battle_frame(todo, answers, queries)
-    _plan_calls(args, llm, judge, frame)
-    if args.dry_run:
+    if _plan_calls(args, llm, judge, frame):
         return 0
     battles = _judge_all(args, judge, llm, frame, name, settings, kept, plan.battles)
-    _rate_and_write(args, outputs, battles, list(answers), plan.shared_topics, notes, settings)
-    os.remove(os.path.join(args.out, JOURNAL))
+    if judge.describe() != name:  # the judge's name as its answers showed it (a test endpoint says so in them)
+        from dataclasses import replace
+        battles = [replace(b, judge=judge.describe()) if b.judge == name else b for b in battles]
+    _rate_and_write(args, outputs, battles, list(answers), plan.shared_topics, notes, settings, folder)
     if llm is not None:
         print("\nLLM work:\n" + llm.usage().to_text())
     return shards.finish(args, "arena", topics, {b.qid: "pairwise battle" for b in battles if not b.ok}, llm)
@@ -230,7 +226,7 @@ def _pairwise_judge(args, rubrics, nuggets):
 
 
 def _rate_and_write(args, outputs: dict[str, str], battles, systems: list[str], shared_topics, notes: list[str],
-                    settings) -> None:
+                    settings, folder) -> None:
     """The leaderboard of the judged battles, written with every output (a shard whose few battles have no
     ratings: its battles only, the merge rates them on every topic)."""
     from pyterrier_nuggets import formats
@@ -242,26 +238,31 @@ def _rate_and_write(args, outputs: dict[str, str], battles, systems: list[str], 
             raise NoRatings(f"{e}. The battles are kept in {os.path.join(args.out, JOURNAL)}: the same command with "
                             "--prior N asks nothing again") from None
         print(f"shard {args.shard}: no leaderboard of this shard's battles alone ({e}); battles.jsonl written")
-        formats.write_all({outputs["battles"]: lambda p: formats.write_battles(p, battles)})
+        folder.keep.discard(JOURNAL)
+        folder.write_all({outputs["battles"]: lambda p: formats.write_battles(p, battles)})
         return
     arena.notes += notes
-    _write(args, outputs, arena, settings, judged=True)
+    _write(args, outputs, arena, settings, True, folder)
 
 
-def _check_judge_arguments(args) -> dict[str, str]:
-    """The options that do not go together refused, and the outputs (returned) checked against the inputs."""
+def _check_judge_arguments(args):
+    """The options that do not go together refused, and the outputs checked against the inputs: the outputs and
+    the output folder (:func:`~pyterrier_nuggets.cli.paths.output_folder`; an interrupted arena's journal stays)."""
     from pyterrier_nuggets import formats
     if args.judge == "baseline" and (args.rubrics or not args.nuggets):
         raise UsageError("--judge baseline counts the nuggets each answer covers: give --nuggets (not --rubrics)")
-    if args.judge == "baseline" and (args.both_orders or args.batch or args.base_url or args.model):
-        raise UsageError("--judge baseline asks no LLM: --both-orders, --batch, --base-url and --model do not apply")
+    if args.judge == "baseline" and (args.both_orders or args.batch or args.base_url or args.model or args.llm):
+        raise UsageError("--judge baseline asks no LLM: --both-orders, --batch, --llm, --base-url and --model do not "
+                         "apply")
+    if args.llm == "offline":
+        raise UsageError("--llm offline: the arena's offline judge is --judge baseline (with --nuggets)")
     inputs = {f"--answers {i + 1}": a for i, a in enumerate(args.answers)}
     for value, option in ((args.rubrics, "--rubrics"), (args.nuggets, "--nuggets"), (args.topics, "--topics")):
         if value and os.path.isfile(value):
             inputs[option] = value
     outputs = _outputs(args, judged=True)
     formats.check_outputs({**outputs, "journal": os.path.join(args.out, JOURNAL)}, inputs)
-    return outputs
+    return outputs, output_folder(args, "arena", keep=[JOURNAL], inputs=inputs.values())
 
 
 def _read_answer_files(paths: list[str]) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:
@@ -271,7 +272,7 @@ def _read_answer_files(paths: list[str]) -> tuple[dict[str, dict[str, str]], dic
     answers: dict[str, dict[str, str]] = {}
     narratives: dict[str, dict[str, str]] = {}
     for path in paths:
-        for a in formats.read_answers(path):
+        for a in nonempty(path, formats.read_answers(path)):
             mine = answers.setdefault(a.run_id, {})
             if a.qid in mine:
                 raise formats.InputError(path, None, "topic_id", f"topic {a.qid} of run {a.run_id} is answered twice "
@@ -282,37 +283,37 @@ def _read_answer_files(paths: list[str]) -> tuple[dict[str, dict[str, str]], dic
     return answers, narratives
 
 
-def _plan_calls(args, llm, judge, frame) -> None:
-    """What the battles cost (--dry-run, --max-calls, --batch): printed, and over --max-calls refused."""
-    if llm is not None and (args.dry_run or args.max_calls is not None or args.batch):
-        with llm.planning() as plan:
-            judge.run(frame)
-        print(f"{len(frame)} battle(s) to judge" + (" in both orders" if args.both_orders else "") + ".\n"
-              + plan.to_text(), flush=True)
-        if args.max_calls is not None and plan.calls() > args.max_calls:
-            raise UsageError(f"these battles need {plan.calls()} LLM calls, more than --max-calls {args.max_calls}; "
-                             "choose a sparser --design (topics:N, appearances:K) or raise the budget")
-    if args.dry_run and llm is None:
-        print(f"Dry run: {len(frame)} battle(s) to judge with the offline baseline; no LLM call.")
+def _plan_calls(args, llm, judge, frame) -> bool:
+    """What the battles cost (--dry-run, --max-calls, --batch): printed, and over --max-calls refused; True for a dry
+    run (done)."""
+    if args.dry_run or args.max_calls is not None or args.batch:
+        print(f"{len(frame)} battle(s) to judge" + (" in both orders" if args.both_orders else "")
+              + (" with the offline baseline" if llm is None else "") + ".", flush=True)
+    return plan_first(args, llm, lambda: judge.run(frame), "these battles",
+                      "choose a sparser --design (topics:N, appearances:K)")
 
 
 def _judge_all(args, judge, llm, frame, name: str, settings: str, kept: dict, planned: list) -> list:
-    """Every planned battle: those kept from an earlier run and the new ones, judged in chunks written to the
-    journal as they finish; too many failed ones stop the command."""
+    """Every planned battle: those kept from an earlier run and the new ones, each written to the journal the moment
+    it is judged; too many failed ones stop the command, and so does one with --on-failure stop."""
     from pyterrier_nuggets.evaluation.arena import judge_battles
+    from pyterrier_nuggets.judges.base import Failure, LLMStepError, TooManyFailures
     journal = os.path.join(args.out, JOURNAL)
     _start_journal(journal, settings, list(kept.values()))
-    chunk = None if (llm is None or llm.batch) else max(64, 8 * llm.concurrency)
-    new = judge_battles(judge, frame, name, chunk=chunk, on_chunk=lambda bs: _append(journal, bs))
+    with open(journal, "a", encoding="utf-8") as f:
+        new = judge_battles(judge, frame, name, on_battle=lambda b: _append(f, b))
     judged = {**kept, **{b.key: b for b in new}}
     battles = [judged[(q, *sorted((a, b)))] for q, a, b in planned]
-    failed = sum(not b.ok for b in battles)
+    failed = [b for b in battles if not b.ok]
     if failed:
-        print(f"{failed} of {len(battles)} battles failed (kept in {JOURNAL}, status failed; never counted); run the "
-              "same command again to complete them", flush=True)
-    if failed / len(battles) > args.max_failed_share:
-        from pyterrier_nuggets.judges.base import TooManyFailures
-        raise TooManyFailures("pairwise", failed, len(battles), args.max_failed_share, "--max-failed-share")
+        print(f"{len(failed)} of {len(battles)} battles failed (kept in {JOURNAL}, status failed; never counted); run "
+              "the same command again to complete them", flush=True)
+    if len(failed) / len(battles) > args.max_failed_share:
+        raise TooManyFailures("pairwise", len(failed), len(battles), args.max_failed_share, "--max-failed-share")
+    if failed and args.on_failure == "stop":
+        raise LLMStepError("pairwise battle", [Failure("pairwise", b.qid, f"battle {b.pair[0]} vs {b.pair[1]}",
+                                                       b.error or "failed", list(b.raw)) for b in failed],
+                           "'exclude' (failed battles are never counted)")
     return battles
 
 
@@ -337,25 +338,10 @@ def _queries(args, answers, narratives, nuggets, rubrics, topics: dict[str, str]
 
 
 def _llm_judge(args, rubrics, nuggets):
-    from pyterrier_nuggets.cli.demo import dry_run_key
     from pyterrier_nuggets.judges import PairwiseJudge
-    from pyterrier_nuggets.llm import LLMClient, Prices, endpoint_configured
-    key = dry_run_key(argparse_namespace(args)) if args.dry_run else None
-    if not endpoint_configured(args.model, args.base_url, key):
-        raise UsageError("the pairwise judge needs an LLM endpoint: --base-url and --model, or OPENAI_BASE_URL / "
-                         "OPENAI_API_KEY and PYTERRIER_NUGGETS_MODEL (or --judge baseline, offline)")
-    from pyterrier_nuggets.cli.shards import client_options
-    options = dict(concurrency=args.concurrency, batch=args.batch,
-                   prices=Prices.parse(args.price) if args.price else None, **client_options(args))
-    llm = LLMClient(model=args.model, base_url=args.base_url, api_key=key, **options)
+    llm = llm_client(args, llm_mode(args))
     return PairwiseJudge(llm, rubrics=rubrics, nuggets=nuggets, orders="both" if args.both_orders else "random",
                          seed=args.seed, on_failure="mark"), llm
-
-
-def argparse_namespace(args):
-    """The options :func:`~pyterrier_nuggets.cli.demo.dry_run_key` reads."""
-    import argparse
-    return argparse.Namespace(dry_run=args.dry_run, model=args.model, base_url=args.base_url)
 
 
 def _resume(args, settings: dict, planned: set) -> list:
@@ -414,10 +400,9 @@ def _start_journal(path: str, settings: dict, kept: list) -> None:
             f.write(json.dumps(formats.battle_json(b), ensure_ascii=False) + "\n")
 
 
-def _append(path: str, battles: list) -> None:
+def _append(journal, battle) -> None:
+    """One judged battle onto the open journal, flushed at once: a run killed after it keeps it (the system's page
+    cache survives the process)."""
     from pyterrier_nuggets import formats
-    with open(path, "a", encoding="utf-8") as f:
-        for b in battles:
-            f.write(json.dumps(formats.battle_json(b), ensure_ascii=False) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
+    journal.write(json.dumps(formats.battle_json(battle), ensure_ascii=False) + "\n")
+    journal.flush()

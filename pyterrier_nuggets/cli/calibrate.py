@@ -6,7 +6,7 @@ import json
 import sys
 
 from pyterrier_nuggets.cli.errors import UsageError, probability
-from pyterrier_nuggets.cli.options import add_base_url
+from pyterrier_nuggets.cli.options import add_llm_options, llm_client, llm_mode, plan_first
 
 REGISTERED = "registered"
 
@@ -32,8 +32,6 @@ def add_parser(sub) -> None:
                    "--crowd-labels: ntr or ntn, default ntr), e.g. --task ntn")
     p.add_argument("--matcher", default="embedding", metavar="embedding|nli:PATH|llm",
                    help="the matcher whose threshold is fitted (default embedding: all-MiniLM-L6-v2 cosine), e.g. --matcher nli:/models/deberta-v3-mnli")
-    add_base_url(p, "OpenAI-compatible endpoint for --matcher llm, e.g. --base-url http://localhost:8000/v1")
-    p.add_argument("--model", help="model name for --matcher llm, e.g. --model gpt-4o-mini")
     p.add_argument("--cache", metavar="FILE", help="embedding matcher: keep the sentence vectors in this SQLite file, e.g. --cache out/vectors.sqlite")
     p.add_argument("--split", default="alternate", metavar="alternate|none|G1,G2,...",
                    help="which groups the threshold is fitted on: alternate (default: the sorted groups alternate, the "
@@ -43,6 +41,7 @@ def add_parser(sub) -> None:
     p.add_argument("--confidence", type=probability, default=0.95, help="confidence level of the intervals (default 0.95), e.g. --confidence 0.9")
     p.add_argument("--seed", type=int, default=0, help="starting value of the bootstrap's random numbers (default 0: the same intervals on every run), e.g. --seed 7")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_llm_options(p)
     p.set_defaults(func=run)
 
 
@@ -55,12 +54,31 @@ def _matcher(args):
     if args.matcher.startswith("nli:"):
         return matchers.NLIMatcher(args.matcher[4:])
     if args.matcher == "llm":
-        from pyterrier_nuggets.llm import LLMClient, endpoint_configured
-        if not endpoint_configured(args.model, args.base_url):
-            raise UsageError("--matcher llm needs an endpoint: --base-url and --model, or OPENAI_BASE_URL / "
-                             "OPENAI_API_KEY and PYTERRIER_NUGGETS_MODEL")
-        return matchers.LLMMatcher(LLMClient(model=args.model, base_url=args.base_url))
+        mode = llm_mode(args, offline=True)
+        if mode == "offline":
+            raise UsageError("--matcher llm needs an LLM: give --base-url and --model (or set OPENAI_BASE_URL and "
+                             "PYTERRIER_NUGGETS_MODEL), or --llm embedded; offline, give --matcher embedding")
+        # a failed decision is marked (score NaN): --on-failure decides what becomes of its pair
+        return matchers.LLMMatcher(llm_client(args, mode), on_failure="mark")
     raise UsageError(f"--matcher {args.matcher!r}: give embedding, nli:PATH or llm")
+
+
+def _without_failed(args, pairs: list, scores: list) -> tuple[list, list]:
+    """The pairs whose LLM decision failed (score NaN) left out (--on-failure leave-out, named on stderr), or the
+    command stopped (--on-failure stop; more than --max-failed-share failed)."""
+    failed = [p for p, s in zip(pairs, scores) if s != s]
+    if not failed:
+        return pairs, scores
+    from pyterrier_nuggets.judges.base import Failure, LLMStepError, TooManyFailures
+    if len(failed) / len(pairs) > args.max_failed_share:
+        raise TooManyFailures("match", len(failed), len(pairs), args.max_failed_share, "--max-failed-share")
+    if args.on_failure == "stop":
+        raise LLMStepError("CONE-RAG matching", [Failure("match", str(p.group), str(p.id), "no decision")
+                                                 for p in failed], "'mark'")
+    print(f"note: {len(failed)} labelled pair(s) left out (--on-failure leave-out): their LLM decision failed (ids "
+          f"{', '.join(str(p.id) for p in failed[:8])}{' ...' if len(failed) > 8 else ''})", file=sys.stderr)
+    kept = [(p, s) for p, s in zip(pairs, scores) if s == s]
+    return [p for p, _ in kept], [s for _, s in kept]
 
 
 def _registered(path: str | None, name: str) -> str:
@@ -120,7 +138,11 @@ def run(args) -> int:
                                  "add pairs of the other label")
     split = args.split if args.split in ("alternate", "none") else [g.strip() for g in args.split.split(",") if g.strip()]
     matcher = _matcher(args)
-    scores = pair_scores(matcher, pairs)
+    from pyterrier_nuggets.matchers import LLMMatcher
+    llm = matcher.llm if isinstance(matcher, LLMMatcher) else None
+    if plan_first(args, llm, lambda: pair_scores(matcher, pairs, failed="nan"), "this calibration"):
+        return 0
+    pairs, scores = _without_failed(args, pairs, list(pair_scores(matcher, pairs, failed="nan")))
     finite = [s for s in scores if s > float("-inf")]
     grid = threshold_grid(finite or [0.0], args.step)
     result = calibrate(matcher, pairs, task=args.task, split=split, grid=grid, confidence=args.confidence,

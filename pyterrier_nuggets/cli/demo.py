@@ -4,6 +4,8 @@ from __future__ import annotations
 import os
 
 from ir_measures_ext.errors import InvalidInput
+from pyterrier_nuggets.cli.options import client_options, llm_client, llm_mode, plan_first
+from pyterrier_nuggets.cli.paths import output_folder
 
 
 def add_parser(sub) -> None:
@@ -41,7 +43,9 @@ def run(args) -> int:
             raise UsageError("--shard splits LLM work by topic; --sample-only scores files made by hand (no LLM): "
                              "run it unsharded")
         from pyterrier_nuggets.pipeline import run_sample
-        table = run_sample(args.out)
+        tables = []
+        output_folder(args, "demo").write_all({}, [lambda stage: tables.append(run_sample(stage))])
+        table = tables[0]
         print("Joint table of the hand-made sample (3 topics, 2 systems, assignments and support made by hand; "
               "see docs/getting-started.md)")
         print(table.to_text())
@@ -52,10 +56,11 @@ def run(args) -> int:
 
 def add_demo_arguments(p) -> None:
     """The options of ``pyterrier-nuggets demo`` (documented in docs/cli.md)."""
-    from pyterrier_nuggets.cli.errors import positive_int, positive_number, share
-    from pyterrier_nuggets.cli.options import add_base_url
+    from pyterrier_nuggets.cli.errors import positive_int
+    from pyterrier_nuggets.cli.options import StrictAlias, add_llm_options, add_overwrite
     from pyterrier_nuggets.pipeline.systems import DEFAULT_SYSTEMS
     p.add_argument("--out", default="out/demo", help="output directory (default: out/demo), e.g. --out out/bm25-vs-dense")
+    add_overwrite(p)
     p.add_argument("--sample-only", action="store_true",
                    help="only score the small hand-made sample (rag_mini: files of answers, assignments and "
                         "support made by hand; no retrieval, no LLM)")
@@ -86,38 +91,9 @@ def add_demo_arguments(p) -> None:
                    "also generate a cited answer per turn from each --run's passage ranking, scored as the system "
                    "RUN+gen-MODE (the licensed passages must be placed; resolved: the resolved utterance, raw: the "
                    "utterance as typed with the history and the PTKB; docs/ikat.md), e.g. --generate resolved")
-    g = p.add_argument_group("evaluation condition and LLM")
-    g.add_argument("--llm", choices=list(LLM_MODES), help="who judges: offline (hand-written or --nuggets "
-                   "nuggets, similarity baseline judges, extractive answers; the default without an endpoint), "
-                   "embedded (every LLM step on the embedded SmolLM2-135M: the end-to-end check of the LLM code, "
-                   "slow and not a judge) or endpoint (the AutoNuggetizer on --base-url/--model or the "
-                   "environment; the default when one is configured), e.g. --llm offline")
+    g = p.add_argument_group("evaluation condition")
     g.add_argument("--nuggets", metavar="PATH", help="imported nuggets (nugget JSONL, e.g. post-edited or manual) "
-                   "instead of creating them from the qrels (AutoNuggets)")
-    add_base_url(g, "an OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else the OpenAI API when "
-                    "$OPENAI_API_KEY is set); the key is read from $OPENAI_API_KEY only (a local server without one gets "
-                    "the placeholder key EMPTY), e.g. --base-url http://localhost:8000/v1")
-    g.add_argument("--model", help="the model name at that endpoint (default: $PYTERRIER_NUGGETS_MODEL), e.g. --model gpt-4o-mini")
-    g.add_argument("--concurrency", type=positive_int, default=8, help="the ceiling of LLM requests in flight; below it the "
-                   "client finds how many the endpoint takes (default 8), e.g. --concurrency 32")
-    g.add_argument("--max-rpm", type=positive_number, metavar="N", help="requests per minute to stay under (a published quota), e.g. --max-rpm 500")
-    g.add_argument("--max-tpm", type=positive_number, metavar="N", help="tokens per minute to stay under (a published quota), e.g. --max-tpm 200000")
-    g.add_argument("--batch", action="store_true", help="OpenAI Batch API mode: the LLM requests go in batches (half "
-                   "the price on OpenAI, answers within 24 h), one round per dependent step; resumable: an "
-                   "interrupted run picks up its batches. The rounds and cost are printed before it starts")
-    g.add_argument("--batch-poll", type=positive_number, default=30.0, metavar="SECONDS",
-                   help="seconds between polls of a running batch (default 30), e.g. --batch-poll 60")
-    g.add_argument("--dry-run", action="store_true", help="print the LLM requests per stage (and those already "
-                   "cached), their tokens and cost, and the Batch API rounds; make no LLM call, write nothing")
-    g.add_argument("--price", metavar="INPUT,OUTPUT", help="USD per million prompt and completion tokens, e.g. "
-                   "0.15,0.60, for the cost in the dry run and after the run")
-    g.add_argument("--batch-discount", type=share, default=0.5, metavar="F",
-                   help="share of the price taken off in Batch API mode (default 0.5, OpenAI's), e.g. --batch-discount 0.5")
-    g.add_argument("--frozen", action="store_true", help="replay every cached LLM answer, also those that failed "
-                   "validation (a byte-identical re-run); by default a re-run asks the failed ones again")
-    g.add_argument("--llm-cache", metavar="PATH", help="SQLite response cache (default: $PYTERRIER_NUGGETS_CACHE "
-                   "or ~/.cache/pyterrier-nuggets/llm-cache.sqlite; with --shard, --out/llm-cache.sqlite), e.g. "
-                   "--llm-cache out/cache.sqlite")
+                   "instead of creating them from the qrels (AutoNuggets), e.g. --nuggets nuggets.jsonl")
     g.add_argument("--index-dir", metavar="DIR", help="where indexes are built and reused (default: "
                    "~/.cache/pyterrier-nuggets/indexes), e.g. --index-dir /data/indexes")
     g.add_argument("--max-nuggets", type=positive_int, metavar="N", help="nuggets created per topic (default 30, of which "
@@ -125,16 +101,9 @@ def add_demo_arguments(p) -> None:
     g.add_argument("--on-invalid", choices=["refuse", "drop"], default="refuse",
                    help="imported nugget/assignment files with invalid labels: refuse them (default) or drop those "
                         "nuggets, reported in the notes (as export --on-invalid), e.g. --on-invalid drop")
-    g.add_argument("--strict", action="store_true", help="stop at the first failed LLM step (default: report "
-                   "failures and leave the topics they touch out of the table for every system, never scored)")
-    g.add_argument("--max-failed-share", type=share, default=0.1, metavar="F",
-                   help="stop, without a table, when more than this share of a stage's LLM items failed (default "
-                        "0.1); e.g. 0.5 to accept up to half")
-    g.add_argument("--timeout", type=positive_number, default=120.0, metavar="SECONDS",
-                   help="seconds to wait for one LLM reply before it is retried (default 120), e.g. --timeout 300")
-    g.add_argument("--max-retry-time", type=positive_number, default=600.0, metavar="SECONDS",
-                   help="seconds one request may spend in retries before it fails (default 600), e.g. --max-retry-time 1800")
     g.add_argument("--no-plots", action="store_true", help="do not write the PNG plots")
+    add_llm_options(p)
+    p.add_argument("--strict", action=StrictAlias, dest="on_failure", command="demo")
     from pyterrier_nuggets.cli.shards import add_shard_option
     add_shard_option(p.add_argument_group("batch systems"))
 
@@ -142,31 +111,6 @@ def add_demo_arguments(p) -> None:
 EMBEDDED_MAX_TOKENS = 256  # the embedded model rambles to its token limit; 256 tokens hold 10 nuggets or an answer
 OFFLINE_MAX_TOKENS = 128  # offline, the embedded model only writes the answers of `:llm` systems: a short budget
 LLM_MODES = {"offline": "baseline", "embedded": "llm", "endpoint": "llm"}  # --llm -> the main job's judges
-
-
-def llm_mode(args) -> str:
-    """``--llm``, or its default: ``endpoint`` when one is configured (arguments or environment), else
-    ``offline``."""
-    from pyterrier_nuggets.llm import endpoint_configured
-    configured = endpoint_configured(args.model, args.base_url, dry_run_key(args))
-    if args.llm is None:
-        return "endpoint" if configured else "offline"
-    if args.llm == "endpoint" and not configured:
-        raise InvalidInput("--llm endpoint: no endpoint is configured; give --base-url (and --model) or set "
-                         "OPENAI_BASE_URL / OPENAI_API_KEY")
-    return args.llm
-
-
-def dry_run_key(args) -> str | None:
-    """A dry run makes no call, so it needs no API key: with ``--dry-run``, a model and no key configured, the
-    plan is made for the OpenAI API (or ``--base-url``) with a placeholder key that is never sent."""
-    from pyterrier_nuggets.llm.config import ENV_API_KEY
-    if args.dry_run and (args.model or args.base_url) and not os.environ.get(ENV_API_KEY):
-        return DRY_RUN_KEY
-    return None
-
-
-DRY_RUN_KEY = "dry-run: no key needed"
 
 
 def make_llm(base_url: str | None = None, model: str | None = None, concurrency: int = 8, cache: str | None = None,
@@ -184,22 +128,12 @@ def make_llm(base_url: str | None = None, model: str | None = None, concurrency:
     return llm
 
 
-def llm_options(args) -> dict:
-    """The client options of the command line's LLM group."""
-    from pyterrier_nuggets.llm import Prices
-    prices = Prices.parse(args.price, args.batch_discount) if args.price else None
-    return dict(requests_per_minute=args.max_rpm, tokens_per_minute=args.max_tpm, batch=args.batch,
-                batch_poll=args.batch_poll, frozen=args.frozen, prices=prices, timeout=args.timeout,
-                max_retry_time=args.max_retry_time)
-
-
-def plan_main_job(llm, job) -> object:
-    """The dry run of ``job(out_dir, log)`` (the main job): the plan of its LLM work; its outputs go to a
-    temporary folder that is removed."""
+def in_temporary_folder(job) -> None:
+    """``job(out_dir, log)`` (the main job) into a temporary folder that is removed, saying nothing: what a dry run
+    plans (:func:`~pyterrier_nuggets.cli.options.plan_first`)."""
     import tempfile
-    with tempfile.TemporaryDirectory() as tmp, llm.planning() as plan:
+    with tempfile.TemporaryDirectory() as tmp:
         job(tmp, lambda message: None)
-    return plan
 
 
 IKAT_DATASET = "trec-ikat/2024"
@@ -210,16 +144,14 @@ def run_ikat_demo(args) -> int:
     the iKAT joint table (``pyterrier-nuggets ikat``, docs/ikat.md) against the gold nuggets (``--nuggets``: a
     registered set human / human-dedup / llm / llm-dedup, or a CONE-RAG gold nugget file; default human), with
     the embedding matcher offline, or the LLM matcher on an endpoint."""
-    import argparse
-
-    from pyterrier_nuggets.cli import ikat
+    from pyterrier_nuggets.cli import Parser, ikat
     from pyterrier_nuggets.cli.errors import UsageError
+    from pyterrier_nuggets.cli.options import LLM_GROUP
     from pyterrier_nuggets.formats import read_ikat_run
     from pyterrier_nuggets.pipeline.systems import parse_named_path
     unsupported = {"--system": args.system, "--answers": args.answers, "--assignments": args.assignments,
                    "--collection": args.collection, "--topics": args.topics, "--max-topics": args.max_topics,
-                   "--max-nuggets": args.max_nuggets, "--batch": args.batch, "--dry-run": args.dry_run,
-                   "-k (without --generate)": args.k and not args.generate}
+                   "--max-nuggets": args.max_nuggets, "-k (without --generate)": args.k and not args.generate}
     if args.shard is not None:
         raise UsageError(f"demo --dataset {IKAT_DATASET} --shard: shard the ikat command itself, e.g. "
                          "pyterrier-nuggets ikat --run RUN.json ... --shard 2/8 --out shards/2 (docs/shards.md)")
@@ -229,8 +161,8 @@ def run_ikat_demo(args) -> int:
                          "--run NAME=RUN.json (official iKAT run files) and optionally --nuggets SET|FILE (docs/ikat.md)")
     if not args.run:
         raise UsageError(f"demo --dataset {IKAT_DATASET} needs --run NAME=RUN.json (official iKAT 2024 run files)")
-    mode = llm_mode(args)
-    if args.generate and mode != "endpoint":
+    mode = llm_mode(args, offline=True)
+    if args.generate and mode == "offline":
         raise UsageError(f"demo --dataset {IKAT_DATASET} --generate needs an endpoint (--base-url and --model, or "
                          "OPENAI_BASE_URL and PYTERRIER_NUGGETS_MODEL); the iKAT route has no offline generator")
     paths = []
@@ -241,16 +173,18 @@ def run_ikat_demo(args) -> int:
             raise UsageError(f"--run {value}: an iKAT run is named by its run_name, {run_name!r}: give "
                              f"--run {run_name}={path}")
         paths.append(path)
-    matcher = "llm" if mode == "endpoint" else "embedding"
+    matcher = "llm" if mode != "offline" else "embedding"
     argv = ["ikat", *(x for path in paths for x in ("--run", path)), "--gold-nuggets", args.nuggets or "human",
             "--matcher", matcher, "--out", args.out]
-    argv += ["--no-plots"] * args.no_plots + [x for url in args.base_url or () for x in ("--base-url", url)] + \
-        ["--model", args.model] * bool(args.model) + ["--generate", args.generate] * bool(args.generate) + \
-        ["-k", str(args.k)] * bool(args.k and args.generate) + \
-        ["--timeout", str(args.timeout), "--max-retry-time", str(args.max_retry_time)]
-    parser = argparse.ArgumentParser(prog="pyterrier-nuggets")  # the ikat command's own options and defaults
-    ikat.add_parser(parser.add_subparsers())
+    argv += ["--no-plots"] * args.no_plots + ["--overwrite"] * args.overwrite + \
+        ["--generate", args.generate] * bool(args.generate) + ["-k", str(args.k)] * bool(args.k and args.generate)
+    parser = Parser(prog="pyterrier-nuggets")  # the ikat command's own options and defaults
+    ikat.add_parser(parser.add_subparsers(dest="command"))
     ns = parser.parse_args(argv)
+    for group in parser._subparsers._group_actions[0].choices["ikat"]._action_groups:  # the LLM options as given
+        if group.title == LLM_GROUP:
+            for action in group._group_actions:
+                setattr(ns, action.dest, getattr(args, action.dest))
     print(f"iKAT 2024: the runs' passage rankings and responses, scored by the iKAT joint table (matcher: "
           f"{matcher}; pyterrier-nuggets ikat has every option, docs/ikat.md)", flush=True)
     return ns.func(ns)
@@ -268,11 +202,12 @@ def run_demo(args) -> int:
     from pyterrier_nuggets.pipeline.main_job import llm_needed, offline_nuggets
     if args.dataset and args.collection:
         raise InvalidInput("give --dataset or --collection, not both")
-    mode = llm_mode(args)
-    client_options = llm_options(args)  # a bad --price is refused before anything else
+    mode = llm_mode(args, offline=True)
+    client_options(args)  # a bad --price is refused before anything else
     systems = build_systems(args.system, args.run, args.answers, args.assignments, k=args.k, mode=mode)
     collection = _collection(args)
     topics = list(collection.topics["qid"])
+    folder = output_folder(args, "demo", inputs=[args.nuggets, *_input_files(systems)])  # before anything changes
     shards.begin(args, "demo")
     if args.shard is not None:
         collection = shard_collection(collection, args.shard)
@@ -280,25 +215,32 @@ def run_demo(args) -> int:
             return shards.finish(args, "demo", topics)
     if mode == "offline":  # the embedded model writes the answers of the `:llm` systems, nothing else
         offline_nuggets(collection, args.nuggets, systems)  # refused before any model is loaded
-    llm = _client(args, mode, client_options) if llm_needed(systems, LLM_MODES[mode], args.nuggets) else None
+    llm = _client(args, mode) if llm_needed(systems, LLM_MODES[mode], args.nuggets) else None
 
     def job(out_dir, log, plots=not args.no_plots):
         return run_main_job(collection, systems, out_dir, llm=llm, judges=LLM_MODES[mode], nuggets_path=args.nuggets,
-                            index_dir=args.index_dir, strict=args.strict, plots=plots,
+                            index_dir=args.index_dir, strict=args.on_failure == "stop", plots=plots,
                             max_nuggets=args.max_nuggets, log=log, on_invalid=args.on_invalid,
                             max_failed_share=args.max_failed_share)
 
-    if args.dry_run or (llm is not None and llm.batch):
-        if llm is None:
-            print("Dry run: this run needs no LLM call.")
-            return 0
-        print(plan_main_job(llm, lambda out_dir, log: job(out_dir, log, plots=False)).to_text(), flush=True)
-        if args.dry_run:
-            return 0
-        print("Batch API mode: starting.", flush=True)
-    result = job(args.out, lambda m: print(m, flush=True))
+    if plan_first(args, llm, lambda: in_temporary_folder(lambda out_dir, log: job(out_dir, log, plots=False)),
+                  "the main job"):
+        return 0
+    done = []
+
+    def fill(stage):  # the main job into the staging folder; the files named where they end up
+        result = job(stage, lambda m: print(m, flush=True))
+        result.files = [os.path.join(args.out, os.path.relpath(f, stage)) for f in result.files]
+        done.append(result)
+    folder.write_all({}, [fill])
+    result = done[0]
     _report(args, result, len(collection.topics), llm)
     return shards.finish(args, "demo", topics, result.failed, llm)
+
+
+def _input_files(systems) -> list[str]:
+    """The files the systems are read from (runs, answers, assignments)."""
+    return [p for s in systems for p in (s.run, s.answers, s.assignments) if p]
 
 
 def _collection(args):
@@ -313,20 +255,14 @@ def _collection(args):
     return sample_collection(qids=args.topics, max_topics=args.max_topics)
 
 
-def _client(args, mode: str, client_options: dict):
+def _client(args, mode: str):
     """The main job's LLM client for ``mode``: the endpoint's, or the embedded model's (offline: only the answers of
     the ``:llm`` systems, short)."""
-    from pyterrier_nuggets.cli import shards
-    if mode == "offline":
-        options = dict(client_options, embedded=True, max_tokens=OFFLINE_MAX_TOKENS)
-    else:
-        options = dict(client_options, embedded=True) if mode == "embedded" else client_options
-    if mode == "endpoint" and dry_run_key(args):
-        options["api_key"] = dry_run_key(args)
-    if args.cache_only:  # merge's re-run: every answer from the merged cache
-        options["cache_only"] = True
-    return make_llm(None if mode != "endpoint" else args.base_url, None if mode != "endpoint" else args.model,
-                    args.concurrency, shards.cache_path(args), **options)
+    if mode == "endpoint":
+        return llm_client(args)
+    llm = llm_client(args, "embedded")
+    llm.max_tokens = OFFLINE_MAX_TOKENS if mode == "offline" else EMBEDDED_MAX_TOKENS
+    return llm
 
 
 def _report(args, result, topics: int, llm) -> None:
@@ -343,7 +279,8 @@ def _report(args, result, topics: int, llm) -> None:
         print("\nLLM work per stage:\n" + llm.usage().to_text())
         if llm.batch:
             print("Batch API: " + ", ".join(f"{k} {v}" for k, v in llm.batch_stats.items()))
-    print("\n" + this_run(args.out, result.files, llm) + f"\ntime: {result.seconds:.0f} s")
+    names = sorted(os.path.relpath(f, args.out) for f in result.files)
+    print(f"\nwritten to {args.out}: {', '.join(names)}\ntime: {result.seconds:.0f} s")
 
 
 def shard_collection(collection, shard):
@@ -352,28 +289,3 @@ def shard_collection(collection, shard):
     own = set(shard.select(collection.topics["qid"]))
     return replace(collection, topics=collection.topics[collection.topics["qid"].isin(own)].reset_index(drop=True),
                    qrels=collection.qrels[collection.qrels["qid"].isin(own)].reset_index(drop=True))
-
-
-MANIFEST = "this_run.txt"
-
-
-def this_run(out_dir: str, files, llm=None) -> str:
-    """Which files of ``out_dir`` this run wrote: listed in ``out_dir/this_run.txt`` (replaced by every run) and in
-    the returned lines, which also name the files of earlier runs left in the folder (never deleted: a run of other
-    systems leaves theirs). The response cache of ``llm``, when it is in ``out_dir`` (a shard's), is neither."""
-    from pyterrier_nuggets.formats import atomic_write
-    written = sorted(os.path.relpath(f, out_dir) for f in files) + [MANIFEST]
-    with atomic_write(os.path.join(out_dir, MANIFEST)) as f:
-        f.write("# the files the last pyterrier-nuggets demo run wrote in this folder; any other file here is older\n")
-        f.writelines(name + "\n" for name in written)
-    cache = str(os.path.realpath(llm.cache.path)) if llm is not None and llm.cache is not None else None
-    cache_files = {cache, cache + "-wal", cache + "-shm"} if cache else set()
-    earlier = sorted(name for name in os.listdir(out_dir) if name not in written and not name.startswith(".")
-                     and os.path.isfile(os.path.join(out_dir, name))
-                     and os.path.realpath(os.path.join(out_dir, name)) not in cache_files)
-    lines = [f"written to {out_dir} (listed in {MANIFEST}): {', '.join(written)}"]
-    if earlier:
-        lines.append(f"note: {out_dir} also holds {len(earlier)} file{'s' * (len(earlier) != 1)} of earlier runs, not "
-                     f"of this one: {', '.join(earlier[:6])}{', ...' if len(earlier) > 6 else ''} (give --out NEW_DIR "
-                     "for a folder of this run's files only)")
-    return "\n".join(lines)

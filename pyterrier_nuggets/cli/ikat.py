@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import os
 
-from pyterrier_nuggets.cli.errors import DeprecatedAlias, UsageError, positive_int, positive_number, probability
-from pyterrier_nuggets.cli.options import add_base_url
+from pyterrier_nuggets.cli.errors import DeprecatedAlias, UsageError, positive_int, probability
+from pyterrier_nuggets.cli.options import add_llm_options, add_overwrite, llm_client, llm_mode, plan_first
+from pyterrier_nuggets.cli.paths import output_folder
 
 GOLD_SETS = ("human", "human-dedup", "llm", "llm-dedup")
 
@@ -35,12 +36,6 @@ def add_parser(sub) -> None:
     p.add_argument("--unanswered-turns", choices=("refuse", "leave-out"), default="refuse",
                    help="gold nugget turns no system answered: refuse (default: a turn id form that differs, or runs "
                    "of other turns) or leave them out (the header says how many), e.g. --unanswered-turns leave-out")
-    add_base_url(p, "OpenAI-compatible endpoint for --matcher llm, e.g. --base-url http://localhost:8000/v1")
-    p.add_argument("--model", help="model name for --matcher llm, e.g. --model gpt-4o-mini")
-    p.add_argument("--timeout", type=positive_number, default=120.0, metavar="SECONDS",
-                   help="seconds to wait for one LLM reply before it is retried (default 120), e.g. --timeout 300")
-    p.add_argument("--max-retry-time", type=positive_number, default=600.0, metavar="SECONDS",
-                   help="seconds one LLM request may spend in retries before it fails (default 600), e.g. --max-retry-time 1800")
     p.add_argument("--only", nargs="+", metavar="RUN", help="only these runs of --responses, e.g. --only run1 run2")
     p.add_argument("--baseline", help="system for the paired tests (default: the first), e.g. --baseline runA")
     p.add_argument("--test", choices=("t", "wilcoxon"), default="t", help="paired test against the baseline: t (default) or wilcoxon, e.g. --test wilcoxon")
@@ -66,9 +61,8 @@ def add_parser(sub) -> None:
                    "NIST PTKB assessments); --topics then defaults to the trec-ikat/2023 turns, e.g. --ptkb-qrels ptkb.qrels")
     p.add_argument("--out", default="out/ikat", help="output folder (default out/ikat), e.g. --out out/ikat")
     p.add_argument("--no-plots", action="store_true", help="do not write the scatter plot (ikat.scatter.png, .pdf, .svg)")
-    p.add_argument("--llm-cache", metavar="PATH", help="SQLite response cache of the LLM steps (default: "
-                   "$PYTERRIER_NUGGETS_CACHE or ~/.cache/pyterrier-nuggets/llm-cache.sqlite; with --shard, "
-                   "--out/llm-cache.sqlite), e.g. --llm-cache out/cache.sqlite")
+    add_overwrite(p)
+    add_llm_options(p)
     from pyterrier_nuggets.cli.shards import add_shard_option
     add_shard_option(p, "turns answered (--run, --responses)")
     p.set_defaults(func=run)
@@ -77,16 +71,14 @@ def add_parser(sub) -> None:
 def _llm(args):
     """The one LLM client of the command's LLM steps (--matcher llm, --generate, --extract), or None when none
     is asked for. The endpoint and model come from --base-url / --model or the environment (LLMClient's rule);
-    the embedded model is never chosen silently for these steps."""
-    from pyterrier_nuggets.llm import LLMClient, endpoint_configured
+    the embedded model is never chosen silently for these steps (--llm embedded asks for it)."""
     if not (args.matcher == "llm" or args.generate or args.extract):
         return None
-    if not endpoint_configured(args.model, args.base_url):
+    mode = llm_mode(args, offline=True)
+    if mode == "offline":
         raise UsageError("an LLM step (--matcher llm, --generate, --extract) needs an endpoint: --base-url and "
-                         "--model, or OPENAI_BASE_URL / OPENAI_API_KEY and PYTERRIER_NUGGETS_MODEL")
-    from pyterrier_nuggets.cli.shards import client_options
-    return LLMClient(model=args.model, base_url=args.base_url, timeout=args.timeout,
-                     max_retry_time=args.max_retry_time, **client_options(args))
+                         "--model, or OPENAI_BASE_URL / OPENAI_API_KEY and PYTERRIER_NUGGETS_MODEL (or --llm embedded)")
+    return llm_client(args, mode)
 
 
 def _matchers(args, llm) -> tuple:
@@ -109,7 +101,7 @@ def _matchers(args, llm) -> tuple:
     if args.matcher.startswith("nli:"):
         return matchers.NLIMatcher(args.matcher[4:]), None
     if args.matcher == "llm":
-        return matchers.LLMMatcher(llm), None
+        return matchers.LLMMatcher(llm, on_failure="raise" if args.on_failure == "stop" else "mark"), None
     raise UsageError(f"--matcher {args.matcher!r}: give embedding, embedding:T, nli:PATH or llm")
 
 
@@ -198,6 +190,7 @@ def _ptkb(args, runs: dict[str, str]) -> int:
 
     from pyterrier_nuggets import formats
     from pyterrier_nuggets.evaluation import ikat
+    folder = output_folder(args, "ikat", inputs=list(runs.values()) + [args.ptkb_qrels, args.topics])
     topics = _read_topics(args.topics, "trec-ikat/2023")
     statements = ikat.ptkb_statements(topics)
     rankings = {name: formats.read_ptkb_run(path, statements) for name, path in runs.items()}
@@ -211,7 +204,7 @@ def _ptkb(args, runs: dict[str, str]) -> int:
     result = ikat.ptkb_table(rankings, qrels, topics, baseline=args.baseline, test=args.test,
                              correction=args.correction, alpha=args.alpha, qrels_label=label)
     print(result)
-    print("written: " + ", ".join(result.write(args.out, plot=False)))
+    print("written: " + ", ".join(folder.write_all(result.writers(args.out, plot=False))))
     return 0
 
 
@@ -228,6 +221,7 @@ def _joint(args, paths: dict[str, str]) -> int:
     systems = _systems(args)
     turns = list(dict.fromkeys(str(q) for s in systems for frame in (s.responses, s.ranking) if frame is not None
                                for q in frame["qid"]))
+    folder = output_folder(args, "ikat", inputs=[p for k, p in paths.items() if k.startswith("input ")])
     shards.begin(args, "ikat")
     if args.shard is not None:
         own = set(args.shard.select(turns))
@@ -235,34 +229,36 @@ def _joint(args, paths: dict[str, str]) -> int:
             return shards.finish(args, "ikat", turns)
         systems, gold = _shard_turns(systems, gold, own, set(turns))
     llm = _llm(args)
-    extra = {}
-    if args.generate:
-        generated, extra = _generated_systems(args, llm, systems, topics, paths)
-        systems += generated
-    if args.extract:
-        systems = _extract(llm, systems, topics)
+    matcher, ntn = _matchers(args, llm)  # ntn None: the NtR matcher does both
+    if plan_first(args, llm, lambda: _llm_steps(args, llm, matcher, systems, gold, topics, paths), "this iKAT table"):
+        return 0
+    systems, gold, extra, left_out = _llm_steps(args, llm, matcher, systems, gold, topics, paths)
     qrels = None
     if args.run:
         qrels = args.qrels or list(ir_datasets.load("trec-ikat/2024").qrels_iter())
-        if args.shard is not None:  # the shard's turns only: its means are over them
-            qrels = _qrels_of(qrels, set(args.shard.select(turns)))
-    ntr, ntn = _matchers(args, llm)
-    result = ikat.ikat_table(systems, gold, qrels, ntr, topics, baseline=args.baseline, test=args.test,
+        if args.shard is not None or left_out:  # the shard's turns only, without those left out: the means' turns
+            qrels = _qrels_of(qrels, set(args.shard.select(turns) if args.shard is not None else turns) - set(left_out))
+    result = ikat.ikat_table(systems, gold, qrels, matcher, topics, baseline=args.baseline, test=args.test,
                              correction=args.correction, alpha=args.alpha, gold_label=label, ntn_matcher=ntn,
                              unanswered=args.unanswered_turns)
     if args.extract:
-        result.labels["extraction"] = f"NuggetExtractor ([cone-rag §4.1]), llm {llm.model!r}"
+        result.labels["extraction"] = f"NuggetExtractor ([cone-rag §4.1]), llm {llm.describe()}"
     if args.generate:
         result.labels["generation"] = (f"CitedGenerator(conversation={args.generate!r}, k={args.k}), "
-                                       f"llm {llm.model!r}")
+                                       f"llm {llm.describe()}")
     print(result)
+    if left_out:
+        print(f"note: {len(left_out)} turn(s) left out for every system (--on-failure leave-out): an LLM step failed "
+              f"on them ({', '.join(f'{q}: {s}' for q, s in list(left_out.items())[:8])}"
+              f"{' ...' if len(left_out) > 8 else ''}); never scored. Run the same command again with --overwrite to "
+              "complete them (what succeeded is cached)")
     if args.response_nuggets:
         rates = ikat.span_rate(formats.read_cone_response_nuggets(args.response_nuggets))
         print("\nSpan rate of the extraction (|matched| / (|matched| + |not matched|), the share of extracted lines "
               "that are spans of the response; NOT nugget precision):")
         print(rates.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
-    print("written: " + ", ".join(result.write(args.out, plot=not args.no_plots, extra=extra)))
-    return shards.finish(args, "ikat", turns, {}, llm)  # a failed LLM step stops the command: none here
+    print("written: " + ", ".join(folder.write_all({**result.writers(args.out, plot=not args.no_plots), **extra})))
+    return shards.finish(args, "ikat", turns, left_out, llm)
 
 
 def _shard_turns(systems: list, gold, own: set[str], answered: set[str]) -> tuple[list, object]:
@@ -323,14 +319,58 @@ def _systems(args) -> list:
     return systems
 
 
-def _generated_systems(args, llm, systems: list, topics: list, paths: dict[str, str]) -> tuple[list, dict]:
+def _llm_steps(args, llm, matcher, systems: list, gold, topics: list, paths: dict[str, str]):
+    """The LLM work before the table: generated systems (--generate), extracted nuggets (--extract), and with the
+    LLM matcher its decisions (asked here, then answered from the cache in the table). Under --on-failure
+    leave-out the turns where any of it failed are left out for every system (returned: turn -> step); stop
+    raises; more failed than --max-failed-share stops. Returns (systems, gold, extra outputs, turns left out)."""
+    from pyterrier_nuggets.pipeline.main_job import check_failed_share
+    failed: dict[str, str] = {}
+    extra = {}
+    if args.generate:
+        generated, extra = _generated_systems(args, llm, systems, topics, paths, failed)
+        systems = systems + generated
+    if args.extract:
+        systems = _extract(args, llm, systems, topics, failed)
+    if args.matcher == "llm":
+        _match_first(matcher, systems, gold, failed)
+    if llm is None or llm.mode == "plan":
+        return systems, gold, extra, {}
+    check_failed_share(llm, args.max_failed_share)
+    if failed:
+        turns = {str(q) for s in systems for frame in (s.responses, s.ranking) if frame is not None for q in frame["qid"]}
+        systems, gold = _shard_turns(systems, gold, turns - set(failed), turns)
+    return systems, gold, extra, failed
+
+
+def _match_first(matcher, systems: list, gold, failed: dict[str, str]) -> None:
+    """The LLM matcher's decisions of every response (NtR) and extracted nugget (NtN), asked before the table: the
+    turns of a failed decision go into ``failed`` (the table then answers the others from the cache)."""
+    import pandas as pd
+
+    from pyterrier_nuggets.evaluation.cone import NuggetToNugget, NuggetToResponse
+    from pyterrier_nuggets.formats import as_nugget_set
+    gold = as_nugget_set(gold)
+    gold_turns = set(gold.by_topic())
+    responses = pd.concat([s.responses.assign(run_id=s.name)[["qid", "qanswer", "run_id"]] for s in systems])
+    steps = [(NuggetToResponse(gold, matcher, on_failure="mark"), responses)]
+    if all(s.nuggets is not None for s in systems):
+        steps.append((NuggetToNugget(gold, matcher, on_failure="mark"),
+                      pd.concat([s.nuggets.assign(run_id=s.name)[["qid", "nuggets", "run_id"]] for s in systems])))
+    for step, frame in steps:
+        step(frame[frame["qid"].astype(str).isin(gold_turns)].reset_index(drop=True))
+        failed.update({f.qid: step.step_name for f in step.failures})
+
+
+def _generated_systems(args, llm, systems: list, topics: list, paths: dict[str, str],
+                       failed: dict[str, str]) -> tuple[list, dict]:
     """``--generate``: a system per run answered from its passage ranking, and the writers of their run files
     (checked against the other outputs before any call)."""
     from pyterrier_nuggets import formats
     written = {f"--out {s.name}+gen-{args.generate}.json": os.path.join(args.out, f"{s.name}+gen-{args.generate}"
                                                                           ".json") for s in systems}
     formats.check_outputs(written, paths)
-    generated = _generate(args, llm, systems, topics)
+    generated = _generate(args, llm, systems, topics, failed)
     extra = {}
     for system, path in zip(generated, written.values()):
         cited = system.responses.assign(references=[
@@ -341,8 +381,9 @@ def _generated_systems(args, llm, systems: list, topics: list, paths: dict[str, 
     return generated, extra
 
 
-def _generate(args, llm, systems: list, topics: list) -> list:
-    """One system per run: the run's passage ranking, answers generated from its top ``-k`` passages."""
+def _generate(args, llm, systems: list, topics: list, failed: dict[str, str]) -> list:
+    """One system per run: the run's passage ranking, answers generated from its top ``-k`` passages (the turns of a
+    failed generation into ``failed``)."""
     import ir_datasets
 
     from pyterrier_nuggets.evaluation import ikat
@@ -358,21 +399,23 @@ def _generate(args, llm, systems: list, topics: list) -> list:
             raise UsageError(f"run {system.name}: turns {unknown[:5]} are not in the topics; give the topics of the "
                              "run (--topics)")
         generator = CitedGenerator(llm, k=args.k, docstore=docstore, run_id=name, conversation=args.generate,
-                                   topics=topics)
+                                   topics=topics, on_failure="raise" if args.on_failure == "stop" else "exclude")
         answers = generator(ranking)
+        failed.update({f.qid: generator.step_name for f in generator.failures})
         out.append(ikat.IkatSystem(name, answers, ranking))
     return out
 
 
-def _extract(llm, systems: list, topics: list) -> list:
+def _extract(args, llm, systems: list, topics: list, failed: dict[str, str]) -> list:
     """Each system with the nuggets the CONE-RAG extractor finds in its responses (the query it is given: the
     turn's resolved utterance, [cone-rag §4.1]). A failed extraction stops the command once all others ran (they
-    are cached): no system is scored with a topic's nuggets missing."""
+    are cached; --on-failure stop), or its turn goes into ``failed`` (left out for every system): no system is
+    scored with a turn's nuggets missing."""
     from dataclasses import replace
 
     from pyterrier_nuggets.judges import NuggetExtractor
     resolved = {q.query_id: q.resolved_utterance for q in topics}
-    extractor = NuggetExtractor(llm)
+    extractor = NuggetExtractor(llm, on_failure="raise" if args.on_failure == "stop" else "exclude_answer")
     out = []
     for system in systems:
         unknown = sorted(set(system.responses["qid"]) - set(resolved))
@@ -381,4 +424,5 @@ def _extract(llm, systems: list, topics: list) -> list:
                              "the run (--topics)")
         frame = system.responses[["qid", "qanswer"]].assign(query=system.responses["qid"].map(resolved))
         out.append(replace(system, nuggets=extractor(frame)[["qid", "nuggets"]]))
+        failed.update({f.qid: extractor.step_name for f in extractor.failures})
     return out

@@ -24,6 +24,8 @@ def add_parser(sub) -> None:
                    "--out merged")
     p.add_argument("--llm-cache", metavar="PATH", help="the merged response cache (default DIR/llm-cache.sqlite; "
                    "answers already there are kept), e.g. --llm-cache ~/.cache/pyterrier-nuggets/llm-cache.sqlite")
+    from pyterrier_nuggets.cli.options import add_overwrite
+    add_overwrite(p)
     p.set_defaults(func=run)
 
 
@@ -43,13 +45,17 @@ def run(args) -> int:
     for m, cache in caches:
         if os.path.realpath(cache) == os.path.realpath(target):
             raise UsageError(f"the merged cache {target} is the cache of shard {m.shard}: give another --llm-cache")
+    import argparse
+
+    from pyterrier_nuggets.cli.paths import output_folder
+    output_folder(argparse.Namespace(out=out, llm_cache=target, overwrite=args.overwrite), first.command)  # refused now
     print(f"merging {len(manifests)} shards of: {first.command_line(out='DIR')} ({len(first.topics)} topics)",
           flush=True)
     uses_llm = bool(caches)
     if uses_llm:
         from pyterrier_nuggets.cli.cache import merge_report
         print(merge_report(target, [c for _, c in caches]), flush=True)
-    code = _rerun(first, out, target, uses_llm, getattr(args, "verbose", 0))
+    code = _rerun(first, out, target, uses_llm, getattr(args, "verbose", 0), args.overwrite)
     if code == 0:
         print(f"merged: {out} holds the files of the run on all {len(first.topics)} topics"
               + (f", made from the shards' answers in {target} (0 LLM calls)" if uses_llm else
@@ -76,7 +82,7 @@ def _caches(manifests) -> list:
     return out
 
 
-def _rerun(first, out: str, cache: str, cache_only: bool, verbose: int) -> int:
+def _rerun(first, out: str, cache: str, cache_only: bool, verbose: int, overwrite: bool) -> int:
     """The shards' command line on every topic into ``out``, from ``cache`` only (``cache_only``), run in the shards'
     folder (where their relative paths point)."""
     from pyterrier_nuggets.cli import build_parser
@@ -87,7 +93,7 @@ def _rerun(first, out: str, cache: str, cache_only: bool, verbose: int) -> int:
         raise UsageError(f"{first.path}: its command line no longer parses ({first.command_line()}); run the shards "
                          "again with this version") from None
     args.out, args.shard, args.llm_cache, args.cache_only = out, None, cache, cache_only
-    args.verbose = verbose
+    args.verbose, args.overwrite = verbose, overwrite
     args.argv = first.argv
     if not os.path.isdir(first.cwd):
         raise UsageError(f"{first.path}: the shards ran in {first.cwd}, which is not here; merge where the shards' "

@@ -1,6 +1,37 @@
-"""Options that several commands share, defined once: ``--base-url`` (one LLM endpoint, or several replicas of one
-model: docs/llm.md, "Several endpoints")."""
+"""Options that several commands share, defined once.
+
+- :func:`add_llm_options`: the LLM option group of every command that calls an LLM (``demo``, ``trec-rag``,
+  ``arena``, ``ikat``, ``calibrate``): the same names, defaults and help everywhere (:data:`LLM_COMMANDS`;
+  tests/test_cli_options.py holds every such command to it). ``check-endpoint`` takes its endpoint part
+  (:func:`add_endpoint_options`).
+- :func:`add_overwrite`: ``--overwrite`` of every command that writes a folder (:mod:`.outputs`).
+- :func:`llm_client`: the one place where a command's LLM client is made from those options (which model and
+  endpoint, the dry run's placeholder key, the cache, limits, retries, Batch API, prices).
+- :func:`plan_first`: the dry run, the budget (``--max-calls``) and the Batch API plan, before any call.
+"""
 from __future__ import annotations
+
+import os
+import sys
+
+from pyterrier_nuggets.cli.errors import (
+    DeprecatedAlias,
+    UsageError,
+    non_negative_int,
+    positive_int,
+    positive_number,
+    share,
+)
+
+#: the commands that call an LLM and take the whole group (``check-endpoint`` takes its endpoint part)
+LLM_COMMANDS = ("demo", "trec-rag", "arena", "ikat", "calibrate")
+#: ``--llm``: who answers the LLM steps
+LLM_MODES = ("endpoint", "embedded", "offline")
+#: ``--on-failure``: what a failed LLM item does to the run
+ON_FAILURE = ("leave-out", "stop")
+LLM_GROUP = "LLM (the same options on every command that calls an LLM; docs/llm.md)"
+DRY_RUN_KEY = "dry-run: no key needed"  # the key of a dry run's client: never sent (a dry run makes no call)
+DRY_RUN_MODEL = "(no model given)"  # the model a dry run without --model plans for (tokens counted as GPT-4o's)
 
 
 def add_base_url(parser, help: str) -> None:
@@ -9,3 +40,170 @@ def add_base_url(parser, help: str) -> None:
     parser.add_argument("--base-url", action="append", metavar="URL",
                         help=f"{help}; give it more than once for several endpoints serving the same model (each "
                              "request goes where there is room; one that fails is taken out of rotation)")
+
+
+def add_endpoint_options(group) -> None:
+    """``--base-url``, ``--model`` and ``--timeout``: which endpoint, and how long a reply may take."""
+    add_base_url(group, "an OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else the OpenAI API when "
+                        "$OPENAI_API_KEY is set); the key is read from $OPENAI_API_KEY only (a local server without one "
+                        "gets the placeholder key EMPTY), e.g. --base-url http://localhost:8000/v1")
+    group.add_argument("--model", help="the model name at that endpoint (default: $PYTERRIER_NUGGETS_MODEL), e.g. "
+                                       "--model gpt-4o-mini")
+    group.add_argument("--timeout", type=positive_number, default=120.0, metavar="SECONDS",
+                       help="seconds to wait for one LLM reply before it is retried (default 120), e.g. --timeout 300")
+
+
+def add_llm_options(parser) -> None:
+    """The LLM option group (documented in docs/cli.md, "The LLM options")."""
+    g = parser.add_argument_group(LLM_GROUP)
+    g.add_argument("--llm", choices=LLM_MODES, help="who answers the LLM steps: endpoint (--base-url/--model or "
+                   "$OPENAI_BASE_URL, $PYTERRIER_NUGGETS_MODEL; the default when one is configured), embedded (every "
+                   "LLM step on the embedded SmolLM2-135M on CPU: a check of the code path, its numbers mean nothing) "
+                   "or offline (no LLM: the command's offline judges, where it has them; demo's default without an "
+                   "endpoint), e.g. --llm embedded")
+    add_endpoint_options(g)
+    g.add_argument("--llm-cache", metavar="PATH", help="SQLite response cache (default: $PYTERRIER_NUGGETS_CACHE or "
+                   "~/.cache/pyterrier-nuggets/llm-cache.sqlite; a shard's: llm-cache.sqlite in its output folder), "
+                   "e.g. --llm-cache out/cache.sqlite")
+    g.add_argument("--frozen", action="store_true", help="replay every cached LLM answer, also those that failed "
+                   "validation (a byte-identical re-run); by default a re-run asks the failed ones again")
+    g.add_argument("--concurrency", type=positive_int, default=8, help="the ceiling of LLM requests in flight; below "
+                   "it the client finds how many the endpoint takes (default 8), e.g. --concurrency 32")
+    g.add_argument("--max-rpm", type=positive_number, metavar="N", help="requests per minute to stay under (a "
+                   "published quota), e.g. --max-rpm 500")
+    g.add_argument("--max-tpm", type=positive_number, metavar="N", help="tokens per minute to stay under (a "
+                   "published quota), e.g. --max-tpm 200000")
+    g.add_argument("--max-retry-time", type=positive_number, default=600.0, metavar="SECONDS",
+                   help="seconds one request may spend in retries before it fails (default 600), e.g. "
+                        "--max-retry-time 1800")
+    g.add_argument("--batch", action="store_true", help="OpenAI Batch API mode: the LLM requests go in batches (half "
+                   "the price on OpenAI, answers within 24 h), one round per dependent step; resumable: an "
+                   "interrupted run picks up its batches. The rounds and cost are printed before it starts")
+    g.add_argument("--batch-poll", type=positive_number, default=30.0, metavar="SECONDS",
+                   help="seconds between polls of a running batch (default 30), e.g. --batch-poll 60")
+    g.add_argument("--batch-discount", type=share, default=0.5, metavar="F",
+                   help="share of the price taken off in Batch API mode (default 0.5, OpenAI's), e.g. "
+                        "--batch-discount 0.5")
+    g.add_argument("--dry-run", action="store_true", help="print the LLM requests per stage (and those already "
+                   "cached), their tokens and cost; make no LLM call, write nothing; needs no endpoint (--model at "
+                   "most, for the token count and the price)")
+    g.add_argument("--price", metavar="INPUT,OUTPUT", help="USD per million prompt and completion tokens, for the cost "
+                   "in the dry run and after the run, e.g. --price 0.15,0.60")
+    g.add_argument("--max-calls", type=non_negative_int, metavar="N", help="a budget: refuse to start (before any "
+                   "call) when the run needs more than N LLM calls, e.g. --max-calls 5000")
+    g.add_argument("--on-failure", choices=ON_FAILURE, default="leave-out",
+                   help="an LLM item that still fails after its retries and re-asks: leave-out (default: the topics it "
+                        "touches are left out for every system, named in a note; never scored) or stop (exit 1 once "
+                        "every other item ran and is cached), e.g. --on-failure stop")
+    g.add_argument("--max-failed-share", type=share, default=0.1, metavar="F",
+                   help="stop, without scores, when more than this share of a stage's LLM items failed (default 0.1), "
+                        "e.g. --max-failed-share 0.5")
+
+
+def add_overwrite(parser) -> None:
+    """``--overwrite``: replace the outputs of an earlier run in ``--out`` (:mod:`.outputs`)."""
+    parser.add_argument("--overwrite", action="store_true", help="replace the outputs of an earlier run in the output "
+                        "folder as a whole (without it a folder holding them is refused; a response cache in it is "
+                        "kept)")
+
+
+class StrictAlias(DeprecatedAlias):
+    """``--strict``, the first spelling of ``--on-failure stop``: kept hidden, with a warning naming the new one."""
+
+    def __init__(self, option_strings, dest, command: str, **kwargs):
+        super().__init__(option_strings, dest, new="--on-failure stop", command=command, nargs=0, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"warning: {self.command} {option_string} is deprecated: give --on-failure stop", file=sys.stderr)
+        setattr(namespace, self.dest, "stop")
+
+
+# ------------------------------------------------------------------------------------------------ the client
+
+def llm_mode(args, offline: bool = False) -> str:
+    """``--llm``, or its default: ``endpoint`` when one is configured (options or environment; in a dry run
+    ``--model`` or ``--base-url`` is enough) or when the command has no ``offline`` judges, else ``offline``.
+    ``--llm offline`` on a command without offline judges is refused."""
+    from pyterrier_nuggets.llm import endpoint_configured
+    if args.llm == "offline" and not offline:
+        raise UsageError(f"--llm offline: {command_name(args)} has no offline judges; give --llm endpoint (with "
+                         "--base-url and --model) or --llm embedded")
+    if args.llm is not None:
+        if args.llm == "endpoint" and not args.dry_run and not endpoint_configured(args.model, args.base_url):
+            raise UsageError("--llm endpoint: no endpoint is configured; give --base-url URL --model NAME, or set "
+                             "OPENAI_BASE_URL and PYTERRIER_NUGGETS_MODEL (OPENAI_API_KEY for the OpenAI API)")
+        return args.llm
+    given = args.dry_run and (args.model or args.base_url)
+    if not offline or given or endpoint_configured(args.model, args.base_url):
+        return "endpoint"
+    return "offline"
+
+
+def command_name(args) -> str:
+    return f"pyterrier-nuggets {getattr(args, 'command', None) or ''}".rstrip()
+
+
+def dry_run_key(args) -> str | None:
+    """A dry run makes no call, so it needs no API key: with ``--dry-run`` and no key in the environment, the plan is
+    made with a placeholder key that is never sent."""
+    from pyterrier_nuggets.llm.config import ENV_API_KEY
+    if getattr(args, "dry_run", False) and not os.environ.get(ENV_API_KEY):
+        return DRY_RUN_KEY
+    return None
+
+
+def client_options(args) -> dict:
+    """The :class:`~pyterrier_nuggets.llm.LLMClient` keyword arguments of the LLM group: limits, retries, Batch API,
+    prices, replay, and the cache of :func:`~pyterrier_nuggets.cli.shards.cache_path`."""
+    from pyterrier_nuggets.cli import shards
+    from pyterrier_nuggets.llm import Prices
+    prices = Prices.parse(args.price, args.batch_discount) if args.price else None
+    options = dict(concurrency=args.concurrency, requests_per_minute=args.max_rpm, tokens_per_minute=args.max_tpm,
+                   batch=args.batch, batch_poll=args.batch_poll, frozen=args.frozen, prices=prices,
+                   timeout=args.timeout, max_retry_time=args.max_retry_time)
+    options.update(shards.client_options(args))
+    return options
+
+
+def llm_client(args, mode: str = "endpoint", **extra):
+    """The command's LLM client for ``mode`` (:func:`llm_mode`): the endpoint of ``--base-url``/``--model`` or the
+    environment, or the embedded model. A dry run needs no endpoint: without one, the requests are planned as if for
+    the OpenAI API (``--model``, or a placeholder name) with a key that is never sent. ``extra``: more client
+    options (they override the group's)."""
+    from pyterrier_nuggets.llm import LLMClient, endpoint_configured
+    from pyterrier_nuggets.llm.config import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
+    options = {**client_options(args), **extra}
+    if mode == "embedded":
+        return LLMClient(embedded=True, **options)
+    model, key = args.model, dry_run_key(args)
+    if args.dry_run and not model and not os.environ.get(ENV_MODEL):
+        model = DRY_RUN_MODEL
+    if args.dry_run and not (args.base_url or os.environ.get(ENV_BASE_URL) or os.environ.get(ENV_API_KEY)):
+        print("Dry run without an endpoint: the requests are planned as the OpenAI API would get them (answers "
+              "cached for another endpoint are not counted as cached)", flush=True)
+    if not args.dry_run and not endpoint_configured(args.model, args.base_url):
+        raise UsageError(f"{command_name(args)}: the LLM steps need an endpoint: give --base-url URL --model NAME (or "
+                         "set OPENAI_BASE_URL and PYTERRIER_NUGGETS_MODEL; OPENAI_API_KEY for the OpenAI API), or "
+                         "--llm embedded")
+    return LLMClient(model=model, base_url=args.base_url, api_key=key, **options)
+
+
+def plan_first(args, llm, work, what: str = "this run", smaller: str = "make the run smaller") -> bool:
+    """Before any call: with ``--dry-run``, ``--max-calls`` or ``--batch``, the plan of ``work()`` (the command's LLM
+    work, run on placeholder answers) is printed, and a run over ``--max-calls`` is refused. Returns True when the
+    command is done (a dry run). ``smaller``: how the command's run is made smaller, in the refusal."""
+    if llm is None:
+        if args.dry_run:
+            print(f"Dry run: {what} needs no LLM call.")
+        return bool(args.dry_run)
+    if not (args.dry_run or args.max_calls is not None or llm.batch):
+        return False
+    with llm.planning() as plan:
+        work()
+    print(plan.to_text(), flush=True)
+    if args.max_calls is not None and plan.calls() > args.max_calls:
+        raise UsageError(f"{what}: {plan.calls()} LLM calls needed, more than --max-calls {args.max_calls}; raise "
+                         f"the budget or {smaller}")
+    if llm.batch and not args.dry_run:
+        print("Batch API mode: starting.", flush=True)
+    return bool(args.dry_run)

@@ -32,7 +32,8 @@ VERSION = 1
 RULE = "int(sha256(qid).hexdigest(), 16) % n + 1"
 # what is not an option of the run itself: the shard, where it writes and keeps its caches and indexes (a shard may
 # keep them on its node's disk), the global -v, and what merge sets
-NOT_OPTIONS = ("shard", "out", "llm_cache", "index_dir", "cache_only", "verbose", "func", "command", "argv")
+NOT_OPTIONS = ("shard", "out", "llm_cache", "index_dir", "cache_only", "verbose", "func", "command", "argv",
+               "overwrite")
 
 
 def shard_of(qid: str, n: int) -> int:
@@ -155,9 +156,10 @@ class Manifest:
     def folder(self) -> str:
         return os.path.dirname(self.path)
 
-    def command_line(self, shard: Shard | None = None, out: str | None = None) -> str:
-        """The command line of this shard, or of another ``shard`` (into ``out``): to run it (again)."""
-        argv = list(self.argv)
+    def command_line(self, shard: Shard | None = None, out: str | None = None, again: bool = False) -> str:
+        """The command line of this shard, or of another ``shard`` (into ``out``): to run it; ``again``: into the
+        folder of its earlier run (with ``--overwrite``)."""
+        argv = list(self.argv) + (["--overwrite"] if again and "--overwrite" not in self.argv else [])
         for option, value in (("--shard", str(shard) if shard else None), ("--out", out)):
             if value is None:
                 continue
@@ -218,9 +220,8 @@ def read_manifest(path: str) -> Manifest:
                     need("cwd", str, "a folder"), shard, topics, own, cache, llm, failed, path)
 
 
-def begin(args, command: str) -> None:
-    """Before a shard runs: its ``--out`` must not hold another shard's manifest (each shard its own folder); its own
-    manifest of an earlier run is removed (written again when this run finishes). A dry run changes nothing."""
+def check_folder(args, command: str) -> None:
+    """A shard's ``--out`` must not hold another shard's manifest (each shard its own folder)."""
     if args.shard is None or getattr(args, "dry_run", False):
         return
     path = os.path.join(args.out, MANIFEST)
@@ -230,7 +231,18 @@ def begin(args, command: str) -> None:
     if old.command != command or old.shard != args.shard or old.options != options_of(args):
         raise UsageError(f"--out {args.out} holds the manifest of shard {old.shard} of another run ({old.command_line()}); "
                          "give each shard its own --out folder, e.g. --out shards/$SLURM_ARRAY_TASK_ID")
-    os.remove(path)
+
+
+def begin(args, command: str) -> None:
+    """Before a shard runs (its folder checked: :func:`check_folder`, and by
+    :func:`~pyterrier_nuggets.cli.paths.output_folder`): its own manifest of an earlier run is removed (written again
+    when this run finishes). A dry run changes nothing."""
+    check_folder(args, command)
+    if args.shard is None or getattr(args, "dry_run", False):
+        return
+    path = os.path.join(args.out, MANIFEST)
+    if os.path.exists(path):
+        os.remove(path)
 
 
 def finish(args, command: str, topics, failed: dict[str, str] | None = None, llm=None) -> int:
@@ -263,7 +275,7 @@ def finish(args, command: str, topics, failed: dict[str, str] | None = None, llm
           + f"; manifest {manifest.path}")
     if manifest.failed:
         print(f"shard {args.shard}: {len(manifest.failed)} topic(s) failed ({', '.join(list(manifest.failed)[:6])}): "
-              "run this shard again before the merge (what succeeded is cached)")
+              f"run this shard again before the merge (what succeeded is cached): {manifest.command_line(again=True)}")
     else:
         print(f"when all {args.shard.n} shards are done: pyterrier-nuggets merge SHARD_DIR ... --out DIR")
     return 0
@@ -351,5 +363,5 @@ def check_shards(manifests: list[Manifest]) -> None:
         raise UsageError("; ".join(
             f"shard {m.shard} ({m.folder}) has {len(m.failed)} failed topic(s): "
             + ", ".join(f"{q} ({why})" for q, why in list(m.failed.items())[:5]) + (", ..." if len(m.failed) > 5 else "")
-            + f"; run it again (what succeeded is cached): {m.command_line()}" for m in failed)
+            + f"; run it again (what succeeded is cached): {m.command_line(again=True)}" for m in failed)
             + "; then merge again")

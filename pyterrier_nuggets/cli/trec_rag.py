@@ -9,8 +9,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyterrier_nuggets.cli.errors import UsageError
-from pyterrier_nuggets.cli.options import add_base_url
+from pyterrier_nuggets.cli.errors import ON_INVALID, UsageError
+from pyterrier_nuggets.cli.options import add_llm_options, add_overwrite, llm_client, llm_mode, plan_first
+from pyterrier_nuggets.cli.paths import nonempty, output_folder
 
 SUPPORT_TOOLKIT_NAMES = {  # our measure -> the 2026 toolkit's support metric name (castorini/RAGDoll), its order
     "SupportP": "weighted_precision_first_citation", "SupportR": "weighted_recall_first_citation",
@@ -52,12 +53,12 @@ def add_parser(sub) -> None:
                    "topics; e.g. --unanswered omit")
     p.add_argument("--topics", metavar="FILE|ID", help="the topics' text for the judges (TSV qid<TAB>text or an "
                    "ir_datasets id); default: the answers' narrative, else the nugget file's query, e.g. --topics topics.tsv")
-    add_base_url(p, "OpenAI-compatible endpoint of the LLM judges, e.g. --base-url http://localhost:8000/v1")
-    p.add_argument("--model", help="model name of the LLM judges, e.g. --model gpt-4o-mini")
-    p.add_argument("--llm-cache", metavar="PATH", help="SQLite response cache (default: $PYTERRIER_NUGGETS_CACHE or "
-                   "~/.cache/pyterrier-nuggets/llm-cache.sqlite; with --shard, --out/llm-cache.sqlite), e.g. "
-                   "--llm-cache out/cache.sqlite")
+    p.add_argument("--on-invalid", choices=ON_INVALID, default="refuse",
+                   help="a --nuggets file with invalid importance labels: refuse it (default) or drop those nuggets, "
+                        "reported, e.g. --on-invalid drop")
     p.add_argument("--out", required=True, help="output folder, e.g. --out out/trec-rag")
+    add_overwrite(p)
+    add_llm_options(p)
     from pyterrier_nuggets.cli.shards import add_shard_option
     add_shard_option(p, "topics of the answers")
     p.set_defaults(func=run)
@@ -95,15 +96,6 @@ def _docstore(value: str | None):
     return formats.read_docs(value) if os.path.isfile(value) else _dataset(value, "--docs")
 
 
-def _llm(args):
-    from pyterrier_nuggets.llm import LLMClient, endpoint_configured
-    if not endpoint_configured(args.model, args.base_url):
-        raise UsageError("the LLM judges (--nuggets, --rubrics, --support) need an endpoint: --base-url and --model, "
-                         "or OPENAI_BASE_URL / OPENAI_API_KEY and PYTERRIER_NUGGETS_MODEL")
-    from pyterrier_nuggets.cli.shards import client_options
-    return LLMClient(model=args.model, base_url=args.base_url, **client_options(args))
-
-
 def _measures(nuggets, rubrics, support: bool) -> list:
     import ir_measures_ext as M
     measures = [M.AnswerWords]
@@ -138,6 +130,7 @@ class _Job:
     verdicts: list = field(default_factory=list)
     llm: Any = None
     only: set[str] | None = None  # a shard's topics: its qrels and scores are of those only
+    left_out: dict[str, str] = field(default_factory=dict)  # topic -> the LLM step that failed on it (--on-failure)
 
 
 def run(args) -> int:
@@ -149,6 +142,7 @@ def run(args) -> int:
     from pyterrier_nuggets.cli import shards
     job = _read(args)  # every input, each file completely and the files against each other, before any call
     topics = list(dict.fromkeys(a.qid for a in job.answers))
+    folder = output_folder(args, "trec-rag", inputs=job.inputs.values())  # refused before anything changes
     shards.begin(args, "trec-rag")
     if args.shard is not None:
         _keep_topics(job, set(args.shard.select(topics)))
@@ -156,15 +150,26 @@ def run(args) -> int:
             return shards.finish(args, "trec-rag", topics)
     out_files = _outputs(args, job)
     formats.check_outputs(out_files, job.inputs)
-    _judge(args, job)
+    frame = _frame(job)
+    if job.nuggets is not None or job.rubrics is not None or args.support:
+        job.llm = llm_client(args, llm_mode(args))
+    if plan_first(args, job.llm, lambda: _judge(args, job, frame), "these judgments"):
+        return 0
+    _judge(args, job, frame)
+    _leave_out(job)
     qrels, measures, rows_by_run, table, means = _score(args, job)
-    formats.write_all(_writers(out_files, job, qrels, rows_by_run, table, means))
+    folder.write_all(_writers(out_files, job, qrels, rows_by_run, table, means))
     wide = means.pivot(index="run", columns="measure", values="value").reindex(columns=[str(m) for m in measures])
     print(wide.to_string(float_format=lambda v: f"{v:.4f}"))
     print(_note(table, measures, args.unanswered))
-    judge = f"judges: {job.llm.model}" if job.llm is not None else "judges: none (support assignments given)"
+    judge = f"judges: {job.llm.describe()}" if job.llm is not None else "judges: none (support assignments given)"
     print(f"{len(job.runs)} run(s), {len(job.answers)} answers; {judge}; written to {args.out}")
-    return shards.finish(args, "trec-rag", topics, {}, job.llm)  # a failed judgment stops the command: none here
+    if job.left_out:
+        print(f"note: {len(job.left_out)} topic(s) left out of every run's scores (--on-failure leave-out): an LLM "
+              f"step failed on them ({', '.join(f'{q}: {s}' for q, s in list(job.left_out.items())[:8])}"
+              f"{' ...' if len(job.left_out) > 8 else ''}); never scored. Run the same command again with --overwrite "
+              "to complete them (what succeeded is cached)")
+    return shards.finish(args, "trec-rag", topics, job.left_out, job.llm)
 
 
 def _keep_topics(job: _Job, topics: set[str]) -> None:
@@ -187,7 +192,7 @@ def _read(args) -> _Job:
     answers = []
     files_of_run: dict[str, str] = {}
     for path in args.answers:
-        read = formats.read_answers(path, rules=rules)
+        read = nonempty(path, formats.read_answers(path, rules=rules))
         for run_id in dict.fromkeys(a.run_id for a in read):
             other = files_of_run.setdefault(run_id, path)
             if other != path:
@@ -195,7 +200,8 @@ def _read(args) -> _Job:
                                          "files of one run, or two runs of one name",
                                          "give each run one file and its own run id")
         answers += read
-    nuggets = formats.read_nuggets(dataset_file(args.nuggets, "--nuggets")) if args.nuggets else None
+    nuggets = formats.read_nuggets(dataset_file(args.nuggets, "--nuggets"), on_invalid=args.on_invalid) \
+        if args.nuggets else None
     rubrics = formats.read_rubrics(dataset_file(args.rubrics, "--rubrics")) if args.rubrics else None
     _check_topics(answers, args, nuggets, rubrics)
     support = []
@@ -255,10 +261,9 @@ def _outputs(args, job: _Job) -> dict[str, str]:
     return out_files
 
 
-def _judge(args, job: _Job) -> None:
-    """The LLM work: nugget assignment, support (``--support``), rubric grading."""
+def _frame(job: _Job):
+    """The answers as the judges read them, with each topic's text (a rubric topic without one is refused)."""
     from pyterrier_nuggets import formats
-    from pyterrier_nuggets.judges import NuggetAssigner, RubricJudge, SupportJudge
     frame = formats.answers_to_frame(job.answers)
     frame["query"] = [job.topics.get(a.qid) or a.query or (job.nuggets.queries.get(a.qid, "") if job.nuggets else "")
                       for a in job.answers]
@@ -268,18 +273,44 @@ def _judge(args, job: _Job) -> None:
         if textless:
             raise UsageError(f"the rubric judge needs each topic's text: topic(s) {', '.join(textless[:5])} have none "
                              "in the answers (metadata narrative); give --topics")
-    if job.nuggets is not None or job.rubrics is not None or args.support:
-        job.llm = _llm(args)
+    return frame
+
+
+def _judge(args, job: _Job, frame) -> None:
+    """The LLM work: nugget assignment, support (``--support``), rubric grading. Under ``--on-failure leave-out``
+    an answer with failed work gives no rows and its topic is recorded in ``job.left_out``; ``stop`` raises once
+    every judgment ran; more failed than ``--max-failed-share`` stops the command."""
+    from pyterrier_nuggets import formats
+    from pyterrier_nuggets.judges import NuggetAssigner, RubricJudge, SupportJudge
+    from pyterrier_nuggets.pipeline.main_job import check_failed_share
+    policy = "raise" if args.on_failure == "stop" else "exclude_answer"
+    judges = []
     if job.nuggets is not None:
         topics_with_nuggets = {n.qid for n in job.nuggets.nuggets}
-        assigned_frame = NuggetAssigner(job.nuggets, job.llm)(frame[frame["qid"].isin(topics_with_nuggets)])
+        judges.append(NuggetAssigner(job.nuggets, job.llm, on_failure=policy))
+        assigned_frame = judges[-1](frame[frame["qid"].isin(topics_with_nuggets)])
         job.assigned = formats.assignment_frame_to_answers(assigned_frame, job.nuggets)
     if args.support:
-        job.support = formats.frame_to_judgments(SupportJudge(job.llm, citations="all",
-                                                              docstore=job.docstore)(frame))
+        judges.append(SupportJudge(job.llm, citations="all", docstore=job.docstore, on_failure=policy))
+        job.support = formats.frame_to_judgments(judges[-1](frame))
     if job.rubrics is not None:
         graded = frame[frame["qid"].isin(set(job.rubrics.by_topic()))]
-        job.verdicts = formats.frame_to_verdicts(RubricJudge(job.rubrics, job.llm)(graded))
+        judges.append(RubricJudge(job.rubrics, job.llm, on_failure=policy))
+        job.verdicts = formats.frame_to_verdicts(judges[-1](graded))
+    if job.llm is not None and job.llm.mode != "plan":
+        check_failed_share(job.llm, args.max_failed_share)
+    job.left_out = {f.qid: judge.step_name for judge in judges for f in judge.failures}
+
+
+def _leave_out(job: _Job) -> None:
+    """The topics of ``job.left_out`` out of every run: their answers, judgments and qrels (never scored)."""
+    if not job.left_out:
+        return
+    out = set(job.left_out)
+    job.answers = [a for a in job.answers if a.qid not in out]
+    job.assigned = [a for a in job.assigned if a.qid not in out]
+    job.support = [j for j in job.support if j.qid not in out]
+    job.verdicts = [v for v in job.verdicts if v.qid not in out]
 
 
 def _score(args, job: _Job):
@@ -294,6 +325,7 @@ def _score(args, job: _Job):
         + (formats.rubric_qrels_rows(job.rubrics) if job.rubrics else []), columns=["qid", "docno", "label"])
     if job.only is not None:
         qrels = qrels[qrels["qid"].isin(job.only)]
+    qrels = qrels[~qrels["qid"].isin(set(job.left_out))]
     measures = _measures(job.nuggets, job.rubrics, bool(args.support or args.support_assignments))
     rows_by_run, scores = {}, []
     for run_id in job.runs:

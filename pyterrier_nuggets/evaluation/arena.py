@@ -560,28 +560,25 @@ def battle_frame(battles: Sequence[tuple[str, str, str]], answers: Mapping[str, 
     return pd.DataFrame(rows, columns=INPUT_COLUMNS)
 
 
-def judge_battles(judge, frame: pd.DataFrame, name: str, *, chunk: int | None = None,
-                  on_chunk=None) -> list[Battle]:
+def judge_battles(judge, frame: pd.DataFrame, name: str, *, on_battle=None) -> list[Battle]:
     """Judge the battles of ``frame`` (:func:`battle_frame`) with ``judge`` (a
     :class:`~pyterrier_nuggets.judges.PairwiseJudge`, whose failed battles are kept as failed records whatever
     its policy, or a drop-in such as the offline
-    :class:`~pyterrier_nuggets.matchers.baseline.NuggetCoverageJudge`), ``chunk`` battles at a time (None: all at
-    once), calling ``on_chunk(battles)`` after each: a caller keeps them as they come (an interrupted arena keeps
-    what was judged). ``name`` is the ``judge`` of the records."""
-    from pyterrier_nuggets.formats.frames import frame_to_battles
-    from pyterrier_nuggets.judges.base import LLMJudge
-    out: list[Battle] = []
-    size = chunk or max(len(frame), 1)
-    for start in range(0, len(frame), size):
-        part = frame.iloc[start:start + size]
-        judged = judge.run(part)[0] if isinstance(judge, LLMJudge) else judge.transform(part)
+    :class:`~pyterrier_nuggets.matchers.baseline.NuggetCoverageJudge`), calling ``on_battle(battle)`` for each the
+    moment it is judged (the LLM judge's, from its workers, one at a time): a caller keeps them as they come (an
+    interrupted arena keeps what was judged). ``name`` is the ``judge`` of the records."""
+    from pyterrier_nuggets.formats.frames import frame_to_battles, row_to_battle
+    from pyterrier_nuggets.judges.pairwise import PairwiseJudge
+    if isinstance(judge, PairwiseJudge):
+        judged = judge.run(frame, None if on_battle is None else lambda row: on_battle(row_to_battle(row, name)))[0]
         battles = frame_to_battles(judged, name)
-        if len(battles) < len(part):  # a policy that drops failed battles: keep them, as failed records
-            seen = {b.key for b in battles}
-            for q, s1, s2 in zip(part["qid"], part["system_1"], part["system_2"]):
-                if Battle(str(q), (s1, s2), s1, s2, None).key not in seen:
-                    battles.append(Battle(str(q), (s1, s2), s1, s2, None, name, error="failed"))
-        if on_chunk is not None:
-            on_chunk(battles)
-        out += battles
-    return out
+    else:
+        battles = frame_to_battles(judge.transform(frame), name)
+        for b in battles if on_battle is not None else ():
+            on_battle(b)
+    if len(battles) < len(frame):  # a policy that drops failed battles: keep them, as failed records
+        seen = {b.key for b in battles}
+        for q, s1, s2 in zip(frame["qid"], frame["system_1"], frame["system_2"]):
+            if Battle(str(q), (s1, s2), s1, s2, None).key not in seen:
+                battles.append(Battle(str(q), (s1, s2), s1, s2, None, name, error="failed"))
+    return battles

@@ -160,11 +160,15 @@ def natural_key(text: str):
     return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text)]
 
 
-def pair_scores(matcher: Matcher, pairs: Sequence[LabelledPair]) -> np.ndarray:
+def pair_scores(matcher: Matcher, pairs: Sequence[LabelledPair], failed: str = "raise") -> np.ndarray:
     """The matcher's score of each labelled pair: the highest over its premises (-inf without a premise: no
-    premise entails anything). A failed decision raises :class:`LLMStepError` (re-run: answers are cached)."""
+    premise entails anything). A failed decision raises :class:`LLMStepError` (re-run: answers are cached), or with
+    ``failed="nan"`` makes its pair's score NaN (the caller leaves it out)."""
     flat = list(dict.fromkeys((p, x.hypothesis) for x in pairs for p in x.premises))
     scores = dict(zip(flat, matcher.scores(flat))) if flat else {}
+    if failed == "nan":
+        return np.asarray([math.nan if any(math.isnan(scores[p, x.hypothesis]) for p in x.premises) else
+                           max((scores[p, x.hypothesis] for p in x.premises), default=-math.inf) for x in pairs])
     failed = [pair for pair, s in scores.items() if math.isnan(s)]
     if failed:
         raise LLMStepError("calibration", [Failure("calibrate", "", f"{len(failed)} of {len(flat)} decisions",

@@ -87,6 +87,11 @@ class IkatTable:
         (:func:`~pyterrier_nuggets.evaluation.plots.joint_figure`) in ``out_dir`` (:func:`output_paths`), with the
         ``extra`` writers (path -> writer of a temporary path), all or none."""
         os.makedirs(out_dir, exist_ok=True)
+        return write_all({**self.writers(out_dir, plot), **(extra or {})})
+
+    def writers(self, out_dir: str, plot: bool = True) -> dict[str, Callable[[str], object]]:
+        """The writers of :meth:`write` (path in ``out_dir`` -> writer of a temporary path), for a caller that writes
+        them with others."""
         paths = output_paths(out_dir, self.prefix)
         t = self.table
         note = "".join(f"% {line}\n" for line in self.header().split("\n"))
@@ -112,8 +117,7 @@ class IkatTable:
             title = f"iKAT: {counted(len(t.means), 'system')} (means), {counted(turns, 'turn')}\nmatcher: {matcher}"
             writers.update(figure_writers(lambda: joint_figure(t, "nDCG@5", recall, title=title),
                                           paths[".scatter.png"]))
-        writers.update(extra or {})
-        return write_all(writers)
+        return writers
 
 
 OUTPUT_SUFFIXES = (".csv", ".md", ".tex", ".perquery.csv", ".perturn.csv", ".breakdowns.csv", ".matches.jsonl",

@@ -330,12 +330,14 @@ def frame_to_battles(df: pd.DataFrame, judge: str) -> list[Battle]:
 
     :param df: the battle frame.
     :param judge: who judged the battles (the judge's description)."""
-    out = []
-    for r in df.to_dict("records"):
-        verdict = r["verdict"] if isinstance(r.get("verdict"), str) else None
-        verdicts = r.get("verdicts")
-        out.append(Battle(str(r["qid"]), (str(r["system_1"]), str(r["system_2"])), str(r["assistant_a"]),
-                          str(r["assistant_b"]), verdict, judge, tuple(verdicts) if isinstance(verdicts, list) else (),
-                          None if verdict else str(r.get("error") or "failed"),
-                          tuple(r.get("raw") or ()), str(r.get("query") or "")))
-    return out
+    return [row_to_battle(r, judge) for r in df.to_dict("records")]
+
+
+def row_to_battle(r: dict, judge: str) -> Battle:
+    """One row of a battle frame as a record (:func:`frame_to_battles`)."""
+    verdict = r["verdict"] if isinstance(r.get("verdict"), str) else None
+    verdicts = r.get("verdicts")
+    return Battle(str(r["qid"]), (str(r["system_1"]), str(r["system_2"])), str(r["assistant_a"]),
+                  str(r["assistant_b"]), verdict, judge, tuple(verdicts) if isinstance(verdicts, list) else (),
+                  None if verdict else str(r.get("error") or "failed"), tuple(r.get("raw") or ()),
+                  str(r.get("query") or ""))

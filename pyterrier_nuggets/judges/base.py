@@ -104,11 +104,16 @@ class LLMStepError(RuntimeError):
     def __init__(self, step_name: str, failures: list[Failure], alternatives: str):
         self.failures = failures
         summary = failure_summary(failures)
+        self.head = (f"{len(failures)} {step_name} step(s) failed on {summary['qid'].nunique()} topic(s); nothing was "
+                     f"scored in their place.\n{summary.to_string(index=False)}\n")
         super().__init__(
-            f"{len(failures)} {step_name} step(s) failed on {summary['qid'].nunique()} topic(s); nothing was scored "
-            f"in their place.\n{summary.to_string(index=False)}\nThe successful work is cached: re-running only "
-            f"repeats the failed calls. To go on without them, pass on_failure={alternatives}. The raw outputs "
-            "are in this error's .failures.")
+            f"{self.head}The successful work is cached: re-running only repeats the failed calls. To go on without "
+            f"them, pass on_failure={alternatives}. The raw outputs are in this error's .failures.")
+
+    def for_command_line(self) -> str:
+        """The message as the command line prints it (its options instead of the Python arguments)."""
+        return (f"{self.head}What succeeded is cached: the same command again repeats only the failed calls; with "
+                "--on-failure leave-out the topics they touch are left out for every system instead (never scored).")
 
     def __reduce__(self):
         """Pickled with its message and attributes (it travels back from a ``.parallel()`` worker)."""
@@ -133,12 +138,15 @@ class TooManyFailures(LLMStepError):
     """
 
     def __init__(self, stage: str, failed: int, items: int, allowed: float, option: str = "max_failed_share"):
-        self.stage, self.failed, self.items, self.failures = stage, failed, items, []
+        self.stage, self.failed, self.items, self.failures, self.head = stage, failed, items, [], ""
         RuntimeError.__init__(
             self, f"{stage}: {failed} of {items} items failed ({failed / items:.0%}, more than the {allowed:.0%} "
                   f"allowed by {option}); the job stops instead of making a table of what is left. What succeeded is "
                   "cached: run again to complete the rest (the failures' causes are in the usage table and the "
                   "warnings above).")
+
+    def for_command_line(self) -> str:
+        return str(self)
 
 
 NuggetizationError = LLMStepError  # the name of the first release, kept for user code that catches it
@@ -243,6 +251,9 @@ class LLMJudge(FailurePolicy, pt.Transformer):
     # the step judges (creates, labels, scores): on the embedded model it says once that these judgments mean
     # nothing; a step that only writes answers (CitedGenerator) sets False, its answers are labelled in the tables
     judges: ClassVar[bool] = True
+    # what the package's test endpoint answers to this judge's requests (the first user message -> the reply's text;
+    # judges/test_replies.py): chosen by the stage the client declares, so a new judge brings its own
+    test_reply: ClassVar[Callable[[str], str] | None] = None
 
     llm: Any
     prompt: Any

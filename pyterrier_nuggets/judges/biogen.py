@@ -17,6 +17,7 @@ import re
 import pandas as pd
 
 from ir_measures_ext import ids
+from pyterrier_nuggets.judges import test_replies
 from pyterrier_nuggets.judges.base import Failure
 from pyterrier_nuggets.judges.support import SupportJudge
 from pyterrier_nuggets.llm import LLMClient
@@ -84,6 +85,7 @@ class BioGenJudge(SupportJudge):
     """
 
     step = "biogen"
+    test_reply = staticmethod(test_replies.biogen_relation)
     step_name = "BioGen relation judgment"
     default_prompt = BIOGEN_RELATION
     reask_prompt = REASK_BIOGEN

@@ -18,6 +18,7 @@ import pandas as pd
 import pyterrier as pt
 
 from ir_measures_ext.errors import InvalidInput
+from pyterrier_nuggets.judges import test_replies
 from pyterrier_nuggets.judges.base import FAILED, Failure, LLMJudge
 from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.llm.parsing import OutputError, strip_fences
@@ -147,6 +148,7 @@ class NuggetExtractor(LLMJudge):
     """
 
     step = "extract"
+    test_reply = staticmethod(test_replies.nugget_extraction)
     step_name = "CONE-RAG nugget extraction"
     repr_params = ("text_column", "nonspan")
     failure_policies = {"raise": "stop with an error once all other extractions ran",

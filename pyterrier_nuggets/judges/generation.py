@@ -41,6 +41,7 @@ from ir_measures_ext.errors import InvalidInput
 from ir_measures_ext.scoring import answer_words
 from pyterrier_nuggets.docstore import segment_texts
 from pyterrier_nuggets.formats.answers import AnswerRules
+from pyterrier_nuggets.judges import test_replies
 from pyterrier_nuggets.judges.base import Failure, LLMJudge
 from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.llm.parsing import OutputError
@@ -347,6 +348,7 @@ class CitedGenerator(LLMJudge):
     """
 
     step = "generate"
+    test_reply = staticmethod(test_replies.cited_generation)
     step_name = "answer generation"
     judges = False  # it writes answers; the tables label them (on the embedded model: "a tiny model, not a judge")
     repr_params = ("k", "max_words", "run_id")

@@ -26,6 +26,7 @@ import pyterrier as pt
 from ir_measures_ext import ids
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.formats.frames import ASSIGNMENT_COLUMNS, NUGGET_COLUMNS, as_nugget_set
+from pyterrier_nuggets.judges import test_replies
 from pyterrier_nuggets.judges.base import FAILED, EnsembleLabels, Failure, LLMJudge, batched, passthrough_columns
 from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.llm.parsing import parse_labels, parse_strings
@@ -79,6 +80,7 @@ class NuggetCreator(LLMJudge):
     """
 
     step = "create"
+    test_reply = staticmethod(test_replies.nugget_creation)
     step_name = "nugget creation"
     repr_params = ("min_grade", "window", "max_nuggets", "max_words")
     failure_policies = {"raise": "stop with an error once all topics ran",
@@ -197,6 +199,7 @@ class NuggetScorer(LLMJudge):
     """
 
     step = "score"
+    test_reply = staticmethod(test_replies.nugget_scoring)
     step_name = "nugget scoring"
     repr_params = ("batch_size", "keep")
     failure_policies = {"raise": "stop with an error once all batches ran",
@@ -307,6 +310,7 @@ class NuggetAssigner(LLMJudge):
     """
 
     step = "assign"
+    test_reply = staticmethod(test_replies.nugget_assignment)
     step_name = "nugget assignment"
     repr_params = ("grades", "batch_size")
     failure_policies = {"raise": "stop with an error once all answers ran",

@@ -159,7 +159,7 @@ class _TopicRun:
         self.lock = threading.Lock()
         from tqdm.auto import tqdm
         self.bar = tqdm(total=len(topics), desc=f"{type(stages[0]).__name__} >> ... overlapped", unit="topic",
-                        leave=False, disable=not any(c.progress for c in clients) or len(topics) < 2)
+                        leave=False, disable=not any(c.progress and c.mode != "plan" for c in clients) or len(topics) < 2)
 
     def drive(self, index: int, qid: str, topic_frame: pd.DataFrame) -> None:
         """One topic through every stage, each as soon as the one before it is done."""

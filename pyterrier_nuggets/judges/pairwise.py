@@ -16,9 +16,10 @@ as a failure with its raw replies: a failed battle is never a tie.
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import re
+import threading
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -29,6 +30,7 @@ from ir_measures_ext.errors import InvalidInput
 from ir_measures_ext.scoring import battle_score, both_orders_verdict
 from pyterrier_nuggets.formats.frames import BATTLE_COLUMNS, as_nugget_set
 from pyterrier_nuggets.formats.rubrics import RubricSet
+from pyterrier_nuggets.judges import test_replies
 from pyterrier_nuggets.judges.base import Failure, LLMJudge
 from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.llm.parsing import OutputError
@@ -107,6 +109,7 @@ class PairwiseJudge(LLMJudge):
     """
 
     step = "pairwise"
+    test_reply = staticmethod(test_replies.pairwise)
     step_name = "pairwise battle"
     repr_params = ("orders", "seed")
     failure_policies = {"raise": "stop with an error once all battles ran",
@@ -142,12 +145,16 @@ class PairwiseJudge(LLMJudge):
     def describe(self) -> str:
         """How tables and files name this judge."""
         llm = self.llm if self.llm is not None else self._default_llm
-        on = f" on {getattr(llm, 'model', None)} at {getattr(llm, 'endpoint', None)}" if llm is not None else ""
+        on = f" on {llm.describe()}" if llm is not None else ""
         guide = "rubric-guided" if self._criteria is not None else "naive"
         return f"PairwiseJudge ({guide} prompt, {'both orders' if self.orders == 'both' else 'one order'}, seed " \
                f"{self.seed}){on}"
 
-    def run(self, inp: pd.DataFrame) -> tuple[pd.DataFrame, list[Failure]]:
+    def run(self, inp: pd.DataFrame, on_row: Callable[[dict], None] | None = None
+            ) -> tuple[pd.DataFrame, list[Failure]]:
+        """The battles of ``inp`` judged; ``on_row(row)`` (from a worker thread, one call at a time) receives each
+        battle's row the moment its last order is answered, a failed battle's too (marked, whatever the policy): a
+        caller keeps battles as they are judged."""
         pt.validate.columns(inp, includes=INPUT_COLUMNS, context=self)
         owned = set(BATTLE_COLUMNS) - set(INPUT_COLUMNS)
         passthrough = [c for c in inp.columns if c not in owned]
@@ -172,33 +179,54 @@ class PairwiseJudge(LLMJudge):
             asked = [(qid, str(r["query"]), criteria, texts[a], texts[b])]
             if self.orders == "both":
                 asked.append((qid, str(r["query"]), criteria, texts[b], texts[a]))
-            tasks.update(dict.fromkeys(asked))
+            for t in asked:
+                tasks.setdefault(t, []).append(len(battles))
             battles.append((r, qid, s1, s2, a, b, asked))
         llm = self.client()
-        outcomes = dict(zip(tasks, llm.map(functools.partial(self._judge, llm), list(tasks), desc="judging battles",
-                                           unit="call")))
+        outcomes: dict = {}
+        waiting = [len(set(asked)) for *_, asked in battles]  # orders of each battle not answered yet
+        lock = threading.Lock()
+
+        def judge(task):
+            outcome = self._judge(llm, task)
+            if on_row is not None:
+                with lock:  # a battle whose last order this was: its row, to the caller
+                    outcomes[task] = outcome
+                    for i in tasks[task]:
+                        waiting[i] -= 1
+                        if waiting[i] == 0:
+                            on_row(self._row(battles[i], outcomes)[0])
+            return outcome
+        outcomes.update(zip(tasks, llm.map(judge, list(tasks), desc="judging battles", unit="call")))
         rows, failures = [], []
-        for r, qid, s1, s2, a, b, asked in battles:
-            results = [outcomes[t] for t in asked]
-            raw = [x for o in results for x in o.raw]
-            failed = next((o for o in results if not o.ok), None)
-            row = {**r, "assistant_a": a, "assistant_b": b, "verdicts": [o.value for o in results]
-                   if self.orders == "both" and failed is None else [], "raw": raw, "error": None,
-                   "orders_agree": None}
-            if failed is not None:
-                failures.append(Failure(self.step, qid, f"battle {s1} vs {s2}", failed.error, raw))
+        for battle in battles:
+            row, failure = self._row(battle, outcomes)
+            if failure is not None:
+                failures.append(failure)
                 if self.on_failure == "exclude":
                     continue
-                row.update(verdict=None, winner=None, score=float("nan"), error=failed.error)
-            else:
-                verdict = results[0].value
-                if self.orders == "both":
-                    verdict, row["orders_agree"] = both_orders_verdict(results[0].value, results[1].value)
-                winner = {ids.BATTLE_A: a, ids.BATTLE_B: b}.get(verdict)
-                shown_first = battle_score(verdict) if a == s1 else 1 - battle_score(verdict)
-                row.update(verdict=verdict, winner=winner, score=shown_first)
             rows.append(row)
         return pd.DataFrame(rows, columns=columns), failures
+
+    def _row(self, battle: tuple, outcomes: dict) -> tuple[dict, Failure | None]:
+        """A battle's row of its answered orders (a failed battle's marked: verdict None, its error), and its
+        failure."""
+        r, qid, s1, s2, a, b, asked = battle
+        results = [outcomes[t] for t in asked]
+        raw = [x for o in results for x in o.raw]
+        failed = next((o for o in results if not o.ok), None)
+        row = {**r, "assistant_a": a, "assistant_b": b, "verdicts": [o.value for o in results]
+               if self.orders == "both" and failed is None else [], "raw": raw, "error": None, "orders_agree": None}
+        if failed is not None:
+            row.update(verdict=None, winner=None, score=float("nan"), error=failed.error)
+            return row, Failure(self.step, qid, f"battle {s1} vs {s2}", failed.error, raw)
+        verdict = results[0].value
+        if self.orders == "both":
+            verdict, row["orders_agree"] = both_orders_verdict(results[0].value, results[1].value)
+        winner = {ids.BATTLE_A: a, ids.BATTLE_B: b}.get(verdict)
+        shown_first = battle_score(verdict) if a == s1 else 1 - battle_score(verdict)
+        row.update(verdict=verdict, winner=winner, score=shown_first)
+        return row, None
 
     def _judge(self, llm: LLMClient, task):
         qid, query, criteria, answer_a, answer_b = task

@@ -32,6 +32,7 @@ from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.docstore import segment_texts
 from pyterrier_nuggets.formats.frames import qrels_frame
 from pyterrier_nuggets.formats.trec import write_qrels as write_trec_qrels
+from pyterrier_nuggets.judges import test_replies
 from pyterrier_nuggets.judges.base import EnsembleLabels, Failure, LLMJudge
 from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.llm.parsing import OutputError, reply_body
@@ -133,6 +134,7 @@ class RelevanceJudge(LLMJudge):
     """
 
     step = "relevance"
+    test_reply = staticmethod(test_replies.relevance)
     step_name = "relevance judgment"
     repr_params = ("label_column",)
     failure_policies = {"raise": "stop with an error once all other judgments ran",

@@ -23,6 +23,7 @@ from ir_measures_ext import ids
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.formats.frames import VERDICT_COLUMNS
 from pyterrier_nuggets.formats.rubrics import RubricCriterion, RubricSet, read_rubrics
+from pyterrier_nuggets.judges import test_replies
 from pyterrier_nuggets.judges.base import FAILED, EnsembleLabels, Failure, LLMJudge, batched, passthrough_columns
 from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.llm.parsing import parse_labels
@@ -79,6 +80,7 @@ class RubricJudge(LLMJudge):
     """
 
     step = "rubric"
+    test_reply = staticmethod(test_replies.rubric_grading)
     step_name = "rubric grading"
     repr_params = ("batch_size",)
     failure_policies = {"raise": "stop with an error once all answers ran",

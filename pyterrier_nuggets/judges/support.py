@@ -29,6 +29,7 @@ from ir_measures_ext import ids
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.docstore import fetch_texts
 from pyterrier_nuggets.formats.frames import SUPPORT_COLUMNS
+from pyterrier_nuggets.judges import test_replies
 from pyterrier_nuggets.judges.base import FAILED, EnsembleLabels, Failure, LLMJudge
 from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.llm.parsing import OutputError, reply_label
@@ -158,6 +159,7 @@ class SupportJudge(LLMJudge):
     """
 
     step = "support"
+    test_reply = staticmethod(test_replies.support_judgment)
     step_name = "support judgment"
     repr_params = ("citations",)
     failure_policies = {"raise": "stop with an error once all other judgments ran",

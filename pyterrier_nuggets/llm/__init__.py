@@ -20,7 +20,7 @@ model, with cache, retries, bounded concurrency and strict output parsing.
 - :mod:`.tokens`: token counting offline (:class:`TokenCounter`).
 - :mod:`.usage`: calls, tokens and costs per stage (:class:`Usage`), dry runs (:class:`Plan`), :class:`Prices`.
 """
-from pyterrier_nuggets.llm.cache import CacheMiss, ResponseCache, default_cache_path, request_key
+from pyterrier_nuggets.llm.cache import CacheError, CacheMiss, ResponseCache, default_cache_path, request_key
 from pyterrier_nuggets.llm.client import LLMClient, Outcome
 from pyterrier_nuggets.llm.config import ENV_API_KEY, ENV_BASE_URL, ENV_CACHE, ENV_MODEL
 from pyterrier_nuggets.llm.embedded import EMBEDDED_MODEL, find_embedded_model
@@ -33,6 +33,6 @@ from pyterrier_nuggets.llm.tokens import TokenCounter
 from pyterrier_nuggets.llm.usage import Plan, Prices, Usage
 
 __all__ = ["LLMClient", "ChatResult", "Outcome", "endpoint_configured", "EndpointError", "RetryPolicy", "Limits",
-           "BatchOptions", "Sampling", "ResponseCache", "CacheMiss", "request_key", "default_cache_path",
+           "BatchOptions", "Sampling", "ResponseCache", "CacheMiss", "CacheError", "request_key", "default_cache_path",
            "OutputError", "ENV_API_KEY", "ENV_BASE_URL", "ENV_CACHE", "ENV_MODEL", "EMBEDDED_MODEL",
            "find_embedded_model", "AdaptiveLimiter", "TokenCounter", "Plan", "Prices", "Usage"]

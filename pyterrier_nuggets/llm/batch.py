@@ -1,7 +1,7 @@
 """OpenAI Batch API mode (issue 11, item 3): the requests a run needs, answered by batches instead of calls.
 
 :class:`BatchRunner` answers a set of pending requests (cache key -> request body): it writes them as
-JSONL (``custom_id`` = the cache key), uploads the file (``POST /v1/files``, purpose ``batch``), creates
+JSONL (``custom_id`` = ``STAGE:KEY``, the stage that asks and the cache key), uploads the file (``POST /v1/files``, purpose ``batch``), creates
 the batch (``POST /v1/batches``, window 24 h), records the batch id and its requests in the response
 cache *before* waiting, polls until the batch ends, downloads the output and error files and puts every
 answer into the cache. A run that is interrupted while it waits finds the recorded batch the next time
@@ -23,6 +23,7 @@ from collections.abc import Callable
 import openai
 
 from pyterrier_nuggets.llm.cache import ResponseCache
+from pyterrier_nuggets.llm.config import TEST_ENDPOINT_FINGERPRINT
 from pyterrier_nuggets.llm.retry import RETRYABLE, describe_error
 
 MAX_REQUESTS = 50_000
@@ -36,12 +37,16 @@ class BatchError(RuntimeError):
 
 
 def reply_of(body: dict) -> dict:
-    """The cache entry of a chat completion body: ``text``, ``usage``, ``finish_reason``."""
+    """The cache entry of a chat completion body: ``text``, ``usage``, ``finish_reason`` (and ``test_endpoint``
+    when the package's test endpoint gave it)."""
     choice = body["choices"][0]
     usage = body.get("usage") or {}
-    return {"text": choice["message"].get("content") or "", "finish_reason": choice.get("finish_reason"),
-            "usage": {"prompt_tokens": usage.get("prompt_tokens") or 0,
-                      "completion_tokens": usage.get("completion_tokens") or 0}}
+    reply = {"text": choice["message"].get("content") or "", "finish_reason": choice.get("finish_reason"),
+             "usage": {"prompt_tokens": usage.get("prompt_tokens") or 0,
+                       "completion_tokens": usage.get("completion_tokens") or 0}}
+    if body.get("system_fingerprint") == TEST_ENDPOINT_FINGERPRINT:
+        reply["test_endpoint"] = True
+    return reply
 
 
 class BatchRunner:
@@ -58,9 +63,13 @@ class BatchRunner:
         self.timeout = timeout
         self.log = log or (lambda message: None)
         self.stats = dict(rounds=0, batches=0, resumed=0, forgotten=0, polls=0, requests=0, errors=0)
+        self._stages: dict[str, str] = {}
 
-    def run(self, pending: dict[str, dict]) -> tuple[dict[str, dict], dict[str, str]]:
-        """Answer ``pending`` (key -> body): ``(answers by key, errors by key)``; answers are cached."""
+    def run(self, pending: dict[str, dict], stages: dict[str, str] | None = None
+            ) -> tuple[dict[str, dict], dict[str, str]]:
+        """Answer ``pending`` (key -> body): ``(answers by key, errors by key)``; answers are cached. ``stages``: key ->
+        the stage that asks, declared in the line's ``custom_id`` (as the header of a chat request)."""
+        self._stages = stages or {}
         self.stats["rounds"] += 1
         answers: dict[str, dict] = {}
         errors: dict[str, str] = {}
@@ -81,10 +90,10 @@ class BatchRunner:
                                  "--batch (batch=False)")
         return answers, errors
 
-    @staticmethod
-    def _line(key: str, body: dict) -> bytes:
-        return (json.dumps({"custom_id": key, "method": "POST", "url": CHAT_ENDPOINT, "body": body},
-                           ensure_ascii=False) + "\n").encode("utf-8")
+    def _line(self, key: str, body: dict) -> bytes:
+        stage = self._stages.get(key)
+        return (json.dumps({"custom_id": f"{stage}:{key}" if stage else key, "method": "POST", "url": CHAT_ENDPOINT,
+                            "body": body}, ensure_ascii=False) + "\n").encode("utf-8")
 
     def _chunks(self, requests: dict[str, dict]) -> list[dict[str, dict]]:
         chunks: list[dict[str, dict]] = []
@@ -169,7 +178,7 @@ class BatchRunner:
             if not line.strip():
                 continue
             row = json.loads(line)
-            key = row.get("custom_id")
+            key = str(row.get("custom_id")).rpartition(":")[2]  # STAGE:KEY (or KEY, a batch of an older version)
             if key not in requests:
                 continue
             response = row.get("response") or {}

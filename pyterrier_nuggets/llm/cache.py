@@ -7,11 +7,19 @@ fresh one replaced (``rejected``, for inspection), and the Batch API batches thi
 
 Several processes on one machine may share one cache file (WAL); processes on other machines write shards of
 their own (:func:`shard_path`, ``LLMClient(worker_cache=...)``), which :func:`merge_caches` (``pyterrier-nuggets
-cache merge``) folds into one: SQLite on a network file system is not safe (docs/scale.md).
+cache merge``) folds into one: SQLite on a network file system is not safe (docs/scale.md). Processes sharing a
+cache share its answers, not their work: two that ask the same request at the same time both pay for it
+(docs/llm.md, "One cache, several processes").
+
+A cache is checked when it is opened, before any call: it must be a readable, undamaged database
+(``PRAGMA quick_check``) in which a write goes through; otherwise :class:`CacheError` names the file, what is
+wrong and the fix. A write that fails later (a full disk) raises it too, and the client stops calling: an answer
+that cannot be stored is never paid for again and again.
 """
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -27,6 +35,44 @@ from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.llm.config import ENV_CACHE
 
 INVALID = "invalid"  # verdict of a response in an exchange that still failed validation after the re-asks
+
+
+class CacheError(InvalidInput):
+    """The response cache cannot be read or written: the message names the file, what is wrong and the fix.
+
+    :param path: the cache file.
+    :param error: what SQLite or the system said.
+    :param when: ``"open"`` (checked before any call) or ``"write"`` (an answer could not be stored: the client
+        stops calling).
+    """
+
+    def __init__(self, path: str | os.PathLike, error: BaseException, when: str = "open"):
+        self.path, self.error, self.when = str(path), error, when
+        text = str(error).strip() or type(error).__name__
+        low = text.lower()
+        if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT) or \
+                "disk is full" in low or "disk i/o" in low or "too large" in low:
+            kind = "full or failing disk"
+            fix, cli = ("free space on its disk, or pass cache= a file on another disk",
+                        "free space on its disk, or give --llm-cache PATH on another disk")
+        elif isinstance(error, PermissionError) or "readonly" in low or "read-only" in low or "unable to open" in low \
+                or "permission" in low or "not permitted" in low:
+            kind = "not writable"
+            fix, cli = ("make the file and its folder writable (chmod u+w; chattr -i when it is immutable), or pass "
+                        "cache= a writable file", "make the file and its folder writable (chmod u+w; chattr -i when "
+                        "it is immutable), or give --llm-cache PATH in a writable folder")
+        else:
+            kind = "damaged: not a readable response cache"
+            fix, cli = ("move it away (sqlite3 FILE .recover may save its answers) and run again with a new cache "
+                        "(cache= another file), whose answers are asked again", "move it away (sqlite3 FILE .recover "
+                        "may save its answers) and run again with a new cache (--llm-cache NEW.sqlite), whose answers "
+                        "are asked again")
+        what = ("the LLM response cache" if when == "open" else
+                "the LLM response cache cannot store answers any more: no further call is made;")
+        message = f"{what} {self.path} is {kind} ({text}): {{}}"
+        if when == "write":
+            message = f"{what} {self.path} ({kind}: {text}); {{}}, then run again (what was stored is not asked again)"
+        super().__init__(message.format(fix), cli=message.format(cli))
 
 
 def default_cache_path() -> Path:
@@ -69,9 +115,16 @@ class ResponseCache:
         self.path = Path(path)
         self.home_path = Path(home) if home is not None else self.path
         self.fallback = ResponseCache(fallback) if fallback is not None else None
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         self._writes = _GroupCommit(self._write_responses)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._open()
+        except (sqlite3.Error, OSError) as e:
+            raise CacheError(self.path, e) from None
+
+    def _open(self) -> None:
+        """The tables made where missing, then the check: undamaged (``quick_check``), and a write goes through."""
         con = self._connection()
         con.execute("CREATE TABLE IF NOT EXISTS responses ("
                     "key TEXT PRIMARY KEY, request TEXT NOT NULL, response TEXT NOT NULL, created REAL NOT NULL)")
@@ -85,6 +138,13 @@ class ResponseCache:
                     "requests TEXT NOT NULL, created REAL NOT NULL, status TEXT NOT NULL)")
         con.execute("CREATE TABLE IF NOT EXISTS limits (endpoint TEXT PRIMARY KEY, level INTEGER NOT NULL, "
                     "pushed_back INTEGER NOT NULL, updated REAL NOT NULL)")
+        problems = [row[0] for row in con.execute("PRAGMA quick_check(3)")]
+        if problems != ["ok"]:
+            raise sqlite3.DatabaseError("; ".join(problems))
+        with self._transaction() as con:  # a write that goes through (read-only, immutable and broken files fail)
+            con.execute("CREATE TABLE IF NOT EXISTS opened (at REAL NOT NULL)")
+            con.execute("DELETE FROM opened")
+            con.execute("INSERT INTO opened (at) VALUES (?)", (time.time(),))
 
     def _connection(self) -> sqlite3.Connection:
         con = getattr(self._local, "con", None)
@@ -125,8 +185,9 @@ class ResponseCache:
 
     def put(self, key: str, request: dict, response: dict) -> None:
         """Store a response, committed when this returns; one marked invalid that it replaces is kept in
-        ``rejected``."""
-        self._writes.write((key, json.dumps(request, ensure_ascii=False), json.dumps(response, ensure_ascii=False)))
+        ``rejected``. A write that fails raises :class:`CacheError` (``when="write"``)."""
+        with self._storing():
+            self._writes.write((key, json.dumps(request, ensure_ascii=False), json.dumps(response, ensure_ascii=False)))
 
     def _write_responses(self, items: list[tuple[str, str, str]]) -> None:
         with self._transaction() as con:
@@ -138,9 +199,17 @@ class ResponseCache:
                 con.execute("INSERT OR REPLACE INTO responses (key, request, response, created, verdict, error) "
                             "VALUES (?, ?, ?, ?, NULL, NULL)", (key, request, response, now))
 
+    @contextlib.contextmanager
+    def _storing(self) -> Iterator[None]:
+        """A write of the cache: its failure is a :class:`CacheError` (``when="write"``)."""
+        try:
+            yield
+        except (sqlite3.Error, OSError) as e:
+            raise CacheError(self.path, e, "write") from None
+
     def mark_invalid(self, keys: list[str], error: str) -> None:
         """Mark the responses of an exchange that failed validation: a re-run asks these requests again."""
-        with self._transaction() as con:
+        with self._storing(), self._transaction() as con:
             con.executemany("UPDATE responses SET verdict = ?, error = ? WHERE key = ?",
                             [(INVALID, error, k) for k in keys])
 
@@ -159,7 +228,7 @@ class ResponseCache:
 
     def add_batch(self, batch_id: str, endpoint: str, requests: dict[str, dict]) -> None:
         """Remember a submitted batch (its requests by key) before waiting for it."""
-        with self._transaction() as con:
+        with self._storing(), self._transaction() as con:
             con.execute("INSERT OR REPLACE INTO batches (id, endpoint, requests, created, status) VALUES (?, ?, ?, ?, ?)",
                         (batch_id, endpoint, json.dumps(requests, ensure_ascii=False), time.time(), "submitted"))
 
@@ -177,12 +246,14 @@ class ResponseCache:
         return None if row is None else (int(row[0]), bool(row[1]))
 
     def learn_limit(self, endpoint: str, level: int, pushed_back: bool) -> None:
-        with self._transaction() as con:
+        """Keep what the adaptive limit learned (a hint for the next run: a write that fails is skipped; the next
+        answer's write stops the client, :meth:`put`)."""
+        with contextlib.suppress(sqlite3.Error, OSError), self._transaction() as con:
             con.execute("INSERT OR REPLACE INTO limits (endpoint, level, pushed_back, updated) VALUES (?, ?, ?, ?)",
                         (endpoint, int(level), int(pushed_back), time.time()))
 
     def close_batch(self, batch_id: str, status: str) -> None:
-        with self._transaction() as con:
+        with self._storing(), self._transaction() as con:
             con.execute("UPDATE batches SET status = ? WHERE id = ?", (status, batch_id))
 
     def __len__(self) -> int:

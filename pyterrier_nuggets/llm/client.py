@@ -63,8 +63,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 from ir_measures_ext.errors import InvalidInput
-from pyterrier_nuggets.llm.cache import INVALID, CacheMiss, ResponseCache, default_cache_path, request_key, shard_path
-from pyterrier_nuggets.llm.config import ENV_API_KEY
+from pyterrier_nuggets.llm.cache import (
+    INVALID,
+    CacheError,
+    CacheMiss,
+    ResponseCache,
+    default_cache_path,
+    request_key,
+    shard_path,
+)
+from pyterrier_nuggets.llm.config import ENV_API_KEY, TEST_ENDPOINT_LABEL
 from pyterrier_nuggets.llm.endpoint import (
     PLACEHOLDER_KEY,
     ChatResult,
@@ -173,11 +181,12 @@ class LLMClient:
         if cache_only and cache is None:
             raise InvalidInput("cache_only=True needs a response cache to answer from")
         self.cache_only = bool(cache_only)
-        # what a copy in another process is made of (__reduce__): the endpoint as resolved here and the cache's path;
-        # never the key (the worker's environment has it), a thread, a lock or a connection
+        # what a copy in another process is made of (__reduce__): the endpoint as resolved here and the cache's path,
+        # absolute (a pool's worker keeps the folder it was started in); never the key (the worker's environment has
+        # it), a thread, a lock or a connection
         self._key_given = api_key is not None
         self._config = dict(model=self.model, base_url=self.base_url if not self.embedded else None,
-                            cache=str(cache.home_path) if cache is not None else None,
+                            cache=os.path.abspath(cache.home_path) if cache is not None else None,
                             embedded=self.embedded_model_path if self.embedded else None, progress=progress,
                             frozen=frozen, prices=prices, retry=self.retry, limits=self.limits,
                             sampling=self.sampling, worker_cache=worker_cache, cache_only=self.cache_only)
@@ -206,6 +215,8 @@ class LLMClient:
         self._lock = threading.Lock()
         self._local = threading.local()
         self._job_invalid: set[str] = set()  # marked invalid during this job (see new_job): replayed within it
+        self.test_endpoint = False  # an answer came from the package's test endpoint (describe() says so)
+        self._unstorable: CacheError | None = None  # the cache failed to store an answer: no call is made any more
 
     # ------------------------------------------------------------------------------------- what it is
 
@@ -233,6 +244,16 @@ class LLMClient:
         """The endpoint's address (``embedded:FILE`` for the embedded model), as tables name it; several endpoints
         are ``url1 + url2``. Each endpoint's address is part of the cache keys (:meth:`cache_keys`)."""
         return self._rotation.url
+
+    def describe(self) -> str:
+        """How tables and notes name this LLM: the embedded model, or ``MODEL at ENDPOINT``; answers of the package's
+        test endpoint (:mod:`pyterrier_nuggets.testing`) make it say so, in capitals: they are no model's."""
+        if self.embedded:
+            return f"the embedded {os.path.basename(str(self.embedded_model_path))} (a tiny model, not a judge)"
+        name = f"{self.model} at {self.endpoint}"
+        if self.test_endpoint:
+            name += f" ({TEST_ENDPOINT_LABEL})"
+        return name
 
     @property
     def endpoints(self) -> list[str]:
@@ -359,6 +380,8 @@ class LLMClient:
             return ChatResult(None, error=self._router.errors[key], key=key)
         if self.cache_only:
             raise CacheMiss(stage, self.model, self.endpoint, self.cache.path)
+        if self._unstorable is not None:  # answers can no longer be stored: never pay for one again
+            raise self._unstorable
         if self._router.defers:
             raise self._router.defer(key, body, stage, plan_reply, plan_note)
         tokens = 0
@@ -366,10 +389,18 @@ class LLMClient:
             tokens = self.tokens.count_messages(body["messages"]) + int(body.get("max_tokens") or 0)
         result = self._rotation.call(body, stage, self.scheduler.current_priority(), tokens)
         result.key, result.aliases = key, tuple(aliases)
+        if result.test_endpoint:
+            self.test_endpoint = True
         if result.ok and self.cache is not None:
-            for k in keys:
-                self.cache.put(k, body, {"text": result.text, "usage": result.usage,
-                                         "finish_reason": result.finish_reason})
+            reply = {"text": result.text, "usage": result.usage, "finish_reason": result.finish_reason}
+            if result.test_endpoint:
+                reply["test_endpoint"] = True
+            try:
+                for k in keys:
+                    self.cache.put(k, body, reply)
+            except CacheError as e:
+                self._unstorable = e  # every later request stops here, before any call
+                raise
         return result
 
     def cache_keys(self, body: dict) -> list[str]:
@@ -392,8 +423,11 @@ class LLMClient:
             return None
         if key not in self._router.fetched:
             self.counters.count(stage, cache_hits=1)
+        if hit.get("test_endpoint"):
+            self.test_endpoint = True
         return ChatResult(hit["text"], cached=True, usage=hit.get("usage") or {},
-                          finish_reason=hit.get("finish_reason"), key=key, aliases=tuple(keys[1:]))
+                          finish_reason=hit.get("finish_reason"), key=key, aliases=tuple(keys[1:]),
+                          test_endpoint=bool(hit.get("test_endpoint")))
 
     def probe(self) -> str:
         """Ask the endpoint one tiny question, not cached (``pyterrier-nuggets check-endpoint``): a line saying
@@ -458,8 +492,8 @@ class LLMClient:
             return []
         from tqdm.auto import tqdm
         quiet = getattr(self._local, "quiet", False)
-        bar = tqdm(total=len(items), desc=desc, unit=unit, disable=not self.progress or quiet or len(items) < 2,
-                   leave=False)
+        bar = tqdm(total=len(items), desc=desc, unit=unit, leave=False,
+                   disable=not self.progress or quiet or len(items) < 2 or self.mode == "plan")  # a dry run calls nothing
         try:
             return self.scheduler.run([functools.partial(self._task, fn, x) for x in items], on_done=bar.update)
         finally:

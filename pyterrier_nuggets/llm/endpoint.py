@@ -22,7 +22,13 @@ from pathlib import Path
 import openai
 
 from ir_measures_ext.errors import InvalidInput
-from pyterrier_nuggets.llm.config import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
+from pyterrier_nuggets.llm.config import (
+    ENV_API_KEY,
+    ENV_BASE_URL,
+    ENV_MODEL,
+    TEST_ENDPOINT_FINGERPRINT,
+    stage_headers,
+)
 from pyterrier_nuggets.llm.embedded import (
     EMBEDDED_BASE_URL,
     EMBEDDED_MODEL,
@@ -66,6 +72,7 @@ class ChatResult:
     :param key: the request's cache key (:func:`request_key`).
     :param aliases: its other keys: a client of several endpoints keeps an answer under the key of each.
     :param planned: a dry run's placeholder, not an answer.
+    :param test_endpoint: given by the package's test endpoint (:mod:`pyterrier_nuggets.testing`), not a model.
     """
 
     text: str | None
@@ -76,6 +83,7 @@ class ChatResult:
     key: str | None = None
     aliases: tuple[str, ...] = ()
     planned: bool = False  # a dry run's placeholder, not an answer
+    test_endpoint: bool = False  # given by the package's test endpoint, not a model
 
     @property
     def ok(self) -> bool:
@@ -235,7 +243,7 @@ class Endpoint:
             wait = self._retry_wait(sent.error, sent.asked, attempt, started, stage)
             if wait is None:
                 self._count(stage, failures=1)
-                return ChatResult(None, error=gave_up(sent.error, attempt + 1, started))
+                return ChatResult(None, error=gave_up(sent.error, attempt + 1))
             attempt += 1
             self._count(stage, retries=1)
             time.sleep(wait)
@@ -277,10 +285,12 @@ class Endpoint:
             # The SDK's own request path (errors, timeouts, auth, the embedded transport) without its typed-dict
             # transform and response model, which cost 2-3 ms of CPU per call: the body is already a plain JSON
             # request, and the reply is read as plain JSON.
+            declared = stage_headers(stage)  # the stage travels beside the request, never in it (the cache key)
             if self.transport is not None:
-                completion, status, headers = self.transport.post("/chat/completions", body)
+                completion, status, headers = self.transport.post("/chat/completions", body, declared)
             else:
-                raw = self.client.post("/chat/completions", body=body, cast_to=_http.Response)
+                raw = self.client.post("/chat/completions", body=body, cast_to=_http.Response,
+                                       options={"headers": declared})
                 completion, status, headers = raw.json(), raw.status_code, raw.headers
             if not isinstance(completion, dict):
                 raise ValueError("the response body is not a JSON object")
@@ -336,7 +346,8 @@ class Endpoint:
         message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
         content = message.get("content")
         return ChatResult(content if isinstance(content, str) else "", usage=usage,
-                          finish_reason=choice.get("finish_reason"))
+                          finish_reason=choice.get("finish_reason"),
+                          test_endpoint=completion.get("system_fingerprint") == TEST_ENDPOINT_FINGERPRINT)
 
     def stop(self, cause: str) -> EndpointError:
         """The error that stops the job: the endpoint cannot be used (every later call raises it too)."""

@@ -86,7 +86,8 @@ class ModeRouter:
         if self._runner is None:
             self._runner = BatchRunner(self._client_of(), self.cache, self.url, poll_interval=self.options.poll,
                                        timeout=self.options.timeout, log=self._log)
-        answers, errors = self._runner.run({k: v[0] for k, v in pending.items()})
+        answers, errors = self._runner.run({k: v[0] for k, v in pending.items()},
+                                           {k: v[1] for k, v in pending.items() if v[1] != OTHER_STAGE})
         by_stage: dict[str, dict] = {}
         for key, (_, stage, _, _) in pending.items():
             counters = by_stage.setdefault(stage, dict.fromkeys(COUNTERS, 0))

@@ -74,9 +74,10 @@ def next_wait(policy, asked: float | None, attempt: int, started: float, cap: fl
     return wait
 
 
-def gave_up(error: Exception, attempts: int, started: float) -> str:
-    """The error of a request the retry policy gave up on."""
-    return f"{describe_error(error)} (gave up after {attempts} attempts, {time.monotonic() - started:.1f}s)"
+def gave_up(error: Exception, attempts: int) -> str:
+    """The error of a request the retry policy gave up on. No elapsed time: the same failure reads the same in every
+    run and every worker (failures are compared and merged by their text)."""
+    return f"{describe_error(error)} (gave up after {attempts} attempts)"
 
 
 def jittered(wait: float, asked: bool) -> float:

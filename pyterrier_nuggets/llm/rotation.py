@@ -164,7 +164,7 @@ class Rotation:
                 raise self._stop(sent, attempt + 1, started)
             if wait is None:
                 self._count(stage, failures=1)
-                return ChatResult(None, error=f"{gave_up(sent.error, attempt + 1, started)}; last sent to "
+                return ChatResult(None, error=f"{gave_up(sent.error, attempt + 1)}; last sent to "
                                               f"{member.endpoint.url}")
             attempt += 1
             self._count(stage, retries=1)

@@ -11,19 +11,40 @@ that has no answer yet raises :class:`Deferred`: its task is parked. When nothin
 task queued or running, every driver waiting), the scheduler *flushes*: the client answers every pending
 request at once (one Batch API round, or the dry run's placeholders), and the parked tasks run again from
 the start, now finding their answers in the cache. The number of flushes is the number of batch rounds.
+
+Interrupted (Ctrl-C): no queued task starts any more, and the requests in flight are given a grace period
+(:data:`GRACE` seconds; a second Ctrl-C ends it) to come back, so that their answers reach the response cache and a
+resumed run does not pay for them again (:meth:`Scheduler.interrupt`, :func:`interrupt_all`).
 """
 from __future__ import annotations
 
 import contextlib
 import heapq
 import itertools
+import sys
 import threading
+import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
+
+GRACE = 30.0  # seconds the requests in flight are given to come back after Ctrl-C
+_SCHEDULERS: weakref.WeakSet = weakref.WeakSet()  # every scheduler of this process (interrupt_all)
 
 
 class Deferred(Exception):
     """A request has no answer yet (Batch API mode, dry run): the task is parked until the next flush."""
+
+
+class Cancelled(Exception):
+    """A task that never started: the run was interrupted."""
+
+
+def interrupt_all(grace: float = GRACE) -> None:
+    """Every scheduler of this process interrupted (:meth:`Scheduler.interrupt`): what the command line does on
+    Ctrl-C, wherever the main thread was waiting."""
+    for scheduler in list(_SCHEDULERS):
+        scheduler.interrupt(grace)
 
 
 class _Group:
@@ -75,6 +96,8 @@ class Scheduler:
         self._flushing = False
         self._local = threading.local()
         self.rounds = 0  # flushes so far
+        self.interrupted = threading.Event()  # set by interrupt(): no task starts any more
+        _SCHEDULERS.add(self)
 
     # ------------------------------------------------------------------------------ context
 
@@ -135,7 +158,11 @@ class Scheduler:
                 for t in tasks:
                     heapq.heappush(self._queue, (t.priority, next(self._seq), t))
                 self._cond.notify(len(tasks))
-            self._wait(tasks, group, on_done)
+            try:
+                self._wait(tasks, group, on_done)
+            except KeyboardInterrupt:
+                self.interrupt()
+                raise
         for t in tasks:
             if t.error is not None:
                 raise t.error
@@ -166,6 +193,28 @@ class Scheduler:
                     group.waiting = False
                     self._active += 1
 
+    def interrupt(self, grace: float = GRACE) -> None:
+        """Stop: no queued or parked task starts any more (each ends with :class:`Cancelled`), and the tasks
+        running (their requests in flight) get up to ``grace`` seconds to finish, so that their answers are cached. A
+        second Ctrl-C ends the wait at once. Done once; later calls return at once."""
+        with self._cond:
+            if self.interrupted.is_set():
+                return
+            self.interrupted.set()
+            dropped = [t for _, _, t in self._queue] + self._parked
+            self._queue, self._parked = [], []
+            for t in dropped:
+                t.error = Cancelled("interrupted before it started")
+                self._finish(t)
+            running = self._running
+        if running:
+            print(f"interrupted: waiting up to {grace:g} s for the {running} LLM request(s) in flight, so that their "
+                  "answers are kept (Ctrl-C again to stop at once)", file=sys.stderr, flush=True)
+        deadline = time.monotonic() + grace
+        with self._cond:
+            while self._running and time.monotonic() < deadline:
+                self._cond.wait(timeout=min(0.2, max(0.0, deadline - time.monotonic())))
+
     def _start_workers(self) -> None:
         while len(self._threads) < self.workers:
             t = threading.Thread(target=self._work, name=f"pt-nuggets-llm-{len(self._threads)}", daemon=True)
@@ -179,6 +228,10 @@ class Scheduler:
                 while not self._queue:
                     self._cond.wait()
                 _, _, task = heapq.heappop(self._queue)
+                if self.interrupted.is_set():  # submitted after an interrupt: never started
+                    task.error = Cancelled("interrupted before it started")
+                    self._finish(task)
+                    continue
                 self._running += 1
             self._local.priority = task.priority
             parked = False
@@ -190,10 +243,14 @@ class Scheduler:
                 task.error = exc
             with self._cond:
                 self._running -= 1
-                if parked:
+                if parked and not self.interrupted.is_set():
                     self._parked.append(task)
                 else:
+                    if parked:
+                        task.error = Cancelled("interrupted before it was answered")
                     self._finish(task)
+                if self.interrupted.is_set():
+                    self._cond.notify_all()  # interrupt() waits for the running tasks
             self._check()
 
     def _finish(self, task: Task) -> None:
@@ -210,7 +267,8 @@ class Scheduler:
     def _check(self) -> None:
         """Flush when nothing can move."""
         with self._cond:
-            if self._flushing or self._queue or self._running or self._active or not self._parked:
+            if self._flushing or self._queue or self._running or self._active or not self._parked or \
+                    self.interrupted.is_set():
                 return
             self._flushing = True
             parked, self._parked = self._parked, []

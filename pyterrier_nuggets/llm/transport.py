@@ -77,15 +77,17 @@ class KeepAliveTransport:
             con.close()
             self._local.con = None
 
-    def post(self, path: str, body: dict) -> tuple[dict, int, dict[str, str]]:
+    def post(self, path: str, body: dict, headers: dict[str, str] | None = None) -> tuple[dict, int, dict[str, str]]:
         """``(the reply's JSON, status, headers)`` of a 2xx reply; an error of the SDK's classes otherwise. A
-        connection the server closed while idle is opened again once, transparently."""
+        connection the server closed while idle is opened again once, transparently. ``headers``: more request
+        headers (the stage, :data:`~.config.STAGE_HEADER`)."""
         data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        sent = {**self.headers, **headers} if headers else self.headers
         for attempt in (0, 1):
             fresh = getattr(self._local, "con", None) is None
             try:
                 con = self._connection()
-                con.request("POST", self.prefix + path, body=data, headers=self.headers)
+                con.request("POST", self.prefix + path, body=data, headers=sent)
                 reply = con.getresponse()
                 raw = reply.read()
                 break

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import pandas as pd
 import pyterrier as pt
 
+from pyterrier_nuggets.judges import test_replies
 from pyterrier_nuggets.judges.base import FAILED, EnsembleLabels, Failure, LLMJudge
 from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.llm.parsing import OutputError, reply_label
@@ -55,6 +56,7 @@ class LLMMatcher(LLMJudge, Matcher):
     """
 
     step = "match"
+    test_reply = staticmethod(test_replies.matching)
     step_name = "CONE-RAG matching"
     failure_policies = {"raise": "stop with an error once all other decisions are made",
                         "mark": "failed rows kept with entailed 'failed', score NaN"}
@@ -65,8 +67,7 @@ class LLMMatcher(LLMJudge, Matcher):
         self.setup(llm, prompt, max_reasks, on_failure)
 
     def describe(self) -> str:
-        model = getattr(self.client(), "model", "?")
-        return f"LLM {model} ([cone-rag Table 4] prompt)"
+        return f"LLM {self.client().describe()} ([cone-rag Table 4] prompt)"
 
     def match_batch(self, pairs: Sequence[Pair]) -> list[Match]:
         llm = self.client()

@@ -175,10 +175,8 @@ def evaluation_condition(nugget_source: str, systems: Sequence[SystemSpec], judg
 
 
 def llm_name(llm: LLMClient) -> str:
-    """How a table names the LLM of a step."""
-    if llm.embedded:
-        return f"the embedded {os.path.basename(str(llm.embedded_model_path))} (a tiny model, not a judge)"
-    return f"{llm.model} at {llm.endpoint}"
+    """How a table names the LLM of a step (:meth:`LLMClient.describe`: the test endpoint says so)."""
+    return llm.describe()
 
 
 def generator_of(spec: SystemSpec, judges: str) -> str:

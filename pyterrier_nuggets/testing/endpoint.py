@@ -1,15 +1,21 @@
-"""A fake OpenAI-compatible endpoint on 127.0.0.1, for tests and benchmarks.
+"""The package's test endpoint: a deterministic OpenAI-compatible chat endpoint on 127.0.0.1, for trying the LLM
+commands and for the tests (``pyterrier-nuggets test-endpoint --port 0``, or :class:`TestEndpoint` in Python). It
+runs no model: its replies are deterministic and valid, read off each judge's prompt by the judge's own
+``test_reply`` (:mod:`pyterrier_nuggets.judges.test_replies`), chosen by the stage the client declares beside each
+request (the header ``X-Pyterrier-Nuggets-Stage``, :data:`~pyterrier_nuggets.llm.config.STAGE_HEADER`; never part of
+the request body or its cache key). It names itself in every reply (``system_fingerprint``), so every table made
+with it says that it is a test endpoint.
 
-Standard library only (``http.server`` in a thread). It answers ``POST /v1/chat/completions`` with, in
-order of precedence:
+Standard library only (``http.server`` in a thread). It answers ``POST /v1/chat/completions`` with, in order of
+precedence:
 
 1. the next scripted :class:`Reply` of ``script`` (a queue; e.g. a 429 with Retry-After, then a 500);
 2. an injected failure: every ``fail_every``-th accepted request gets a transient 500 (``fail_status``);
    the first ``invalid_first`` replies of each conversation chosen by ``invalid_when`` are unusable
    text (:data:`INVALID`), the later ones (re-asks, re-runs) valid;
-3. ``responder(body)`` if given: a string (the assistant's content) or a :class:`Reply`;
-4. :func:`auto_reply`: plausible, valid output read off the prompt (deterministic): AutoNuggetizer lists,
-   support labels by word overlap, cited answers copied from the passages.
+3. ``responder(body)`` if given: a string (the assistant's content), a :class:`Reply`, or None for 4;
+4. :func:`stage_reply`: the declared stage's reply (``probe``: ``OK``; no stage: ``OK``; a stage no judge declares:
+   HTTP 400 naming it).
 
 Limits of a real endpoint, each optional: ``max_in_flight`` (a request arriving while that many are
 being served gets 429 at once, with ``Retry-After: retry_after``), a requests quota (``quota`` requests
@@ -19,19 +25,19 @@ and OpenAI's rate-limit headers on every reply (``ratelimit_headers``: ``x-ratel
 
 The Batch API: ``POST /v1/files`` (multipart upload), ``POST /v1/batches``, ``GET /v1/batches/{id}``
 (``validating`` / ``in_progress`` for ``batch_polls`` polls, then ``completed``), ``GET
-/v1/files/{id}/content``. Each line is answered like a chat request (without latency or limits); lines
-for which ``batch_error(body)`` gives an HTTP status go to the error file instead.
+/v1/files/{id}/content``. Each line is answered like a chat request (without latency or limits; its stage is the
+part of its ``custom_id`` before the last ``:``); lines for which ``batch_error(body)`` gives an HTTP status go to
+the error file instead.
 
 ``latency`` seconds are slept before every accepted reply (requests are served concurrently), so a
 client's parallelism shows in wall time. ``stats`` counts what the server saw; ``GET /_fake/stats``
-returns it as JSON. ``python tests/fake_openai_server.py --help`` runs one as a separate process.
+returns it as JSON. :meth:`TestEndpoint.kill` goes away as a crashed server does.
 """
 from __future__ import annotations
 
-import argparse
 import email.parser
 import email.policy
-import hashlib
+import functools
 import json
 import re
 import socket
@@ -42,150 +48,90 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from pyterrier_nuggets.llm.config import STAGE_HEADER, TEST_ENDPOINT_FINGERPRINT
+
 INVALID = "I am not sure what you mean."  # an answer no parser of the package accepts
 
 
 @dataclass
 class Reply:
-    """One scripted reply: ``content`` as the assistant's message, or an HTTP error / raw body."""
+    """One scripted reply: ``content`` as the assistant's message, or an HTTP error / raw body.
+
+    :param content: the assistant's message.
+    :param status: the HTTP status (200: a chat completion of ``content``; else an error).
+    :param headers: more reply headers (e.g. ``{"retry-after": "1"}``).
+    :param delay: seconds slept before replying (besides the endpoint's ``latency``).
+    :param raw_body: the reply's body as it is (a malformed reply).
+    :param message: the message of an HTTP error.
+    """
 
     content: str | None = None
     status: int = 200
     headers: dict = field(default_factory=dict)
     delay: float = 0.0
     raw_body: bytes | None = None
+    message: str | None = None  # the error message of an HTTP error
 
 
 def completion(content: str, model: str = "fake", prompt_tokens: int = 10, completion_tokens: int = 5) -> dict:
+    """A chat completion body as the test endpoint sends it (it names itself in ``system_fingerprint``).
+
+    :param content: the assistant's message.
+    :param model: the model named in the reply.
+    :param prompt_tokens: the usage it reports.
+    :param completion_tokens: the usage it reports.
+    """
     return {
-        "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": model,
+        "id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": model,
+        "system_fingerprint": TEST_ENDPOINT_FINGERPRINT,
         "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                   "total_tokens": prompt_tokens + completion_tokens},
     }
 
 
-def _stable(text: str) -> int:
-    return int(hashlib.sha256(text.encode("utf-8")).hexdigest()[:8], 16)
-
-
-def _after(label: str, text: str) -> str:
-    m = re.search(re.escape(label) + r"[ ]?(.*)", text)
-    return m.group(1) if m else ""
-
-
 def first_prompt(body: dict) -> str:
-    """The first user message of a conversation (a re-ask repeats it): what identifies one unit of work."""
+    """The first user message of a conversation (a re-ask repeats it): what identifies one unit of work.
+
+    :param body: a chat request.
+    """
     return next((m["content"] for m in body["messages"] if m["role"] == "user"), "")
 
 
-def support_reply(prompt: str) -> str:
-    """Support judge ([support24 Figure 1] prompt): Full Support if every word of more than 3 letters of the
-    statement is in the passage, Partial Support if some are, else No Support."""
-    statement = prompt.split("Statement: ", 1)[1].split("\nCitation: ", 1)[0]
-    passage = prompt.split("\nCitation: ", 1)[1].lower()
-    words = [w.strip(".,").lower() for w in statement.split() if len(w) > 3]
-    found = sum(w in passage for w in words)
-    return "Full Support" if found == len(words) else "Partial Support" if found else "No Support"
+PROBE_STAGE = "probe"  # check-endpoint's question (LLMClient.probe)
 
 
-def generation_reply(prompt: str) -> str:
-    """Cited generator: the first sentence of passages [1] and [2], each citing its passage, and one
-    uncited sentence."""
-    passages = re.findall(r"^\[(\d+)\] (.*)$", prompt, re.M)
-    sentences = [f"{text.split('. ')[0].rstrip('.')} [{number}]." for number, text in passages[:2]]
-    return " ".join(sentences + ["That is all I know."])
+@functools.cache
+def declared_replies() -> dict[str, Callable[[str], str]]:
+    """stage -> the ``test_reply`` its judge declares (every judge of the package, and their subclasses)."""
+    import pyterrier_nuggets.judges  # noqa: F401  (the judges, and the LLM matcher: their classes declare replies)
+    import pyterrier_nuggets.matchers.llm  # noqa: F401
+    from pyterrier_nuggets.judges.base import LLMJudge
+    out: dict[str, Callable[[str], str]] = {}
+    todo = list(LLMJudge.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo += cls.__subclasses__()
+        if cls.test_reply is not None and cls.step:
+            out.setdefault(cls.step, cls.test_reply)
+    return out
 
 
-def _covered(text: str, passage: str) -> tuple[int, int]:
-    words = [w.strip(".,?!:;\"'").lower() for w in text.split() if len(w) > 3]
-    return sum(w in passage for w in words), len(words)
+def stage_reply(body: dict, stage: str | None) -> Reply:
+    """The test endpoint's reply to a chat request of the declared ``stage``: its judge's ``test_reply`` to the
+    first user message (a re-ask is answered as the question it re-asks); ``OK`` to check-endpoint's probe and to a
+    request that declares no stage; HTTP 400 for a stage that no judge declares.
 
-
-def subnarrative_reply(prompt: str) -> str:
-    """UMBRELA's sub-narrative prompt: a sub-narrative counts when every word of more than 3 letters is in the
-    passage; 0 covered -> 1 if a narrative word is there else 0, 1 -> 2, 2-3 -> 3, 4+ -> 4."""
-    passage = _after("Passage:", prompt).lower()
-    subs = json.loads(_after("Sub-narratives:", prompt) or "[]")
-    covered = sum(1 for sub in subs if _covered(sub, passage)[0] == _covered(sub, passage)[1] > 0)
-    if covered == 0:
-        return f"##final score: {1 if _covered(_after('Narrative:', prompt), passage)[0] else 0}"
-    return f"##final score: {2 if covered == 1 else 3 if covered <= 3 else 4}"
-
-
-def rubric_reply(prompt: str) -> str:
-    """Rubric grading: satisfied when every word of more than 3 letters of the criterion is in the answer,
-    partially_satisfied when some are, else not_satisfied."""
-    answer = _after("Answer:", prompt).lower()
-    verdicts = []
-    for criterion in json.loads(_after("Criteria:", prompt) or "[]"):
-        found, total = _covered(criterion, answer)
-        verdicts.append("satisfied" if total and found == total else "partially_satisfied" if found
-                        else "not_satisfied")
-    return json.dumps(verdicts)
-
-
-def pairwise_reply(prompt: str) -> str:
-    """Pairwise battle: the answer holding more of the question's words of more than 3 letters wins; equal is a
-    tie."""
-    question = _after("Question:", prompt).split("\n")[0]
-    counts = []
-    for label in ("A", "B"):
-        text = prompt.split(f"[Answer {label}]", 1)[1].split(f"[End of answer {label}]", 1)[0].lower()
-        counts.append(_covered(question, text)[0])
-    return "[[A]]" if counts[0] > counts[1] else "[[B]]" if counts[1] > counts[0] else "[[Tie]]"
-
-
-def auto_reply(body: dict) -> str:
-    """Valid output for the package's prompts, derived deterministically from the prompt."""
-    prompt = body["messages"][-1]["content"]
-    if len(body["messages"]) > 2:  # a re-ask: answer the first user message instead
-        prompt = first_prompt(body)
-    if "[[Tie]]" in prompt:  # a pairwise battle of the arena
-        return pairwise_reply(prompt)
-    if "Statement: " in prompt:
-        level = support_reply(prompt)
-        if "“Not Relevant”" in prompt:  # BioGen relations (prompts/biogen_relation.txt) from the same overlap
-            return {"Full Support": "Supports", "Partial Support": "Neutral", "No Support": "Not Relevant"}[level]
-        return level
-    if "Sub-narratives:" in prompt:  # UMBRELA 2025/2026: how many sub-narratives the passage covers, 0-4
-        return subnarrative_reply(prompt)
-    if "Verdicts:" in prompt:  # rubric grading
-        return rubric_reply(prompt)
-    if "##final score" in prompt:  # UMBRELA relevance: the query words found in the passage, 0-3
-        query = {w for w in _after("Query:", prompt).split("\n")[0].lower().split() if len(w) > 3}
-        passage = _after("Passage:", prompt).lower()
-        return f"##final score: {min(3, sum(w in passage for w in query))}"
-    if "Passages:" in prompt:
-        return generation_reply(prompt)
-    if "Updated Nugget List:" in prompt:
-        nuggets = json.loads(_after("Initial Nugget List:", prompt) or "[]")
-        context = prompt.split("Context:", 1)[1].split("Search Query:", 1)[0]
-        for line in context.strip().splitlines():
-            words = re.sub(r"^\[\d+\]\s*", "", line).split()[:6]
-            nugget = " ".join(words)
-            if nugget and nugget not in nuggets:
-                nuggets.append(nugget)
-        return json.dumps(nuggets[:30])
-    if prompt == "Reply with the single word OK.":  # check-endpoint's question (LLMClient.probe)
-        return "OK"
-    count = int(re.search(r"label each of the (\d+) nuggets", prompt).group(1))
-    nuggets = json.loads(_after("Nugget List:", prompt) or "[]")
-    if "vital or okay" in prompt:
-        return json.dumps(["vital" if _stable(n) % 2 == 0 else "okay" for n in nuggets[:count]])
-    passage = _after("Passage:", prompt).lower()
-    three = "partial_support" in prompt
-    labels = []
-    for n in nuggets[:count]:
-        words = [w for w in n.lower().split() if len(w) > 3]
-        found = sum(w in passage for w in words)
-        if words and found == len(words):
-            labels.append("support")
-        elif three and found:
-            labels.append("partial_support")
-        else:
-            labels.append("not_support")
-    return json.dumps(labels)
+    :param body: the chat request.
+    :param stage: the stage it declares (``X-Pyterrier-Nuggets-Stage``), or None.
+    """
+    if stage is None or stage == PROBE_STAGE:
+        return Reply("OK")
+    reply = declared_replies().get(stage)
+    if reply is None:
+        return Reply(status=400, message=f"the test endpoint has no reply for the stage {stage!r}: its judge declares "
+                                         "no test_reply (pyterrier_nuggets/judges/test_replies.py)")
+    return Reply(reply(first_prompt(body)))
 
 
 def _multipart(content_type: str, data: bytes) -> dict[str, tuple[str | None, bytes]]:
@@ -199,8 +145,34 @@ def _multipart(content_type: str, data: bytes) -> dict[str, tuple[str | None, by
     return out
 
 
-class FakeOpenAIServer:
-    """Use as a context manager; ``base_url`` is the endpoint to give the client."""
+class TestEndpoint:
+    """The test endpoint (see the module docstring). Use as a context manager; ``base_url`` is the endpoint to give
+    the client.
+
+    :param latency: seconds slept before every accepted reply.
+    :param responder: ``responder(body)``: the reply to a request (a text, a :class:`Reply`, or None for the stage's).
+    :param script: replies given in order before any other.
+    :param max_in_flight: HTTP 429 (``Retry-After: retry_after``) to a request arriving while that many are served.
+    :param retry_after: the ``Retry-After`` of those 429 replies, in seconds.
+    :param quota: at most that many requests per ``quota_window`` seconds (sliding window; above it HTTP 429).
+    :param quota_window: the window of ``quota``, in seconds.
+    :param ratelimit_headers: OpenAI's ``x-ratelimit-*`` headers of the quota on every reply.
+    :param fail_every: every that-many-th accepted request gets HTTP ``fail_status``.
+    :param fail_status: the status of those injected failures (default 500).
+    :param invalid_first: the first that many replies of each conversation chosen by ``invalid_when`` are
+        :data:`INVALID`.
+    :param invalid_when: ``invalid_when(body)``: which conversations (default all).
+    :param batch_polls: polls of a batch before it completes.
+    :param batch_error: ``batch_error(body)``: an HTTP status for a batch line that fails, or None.
+    :param port: the port on 127.0.0.1 (0: any free one).
+
+    Examples::
+
+        with TestEndpoint(latency=0.05, max_in_flight=8) as endpoint:
+            llm = LLMClient(model="test", base_url=endpoint.base_url, cache=None)
+    """
+
+    __test__ = False  # not a test class (pytest collects classes named Test*)
 
     def __init__(self, latency: float = 0.0, responder: Callable[[dict], str | Reply] | None = None,
                  script: list[Reply] | None = None, *, max_in_flight: int | None = None, retry_after: float = 1.0,
@@ -330,7 +302,7 @@ class FakeOpenAIServer:
             elif injected:
                 reply = Reply(status=self.fail_status)
             else:
-                reply = self._answer(body)
+                reply = self._answer(body, headers.get(STAGE_HEADER.lower()))
             delay = self.latency + reply.delay
             if delay:
                 time.sleep(delay)
@@ -343,7 +315,8 @@ class FakeOpenAIServer:
             handler._json(200, completion(reply.content or "", body.get("model", "fake")),
                           {**rate_headers, **reply.headers})
         else:
-            handler._json(reply.status, {"error": {"message": f"fake error {reply.status}", "type": "server_error"}},
+            handler._json(reply.status, {"error": {"message": reply.message or f"test endpoint error {reply.status}",
+                                                   "type": "server_error" if reply.status >= 500 else "invalid_request"}},
                           {**rate_headers, **reply.headers})
 
     def _limit(self, now: float) -> tuple[str, float] | None:
@@ -369,7 +342,7 @@ class FakeOpenAIServer:
                 "x-ratelimit-remaining-requests": max(0, self.quota - len(self._window)),
                 "x-ratelimit-reset-requests": f"{max(0.0, reset):.3f}s"}
 
-    def _answer(self, body: dict) -> Reply:
+    def _answer(self, body: dict, stage: str | None) -> Reply:
         """The reply to one request, without limits (used by chat requests and batch lines alike)."""
         if self.invalid_first and (self.invalid_when is None or self.invalid_when(body)):
             root = first_prompt(body)
@@ -382,8 +355,9 @@ class FakeOpenAIServer:
                 return Reply(INVALID)
         if self.responder is not None:
             out = self.responder(body)
-            return out if isinstance(out, Reply) else Reply(out)
-        return Reply(auto_reply(body))
+            if out is not None:
+                return out if isinstance(out, Reply) else Reply(out)
+        return stage_reply(body, stage)
 
     # ------------------------------------------------------------------------------- Batch API
 
@@ -432,9 +406,10 @@ class FakeOpenAIServer:
             if status:
                 errors.append({"id": f"batch_req_{i}", "custom_id": request["custom_id"], "error": None,
                                "response": {"status_code": status, "request_id": f"req_{i}", "body": {
-                                   "error": {"message": f"fake batch error {status}", "type": "server_error"}}}})
+                                   "error": {"message": f"test endpoint batch error {status}", "type": "server_error"}}}})
                 continue
-            reply = self._answer(request["body"])
+            stage = request["custom_id"].rpartition(":")[0] or None
+            reply = self._answer(request["body"], stage)
             output.append({"id": f"batch_req_{i}", "custom_id": request["custom_id"], "error": None,
                            "response": {"status_code": 200, "request_id": f"req_{i}",
                                         "body": completion(reply.content or "", request["body"].get("model", "fake"))}})
@@ -462,7 +437,7 @@ class FakeOpenAIServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
 
-    def start(self) -> FakeOpenAIServer:
+    def start(self) -> TestEndpoint:
         self._thread.start()
         return self
 
@@ -482,31 +457,8 @@ class FakeOpenAIServer:
             except OSError:
                 pass
 
-    def __enter__(self) -> FakeOpenAIServer:
+    def __enter__(self) -> TestEndpoint:
         return self.start()
 
     def __exit__(self, *exc) -> None:
         self.stop()
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description="Run the fake OpenAI-compatible endpoint until interrupted "
-                                     "(prints its base URL).")
-    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free one)")
-    parser.add_argument("--latency", type=float, default=0.2)
-    parser.add_argument("--max-in-flight", type=int)
-    parser.add_argument("--retry-after", type=float, default=1.0)
-    parser.add_argument("--quota", type=int, help="requests per --quota-window seconds")
-    parser.add_argument("--quota-window", type=float, default=60.0)
-    parser.add_argument("--ratelimit-headers", action="store_true")
-    parser.add_argument("--batch-polls", type=int, default=2)
-    args = parser.parse_args()
-    with FakeOpenAIServer(latency=args.latency, max_in_flight=args.max_in_flight, retry_after=args.retry_after,
-                          quota=args.quota, quota_window=args.quota_window, ratelimit_headers=args.ratelimit_headers,
-                          batch_polls=args.batch_polls, port=args.port) as server:
-        print(server.base_url, flush=True)
-        threading.Event().wait()
-
-
-if __name__ == "__main__":
-    main()
