@@ -4,6 +4,8 @@ temporary cache; a working folder without an endpoint in the environment.
 A test module scripts the endpoint by overriding the ``responder`` fixture (a function body -> reply, or None for
 the endpoint's own: the reply each judge declares for its stage, see ``pyterrier_nuggets.testing.stage_reply``).
 """
+import os
+
 import pytest
 
 from pyterrier_nuggets.llm import LLMClient
@@ -15,6 +17,22 @@ def fake_client(server: TestEndpoint, cache, **kwargs) -> LLMClient:
     kwargs.setdefault("backoff", 0.01)
     kwargs.setdefault("progress", False)
     return LLMClient(model="fake", base_url=server.base_url, api_key="k", cache=cache, **kwargs)
+
+
+ENDPOINT_VARIABLES = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "PYTERRIER_NUGGETS_MODEL", "PYTERRIER_NUGGETS_CACHE")
+
+
+@pytest.fixture(autouse=True)
+def endpoint_environment_restored():
+    """Every test leaves the endpoint's variables as it found them, whatever it set: in random order, a key left
+    behind by one test made another test's offline demo ask for a model."""
+    saved = {name: os.environ.get(name) for name in ENDPOINT_VARIABLES}
+    yield
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 @pytest.fixture
@@ -36,7 +54,7 @@ def llm(server, tmp_path):
 @pytest.fixture
 def no_endpoint(monkeypatch, tmp_path):
     """No endpoint in the environment, a private default cache, and the test's folder as the working folder."""
-    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "PYTERRIER_NUGGETS_MODEL"):
+    for name in ENDPOINT_VARIABLES[:3]:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("PYTERRIER_NUGGETS_CACHE", str(tmp_path / "default-cache.sqlite"))
     monkeypatch.chdir(tmp_path)
