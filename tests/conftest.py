@@ -8,15 +8,26 @@ import os
 
 import pytest
 
-from pyterrier_nuggets.llm import LLMClient
+from pyterrier_nuggets.llm import ClientOptions, LLMClient, RetryPolicy
 from pyterrier_nuggets.testing import TestEndpoint
 
 
-def fake_client(server: TestEndpoint, cache, **kwargs) -> LLMClient:
-    """An LLM client of the fake server (model "fake"), quick retries, no progress bars."""
-    kwargs.setdefault("backoff", 0.01)
-    kwargs.setdefault("progress", False)
-    return LLMClient(model="fake", base_url=server.base_url, api_key="k", cache=cache, **kwargs)
+def quick_retry(**policy) -> RetryPolicy:
+    """A retry policy whose waits are short (a backoff of 0.01 s), with ``policy``'s other fields."""
+    return RetryPolicy(**{"backoff": 0.01, **policy})
+
+
+def quick_options(**options) -> ClientOptions:
+    """Client options with quick retries (:func:`quick_retry`) unless ``retry`` is given; ``options``: the other
+    fields of :class:`ClientOptions`."""
+    return ClientOptions(**{"retry": quick_retry(), **options})
+
+
+def fake_client(server: TestEndpoint, cache, **options) -> LLMClient:
+    """An LLM client of the fake server (model "fake"), quick retries, no progress bars; ``options``: the fields of
+    its :class:`ClientOptions`."""
+    return LLMClient(model="fake", base_url=server.base_url, api_key="k", cache=cache, progress=False,
+                     options=quick_options(**options))
 
 
 ENDPOINT_VARIABLES = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "PYTERRIER_NUGGETS_MODEL", "PYTERRIER_NUGGETS_CACHE")
