@@ -136,3 +136,50 @@ def test_refusals_write_nothing(server, files, tmp_path):
                      str(tmp_path / "o5")]) == 2
     assert not any((tmp_path / f"o{k}").exists() for k in (1, 3, 4, 5))
     assert server.count > 0  # only the 2025-rules run asked the judge
+
+
+def _wide_job(tmp_path, runs: int = 4, topics: int = 4):
+    """``runs`` x ``topics`` answers of three nuggets each: one assignment call per answer, all independent."""
+    answers = [{"metadata": {"team_id": "us", "run_id": f"R{r}", "type": "automatic", "narrative_id": f"t{t}"},
+                "references": ["d1"], "answer": [{"text": f"Paris run {r} topic {t}.", "citations": [0]}]}
+               for r in range(runs) for t in range(topics)]
+    nuggets = [{"qid": f"t{t}", "query": f"topic {t}", "nuggets": [
+        {"text": "Paris capital", "importance": "vital"}, {"text": "Lyon city", "importance": "okay"},
+        {"text": f"topic {t}", "importance": "okay"}]} for t in range(topics)]
+    return _jsonl(tmp_path / "wide.jsonl", answers), _jsonl(tmp_path / "wide-nuggets.jsonl", nuggets)
+
+
+def test_a_given_concurrency_is_in_flight_from_the_first_request(tmp_path, capsys):
+    """``trec-rag --concurrency N``: N requests in flight from the start, never more. The endpoint holds every reply
+    until N requests are in flight at once (a barrier, no clock): a client that began below N (slow start from 8)
+    would never reach it, and its requests would be let go only after the hold's timeout (counted)."""
+    from pyterrier_nuggets.testing import TestEndpoint
+    n = 12
+    answers, nuggets = _wide_job(tmp_path)  # 16 assignment calls, all independent: more than n
+    with TestEndpoint(hold_until=n, hold_timeout=60.0) as endpoint:
+        code = cli.main(["trec-rag", "--answers", answers, "--nuggets", nuggets, "--base-url", endpoint.base_url,
+                         "--model", "fake", "--concurrency", str(n), "--out", str(tmp_path / "out")])
+        assert code == 0, capsys.readouterr().err
+        stats = dict(endpoint.stats)
+        seen = list(endpoint.in_flight_seen)
+    assert stats["accepted"] == 16 and stats["hold_timeouts"] == 0
+    assert seen[:n] == list(range(n))  # the first n arrived before any reply left: no slow start
+    assert stats["peak_in_flight"] == n  # and never more than the ceiling
+
+
+def test_without_concurrency_the_limit_is_found_above_8(tmp_path, capsys):
+    """Left out, ``--concurrency`` is the default ceiling (256) and the client starts slow, from 8: the endpoint
+    holding the replies until 8 are in flight sees exactly 8 first; those 8 replies grow the limit to 12 (1.5 x per
+    round trip while requests wait, past the old default's cap of 8), and the next wave, held until 12 are in
+    flight, reaches 12."""
+    from pyterrier_nuggets.testing import TestEndpoint
+    answers, nuggets = _wide_job(tmp_path, runs=8, topics=5)  # 40 calls
+    with TestEndpoint(hold_until=(8, 12), hold_timeout=60.0) as endpoint:
+        code = cli.main(["trec-rag", "--answers", answers, "--nuggets", nuggets, "--base-url", endpoint.base_url,
+                         "--model", "fake", "--out", str(tmp_path / "out")])
+        assert code == 0, capsys.readouterr().err
+        stats = dict(endpoint.stats)
+        seen = list(endpoint.in_flight_seen)
+    assert stats["accepted"] == 40 and stats["hold_timeouts"] == 0
+    assert seen[:8] == list(range(8))
+    assert stats["peak_in_flight"] == 12

@@ -200,7 +200,7 @@ class Endpoint:
         # endpoints get one keep-alive connection per worker thread instead (llm/transport.py)
         self.transport = KeepAliveTransport(self.base_url or OPENAI_URL, secret, retry.timeout) \
             if not self.embedded and keep_alive_possible(self.base_url or OPENAI_URL) else None
-        self.limiter = AdaptiveLimiter(int(limits.concurrency), adaptive=limits.adaptive,
+        self.limiter = AdaptiveLimiter(int(limits.concurrency), adaptive=limits.adaptive, initial=limits.start,
                                        requests_per_minute=limits.requests_per_minute,
                                        tokens_per_minute=limits.tokens_per_minute)
         self._lock = threading.Lock()
