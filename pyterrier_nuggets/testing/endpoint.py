@@ -46,6 +46,7 @@ import functools
 import json
 import re
 import socket
+import sys
 import threading
 import time
 from collections import deque
@@ -284,6 +285,10 @@ class TestEndpoint:
         class Server(ThreadingHTTPServer):
             request_queue_size = BACKLOG  # the default 5 drops connections opened at once (a 1 s SYN retry)
             daemon_threads = True
+
+            def handle_error(self, request, client_address):
+                if not isinstance(sys.exc_info()[1], ConnectionError):  # a client that went away: nothing to say
+                    super().handle_error(request, client_address)
 
         self._httpd = Server(("127.0.0.1", port), Handler)
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
