@@ -183,3 +183,66 @@ def test_without_concurrency_the_limit_is_found_above_8(tmp_path, capsys):
     assert stats["accepted"] == 40 and stats["hold_timeouts"] == 0
     assert seen[:8] == list(range(8))
     assert stats["peak_in_flight"] == 12
+
+
+def _track(files, server, out, *more):
+    """``trec-rag`` with every LLM judge on ``files`` against ``server``, into ``out``."""
+    return ["trec-rag", "--answers", files["answers"], "--nuggets", files["nuggets"], "--rubrics", files["rubrics"],
+            "--support", "--docs", files["docs"], "--base-url", server.base_url, "--model", "fake", "--out", str(out),
+            *more]
+
+
+def _same_folders(a, b):
+    names = sorted(p.name for p in a.iterdir())
+    assert names == sorted(p.name for p in b.iterdir())
+    for name in names:
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+
+
+def test_workers_give_one_process_outputs_on_one_cache(server, files, tmp_path, capsys):
+    """``--workers 2``: the topics over two processes, the outputs byte-identical to one process's, every answer in
+    the one response cache (a serial run on it asks nothing)."""
+    answers = json.loads(json.dumps(ANSWERS))
+    answers += [{**a, "metadata": {**a["metadata"], "narrative_id": "t2"}} for a in json.loads(json.dumps(ANSWERS))]
+    files["answers"] = _jsonl(tmp_path / "two-topics.jsonl", answers)
+    nuggets = [NUGGETS, {**NUGGETS, "qid": "t2"}]
+    files["nuggets"] = _jsonl(tmp_path / "two-nuggets.jsonl", nuggets)
+    files["rubrics"] = _jsonl(tmp_path / "two-rubrics.jsonl", [RUBRIC, {**RUBRIC, "qid": "t2"}])
+    cache = str(tmp_path / "one.sqlite")
+    serial_cache = str(tmp_path / "serial.sqlite")
+    assert cli.main(_track(files, server, tmp_path / "serial", "--llm-cache", serial_cache)) == 0
+    calls = server.count
+    assert cli.main(_track(files, server, tmp_path / "spread", "--llm-cache", cache, "--workers", "2")) == 0, \
+        capsys.readouterr().err
+    assert server.count == 2 * calls  # the same requests, asked by the workers
+    _same_folders(tmp_path / "serial", tmp_path / "spread")
+    assert cli.main(_track(files, server, tmp_path / "again", "--llm-cache", cache)) == 0
+    assert server.count == 2 * calls  # one cache: the workers' answers are all in it
+    _same_folders(tmp_path / "serial", tmp_path / "again")
+
+
+def test_dry_run_prints_the_exact_plan_before_any_call(server, files, tmp_path, capsys):
+    """``--dry-run`` on a whole submission: the requests of every stage, their tokens and cost, no call; the run then
+    makes exactly the planned calls per stage."""
+    assert cli.main(_track(files, server, tmp_path / "plan", "--dry-run", "--price", "2.5,10")) == 0
+    out = capsys.readouterr().out
+    assert server.count == 0 and not (tmp_path / "plan").exists()
+    planned = {line.split()[0]: int(line.split()[3]) for line in out.splitlines()
+               if line.split()[:1] and line.split()[0] in ("assign", "support", "rubric", "total")}
+    assert "prompt tokens" in out and "$" in out
+    assert cli.main(_track(files, server, tmp_path / "run")) == 0
+    stages = [h.get("x-pyterrier-nuggets-stage") for h in server.headers]
+    assert planned["total"] == server.count == sum(planned[s] for s in planned if s != "total")
+    assert {s: stages.count(s) for s in set(stages)} == {s: n for s, n in planned.items() if s != "total"}
+
+
+def test_batch_api_gives_the_online_outputs(server, files, tmp_path, capsys):
+    """``--batch``: every request through the test endpoint's Batch API (no chat call), one round per dependent step,
+    the outputs byte-identical to the online run's."""
+    assert cli.main(_track(files, server, tmp_path / "online", "--llm-cache", str(tmp_path / "a.sqlite"))) == 0
+    online = server.count
+    assert cli.main(_track(files, server, tmp_path / "batch", "--llm-cache", str(tmp_path / "b.sqlite"), "--batch",
+                           "--batch-poll", "0.01")) == 0, capsys.readouterr().err
+    assert server.count == online and server.stats["batch_requests"] == online  # no chat call: all in batches
+    assert server.stats["batches"] == 3  # assignment, support, rubric grading: one round each
+    _same_folders(tmp_path / "online", tmp_path / "batch")

@@ -168,10 +168,15 @@ def client_options(args):
 def limits(args):
     """The :class:`~pyterrier_nuggets.llm.Limits` of the LLM group: a ``--concurrency`` the user gives is in flight from
     the first request (no slow start: the user said what the endpoint takes); left out, the default ceiling, below
-    which the client finds the endpoint's limit (docs/llm.md, "Adaptive concurrency")."""
+    which the client finds the endpoint's limit (docs/llm.md, "Adaptive concurrency"). A command's ``--workers``
+    processes share the ceiling and the quotas: each gets its share."""
     from pyterrier_nuggets.llm import Limits
-    given = {} if args.concurrency is None else {"concurrency": args.concurrency, "start": args.concurrency}
-    return Limits(requests_per_minute=args.max_rpm, tokens_per_minute=args.max_tpm, **given)
+    from pyterrier_nuggets.llm.limits import DEFAULT_CEILING
+    workers = getattr(args, "workers", 1)
+    ceiling = -(-(args.concurrency or DEFAULT_CEILING) // workers)
+    start = {} if args.concurrency is None else {"start": ceiling}
+    return Limits(concurrency=ceiling, requests_per_minute=args.max_rpm and args.max_rpm / workers,
+                  tokens_per_minute=args.max_tpm and args.max_tpm / workers, **start)
 
 
 def llm_client(args, mode: str = "endpoint"):
