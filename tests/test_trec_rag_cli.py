@@ -201,20 +201,27 @@ def _same_folders(a, b):
 
 def test_workers_give_one_process_outputs_on_one_cache(server, files, tmp_path, capsys):
     """``--workers 2``: the topics over two processes, the outputs byte-identical to one process's, every answer in
-    the one response cache (a serial run on it asks nothing)."""
+    the one response cache (a serial run on it asks nothing), the tables naming the test endpoint that answered in
+    the workers. Every request of topic t2 differs from t1's (its own query and sentences), so that no two requests
+    race for one cache entry and the calls are exact."""
     answers = json.loads(json.dumps(ANSWERS))
-    answers += [{**a, "metadata": {**a["metadata"], "narrative_id": "t2"}} for a in json.loads(json.dumps(ANSWERS))]
+    for a in json.loads(json.dumps(ANSWERS)):
+        a["metadata"]["narrative_id"] = "t2"
+        a["answer"] = [{**o, "text": o["text"] + " Also t2."} for o in a["answer"]]
+        answers.append(a)
     files["answers"] = _jsonl(tmp_path / "two-topics.jsonl", answers)
-    nuggets = [NUGGETS, {**NUGGETS, "qid": "t2"}]
+    nuggets = [NUGGETS, {**NUGGETS, "qid": "t2", "query": "tell me about towns of France"}]
     files["nuggets"] = _jsonl(tmp_path / "two-nuggets.jsonl", nuggets)
     files["rubrics"] = _jsonl(tmp_path / "two-rubrics.jsonl", [RUBRIC, {**RUBRIC, "qid": "t2"}])
     cache = str(tmp_path / "one.sqlite")
     serial_cache = str(tmp_path / "serial.sqlite")
     assert cli.main(_track(files, server, tmp_path / "serial", "--llm-cache", serial_cache)) == 0
     calls = server.count
+    capsys.readouterr()
     assert cli.main(_track(files, server, tmp_path / "spread", "--llm-cache", cache, "--workers", "2")) == 0, \
         capsys.readouterr().err
     assert server.count == 2 * calls  # the same requests, asked by the workers
+    assert "TEST ENDPOINT" in capsys.readouterr().out
     _same_folders(tmp_path / "serial", tmp_path / "spread")
     assert cli.main(_track(files, server, tmp_path / "again", "--llm-cache", cache)) == 0
     assert server.count == 2 * calls  # one cache: the workers' answers are all in it
