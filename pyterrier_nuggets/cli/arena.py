@@ -13,7 +13,14 @@ import json
 import os
 
 from pyterrier_nuggets.cli.errors import ON_INVALID, UsageError, non_negative_int, probability
-from pyterrier_nuggets.cli.options import add_llm_options, add_overwrite, llm_client, llm_mode, plan_first
+from pyterrier_nuggets.cli.options import (
+    add_llm_options,
+    add_overwrite,
+    check_failures,
+    llm_client,
+    llm_mode,
+    plan_first,
+)
 from pyterrier_nuggets.cli.paths import nonempty, output_folder
 
 OUTPUTS = {"battles": "battles.jsonl", "leaderboard": "leaderboard.csv", "pairwise": "pairwise.csv",
@@ -297,7 +304,7 @@ def _judge_all(args, judge, llm, frame, name: str, settings: str, kept: dict, pl
     """Every planned battle: those kept from an earlier run and the new ones, each written to the journal the moment
     it is judged; too many failed ones stop the command, and so does one with --on-failure stop."""
     from pyterrier_nuggets.evaluation.arena import judge_battles
-    from pyterrier_nuggets.judges.base import Failure, LLMStepError, TooManyFailures
+    from pyterrier_nuggets.judges.failures import Failure
     journal = os.path.join(args.out, JOURNAL)
     _start_journal(journal, settings, list(kept.values()))
     with open(journal, "a", encoding="utf-8") as f:
@@ -308,12 +315,8 @@ def _judge_all(args, judge, llm, frame, name: str, settings: str, kept: dict, pl
     if failed:
         print(f"{len(failed)} of {len(battles)} battles failed (kept in {JOURNAL}, status failed; never counted); run "
               "the same command again to complete them", flush=True)
-    if len(failed) / len(battles) > args.max_failed_share:
-        raise TooManyFailures("pairwise", len(failed), len(battles), args.max_failed_share, "--max-failed-share")
-    if failed and args.on_failure == "stop":
-        raise LLMStepError("pairwise battle", [Failure("pairwise", b.qid, f"battle {b.pair[0]} vs {b.pair[1]}",
-                                                       b.error or "failed", list(b.raw)) for b in failed],
-                           "'exclude' (failed battles are never counted)")
+    check_failures(args, [Failure("pairwise", b.qid, f"battle {b.pair[0]} vs {b.pair[1]}", b.error or "failed",
+                                  list(b.raw)) for b in failed], len(battles), "pairwise battle")
     return battles
 
 

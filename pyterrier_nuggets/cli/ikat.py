@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 
 from pyterrier_nuggets.cli.errors import DeprecatedAlias, UsageError, positive_int, probability
-from pyterrier_nuggets.cli.options import add_llm_options, add_overwrite, llm_client, llm_mode, plan_first
+from pyterrier_nuggets.cli.options import add_llm_options, add_overwrite, llm_client, llm_mode, plan_first, step_policy
 from pyterrier_nuggets.cli.paths import output_folder
 
 GOLD_SETS = ("human", "human-dedup", "llm", "llm-dedup")
@@ -101,7 +101,7 @@ def _matchers(args, llm) -> tuple:
     if args.matcher.startswith("nli:"):
         return matchers.NLIMatcher(args.matcher[4:]), None
     if args.matcher == "llm":
-        return matchers.LLMMatcher(llm, on_failure="raise" if args.on_failure == "stop" else "mark"), None
+        return matchers.LLMMatcher(llm, on_failure=step_policy(args)), None
     raise UsageError(f"--matcher {args.matcher!r}: give embedding, embedding:T, nli:PATH or llm")
 
 
@@ -324,7 +324,7 @@ def _llm_steps(args, llm, matcher, systems: list, gold, topics: list, paths: dic
     LLM matcher its decisions (asked here, then answered from the cache in the table). Under --on-failure
     leave-out the turns where any of it failed are left out for every system (returned: turn -> step); stop
     raises; more failed than --max-failed-share stops. Returns (systems, gold, extra outputs, turns left out)."""
-    from pyterrier_nuggets.pipeline.main_job import check_failed_share
+    from pyterrier_nuggets.judges.failures import check_failed_share
     failed: dict[str, str] = {}
     extra = {}
     if args.generate:
@@ -359,7 +359,7 @@ def _match_first(matcher, systems: list, gold, failed: dict[str, str]) -> None:
                       pd.concat([s.nuggets.assign(run_id=s.name)[["qid", "nuggets", "run_id"]] for s in systems])))
     for step, frame in steps:
         step(frame[frame["qid"].astype(str).isin(gold_turns)].reset_index(drop=True))
-        failed.update({f.qid: step.step_name for f in step.failures})
+        failed.update(step.failed_topics())
 
 
 def _generated_systems(args, llm, systems: list, topics: list, paths: dict[str, str],
@@ -399,9 +399,9 @@ def _generate(args, llm, systems: list, topics: list, failed: dict[str, str]) ->
             raise UsageError(f"run {system.name}: turns {unknown[:5]} are not in the topics; give the topics of the "
                              "run (--topics)")
         generator = CitedGenerator(llm, k=args.k, docstore=docstore, run_id=name, conversation=args.generate,
-                                   topics=topics, on_failure="raise" if args.on_failure == "stop" else "exclude")
+                                   topics=topics, on_failure=step_policy(args))
         answers = generator(ranking)
-        failed.update({f.qid: generator.step_name for f in generator.failures})
+        failed.update(generator.failed_topics())
         out.append(ikat.IkatSystem(name, answers, ranking))
     return out
 
@@ -415,7 +415,7 @@ def _extract(args, llm, systems: list, topics: list, failed: dict[str, str]) -> 
 
     from pyterrier_nuggets.judges import NuggetExtractor
     resolved = {q.query_id: q.resolved_utterance for q in topics}
-    extractor = NuggetExtractor(llm, on_failure="raise" if args.on_failure == "stop" else "exclude_answer")
+    extractor = NuggetExtractor(llm, on_failure=step_policy(args))
     out = []
     for system in systems:
         unknown = sorted(set(system.responses["qid"]) - set(resolved))
@@ -424,5 +424,5 @@ def _extract(args, llm, systems: list, topics: list, failed: dict[str, str]) -> 
                              "the run (--topics)")
         frame = system.responses[["qid", "qanswer"]].assign(query=system.responses["qid"].map(resolved))
         out.append(replace(system, nuggets=extractor(frame)[["qid", "nuggets"]]))
-        failed.update({f.qid: extractor.step_name for f in extractor.failures})
+        failed.update(extractor.failed_topics())
     return out
