@@ -144,8 +144,8 @@ def run_ikat_demo(args) -> int:
     the iKAT joint table (``pyterrier-nuggets ikat``, docs/ikat.md) against the gold nuggets (``--nuggets``: a
     registered set human / human-dedup / llm / llm-dedup, or a CONE-RAG gold nugget file; default human), with
     the embedding matcher offline, or the LLM matcher on an endpoint."""
-    from pyterrier_nuggets.cli import Parser, ikat
-    from pyterrier_nuggets.cli.errors import UsageError
+    from pyterrier_nuggets.cli import ikat
+    from pyterrier_nuggets.cli.errors import Parser, UsageError
     from pyterrier_nuggets.cli.options import LLM_GROUP
     from pyterrier_nuggets.formats import read_ikat_run
     from pyterrier_nuggets.pipeline.systems import parse_named_path

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+from typing import Any
 
 from pyterrier_nuggets.cli.errors import DeprecatedAlias, UsageError, positive_int, probability
 from pyterrier_nuggets.cli.options import add_llm_options, add_overwrite, llm_client, llm_mode, plan_first, step_policy
@@ -230,9 +232,10 @@ def _joint(args, paths: dict[str, str]) -> int:
         systems, gold = _shard_turns(systems, gold, own, set(turns))
     llm = _llm(args)
     matcher, ntn = _matchers(args, llm)  # ntn None: the NtR matcher does both
-    if plan_first(args, llm, lambda: _llm_steps(args, llm, matcher, systems, gold, topics, paths), "this iKAT table"):
+    work = _Turns(systems, gold, topics, paths)
+    if plan_first(args, llm, lambda: _llm_steps(args, llm, matcher, work), "this iKAT table"):
         return 0
-    systems, gold, extra, left_out = _llm_steps(args, llm, matcher, systems, gold, topics, paths)
+    systems, gold, extra, left_out = _llm_steps(args, llm, matcher, work)
     qrels = None
     if args.run:
         qrels = args.qrels or list(ir_datasets.load("trec-ikat/2024").qrels_iter())
@@ -319,12 +322,24 @@ def _systems(args) -> list:
     return systems
 
 
-def _llm_steps(args, llm, matcher, systems: list, gold, topics: list, paths: dict[str, str]):
+@dataclass
+class _Turns:
+    """What the LLM steps of an iKAT table work on: the systems, the gold nuggets, the iKAT topics, and the paths
+    checked so far (the generated run files must differ from them)."""
+
+    systems: list
+    gold: Any
+    topics: list
+    paths: dict[str, str]
+
+
+def _llm_steps(args, llm, matcher, work: _Turns):
     """The LLM work before the table: generated systems (--generate), extracted nuggets (--extract), and with the
     LLM matcher its decisions (asked here, then answered from the cache in the table). Under --on-failure
     leave-out the turns where any of it failed are left out for every system (returned: turn -> step); stop
     raises; more failed than --max-failed-share stops. Returns (systems, gold, extra outputs, turns left out)."""
     from pyterrier_nuggets.judges.failures import check_failed_share
+    systems, gold, topics, paths = work.systems, work.gold, work.topics, work.paths
     failed: dict[str, str] = {}
     extra = {}
     if args.generate:
