@@ -103,7 +103,7 @@ class NuggetToResponse(_MatchingStep):
     :param matcher: a :class:`~pyterrier_nuggets.matchers.Matcher`, an ``LLMClient`` (as an ``LLMMatcher``: the
         paper's NtR) or ``None`` (the embedding baseline at its NtR threshold).
     :param on_failure: what a failed decision does: ``"raise"`` (default; once all other decisions are made),
-        ``"exclude_answer"`` (the response gives no rows, and is reported) or ``"mark"`` (its rows are kept with
+        ``"exclude"`` (the response gives no rows, and is reported) or ``"mark"`` (its rows are kept with
         matched ``failed``, score NaN).
 
     Examples::
@@ -142,7 +142,7 @@ class NuggetToNugget(_MatchingStep):
     :param gold_nuggets: the gold nuggets, in any form ``formats.as_nugget_set`` takes.
     :param matcher: a :class:`~pyterrier_nuggets.matchers.Matcher`, an ``LLMClient`` (as an ``LLMMatcher``) or
         ``None`` (the embedding baseline at its NtN threshold).
-    :param on_failure: ``"raise"`` (default), ``"exclude_answer"`` or ``"mark"``, as :class:`NuggetToResponse`.
+    :param on_failure: ``"raise"`` (default), ``"exclude"`` or ``"mark"``, as :class:`NuggetToResponse`.
 
     Examples::
 
