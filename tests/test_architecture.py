@@ -1,6 +1,8 @@
 """The layout's rules (decisions.md, decision 6, docs/architecture.md), checked on the source: which package may
 import which, and no module importing another module's private names."""
 import ast
+import importlib
+import re
 from pathlib import Path
 
 import pytest
@@ -121,7 +123,6 @@ def _tracked_text_files():
 def test_references_resolve_inside_the_repository():
     """Papers are cited by the keys of docs/references.md (``[cone-rag §4.2]``), decisions by docs/decisions.md:
     no seed number or note outside the repository (decisions.md, decision 12)."""
-    import re
     keys = set(re.findall(r"^\| `\[([a-z0-9-]+)\]` \|", (ROOT / "docs" / "references.md").read_text(), re.M))
     assert {"nugget-recall", "autonuggetizer", "support24", "nugget-annotation", "cone-rag"} <= keys
     for path in _tracked_text_files():
@@ -131,3 +132,46 @@ def test_references_resolve_inside_the_repository():
         assert not re.search(r"\bseeds? 00\d|design\.md", text), f"{path.relative_to(ROOT)} cites a seed or design.md"
         for key in set(re.findall(r"\[([a-z][a-z0-9-]*) (?:§|Table|Fig|eq\.|Eq\.|Appendix)", text)) - {"key"}:
             assert key in keys, f"{path.relative_to(ROOT)}: [{key} ...] is not in docs/references.md"
+
+
+def _format_table() -> list[list[str]]:
+    """The rows of docs/architecture.md, "Where each format is read": format, parser, reader / writer, section."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = text.split("## Where each format is read", 1)[1].split("\n## ", 1)[0]
+    rows = [[c.strip() for c in line.strip("|").split(" | ")] for line in section.splitlines()
+            if line.startswith("| ") and not line.startswith("| format |")]
+    assert rows and all(len(r) == 4 for r in rows), "the table has four columns"
+    return rows
+
+
+def test_format_modules_say_which_half_they_hold():
+    """decisions.md, decision 15: a format's parser in datasets_ext is named ``<format>_parser.py``, its reader and
+    writer in formats ``<family>_io.py``; no module of one folder shares its name with a module of the other (but the
+    package files and ``files.py``, which hold no format: downloads and atomic writes, and the readers' policies)."""
+    datasets = {p.stem for p in (ROOT / "datasets_ext").glob("*.py")}
+    formats = {p.stem for p in (ROOT / "pyterrier_nuggets" / "formats").glob("*.py")}
+    assert datasets & formats == {"__init__", "files"}
+    assert {"nugget_parser", "rubric_parser", "cone_parser", "ikat_parser"} <= datasets
+    assert not {s for s in formats if s.endswith("_parser")} and not {s for s in datasets if s.endswith("_io")}
+
+
+def test_every_format_module_is_in_the_format_table():
+    """Each parser and reader/writer module, and only existing ones, in the table; each name the table gives a module
+    defined there; each section link a heading of docs/formats.md."""
+    rows = _format_table()
+    named = set(re.findall(r"`((?:datasets_ext|pyterrier_nuggets|ir_measures_ext)/[\w/]+\.py)`", str(rows)))
+    for path in named:
+        assert (ROOT / path).is_file(), f"docs/architecture.md names {path}, which does not exist"
+    modules = {f"datasets_ext/{p.name}" for p in (ROOT / "datasets_ext").glob("*_parser.py")}
+    modules |= {f"pyterrier_nuggets/formats/{p.name}" for p in (ROOT / "pyterrier_nuggets" / "formats").glob("*_io.py")}
+    assert modules <= named, f"not in the format table: {sorted(modules - named)}"
+    for cell in (c for row in rows for c in row[1:3]):
+        for path, names in re.findall(r"`([\w/]+\.py)` \(([^)]*)\)", cell):
+            module = importlib.import_module(path.removesuffix(".py").replace("/", "."))
+            for name in re.findall(r"`(\w+)`", names):
+                assert hasattr(module, name), f"docs/architecture.md: {path} has no {name}"
+    formats_md = (ROOT / "docs" / "formats.md").read_text(encoding="utf-8")
+    slugs = {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+             for h in re.findall(r"^#+ (.*)$", formats_md, re.M)}
+    for anchor in re.findall(r"formats\.md#([\w\-]+)", str(rows)):
+        assert anchor in slugs, f"docs/architecture.md links formats.md#{anchor}, which is no heading"
