@@ -39,7 +39,7 @@ from pyterrier_nuggets.evaluation.arena import (  # noqa: E402
     plan_battles,
 )
 from pyterrier_nuggets.judges import PairwiseJudge  # noqa: E402
-from pyterrier_nuggets.llm import LLMClient  # noqa: E402
+from pyterrier_nuggets.llm import ClientOptions, Limits, LLMClient  # noqa: E402
 from pyterrier_nuggets.records import Battle  # noqa: E402
 
 WORDS = "river bridge castle museum harbour market garden tower canal library station forest valley".split()
@@ -60,7 +60,7 @@ def battles_per_second(args) -> None:
         with ServerProcess(latency=args.latency, max_in_flight=args.limit, retry_after=1.0) as server, \
                 tempfile.TemporaryDirectory() as tmp:
             llm = LLMClient(model="fake", base_url=server.base_url, api_key="k", cache=os.path.join(tmp, "c.sqlite"),
-                            concurrency=args.ceiling, progress=False)
+                            progress=False, options=ClientOptions(limits=Limits(concurrency=args.ceiling)))
             judge = PairwiseJudge(llm, on_failure="mark")
             planned = llm.plan(lambda j=judge: j.run(frame)).calls()
             started = time.perf_counter()

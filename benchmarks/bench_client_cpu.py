@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_llm import ServerProcess, workload  # noqa: E402
 
 from pyterrier_nuggets.judges import NuggetAssigner, NuggetCreator, NuggetScorer, Overlapped  # noqa: E402
-from pyterrier_nuggets.llm import LLMClient  # noqa: E402
+from pyterrier_nuggets.llm import ClientOptions, Limits, LLMClient  # noqa: E402
 
 
 def cpu() -> float:
@@ -36,7 +36,8 @@ def cpu() -> float:
 
 
 def run(base_url: str, cache: str, width: int, judged, answers):
-    llm = LLMClient(model="fake", base_url=base_url, api_key="bench", cache=cache, concurrency=width, progress=False)
+    llm = LLMClient(model="fake", base_url=base_url, api_key="bench", cache=cache, progress=False,
+                    options=ClientOptions(limits=Limits(concurrency=width)))
     assigner = NuggetAssigner(None, llm)
     start_wall, start_cpu = time.perf_counter(), cpu()
     with warnings.catch_warnings():

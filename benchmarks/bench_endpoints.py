@@ -32,12 +32,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from bench_llm import Bench, identical, workload  # noqa: E402
 
-from pyterrier_nuggets.llm import LLMClient  # noqa: E402
+from pyterrier_nuggets.llm import ClientOptions, Limits, LLMClient  # noqa: E402
 
 
 def client(bench: Bench, urls: list[str], cache: str) -> LLMClient:
     return LLMClient(model="fake", base_url=urls, api_key="bench", cache=os.path.join(bench.tmp, cache),
-                     concurrency=bench.args.limit, progress=False)
+                     progress=False, options=ClientOptions(limits=Limits(concurrency=bench.args.limit)))
 
 
 def per_endpoint(llm: LLMClient, names: dict[str, str]) -> str:

@@ -46,7 +46,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import ir_measures_ext  # noqa: E402
 from pyterrier_nuggets.formats import nugget_qrels  # noqa: E402
 from pyterrier_nuggets.judges import NuggetAssigner, NuggetCreator, NuggetScorer, Overlapped  # noqa: E402
-from pyterrier_nuggets.llm import LLMClient  # noqa: E402
+from pyterrier_nuggets.llm import BatchOptions, ClientOptions, Limits, LLMClient  # noqa: E402
 from pyterrier_nuggets.testing import TestEndpoint, first_prompt  # noqa: E402
 
 WORDS = ("river bridge castle museum harbour market garden tower canal library station forest valley "
@@ -123,9 +123,10 @@ class Bench:
     def server(self, **kwargs) -> ServerProcess:
         return ServerProcess(latency=self.args.latency, max_in_flight=self.args.limit, retry_after=1.0, **kwargs)
 
-    def client(self, server: ServerProcess, cache: str, ceiling: int, **kwargs) -> LLMClient:
+    def client(self, server: ServerProcess, cache: str, ceiling: int, batch: BatchOptions | None = None) -> LLMClient:
+        options = ClientOptions(limits=Limits(concurrency=ceiling), batch=batch or BatchOptions())
         return LLMClient(model="fake", base_url=server.base_url, api_key="bench", cache=os.path.join(self.tmp, cache),
-                         concurrency=ceiling, progress=False, **kwargs)
+                         progress=False, options=options)
 
     def run(self, llm: LLMClient, staged: bool = False, lenient: bool = False) -> dict:
         """One run of W1: nuggets, assignments, their scores, wall time, the judges' failures."""
@@ -265,7 +266,7 @@ def main() -> None:
                 f"clean run: {identical(fixed, base)}")
 
         with bench.server(batch_polls=3) as server:
-            llm = bench.client(server, "batch.sqlite", args.limit, batch=True, batch_poll=0.05)
+            llm = bench.client(server, "batch.sqlite", args.limit, batch=BatchOptions(enabled=True, poll=0.05))
             batch = bench.run(llm)
             s, b = server.stats, llm.batch_stats
             row("Batch API mode", batch["wall"], s["chat_requests"], s["rejected"],

@@ -5,7 +5,7 @@ model was shown. Slow: run with ``pytest -m slow``."""
 import warnings
 
 import pytest
-from embedded import needs_model
+from embedded import embedded_client, needs_model
 
 pytestmark = pytest.mark.slow
 
@@ -15,9 +15,8 @@ def test_embedded_pairwise_battles(tmp_path):
     from pyterrier_nuggets import formats
     from pyterrier_nuggets.evaluation.arena import battle_frame, plan_battles
     from pyterrier_nuggets.judges import PairwiseJudge
-    from pyterrier_nuggets.llm import LLMClient
 
-    llm = LLMClient(embedded=True, cache=tmp_path / "cache.sqlite", progress=False, concurrency=2, max_tokens=20)
+    llm = embedded_client(tmp_path / "cache.sqlite", 2, 20)
     answers = {"full": {"t1": "Paris is the capital of France.", "t2": "Cats purr by vibrating their larynx."},
                "empty": {"t1": "I do not know.", "t2": "No idea."}}
     queries = {"t1": "what is the capital of france", "t2": "how do cats purr"}

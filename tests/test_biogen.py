@@ -6,7 +6,7 @@ import re
 
 import pandas as pd
 import pytest
-from embedded import needs_model
+from embedded import embedded_client, needs_model
 
 from pyterrier_nuggets import formats
 from pyterrier_nuggets.judges import LLMStepError
@@ -156,8 +156,7 @@ def test_a_biogen_project_with_the_judges_prefill(llm, tmp_path, capsys):
 def test_the_embedded_model_judges_biogen_relations(tmp_path):
     """The judge end to end with the embedded SmolLM2-135M: every judged citation gets one of the four relations or
     is a reported failure, never a guess (its labels mean nothing: the check of the code path only)."""
-    from pyterrier_nuggets.llm import LLMClient
-    llm = LLMClient(embedded=True, cache=tmp_path / "cache.sqlite", progress=False, concurrency=2, max_tokens=20)
+    llm = embedded_client(tmp_path / "cache.sqlite", 2, 20)
     judge = BioGenJudge(llm, on_failure="mark")
     out = judge(_frame())
     assert len(out) == 3 and set(out["relation"]) <= {"supports", "contradicts", "neutral", "not_relevant", "failed"}

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from pyterrier_nuggets import cli
-from pyterrier_nuggets.llm import CacheError, LLMClient, ResponseCache
+from pyterrier_nuggets.llm import CacheError, ClientOptions, Limits, LLMClient, ResponseCache
 from pyterrier_nuggets.testing import TestEndpoint
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -188,8 +188,8 @@ def test_ctrl_c_keeps_the_answers_in_flight_and_starts_nothing_new(tmp_path):
         release.wait(timeout=60)
         return None
     with TestEndpoint(responder=held) as server:
-        llm = LLMClient(model="m", base_url=server.base_url, api_key="k", cache=tmp_path / "c.sqlite",
-                        concurrency=4, adaptive=False, progress=False)
+        llm = LLMClient(model="m", base_url=server.base_url, api_key="k", cache=tmp_path / "c.sqlite", progress=False,
+                        options=ClientOptions(limits=Limits(concurrency=4, adaptive=False)))
 
         def interrupt_when_all_in_flight():
             for _ in range(4):
@@ -212,7 +212,7 @@ def test_ctrl_c_keeps_the_answers_in_flight_and_starts_nothing_new(tmp_path):
 def test_a_failed_write_mid_run_stops_the_client_in_python_too(tmp_path, server):
     """LLMClient itself (not only the command line): after an answer it could not store, no request is sent."""
     llm = LLMClient(model="m", base_url=server.base_url, api_key="k", cache=tmp_path / "c.sqlite", progress=False,
-                    concurrency=1)
+                    options=ClientOptions(limits=Limits(concurrency=1)))
     llm.chat([{"role": "user", "content": "stored"}])
 
     def failing(*args, **kwargs):

@@ -2,7 +2,7 @@
 model is the end-to-end check of the LLM code path, not a judge whose decisions mean anything. Slow."""
 import pandas as pd
 import pytest
-from embedded import needs_model
+from embedded import embedded_client, needs_model
 
 from ir_measures_ext import Recall_NtR
 from pyterrier_nuggets import formats
@@ -17,9 +17,8 @@ pytestmark = pytest.mark.slow
 
 @needs_model
 def test_embedded_model_extracts_and_matches(tmp_path):
-    from pyterrier_nuggets.llm import LLMClient
 
-    llm = LLMClient(embedded=True, cache=tmp_path / "cache.sqlite", progress=False, concurrency=2, max_tokens=120)
+    llm = embedded_client(tmp_path / "cache.sqlite", 2, 120)
     responses = pd.DataFrame([{"qid": "t1", "query": "What is the capital of France?", "run_id": "r",
                                "qanswer": "Paris is the capital of France. It is on the Seine."}])
     extracted = NuggetExtractor(llm, on_failure="mark")(responses)

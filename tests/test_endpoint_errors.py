@@ -11,8 +11,9 @@ import pytest
 
 from pyterrier_nuggets.cli import main
 from pyterrier_nuggets.judges import NuggetCreator
-from pyterrier_nuggets.llm import EndpointError, LLMClient, ResponseCache
+from pyterrier_nuggets.llm import BatchOptions, ClientOptions, EndpointError, LLMClient, ResponseCache
 from pyterrier_nuggets.testing import Reply, TestEndpoint, first_prompt
+from tests.conftest import quick_options, quick_retry
 
 
 @pytest.fixture(scope="module")
@@ -126,15 +127,15 @@ def test_a_forgotten_batch_is_said_and_submitted_again(tmp_path):
                            "text": ["The tower was finished in 1889", "It is 330 metres tall"], "label": 2})
     cache = tmp_path / "c.sqlite"
     with TestEndpoint(batch_polls=1000) as server:  # a batch that takes long: the first run gives up waiting
-        llm = LLMClient(model="m", base_url=server.base_url, api_key="k", cache=cache, batch=True, batch_poll=0.05,
-                        batch_timeout=0.2, progress=False)
+        llm = LLMClient(model="m", base_url=server.base_url, api_key="k", cache=cache, progress=False,
+                        options=ClientOptions(batch=BatchOptions(enabled=True, poll=0.05, timeout=0.2)))
         with pytest.raises(Exception, match="run again later"):
             NuggetCreator(llm)(judged)
         assert len(ResponseCache(cache).open_batches(llm.endpoint)) == 1
         server.batches.clear()  # the endpoint forgets it (a restart): polling it gives HTTP 404
         server.batch_polls = 0
-        again = LLMClient(model="m", base_url=server.base_url, api_key="k", cache=cache, batch=True, batch_poll=0.05,
-                          progress=False)
+        again = LLMClient(model="m", base_url=server.base_url, api_key="k", cache=cache, progress=False,
+                          options=ClientOptions(batch=BatchOptions(enabled=True, poll=0.05)))
         nuggets = NuggetCreator(again)(judged)
         assert len(nuggets) and again.batch_stats["forgotten"] == 1 and again.batch_stats["batches"] == 1
         assert not ResponseCache(cache).open_batches(llm.endpoint)
@@ -155,8 +156,8 @@ def test_an_endpoint_that_fails_after_answering_fails_items_not_the_job(tmp_path
     """Once the endpoint has answered, a 500 burst or a malformed reply fails the items it hits (retried, then
     reported), and a 401 still stops the job (a key revoked mid-run)."""
     with TestEndpoint(script=[Reply("[]"), Reply(status=500), Reply(status=500)], responder=lambda b: "[]") as s:
-        llm = LLMClient(model="m", base_url=s.base_url, api_key="k", cache=None, progress=False, max_retries=1,
-                        backoff=0.01)
+        llm = LLMClient(model="m", base_url=s.base_url, api_key="k", cache=None, progress=False,
+                        options=quick_options(retry=quick_retry(max_retries=1)))
         assert llm.chat([{"role": "user", "content": "a"}]).ok
         assert not llm.chat([{"role": "user", "content": "b"}]).ok  # two 500s: this item failed
         assert llm.chat([{"role": "user", "content": "c"}]).ok  # the job goes on

@@ -19,6 +19,7 @@ from pyterrier_nuggets.judges import (
 from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.matchers import LLMMatcher
 from pyterrier_nuggets.testing import TestEndpoint
+from tests.conftest import quick_options
 from tests.test_rubrics import RUBRIC
 from tests.test_rubrics import answers as rubric_answers
 
@@ -42,7 +43,8 @@ def clients(tmp_path):
         for model in GRADES:
             server = stack.enter_context(TestEndpoint(responder=grade_by(model)))
             out[model] = (server, LLMClient(model=model, base_url=server.base_url, api_key="k",
-                                            cache=tmp_path / f"{model}.sqlite", backoff=0.01, progress=False))
+                                            cache=tmp_path / f"{model}.sqlite", progress=False,
+                                            options=quick_options()))
         yield out
 
 
@@ -98,7 +100,7 @@ def test_support_and_rubric_ensembles_recompute_the_score(clients, tmp_path):
         for k in range(3):
             server = stack.enter_context(TestEndpoint())
             llms.append(LLMClient(model=f"s{k}", base_url=server.base_url, api_key="k",
-                                  cache=tmp_path / f"s{k}.sqlite", backoff=0.01, progress=False))
+                                  cache=tmp_path / f"s{k}.sqlite", progress=False, options=quick_options()))
         out = JudgeEnsemble([SupportJudge(llm, citations="all") for llm in llms])(answers)
         assert [(r.sentence, r.citation, r.support, r.score) for r in out.itertuples()][:2] == [
             (0, 0, "full", 1.0), (0, 1, "none", 0.0)]

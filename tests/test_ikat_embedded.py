@@ -3,7 +3,7 @@
 anything. Slow."""
 import pandas as pd
 import pytest
-from embedded import needs_model
+from embedded import embedded_client, needs_model
 
 from datasets_ext.ikat_parser import parse_ikat_topics
 from pyterrier_nuggets import formats
@@ -22,9 +22,8 @@ TOPICS = [{"number": 0, "title": "Glasgow", "ptkb": {"1": "I live in Glasgow.", 
 
 @needs_model
 def test_embedded_model_answers_conversational_turns(tmp_path):
-    from pyterrier_nuggets.llm import LLMClient
 
-    llm = LLMClient(embedded=True, cache=tmp_path / "cache.sqlite", progress=False, concurrency=2, max_tokens=120)
+    llm = embedded_client(tmp_path / "cache.sqlite", 2, 120)
     turns = list(parse_ikat_topics(TOPICS, "topics.json"))
     ranking = pd.DataFrame([{"qid": "0_2", "docno": "p1", "score": 2.0,
                              "text": "Vegetarian haggis is made with oats, onions and spices."},

@@ -1,5 +1,7 @@
 """The LLM client against the fake OpenAI-compatible server: cache, retries, timeouts, concurrency, secrets."""
+import inspect
 import json
+import pickle
 import subprocess
 import sys
 import threading
@@ -7,19 +9,30 @@ import time
 
 import pytest
 
-from pyterrier_nuggets.llm import CacheError, EndpointError, LLMClient, ResponseCache, request_key
+from ir_measures_ext.errors import InvalidInput
+from pyterrier_nuggets.llm import (
+    BatchOptions,
+    CacheError,
+    ClientOptions,
+    EndpointError,
+    Limits,
+    LLMClient,
+    ResponseCache,
+    Sampling,
+    request_key,
+)
 from pyterrier_nuggets.llm.parsing import OutputError, parse_labels
 from pyterrier_nuggets.testing import Reply, TestEndpoint
+from tests.conftest import quick_options, quick_retry
 
 SECRET = "sk-test-SECRET-never-stored-0123456789"
 MESSAGES = [{"role": "user", "content": "Say the list"}]
 
 
-def client(server, tmp_path, **kwargs):
-    kwargs.setdefault("cache", tmp_path / "cache.sqlite")
-    kwargs.setdefault("backoff", 0.01)
-    kwargs.setdefault("progress", False)
-    return LLMClient(model="fake-model", base_url=server.base_url, api_key=SECRET, **kwargs)
+def client(server, tmp_path, **options):
+    """A client of ``server`` on the test's cache; ``options``: the fields of its ClientOptions (quick retries)."""
+    return LLMClient(model="fake-model", base_url=server.base_url, api_key=SECRET, cache=tmp_path / "cache.sqlite",
+                     progress=False, options=quick_options(**options))
 
 
 def test_chat_counts_and_caches(tmp_path):
@@ -52,7 +65,7 @@ def test_cache_key_covers_every_parameter_but_not_the_key():
 
 def test_api_key_never_in_cache_repr_or_errors(tmp_path, capsys):
     with TestEndpoint(script=[Reply(status=401)], responder=lambda body: "[1]") as server:
-        llm = client(server, tmp_path, max_retries=0)
+        llm = client(server, tmp_path, retry=quick_retry(max_retries=0))
         with pytest.raises(EndpointError, match="HTTP 401, the API key was refused") as failed:
             llm.chat(MESSAGES)  # a refused key stops the job, in one line that names no key
         ok = client(server, tmp_path).chat([{"role": "user", "content": "other"}])
@@ -64,7 +77,6 @@ def test_api_key_never_in_cache_repr_or_errors(tmp_path, capsys):
         data = b"".join(p.read_bytes() for p in tmp_path.iterdir())
         assert SECRET.encode() not in data and b"sk-test" not in data
         with pytest.raises(TypeError, match="the key is never pickled"):
-            import pickle
             pickle.dumps(llm)
 
 
@@ -74,6 +86,24 @@ def test_same_cache_for_different_keys(tmp_path):
         other = LLMClient(model="fake-model", base_url=server.base_url, api_key="another-key",
                           cache=tmp_path / "cache.sqlite", progress=False)
         assert other.chat(MESSAGES).cached and server.count == 1
+
+
+def test_options_come_in_groups(tmp_path):
+    """Where (model, base_url, api_key, embedded), which cache, progress bars, and one ClientOptions of the groups:
+    no single keyword of the groups' fields, and a copy in another process gets the same options."""
+    params = inspect.signature(LLMClient).parameters
+    assert len(params) <= 8 and all(p.kind is not p.VAR_KEYWORD for p in params.values())
+    with pytest.raises(TypeError, match="concurrency"):
+        LLMClient(model="m", base_url="http://127.0.0.1:9/v1", cache=None, concurrency=4)
+    assert ClientOptions(batch=True).batch == BatchOptions(enabled=True)
+    with pytest.raises(InvalidInput, match="worker_cache"):
+        ClientOptions(worker_cache="nfs")
+    options = ClientOptions(limits=Limits(concurrency=3), sampling=Sampling(seed=7), worker_cache="shared")
+    llm = LLMClient(model="m", base_url="http://127.0.0.1:9/v1", cache=tmp_path / "c.sqlite", progress=False,
+                    options=options)
+    assert llm.options is options and llm.concurrency == 3 and llm.request_body(MESSAGES)["seed"] == 7
+    copy = pickle.loads(pickle.dumps(llm))
+    assert copy.options == options and copy.concurrency == 3 and copy.scheduler.workers == 3
 
 
 def test_429_retry_after_is_honoured(tmp_path, monkeypatch):
@@ -102,7 +132,7 @@ def test_retry_waits_never_shorten_retry_after():
 
 def test_5xx_retried_with_backoff_then_gives_up(tmp_path):
     with TestEndpoint(responder=lambda body: Reply(status=500)) as server:
-        llm = client(server, tmp_path, max_retries=3)
+        llm = client(server, tmp_path, retry=quick_retry(max_retries=3))
         result = llm.chat(MESSAGES)
         assert not result.ok and "500" in result.error and "4 attempts" in result.error
         assert server.count == 4 and llm.stats["failures"] == 1
@@ -116,7 +146,7 @@ def test_503_then_success(tmp_path):
 
 def test_retries_bounded_in_time(tmp_path):
     with TestEndpoint(responder=lambda body: Reply(status=429, headers={"Retry-After": "30"})) as server:
-        llm = client(server, tmp_path, max_retries=100, max_retry_time=1.0, max_backoff=60)
+        llm = client(server, tmp_path, retry=quick_retry(max_retries=100, max_retry_time=1.0, max_backoff=60))
         result = llm.chat(MESSAGES)
         # a Retry-After of 30 s does not fit the 1 s budget: it gives up at once, without waiting
         assert not result.ok and "gave up after 1 attempts" in result.error and server.count == 1
@@ -124,7 +154,7 @@ def test_retries_bounded_in_time(tmp_path):
 
 def test_timeout_is_retried(tmp_path):
     with TestEndpoint(script=[Reply("[]", delay=3.0)], responder=lambda body: '["late"]') as server:
-        llm = client(server, tmp_path, timeout=0.5)
+        llm = client(server, tmp_path, retry=quick_retry(timeout=0.5))
         result = llm.chat(MESSAGES)
         assert result.ok and result.text == '["late"]'  # the answer of the retry, not of the 3 s reply
         assert llm.stats["retries"] == 1
@@ -141,7 +171,7 @@ def test_malformed_http_body_is_a_failure_not_a_crash(tmp_path):
     """Once the endpoint has answered, a malformed body is a failed item (retried, then failed); as its first
     reply it says the endpoint is not a chat completions endpoint (tests/test_endpoint_errors.py)."""
     with TestEndpoint(script=[Reply("[]")], responder=lambda body: Reply(raw_body=b"{this is not json")) as server:
-        llm = client(server, tmp_path, max_retries=1)
+        llm = client(server, tmp_path, retry=quick_retry(max_retries=1))
         assert llm.chat([{"role": "user", "content": "first"}]).ok
         result = llm.chat(MESSAGES)
         assert not result.ok and "malformed response" in result.error and server.count == 3
@@ -172,7 +202,7 @@ def test_ask_gives_up_with_raw_outputs(tmp_path):
 
 def test_ask_reports_api_failure(tmp_path):
     with TestEndpoint(responder=lambda body: Reply(status=500)) as server:
-        out = client(server, tmp_path, max_retries=0).ask(MESSAGES, json.loads, reask=str)
+        out = client(server, tmp_path, retry=quick_retry(max_retries=0)).ask(MESSAGES, json.loads, reask=str)
         assert not out.ok and out.error.startswith("API call failed") and server.count == 1
 
 
@@ -204,7 +234,7 @@ def test_map_runs_concurrently_and_in_order(tmp_path):
         together.wait()
         return json.dumps([body["messages"][0]["content"]])
     with TestEndpoint(responder=held) as server:
-        llm = client(server, tmp_path, concurrency=8)
+        llm = client(server, tmp_path, limits=Limits(concurrency=8))
         out = llm.map(lambda i: llm.chat([{"role": "user", "content": str(i)}]).text, range(16))
         assert out == [json.dumps([str(i)]) for i in range(16)]
         assert not together.broken and server.count == 16
@@ -214,7 +244,7 @@ def test_concurrency_is_bounded(tmp_path):
     responder = InFlight(0.05)
 
     with TestEndpoint(responder=responder) as server:
-        llm = client(server, tmp_path, concurrency=3)
+        llm = client(server, tmp_path, limits=Limits(concurrency=3))
         # more threads than slots: the client's semaphore still bounds requests in flight
         threads = [threading.Thread(target=llm.chat, args=([{"role": "user", "content": str(i)}],)) for i in range(12)]
         for t in threads:

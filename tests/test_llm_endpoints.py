@@ -11,8 +11,9 @@ import pytest
 
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets import cli
-from pyterrier_nuggets.llm import EndpointError, LLMClient, request_key
+from pyterrier_nuggets.llm import EndpointError, Limits, LLMClient, request_key
 from pyterrier_nuggets.testing import Reply, TestEndpoint
+from tests.conftest import quick_options, quick_retry
 
 
 def echo(body: dict) -> str:
@@ -24,11 +25,10 @@ def questions(n: int, start: int = 0) -> list[list[dict]]:
     return [[{"role": "user", "content": f"question {i}"}] for i in range(start, start + n)]
 
 
-def client(urls, cache, **kwargs) -> LLMClient:
-    """A client of several fake endpoints (no api_key=: it can be pickled), quick retries, no progress bars."""
-    kwargs.setdefault("backoff", 0.01)
-    kwargs.setdefault("progress", False)
-    return LLMClient(model="fake", base_url=list(urls), cache=cache, **kwargs)
+def client(urls, cache, **options) -> LLMClient:
+    """A client of several fake endpoints (no api_key=: it can be pickled), quick retries, no progress bars;
+    ``options``: the fields of its ClientOptions."""
+    return LLMClient(model="fake", base_url=list(urls), cache=cache, progress=False, options=quick_options(**options))
 
 
 def ask_all(llm: LLMClient, asked: list[list[dict]]) -> list[str]:
@@ -62,7 +62,7 @@ def refused_port():
 
 def test_both_endpoints_take_work_each_under_its_own_limit(two, tmp_path):
     a, b = two
-    llm = client([a.base_url, b.base_url], tmp_path / "cache.sqlite", concurrency=4)
+    llm = client([a.base_url, b.base_url], tmp_path / "cache.sqlite", limits=Limits(concurrency=4))
     asked = questions(60)
     assert ask_all(llm, asked) == expected(asked)
     assert a.count > 0 and b.count > 0 and a.count + b.count == 60
@@ -117,7 +117,8 @@ def test_an_endpoint_killed_midway_loses_nothing(tmp_path, capsys):
 
     with TestEndpoint(responder=counted, latency=0.02) as a, \
             TestEndpoint(responder=echo, latency=0.02) as b:
-        llm = client([a.base_url, b.base_url], tmp_path / "cache.sqlite", concurrency=4, max_backoff=0.05)
+        llm = client([a.base_url, b.base_url], tmp_path / "cache.sqlite", limits=Limits(concurrency=4),
+                     retry=quick_retry(max_backoff=0.05))
         results: list = []
         run = threading.Thread(target=lambda: results.append(llm.map(llm.chat, asked)))
         run.start()
@@ -142,7 +143,8 @@ def test_a_refused_endpoint_is_taken_out_then_probed_and_readmitted(refused_port
     _, b = two
     port = refused_port.getsockname()[1]
     dead = f"http://127.0.0.1:{port}/v1"
-    llm = client([dead, b.base_url], tmp_path / "cache.sqlite", concurrency=2, max_backoff=0.05)
+    llm = client([dead, b.base_url], tmp_path / "cache.sqlite", limits=Limits(concurrency=2),
+                 retry=quick_retry(max_backoff=0.05))
     first = questions(20)
     assert ask_all(llm, first) == expected(first)
     assert b.count >= 20
@@ -169,7 +171,7 @@ def test_a_refused_endpoint_is_taken_out_then_probed_and_readmitted(refused_port
 
 def test_a_burst_of_5xx_takes_an_endpoint_out(tmp_path, capsys):
     with TestEndpoint(responder=lambda body: Reply(status=502)) as a, TestEndpoint(responder=echo) as b:
-        llm = client([a.base_url, b.base_url], tmp_path / "cache.sqlite", concurrency=1)
+        llm = client([a.base_url, b.base_url], tmp_path / "cache.sqlite", limits=Limits(concurrency=1))
         asked = questions(20)
         assert ask_all(llm, asked) == expected(asked)  # none of A's failures is a failure of the work
         lines = out_of_rotation_lines(capsys.readouterr().err, a.base_url)
@@ -181,7 +183,7 @@ def test_a_burst_of_5xx_takes_an_endpoint_out(tmp_path, capsys):
 
 def test_an_endpoint_that_can_never_serve_is_left_out(tmp_path, capsys):
     with TestEndpoint(responder=lambda body: Reply(status=404)) as a, TestEndpoint(responder=echo) as b:
-        llm = client([a.base_url, b.base_url], tmp_path / "cache.sqlite", concurrency=2)
+        llm = client([a.base_url, b.base_url], tmp_path / "cache.sqlite", limits=Limits(concurrency=2))
         asked = questions(10)
         assert ask_all(llm, asked) == expected(asked)
         err = capsys.readouterr().err
@@ -212,7 +214,8 @@ def test_when_no_endpoint_can_serve_the_job_stops_naming_each(refused_port, tmp_
 
 def test_all_endpoints_down_after_answering_is_a_reported_failure(two, tmp_path, capsys):
     a, b = two
-    llm = client([a.base_url, b.base_url], tmp_path / "cache.sqlite", max_retries=2, max_backoff=0.05)
+    llm = client([a.base_url, b.base_url], tmp_path / "cache.sqlite",
+                 retry=quick_retry(max_retries=2, max_backoff=0.05))
     assert ask_all(llm, questions(4)) == expected(questions(4))
     a.kill()
     b.kill()

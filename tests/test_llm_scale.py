@@ -10,10 +10,20 @@ import pandas as pd
 import pytest
 
 from pyterrier_nuggets.judges import LLMStepError, NuggetAssigner, NuggetCreator, NuggetScorer, Overlapped
-from pyterrier_nuggets.llm import LLMClient, Prices, ResponseCache, TokenCounter
+from pyterrier_nuggets.llm import (
+    BatchOptions,
+    ClientOptions,
+    Limits,
+    LLMClient,
+    Prices,
+    ResponseCache,
+    Sampling,
+    TokenCounter,
+)
 from pyterrier_nuggets.llm.batch import BatchError
 from pyterrier_nuggets.llm.limits import AdaptiveLimiter, parse_duration
 from pyterrier_nuggets.testing import INVALID, TestEndpoint, first_prompt
+from tests.conftest import quick_options
 
 WORDS = "river bridge castle museum harbour market garden tower canal library station forest".split()
 
@@ -35,11 +45,12 @@ def workload(topics: int = 4, segments: int = 12, answers: int = 2, interleave: 
     return pd.DataFrame(judged), answers_frame
 
 
-def client(server, cache, **kwargs):
-    kwargs.setdefault("backoff", 0.01)
-    kwargs.setdefault("progress", False)
-    kwargs.setdefault("batch_poll", 0.01)
-    return LLMClient(model="fake", base_url=server.base_url, api_key="k", cache=cache, **kwargs)
+def client(server, cache, batch: bool = False, batch_timeout: float | None = None, **options):
+    """A client of ``server``, quick retries, no progress bars; ``batch``: the Batch API, polled every 0.01 s (for at
+    most ``batch_timeout`` seconds); ``options``: the other fields of its ClientOptions."""
+    batch_options = BatchOptions(enabled=batch, poll=0.01, timeout=batch_timeout)
+    return LLMClient(model="fake", base_url=server.base_url, api_key="k", cache=cache, progress=False,
+                     options=quick_options(batch=batch_options, **options))
 
 
 def staged(llm, judged, answers, **creator):
@@ -52,11 +63,11 @@ def test_limiter_starts_where_an_earlier_run_left_it(tmp_path):
     response cache; the next client of the same endpoint and model starts there, not at 8."""
     messages = [[{"role": "user", "content": f"item {i}"}] for i in range(40)]
     with TestEndpoint(latency=0.05, max_in_flight=6, retry_after=0.1, responder=lambda b: "[]") as server:
-        first = client(server, tmp_path / "l.sqlite", concurrency=32)
+        first = client(server, tmp_path / "l.sqlite", limits=Limits(concurrency=32))
         assert all(r.ok for r in first.map(first.chat, messages))
         level, pushed_back = ResponseCache(tmp_path / "l.sqlite").learned_limit(f"{server.base_url} fake")
         assert pushed_back and level == first.limiter.known_max
-        second = client(server, tmp_path / "l.sqlite", concurrency=32)
+        second = client(server, tmp_path / "l.sqlite", limits=Limits(concurrency=32))
         assert second.limiter.limit == level and second.limiter.known_max == level and not second.limiter.slow_start
     lim = AdaptiveLimiter(64)
     lim.start_from(64, pushed_back=False)
@@ -84,7 +95,7 @@ def test_adaptive_concurrency_backs_off_to_what_the_endpoint_takes(tmp_path):
     the limit (the rules step by step: test_limiter_slow_start_decrease_and_probe_hold)."""
     messages = [[{"role": "user", "content": f"item {i}"}] for i in range(60)]
     with TestEndpoint(latency=0.05, max_in_flight=4, retry_after=0.1, responder=lambda b: "[]") as server:
-        llm = client(server, tmp_path / "a.sqlite", concurrency=32)
+        llm = client(server, tmp_path / "a.sqlite", limits=Limits(concurrency=32))
         results = llm.map(llm.chat, messages)
         adaptive = dict(server.stats)
         # what holds however the threads are scheduled (how many are rejected depends on when replies come back:
@@ -110,9 +121,9 @@ def test_limiter_slow_start_decrease_and_probe_hold():
     level = int(lim.limit)
     lim._waiters.clear()
     over = [lim.acquire() for _ in range(level)]
-    lim.release(over[-1], status=429)  # rejected at this level
+    lim.release(over[-1], status=429, congested=True)  # rejected at this level
     assert lim.known_max == level - 1 and lim.limit == pytest.approx((level - 1) * 0.7) and not lim.slow_start
-    lim.release(over[-2], status=429)  # same burst (sent before the decrease): no second decrease
+    lim.release(over[-2], status=429, congested=True)  # same burst (sent before the decrease): no second decrease
     assert lim.stats["decreases"] == 1
     for t in over[:-2]:
         lim.release(t, status=200)
@@ -130,7 +141,7 @@ def test_rate_limit_headers_and_quota(tmp_path):
     """An endpoint with a quota of 5 requests a second that says so in its headers: the client waits for the
     reset instead of being rejected again and again."""
     with TestEndpoint(quota=5, quota_window=1.0, ratelimit_headers=True, responder=lambda b: "[]") as server:
-        llm = client(server, tmp_path / "c.sqlite", concurrency=4)
+        llm = client(server, tmp_path / "c.sqlite", limits=Limits(concurrency=4))
         results = llm.map(llm.chat, [[{"role": "user", "content": str(i)}] for i in range(12)])
         assert all(r.ok for r in results) and llm.limiter.stats["waits_for_quota"] >= 1
         # at most the requests already in flight when a reply said the budget was used up (concurrency - 1)
@@ -142,7 +153,7 @@ def test_rate_limit_headers_and_quota(tmp_path):
 
 def test_user_quota_keeps_under_the_endpoint_quota(tmp_path):
     with TestEndpoint(quota=5, quota_window=1.0, responder=lambda b: "[]") as server:
-        llm = client(server, tmp_path / "q.sqlite", concurrency=8, requests_per_minute=120)  # 2 a second
+        llm = client(server, tmp_path / "q.sqlite", limits=Limits(concurrency=8, requests_per_minute=120))  # 2 a second
         assert all(r.ok for r in llm.map(llm.chat, [[{"role": "user", "content": str(i)}] for i in range(6)]))
         # 2 at once, then one every half second: held by the client's bucket, never by the endpoint
         assert llm.limiter.stats["waits_for_quota"] >= 1 and server.stats["accepted"] == 6
@@ -154,9 +165,10 @@ def test_user_token_quota_spaces_requests(tmp_path):
     max_tokens); a quota of one request's tokens a second lets one request through a second."""
     messages = [[{"role": "user", "content": f"count these words please, item {i}"}] for i in range(3)]
     with TestEndpoint(responder=lambda b: "[]") as server:
-        probe = client(server, None, max_tokens=5)
+        probe = client(server, None, sampling=Sampling(max_tokens=5))
         per_request = probe.tokens.count_messages(messages[0]) + 5
-        llm = client(server, tmp_path / "tpm.sqlite", concurrency=8, max_tokens=5, tokens_per_minute=60 * per_request)
+        llm = client(server, tmp_path / "tpm.sqlite", sampling=Sampling(max_tokens=5),
+                     limits=Limits(concurrency=8, tokens_per_minute=60 * per_request))
         assert all(r.ok for r in llm.map(llm.chat, messages))
         assert llm.limiter.stats["waits_for_quota"] >= 2
         assert max(server.in_flight_seen) == 0  # each arrived alone (the count excludes itself)
@@ -164,7 +176,7 @@ def test_user_token_quota_spaces_requests(tmp_path):
 
 def test_transient_5xx_are_retried(tmp_path):
     with TestEndpoint(fail_every=3, responder=lambda b: "[]") as server:
-        llm = client(server, tmp_path / "t.sqlite", concurrency=2)
+        llm = client(server, tmp_path / "t.sqlite", limits=Limits(concurrency=2))
         assert all(r.ok for r in llm.map(llm.chat, [[{"role": "user", "content": str(i)}] for i in range(10)]))
         assert server.stats["injected_errors"] >= 3 and llm.stats["retries"] == server.stats["injected_errors"]
         assert llm.limiter.stats["decreases"] == 0  # a 500 is an error, not a request to slow down
@@ -178,7 +190,7 @@ def test_overlapped_identical_to_staged(tmp_path, interleave):
     with TestEndpoint() as server:
         n1, a1 = staged(client(server, tmp_path / "s.sqlite"), judged, answers)
         calls = server.count
-        llm = client(server, tmp_path / "o.sqlite", concurrency=4)
+        llm = client(server, tmp_path / "o.sqlite", limits=Limits(concurrency=4))
         n2, a2 = overlapped(llm, judged, answers)
         assert server.count == 2 * calls  # the same requests, none twice
         pd.testing.assert_frame_equal(n1, n2)
@@ -200,12 +212,12 @@ def test_overlapped_interleaves_stages(tmp_path):
                 "score" if "vital or okay" in first_prompt(b) else "assign" for b in requests]
 
     with TestEndpoint(latency=0.05) as server:
-        overlapped(client(server, tmp_path / "i.sqlite", concurrency=3), judged, answers)
+        overlapped(client(server, tmp_path / "i.sqlite", limits=Limits(concurrency=3)), judged, answers)
         seen = kinds(server.requests)
         last_create = max(i for i, k in enumerate(seen) if k == "create")
         assert seen.index("score") < last_create and seen.index("assign") < last_create
         calls = server.count
-        staged(client(server, tmp_path / "s.sqlite", concurrency=3), judged, answers)
+        staged(client(server, tmp_path / "s.sqlite", limits=Limits(concurrency=3)), judged, answers)
         seen = kinds(server.requests[calls:])
         assert seen.index("score") > max(i for i, k in enumerate(seen) if k == "create")
 
@@ -420,7 +432,8 @@ def test_base_url_from_the_environment_without_a_key(monkeypatch, tmp_path):
 
 def test_batch_mode_needs_a_cache_and_a_remote_endpoint(server):
     with pytest.raises(ValueError, match="response cache"):
-        LLMClient(model="m", base_url=server.base_url, api_key="k", cache=None, batch=True)
+        LLMClient(model="m", base_url=server.base_url, api_key="k", cache=None,
+                  options=ClientOptions(batch=True))
 
 
 # ------------------------------------------------------------------------------------ the main job
@@ -516,14 +529,14 @@ def test_assignment_and_support_run_together(tmp_path):
         return None
 
     with TestEndpoint(responder=slow_assignments) as server:
-        llm = client(server, tmp_path / "t.sqlite", concurrency=16)
+        llm = client(server, tmp_path / "t.sqlite", limits=Limits(concurrency=16))
         nuggets = (NuggetCreator(llm) >> NuggetScorer(llm))(judged)
         answers = CitedGenerator(llm, k=4)(retrieved)
         hold.set()
         together = evaluate_answers(answers, NuggetAssigner(nuggets, llm), SupportJudge(llm))
         hold.clear()
         assert held == [True]  # support asked while an assignment was still unanswered
-        fresh = client(server, tmp_path / "t2.sqlite", concurrency=16)
+        fresh = client(server, tmp_path / "t2.sqlite", limits=Limits(concurrency=16))
         assigned = NuggetAssigner(nuggets, fresh)(answers)
         support = SupportJudge(fresh)(answers)
         pd.testing.assert_frame_equal(together.assigned, assigned)

@@ -11,7 +11,7 @@ import ir_measures_ext
 from pyterrier_nuggets import formats
 from pyterrier_nuggets.formats import assigned_answers_to_frame, assignment_frame_to_answers, nugget_qrels
 from pyterrier_nuggets.judges import NuggetAssigner, NuggetCreator, NuggetizationError, NuggetScorer
-from pyterrier_nuggets.llm import LLMClient
+from pyterrier_nuggets.llm import ClientOptions, Limits, LLMClient
 from pyterrier_nuggets.prompts import PROMPT_DIR, PromptTemplate
 from pyterrier_nuggets.testing import Reply
 
@@ -240,7 +240,7 @@ def test_attributes_and_repr(llm):
 def test_full_pipeline_rerun_makes_no_calls(server, tmp_path):
     def run():
         llm = LLMClient(model="fake", base_url=server.base_url, api_key="k", cache=tmp_path / "c.sqlite",
-                        progress=False, concurrency=4)
+                        progress=False, options=ClientOptions(limits=Limits(concurrency=4)))
         nuggets = (NuggetCreator(llm) >> NuggetScorer(llm))(pd.concat([segments("q1"), segments("q2")]))
         ans = pd.concat([answers(), answers().assign(qid="q2")])
         return nuggets, NuggetAssigner(nuggets, llm)(ans), llm.stats

@@ -4,7 +4,7 @@ measured. Slow (model load and generation): run with ``pytest -m slow``."""
 import pandas as pd
 import pyterrier as pt
 import pytest
-from embedded import needs_model
+from embedded import embedded_client, needs_model
 
 import ir_measures_ext
 
@@ -16,9 +16,8 @@ pytestmark = pytest.mark.slow
 def test_embedded_model_end_to_end(tmp_path, capsys):
     from pyterrier_nuggets.formats import nugget_qrels
     from pyterrier_nuggets.judges import NuggetAssigner, NuggetCreator, NuggetScorer
-    from pyterrier_nuggets.llm import LLMClient
 
-    llm = LLMClient(embedded=True, cache=tmp_path / "cache.sqlite", progress=False, concurrency=2, max_tokens=200)
+    llm = embedded_client(tmp_path / "cache.sqlite", 2, 200)
     assert "tiny model" in capsys.readouterr().err or llm.embedded  # said once per process
     query = "what is the capital of france"
     judged = pd.DataFrame([

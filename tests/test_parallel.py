@@ -23,13 +23,16 @@ from pyterrier_nuggets.llm.cache import merge_caches
 from pyterrier_nuggets.matchers import EmbeddingMatcher
 from pyterrier_nuggets.records import Nugget
 from pyterrier_nuggets.testing import Reply
+from tests.conftest import quick_options, quick_retry
 
 TOPICS = ["q3", "q1", "q4", "q2", "q5"]  # not sorted: the serial run keeps the input's order, so must the workers
 
 
-def client(server, cache, **kwargs) -> LLMClient:
-    """A client that can travel to a worker: no api_key= (the key is never pickled), quick retries."""
-    return LLMClient(model="fake", base_url=server.base_url, cache=cache, backoff=0.01, progress=False, **kwargs)
+def client(server, cache, **options) -> LLMClient:
+    """A client that can travel to a worker: no api_key= (the key is never pickled), quick retries; ``options``: the
+    fields of its ClientOptions."""
+    return LLMClient(model="fake", base_url=server.base_url, cache=cache, progress=False,
+                     options=quick_options(**options))
 
 
 def segments() -> pd.DataFrame:
@@ -129,7 +132,7 @@ def _failing_for(qids):
 
 def test_failures_of_every_worker_are_reported_once(server, tmp_path):
     server.responder = _failing_for(["q3", "q2"])  # q3 goes to the first worker, q2 to the second
-    llm = client(server, tmp_path / "c.sqlite", max_retries=1)
+    llm = client(server, tmp_path / "c.sqlite", retry=quick_retry(max_retries=1))
     creator = NuggetCreator(llm)
     with pytest.raises(LLMStepError) as raised:
         creator.parallel(2)(segments())
@@ -144,7 +147,7 @@ def test_failures_of_every_worker_are_reported_once(server, tmp_path):
     assert sorted({f.qid for f in excluding.failures}) == ["q2", "q3"]
     assert list(dict.fromkeys(out["qid"])) == ["q1", "q4", "q5"]
     # the serial run reports the same
-    serial = NuggetCreator(client(server, tmp_path / "s.sqlite", max_retries=1), on_failure="continue")
+    serial = NuggetCreator(client(server, tmp_path / "s.sqlite", retry=quick_retry(max_retries=1)), on_failure="continue")
     with pytest.warns(FailureWarning):
         pd.testing.assert_frame_equal(serial(segments()), out)
     assert [(f.qid, f.error) for f in serial.failures] == [(f.qid, f.error) for f in excluding.failures]

@@ -6,7 +6,7 @@ import ir_measures
 import pandas as pd
 import pyterrier as pt
 import pytest
-from embedded import needs_model
+from embedded import embedded_client, needs_model
 
 import ir_measures_ext
 from ir_measures_ext import ids
@@ -14,7 +14,6 @@ from pyterrier_nuggets import formats
 from pyterrier_nuggets.evaluation import RAG_MEASURES, RAGEvaluation, Segments, rag_qrels, run_frame, score
 from pyterrier_nuggets.formats import frame_to_judgments, nugget_qrels
 from pyterrier_nuggets.judges import CitedGenerator, NuggetAssigner, SupportJudge
-from pyterrier_nuggets.llm import LLMClient
 
 nDCG10 = ir_measures.nDCG @ 10
 
@@ -171,8 +170,7 @@ def test_embedded_model_rag_end_to_end(tmp_path):
     """Relevance judging, cited generation, support judging and one pt.Experiment on the embedded model."""
     from pyterrier_nuggets.judges import RelevanceJudge
 
-    llm = LLMClient(embedded=True, cache=tmp_path / "cache.sqlite", progress=False, concurrency=1,
-                    max_tokens=96)
+    llm = embedded_client(tmp_path / "cache.sqlite", 1, 96)
     topics = TOPICS.iloc[:1]
     judged = RelevanceJudge(llm, on_failure="exclude")(retriever(GOOD)(topics).head(2))
     assert set(judged["label"]) <= {0, 1, 2, 3}

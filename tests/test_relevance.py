@@ -9,6 +9,7 @@ from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.llm.parsing import OutputError
 from pyterrier_nuggets.prompts import PROMPT_DIR
 from pyterrier_nuggets.testing import Reply, TestEndpoint
+from tests.conftest import quick_options
 
 
 def grade_reply(body):
@@ -154,7 +155,7 @@ def docs():
 def test_judge_against_sub_narratives(how, tmp_path):
     with TestEndpoint() as server:  # the default replies count the sub-narratives a passage covers
         llm = LLMClient(model="fake", base_url=server.base_url, api_key="k", cache=tmp_path / "c.sqlite",
-                        backoff=0.01, progress=False)
+                        progress=False, options=quick_options())
         inp = docs().assign(sub_narratives=[SUBS] * 4) if how == "column" else docs()
         judge = RelevanceJudge(llm, against="sub_narratives", sub_narratives=None if how == "column" else {"58": SUBS})
         out = judge(inp)
@@ -173,7 +174,7 @@ def test_sub_narratives_needed_and_re_asked_on_the_0_to_4_scale(tmp_path):
     replies = [Reply("##final score: 7"), Reply("##final score: 3")]
     with TestEndpoint(script=replies) as server:
         llm = LLMClient(model="fake", base_url=server.base_url, api_key="k", cache=tmp_path / "c.sqlite",
-                        backoff=0.01, progress=False)
+                        progress=False, options=quick_options())
         with pytest.raises(ValueError, match="topic 58 has no sub-narratives"):
             RelevanceJudge(llm, against="sub_narratives")(docs())
         out = RelevanceJudge(llm, against="sub_narratives", sub_narratives={"58": SUBS})(docs().iloc[:1])

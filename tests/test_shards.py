@@ -18,7 +18,7 @@ from pyterrier_nuggets import formats
 from pyterrier_nuggets.cli import main
 from pyterrier_nuggets.cli.shards import MANIFEST, Shard, parse_shard, read_manifest, shard_of
 from pyterrier_nuggets.formats.folders import MANIFEST as OUTPUTS_MANIFEST
-from pyterrier_nuggets.llm import CacheMiss, LLMClient, ResponseCache
+from pyterrier_nuggets.llm import CacheMiss, ClientOptions, LLMClient, ResponseCache
 from pyterrier_nuggets.testing import TestEndpoint, first_prompt
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,7 +86,7 @@ def test_a_cache_only_client_answers_from_the_cache_and_never_calls(tmp_path, mo
         first = LLMClient(model="fake", base_url=server.base_url, cache=tmp_path / "c.sqlite", progress=False)
         assert first.chat([{"role": "user", "content": "cached"}], stage="support").text == "fine"
         only = LLMClient(model="fake", base_url=server.base_url, cache=tmp_path / "c.sqlite", progress=False,
-                         cache_only=True)
+                         options=ClientOptions(cache_only=True))
         assert only.chat([{"role": "user", "content": "cached"}], stage="support").cached
         with pytest.raises(CacheMiss, match=r"no answer for a request of the step 'assign' \(model 'fake' at "):
             only.chat([{"role": "user", "content": "not cached"}], stage="assign")
@@ -97,12 +97,12 @@ def test_a_cache_only_client_answers_from_the_cache_and_never_calls(tmp_path, mo
             only.chat([{"role": "user", "content": "bad"}])
         # a copy in another process (.parallel(), pickling) is cache-only too
         copy = pickle.loads(pickle.dumps(only))
-        assert copy.cache_only and "cache_only=True" in repr(copy)
+        assert copy.options.cache_only and "cache_only=True" in repr(copy)
         with pytest.raises(CacheMiss):
             copy.chat([{"role": "user", "content": "not cached either"}])
         assert server.count == 2
         with pytest.raises(ValueError, match="needs a response cache"):
-            LLMClient(model="fake", base_url=server.base_url, cache=None, cache_only=True)
+            LLMClient(model="fake", base_url=server.base_url, cache=None, options=ClientOptions(cache_only=True))
 
 
 # ------------------------------------------------------------------------------------------ cache merge

@@ -9,7 +9,7 @@ from pyterrier_nuggets.formats import frame_to_judgments, judgments_to_frame, wr
 from pyterrier_nuggets.judges import NuggetizationError
 from pyterrier_nuggets.judges.support import SupportJudge, parse_support
 from pyterrier_nuggets.judges.test_replies import support_judgment
-from pyterrier_nuggets.llm import LLMClient
+from pyterrier_nuggets.llm import ClientOptions, Limits, LLMClient
 from pyterrier_nuggets.llm.parsing import OutputError
 from pyterrier_nuggets.prompts import PROMPT_DIR
 from pyterrier_nuggets.records import Answer, Sentence, SupportJudgment
@@ -136,7 +136,8 @@ def answer_with_texts():
 def test_unexpected_replies_reasked_then_failed(answer_with_texts):
     replies = iter(["I think it is supported", "Full Support"] + ["Hmm"] * 20)
     with TestEndpoint(responder=lambda body: next(replies)) as s:
-        llm = LLMClient(model="fake", base_url=s.base_url, api_key="k", cache=None, progress=False, concurrency=1)
+        llm = LLMClient(model="fake", base_url=s.base_url, api_key="k", cache=None, progress=False,
+                        options=ClientOptions(limits=Limits(concurrency=1)))
         judge = SupportJudge(llm, max_reasks=1)
         with pytest.raises(NuggetizationError, match="support judgment") as err:
             judge(answer_with_texts)

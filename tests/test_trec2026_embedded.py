@@ -4,7 +4,7 @@ the 0-4 sub-narrative relevance prompt and an ensemble of two clients. The tiny 
 Slow: run with ``pytest -m slow``."""
 import pandas as pd
 import pytest
-from embedded import needs_model
+from embedded import embedded_client, needs_model
 
 pytestmark = pytest.mark.slow
 
@@ -13,9 +13,8 @@ pytestmark = pytest.mark.slow
 def test_embedded_rubric_relevance_and_ensemble(tmp_path):
     from pyterrier_nuggets import formats
     from pyterrier_nuggets.judges import JudgeEnsemble, RelevanceJudge, RubricJudge
-    from pyterrier_nuggets.llm import LLMClient
 
-    llm = LLMClient(embedded=True, cache=tmp_path / "cache.sqlite", progress=False, concurrency=2, max_tokens=60)
+    llm = embedded_client(tmp_path / "cache.sqlite", 2, 60)
     rubric = formats.RubricSet([formats.RubricCriterion.of("t1", 0, "The answer names Paris as the capital.", 5,
                                                            tier="mandatory"),
                                 formats.RubricCriterion.of("t1", 1, "The answer mentions bananas.", -2)])
@@ -31,7 +30,7 @@ def test_embedded_rubric_relevance_and_ensemble(tmp_path):
     with _maybe_warns():
         graded = RelevanceJudge(llm, against="sub_narratives", sub_narratives=subs, on_failure="exclude")(docs)
     assert set(graded["label"]) <= {0, 1, 2, 3, 4}
-    other = LLMClient(embedded=True, cache=tmp_path / "other.sqlite", progress=False, concurrency=2, max_tokens=60)
+    other = embedded_client(tmp_path / "other.sqlite", 2, 60)
     members = [RelevanceJudge(c, against="sub_narratives", sub_narratives=subs) for c in (llm, other)]
     with _maybe_warns():
         combined = JudgeEnsemble(members, on_failure="exclude")(docs)

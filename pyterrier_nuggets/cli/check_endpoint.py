@@ -15,11 +15,12 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     from pyterrier_nuggets.cli.errors import UsageError
-    from pyterrier_nuggets.llm import LLMClient
+    from pyterrier_nuggets.llm import ClientOptions, LLMClient, RetryPolicy
     from pyterrier_nuggets.llm.endpoint import NoEndpoint
     try:
-        llm = LLMClient(model=args.model, base_url=args.base_url, cache=None, progress=False, timeout=args.timeout,
-                        max_retries=2, max_retry_time=args.timeout)
+        retry = RetryPolicy(timeout=args.timeout, max_retries=2, max_retry_time=args.timeout)
+        llm = LLMClient(model=args.model, base_url=args.base_url, cache=None, progress=False,
+                        options=ClientOptions(retry=retry))
     except NoEndpoint:
         raise UsageError("no LLM endpoint is configured to check: give --base-url URL --model NAME, or set "
                          "OPENAI_BASE_URL and PYTERRIER_NUGGETS_MODEL (OPENAI_API_KEY for the OpenAI API)") from None

@@ -113,16 +113,13 @@ OFFLINE_MAX_TOKENS = 128  # offline, the embedded model only writes the answers 
 LLM_MODES = {"offline": "baseline", "embedded": "llm", "endpoint": "llm"}  # --llm -> the main job's judges
 
 
-def make_llm(base_url: str | None = None, model: str | None = None, concurrency: int = 8, cache: str | None = None,
-             max_tokens: int = EMBEDDED_MAX_TOKENS, **options):
+def make_llm(base_url: str | None = None, model: str | None = None, cache: str | None = None,
+             options=None, max_tokens: int = EMBEDDED_MAX_TOKENS):
     """The LLM of the main job: the endpoint chosen by :class:`~pyterrier_nuggets.llm.LLMClient` (one place
     for that: arguments, then the environment, then the embedded model; a model name without an endpoint is
-    refused). ``options`` go to the client (batch, quotas, prices, ...)."""
+    refused). ``options``: its :class:`~pyterrier_nuggets.llm.ClientOptions` (limits, batch, quotas, prices, ...)."""
     from pyterrier_nuggets.llm import LLMClient
-    kwargs: dict = {"concurrency": concurrency, **options}
-    if cache:
-        kwargs["cache"] = cache
-    llm = LLMClient(model=model, base_url=base_url, **kwargs)
+    llm = LLMClient(model=model, base_url=base_url, options=options, **({"cache": cache} if cache else {}))
     if llm.embedded:
         llm.max_tokens = max_tokens
     return llm

@@ -152,29 +152,30 @@ def dry_run_key(args) -> str | None:
     return None
 
 
-def client_options(args) -> dict:
-    """The :class:`~pyterrier_nuggets.llm.LLMClient` keyword arguments of the LLM group: limits, retries, Batch API,
-    prices, replay, and the cache of :func:`~pyterrier_nuggets.cli.shards.cache_path`."""
-    from pyterrier_nuggets.cli import shards
-    from pyterrier_nuggets.llm import Prices
+def client_options(args):
+    """The :class:`~pyterrier_nuggets.llm.ClientOptions` of the LLM group: limits, retries, Batch API, prices,
+    replay, and ``cache_only`` (merge's re-run)."""
+    from pyterrier_nuggets.llm import BatchOptions, ClientOptions, Limits, Prices, RetryPolicy
     prices = Prices.parse(args.price, args.batch_discount) if args.price else None
-    options = dict(concurrency=args.concurrency, requests_per_minute=args.max_rpm, tokens_per_minute=args.max_tpm,
-                   batch=args.batch, batch_poll=args.batch_poll, frozen=args.frozen, prices=prices,
-                   timeout=args.timeout, max_retry_time=args.max_retry_time)
-    options.update(shards.client_options(args))
-    return options
+    return ClientOptions(retry=RetryPolicy(timeout=args.timeout, max_retry_time=args.max_retry_time),
+                         limits=Limits(concurrency=args.concurrency, requests_per_minute=args.max_rpm,
+                                       tokens_per_minute=args.max_tpm),
+                         batch=BatchOptions(enabled=args.batch, poll=args.batch_poll), prices=prices,
+                         frozen=args.frozen, cache_only=bool(getattr(args, "cache_only", False)))
 
 
-def llm_client(args, mode: str = "endpoint", **extra):
+def llm_client(args, mode: str = "endpoint"):
     """The command's LLM client for ``mode`` (:func:`llm_mode`): the endpoint of ``--base-url``/``--model`` or the
-    environment, or the embedded model. A dry run needs no endpoint: without one, the requests are planned as if for
-    the OpenAI API (``--model``, or a placeholder name) with a key that is never sent. ``extra``: more client
-    options (they override the group's)."""
+    environment, or the embedded model, with the cache of :func:`~pyterrier_nuggets.cli.shards.cache_path` and the
+    options of the LLM group (:func:`client_options`). A dry run needs no endpoint: without one, the requests are
+    planned as if for the OpenAI API (``--model``, or a placeholder name) with a key that is never sent."""
+    from pyterrier_nuggets.cli.shards import cache_path
     from pyterrier_nuggets.llm import LLMClient, endpoint_configured
     from pyterrier_nuggets.llm.config import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
-    options = {**client_options(args), **extra}
+    options = client_options(args)
+    cache = {"cache": path} if (path := cache_path(args)) is not None else {}  # else the client's default
     if mode == "embedded":
-        return LLMClient(embedded=True, **options)
+        return LLMClient(embedded=True, options=options, **cache)
     model, key = args.model, dry_run_key(args)
     if args.dry_run and not model and not os.environ.get(ENV_MODEL):
         model = DRY_RUN_MODEL
@@ -185,7 +186,7 @@ def llm_client(args, mode: str = "endpoint", **extra):
         raise UsageError(f"{command_name(args)}: the LLM steps need an endpoint: give --base-url URL --model NAME (or "
                          "set OPENAI_BASE_URL and PYTERRIER_NUGGETS_MODEL; OPENAI_API_KEY for the OpenAI API), or "
                          "--llm embedded")
-    return LLMClient(model=model, base_url=args.base_url, api_key=key, **options)
+    return LLMClient(model=model, base_url=args.base_url, api_key=key, options=options, **cache)
 
 
 def plan_first(args, llm, work, what: str = "this run", smaller: str = "make the run smaller") -> bool:

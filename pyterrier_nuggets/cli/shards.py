@@ -101,18 +101,6 @@ def cache_path(args) -> str | None:
     return None
 
 
-def client_options(args) -> dict:
-    """The LLMClient arguments of the shard options: its cache (:func:`cache_path`) and ``cache_only`` (merge's
-    re-run)."""
-    options: dict = {}
-    path = cache_path(args)
-    if path is not None:
-        options["cache"] = path
-    if getattr(args, "cache_only", False):
-        options["cache_only"] = True
-    return options
-
-
 def options_of(args) -> dict:
     """The options of a parsed command line that define the run (all but those of :data:`NOT_OPTIONS`), as JSON
     values: what the shards of one run share."""

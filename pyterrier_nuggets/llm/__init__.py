@@ -2,15 +2,16 @@
 model, with cache, retries, bounded concurrency and strict output parsing.
 
 - :mod:`.client`: :class:`LLMClient` (the cache, ``ask`` with re-asks, ``map``, counts; joins the two below).
-- :mod:`.endpoint`: which endpoint, the HTTP request, retries, the fail-fast rule (:class:`Endpoint`).
-- :mod:`.rotation`: the client's endpoints, one or several replicas of one model (:class:`Rotation`: each request
-  where there is room, failover).
+- :mod:`.endpoint`: which endpoint, one HTTP request (:class:`Endpoint`).
+- :mod:`.rotation`: the client's endpoints, one or several replicas of one model, and its one retry loop
+  (:class:`Rotation`: each request where there is room, retries, failover).
 - :mod:`.modes`: online, Batch API and dry-run routing (:class:`ModeRouter`).
-- :mod:`.options`: the client's option groups (:class:`RetryPolicy`, :class:`Limits`, :class:`BatchOptions`,
-  :class:`Sampling`).
+- :mod:`.options`: the client's options (:class:`ClientOptions`: the groups :class:`RetryPolicy`, :class:`Limits`,
+  :class:`BatchOptions`, :class:`Sampling`; prices, cache replay).
 - :mod:`.cache`: the SQLite response cache and its request key; merging caches; :class:`CacheMiss` (a cache-only
   client's request that is not cached).
-- :mod:`.retry`: which errors are retried and how long to wait; which stop the job (:class:`EndpointError`).
+- :mod:`.retry`: the classification table of failed requests (retry, congested, fatal, failed) and the retry rules
+  (how long to wait, when to give up, when to stop the job: :class:`EndpointError`).
 - :mod:`.embedded`: the embedded SmolLM2 model as an HTTP transport of the openai SDK.
 - :mod:`.parsing`: reading lists and labels out of model output (:class:`OutputError`).
 - :mod:`.config`: the environment variables.
@@ -26,13 +27,13 @@ from pyterrier_nuggets.llm.config import ENV_API_KEY, ENV_BASE_URL, ENV_CACHE, E
 from pyterrier_nuggets.llm.embedded import EMBEDDED_MODEL, find_embedded_model
 from pyterrier_nuggets.llm.endpoint import ChatResult, endpoint_configured
 from pyterrier_nuggets.llm.limits import AdaptiveLimiter
-from pyterrier_nuggets.llm.options import BatchOptions, Limits, RetryPolicy, Sampling
+from pyterrier_nuggets.llm.options import BatchOptions, ClientOptions, Limits, RetryPolicy, Sampling
 from pyterrier_nuggets.llm.parsing import OutputError
 from pyterrier_nuggets.llm.retry import EndpointError
 from pyterrier_nuggets.llm.tokens import TokenCounter
 from pyterrier_nuggets.llm.usage import Plan, Prices, Usage
 
-__all__ = ["LLMClient", "ChatResult", "Outcome", "endpoint_configured", "EndpointError", "RetryPolicy", "Limits",
-           "BatchOptions", "Sampling", "ResponseCache", "CacheMiss", "CacheError", "request_key", "default_cache_path",
-           "OutputError", "ENV_API_KEY", "ENV_BASE_URL", "ENV_CACHE", "ENV_MODEL", "EMBEDDED_MODEL",
-           "find_embedded_model", "AdaptiveLimiter", "TokenCounter", "Plan", "Prices", "Usage"]
+__all__ = ["LLMClient", "ChatResult", "Outcome", "endpoint_configured", "EndpointError", "ClientOptions",
+           "RetryPolicy", "Limits", "BatchOptions", "Sampling", "ResponseCache", "CacheMiss", "CacheError",
+           "request_key", "default_cache_path", "OutputError", "ENV_API_KEY", "ENV_BASE_URL", "ENV_CACHE", "ENV_MODEL",
+           "EMBEDDED_MODEL", "find_embedded_model", "AdaptiveLimiter", "TokenCounter", "Plan", "Prices", "Usage"]

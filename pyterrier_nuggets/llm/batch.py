@@ -24,7 +24,7 @@ import openai
 
 from pyterrier_nuggets.llm.cache import ResponseCache
 from pyterrier_nuggets.llm.config import TEST_ENDPOINT_FINGERPRINT
-from pyterrier_nuggets.llm.retry import RETRYABLE, describe_error
+from pyterrier_nuggets.llm.retry import classify, describe_error
 
 MAX_REQUESTS = 50_000
 MAX_BYTES = 190 * 1024 * 1024
@@ -117,12 +117,10 @@ class BatchRunner:
                 if missing_ok:
                     return None
                 raise BatchError(f"Batch API: {what} failed: {describe_error(exc)}") from exc
-            except RETRYABLE as exc:
-                if attempt == 4:
+            except openai.OpenAIError as exc:  # retried as the classification table says (llm/retry.py)
+                if not classify(exc).retried or attempt == 4:
                     raise BatchError(f"Batch API: {what} failed: {describe_error(exc)}") from exc
                 time.sleep(min(30.0, 2.0 ** attempt))
-            except openai.OpenAIError as exc:
-                raise BatchError(f"Batch API: {what} failed: {describe_error(exc)}") from exc
 
     def _submit(self, requests: dict[str, dict]) -> str:
         data = b"".join(self._line(k, b) for k, b in requests.items())

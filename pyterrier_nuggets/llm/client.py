@@ -8,7 +8,8 @@ Every caller gets, without asking:
 - one pool of ``concurrency`` workers per client, by priority, shared by every stage and topic that uses
   the client (:mod:`.scheduler`), so stage-overlapped work keeps it busy;
 - retries with backoff and jitter that honour ``Retry-After`` on 429, 5xx, timeouts and connection
-  errors, bounded in count (``max_retries``) and in total time (``max_retry_time``);
+  errors, bounded in count (``max_retries``) and in total time (``max_retry_time``), as one table says
+  (:mod:`.retry`);
 - a persistent SQLite response cache keyed by a hash of the full request (endpoint, model, messages and
   every parameter, never the API key), written the moment each answer arrives, safe under concurrent
   threads and processes: a re-run makes zero calls for what succeeded and returns identical results;
@@ -44,11 +45,12 @@ Several endpoints serving one model (``base_url=[url1, url2]``) share the work, 
 limit, and an endpoint that fails is taken out of rotation and probed again later (:mod:`.rotation`); an answer
 is cached under each endpoint's key, so that it does not matter which endpoint gave it.
 
-The client is three parts: the endpoints (:mod:`.endpoint`: which endpoint, the HTTP request, retries and the
-fail-fast rule; :mod:`.rotation`: several endpoints), the mode router (:mod:`.modes`: online, Batch API, dry run) and what joins them here (the
-cache, ``ask`` with re-asks, ``map`` on the worker pool, the counts). Options come in four groups
+The client is three parts: the endpoints (:mod:`.endpoint`: which endpoint, one HTTP request; :mod:`.rotation`:
+one endpoint or several, and the one retry loop, whose rules are :mod:`.retry`'s classification table), the mode
+router (:mod:`.modes`: online, Batch API, dry run) and what joins them here (the cache, ``ask`` with re-asks,
+``map`` on the worker pool, the counts). Its options are one :class:`~.options.ClientOptions` of four groups
 (:mod:`.options`: :class:`~.options.RetryPolicy`, :class:`~.options.Limits`, :class:`~.options.BatchOptions`,
-:class:`~.options.Sampling`); the single keyword arguments of the first release still work.
+:class:`~.options.Sampling`), the prices and how the cache is replayed.
 """
 from __future__ import annotations
 
@@ -78,10 +80,11 @@ from pyterrier_nuggets.llm.endpoint import (
     ChatResult,
     NoEndpoint,
     endpoint_configured,
+    make_endpoints,
     select_endpoint,
 )
 from pyterrier_nuggets.llm.modes import ModeRouter
-from pyterrier_nuggets.llm.options import BatchOptions, Limits, RetryPolicy, Sampling, group_options
+from pyterrier_nuggets.llm.options import ClientOptions
 from pyterrier_nuggets.llm.parsing import OutputError
 from pyterrier_nuggets.llm.rotation import Rotation
 from pyterrier_nuggets.llm.scheduler import Deferred, Scheduler
@@ -128,49 +131,30 @@ class LLMClient:
         model from all of them (:mod:`.rotation`: one adaptive limit each, failover; the same model and key on
         each; ``concurrency`` is each one's ceiling).
     :param api_key: the secret (default ``$OPENAI_API_KEY``); never stored, logged or part of a cache key.
-    :param cache: a path, a :class:`ResponseCache`, ``None`` (no cache) or, by default,
-        :func:`default_cache_path`.
     :param embedded: ``True`` (or the path of a GGUF file) runs the embedded SmolLM2 model on CPU: a check of the
         code path, never a judge.
+    :param cache: a path, a :class:`ResponseCache`, ``None`` (no cache) or, by default,
+        :func:`default_cache_path`.
     :param progress: progress bars on long work.
-    :param frozen: replay every cached answer, also those that failed validation (a byte-identical re-run); by
-        default a re-run asks those again.
-    :param prices: :class:`~.usage.Prices` for :meth:`usage` and dry runs.
-    :param retry: a :class:`~.options.RetryPolicy` (timeouts, retries, backoff).
-    :param limits: :class:`~.options.Limits` (the ceiling of requests in flight, adaptive or not, quotas).
-    :param batch: :class:`~.options.BatchOptions`, or ``True`` for the OpenAI Batch API with its defaults.
-    :param sampling: :class:`~.options.Sampling` (temperature, seed, max_tokens, JSON mode).
-    :param worker_cache: the cache of a copy of this client in another process (``.parallel()``, see
-        :meth:`__reduce__`): ``"auto"`` (default: the same file on the machine that made the client, a shard
-        elsewhere), ``"shared"`` (the same file: one machine, a local disk) or ``"shard"`` (a file of its own per
-        process, :func:`~.cache.shard_path`; ``pyterrier-nuggets cache merge`` folds the shards into one).
-    :param cache_only: answer every request from the cache and never call the endpoint: a request not in the cache
-        (or whose answer failed validation, unless ``frozen``) raises :class:`~.cache.CacheMiss` naming its step (the
-        re-run of ``pyterrier-nuggets merge``, which must make no call).
-    :param options: the single options of the first release (``concurrency=``, ``timeout=``, ``batch_poll=``,
-        ``temperature=``, ...), sorted into the groups above; ``embedded_model_path=`` is ``embedded=PATH``.
+    :param options: :class:`~.options.ClientOptions`: the retry policy, limits, Batch API, sampling, prices, and how
+        the cache is replayed (``frozen``, ``cache_only``) and shared with copies in other processes
+        (``worker_cache``, see :meth:`__reduce__`).
 
     Examples::
 
-        llm = LLMClient(model="gpt-4o-mini", base_url="http://localhost:8000/v1", limits=Limits(concurrency=32))
+        llm = LLMClient(model="gpt-4o-mini", base_url="http://localhost:8000/v1",
+                        options=ClientOptions(limits=Limits(concurrency=32)))
         answer = llm.chat([{"role": "user", "content": "Say OK."}]).text
     """
 
     def __init__(self, model: str | None = None, base_url: str | Sequence[str] | None = None,
-                 api_key: str | None = None, *,
-                 cache: Any = _DEFAULT_CACHE, embedded: bool | str | None = None, progress: bool = True,
-                 frozen: bool = False, prices: Prices | None = None, retry: RetryPolicy | None = None,
-                 limits: Limits | None = None, batch: BatchOptions | bool | None = None,
-                 sampling: Sampling | None = None, worker_cache: str = "auto", cache_only: bool = False,
-                 **options):
-        embedded = options.pop("embedded_model_path", None) or embedded
-        if worker_cache not in WORKER_CACHE:
-            raise InvalidInput(f"worker_cache must be one of {WORKER_CACHE}, got {worker_cache!r}")
-        self.retry, self.limits, self.batch_options, self.sampling = group_options(retry, limits, batch, sampling,
-                                                                                   options)
+                 api_key: str | None = None, *, embedded: bool | str | None = None, cache: Any = _DEFAULT_CACHE,
+                 progress: bool = True, options: ClientOptions | None = None):
+        self.options = options = options or ClientOptions()
         self.counters = StageCounters()
-        self._rotation = Rotation(model, base_url, api_key, embedded, self.retry, self.limits, self.counters.count,
-                                  _warn)
+        self._rotation = Rotation(make_endpoints(model, base_url, api_key, embedded, options.retry, options.limits,
+                                                 self.counters.count), options.retry, self.counters.count, _warn)
+        self.sampling = options.sampling
         if self.embedded and self.sampling.max_tokens is None:
             self.sampling = replace(self.sampling, max_tokens=EMBEDDED_MAX_TOKENS)
         if cache is _DEFAULT_CACHE:
@@ -178,9 +162,8 @@ class LLMClient:
         if cache is not None and not isinstance(cache, ResponseCache):
             cache = ResponseCache(cache)
         self.cache = cache
-        if cache_only and cache is None:
+        if options.cache_only and cache is None:
             raise InvalidInput("cache_only=True needs a response cache to answer from")
-        self.cache_only = bool(cache_only)
         # what a copy in another process is made of (__reduce__): the endpoint as resolved here and the cache's path,
         # absolute (a pool's worker keeps the folder it was started in); never the key (the worker's environment has
         # it), a thread, a lock or a connection
@@ -188,8 +171,7 @@ class LLMClient:
         self._config = dict(model=self.model, base_url=self.base_url if not self.embedded else None,
                             cache=os.path.abspath(cache.home_path) if cache is not None else None,
                             embedded=self.embedded_model_path if self.embedded else None, progress=progress,
-                            frozen=frozen, prices=prices, retry=self.retry, limits=self.limits,
-                            sampling=self.sampling, worker_cache=worker_cache, cache_only=self.cache_only)
+                            options=replace(options, sampling=self.sampling))
         self._home = socket.gethostname()
         if cache is not None and not self.embedded:  # start each adaptive limit where an earlier run left it
             for url, limiter in self._rotation.limiters.items():
@@ -198,17 +180,17 @@ class LLMClient:
                 if learned is not None:
                     limiter.start_from(*learned)
                 limiter.on_learned = functools.partial(cache.learn_limit, where)
-        if self.batch_options.enabled and (self.embedded or cache is None):
+        if self.batch and (self.embedded or cache is None):
             raise InvalidInput("batch=True needs a remote endpoint with the Batch API and a response cache (the "
                                "answers and batch ids are kept there)")
-        if self.batch_options.enabled and self._rotation.several:
+        if self.batch and self._rotation.several:
             raise InvalidInput(f"batch=True sends every request to one endpoint's Batch API; {len(self.endpoints)} "
                                "endpoints were given: give one base_url for the Batch API",
                                cli=f"--batch sends every request to one endpoint's Batch API; --base-url was given "
                                    f"{len(self.endpoints)} times: give one --base-url with --batch")
-        self.progress, self.frozen, self.prices = progress, frozen, prices
+        self.progress = progress
         self.tokens = TokenCounter(self.model)
-        self._router = ModeRouter(self.batch_options, cache, self.endpoint, lambda: self._rotation.first.client,
+        self._router = ModeRouter(options.batch, cache, self.endpoint, lambda: self._rotation.first.client,
                                   self.counters, self.tokens, lambda: self.scheduler.rounds, self._log)
         # workers for as many requests in flight as every endpoint's ceiling allows
         self.scheduler = Scheduler(self.concurrency * len(self.endpoints), self._router.flush)
@@ -276,11 +258,11 @@ class LLMClient:
 
     @property
     def concurrency(self) -> int:
-        return int(self.limits.concurrency)
+        return int(self.options.limits.concurrency)
 
     @property
     def batch(self) -> bool:
-        return self.batch_options.enabled
+        return self.options.batch.enabled
 
     @property
     def max_tokens(self) -> int | None:
@@ -313,13 +295,13 @@ class LLMClient:
 
     def usage(self, prices: Prices | None = None) -> Usage:
         """Items, requests, cache hits, calls, Batch API answers, failures, tokens and cost per stage so far."""
-        return Usage(self.counters.snapshot(), prices or self.prices)
+        return Usage(self.counters.snapshot(), prices or self.options.prices)
 
     def __repr__(self) -> str:
         cache = None if self.cache is None else str(self.cache.path)
         return (f"LLMClient(model={self.model!r}, base_url={self.base_url!r}, cache={cache!r}, "
                 f"concurrency={self.concurrency}, temperature={self.sampling.temperature}, seed={self.sampling.seed}"
-                + (", batch=True" if self.batch else "") + (", cache_only=True" if self.cache_only else "") + ")")
+                + (", batch=True" if self.batch else "") + (", cache_only=True" if self.options.cache_only else "") + ")")
 
     def __reduce__(self):
         """A copy in another process (PyTerrier's ``.parallel()`` on joblib or Ray, any pickling) travels as the
@@ -378,7 +360,7 @@ class LLMClient:
         if key in self._router.errors:
             self.counters.count(stage, failures=1)
             return ChatResult(None, error=self._router.errors[key], key=key)
-        if self.cache_only:
+        if self.options.cache_only:
             raise CacheMiss(stage, self.model, self.endpoint, self.cache.path)
         if self._unstorable is not None:  # answers can no longer be stored: never pay for one again
             raise self._unstorable
@@ -419,7 +401,7 @@ class LLMClient:
             return None
         key = keys[0]
         hit, verdict = found
-        if verdict == INVALID and not self.frozen and key not in self._job_invalid:
+        if verdict == INVALID and not self.options.frozen and key not in self._job_invalid:
             return None
         if key not in self._router.fetched:
             self.counters.count(stage, cache_hits=1)
@@ -533,7 +515,7 @@ class LLMClient:
         """A dry run: inside the block nothing is sent; requests not in the cache are counted (with their
         prompt tokens) and answered by the judges' placeholder answers, so that the work goes on as far as
         it would. The :class:`~.usage.Plan` yielded is filled when the block ends."""
-        return self._router.planning(prices or self.prices)
+        return self._router.planning(prices or self.options.prices)
 
     def plan(self, fn: Callable[[], Any], prices: Prices | None = None) -> Plan:
         """:meth:`planning` around ``fn()`` (its result is discarded: it is made of placeholders)."""
@@ -552,14 +534,13 @@ def _warn(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-WORKER_CACHE = ("auto", "shared", "shard")
 _IN_PROCESS: dict[str, LLMClient] = {}  # the clients unpickled in this process, by configuration
 _IN_PROCESS_LOCK = threading.Lock()
 
 
 def client_in_process(config: dict, home: str) -> LLMClient:
     """The client of ``config`` in this process (made on first use, then shared by every copy unpickled here): what
-    an :class:`LLMClient` pickles to. Its cache, by ``worker_cache``: the same file when this is the machine
+    an :class:`LLMClient` pickles to. Its cache, by its options' ``worker_cache``: the same file when this is the machine
     ``home`` that made the client (``"auto"``) or always (``"shared"``); otherwise (``"shard"``, or ``"auto"`` on
     another machine, whose copy of the path may be on a network file system where SQLite is not safe) a shard of
     its own for this process, which reads the main file too where one exists here.
@@ -568,7 +549,7 @@ def client_in_process(config: dict, home: str) -> LLMClient:
     :param home: the host name of the machine that made the client.
     """
     config = dict(config)
-    policy = config["worker_cache"]
+    policy = config["options"].worker_cache
     path = config["cache"]
     if path is not None and (policy == "shard" or (policy == "auto" and socket.gethostname() != home)):
         config["cache"] = ResponseCache(shard_path(path), fallback=path if os.path.exists(path) else None)

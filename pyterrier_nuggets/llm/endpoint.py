@@ -1,19 +1,18 @@
 """The endpoint part of the LLM client: which endpoint (arguments, then the environment; never the embedded model
-unless asked), the HTTP request through the openai SDK, and the retry loop with its bounds and its fail-fast rule.
+unless asked), and one HTTP request to it through the openai SDK.
 
 :class:`Endpoint` sends one chat request at a time (the client's workers call it concurrently) and owns what
 belongs to an endpoint: its address and model, the SDK client (the embedded model is the SDK's HTTP transport),
-its adaptive limit (:class:`~.limits.AdaptiveLimiter`) and whether it has answered yet. An error that no retry
-can fix (:data:`~.retry.FATAL_STATUS`, no server after a short probe, HTTP 200 without a completion) makes the
-endpoint *unusable*: :class:`~.retry.EndpointError` is raised then and by every later call, so a job stops at
-once instead of failing every item after its retries. Several endpoints of one model are a
-:class:`~.rotation.Rotation` of :class:`Endpoint` objects, each asked one attempt at a time (:meth:`Endpoint.attempt`).
+its adaptive limit (:class:`~.limits.AdaptiveLimiter`) and whether it has answered yet. What each failed request
+comes to is the classification table's (:mod:`.retry`): an error to retry, a failed request, or an error that no
+retry can fix, which makes the endpoint *unusable*: :class:`~.retry.EndpointError` is raised then and by every later
+call, so a job stops at once instead of failing every item after its retries. Asking again is not its part: the
+client's one retry loop is :meth:`.rotation.Rotation.call`, over one endpoint or several.
 """
 from __future__ import annotations
 
 import os
 import threading
-import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -35,18 +34,19 @@ from pyterrier_nuggets.llm.embedded import (
     embedded_http_client,
     find_embedded_model,
 )
-from pyterrier_nuggets.llm.limits import CONGESTION_STATUS, AdaptiveLimiter
+from pyterrier_nuggets.llm.limits import AdaptiveLimiter
 from pyterrier_nuggets.llm.options import Limits, RetryPolicy
 from pyterrier_nuggets.llm.retry import (
-    FATAL_FIX,
-    FATAL_STATUS,
-    PROBE_ATTEMPTS,
-    RETRYABLE,
+    CONGESTED,
+    FAILED,
+    FATAL,
+    NO_CHOICES,
     EndpointError,
+    Rule,
+    classify,
     describe_error,
-    gave_up,
-    is_connection_error,
-    next_wait,
+    fatal_cause,
+    retried_error,
     retry_after,
 )
 from pyterrier_nuggets.llm.transport import KeepAliveTransport, keep_alive_possible
@@ -92,16 +92,6 @@ class ChatResult:
 
 class NoEndpoint(InvalidInput):
     """No LLM endpoint is configured (arguments or environment) and the embedded model was not asked for."""
-
-
-def _message(exc: Exception) -> str:
-    """The endpoint's own words about an HTTP error, short (the SDK keeps the ``error`` object of the reply)."""
-    body = getattr(exc, "body", None)
-    message = None
-    if isinstance(body, dict):
-        inner = body.get("error")
-        message = inner.get("message") if isinstance(inner, dict) else body.get("message")
-    return " ".join(str(message or exc).split())[:200]
 
 
 def endpoint_urls(base_url: str | Sequence[str] | None) -> str | tuple[str, ...] | None:
@@ -174,8 +164,8 @@ def endpoint_configured(model: str | None = None, base_url: str | Sequence[str] 
 
 class Endpoint:
     """One OpenAI-compatible chat endpoint (or the embedded model): chosen by :func:`select_endpoint`, asked
-    through the openai SDK under the client's :class:`~.options.RetryPolicy` and its own adaptive limit.
-    ``count(stage, **increments)`` receives the calls, retries, failures and tokens."""
+    through the openai SDK (``retry.timeout`` per request) under its own adaptive limit (``limits``).
+    ``count(stage, **increments)`` receives the calls, failures and tokens."""
 
     def __init__(self, model: str | None, base_url: str | None, api_key: str | None, embedded: bool | str | None,
                  retry: RetryPolicy, limits: Limits, count: Callable[..., None]):
@@ -183,7 +173,6 @@ class Endpoint:
                                                           None if embedded is None else bool(embedded))
         if isinstance(base_url, tuple):
             raise TypeError("an Endpoint is one endpoint: several are a Rotation (llm/rotation.py)")
-        self.retry = retry
         self._count = count
         http_client = None
         if self.embedded:
@@ -229,30 +218,12 @@ class Endpoint:
         """Why it cannot be used at all (:meth:`stop`), or None."""
         return self._unusable
 
-    def call(self, body: dict, stage: str | None, priority: tuple = (), tokens: int = 0) -> ChatResult:
-        """Send ``body`` (a chat completion request) until it is answered or the retry policy gives up; raise
-        :class:`EndpointError` when the endpoint cannot be used at all."""
-        if self._unusable is not None:
-            raise self._unusable
-        started = time.monotonic()
-        attempt = 0
-        while True:
-            sent = self.attempt(body, stage, priority, tokens)
-            if sent.result is not None:
-                return sent.result
-            wait = self._retry_wait(sent.error, sent.asked, attempt, started, stage)
-            if wait is None:
-                self._count(stage, failures=1)
-                return ChatResult(None, error=gave_up(sent.error, attempt + 1))
-            attempt += 1
-            self._count(stage, retries=1)
-            time.sleep(wait)
-
     def attempt(self, body: dict, stage: str | None, priority: tuple = (), tokens: int = 0,
                 cancel: Callable[[], bool] | None = None) -> Attempt:
         """One HTTP request under the endpoint's adaptive limit: the answer, a failure of this request that no retry
-        fixes, or the error to retry (see :class:`Attempt`); raise :class:`EndpointError` when the endpoint cannot
-        be used at all. ``cancel``: as :meth:`~.limits.AdaptiveLimiter.acquire` (nothing sent)."""
+        fixes, or the error to retry, each as the classification table (:mod:`.retry`) says (see :class:`Attempt`);
+        raise :class:`~.retry.EndpointError` when the endpoint cannot be used at all. ``cancel``: as
+        :meth:`~.limits.AdaptiveLimiter.acquire` (nothing sent)."""
         if self._unusable is not None:
             raise self._unusable
         ticket = self.limiter.acquire(priority, tokens, cancel)
@@ -261,70 +232,53 @@ class Endpoint:
         self._count(stage, calls=1)
         self._tally("calls")
         try:
-            completion, error, status, headers = self._send(body, ticket, stage)
-        except _Failed as failed:
-            return Attempt(ChatResult(None, error=str(failed)))
-        asked = retry_after(error) if error is not None else None
-        self.limiter.release(ticket, status=status, headers=headers, retry_after=asked,
-                             timed_out=isinstance(error, openai.APITimeoutError))
-        if error is None:
-            return Attempt(self._result(completion, stage))
+            completion, status, headers = self._send(body, stage)
+        except (openai.OpenAIError, ValueError, TypeError) as exc:  # ValueError, TypeError: a malformed body
+            return self._failed(exc, ticket, stage)
+        self.limiter.release(ticket, status=status, headers=headers)
+        return Attempt(self._result(completion, stage))
+
+    def _failed(self, error: Exception, ticket, stage: str | None) -> Attempt:
+        """What a failed HTTP request comes to, by its row of the classification table: an error to retry, a failed
+        request, or the stop of the job."""
+        rule = classify(error)
+        response = getattr(error, "response", None)
+        status = getattr(error, "status_code", None)
+        asked = retry_after(error)
+        self.limiter.release(ticket, status=status, congested=rule.kind == CONGESTED, retry_after=asked,
+                             headers=response.headers if response is not None else None)
+        kind = rule.kind_for(self._answered)
+        if kind == FATAL:  # the same for every request: stop the job, do not fail each item
+            self._count(stage, failures=1)
+            raise self.stop(fatal_cause(rule, error)) from None
+        if kind == FAILED:
+            self._count(stage, failures=1)
+            return Attempt(ChatResult(None, error=describe_error(error)))
         self._tally("errors")
-        if status in CONGESTION_STATUS:
+        if rule.kind == CONGESTED and status is not None:  # 429, 503, 504 received (a timeout is no reply)
             self._count(stage, throttled=1)
-        return Attempt(error=error, status=status, asked=asked)
+        return Attempt(error=retried_error(rule, error), rule=rule, asked=asked)
 
     def _tally(self, what: str) -> None:
         with self._lock:
             self.tally[what] += 1
 
-    def _send(self, body: dict, ticket, stage: str | None) -> tuple[dict | None, Exception | None, int | None, object]:
-        """One HTTP request: ``(completion, None, status, headers)``, or ``(None, retryable error, status,
-        headers)``; an error no retry fixes raises :class:`_Failed` (this request failed) or stops the job."""
-        try:
-            # The SDK's own request path (errors, timeouts, auth, the embedded transport) without its typed-dict
-            # transform and response model, which cost 2-3 ms of CPU per call: the body is already a plain JSON
-            # request, and the reply is read as plain JSON.
-            declared = stage_headers(stage)  # the stage travels beside the request, never in it (the cache key)
-            if self.transport is not None:
-                completion, status, headers = self.transport.post("/chat/completions", body, declared)
-            else:
-                raw = self.client.post("/chat/completions", body=body, cast_to=_http.Response,
-                                       options={"headers": declared})
-                completion, status, headers = raw.json(), raw.status_code, raw.headers
-            if not isinstance(completion, dict):
-                raise ValueError("the response body is not a JSON object")
-            return completion, None, status, headers
-        except RETRYABLE as exc:
-            response = getattr(exc, "response", None)
-            return None, exc, getattr(exc, "status_code", None), response.headers if response is not None else None
-        except openai.OpenAIError as exc:  # 4xx and the like: asking again would not help
-            response = getattr(exc, "response", None)
-            status = getattr(exc, "status_code", None)
-            self.limiter.release(ticket, status=status, headers=response.headers if response is not None else None)
-            self._count(stage, failures=1)
-            if status in FATAL_STATUS:  # the same for every request: stop the job, do not fail each item
-                raise self.stop(f"HTTP {status}, {FATAL_STATUS[status]} ({_message(exc)}); "
-                                f"{FATAL_FIX[status]}") from None
-            raise _Failed(describe_error(exc)) from None
-        except (ValueError, TypeError) as exc:  # a malformed response body: retried like a 5xx
-            if not self._answered:  # a first reply that is no chat completion: not a chat endpoint
-                self.limiter.release(ticket, status=500)
-                self._count(stage, failures=1)
-                raise self.stop(f"HTTP 200 without a chat completion ({type(exc).__name__}: {exc}); is this an "
-                                "OpenAI-compatible /v1 endpoint?") from None
-            return None, RuntimeError(f"malformed response from the endpoint ({type(exc).__name__}: {exc})"), 500, None
-
-    def _retry_wait(self, error: Exception, asked: float | None, attempt: int, started: float,
-                    stage: str | None) -> float | None:
-        """Seconds to wait before asking again, or None when the retry policy gives up; stops the job when an
-        endpoint that never answered cannot be reached (a short, bounded probe)."""
-        probing = not self._answered and is_connection_error(error)
-        if probing and (attempt + 1 >= PROBE_ATTEMPTS or attempt >= self.retry.max_retries):
-            self._count(stage, failures=1)
-            raise self.stop(f"cannot connect ({describe_error(error)}, {attempt + 1} attempts in "
-                            f"{time.monotonic() - started:.1f} s); is the server running at this address?")
-        return next_wait(self.retry, asked, attempt, started, cap=0.5 if probing else None)
+    def _send(self, body: dict, stage: str | None) -> tuple[dict, int, object]:
+        """One HTTP request: ``(completion, status, headers)``; an error of the openai SDK, or a ``ValueError`` for a
+        body that is no JSON object."""
+        # The SDK's own request path (errors, timeouts, auth, the embedded transport) without its typed-dict
+        # transform and response model, which cost 2-3 ms of CPU per call: the body is already a plain JSON
+        # request, and the reply is read as plain JSON.
+        declared = stage_headers(stage)  # the stage travels beside the request, never in it (the cache key)
+        if self.transport is not None:
+            completion, status, headers = self.transport.post("/chat/completions", body, declared)
+        else:
+            raw = self.client.post("/chat/completions", body=body, cast_to=_http.Response,
+                                   options={"headers": declared})
+            completion, status, headers = raw.json(), raw.status_code, raw.headers
+        if not isinstance(completion, dict):
+            raise ValueError("the response body is not a JSON object")
+        return completion, status, headers
 
     def _result(self, completion: dict, stage: str | None) -> ChatResult:
         """A chat completion's JSON body as a result (its usage counted)."""
@@ -336,9 +290,8 @@ class Endpoint:
         choices = completion.get("choices")
         if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
             self._count(stage, failures=1)
-            if not self._answered:
-                raise self.stop("HTTP 200 without a chat completion (no choices in the reply); is this an "
-                                "OpenAI-compatible /v1 endpoint?")
+            if NO_CHOICES.kind_for(self._answered) == FATAL:
+                raise self.stop(NO_CHOICES.cause)
             return ChatResult(None, error="the endpoint returned no choices", usage=usage)
         self._answered = True
         self._tally("answered")
@@ -357,16 +310,25 @@ class Endpoint:
                 self._unusable = error
             return self._unusable
 
-    def probe(self, body: dict) -> str:
-        """Ask ``body`` once (not cached): a line saying that the endpoint answered, how fast and what; or the
-        :class:`EndpointError` a job would stop with."""
-        started = time.monotonic()
-        result = self.call(body, "probe")
-        if not result.ok:
-            raise self.stop(result.error or "no answer")
-        text = " ".join((result.text or "").split())[:60]
-        return (f"the LLM endpoint {self.url} (model {self.model!r}) answered in {time.monotonic() - started:.2f} s: "
-                f"{text!r}")
+
+def make_endpoints(model: str | None, base_url: str | Sequence[str] | None, api_key: str | None,
+                   embedded: bool | str | None, retry: RetryPolicy, limits: Limits,
+                   count: Callable[..., None]) -> list[Endpoint]:
+    """The endpoints of a client (:func:`select_endpoint`): one, or one per address of several replicas of one
+    model, each with the same model, key, timeout and limits.
+
+    :param model: as ``LLMClient(model=...)``.
+    :param base_url: one address, or a list of several (:func:`endpoint_urls`).
+    :param api_key: as ``LLMClient(api_key=...)``; the same for every endpoint.
+    :param embedded: as ``LLMClient(embedded=...)``.
+    :param retry: the client's :class:`~.options.RetryPolicy` (its ``timeout``).
+    :param limits: the client's :class:`~.options.Limits`: each endpoint's.
+    :param count: the client's counters (``count(stage, **increments)``).
+    """
+    is_embedded, urls, secret = select_endpoint(model, base_url, api_key, None if embedded is None else bool(embedded))
+    if isinstance(urls, tuple) and not is_embedded:
+        return [Endpoint(model, url, secret, None, retry, limits, count) for url in urls]
+    return [Endpoint(model, base_url, api_key, embedded, retry, limits, count)]
 
 
 @dataclass
@@ -375,29 +337,13 @@ class Attempt:
 
     :param result: final: the answer, or a failure of this request that no retry fixes (HTTP 400, say).
     :param error: the error to retry (429, 5xx, a timeout, no connection, a malformed body).
-    :param status: the HTTP status of ``error``, if any.
+    :param rule: the row of the classification table of ``error`` (:func:`~.retry.classify`).
     :param asked: the seconds of the endpoint's ``Retry-After``, if any.
     :param moved: cancelled while it waited for a slot: nothing was sent.
     """
 
     result: ChatResult | None = None
     error: Exception | None = None
-    status: int | None = None
+    rule: Rule | None = None
     asked: float | None = None
     moved: bool = False
-
-    @property
-    def connection_lost(self) -> bool:
-        """The request never reached the server, or the server went away (refused, reset, unreachable)."""
-        return self.error is not None and is_connection_error(self.error)
-
-    @property
-    def server_failed(self) -> bool:
-        """The endpoint failed this request itself: no connection, a timeout, HTTP 5xx or a malformed body (not
-        a 429, which only asks for fewer requests)."""
-        return self.error is not None and (self.connection_lost or isinstance(self.error, openai.APITimeoutError)
-                                           or (self.status or 0) >= 500)
-
-
-class _Failed(Exception):
-    """A request that failed in a way no retry fixes, but only this request (HTTP 400, say)."""

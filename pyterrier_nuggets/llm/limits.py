@@ -8,7 +8,8 @@
   that many) and, while requests are waiting for a slot, grows by ``growth`` (1/2) per successful reply,
   at least 2 per round trip (slow start: 1.5 times per round trip, where TCP's doubling would overshoot an
   endpoint's limit by up to 100%, each excess request a rejection; this overshoots by at most 50%); the first
-  push-back (429, 503, 504 or a timeout) ends slow start. On each push-back the limit
+  push-back (a failure the classification table of :mod:`.retry` calls *congested*: 429, 503, 504 or a timeout)
+  ends slow start. On each push-back the limit
   drops to ``decrease`` (0.7) times the number of requests that were in flight when the rejected one was
   sent, minus one (multiplicative decrease; one decrease per burst of rejections), then grows again by
   one per round trip (additive increase); a push-back that comes with ``Retry-After`` once the level is
@@ -38,8 +39,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ir_measures_ext.errors import InvalidInput
-
-CONGESTION_STATUS = frozenset({429, 503, 504})  # the endpoint says: fewer requests, please
 
 
 def parse_duration(value: str | None) -> float | None:
@@ -240,15 +239,16 @@ class AdaptiveLimiter:
 
     # ------------------------------------------------------------------------------------ feedback
 
-    def release(self, ticket: Ticket, *, status: int | None = None, timed_out: bool = False,
+    def release(self, ticket: Ticket, *, status: int | None = None, congested: bool = False,
                 headers=None, retry_after: float | None = None) -> None:
-        """The reply (``status``, ``headers``) or the failure of an admitted request."""
+        """The reply (``status``, ``headers``) or the failure of an admitted request; ``congested``: a push-back
+        (the classification table's word, :mod:`.retry`), with the endpoint's ``retry_after``."""
         now = time.monotonic()
         with self._lock:
             self.in_flight -= 1
             if headers is not None:
                 self._read_headers(headers, now)
-            if timed_out or status in CONGESTION_STATUS:
+            if congested:
                 self._pushed_back(ticket, now, status, retry_after)
             elif status is not None and status < 400:
                 self._succeeded(ticket, now)

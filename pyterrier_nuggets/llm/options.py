@@ -1,16 +1,17 @@
 """The LLM client's options, grouped by what they govern (each a small frozen dataclass with the defaults of
 docs/llm.md): :class:`RetryPolicy` (waiting and asking again), :class:`Limits` (requests in flight and quotas),
-:class:`BatchOptions` (the OpenAI Batch API) and :class:`Sampling` (what every request asks the model).
-
-``LLMClient(concurrency=16, timeout=60, batch=True, ...)`` keeps working: :func:`group_options` sorts those
-keyword arguments into the four groups (an unknown name is refused, as Python would).
+:class:`BatchOptions` (the OpenAI Batch API) and :class:`Sampling` (what every request asks the model), held
+together with the client's costs and cache replay by :class:`ClientOptions`, the client's ``options``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ir_measures_ext.errors import InvalidInput
+
+if TYPE_CHECKING:  # usage.py loads pandas: not at import
+    from pyterrier_nuggets.llm.usage import Prices
 
 
 @dataclass(frozen=True)
@@ -83,34 +84,45 @@ class Sampling:
     json_mode: Any = "auto"
 
 
-# keyword arguments of the first LLMClient -> (group, field)
-_LEGACY = {"timeout": ("retry", "timeout"), "max_retries": ("retry", "max_retries"),
-           "max_retry_time": ("retry", "max_retry_time"), "backoff": ("retry", "backoff"),
-           "max_backoff": ("retry", "max_backoff"), "concurrency": ("limits", "concurrency"),
-           "adaptive": ("limits", "adaptive"), "requests_per_minute": ("limits", "requests_per_minute"),
-           "tokens_per_minute": ("limits", "tokens_per_minute"), "batch_poll": ("batch", "poll"),
-           "batch_timeout": ("batch", "timeout"), "temperature": ("sampling", "temperature"),
-           "seed": ("sampling", "seed"), "max_tokens": ("sampling", "max_tokens"),
-           "json_mode": ("sampling", "json_mode")}
-_GROUPS = {"retry": RetryPolicy, "limits": Limits, "batch": BatchOptions, "sampling": Sampling}
+WORKER_CACHE = ("auto", "shared", "shard")
 
 
-def group_options(retry: RetryPolicy | None, limits: Limits | None, batch: BatchOptions | bool | None,
-                  sampling: Sampling | None, keywords: dict[str, Any]
-                  ) -> tuple[RetryPolicy, Limits, BatchOptions, Sampling]:
-    """The four option groups from the objects given and the single keyword arguments (which override them);
-    ``batch`` may be a bool (``batch=True``, as before the groups)."""
-    groups: dict[str, Any] = {"retry": retry or RetryPolicy(), "limits": limits or Limits(),
-                              "batch": BatchOptions(enabled=batch) if isinstance(batch, bool) else
-                              batch or BatchOptions(), "sampling": sampling or Sampling()}
-    changes: dict[str, dict] = {}
-    for name, value in keywords.items():
-        if name not in _LEGACY:
-            known = sorted(_LEGACY) + [f.name for g in _GROUPS.values() for f in fields(g)]
-            raise TypeError(f"LLMClient() got an unexpected keyword argument {name!r} (options: "
-                            f"{', '.join(sorted(set(known)))})")
-        group, field_name = _LEGACY[name]
-        changes.setdefault(group, {})[field_name] = value
-    for group, values in changes.items():
-        groups[group] = replace(groups[group], **values)
-    return groups["retry"], groups["limits"], groups["batch"], groups["sampling"]
+@dataclass(frozen=True)
+class ClientOptions:
+    """How an :class:`~.client.LLMClient` works beyond where it asks and which cache it keeps: the four groups
+    above, costs, and how it replays its cache.
+
+    :param retry: a :class:`RetryPolicy` (timeouts, retries, backoff).
+    :param limits: :class:`Limits` (the ceiling of requests in flight, adaptive or not, quotas).
+    :param batch: :class:`BatchOptions`, or ``True`` for the OpenAI Batch API with its defaults.
+    :param sampling: :class:`Sampling` (temperature, seed, max_tokens, JSON mode).
+    :param prices: :class:`~.usage.Prices` for the client's usage and dry runs.
+    :param frozen: replay every cached answer, also those that failed validation (a byte-identical re-run); by
+        default a re-run asks those again.
+    :param cache_only: answer every request from the cache and never call the endpoint: a request not in the cache
+        (or whose answer failed validation, unless ``frozen``) raises :class:`~.cache.CacheMiss` naming its step (the
+        re-run of ``pyterrier-nuggets merge``, which must make no call).
+    :param worker_cache: the cache of a copy of the client in another process (``.parallel()``): ``"auto"`` (the
+        same file on the machine that made the client, a shard elsewhere), ``"shared"`` (the same file: one
+        machine, a local disk) or ``"shard"`` (a file of its own per process, :func:`~.cache.shard_path`;
+        ``pyterrier-nuggets cache merge`` folds the shards into one).
+
+    Examples::
+
+        options = ClientOptions(limits=Limits(concurrency=32), retry=RetryPolicy(timeout=60), frozen=True)
+    """
+
+    retry: RetryPolicy = RetryPolicy()
+    limits: Limits = Limits()
+    batch: BatchOptions | bool = BatchOptions()
+    sampling: Sampling = Sampling()
+    prices: Prices | None = None
+    frozen: bool = False
+    cache_only: bool = False
+    worker_cache: str = "auto"
+
+    def __post_init__(self):
+        if isinstance(self.batch, bool):  # batch=True: the Batch API with its defaults
+            object.__setattr__(self, "batch", BatchOptions(enabled=self.batch))
+        if self.worker_cache not in WORKER_CACHE:
+            raise InvalidInput(f"worker_cache must be one of {WORKER_CACHE}, got {self.worker_cache!r}")

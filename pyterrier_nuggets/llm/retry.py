@@ -1,22 +1,52 @@
-"""When and how long the LLM client waits before asking again: which errors are retried, ``Retry-After``."""
+"""What the LLM client does when a request fails, in one place: the classification table and the retry rules.
+
+As openai-python's ``_base_client`` keeps ``_should_retry`` and ``_calculate_retry_timeout`` side by side, this
+module holds every rule of the client's one retry loop (:meth:`.rotation.Rotation.call`; one endpoint is a rotation
+of one), and the loop holds none of its own:
+
+- **what a failure is**: :func:`classify` reads each failed attempt (an HTTP status, a timeout, no connection, a
+  reply that is no chat completion) off the table below into a :class:`Rule` of one of four kinds:
+
+  ==================================  ===========  ================  ====================================
+  failure                             kind         endpoint failed   while the endpoint never answered
+  ==================================  ===========  ================  ====================================
+  HTTP 429                            congested    no
+  HTTP 503, 504                       congested    yes
+  HTTP 500, 502 and any other 5xx     retry        yes
+  a timeout                           congested    yes
+  no connection (refused, reset)      retry        yes               a short probe, then fatal
+  a body that is not JSON             retry        yes               fatal
+  HTTP 401, 403, 404                  fatal
+  HTTP 200 without ``choices``        failed                         fatal
+  any other HTTP status or SDK error  failed
+  ==================================  ===========  ================  ====================================
+
+  *retry*: asked again after a wait; *congested*: asked again, and the endpoint's adaptive limit
+  (:mod:`.limits`) decreases; *fatal*: no request can succeed, the endpoint is unusable and the job stops
+  (:class:`EndpointError`); *failed*: this request failed, no retry fixes it, the job goes on. *Endpoint failed*:
+  the failure counts toward taking an endpoint out of rotation (a 429 only asks for fewer requests);
+- **how long to wait** (:func:`next_wait`): the endpoint's ``Retry-After`` (:func:`retry_after`) or the exponential
+  backoff, jittered (:func:`jittered`), bounded by the :class:`~.options.RetryPolicy` in count and in total time;
+- **when to stop the job because no server is there** (:func:`cannot_connect`): no endpoint has answered yet and
+  none can be reached after a short probe (:data:`PROBE_ATTEMPTS` attempts, waits of at most :data:`PROBE_WAIT`).
+
+The HTTP transport raises the openai SDK's error class of each status (:func:`status_error`), as the SDK's own path
+does, so that both read alike here.
+"""
 from __future__ import annotations
 
 import email.utils
 import math
 import random
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import openai
 
-RETRYABLE = (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError, openai.APIConnectionError)
-# what no retry can fix, whatever the request: the endpoint refuses the key, forbids the model or does not know it
-FATAL_STATUS = {401: "the API key was refused", 403: "access is forbidden",
-                404: "not found (no such model, or not a chat completions endpoint)"}
-FATAL_FIX = {401: "check the key ($OPENAI_API_KEY) and that it belongs to this endpoint",
-             403: "check that the key may use this model",
-             404: "check the model name ($PYTERRIER_NUGGETS_MODEL, --model) and the endpoint's address "
-                  "($OPENAI_BASE_URL, --base-url: most servers' addresses end in /v1)"}
-PROBE_ATTEMPTS = 3  # a first request that cannot connect is tried this often (about 1.5 s) before the job stops
+RETRY, CONGESTED, FATAL, FAILED = "retry", "congested", "fatal", "failed"
+PROBE_ATTEMPTS = 3  # a request that cannot connect before any answer: tried this often (about 1 s), then the job stops
+PROBE_WAIT = 0.5  # the longest wait between those attempts
 
 
 class EndpointError(RuntimeError):
@@ -25,12 +55,123 @@ class EndpointError(RuntimeError):
     of failing every item after its retries."""
 
 
-def is_connection_error(exc: Exception) -> bool:
-    """A request that never reached the server (refused, unreachable host), not a timeout of one that did."""
-    return isinstance(exc, openai.APIConnectionError) and not isinstance(exc, openai.APITimeoutError)
+@dataclass(frozen=True)
+class Rule:
+    """One row of the classification table (module docstring).
+
+    :param kind: :data:`RETRY`, :data:`CONGESTED`, :data:`FATAL` or :data:`FAILED`.
+    :param endpoint_failed: the endpoint itself failed (counts toward taking it out of rotation).
+    :param connection: the request never reached the server, or the server went away (refused, reset, unreachable).
+    :param unanswered: the kind instead while the endpoint has not answered yet (``None``: the same).
+    :param cause: a fatal row's message (``{status}``, ``{message}``: the endpoint's own words, ``{error}``).
+    :param error: the openai SDK's error class of a status row.
+    """
+
+    kind: str
+    endpoint_failed: bool = False
+    connection: bool = False
+    unanswered: str | None = None
+    cause: str = ""
+    error: type[openai.APIStatusError] = openai.APIStatusError
+
+    def kind_for(self, answered: bool) -> str:
+        """This row's kind for an endpoint that has (or has not yet) answered a request with a chat completion."""
+        return self.kind if answered or self.unanswered is None else self.unanswered
+
+    @property
+    def retried(self) -> bool:
+        return self.kind in (RETRY, CONGESTED)
 
 
-def retry_after(exc: Exception) -> float | None:
+def _fatal(error: type[openai.APIStatusError], what: str, fix: str) -> Rule:
+    return Rule(FATAL, cause=f"HTTP {{status}}, {what} ({{message}}); {fix}", error=error)
+
+
+NOT_A_CHAT_ENDPOINT = "is this an OpenAI-compatible /v1 endpoint?"
+# by HTTP status (the SDK's error class of each, as openai's own client maps them)
+STATUS: dict[int, Rule] = {
+    400: Rule(FAILED, error=openai.BadRequestError),
+    401: _fatal(openai.AuthenticationError, "the API key was refused",
+                "check the key ($OPENAI_API_KEY) and that it belongs to this endpoint"),
+    403: _fatal(openai.PermissionDeniedError, "access is forbidden", "check that the key may use this model"),
+    404: _fatal(openai.NotFoundError, "not found (no such model, or not a chat completions endpoint)",
+                "check the model name ($PYTERRIER_NUGGETS_MODEL, --model) and the endpoint's address "
+                "($OPENAI_BASE_URL, --base-url: most servers' addresses end in /v1)"),
+    409: Rule(FAILED, error=openai.ConflictError),
+    422: Rule(FAILED, error=openai.UnprocessableEntityError),
+    429: Rule(CONGESTED, error=openai.RateLimitError),  # the endpoint says: fewer requests, please
+    503: Rule(CONGESTED, endpoint_failed=True, error=openai.InternalServerError),
+    504: Rule(CONGESTED, endpoint_failed=True, error=openai.InternalServerError),
+}
+SERVER_ERROR = Rule(RETRY, endpoint_failed=True, error=openai.InternalServerError)  # any other 5xx
+OTHER_STATUS = Rule(FAILED)  # any other status (a 3xx, a 4xx not above)
+# by exception kind
+TIMEOUT = Rule(CONGESTED, endpoint_failed=True)
+NO_CONNECTION = Rule(RETRY, endpoint_failed=True, connection=True)
+MALFORMED = Rule(RETRY, endpoint_failed=True, unanswered=FATAL,
+                 cause=f"HTTP 200 without a chat completion ({{error}}); {NOT_A_CHAT_ENDPOINT}")
+NO_CHOICES = Rule(FAILED, unanswered=FATAL,
+                  cause=f"HTTP 200 without a chat completion (no choices in the reply); {NOT_A_CHAT_ENDPOINT}")
+OTHER_ERROR = Rule(FAILED)  # any other error of the SDK
+
+
+def status_rule(status: int) -> Rule:
+    """The table's row of an HTTP status."""
+    rule = STATUS.get(status)
+    if rule is not None:
+        return rule
+    return SERVER_ERROR if status >= 500 else OTHER_STATUS
+
+
+def classify(error: BaseException) -> Rule:
+    """The table's row of a failed attempt: an error of the openai SDK, or a ``ValueError`` / ``TypeError`` of a
+    reply body that is no JSON object (:data:`MALFORMED`)."""
+    if isinstance(error, openai.APITimeoutError):
+        return TIMEOUT
+    if isinstance(error, openai.APIConnectionError):
+        return NO_CONNECTION
+    if isinstance(error, openai.APIStatusError):
+        return status_rule(error.status_code)
+    if isinstance(error, (ValueError, TypeError)):
+        return MALFORMED
+    return OTHER_ERROR
+
+
+def status_error(status: int, message: str, response, body) -> openai.APIStatusError:
+    """The openai SDK's error of an HTTP status (``response`` carries the headers: ``Retry-After``)."""
+    return status_rule(status).error(message, response=response, body=body)
+
+
+def fatal_cause(rule: Rule, error: BaseException) -> str:
+    """What a fatal row says of ``error``: the status, the endpoint's own words, the fix."""
+    return rule.cause.format(status=getattr(error, "status_code", None), message=_message(error),
+                             error=f"{type(error).__name__}: {error}")
+
+
+def _message(error: BaseException) -> str:
+    """The endpoint's own words about an HTTP error, short (the SDK keeps the ``error`` object of the reply)."""
+    body = getattr(error, "body", None)
+    message = None
+    if isinstance(body, dict):
+        inner = body.get("error")
+        message = inner.get("message") if isinstance(inner, dict) else body.get("message")
+    return " ".join(str(message or error).split())[:200]
+
+
+def retried_error(rule: Rule, error: BaseException) -> BaseException:
+    """The error a retried attempt reports: the SDK's own, or for a malformed body what it was."""
+    if rule is MALFORMED:
+        return RuntimeError(f"malformed response from the endpoint ({type(error).__name__}: {error})")
+    return error
+
+
+def describe_error(exc: BaseException) -> str:
+    status = getattr(exc, "status_code", None)
+    name = type(exc).__name__
+    return f"{name} (HTTP {status}): {exc}" if status else f"{name}: {exc}"
+
+
+def retry_after(exc: BaseException) -> float | None:
     """Seconds asked for by the ``Retry-After`` (or ``retry-after-ms``) header of a failed response."""
     response = getattr(exc, "response", None)
     if response is None:
@@ -56,25 +197,28 @@ def retry_after(exc: Exception) -> float | None:
         return None
 
 
-def describe_error(exc: Exception) -> str:
-    status = getattr(exc, "status_code", None)
-    name = type(exc).__name__
-    return f"{name} (HTTP {status}): {exc}" if status else f"{name}: {exc}"
-
-
-def next_wait(policy, asked: float | None, attempt: int, started: float, cap: float | None = None) -> float | None:
+def next_wait(policy, asked: float | None, attempt: int, started: float, probing: bool = False) -> float | None:
     """Seconds to wait before asking again after failed attempt number ``attempt`` (0 for the first) of a request
     first sent at ``started`` (``time.monotonic()``): the ``Retry-After`` the endpoint ``asked`` for, else the
-    exponential backoff, jittered, at most ``policy.max_backoff`` (and ``cap``); ``None`` when the
-    :class:`~.options.RetryPolicy` gives up (``max_retries`` asked again, or ``max_retry_time`` would pass)."""
+    exponential backoff, jittered, at most ``policy.max_backoff`` (and :data:`PROBE_WAIT` while ``probing`` for a
+    server that has not answered yet); ``None`` when the :class:`~.options.RetryPolicy` gives up (``max_retries``
+    asked again, or ``max_retry_time`` would pass)."""
     wait = jittered(asked if asked is not None else policy.backoff * (2 ** attempt), asked is not None)
-    wait = min(wait, policy.max_backoff, cap if cap is not None else math.inf)
+    wait = min(wait, policy.max_backoff, PROBE_WAIT if probing else math.inf)
     if attempt >= policy.max_retries or time.monotonic() - started + wait > policy.max_retry_time:
         return None
     return wait
 
 
-def gave_up(error: Exception, attempts: int) -> str:
+def cannot_connect(probing: bool, attempts: int, wait: float | None, unreachable: Callable[[], bool]) -> bool:
+    """The fail-fast rule of a server that is not there: the request is ``probing`` (its attempt could not connect
+    and no endpoint has answered yet) and the retry policy gives up (``wait`` is None), or it has made
+    :data:`PROBE_ATTEMPTS` ``attempts`` and ``unreachable()`` says that every endpoint failed to connect that often
+    in a row."""
+    return probing and (wait is None or (attempts >= PROBE_ATTEMPTS and unreachable()))
+
+
+def gave_up(error: BaseException, attempts: int) -> str:
     """The error of a request the retry policy gave up on. No elapsed time: the same failure reads the same in every
     run and every worker (failures are compared and merged by their text)."""
     return f"{describe_error(error)} (gave up after {attempts} attempts)"

@@ -1,28 +1,34 @@
-"""Several endpoints serving one model (replicas behind vLLM or SGLang, say): which one takes each request, and what
-happens when one fails (docs/llm.md, "Several endpoints").
+"""The client's endpoints and its one retry loop (docs/llm.md, "Retries" and "Several endpoints").
 
-:class:`Rotation` is what the client sends its requests to. With one endpoint it is that endpoint, unchanged
-(:meth:`.endpoint.Endpoint.call`: its retries and its fail-fast rule). With several (``base_url=[url1, url2]``,
-the same model and key on each):
+:class:`Rotation` is what the client sends its requests to: one endpoint (a rotation of one) or several replicas of
+one model (``base_url=[url1, url2]``, the same model and key on each). :meth:`Rotation.call` is the client's one
+retry loop; every rule it follows (what each failure is, how long to wait, when to give up, when to stop the job)
+is the classification table's and the retry rules' of :mod:`.retry`. Each request:
 
-- each endpoint has an adaptive limit of its own (:class:`~.limits.AdaptiveLimiter`, the client's ``concurrency``
-  as its ceiling);
-- a request goes to the endpoint in rotation with the lowest load: the requests it holds (waiting for a slot or
-  in flight) per request of its current limit, so that work flows where measured capacity is free, in proportion
-  to what each endpoint takes;
+- goes to the endpoint in rotation with the lowest load: the requests it holds (waiting for a slot or in flight)
+  per request of its current limit (its own :class:`~.limits.AdaptiveLimiter`, the client's ``concurrency`` as its
+  ceiling), so that work flows where measured capacity is free, in proportion to what each endpoint takes;
+- is sent again after a failure the table says is retried (*retry*, *congested*), after the wait of
+  :func:`~.retry.next_wait` (``Retry-After``, or the backoff), until it is answered or the retry policy gives up
+  (``max_retries``, ``max_retry_time``: then a reported failure); a *failed* request is reported at once, a *fatal*
+  one makes its endpoint unusable.
+
+With several endpoints, failover:
+
 - an endpoint that fails is taken out of rotation, with one line on stderr: at once when the connection is
-  refused or lost, after :data:`FAILURE_BURST` failures in a row (timeouts, HTTP 5xx, malformed replies) without
-  an answer between them. The request that failed goes to another endpoint at once, and so do the requests
-  waiting for one of its slots; neither counts against the request's retries;
+  refused or lost, after :data:`FAILURE_BURST` failures in a row (the table's *endpoint failed*: timeouts, HTTP 5xx,
+  malformed replies) without an answer between them. The request that failed goes to another endpoint at once,
+  and so do the requests waiting for one of its slots; neither counts against the request's retries;
 - an endpoint out of rotation is probed after a back-off (the retry policy's ``backoff``, doubling after each
   failed probe up to ``max_backoff``): the next request goes there, and if it is answered the endpoint is back in
   rotation (one line on stderr); if not, that request too goes to another endpoint;
-- an endpoint that can never serve (HTTP 401, 403, 404, HTTP 200 without a chat completion) is left out for the
-  rest of the job, with one line;
-- with no endpoint left in rotation, a request is retried as with one endpoint (backoff, ``max_retries``,
-  ``max_retry_time``, then a reported failure), each retry sent to the endpoint tried least recently; the first
-  answer brings that endpoint back. When no endpoint has answered yet and none can be reached (a short probe, as
-  with one endpoint), or none can be used at all, the job stops with :class:`~.retry.EndpointError`.
+- an endpoint that can never serve (a *fatal* failure: HTTP 401, 403, 404, HTTP 200 without a chat completion) is
+  left out for the rest of the job, with one line;
+- with no endpoint left in rotation, a request is retried as with one endpoint, each retry sent to the endpoint
+  tried least recently; the first answer brings that endpoint back.
+
+When no endpoint has answered yet and none can be reached (:func:`~.retry.cannot_connect`: a short probe), or none
+can be used at all, the job stops with :class:`~.retry.EndpointError`.
 """
 from __future__ import annotations
 
@@ -32,10 +38,17 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from pyterrier_nuggets.llm.endpoint import Attempt, ChatResult, Endpoint, select_endpoint
+from pyterrier_nuggets.llm.endpoint import Attempt, ChatResult, Endpoint
 from pyterrier_nuggets.llm.limits import AdaptiveLimiter
-from pyterrier_nuggets.llm.options import Limits, RetryPolicy
-from pyterrier_nuggets.llm.retry import PROBE_ATTEMPTS, EndpointError, describe_error, gave_up, next_wait
+from pyterrier_nuggets.llm.options import RetryPolicy
+from pyterrier_nuggets.llm.retry import (
+    PROBE_ATTEMPTS,
+    EndpointError,
+    cannot_connect,
+    describe_error,
+    gave_up,
+    next_wait,
+)
 
 FAILURE_BURST = 3  # failures in a row (timeouts, 5xx) that take an endpoint out of rotation
 
@@ -67,26 +80,18 @@ class _Member:
 
 
 class Rotation:
-    """The endpoints of one client: one (as given) or several replicas of one model; see the module docstring.
+    """The endpoints of one client, one or several replicas of one model, and its one retry loop; see the module
+    docstring.
 
-    :param model: as ``LLMClient(model=...)``.
-    :param base_url: one address, or a list of several (:func:`~.endpoint.endpoint_urls`).
-    :param api_key: as ``LLMClient(api_key=...)``; the same for every endpoint.
-    :param embedded: as ``LLMClient(embedded=...)``.
+    :param endpoints: the endpoints (:func:`~.endpoint.make_endpoints`), in the order given.
     :param retry: the client's :class:`~.options.RetryPolicy`.
-    :param limits: the client's :class:`~.options.Limits`: each endpoint's.
     :param count: the client's counters (``count(stage, **increments)``).
     :param log: where a line about an endpoint taken out of rotation or back in it goes.
     """
 
-    def __init__(self, model: str | None, base_url, api_key: str | None, embedded: bool | str | None,
-                 retry: RetryPolicy, limits: Limits, count: Callable[..., None], log: Callable[[str], None]):
-        is_embedded, urls, secret = select_endpoint(model, base_url, api_key,
-                                                    None if embedded is None else bool(embedded))
-        if isinstance(urls, tuple) and not is_embedded:
-            self.endpoints = [Endpoint(model, url, secret, None, retry, limits, count) for url in urls]
-        else:
-            self.endpoints = [Endpoint(model, base_url, api_key, embedded, retry, limits, count)]
+    def __init__(self, endpoints: list[Endpoint], retry: RetryPolicy, count: Callable[..., None],
+                 log: Callable[[str], None]):
+        self.endpoints = list(endpoints)
         self.retry, self._count, self._log = retry, count, log
         self._members = [_Member(e) for e in self.endpoints]
         self._lock = threading.Lock()
@@ -134,14 +139,14 @@ class Rotation:
     def call(self, body: dict, stage: str | None, priority: tuple = (), tokens: int = 0) -> ChatResult:
         """Send ``body`` to the endpoints until it is answered or the retry policy gives up (module docstring);
         raise :class:`~.retry.EndpointError` when no endpoint can be used."""
-        if not self.several:
-            return self.first.call(body, stage, priority, tokens)
         started = time.monotonic()
         attempt = 0  # failed attempts with no other endpoint in rotation: these count against the retry policy
         while True:
             member, probe = self._choose()
+            # a request waiting for a slot of an endpoint taken out of rotation goes elsewhere (several only)
+            cancel = member.is_out if self.several and not probe else None
             try:
-                sent = member.endpoint.attempt(body, stage, priority, tokens, None if probe else member.is_out)
+                sent = member.endpoint.attempt(body, stage, priority, tokens, cancel)
             except EndpointError as exc:
                 self._settle(member, probe, None)
                 self._left_out(member, exc)
@@ -157,15 +162,15 @@ class Rotation:
             if elsewhere and time.monotonic() - started < self.retry.max_retry_time:
                 self._count(stage, retries=1)  # sent again, to another endpoint, at once
                 continue
-            never = not any(e.answered for e in self.endpoints)
-            wait = next_wait(self.retry, sent.asked, attempt, started, cap=0.5 if never else None)
-            if never and sent.connection_lost and (wait is None or self._unreachable()):
+            probing = sent.rule.connection and not any(e.answered for e in self.endpoints)
+            wait = next_wait(self.retry, sent.asked, attempt, started, probing)
+            if cannot_connect(probing, attempt + 1, wait, self._unreachable):
                 self._count(stage, failures=1)
                 raise self._stop(sent, attempt + 1, started)
             if wait is None:
                 self._count(stage, failures=1)
-                return ChatResult(None, error=f"{gave_up(sent.error, attempt + 1)}; last sent to "
-                                              f"{member.endpoint.url}")
+                where = f"; last sent to {member.endpoint.url}" if self.several else ""
+                return ChatResult(None, error=gave_up(sent.error, attempt + 1) + where)
             attempt += 1
             self._count(stage, retries=1)
             time.sleep(wait)
@@ -177,6 +182,8 @@ class Rotation:
                 raise self._stopped
             live = [m for m in self._members if m.usable]
             if not live:
+                if not self.several:
+                    raise self.first.unusable
                 raise EndpointError(f"none of the {len(self._members)} LLM endpoints can be used: "
                                     + "; ".join(str(m.endpoint.unusable) for m in self._members))
             now = time.monotonic()
@@ -201,10 +208,10 @@ class Rotation:
             member.held -= 1
             member.probes -= probe
             now = time.monotonic()
-            if sent is not None and sent.server_failed:
+            if sent is not None and sent.rule is not None and sent.rule.endpoint_failed:
                 member.failures += 1
-                member.refused = member.refused + 1 if sent.connection_lost else 0
-                if not member.out and (sent.connection_lost or member.failures >= FAILURE_BURST):
+                member.refused = member.refused + 1 if sent.rule.connection else 0
+                if self.several and not member.out and (sent.rule.connection or member.failures >= FAILURE_BURST):
                     member.out, member.taken_out = True, member.taken_out + 1
                     member.back_off = self.retry.backoff
                     member.probe_at = now + member.back_off
@@ -232,7 +239,7 @@ class Rotation:
         left = self._in_rotation()
         where = (f"its requests go to the other {left} endpoint(s) in rotation" if left else
                  "no endpoint is left in rotation: requests are retried as with one endpoint")
-        why = "no connection" if sent.connection_lost else f"{member.failures} failures in a row"
+        why = "no connection" if sent.rule.connection else f"{member.failures} failures in a row"
         return (f"the LLM endpoint {member.endpoint.url} is out of rotation: {why} ({describe_error(sent.error)}); "
                 f"{where}; probed again in {member.back_off:g} s")
 
@@ -254,9 +261,11 @@ class Rotation:
 
     def _stop(self, sent: Attempt, attempts: int, started: float) -> EndpointError:
         """The error that stops the job: no endpoint answered and none can be reached."""
+        how = f"({describe_error(sent.error)}, {attempts} attempts in {time.monotonic() - started:.1f} s)"
+        if not self.several:
+            return self.first.stop(f"cannot connect {how}; is the server running at this address?")
         error = EndpointError(f"the LLM endpoints {self.url} (model {self.first.model!r}) cannot be used: cannot "
-                              f"connect to any ({describe_error(sent.error)}, {attempts} attempts in "
-                              f"{time.monotonic() - started:.1f} s); are the servers running at these addresses?")
+                              f"connect to any {how}; are the servers running at these addresses?")
         with self._lock:
             if self._stopped is None:
                 self._stopped = error
@@ -265,14 +274,15 @@ class Rotation:
     # ------------------------------------------------------------------------------------------- probe
 
     def probe(self, body: dict) -> str:
-        """Ask each endpoint ``body`` once (not cached): a line per endpoint saying that it answered, how fast and
-        what; or, when any cannot be used, the :class:`~.retry.EndpointError` naming each that cannot."""
+        """Ask each endpoint ``body`` once (not cached; retried as any request, on that endpoint alone): a line per
+        endpoint saying that it answered, how fast and what; or, when any cannot be used, the
+        :class:`~.retry.EndpointError` naming each that cannot."""
         if not self.several:
-            return self.first.probe(body)
+            return self._probe_one(self.first, body)
 
         def one(endpoint: Endpoint) -> str | EndpointError:
             try:
-                return endpoint.probe(body)
+                return self._probe_one(endpoint, body)
             except EndpointError as exc:
                 return exc
 
@@ -284,3 +294,14 @@ class Rotation:
             raise EndpointError(f"{len(failed)} of the {len(lines)} LLM endpoints cannot be used: " + "; ".join(failed)
                                 + (f" (answered: {', '.join(working)})" if working else ""))
         return "\n".join(lines)
+
+    def _probe_one(self, endpoint: Endpoint, body: dict) -> str:
+        """Ask one endpoint, as a rotation of one: a line saying that it answered, or the error a job would stop
+        with."""
+        started = time.monotonic()
+        result = Rotation([endpoint], self.retry, self._count, self._log).call(body, "probe")
+        if not result.ok:
+            raise endpoint.stop(result.error or "no answer")
+        text = " ".join((result.text or "").split())[:60]
+        return (f"the LLM endpoint {endpoint.url} (model {endpoint.model!r}) answered in "
+                f"{time.monotonic() - started:.2f} s: {text!r}")

@@ -8,9 +8,9 @@ it: a POST of a JSON body with two headers. :class:`KeepAliveTransport` sends it
 reads the reply as JSON. It serves plain ``http://`` and ``https://`` endpoints; the embedded model (an HTTP
 transport of the SDK) and endpoints reached through a proxy (``HTTPS_PROXY`` ...) keep the SDK's path.
 
-Its errors are the SDK's classes, so that retries, ``Retry-After`` and the fail-fast rule read them alike:
-``openai.APIConnectionError`` (no connection), ``openai.APITimeoutError``, and ``APIStatusError`` subclasses by
-status (``RateLimitError`` 429, ``InternalServerError`` 5xx, ``AuthenticationError`` 401, ...).
+Its errors are the SDK's classes, so that the classification table (:mod:`.retry`) reads them as it reads the
+SDK's: ``openai.APIConnectionError`` (no connection), ``openai.APITimeoutError``, and the ``APIStatusError``
+subclass of each status (:func:`~.retry.status_error`: ``RateLimitError`` 429, ``InternalServerError`` 5xx, ...).
 """
 from __future__ import annotations
 
@@ -23,15 +23,12 @@ from urllib.parse import urlsplit
 
 import openai
 
+from pyterrier_nuggets.llm.retry import status_error
+
 try:  # the HTTP library of the openai SDK: httpx2 from openai 3, httpx before
     import httpx2 as _http
 except ImportError:  # pragma: no cover - depends on the installed SDK
     import httpx as _http
-
-_STATUS_ERRORS = {400: openai.BadRequestError, 401: openai.AuthenticationError, 403: openai.PermissionDeniedError,
-                  404: openai.NotFoundError, 409: openai.ConflictError, 422: openai.UnprocessableEntityError,
-                  429: openai.RateLimitError}
-
 
 def keep_alive_possible(base_url: str | None) -> bool:
     """Whether :class:`KeepAliveTransport` can serve this endpoint: http(s), and no proxy configured for it."""
@@ -118,8 +115,8 @@ class KeepAliveTransport:
         error = body.get("error") if isinstance(body, dict) else None
         message = (error.get("message") if isinstance(error, dict) else None) or raw[:200].decode("utf-8", "replace")
         response = _http.Response(status, headers=headers, content=raw, request=self._request)
-        cls = _STATUS_ERRORS.get(status) or (openai.InternalServerError if status >= 500 else openai.APIStatusError)
-        return cls(f"Error code: {status} - {message}", response=response, body=error if error is not None else body)
+        return status_error(status, f"Error code: {status} - {message}", response,
+                            error if error is not None else body)
 
     def close(self) -> None:
         self._drop()
