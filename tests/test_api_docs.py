@@ -1,4 +1,4 @@
-"""The public API documents itself (issue 24): every public class and function has a docstring with a reST
+"""The public API documents itself: every public class and function has a docstring with a reST
 parameter section, the main entry points have an ``Examples::`` block that compiles, and docs/api.md indexes
 every public name with the module that defines it.
 

@@ -1,4 +1,4 @@
-"""Issue 26: pairwise battles, the arena leaderboard, its intervals, the designs, the judge on the fake endpoint,
+"""Pairwise battles, the arena leaderboard, its intervals, the designs, the judge on the fake endpoint,
 resume, the arena command, the joint table column, correlate and agree with an arena (docs/arena.md)."""
 from __future__ import annotations
 

@@ -188,7 +188,7 @@ def test_published_files_are_checked_to_be_read_completely(tmp_path, monkeypatch
                         ("gold-nuggets-human", published._replace(counts={"turns": 2, "nuggets": 4})))
     with pytest.raises(InputError, match="read {'turns': 2, 'nuggets': 3} .* holds {'turns': 2, 'nuggets': 4}"):
         formats.read_cone_gold_nuggets(str(path))
-    # the published files: URL, md5, and the counts of the issue (116 turns; 2,279 / 1,201 / 6,680 / 3,760 nuggets)
+    # the published files: URL, md5, and the counts the files hold (116 turns; 2,279 / 1,201 / 6,680 / 3,760 nuggets)
     assert [cone_parser.CONE_FILES[f"gold-nuggets-{s}"].counts["nuggets"]
             for s in ("human", "human-dedup", "llm", "llm-dedup")] == [2279, 1201, 6680, 3760]
     assert cone_parser.CONE_FILES["participant-responses"].counts == {"turns": 79, "responses": 79 * 19}

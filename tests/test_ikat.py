@@ -502,7 +502,7 @@ def test_ikat_llm_steps_need_an_endpoint(files, tmp_path, monkeypatch, capsys):
     assert not (tmp_path / "out").exists()
 
 
-# ------------------------------------------------------------------------------ turns, headers (issue 29)
+# ------------------------------------------------------------------------------ turns, headers
 
 def _systems(turns_a=("0_1", "0_2"), turns_b=("0_1", "0_2")):
     texts = {"0_1": "Glasgow has a mild oceanic climate.", "0_2": "Haggis is a traditional Scottish dish.",
