@@ -4,7 +4,7 @@ already know (decisions.md, decision 4); the start-up hook imports it right afte
 ``ir_datasets`` and ``ir_measures`` command lines see these ids too. See docs/datasets.md.
 """
 from datasets_ext import ikat, trec_rag
-from datasets_ext.nuggets import InvalidNuggetWarning, Nugget
+from datasets_ext.nugget_parser import InvalidNuggetWarning, Nugget
 from datasets_ext.segments import MsMarcoV21Segment, SegmentsNotFound, parse_segment_id
 
 REGISTERED = trec_rag.register_all() + ikat.register_all()

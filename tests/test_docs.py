@@ -1,4 +1,4 @@
-"""Every code example of README.md and docs/*.md runs as written (issue 15, deliverable 4).
+"""Every code example of README.md and docs/*.md runs as written.
 
 The blocks of one document run in order, in one fresh working directory outside the checkout holding copies of
 the shipped ``rag_mini`` sample files (the files the examples name, such as ``nuggets.jsonl``), with the package's

@@ -22,7 +22,7 @@ import pyterrier as pt
 from ir_measures_ext import ids
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.formats.frames import VERDICT_COLUMNS
-from pyterrier_nuggets.formats.rubrics import RubricCriterion, RubricSet, read_rubrics
+from pyterrier_nuggets.formats.rubric_io import RubricCriterion, RubricSet, read_rubrics
 from pyterrier_nuggets.judges import test_replies
 from pyterrier_nuggets.judges.base import FAILED, EnsembleLabels, Failure, LLMJudge, batched, passthrough_columns
 from pyterrier_nuggets.llm import LLMClient
