@@ -1,4 +1,4 @@
-"""Benchmark of the LLM layer at TREC scale (issue 11) against the fake OpenAI-compatible server.
+"""Benchmark of the LLM layer at TREC scale against the fake OpenAI-compatible server.
 
 Workload W1: nugget creation (windows of 10 judged segments) and importance scoring for ``--topics`` topics
 of ``--segments`` judged segments each, then assignment of the nuggets to ``--answers`` answers per topic.

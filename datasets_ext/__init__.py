@@ -7,7 +7,7 @@ import ir_datasets
 from ir_datasets.datasets.base import Dataset
 
 from datasets_ext import ikat, trec_rag
-from datasets_ext.nuggets import InvalidNuggetWarning, Nugget
+from datasets_ext.nugget_parser import InvalidNuggetWarning, Nugget
 from datasets_ext.segments import MsMarcoV21Segment, SegmentsNotFound, parse_segment_id
 from ir_measures_ext.errors import InvalidInput
 
@@ -24,6 +24,7 @@ def load(dataset_id: str) -> Dataset:
         ours = sorted(n for n in ir_datasets.registry if n.startswith(("msmarco-segment-v2.1", "trec-ikat")))
         raise InvalidInput(f"{dataset_id!r} is not an ir_datasets id (nor a file); the ids this package adds: "
                            f"{', '.join(ours)}; see `ir_datasets list`") from None
+
 
 __all__ = ["REGISTERED", "load", "MsMarcoV21Segment", "SegmentsNotFound", "parse_segment_id", "Nugget",
            "InvalidNuggetWarning"]

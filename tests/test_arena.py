@@ -1,4 +1,4 @@
-"""Issue 26: pairwise battles, the arena leaderboard, its intervals, the designs, the judge on the fake endpoint,
+"""Pairwise battles, the arena leaderboard, its intervals, the designs, the judge on the fake endpoint,
 resume, the arena command, the joint table column, correlate and agree with an arena (docs/arena.md)."""
 from __future__ import annotations
 
@@ -343,7 +343,7 @@ def test_battle_files_read_the_toolkits_judgments(tmp_path):
 
 def test_leaderboard_file_round_trip_and_the_toolkits_form(tmp_path):
     arena = leaderboard(HAND_MADE, resamples=50)
-    from pyterrier_nuggets.formats.arena import LEADERBOARD_COLUMNS, LEADERBOARD_EXTRA, write_csv
+    from pyterrier_nuggets.formats.arena_io import LEADERBOARD_COLUMNS, LEADERBOARD_EXTRA, write_csv
     path = tmp_path / "leaderboard.csv"
     write_csv(str(path), LEADERBOARD_COLUMNS + LEADERBOARD_EXTRA, arena.leaderboard_rows())
     assert path.read_text().splitlines()[0].startswith("rank,run_id,arena_score,n_judgments,wins,losses,ties,")

@@ -1,4 +1,4 @@
-"""The offline baseline judges (issue 15): similarity assignment and support, the extractive cited generator, and
+"""The offline baseline judges: similarity assignment and support, the extractive cited generator, and
 the main job that runs on them without an LLM (ManualNuggets of the sample, table provenance, CSV metadata)."""
 import math
 import re

@@ -1,8 +1,8 @@
-"""The LLM layer at TREC scale (issue 11) against the fake endpoint: adaptive concurrency observed at the
+"""The LLM layer at TREC scale against the fake endpoint: adaptive concurrency observed at the
 server, rate-limit headers and quotas, transient errors, the stage-overlapped run (identical to the staged
 one), the Batch API (partial errors, several polls, a resumed batch), dry runs whose counts equal the calls
 a real run then makes, re-runs that complete items whose answers failed validation; and the endpoint
-selection of issue 10."""
+selection."""
 import json
 import threading
 

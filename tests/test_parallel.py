@@ -1,4 +1,4 @@
-"""Issue 27: the package's transformers under PyTerrier's ``.parallel()`` (judges/parallel.py), on joblib worker
+"""The package's transformers under PyTerrier's ``.parallel()`` (judges/parallel.py), on joblib worker
 processes and on a local Ray cluster: the serial run's frames (rows, order, columns), the LLM counts of the
 workers in the calling client, one failure report for the whole input, and the workers' caches usable by a
 serial re-run."""

@@ -132,7 +132,7 @@ def _leaderboard(args, battles, systems, shared):
 
 def _write(args, outputs: dict[str, str], arena, settings: dict, judged: bool, folder) -> None:
     from pyterrier_nuggets import formats
-    from pyterrier_nuggets.formats.arena import LEADERBOARD_COLUMNS, LEADERBOARD_EXTRA, PAIRWISE_COLUMNS, write_csv
+    from pyterrier_nuggets.formats.arena_io import LEADERBOARD_COLUMNS, LEADERBOARD_EXTRA, PAIRWISE_COLUMNS, write_csv
 
     summary = {"settings": settings, "judge": arena.judge, "systems": arena.systems,
                "battles": sum(b.ok for b in arena.battles), "failed": len(arena.failed),
@@ -400,7 +400,7 @@ def _resume(args, settings: dict, planned: set) -> list:
 
 def _read_journal(path: str) -> list:
     """The battles of a journal (after its settings line); a line cut by an interruption ends it."""
-    from pyterrier_nuggets.formats.arena import battle_from_json
+    from pyterrier_nuggets.formats.arena_io import battle_from_json
     out = []
     with open(path, encoding="utf-8") as f:
         lines = f.read().split("\n")[1:]

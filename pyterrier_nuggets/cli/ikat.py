@@ -122,7 +122,7 @@ def _read_topics(path: str | None, dataset: str) -> list:
     import ir_datasets
 
     import datasets_ext  # noqa: F401  (registers trec-ikat/*)
-    from datasets_ext.ikat import parse_ikat_topics
+    from datasets_ext.ikat_parser import parse_ikat_topics
     from pyterrier_nuggets.formats import load_json
     if path is None:
         return list(ir_datasets.load(dataset).queries_iter())

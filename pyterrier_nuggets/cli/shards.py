@@ -1,4 +1,4 @@
-"""Shards for a batch system (issue 27; docs/shards.md): ``--shard I/N`` on the commands that do LLM work (``demo``,
+"""Shards for a batch system (docs/shards.md): ``--shard I/N`` on the commands that do LLM work (``demo``,
 ``trec-rag``, ``ikat``, ``arena``) runs only the topics of shard I of N, and ``pyterrier-nuggets merge`` puts the
 shards together into the files one unsharded run writes.
 

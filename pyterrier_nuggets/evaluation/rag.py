@@ -113,7 +113,7 @@ class RAGEvaluation(TopicParallel):
     Input: a retrieval frame (``qid, query, docno``, optionally ``score, rank, text``). Output columns: the
     input's, plus ``eval_row`` (``segment``, ``nugget``, ``support``, ``uncited``, ``words``) and ``qanswer``.
     Evaluation rows come after the topic's segments, ranked after them and scored below them
-    (``ids.BELOW_SEGMENTS + value``, decisions.md, decision 1 as amended by issue 10). Score with :func:`rag_qrels`
+    (``ids.BELOW_SEGMENTS + value``, decisions.md, decision 8). Score with :func:`rag_qrels`
     and ``[Segments(nDCG@10), *RAG_MEASURES]``.
 
     :param generator: makes the answers: a :class:`~pyterrier_nuggets.judges.CitedGenerator` or any transformer

@@ -40,7 +40,7 @@ import pyterrier as pt
 from ir_measures_ext.errors import InvalidInput
 from ir_measures_ext.scoring import answer_words
 from pyterrier_nuggets.docstore import segment_texts
-from pyterrier_nuggets.formats.answers import AnswerRules
+from pyterrier_nuggets.formats.answer_io import AnswerRules
 from pyterrier_nuggets.judges import test_replies
 from pyterrier_nuggets.judges.base import LLMJudge
 from pyterrier_nuggets.judges.failures import EXCLUDE, Failure, Unit

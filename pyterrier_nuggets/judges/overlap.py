@@ -1,4 +1,4 @@
-"""Stage-overlapped runs (issue 11, item 2): a chain of LLM judges without barriers between its stages.
+"""Stage-overlapped runs: a chain of LLM judges without barriers between its stages.
 
 Run as a plain PyTerrier pipeline, ``NuggetCreator(llm) >> NuggetScorer(llm)`` creates the nuggets of
 every topic before it scores any: each stage ends with a tail in which few requests are in flight.

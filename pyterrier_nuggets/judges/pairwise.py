@@ -29,7 +29,7 @@ from ir_measures_ext import ids
 from ir_measures_ext.errors import InvalidInput
 from ir_measures_ext.scoring import battle_score, both_orders_verdict
 from pyterrier_nuggets.formats.frames import BATTLE_COLUMNS, as_nugget_set
-from pyterrier_nuggets.formats.rubrics import RubricSet
+from pyterrier_nuggets.formats.rubric_io import RubricSet
 from pyterrier_nuggets.judges import test_replies
 from pyterrier_nuggets.judges.base import LLMJudge
 from pyterrier_nuggets.judges.failures import EXCLUDE, MARK, Failure, Unit

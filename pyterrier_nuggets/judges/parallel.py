@@ -1,5 +1,5 @@
 """PyTerrier's ``.parallel()`` for the package's transformers: the topics split over worker processes (joblib) or
-a Ray cluster, with the serial run's results and failure reports (issue 27).
+a Ray cluster, with the serial run's results and failure reports (docs/scale.md).
 
 ``judge.parallel(2, "ray")`` on any judge, generator, matching step or baseline judge of the package (they are
 :class:`~.failures.FailurePolicy` steps), and on :class:`~.overlap.Overlapped` and

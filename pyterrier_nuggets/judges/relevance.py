@@ -31,7 +31,7 @@ import pyterrier as pt
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.docstore import segment_texts
 from pyterrier_nuggets.formats.frames import qrels_frame
-from pyterrier_nuggets.formats.trec import write_qrels as write_trec_qrels
+from pyterrier_nuggets.formats.trec_io import write_qrels as write_trec_qrels
 from pyterrier_nuggets.judges import test_replies
 from pyterrier_nuggets.judges.base import EnsembleLabels, LLMJudge
 from pyterrier_nuggets.judges.failures import EXCLUDE, Failure, Unit

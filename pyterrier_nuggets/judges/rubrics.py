@@ -17,7 +17,7 @@ from typing import Any
 from ir_measures_ext import ids
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.formats.frames import VERDICT_COLUMNS
-from pyterrier_nuggets.formats.rubrics import RubricCriterion, RubricSet, read_rubrics
+from pyterrier_nuggets.formats.rubric_io import RubricCriterion, RubricSet, read_rubrics
 from pyterrier_nuggets.judges import test_replies
 from pyterrier_nuggets.judges.base import EnsembleLabels
 from pyterrier_nuggets.judges.failures import EXCLUDE, FAILED, MARK, run_prefix

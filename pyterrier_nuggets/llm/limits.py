@@ -1,4 +1,4 @@
-"""How many requests the client sends at once, and when (issue 11, item 1).
+"""How many requests the client sends at once, and when.
 
 :class:`AdaptiveLimiter` admits a request when all of these allow it:
 

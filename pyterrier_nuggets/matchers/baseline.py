@@ -1,6 +1,6 @@
-"""Offline baseline judges on a matcher (issue 15): the main job's default when no LLM endpoint is configured.
+"""Offline baseline judges on a matcher (docs/concepts.md): the main job's default when no LLM endpoint is configured.
 
-They are *baselines*, not the AutoNuggetizer ([nugget-recall]/001) nor the support judge of [support24]: they decide by
+They are *baselines*, not the AutoNuggetizer ([autonuggetizer]) nor the support judge of [support24]: they decide by
 the similarity score of a :class:`~pyterrier_nuggets.matchers.Matcher` (by default the
 :class:`~pyterrier_nuggets.matchers.EmbeddingMatcher`, all-MiniLM-L6-v2 cosine), with thresholds calibrated on
 real labels, and every table made with them says so (``describe()``).
@@ -14,7 +14,7 @@ real labels, and every table made with them says so (``describe()``).
 - :class:`MatcherSupportJudge`: citation support (the judged citations of [support24 §3.2-3.3]: the first per
   sentence by default). The score is the highest cosine between the sentence and the cited segment or one of
   its sentences: ``full`` from :data:`SUPPORT_FULL` (0.83, the threshold first calibrated on the CONE-RAG sample's
-  de-duplication decisions of an NLI model, issue 14; kept as it was when the full-data calibrations moved the
+  de-duplication decisions of an NLI model; kept as it was when the full-data calibrations moved the
   matcher's own thresholds, docs/cone-rag.md), ``partial`` from :data:`SUPPORT_PARTIAL` (0.63, the assignment
   threshold above), else ``none``. No real support labels are available offline, so its agreement with an
   LLM support judge is **not measured**; the thresholds are borrowed from the two calibrations above.
@@ -58,7 +58,7 @@ from pyterrier_nuggets.matchers.embedding import EmbeddingMatcher, split_sentenc
 from pyterrier_nuggets.records import Answer, Sentence
 
 ASSIGNMENT_SUPPORT = 0.63  # calibrated on GPT-4o's TREC RAG 2024 assignments (benchmarks/offline_judge_agreement.py)
-SUPPORT_FULL = 0.83  # borrowed from the sample's de-duplication calibration (issue 14); support has no labels of its own
+SUPPORT_FULL = 0.83  # borrowed from the sample's de-duplication calibration; support has no labels of its own
 SUPPORT_PARTIAL = ASSIGNMENT_SUPPORT
 REDUNDANT = 0.9  # a candidate sentence this similar to a chosen one adds nothing new
 # measured for the calibrated setting only (shipped encoder, sentences, support >= 0.63, no partial support)

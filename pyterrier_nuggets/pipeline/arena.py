@@ -58,7 +58,7 @@ def arena_step(answers: dict[str, pd.DataFrame], queries: dict[str, str], judge,
 
 def write_arena(arena: Arena, out_dir: str) -> list[str]:
     """battles.jsonl and leaderboard.csv of the main job's arena, in ``out_dir``."""
-    from pyterrier_nuggets.formats.arena import LEADERBOARD_COLUMNS, LEADERBOARD_EXTRA, write_csv
+    from pyterrier_nuggets.formats.arena_io import LEADERBOARD_COLUMNS, LEADERBOARD_EXTRA, write_csv
     battles, board = (os.path.join(out_dir, name) for name in ARENA_FILES)
     formats.write_battles(battles, arena.battles)
     write_csv(board, LEADERBOARD_COLUMNS + LEADERBOARD_EXTRA, arena.leaderboard_rows())
