@@ -205,3 +205,120 @@ def test_every_format_module_is_in_the_format_table():
              for h in re.findall(r"^#+ (.*)$", formats_md, re.M)}
     for anchor in re.findall(r"formats\.md#([\w\-]+)", str(rows)):
         assert anchor in slugs, f"docs/architecture.md links formats.md#{anchor}, which is no heading"
+
+
+# ------------------------------------------------------------------------------------------ the import graph
+
+PACKAGES = ("pyterrier_nuggets", "ir_measures_ext", "datasets_ext")
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the modules of this distribution it imports, at any depth (a function's imports too): ``from P import
+    N`` is an edge to the module ``P.N`` when there is one, else to ``P`` (a package: its ``__init__``)."""
+    paths = {module.removesuffix(".__init__"): path for package in PACKAGES for path, module in modules(package)}
+    graph: dict[str, set[str]] = {}
+    for module, path in paths.items():
+        edges = graph.setdefault(module, set())
+        for imported, names in imports(path):
+            targets = [f"{imported}.{n}" for n in names if f"{imported}.{n}" in paths]
+            if len(targets) < len(names) or not names:
+                targets.append(imported)
+            edges.update(t for t in targets if t in paths and t != module)
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_circles_are_found():
+    """The check itself: a circle of three modules is found, a chain is not."""
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert circles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+
+
+def test_the_import_graph_has_no_circle():
+    """No module imports, directly or through others, a module that imports it (imports inside functions count):
+    each part can be read, tested and changed from the bottom up."""
+    graph = import_graph()
+    assert "pyterrier_nuggets.judges.parallel" in graph["pyterrier_nuggets.judges.base"]  # the graph sees edges
+    assert circles(graph) == []
+
+
+# ------------------------------------------------------------------------------------- the main job's functions
+
+MAX_PARAMETERS = 6  # a function that needs more takes an object that holds them (the main job's MainJob)
+ARGPARSE_METHODS = {"__init__", "__call__"}  # an argparse Action's: they take what argparse passes them
+
+
+def parameter_counts(path: Path):
+    """(function, line, how many parameters) of every function of a module: its parameters but ``self`` / ``cls``,
+    ``*args`` and ``**kwargs`` counting one each; an argparse Action's own methods are left out."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    argparse_own = {id(item) for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
+                    and any("Action" in ast.unparse(b) or "Alias" in ast.unparse(b) for b in node.bases)
+                    for item in node.body if isinstance(item, ast.FunctionDef) and item.name in ARGPARSE_METHODS}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(node) not in argparse_own:
+            a = node.args
+            names = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
+            if names[:1] in (["self"], ["cls"]):
+                names = names[1:]
+            yield node.name, node.lineno, len(names) + (a.vararg is not None) + (a.kwarg is not None)
+
+
+def test_parameter_counts_are_counted():
+    """The check itself, on a module written for it."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "m.py"
+        path.write_text("def f(a, b, *c, d=1, **e): pass\nclass A:\n    def g(self, a): pass\n"
+                        "class X(argparse.Action):\n    def __init__(self, a, b, c, d, e, f, g): pass\n")
+        assert sorted(parameter_counts(path)) == [("f", 1, 5), ("g", 3, 1)]
+
+
+@pytest.mark.parametrize("part", ["pipeline", "cli"])
+def test_no_function_of_the_main_job_or_the_command_line_takes_more_than_six_parameters(part):
+    """The main job and the commands hold what they pass around in one object instead of passing 8-12 values down
+    (argparse's own signatures aside)."""
+    wide = [f"{path.relative_to(ROOT)}:{line} {name} ({count})" for path, _ in modules(f"pyterrier_nuggets/{part}")
+            for name, line, count in parameter_counts(path) if count > MAX_PARAMETERS]
+    assert not wide, f"functions with more than {MAX_PARAMETERS} parameters: {wide}"

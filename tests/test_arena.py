@@ -278,8 +278,8 @@ def test_failed_battles_are_never_ties(tmp_path):
             leaderboard(battles, resamples=0)
         # the main job's arena step: no Arena column and a note saying why, never a crash (or a table of ties)
         answers = {name: pd.DataFrame({"qid": ["q1"], "qanswer": [f"answer of {name}"]}) for name in ("a", "b")}
-        arena, notes = arena_step(answers, {"q1": "a question"}, pd.DataFrame(), mode="llm", llm=llm)
-        assert arena is None
+        arena, notes, lost = arena_step(answers, {"q1": "a question"}, PairwiseJudge(llm, on_failure="mark"))
+        assert arena is None and lost == ["q1"]
         assert notes == ["arena: 1 battle(s) failed, not counted (run again to complete them)",
                          "arena: no battle has a verdict; the table has no Arena column"]
 

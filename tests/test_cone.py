@@ -360,7 +360,7 @@ def test_ntr_failed_decisions_are_never_no(llm, server):
     with pytest.raises(LLMStepError, match="CONE-RAG matching"):
         NuggetToResponse(gold, LLMMatcher(llm, max_reasks=0))(RESPONSES)
     with pytest.warns(UserWarning):
-        out = NuggetToResponse(gold, LLMMatcher(llm, max_reasks=0), on_failure="exclude_answer")(RESPONSES)
+        out = NuggetToResponse(gold, LLMMatcher(llm, max_reasks=0), on_failure="exclude")(RESPONSES)
     assert out.empty
     with pytest.warns(UserWarning):
         marked = NuggetToResponse(gold, LLMMatcher(llm, max_reasks=0), on_failure="mark")(RESPONSES)

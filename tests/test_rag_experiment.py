@@ -177,8 +177,8 @@ def test_embedded_model_rag_end_to_end(tmp_path):
     nuggets = pd.DataFrame([{"qid": "t1", "query": "capital of france", "nugget_index": 0, "nugget_id": "t1:n0",
                              "nugget_text": "Paris is the capital", "importance": "vital"}])
     gen = CitedGenerator(llm, k=2, max_tokens=80, on_failure="exclude")
-    rag = RAGEvaluation(gen, nuggets, llm, assigner=NuggetAssigner(nuggets, llm, on_failure="exclude_answer"),
-                        support=SupportJudge(llm, on_failure="exclude_answer"))
+    rag = RAGEvaluation(gen, nuggets, llm, assigner=NuggetAssigner(nuggets, llm, on_failure="exclude"),
+                        support=SupportJudge(llm, on_failure="exclude"))
     first = pt.Transformer.from_df(retriever(GOOD)(topics).head(2)) >> rag
     table = pt.Experiment([first], topics, rag_qrels(pd.DataFrame(
         {"qid": ["t1"], "docno": ["t1-d0"], "label": [3]}), nuggets),
