@@ -4,7 +4,8 @@
 
 Verdicts: ``as required`` (refused with exit code 2 and a message naming the place, nothing written, or
 accepted with the hand-computed scores); ``wrong scores, exit 0``; ``input or output changed``;
-``traceback``; ``refused without naming the place``. Used for the before/after figures of issue 10.
+``traceback``; ``refused without naming the place``. Used for the before/after figures of
+docs/benchmarks.md, "Bad-input corpus verdicts".
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Benchmark of the arena (issue 26): battles per second against the fake OpenAI-compatible endpoint at its limit,
+"""Benchmark of the arena: battles per second against the fake OpenAI-compatible endpoint at its limit,
 and the time to fit a Bradley-Terry leaderboard of 100 systems x 1,000 battles with its bootstrap intervals.
 
 1. Battles: ``--systems`` systems answer ``--topics`` topics; every pair battles on every topic (design all). The

@@ -1,9 +1,9 @@
-"""The response cache under many writer threads (issue 30): group commit against one transaction per reply.
+"""The response cache under many writer threads: group commit against one transaction per reply.
 
 ``threads`` writer threads each store ``--puts / threads`` replies of typical size (a 2,000-character request, a
 500-character answer), with a random pause of up to ``--pause`` seconds before each, as worker threads do between
 replies. Side by side in one run: :class:`ResponseCache` as it is (replies arriving during a commit are committed
-together) and the same cache writing every reply in its own transaction (the cache before issue 30). Reported:
+together) and the same cache writing every reply in its own transaction (the cache before group commit). Reported:
 CPU per reply (process user + system time), the wall time, and the time a ``put`` takes (median, 99th
 percentile, maximum) — a worker thread waits that long before it can send its next request.
 

@@ -1,4 +1,4 @@
-"""The LLM client at TREC scale (issue 30): wall time against the floor and the client's CPU per call.
+"""The LLM client at TREC scale: wall time against the floor and the client's CPU per call.
 
 Workload W1 of ``bench_llm.py`` (per topic: 20 judged segments -> nugget creation -> scoring; 4 answers assigned),
 stage-overlapped, against the fake OpenAI-compatible server in a process of its own that takes ``--width``

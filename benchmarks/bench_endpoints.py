@@ -1,4 +1,4 @@
-"""Two endpoints against one (issue 27, "Several endpoints"), on workload W1 of ``bench_llm.py``.
+"""Two endpoints against one (docs/scale.md, "Several endpoints"), on workload W1 of ``bench_llm.py``.
 
 W1: nugget creation (windows of 10 judged segments) and importance scoring for ``--topics`` topics of 20 judged
 segments each, then assignment of the nuggets to 4 answers per topic, stage-overlapped. Each fake endpoint (the

@@ -1,4 +1,4 @@
-"""Benchmark of the LLM layer at TREC scale (issue 11) against the fake OpenAI-compatible server.
+"""Benchmark of the LLM layer at TREC scale against the fake OpenAI-compatible server.
 
 Workload W1: nugget creation (windows of 10 judged segments) and importance scoring for ``--topics`` topics
 of ``--segments`` judged segments each, then assignment of the nuggets to ``--answers`` answers per topic.
@@ -133,19 +133,18 @@ class Bench:
 
     def run(self, llm: LLMClient, staged: bool = False, lenient: bool = False) -> dict:
         """One run of W1: nuggets, assignments, their scores, wall time, the judges' failures."""
-        policies = (dict(creator="continue", scorer="exclude", assigner="exclude_answer") if lenient else
-                    dict(creator="raise", scorer="raise", assigner="raise"))
-        creator = NuggetCreator(llm, on_failure=policies["creator"])
-        scorer = NuggetScorer(llm, on_failure=policies["scorer"])
+        policy = "exclude" if lenient else "raise"
+        creator = NuggetCreator(llm, on_failure=policy)
+        scorer = NuggetScorer(llm, on_failure=policy)
         start = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # failures are counted below
             if staged:
                 nuggets = (creator >> scorer)(self.judged)
-                assigner = NuggetAssigner(nuggets, llm, on_failure=policies["assigner"])
+                assigner = NuggetAssigner(nuggets, llm, on_failure=policy)
                 assigned = assigner(self.answers)
             else:
-                assigner = NuggetAssigner(None, llm, on_failure=policies["assigner"])
+                assigner = NuggetAssigner(None, llm, on_failure=policy)
                 nuggets, assigned = Overlapped(creator >> scorer).assign(self.judged, self.answers, assigner)
         wall = time.perf_counter() - start
         failures = len(creator.failures) + len(scorer.failures) + len(assigner.failures)

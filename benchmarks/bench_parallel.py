@@ -1,4 +1,4 @@
-"""PyTerrier's ``.parallel()`` on the CONE-RAG embedding matching of the 19 runs of the CONE-RAG sample (issue 27).
+"""PyTerrier's ``.parallel()`` on the CONE-RAG embedding matching of the 19 runs of the CONE-RAG sample (docs/scale.md).
 
     .venv/bin/python benchmarks/bench_parallel.py [--data DIR] [--jobs 2]
 

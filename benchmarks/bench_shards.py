@@ -1,4 +1,4 @@
-"""Shards for a batch system (issue 27): the main job (``pyterrier-nuggets demo``) on the fake endpoint, unsharded
+"""Shards for a batch system (docs/shards.md): the main job (``pyterrier-nuggets demo``) on the fake endpoint, unsharded
 against ``--shard 1/2`` + ``--shard 2/2`` (one after the other, and both at once) + ``pyterrier-nuggets merge``:
 the wall time of each, the merge's overhead, and whether the merged folder holds the unsharded run's files byte for
 byte (checked and printed).

@@ -6,7 +6,7 @@ docs/benchmarks.md and docs/ikat.md.
     python benchmarks/ikat_full.py ../shared/data/trec-ikat/cone-rag-full \\
         --topics ../shared/data/trec-ikat/2024_test_topics.json [--cache out/ikat-full/vectors.sqlite]
 
-DATA_DIR holds the files of the repository's ``resources/`` (datasets_ext/cone.py, CONE_FILES). Not a test: no
+DATA_DIR holds the files of the repository's ``resources/`` (datasets_ext/cone_parser.py, CONE_FILES). Not a test: no
 project test reads these files. CPU work: encoding about 40,000 texts once (the vectors are kept in ``--cache``),
 then matching about 2.5 million pairs; about 15 minutes on 2 busy cores the first time, 5 with the vector cache.
 
@@ -43,8 +43,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cone_rag_checks  # noqa: E402
 
 import ir_measures_ext  # noqa: E402
-from datasets_ext import cone as cone_files  # noqa: E402
-from datasets_ext.ikat import parse_ikat_topics  # noqa: E402
+from datasets_ext import cone_parser  # noqa: E402
+from datasets_ext.ikat_parser import parse_ikat_topics  # noqa: E402
+from datasets_ext.reading import load_json  # noqa: E402
 from pyterrier_nuggets import formats  # noqa: E402
 from pyterrier_nuggets.evaluation import ikat  # noqa: E402
 from pyterrier_nuggets.evaluation.agreement import binary_agreement  # noqa: E402
@@ -108,22 +109,22 @@ def fmt(v: float, digits: int = 3) -> str:
 
 def complete_reads(data: str) -> None:
     print("### 1. Complete reads\n\n| file | md5 | read | published |\n|---|---|---|---|")
-    for name, f in cone_files.CONE_FILES.items():
+    for name, f in cone_parser.CONE_FILES.items():
         path = os.path.join(data, f.name)
         with open(path, "rb") as fh:
             raw = fh.read()
         if name.startswith("gold-nuggets"):
-            data_ = cone_files.load_json_object(raw, path)
-            counted = {"turns": len(data_), "nuggets": len(cone_files.read_gold_nuggets(raw, path))}
+            data_ = cone_parser.load_json_object(raw, path)
+            counted = {"turns": len(data_), "nuggets": len(cone_parser.read_gold_nuggets(raw, path))}
         elif name == "crowd-matching-labels":
-            labels = cone_files.read_crowd_labels(raw, path)
+            labels = cone_parser.read_crowd_labels(raw, path)
             counted = {"labels": len(labels), "positive": sum(x.label for x in labels)}
         elif "nuggets" in name or name == "gold-responses":
-            data_ = cone_files.load_json_object(raw, path)
-            counted = {"turns": len(data_), "responses": len(cone_files.read_response_nuggets(raw, path))}
+            data_ = cone_parser.load_json_object(raw, path)
+            counted = {"turns": len(data_), "responses": len(cone_parser.read_response_nuggets(raw, path))}
         else:
-            data_ = cone_files.load_json_object(raw, path)
-            counted = {"turns": len(data_), "responses": len(cone_files.read_responses(raw, path))}
+            data_ = cone_parser.load_json_object(raw, path)
+            counted = {"turns": len(data_), "responses": len(cone_parser.read_responses(raw, path))}
         md5 = hashlib.md5(raw).hexdigest()
         print(f"| {f.name} | {'as pinned' if md5 == f.md5 else 'DIFFERS ' + md5} | "
               f"{', '.join(f'{v:,} {k}' for k, v in counted.items())} | "
@@ -209,7 +210,7 @@ def score_sets(data: str, topics, ntr: EmbeddingMatcher, ntn: EmbeddingMatcher, 
     ``ikat_table`` takes by default, here sharing one vector cache)."""
     out = {}
     for label, name in GOLD_SETS.items():
-        gold = formats.read_cone_gold_nuggets(os.path.join(data, cone_files.CONE_FILES[name].name))
+        gold = formats.read_cone_gold_nuggets(os.path.join(data, cone_parser.CONE_FILES[name].name))
         out[label] = ikat.ikat_table(systems, gold, matcher=ntr, ntn_matcher=ntn, topics=topics, gold_label=label)
         print(f"({label}: scored)", file=sys.stderr, flush=True)
     return out
@@ -395,8 +396,7 @@ def main(argv=None) -> None:
           f"date {date.today().isoformat()}\n")
     data = args.data
     topics_path = args.topics or os.path.join(data, os.pardir, "2024_test_topics.json")
-    with open(topics_path, encoding="utf-8") as f:
-        topics = list(parse_ikat_topics(json.load(f), topics_path))
+    topics = list(parse_ikat_topics(load_json(topics_path), topics_path))  # read as the ikat command reads it
     complete_reads(data)
     matcher = EmbeddingMatcher(cache=args.cache)
     gold_human = formats.read_cone_gold_nuggets(os.path.join(data, "gold_nuggets_human.json"))

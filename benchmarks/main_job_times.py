@@ -1,4 +1,4 @@
-"""Times of the main job (issue 15, deliverable 3): after set-up <= 3 min, a second run <= 30 s with no model call,
+"""Times of the main job against its targets: after set-up <= 3 min, a second run <= 30 s with no model call,
 a fresh clone's ``bash run.sh demo`` including set-up <= 15 min.
 
     python benchmarks/main_job_times.py                  # job and second run, in this checkout's .venv

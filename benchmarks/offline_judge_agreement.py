@@ -1,6 +1,6 @@
 """Agreement of the offline baseline assignment judge (all-MiniLM-L6-v2 cosine) with GPT-4o's real assignments.
 
-Issue 15, deliverable 1: the offline default judges nugget assignment by embedding similarity. How far is that
+The offline default judges nugget assignment by embedding similarity. How far is that
 from a real LLM judge? Real labels: GPT-4o's nugget assignments of the TREC RAG 2024 baseline run
 (``baseline_rag24.test_gpt-4o_top20.assignments.jsonl``, 301 topics; the 14 topics with invalid labels are
 dropped, as ``--on-invalid drop``). Not in the repository: give the file's path.

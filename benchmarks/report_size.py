@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from pyterrier_nuggets import formats  # noqa: E402
 from pyterrier_nuggets.evaluation.arena import leaderboard  # noqa: E402
-from pyterrier_nuggets.formats.arena import LEADERBOARD_COLUMNS, LEADERBOARD_EXTRA, write_csv  # noqa: E402
+from pyterrier_nuggets.formats.arena_io import LEADERBOARD_COLUMNS, LEADERBOARD_EXTRA, write_csv  # noqa: E402
 from pyterrier_nuggets.records import Answer, Assignment, Battle, Nugget, RubricVerdict, Sentence, SupportJudgment  # noqa: E402
 from pyterrier_nuggets.report import build_report  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""Start-up times (issue 28): how long a user waits before anything happens.
+"""Start-up times: how long a user waits before anything happens.
 
     .venv/bin/python benchmarks/startup.py [--runs 11]
 

@@ -1,4 +1,4 @@
-"""Agreement of the three LLM judges of the TREC RAG 2026 development UMBRELA qrels (issue 25).
+"""Agreement of the three LLM judges of the TREC RAG 2026 development UMBRELA qrels.
 
 The RAG25 development qrels (TREC-RAG/trec-rag-data, trec-rag-2026/development-data/rag25-dev-umbrela-qrels,
 current versions) judge the same 26,341 (topic, ClimbMix document) pairs of 22 topics on UMBRELA's 0-4

@@ -3,11 +3,28 @@ nugget qrels) and TREC iKAT 2023/2024. Importing this package registers every id
 already know (decisions.md, decision 4); the start-up hook imports it right after ``ir_datasets``, so the
 ``ir_datasets`` and ``ir_measures`` command lines see these ids too. See docs/datasets.md.
 """
+import ir_datasets
+from ir_datasets.datasets.base import Dataset
+
 from datasets_ext import ikat, trec_rag
-from datasets_ext.nuggets import InvalidNuggetWarning, Nugget
+from datasets_ext.nugget_parser import InvalidNuggetWarning, Nugget
 from datasets_ext.segments import MsMarcoV21Segment, SegmentsNotFound, parse_segment_id
+from ir_measures_ext.errors import InvalidInput
 
 REGISTERED = trec_rag.register_all() + ikat.register_all()
 
-__all__ = ["REGISTERED", "MsMarcoV21Segment", "SegmentsNotFound", "parse_segment_id", "Nugget",
+
+def load(dataset_id: str) -> Dataset:
+    """``ir_datasets.load(dataset_id)`` for an id a user gave, with this package's ids registered: an unknown id is
+    an :class:`InvalidInput` that names it and the ids this package registers (ir_datasets raises a bare
+    ``KeyError``)."""
+    try:
+        return ir_datasets.load(dataset_id)
+    except KeyError:
+        ours = sorted(n for n in ir_datasets.registry if n.startswith(("msmarco-segment-v2.1", "trec-ikat")))
+        raise InvalidInput(f"{dataset_id!r} is not an ir_datasets id (nor a file); the ids this package adds: "
+                           f"{', '.join(ours)}; see `ir_datasets list`") from None
+
+
+__all__ = ["REGISTERED", "load", "MsMarcoV21Segment", "SegmentsNotFound", "parse_segment_id", "Nugget",
            "InvalidNuggetWarning"]

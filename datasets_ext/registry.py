@@ -4,8 +4,6 @@ from __future__ import annotations
 import ir_datasets
 from ir_datasets.datasets.base import Dataset
 
-from ir_measures_ext.errors import InvalidInput
-
 
 class Documentation:
     """A dataset's documentation for ir_datasets (what ``YamlDocumentation`` gives built-in datasets)."""
@@ -33,15 +31,3 @@ def register(datasets: dict[str, Dataset]) -> list[str]:
         registry.register(name, ds)
         registered.append(name)
     return registered
-
-
-def load(dataset_id: str) -> Dataset:
-    """``ir_datasets.load(dataset_id)`` for an id a user gave: an unknown id is an :class:`InvalidInput` that
-    names it and the ids this package registers (ir_datasets raises a bare ``KeyError``)."""
-    import datasets_ext  # noqa: F401  (registers our ids)
-    try:
-        return ir_datasets.load(dataset_id)
-    except KeyError:
-        ours = sorted(n for n in ir_datasets.registry if n.startswith(("msmarco-segment-v2.1", "trec-ikat")))
-        raise InvalidInput(f"{dataset_id!r} is not an ir_datasets id (nor a file); the ids this package adds: "
-                           f"{', '.join(ours)}; see `ir_datasets list`") from None

@@ -33,9 +33,9 @@ from ir_datasets.formats import JsonlQueries, TrecQrels, TsvQueries
 
 from datasets_ext.docs import FileQrels
 from datasets_ext.files import DatasetFile
-from datasets_ext.nuggets import NuggetDocs, NuggetQrels
+from datasets_ext.nugget_parser import NuggetDocs, NuggetQrels
 from datasets_ext.registry import dataset, register
-from datasets_ext.rubrics import RubricDocs, RubricQrels
+from datasets_ext.rubric_parser import RubricDocs, RubricQrels
 from datasets_ext.segments import NAME, segment_docs
 from ir_measures_ext.errors import InvalidInput
 

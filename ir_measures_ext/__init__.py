@@ -36,7 +36,7 @@ from ir_measures_ext.measures import (
     W,
     W_strict,
 )
-from ir_measures_ext.provider import (
+from ir_measures_ext.providers import (
     ArgueProvider,
     ConeProvider,
     NuggetProvider,

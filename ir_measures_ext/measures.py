@@ -1,5 +1,5 @@
 """The measures, as ir_measures declares them: name, parameters, formula and source. Computing is the
-provider's job (:mod:`ir_measures_ext.provider`); formulas are in :mod:`ir_measures_ext.scoring`.
+providers' job (:mod:`ir_measures_ext.providers`); formulas are in :mod:`ir_measures_ext.scoring`.
 
 Inputs (decisions.md, decision 1; row ids in :mod:`ir_measures_ext.ids`):
 - qrels: nugget qrels ``qid 0 {qid}:n{i} REL`` (2 vital, 1 okay); they define the topics and their nuggets;

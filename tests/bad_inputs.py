@@ -1,4 +1,4 @@
-"""The bad-input corpus (issue 10): a small valid project of every file the package reads, and over 100
+"""The bad-input corpus: a small valid project of every file the package reads, and over 100
 cases that each corrupt one thing and run one reader or command on it.
 
 Every case says what must happen: ``refused`` (an error whose message matches ``message``, naming file and
@@ -152,7 +152,7 @@ class Case:
     mutate: Callable[[Path], None] = nothing
     message: str | None = None  # refused: a regex the error message must match; None: accepted
     scores: dict = field(default_factory=dict)  # accepted: measure -> expected mean
-    klass: str = ""  # the class of defect of issue 10
+    klass: str = ""  # the class of defect: the group its case is added to ("arena inputs", ...)
 
     @property
     def refused(self) -> bool:
@@ -668,7 +668,7 @@ def cases() -> list[Case]:
         Case("demo: --dataset and --collection", "cli", ["demo", "--dataset", "x/y", "--collection", "{d}/collection",
                                                          "--out", "{d}/o"], message=r"--dataset or --collection"),
         )
-    # issue 21: where a user slips, a refusal instead of a table of zeros with exit 0
+    # where a user slips, a refusal instead of a table of zeros with exit 0
     unprefixed = edit("r.eval.run", lambda s: "".join(line[1:].replace(" t", " ", 1) for line in s.splitlines(True)))
     add("silent zero",
         Case("table: run topic ids without the qrels' prefix", "cli", TABLE, unprefixed,
@@ -699,7 +699,7 @@ def cases() -> list[Case]:
                   + "x9 Q0 x9:n0 1 1 r\nx8 Q0 x8:n0 1 1 r\n")),
         )
 
-    # ---- TREC RAG 2025/2026 (issue 25): answer rules, the toolkit's support files, rubrics, sub-narratives
+    # ---- TREC RAG 2025/2026: answer rules, the toolkit's support files, rubrics, sub-narratives
     answers_2026 = "r26.answers.jsonl"
     add("TREC RAG 2025/2026 inputs",
         Case("2026 answers: four citations in one object", "python", _read_2026,
@@ -761,7 +761,7 @@ def cases() -> list[Case]:
              write(answers_2026, _jsonl([{**ANSWER_2026, "answer": [{"text": "x", "citations": [0, 1, 0, 1]}]}])),
              r"r26.answers.jsonl:1: field 'answer\[0\].citations'"),
         )
-    # ---- arena (issue 26): battle files, leaderboards, the arena command and the table's arena column
+    # ---- arena: battle files, leaderboards, the arena command and the table's arena column
     add("arena inputs",
         Case("arena: a leaderboard of valid battles", "cli", ARENA, write("b.jsonl", _jsonl(BATTLES))),
         Case("battle file: an unknown verdict", "python", _read("read_battles", "b.jsonl"),

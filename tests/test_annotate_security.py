@@ -295,7 +295,7 @@ def test_the_throttle_memory_is_bounded():
     throttle = LoginThrottle(limit=10, address_limit=100, max_keys=500)
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
-    name = "n" * 200_000  # 200 kB names, as the test sent
+    name = "n" * 200_000  # 200 kB names, as a sign-in flood may send
     for i in range(2_000):
         throttle.attempt("sky", f"10.0.{i // 250}.{i % 250}", name + str(i))
     for _ in range(50):

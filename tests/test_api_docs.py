@@ -1,4 +1,4 @@
-"""The public API documents itself (issue 24): every public class and function has a docstring with a reST
+"""The public API documents itself: every public class and function has a docstring with a reST
 parameter section, the main entry points have an ``Examples::`` block that compiles, and docs/api.md indexes
 every public name with the module that defines it.
 
@@ -40,9 +40,9 @@ NAMED_BY_DOCS = {
     "ir_measures_ext.scoring": ["nugget_scores", "cone_scores", "consensus_label"],
     "datasets_ext": ["MsMarcoV21Segment", "SegmentsNotFound", "parse_segment_id", "Nugget", "InvalidNuggetWarning"],
     "datasets_ext.segments": ["segment_docs", "SegmentShards", "UpstreamSegmentsWarning"],
-    "datasets_ext.ikat": ["IkatQuery", "parse_ikat_topics"],
-    "datasets_ext.nuggets": ["read_nugget_lines", "sub_narrative_rows"],
-    "datasets_ext.rubrics": ["RubricCriterion"],
+    "datasets_ext.ikat_parser": ["IkatQuery", "parse_ikat_topics"],
+    "datasets_ext.nugget_parser": ["read_nugget_lines", "sub_narrative_rows"],
+    "datasets_ext.rubric_parser": ["RubricCriterion"],
     "pyterrier_nuggets.evaluation.plots": ["write_plots"],
 }
 # the main entry points: an Examples:: block each

@@ -1,4 +1,4 @@
-"""Issue 26: pairwise battles, the arena leaderboard, its intervals, the designs, the judge on the fake endpoint,
+"""Pairwise battles, the arena leaderboard, its intervals, the designs, the judge on the fake endpoint,
 resume, the arena command, the joint table column, correlate and agree with an arena (docs/arena.md)."""
 from __future__ import annotations
 
@@ -278,8 +278,8 @@ def test_failed_battles_are_never_ties(tmp_path):
             leaderboard(battles, resamples=0)
         # the main job's arena step: no Arena column and a note saying why, never a crash (or a table of ties)
         answers = {name: pd.DataFrame({"qid": ["q1"], "qanswer": [f"answer of {name}"]}) for name in ("a", "b")}
-        arena, notes = arena_step(answers, {"q1": "a question"}, pd.DataFrame(), mode="llm", llm=llm)
-        assert arena is None
+        arena, notes, lost = arena_step(answers, {"q1": "a question"}, PairwiseJudge(llm, on_failure="mark"))
+        assert arena is None and lost == ["q1"]
         assert notes == ["arena: 1 battle(s) failed, not counted (run again to complete them)",
                          "arena: no battle has a verdict; the table has no Arena column"]
 
@@ -343,7 +343,7 @@ def test_battle_files_read_the_toolkits_judgments(tmp_path):
 
 def test_leaderboard_file_round_trip_and_the_toolkits_form(tmp_path):
     arena = leaderboard(HAND_MADE, resamples=50)
-    from pyterrier_nuggets.formats.arena import LEADERBOARD_COLUMNS, LEADERBOARD_EXTRA, write_csv
+    from pyterrier_nuggets.formats.arena_io import LEADERBOARD_COLUMNS, LEADERBOARD_EXTRA, write_csv
     path = tmp_path / "leaderboard.csv"
     write_csv(str(path), LEADERBOARD_COLUMNS + LEADERBOARD_EXTRA, arena.leaderboard_rows())
     assert path.read_text().splitlines()[0].startswith("rank,run_id,arena_score,n_judgments,wins,losses,ties,")

@@ -116,7 +116,7 @@ def test_a_significant_position_bias_is_a_caveat_of_the_leaderboard_and_the_tabl
     assert "Caveat" not in leaderboard(both, resamples=0).to_text()
     # leaderboard.csv carries it to the joint table's note
     from pyterrier_nuggets import formats
-    from pyterrier_nuggets.formats.arena import LEADERBOARD_COLUMNS, LEADERBOARD_EXTRA, write_csv
+    from pyterrier_nuggets.formats.arena_io import LEADERBOARD_COLUMNS, LEADERBOARD_EXTRA, write_csv
     path = str(tmp_path / "leaderboard.csv")
     write_csv(path, LEADERBOARD_COLUMNS + LEADERBOARD_EXTRA, rows)
     read = formats.read_leaderboard(path)

@@ -29,7 +29,7 @@ RUN = [
 ]
 
 
-def test_table_1_of_seed_002():
+def test_nugget_annotation_table_1():
     t = scoring.argue_label
     assert [t(ids.SOME_NUGGETS, c) for c in scoring.CITATION_LABELS] == [VALID, HALLUCINATED, HALLUCINATED]
     assert [t(ids.IRRELEVANT, c) for c in scoring.CITATION_LABELS] == [IGNORED, HALLUCINATED, HALLUCINATED]

@@ -1,4 +1,4 @@
-"""Issue 10: the bad-input corpus (tests/bad_inputs.py). Each case is refused with exit code 2 and a message
+"""The bad-input corpus (tests/bad_inputs.py). Each case is refused with exit code 2 and a message
 naming file and line / field (or the run row, on the plain ir_measures CLI) and leaves every file as it
 was, or is accepted with exactly the hand-computed scores."""
 from __future__ import annotations

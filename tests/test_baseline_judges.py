@@ -1,4 +1,4 @@
-"""The offline baseline judges (issue 15): similarity assignment and support, the extractive cited generator, and
+"""The offline baseline judges: similarity assignment and support, the extractive cited generator, and
 the main job that runs on them without an LLM (ManualNuggets of the sample, table provenance, CSV metadata)."""
 import math
 import re
@@ -18,7 +18,7 @@ from pyterrier_nuggets.matchers.baseline import (
     MatcherAssigner,
     MatcherSupportJudge,
 )
-from pyterrier_nuggets.pipeline import build_systems, run_main_job, sample_collection
+from pyterrier_nuggets.pipeline import MainJobOptions, build_systems, run_main_job, sample_collection
 from pyterrier_nuggets.records import Nugget
 
 
@@ -171,7 +171,8 @@ def test_offline_main_job_on_the_sample(tmp_path, index_dir):
     assert collection.nuggets is not None  # the hand-written nuggets shipped with the sample
     systems = build_systems(["bm25:1", "dense:5", "bm25:3"])
     out = tmp_path / "out"
-    result = run_main_job(collection, systems, str(out), judges="baseline", index_dir=index_dir, log=lambda m: None)
+    result = run_main_job(collection, systems, str(out), judges="baseline",
+                          options=MainJobOptions(index_dir=index_dir, log=lambda m: None))
     assert result.condition == "ManualNuggets / baseline assignment (embedding similarity)"
     assert result.llm_stats == {}  # no LLM was made or asked
     table = result.table
@@ -227,7 +228,7 @@ def test_offline_job_needs_nuggets_without_the_sample(tmp_path, index_dir):
     collection.nuggets = None
     with pytest.raises(ValueError, match="need nuggets"):
         run_main_job(collection, build_systems(["bm25:1"]), str(tmp_path / "o"), judges="baseline",
-                     index_dir=index_dir, log=lambda m: None)
+                     options=MainJobOptions(index_dir=index_dir, log=lambda m: None))
 
 
 def test_cli_demo_offline_by_default(tmp_path, index_dir, capsys, monkeypatch):

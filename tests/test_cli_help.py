@@ -1,4 +1,4 @@
-"""Every option of every subcommand says what it does, with an example (issue 28); help texts, plot titles and
+"""Every option of every subcommand says what it does, with an example; help texts, plot titles and
 table notes say no internal jargon (no seed numbers of the papers: they are named by their short key)."""
 import argparse
 import re

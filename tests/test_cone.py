@@ -177,22 +177,22 @@ def test_published_files_are_checked_to_be_read_completely(tmp_path, monkeypatch
     """A file with a published md5 must give what the published file holds; else the reader lost entries."""
     import hashlib
 
-    from datasets_ext import cone
+    from datasets_ext import cone_parser
     path = tmp_path / "gold.json"
     path.write_text(json.dumps(GOLD_JSON))
     md5 = hashlib.md5(path.read_bytes()).hexdigest()
-    published = cone.ConeFile("human_resources/gold.json", md5, {"turns": 2, "nuggets": 3})
-    monkeypatch.setitem(cone.PUBLISHED, md5, ("gold-nuggets-human", published))
+    published = cone_parser.ConeFile("human_resources/gold.json", md5, {"turns": 2, "nuggets": 3})
+    monkeypatch.setitem(cone_parser.PUBLISHED, md5, ("gold-nuggets-human", published))
     assert len(formats.read_cone_gold_nuggets(str(path)).nuggets) == 3
-    monkeypatch.setitem(cone.PUBLISHED, md5, ("gold-nuggets-human", published._replace(counts={"turns": 2,
-                                                                                              "nuggets": 4})))
+    monkeypatch.setitem(cone_parser.PUBLISHED, md5,
+                        ("gold-nuggets-human", published._replace(counts={"turns": 2, "nuggets": 4})))
     with pytest.raises(InputError, match="read {'turns': 2, 'nuggets': 3} .* holds {'turns': 2, 'nuggets': 4}"):
         formats.read_cone_gold_nuggets(str(path))
-    # the published files: URL, md5, and the counts of the issue (116 turns; 2,279 / 1,201 / 6,680 / 3,760 nuggets)
-    assert [cone.CONE_FILES[f"gold-nuggets-{s}"].counts["nuggets"] for s in ("human", "human-dedup", "llm", "llm-dedup")
-            ] == [2279, 1201, 6680, 3760]
-    assert cone.CONE_FILES["participant-responses"].counts == {"turns": 79, "responses": 79 * 19}
-    assert cone.CONE_FILES["manual-responses"].url.endswith("participant_resources/manual_responses.json")
+    # the published files: URL, md5, and the counts the files hold (116 turns; 2,279 / 1,201 / 6,680 / 3,760 nuggets)
+    assert [cone_parser.CONE_FILES[f"gold-nuggets-{s}"].counts["nuggets"]
+            for s in ("human", "human-dedup", "llm", "llm-dedup")] == [2279, 1201, 6680, 3760]
+    assert cone_parser.CONE_FILES["participant-responses"].counts == {"turns": 79, "responses": 79 * 19}
+    assert cone_parser.CONE_FILES["manual-responses"].url.endswith("participant_resources/manual_responses.json")
 
 
 def test_response_nuggets_are_checked_against_the_responses(tmp_path):
@@ -360,7 +360,7 @@ def test_ntr_failed_decisions_are_never_no(llm, server):
     with pytest.raises(LLMStepError, match="CONE-RAG matching"):
         NuggetToResponse(gold, LLMMatcher(llm, max_reasks=0))(RESPONSES)
     with pytest.warns(UserWarning):
-        out = NuggetToResponse(gold, LLMMatcher(llm, max_reasks=0), on_failure="exclude_answer")(RESPONSES)
+        out = NuggetToResponse(gold, LLMMatcher(llm, max_reasks=0), on_failure="exclude")(RESPONSES)
     assert out.empty
     with pytest.warns(UserWarning):
         marked = NuggetToResponse(gold, LLMMatcher(llm, max_reasks=0), on_failure="mark")(RESPONSES)

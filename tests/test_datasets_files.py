@@ -5,8 +5,8 @@ import json
 import pytest
 
 from datasets_ext.files import DatasetFile
-from datasets_ext.ikat import parse_ikat_topics
-from datasets_ext.nuggets import NuggetQrels, read_nuggets
+from datasets_ext.ikat_parser import parse_ikat_topics
+from datasets_ext.nugget_parser import NuggetQrels, read_nuggets
 
 
 @pytest.fixture(autouse=True)

@@ -14,7 +14,7 @@ import pytest
 from datasets_fixtures import RAG24_TOPICS, RAG26_QUERIES, UMBRELA_DEV, build_home
 
 import datasets_ext
-from datasets_ext.nuggets import InvalidNuggetWarning
+from datasets_ext.nugget_parser import InvalidNuggetWarning
 
 BIN = Path(sys.executable).parent
 RAG24 = "msmarco-segment-v2.1/trec-rag-2024"

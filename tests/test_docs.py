@@ -1,4 +1,4 @@
-"""Every code example of README.md and docs/*.md runs as written (issue 15, deliverable 4).
+"""Every code example of README.md and docs/*.md runs as written.
 
 The blocks of one document run in order, in one fresh working directory outside the checkout holding copies of
 the shipped ``rag_mini`` sample files (the files the examples name, such as ``nuggets.jsonl``), with the package's
@@ -274,3 +274,24 @@ def test_a_background_command_is_stopped_with_its_document(tmp_path):
     finally:
         background.stop()
     assert proc.poll() is not None
+
+
+def _heading_anchors(text: str) -> set[str]:
+    """The anchors a Markdown renderer gives the headings of ``text`` (GitHub's rule: lower case, punctuation but
+    ``-`` and ``_`` dropped, spaces as ``-``); code blocks are not headings."""
+    text = re.sub(r"^```.*?^```", "", text, flags=re.M | re.S)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in re.findall(r"^#+ (.+)$", text, re.M)}
+
+
+def test_every_link_between_the_documents_resolves():
+    """A link from README.md or docs/ to a document of the repository names a file that exists and, with
+    ``#anchor``, a heading of it."""
+    broken = []
+    for document in DOCUMENTS:
+        for target, anchor in re.findall(r"\]\(([^)\s#:]*)(?:#([^)\s]+))?\)", document.read_text(encoding="utf-8")):
+            path = (document.parent / target).resolve() if target else document
+            if not path.exists():
+                broken.append(f"{document.relative_to(ROOT)}: {target} does not exist")
+            elif anchor and path.suffix == ".md" and anchor not in _heading_anchors(path.read_text(encoding="utf-8")):
+                broken.append(f"{document.relative_to(ROOT)}: {target or document.name}#{anchor} is no heading")
+    assert not broken, "\n".join(broken)

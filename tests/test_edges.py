@@ -1,4 +1,4 @@
-"""Issue 21, the edges where a user slips: the plain ir_measures CLI says when a run's topics are not those of
+"""The edges where a user slips: the plain ir_measures CLI says when a run's topics are not those of
 the qrels and refuses a cutoff on an answer measure; our command line keeps the traceback of its own bugs
 (exit 3) and prints input errors in one line (exit 2); a dry run needs no key; record sets print bounded."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 23: when the endpoint itself is wrong, the job stops at once with the cause in one line (exit 1) and
+"""When the endpoint itself is wrong, the job stops at once with the cause in one line (exit 1) and
 makes no table of zeros; failed LLM steps are never scored; a forgotten batch, a garbage or failed generation and
 Ctrl-C never leave a run stuck."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Property-based tests (issue 10): every format round-trips (write -> read -> equal), and a randomly
+"""Property-based tests: every format round-trips (write -> read -> equal), and a randomly
 corrupted nugget qrels + evaluation run is either refused or scored exactly as an independent hand
 computation of the file's rows, never anything else."""
 from __future__ import annotations

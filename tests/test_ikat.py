@@ -104,7 +104,7 @@ def test_run_from_frames_writes_the_official_form(tmp_path):
 
 
 def test_ikat_table_by_hand(files):
-    from datasets_ext.ikat import parse_ikat_topics
+    from datasets_ext.ikat_parser import parse_ikat_topics
     gold = formats.read_cone_gold_nuggets(files["gold.json"])
     systems = [ikat.IkatSystem(r.run_name, formats.ikat_answers(r), formats.ikat_ranking(r))
                for r in (formats.parse_ikat_run(RUN_A), formats.parse_ikat_run(RUN_B))]
@@ -141,7 +141,7 @@ def test_ntn_from_cone_lists_and_span_rate():
 
 
 def _gold_set():
-    from datasets_ext.cone import parse_gold_nuggets
+    from datasets_ext.cone_parser import parse_gold_nuggets
     from pyterrier_nuggets.records import Nugget
     return formats.NuggetSet([Nugget(g.query_id, g.index, g.text, "vital") for g in parse_gold_nuggets(GOLD, "g")],
                              {})
@@ -204,7 +204,7 @@ def test_ikat_command_errors(files, tmp_path, capsys):
 # ------------------------------------------------------------------------------ conversational generation
 
 def _ikat_turns():
-    from datasets_ext.ikat import parse_ikat_topics
+    from datasets_ext.ikat_parser import parse_ikat_topics
     return list(parse_ikat_topics(TOPICS, "topics.json"))
 
 
@@ -502,7 +502,7 @@ def test_ikat_llm_steps_need_an_endpoint(files, tmp_path, monkeypatch, capsys):
     assert not (tmp_path / "out").exists()
 
 
-# ------------------------------------------------------------------------------ turns, headers (issue 29)
+# ------------------------------------------------------------------------------ turns, headers
 
 def _systems(turns_a=("0_1", "0_2"), turns_b=("0_1", "0_2")):
     texts = {"0_1": "Glasgow has a mild oceanic climate.", "0_2": "Haggis is a traditional Scottish dish.",

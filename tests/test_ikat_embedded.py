@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 from embedded import embedded_client, needs_model
 
-from datasets_ext.ikat import parse_ikat_topics
+from datasets_ext.ikat_parser import parse_ikat_topics
 from pyterrier_nuggets import formats
 from pyterrier_nuggets.judges.generation import CitedGenerator
 

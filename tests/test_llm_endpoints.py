@@ -1,4 +1,4 @@
-"""Several endpoints serving one model (issue 27, "Several endpoints"): both take work, an answer is cached whichever
+"""Several endpoints serving one model (docs/scale.md): both take work, an answer is cached whichever
 endpoint gave it, an endpoint that fails is taken out of rotation and its work moves to the others, one that comes
 back is readmitted; the command line takes --base-url more than once. Against two (or three) fake endpoints."""
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""The LLM layer at TREC scale (issue 11) against the fake endpoint: adaptive concurrency observed at the
+"""The LLM layer at TREC scale against the fake endpoint: adaptive concurrency observed at the
 server, rate-limit headers and quotas, transient errors, the stage-overlapped run (identical to the staged
 one), the Batch API (partial errors, several polls, a resumed batch), dry runs whose counts equal the calls
 a real run then makes, re-runs that complete items whose answers failed validation; and the endpoint
-selection of issue 10."""
+selection."""
 import json
 import threading
 
@@ -543,14 +543,13 @@ def test_main_job_nuggets_identical_to_the_staged_pipeline(tmp_path):
     """The main job's AutoNuggets (created and scored overlapped) equal ``NuggetCreator >> NuggetScorer``
     run staged on the same judged segments, with a scoring failure excluded the same way in both."""
     from pyterrier_nuggets.docstore import fetch_texts
-    from pyterrier_nuggets.pipeline import sample_collection
-    from pyterrier_nuggets.pipeline.main_job import create_nuggets
+    from pyterrier_nuggets.pipeline import create_nuggets, sample_collection
     collection = sample_collection(qids=["t01", "t03", "t05", "t07"])
     query = collection.topics.set_index("qid").loc["t05", "query"]
     bad = lambda body: "vital or okay" in first_prompt(body) and query in first_prompt(body)  # noqa: E731
     with TestEndpoint(invalid_first=3, invalid_when=bad) as server:
-        notes = []
-        nuggets = create_nuggets(collection, client(server, tmp_path / "m.sqlite", frozen=True), notes=notes)
+        created = create_nuggets(collection, client(server, tmp_path / "m.sqlite", frozen=True))
+        nuggets, notes = created.frame, created.notes
         judged = collection.qrels[collection.qrels["label"] >= 1].merge(collection.topics, on="qid")
         judged = judged.assign(text=judged["docno"].map(fetch_texts(collection.docstore, judged["docno"].tolist())))
         judged = judged.sort_values(["qid", "label"], ascending=[True, False], kind="stable")

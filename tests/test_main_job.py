@@ -15,6 +15,12 @@ from pyterrier_nuggets.evaluation.plots import pareto_front
 from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.pipeline import (
     SAMPLE_COLLECTION,
+    AutoNuggets,
+    BaselineJudges,
+    LLMJudges,
+    MainJobOptions,
+    ManualNuggets,
+    NuggetFile,
     SystemSpec,
     build_systems,
     evaluation_condition,
@@ -34,6 +40,11 @@ TOPICS = ["t01", "t07"]
 @pytest.fixture(scope="module")
 def index_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("indexes")
+
+
+def quiet(index_dir) -> MainJobOptions:
+    """The main job's options of these tests: the shared index folder, no progress lines."""
+    return MainJobOptions(index_dir=index_dir, log=lambda m: None)
 
 
 # ------------------------------------------------------------------------------------------- parsing
@@ -74,9 +85,10 @@ def test_build_systems_defaults_and_files():
 
 def test_condition_names():
     auto, imported = SystemSpec("a", "bm25"), SystemSpec("b", None, assignments="x")
-    assert evaluation_condition("auto", [auto]) == "AutoNuggets / AutoAssign"
-    assert evaluation_condition("imported", [imported]) == "imported nuggets / imported assignments"
-    assert evaluation_condition("manual", [auto], "baseline") == \
+    assert evaluation_condition(AutoNuggets(), [auto], LLMJudges()) == "AutoNuggets / AutoAssign"
+    assert evaluation_condition(NuggetFile("n.jsonl"), [imported], LLMJudges()) == \
+        "imported nuggets / imported assignments"
+    assert evaluation_condition(ManualNuggets("n.jsonl"), [auto], BaselineJudges()) == \
         "ManualNuggets / baseline assignment (embedding similarity)"
 
 
@@ -127,7 +139,7 @@ def test_main_job_end_to_end(llm, tmp_path, index_dir):
     collection = sample_collection(qids=TOPICS)
     systems = build_systems(["bm25:2", "dense:3"])
     out = tmp_path / "out"
-    result = run_main_job(collection, systems, str(out), llm=llm, index_dir=index_dir, log=lambda m: None)
+    result = run_main_job(collection, systems, str(out), judges=LLMJudges(llm), options=quiet(index_dir))
     table = result.table.means
     assert list(table.index) == ["bm25-k2", "dense-k3"]
     assert list(table.columns) == ["nDCG@10", "V_strict", "A_strict", "W", "SupportP", "SupportR", "AnswerWords"]
@@ -150,8 +162,7 @@ def test_main_job_end_to_end(llm, tmp_path, index_dir):
     assert sorted(a.qid for a in answers) == TOPICS and all(len(a.references) == 2 for a in answers)
     # the second run: indexes reused, every LLM request answered by the cache
     calls = llm.stats["calls"]
-    again = run_main_job(collection, systems, str(tmp_path / "again"), llm=llm, index_dir=index_dir,
-                         log=lambda m: None)
+    again = run_main_job(collection, systems, str(tmp_path / "again"), judges=LLMJudges(llm), options=quiet(index_dir))
     assert llm.stats["calls"] == calls
     pd.testing.assert_frame_equal(again.table.means, result.table.means)
 
@@ -190,15 +201,15 @@ def test_imported_nuggets_and_assignments(llm, tmp_path, index_dir):
                Nugget(qid="t05", index=1, text="cheese ripens for weeks or years", importance="okay")]
     nuggets_path = str(tmp_path / "nuggets.jsonl")
     formats.write_nuggets(nuggets_path, nuggets, {"t05": "how is cheese made from milk"})
-    result = run_main_job(collection, build_systems(["bm25:3"]), str(tmp_path / "a"), llm=llm,
-                          nuggets_path=nuggets_path, index_dir=index_dir, log=lambda m: None)
+    result = run_main_job(collection, build_systems(["bm25:3"]), str(tmp_path / "a"), judges=LLMJudges(llm),
+                          nuggets=nuggets_path, options=quiet(index_dir))
     assert result.condition == "imported nuggets / AutoAssign"
     assert sorted(result.nuggets["nugget_id"]) == ["t05:n0", "t05:n1"]
 
     # imported answers (those just generated), assigned and judged by the LLM
     answers_path = tmp_path / "a" / "bm25-k3.answers.jsonl"
-    result = run_main_job(collection, build_systems(answers=[f"mine={answers_path}"]), str(tmp_path / "c"), llm=llm,
-                          nuggets_path=nuggets_path, index_dir=index_dir, log=lambda m: None)
+    result = run_main_job(collection, build_systems(answers=[f"mine={answers_path}"]), str(tmp_path / "c"),
+                          judges=LLMJudges(llm), nuggets=nuggets_path, options=quiet(index_dir))
     assert list(result.table.means.columns) == ["V_strict", "A_strict", "W", "SupportP", "SupportR", "AnswerWords"]
     assert result.systems[0].notes == [f"answers imported from {answers_path}"]
     assert result.table.means.loc["mine", "AnswerWords"] > 0
@@ -216,8 +227,7 @@ def test_imported_nuggets_and_assignments(llm, tmp_path, index_dir):
     run_path.write_text("t05 Q0 p001 1 3.0 manual\nt05 Q0 p002 2 2.0 manual\n")
     calls = llm.stats["calls"]
     systems = build_systems(runs=[f"manual={run_path}"], assignments=[f"manual={assign_path}"])
-    result = run_main_job(collection, systems, str(tmp_path / "b"), llm=None, index_dir=index_dir,
-                          log=lambda m: None)
+    result = run_main_job(collection, systems, str(tmp_path / "b"), options=quiet(index_dir))
     assert llm.stats["calls"] == calls
     assert result.condition == "imported nuggets / imported assignments"
     row = result.table.means.loc["manual"]
@@ -259,7 +269,7 @@ def test_main_job_embedded_one_topic(tmp_path, index_dir, monkeypatch):
     llm = LLMClient(embedded=True, cache=tmp_path / "cache.sqlite", progress=False)
     assert llm.embedded
     result = run_main_job(sample_collection(qids=["t02"]), build_systems(["bm25:3", "bm25:1"]), str(tmp_path / "o"),
-                          llm=llm, index_dir=index_dir, log=lambda m: None)
+                          judges=LLMJudges(llm), options=quiet(index_dir))
     means = result.table.means
     assert list(means.index) == ["bm25-k3", "bm25-k1"]
     assert means["nDCG@10"].iloc[0] > 0

@@ -90,8 +90,10 @@ def test_bad_inputs_are_clear_errors():
 
 
 def test_registration_is_idempotent_and_detects_clashes():
-    # re-importing the module (new class objects, as after importlib.reload) and registering again is harmless
-    provider = importlib.reload(importlib.import_module("ir_measures_ext.provider"))
+    # re-importing the modules (new class objects, as after importlib.reload) and registering again is harmless
+    for name in ("nugget_provider", "segments_provider", "argue_provider", "cone_provider", "rubric_provider"):
+        importlib.reload(importlib.import_module(f"ir_measures_ext.providers.{name}"))
+    provider = importlib.reload(importlib.import_module("ir_measures_ext.providers"))
     provider.register()
     provider.register()
     names = [p.NAME for p in ir_measures.DefaultPipeline.providers]

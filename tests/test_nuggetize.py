@@ -67,7 +67,7 @@ def test_creator_reasks_over_long_list_then_accepts(server, llm):
 def test_creator_words_limit_enforced(server, llm):
     long_nugget = " ".join(["word"] * 13)
     server.script.extend([Reply(json.dumps([long_nugget]))] * 3)
-    creator = NuggetCreator(llm, min_grade=2, on_failure="continue", max_reasks=2)
+    creator = NuggetCreator(llm, min_grade=2, on_failure="exclude", max_reasks=2)
     with pytest.warns(UserWarning, match="failed step"):
         out = creator(segments(n=6))
     assert out.empty and len(creator.failures) == 1
@@ -204,8 +204,8 @@ def test_assigner_failure_policies(server, llm):
         NuggetAssigner(nuggets, llm, max_reasks=1)(answers())
     failure = err.value.failures[0]
     assert failure.stage == "assign" and "runC" in failure.what and failure.raw == ['["supported", "no"]'] * 2
-    excluding = NuggetAssigner(nuggets, llm, max_reasks=1, on_failure="exclude_answer")
-    with pytest.warns(UserWarning, match="exclude_answer"):
+    excluding = NuggetAssigner(nuggets, llm, max_reasks=1, on_failure="exclude")
+    with pytest.warns(UserWarning, match="exclude"):
         out = excluding(answers())
     assert set(out["run_id"]) == {"runA", "runB"}  # runC is excluded, not scored as not_support
     marking = NuggetAssigner(nuggets, llm, max_reasks=1, on_failure="mark")

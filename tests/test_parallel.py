@@ -1,4 +1,4 @@
-"""Issue 27: the package's transformers under PyTerrier's ``.parallel()`` (judges/parallel.py), on joblib worker
+"""The package's transformers under PyTerrier's ``.parallel()`` (judges/parallel.py), on joblib worker
 processes and on a local Ray cluster: the serial run's frames (rows, order, columns), the LLM counts of the
 workers in the calling client, one failure report for the whole input, and the workers' caches usable by a
 serial re-run."""
@@ -16,7 +16,7 @@ from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets import formats
 from pyterrier_nuggets.evaluation.cone import NuggetToNugget, NuggetToResponse
 from pyterrier_nuggets.judges import LLMStepError, NuggetAssigner, NuggetCreator, NuggetScorer, Overlapped
-from pyterrier_nuggets.judges.base import FailureWarning
+from pyterrier_nuggets.judges.failures import FailureWarning
 from pyterrier_nuggets.judges.parallel import ParallelByTopic, failure_steps, topic_groups
 from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.llm.cache import merge_caches
@@ -138,7 +138,7 @@ def test_failures_of_every_worker_are_reported_once(server, tmp_path):
         creator.parallel(2)(segments())
     assert sorted({f.qid for f in raised.value.failures}) == ["q2", "q3"]
     assert sorted({f.qid for f in creator.failures}) == ["q2", "q3"]
-    excluding = NuggetCreator(llm, on_failure="continue")
+    excluding = NuggetCreator(llm, on_failure="exclude")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         out = excluding.parallel(2)(segments())
@@ -147,7 +147,7 @@ def test_failures_of_every_worker_are_reported_once(server, tmp_path):
     assert sorted({f.qid for f in excluding.failures}) == ["q2", "q3"]
     assert list(dict.fromkeys(out["qid"])) == ["q1", "q4", "q5"]
     # the serial run reports the same
-    serial = NuggetCreator(client(server, tmp_path / "s.sqlite", retry=quick_retry(max_retries=1)), on_failure="continue")
+    serial = NuggetCreator(client(server, tmp_path / "s.sqlite", retry=quick_retry(max_retries=1)), on_failure="exclude")
     with pytest.warns(FailureWarning):
         pd.testing.assert_frame_equal(serial(segments()), out)
     assert [(f.qid, f.error) for f in serial.failures] == [(f.qid, f.error) for f in excluding.failures]

@@ -1,4 +1,4 @@
-"""Plots a researcher publishes as they are (issue 28): every format at one-column width, labelled system means
+"""Plots a researcher publishes as they are: every format at one-column width, labelled system means
 that do not overlap, axes fitted to the data with the stated floor, the y = x line only for one measure, τ outside the
 axes, titles that say no internal jargon."""
 import re

@@ -1,4 +1,4 @@
-"""Quiet by default for what the user did not ask for (issue 28): the model libraries' loading bars only with -v, the
+"""Quiet by default for what the user did not ask for: the model libraries' loading bars only with -v, the
 embedded model's "not a judge" warning only where it judges."""
 import os
 import subprocess

@@ -177,8 +177,8 @@ def test_embedded_model_rag_end_to_end(tmp_path):
     nuggets = pd.DataFrame([{"qid": "t1", "query": "capital of france", "nugget_index": 0, "nugget_id": "t1:n0",
                              "nugget_text": "Paris is the capital", "importance": "vital"}])
     gen = CitedGenerator(llm, k=2, max_tokens=80, on_failure="exclude")
-    rag = RAGEvaluation(gen, nuggets, llm, assigner=NuggetAssigner(nuggets, llm, on_failure="exclude_answer"),
-                        support=SupportJudge(llm, on_failure="exclude_answer"))
+    rag = RAGEvaluation(gen, nuggets, llm, assigner=NuggetAssigner(nuggets, llm, on_failure="exclude"),
+                        support=SupportJudge(llm, on_failure="exclude"))
     first = pt.Transformer.from_df(retriever(GOOD)(topics).head(2)) >> rag
     table = pt.Experiment([first], topics, rag_qrels(pd.DataFrame(
         {"qid": ["t1"], "docno": ["t1-d0"], "label": [3]}), nuggets),
@@ -189,7 +189,7 @@ def test_embedded_model_rag_end_to_end(tmp_path):
 
 
 def test_a_saved_rag_run_scores_its_segments_as_without_evaluation_rows(llm, nuggets, segment_qrels, tmp_path):
-    """Issue 10: a run saved from RAGEvaluation's output, scored with plain nDCG@10 / P@5 / R@100 (trec_eval
+    """A run saved from RAGEvaluation's output, scored with plain nDCG@10 / P@5 / R@100 (trec_eval
     semantics), gives what the segment rows alone give: evaluation rows never outrank a segment."""
     out = (retriever(POOR) >> RAGEvaluation(CitedGenerator(llm, k=2), nuggets, llm))(TOPICS)
     path = tmp_path / "saved.run"
@@ -208,7 +208,7 @@ def test_a_saved_rag_run_scores_its_segments_as_without_evaluation_rows(llm, nug
 
 
 def test_repr_is_short(llm):
-    """The transformers' repr names the system in pt.Experiment when names= is omitted (issue 15): short, with
+    """The transformers' repr names the system in pt.Experiment when names= is omitted: short, with
     the model name but not the client, the cache or the packaged prompt's path."""
     nuggets = pd.DataFrame({"qid": ["t1"], "query": ["q"], "nugget_index": [0], "nugget_id": ["t1:n0"],
                             "nugget_text": ["a fact"], "importance": ["vital"]})

@@ -6,9 +6,9 @@ import warnings
 import pytest
 from ir_datasets.formats import TrecQrels
 
-from datasets_ext import cone as cone_files
+from datasets_ext import cone_parser
 from datasets_ext.files import DatasetFile
-from datasets_ext.nuggets import InvalidNuggetWarning, NuggetDocs, NuggetQrels
+from datasets_ext.nugget_parser import InvalidNuggetWarning, NuggetDocs, NuggetQrels
 from pyterrier_nuggets import formats
 from pyterrier_nuggets.formats import nugget_qrels
 
@@ -90,9 +90,9 @@ def test_cone_gold_nuggets_same_on_both_routes(home):
     frame = nugget_qrels(package)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        datasets = sorted((q.query_id, q.doc_id, q.relevance) for q in cone_files.GoldNuggetQrels(dlc).qrels_iter())
+        datasets = sorted((q.query_id, q.doc_id, q.relevance) for q in cone_parser.GoldNuggetQrels(dlc).qrels_iter())
     assert sorted(zip(frame.qid, frame.docno, frame.label.astype(int))) == datasets
-    docs = {d.doc_id: d.text for d in cone_files.gold_nugget_docs(dlc, "d").docs_iter()}
+    docs = {d.doc_id: d.text for d in cone_parser.gold_nugget_docs(dlc, "d").docs_iter()}
     assert {n.id: n.text for n in package.nuggets} == docs == {"0_1:n1": "Second", "0_1:n0": "First",
                                                                 "0_2:n0": "Other"}
 

@@ -235,8 +235,8 @@ def test_rubric_judge_failures_are_never_verdicts(server, llm):
     with pytest.raises(LLMStepError) as err:
         RubricJudge(RUBRIC, llm, max_reasks=1)(answers())
     assert err.value.failures[0].stage == "rubric" and "run B" in err.value.failures[0].what
-    with pytest.warns(UserWarning, match="exclude_answer"):
-        out = RubricJudge(RUBRIC, llm, max_reasks=1, on_failure="exclude_answer")(answers())
+    with pytest.warns(UserWarning, match="exclude"):
+        out = RubricJudge(RUBRIC, llm, max_reasks=1, on_failure="exclude")(answers())
     assert set(out["run_id"]) == {"A"}
     with pytest.warns(UserWarning):
         marked = RubricJudge(RUBRIC, llm, max_reasks=1, on_failure="mark")(answers())

@@ -1,4 +1,4 @@
-"""The sample collection's hand-written gold nuggets (``sample/collection/nuggets.jsonl``, issue 15).
+"""The sample collection's hand-written gold nuggets (``sample/collection/nuggets.jsonl``).
 
 Read with the package's own reader and checked against the other files of the collection: every topic of
 ``topics.tsv`` has nuggets with the same query, both importances, no duplicates, and every nugget is

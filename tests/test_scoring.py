@@ -19,7 +19,7 @@ def test_nugget_scores_hand_worked():
     assert ns.A == pytest.approx(3 / 5)
 
 
-def test_table5_example_of_seed_001():
+def test_autonuggetizer_table_5_example():
     # [autonuggetizer Table 5] (top): 9 vital, 6 okay, AutoAssign labels as printed
     vital = [1, 0, .5, 1, .5, .5, 1, 1, 0]
     okay = [1, 1, .5, .5, .5, .5]
@@ -46,7 +46,7 @@ def test_invalid_grade_is_an_error():
         nugget_scores([(0, 1.0)])
 
 
-def test_support_worked_example_of_seed_004():
+def test_support24_worked_example():
     # a1 partially supported by p1, a2 fully by p2, a3 uncited ([support24 §3.4])
     sc = support_scores([[0.5], [1.0], []])
     assert sc.precision == pytest.approx(0.75)

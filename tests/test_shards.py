@@ -1,4 +1,4 @@
-"""Issue 27, shards for a batch system: ``--shard I/N`` on demo, trec-rag, ikat and arena, ``pyterrier-nuggets merge``
+"""Shards for a batch system: ``--shard I/N`` on demo, trec-rag, ikat and arena, ``pyterrier-nuggets merge``
 (the shards' files put together: byte for byte those of the unsharded run, from the merged cache with 0 LLM calls),
 ``pyterrier-nuggets cache merge``, and the cache-only client the merge re-runs with (docs/shards.md)."""
 from __future__ import annotations

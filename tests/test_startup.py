@@ -1,4 +1,4 @@
-"""Start-up stays light (issue 28): what ``import pyterrier_nuggets``, the command line's ``--help`` and the public
+"""Start-up stays light: what ``import pyterrier_nuggets``, the command line's ``--help`` and the public
 names load, checked on ``sys.modules`` in a fresh interpreter. The times themselves are measured by
 benchmarks/startup.py (docs/benchmarks.md), never asserted here."""
 import json

@@ -9,7 +9,7 @@ import pytest
 from ir_measures import Qrel, ScoredDoc
 
 from datasets_ext.files import DatasetFile
-from datasets_ext.nuggets import InvalidNuggetWarning, NuggetQrels
+from datasets_ext.nugget_parser import InvalidNuggetWarning, NuggetQrels
 from ir_measures_ext import NUGGET_MEASURES, Segments, SubNarrativeCoverage
 from ir_measures_ext.scoring import sub_narrative_coverage
 from pyterrier_nuggets import formats

@@ -158,7 +158,7 @@ def test_failure_policies_never_score_failed_as_none(answer_with_texts):
         with pytest.raises(ValueError, match="no valid support label"):
             frame_to_judgments(marked)
         with pytest.warns(UserWarning):
-            excluded = SupportJudge(llm, max_reasks=0, on_failure="exclude_answer")(answer_with_texts)
+            excluded = SupportJudge(llm, max_reasks=0, on_failure="exclude")(answer_with_texts)
         assert excluded.empty
 
 

@@ -1,4 +1,4 @@
-"""Tables and text a researcher publishes as they are (issue 28): the LaTeX table compiles as it is, the correlate
+"""Tables and text a researcher publishes as they are: the LaTeX table compiles as it is, the correlate
 table's columns line up, counts read as written ("1 topic"), iKAT tables count turns."""
 import re
 import shutil

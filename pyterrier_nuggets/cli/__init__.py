@@ -67,6 +67,7 @@ from pyterrier_nuggets.cli import (
     test_endpoint,
     trec_rag,
 )
+from pyterrier_nuggets.cli.errors import Parser
 
 # exit codes (docs/cli.md): 0 done; 1 an LLM step or the endpoint failed; 2 an input, usage or set-up error
 # (one line); 3 a bug of the package (its traceback); 130 interrupted (Ctrl-C)
@@ -94,14 +95,6 @@ def verbose_help(command: str) -> str:
             f"{command} -v; by default only this command's own progress and results")
 
 
-class Parser(argparse.ArgumentParser):
-    """The parsers of the command line: an option is given in full (``--llm`` is never read as ``--llm-cache``)."""
-
-    def __init__(self, *args, **kwargs):
-        kwargs.setdefault("allow_abbrev", False)
-        super().__init__(*args, **kwargs)
-
-
 # what the model libraries (transformers, sentence-transformers, huggingface_hub) print unless -v: set before they
 # are imported, and only where the user has not set them
 QUIET_LIBRARIES = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error"}
@@ -125,8 +118,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     args.argv = argv  # the command line as given: a shard's manifest keeps it (cli/shards.py)
+    args.parser = parser  # merge parses the shards' command lines with it
     if not args.verbose:
         for name, value in QUIET_LIBRARIES.items():
             os.environ.setdefault(name, value)

@@ -11,9 +11,18 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
+from typing import Any
 
 from pyterrier_nuggets.cli.errors import ON_INVALID, UsageError, non_negative_int, probability
-from pyterrier_nuggets.cli.options import add_llm_options, add_overwrite, llm_client, llm_mode, plan_first
+from pyterrier_nuggets.cli.options import (
+    add_llm_options,
+    add_overwrite,
+    check_failures,
+    llm_client,
+    llm_mode,
+    plan_first,
+)
 from pyterrier_nuggets.cli.paths import nonempty, output_folder
 
 OUTPUTS = {"battles": "battles.jsonl", "leaderboard": "leaderboard.csv", "pairwise": "pairwise.csv",
@@ -123,7 +132,7 @@ def _leaderboard(args, battles, systems, shared):
 
 def _write(args, outputs: dict[str, str], arena, settings: dict, judged: bool, folder) -> None:
     from pyterrier_nuggets import formats
-    from pyterrier_nuggets.formats.arena import LEADERBOARD_COLUMNS, LEADERBOARD_EXTRA, PAIRWISE_COLUMNS, write_csv
+    from pyterrier_nuggets.formats.arena_io import LEADERBOARD_COLUMNS, LEADERBOARD_EXTRA, PAIRWISE_COLUMNS, write_csv
 
     summary = {"settings": settings, "judge": arena.judge, "systems": arena.systems,
                "battles": sum(b.ok for b in arena.battles), "failed": len(arena.failed),
@@ -205,11 +214,12 @@ def _judge(args) -> int:
     frame = battle_frame(todo, answers, queries)
     if _plan_calls(args, llm, judge, frame):
         return 0
-    battles = _judge_all(args, judge, llm, frame, name, settings, kept, plan.battles)
+    run = _Judging(args, judge, name, settings, plan, kept, notes, outputs, folder)
+    battles = _judge_all(run, frame)
     if judge.describe() != name:  # the judge's name as its answers showed it (a test endpoint says so in them)
         from dataclasses import replace
         battles = [replace(b, judge=judge.describe()) if b.judge == name else b for b in battles]
-    _rate_and_write(args, outputs, battles, list(answers), plan.shared_topics, notes, settings, folder)
+    _rate_and_write(run, battles, list(answers))
     if llm is not None:
         print("\nLLM work:\n" + llm.usage().to_text())
     return shards.finish(args, "arena", topics, {b.qid: "pairwise battle" for b in battles if not b.ok}, llm)
@@ -225,14 +235,31 @@ def _pairwise_judge(args, rubrics, nuggets):
     return NuggetCoverageJudge(nuggets, seed=args.seed), None, None
 
 
-def _rate_and_write(args, outputs: dict[str, str], battles, systems: list[str], shared_topics, notes: list[str],
-                    settings, folder) -> None:
-    """The leaderboard of the judged battles, written with every output (a shard whose few battles have no
-    ratings: its battles only, the merge rates them on every topic)."""
+@dataclass
+class _Judging:
+    """One arena of ``--answers``: the command's arguments, the judge (named ``name`` in the battles), the settings
+    its battles depend on, the planned battles, those kept from an earlier run, the notes for the leaderboard, the
+    outputs and their folder."""
+
+    args: Any
+    judge: Any
+    name: str
+    settings: dict
+    plan: Any
+    kept: dict
+    notes: list[str]
+    outputs: dict[str, str]
+    folder: Any
+
+
+def _rate_and_write(run: _Judging, battles: list, systems: list[str]) -> None:
+    """The leaderboard of the judged battles of ``systems``, written with every output (a shard whose few battles
+    have no ratings: its battles only, the merge rates them on every topic)."""
     from pyterrier_nuggets import formats
     from pyterrier_nuggets.evaluation.statistics import NoRatings
+    args, outputs, folder = run.args, run.outputs, run.folder
     try:
-        arena = _leaderboard(args, battles, systems, shared_topics)
+        arena = _leaderboard(args, battles, systems, run.plan.shared_topics)
     except NoRatings as e:
         if args.shard is None:
             raise NoRatings(f"{e}. The battles are kept in {os.path.join(args.out, JOURNAL)}: the same command with "
@@ -241,8 +268,8 @@ def _rate_and_write(args, outputs: dict[str, str], battles, systems: list[str], 
         folder.keep.discard(JOURNAL)
         folder.write_all({outputs["battles"]: lambda p: formats.write_battles(p, battles)})
         return
-    arena.notes += notes
-    _write(args, outputs, arena, settings, True, folder)
+    arena.notes += run.notes
+    _write(args, outputs, arena, run.settings, True, folder)
 
 
 def _check_judge_arguments(args):
@@ -293,27 +320,24 @@ def _plan_calls(args, llm, judge, frame) -> bool:
                       "choose a sparser --design (topics:N, appearances:K)")
 
 
-def _judge_all(args, judge, llm, frame, name: str, settings: str, kept: dict, planned: list) -> list:
-    """Every planned battle: those kept from an earlier run and the new ones, each written to the journal the moment
-    it is judged; too many failed ones stop the command, and so does one with --on-failure stop."""
+def _judge_all(run: _Judging, frame) -> list:
+    """Every planned battle: those kept from an earlier run and the new ones (``frame``), each written to the journal
+    the moment it is judged; too many failed ones stop the command, and so does one with --on-failure stop."""
     from pyterrier_nuggets.evaluation.arena import judge_battles
-    from pyterrier_nuggets.judges.base import Failure, LLMStepError, TooManyFailures
+    from pyterrier_nuggets.judges.failures import Failure
+    args = run.args
     journal = os.path.join(args.out, JOURNAL)
-    _start_journal(journal, settings, list(kept.values()))
+    _start_journal(journal, run.settings, list(run.kept.values()))
     with open(journal, "a", encoding="utf-8") as f:
-        new = judge_battles(judge, frame, name, on_battle=lambda b: _append(f, b))
-    judged = {**kept, **{b.key: b for b in new}}
-    battles = [judged[(q, *sorted((a, b)))] for q, a, b in planned]
+        new = judge_battles(run.judge, frame, run.name, on_battle=lambda b: _append(f, b))
+    judged = {**run.kept, **{b.key: b for b in new}}
+    battles = [judged[(q, *sorted((a, b)))] for q, a, b in run.plan.battles]
     failed = [b for b in battles if not b.ok]
     if failed:
         print(f"{len(failed)} of {len(battles)} battles failed (kept in {JOURNAL}, status failed; never counted); run "
               "the same command again to complete them", flush=True)
-    if len(failed) / len(battles) > args.max_failed_share:
-        raise TooManyFailures("pairwise", len(failed), len(battles), args.max_failed_share, "--max-failed-share")
-    if failed and args.on_failure == "stop":
-        raise LLMStepError("pairwise battle", [Failure("pairwise", b.qid, f"battle {b.pair[0]} vs {b.pair[1]}",
-                                                       b.error or "failed", list(b.raw)) for b in failed],
-                           "'exclude' (failed battles are never counted)")
+    check_failures(args, [Failure("pairwise", b.qid, f"battle {b.pair[0]} vs {b.pair[1]}", b.error or "failed",
+                                  list(b.raw)) for b in failed], len(battles), "pairwise battle")
     return battles
 
 
@@ -376,7 +400,7 @@ def _resume(args, settings: dict, planned: set) -> list:
 
 def _read_journal(path: str) -> list:
     """The battles of a journal (after its settings line); a line cut by an interruption ends it."""
-    from pyterrier_nuggets.formats.arena import battle_from_json
+    from pyterrier_nuggets.formats.arena_io import battle_from_json
     out = []
     with open(path, encoding="utf-8") as f:
         lines = f.read().split("\n")[1:]

@@ -6,7 +6,7 @@ import json
 import sys
 
 from pyterrier_nuggets.cli.errors import UsageError, probability
-from pyterrier_nuggets.cli.options import add_llm_options, llm_client, llm_mode, plan_first
+from pyterrier_nuggets.cli.options import add_llm_options, check_failures, llm_client, llm_mode, plan_first
 
 REGISTERED = "registered"
 
@@ -69,12 +69,9 @@ def _without_failed(args, pairs: list, scores: list) -> tuple[list, list]:
     failed = [p for p, s in zip(pairs, scores) if s != s]
     if not failed:
         return pairs, scores
-    from pyterrier_nuggets.judges.base import Failure, LLMStepError, TooManyFailures
-    if len(failed) / len(pairs) > args.max_failed_share:
-        raise TooManyFailures("match", len(failed), len(pairs), args.max_failed_share, "--max-failed-share")
-    if args.on_failure == "stop":
-        raise LLMStepError("CONE-RAG matching", [Failure("match", str(p.group), str(p.id), "no decision")
-                                                 for p in failed], "'mark'")
+    from pyterrier_nuggets.judges.failures import Failure
+    check_failures(args, [Failure("match", str(p.group), str(p.id), "no decision") for p in failed], len(pairs),
+                   "CONE-RAG matching")
     print(f"note: {len(failed)} labelled pair(s) left out (--on-failure leave-out): their LLM decision failed (ids "
           f"{', '.join(str(p.id) for p in failed[:8])}{' ...' if len(failed) > 8 else ''})", file=sys.stderr)
     kept = [(p, s) for p, s in zip(pairs, scores) if s == s]

@@ -61,7 +61,7 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     from pyterrier_nuggets.evaluation.correlation import correlate
     from pyterrier_nuggets.formats import InputError
-    from pyterrier_nuggets.formats.arena import is_battle_file
+    from pyterrier_nuggets.formats.arena_io import is_battle_file
     runs_a, runs_b = _runs(args.runs_a), _runs(args.runs_b)
     inputs = [args.a, args.b] + list(runs_a.values()) + list(runs_b.values())
     check_inputs(*inputs)

@@ -141,8 +141,8 @@ def run_ikat_demo(args) -> int:
     the iKAT joint table (``pyterrier-nuggets ikat``, docs/ikat.md) against the gold nuggets (``--nuggets``: a
     registered set human / human-dedup / llm / llm-dedup, or a CONE-RAG gold nugget file; default human), with
     the embedding matcher offline, or the LLM matcher on an endpoint."""
-    from pyterrier_nuggets.cli import Parser, ikat
-    from pyterrier_nuggets.cli.errors import UsageError
+    from pyterrier_nuggets.cli import ikat
+    from pyterrier_nuggets.cli.errors import Parser, UsageError
     from pyterrier_nuggets.cli.options import LLM_GROUP
     from pyterrier_nuggets.formats import read_ikat_run
     from pyterrier_nuggets.pipeline.systems import parse_named_path
@@ -195,8 +195,11 @@ def run_demo(args) -> int:
         raise InvalidInput(f"--generate is for --dataset {IKAT_DATASET}; a TREC RAG system's generator is chosen "
                          "in --system NAME=RETRIEVER:K:GENERATOR")
     from pyterrier_nuggets.cli import shards
-    from pyterrier_nuggets.pipeline import build_systems, run_main_job
-    from pyterrier_nuggets.pipeline.main_job import llm_needed, offline_nuggets
+    from pyterrier_nuggets.cli.options import step_policy
+    from pyterrier_nuggets.pipeline import MainJobOptions, build_systems, run_main_job
+    from pyterrier_nuggets.pipeline.judges import JUDGES
+    from pyterrier_nuggets.pipeline.main_job import llm_needed
+    from pyterrier_nuggets.pipeline.nuggets import nugget_source
     if args.dataset and args.collection:
         raise InvalidInput("give --dataset or --collection, not both")
     mode = llm_mode(args, offline=True)
@@ -210,15 +213,15 @@ def run_demo(args) -> int:
         collection = shard_collection(collection, args.shard)
         if collection.topics.empty:
             return shards.finish(args, "demo", topics)
-    if mode == "offline":  # the embedded model writes the answers of the `:llm` systems, nothing else
-        offline_nuggets(collection, args.nuggets, systems)  # refused before any model is loaded
-    llm = _client(args, mode) if llm_needed(systems, LLM_MODES[mode], args.nuggets) else None
+    judges = JUDGES[LLM_MODES[mode]](on_failure=step_policy(args))
+    # offline, the collection's own nuggets: refused without them, before any model is loaded
+    source = nugget_source(args.nuggets, judges, systems, collection, args.max_nuggets)
+    llm = _client(args, mode) if llm_needed(judges, source, systems) else None
 
-    def job(out_dir, log, plots=not args.no_plots):
-        return run_main_job(collection, systems, out_dir, llm=llm, judges=LLM_MODES[mode], nuggets_path=args.nuggets,
-                            index_dir=args.index_dir, strict=args.on_failure == "stop", plots=plots,
-                            max_nuggets=args.max_nuggets, log=log, on_invalid=args.on_invalid,
-                            max_failed_share=args.max_failed_share)
+    def job(out_dir, log, plots=not args.no_plots):  # each run (a dry run's, the real one) with judges of its own
+        return run_main_job(collection, systems, out_dir, judges=JUDGES[judges.name](llm, judges.on_failure),
+                            nuggets=source, options=MainJobOptions(args.index_dir, plots, log, args.on_invalid,
+                                                                   args.max_failed_share))
 
     if plan_first(args, llm, lambda: in_temporary_folder(lambda out_dir, log: job(out_dir, log, plots=False)),
                   "the main job"):

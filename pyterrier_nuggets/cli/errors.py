@@ -1,5 +1,5 @@
-"""What the command line reports as a one-line error with exit code 2 (usage and input errors), and the
-argparse types that refuse bad option values where they are parsed."""
+"""What the command line reports as a one-line error with exit code 2 (usage and input errors), the argparse types
+that refuse bad option values where they are parsed, and the parser class that refuses abbreviated options."""
 from __future__ import annotations
 
 import argparse
@@ -9,6 +9,14 @@ from ir_measures_ext.errors import InvalidInput
 
 class UsageError(InvalidInput):
     """Options that do not fit together, or an option value that cannot be used."""
+
+
+class Parser(argparse.ArgumentParser):
+    """The parsers of the command line: an option is given in full (``--llm`` is never read as ``--llm-cache``)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
 
 def whole_number(minimum: int):

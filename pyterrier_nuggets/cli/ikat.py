@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+from typing import Any
 
 from pyterrier_nuggets.cli.errors import DeprecatedAlias, UsageError, positive_int, probability
-from pyterrier_nuggets.cli.options import add_llm_options, add_overwrite, llm_client, llm_mode, plan_first
+from pyterrier_nuggets.cli.options import add_llm_options, add_overwrite, llm_client, llm_mode, plan_first, step_policy
 from pyterrier_nuggets.cli.paths import output_folder
 
 GOLD_SETS = ("human", "human-dedup", "llm", "llm-dedup")
@@ -101,7 +103,7 @@ def _matchers(args, llm) -> tuple:
     if args.matcher.startswith("nli:"):
         return matchers.NLIMatcher(args.matcher[4:]), None
     if args.matcher == "llm":
-        return matchers.LLMMatcher(llm, on_failure="raise" if args.on_failure == "stop" else "mark"), None
+        return matchers.LLMMatcher(llm, on_failure=step_policy(args)), None
     raise UsageError(f"--matcher {args.matcher!r}: give embedding, embedding:T, nli:PATH or llm")
 
 
@@ -120,7 +122,7 @@ def _read_topics(path: str | None, dataset: str) -> list:
     import ir_datasets
 
     import datasets_ext  # noqa: F401  (registers trec-ikat/*)
-    from datasets_ext.ikat import parse_ikat_topics
+    from datasets_ext.ikat_parser import parse_ikat_topics
     from pyterrier_nuggets.formats import load_json
     if path is None:
         return list(ir_datasets.load(dataset).queries_iter())
@@ -230,9 +232,10 @@ def _joint(args, paths: dict[str, str]) -> int:
         systems, gold = _shard_turns(systems, gold, own, set(turns))
     llm = _llm(args)
     matcher, ntn = _matchers(args, llm)  # ntn None: the NtR matcher does both
-    if plan_first(args, llm, lambda: _llm_steps(args, llm, matcher, systems, gold, topics, paths), "this iKAT table"):
+    work = _Turns(systems, gold, topics, paths)
+    if plan_first(args, llm, lambda: _llm_steps(args, llm, matcher, work), "this iKAT table"):
         return 0
-    systems, gold, extra, left_out = _llm_steps(args, llm, matcher, systems, gold, topics, paths)
+    systems, gold, extra, left_out = _llm_steps(args, llm, matcher, work)
     qrels = None
     if args.run:
         qrels = args.qrels or list(ir_datasets.load("trec-ikat/2024").qrels_iter())
@@ -319,12 +322,24 @@ def _systems(args) -> list:
     return systems
 
 
-def _llm_steps(args, llm, matcher, systems: list, gold, topics: list, paths: dict[str, str]):
+@dataclass
+class _Turns:
+    """What the LLM steps of an iKAT table work on: the systems, the gold nuggets, the iKAT topics, and the paths
+    checked so far (the generated run files must differ from them)."""
+
+    systems: list
+    gold: Any
+    topics: list
+    paths: dict[str, str]
+
+
+def _llm_steps(args, llm, matcher, work: _Turns):
     """The LLM work before the table: generated systems (--generate), extracted nuggets (--extract), and with the
     LLM matcher its decisions (asked here, then answered from the cache in the table). Under --on-failure
     leave-out the turns where any of it failed are left out for every system (returned: turn -> step); stop
     raises; more failed than --max-failed-share stops. Returns (systems, gold, extra outputs, turns left out)."""
-    from pyterrier_nuggets.pipeline.main_job import check_failed_share
+    from pyterrier_nuggets.judges.failures import check_failed_share
+    systems, gold, topics, paths = work.systems, work.gold, work.topics, work.paths
     failed: dict[str, str] = {}
     extra = {}
     if args.generate:
@@ -359,7 +374,7 @@ def _match_first(matcher, systems: list, gold, failed: dict[str, str]) -> None:
                       pd.concat([s.nuggets.assign(run_id=s.name)[["qid", "nuggets", "run_id"]] for s in systems])))
     for step, frame in steps:
         step(frame[frame["qid"].astype(str).isin(gold_turns)].reset_index(drop=True))
-        failed.update({f.qid: step.step_name for f in step.failures})
+        failed.update(step.failed_topics())
 
 
 def _generated_systems(args, llm, systems: list, topics: list, paths: dict[str, str],
@@ -399,9 +414,9 @@ def _generate(args, llm, systems: list, topics: list, failed: dict[str, str]) ->
             raise UsageError(f"run {system.name}: turns {unknown[:5]} are not in the topics; give the topics of the "
                              "run (--topics)")
         generator = CitedGenerator(llm, k=args.k, docstore=docstore, run_id=name, conversation=args.generate,
-                                   topics=topics, on_failure="raise" if args.on_failure == "stop" else "exclude")
+                                   topics=topics, on_failure=step_policy(args))
         answers = generator(ranking)
-        failed.update({f.qid: generator.step_name for f in generator.failures})
+        failed.update(generator.failed_topics())
         out.append(ikat.IkatSystem(name, answers, ranking))
     return out
 
@@ -415,7 +430,7 @@ def _extract(args, llm, systems: list, topics: list, failed: dict[str, str]) -> 
 
     from pyterrier_nuggets.judges import NuggetExtractor
     resolved = {q.query_id: q.resolved_utterance for q in topics}
-    extractor = NuggetExtractor(llm, on_failure="raise" if args.on_failure == "stop" else "exclude_answer")
+    extractor = NuggetExtractor(llm, on_failure=step_policy(args))
     out = []
     for system in systems:
         unknown = sorted(set(system.responses["qid"]) - set(resolved))
@@ -424,5 +439,5 @@ def _extract(args, llm, systems: list, topics: list, failed: dict[str, str]) -> 
                              "the run (--topics)")
         frame = system.responses[["qid", "qanswer"]].assign(query=system.responses["qid"].map(resolved))
         out.append(replace(system, nuggets=extractor(frame)[["qid", "nuggets"]]))
-        failed.update({f.qid: extractor.step_name for f in extractor.failures})
+        failed.update(extractor.failed_topics())
     return out

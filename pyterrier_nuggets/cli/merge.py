@@ -32,7 +32,7 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     from pyterrier_nuggets.cli import shards
     manifests = [shards.read_manifest(d) for d in args.shards]
-    shards.check_shards(manifests)
+    shards.check_shards(manifests, args.parser)
     first = manifests[0]
     out = os.path.abspath(args.out)
     for m in manifests:
@@ -55,7 +55,7 @@ def run(args) -> int:
     if uses_llm:
         from pyterrier_nuggets.cli.cache import merge_report
         print(merge_report(target, [c for _, c in caches]), flush=True)
-    code = _rerun(first, out, target, uses_llm, getattr(args, "verbose", 0), args.overwrite)
+    code = _rerun(args, first, out, target, uses_llm)
     if code == 0:
         print(f"merged: {out} holds the files of the run on all {len(first.topics)} topics"
               + (f", made from the shards' answers in {target} (0 LLM calls)" if uses_llm else
@@ -82,19 +82,19 @@ def _caches(manifests) -> list:
     return out
 
 
-def _rerun(first, out: str, cache: str, cache_only: bool, verbose: int, overwrite: bool) -> int:
-    """The shards' command line on every topic into ``out``, from ``cache`` only (``cache_only``), run in the shards'
-    folder (where their relative paths point)."""
-    from pyterrier_nuggets.cli import build_parser
+def _rerun(merge, first, out: str, cache: str, cache_only: bool) -> int:
+    """The shards' command line (of the manifest ``first``) on every topic into ``out``, from ``cache`` only
+    (``cache_only``), run in the shards' folder (where their relative paths point); ``merge``: the merge command's
+    arguments (its parser, ``-v``, ``--overwrite``)."""
     from pyterrier_nuggets.llm import CacheMiss
     try:
-        args = build_parser().parse_args(first.argv)
+        args = merge.parser.parse_args(first.argv)
     except SystemExit:
         raise UsageError(f"{first.path}: its command line no longer parses ({first.command_line()}); run the shards "
                          "again with this version") from None
     args.out, args.shard, args.llm_cache, args.cache_only = out, None, cache, cache_only
-    args.verbose, args.overwrite = verbose, overwrite
-    args.argv = first.argv
+    args.verbose, args.overwrite = getattr(merge, "verbose", 0), merge.overwrite
+    args.argv, args.parser = first.argv, merge.parser
     if not os.path.isdir(first.cwd):
         raise UsageError(f"{first.path}: the shards ran in {first.cwd}, which is not here; merge where the shards' "
                          "inputs are (their relative paths are read from that folder)")

@@ -27,8 +27,10 @@ from pyterrier_nuggets.cli.errors import (
 LLM_COMMANDS = ("demo", "trec-rag", "arena", "ikat", "calibrate")
 #: ``--llm``: who answers the LLM steps
 LLM_MODES = ("endpoint", "embedded", "offline")
-#: ``--on-failure``: what a failed LLM item does to the run
-ON_FAILURE = ("leave-out", "stop")
+#: ``--on-failure``: what a failed LLM item does to the run, as the ``on_failure`` policy of the command's steps (the one
+#: vocabulary of judges/failures.py): ``leave-out`` is ``"exclude"`` (and the command leaves the topics the failures
+#: touch out for every system), ``stop`` is ``"raise"``
+ON_FAILURE = {"leave-out": "exclude", "stop": "raise"}
 LLM_GROUP = "LLM (the same options on every command that calls an LLM; docs/llm.md)"
 DRY_RUN_KEY = "dry-run: no key needed"  # the key of a dry run's client: never sent (a dry run makes no call)
 DRY_RUN_MODEL = "(no model given)"  # the model a dry run without --model plans for (tokens counted as GPT-4o's)
@@ -107,6 +109,25 @@ def add_overwrite(parser) -> None:
     parser.add_argument("--overwrite", action="store_true", help="replace the outputs of an earlier run in the output "
                         "folder as a whole (without it a folder holding them is refused; a response cache in it is "
                         "kept)")
+
+
+def step_policy(args) -> str:
+    """The ``on_failure`` policy of a command's steps for its ``--on-failure`` (:data:`ON_FAILURE`)."""
+    return ON_FAILURE[args.on_failure]
+
+
+def check_failures(args, failures: list, items: int, step_name: str) -> None:
+    """The ``--on-failure`` rule for failed work a command collected itself (``failures`` of ``items``, all of one
+    stage): more than ``--max-failed-share`` of them stops the command (:class:`~pyterrier_nuggets.judges.failures.
+    TooManyFailures`), and so does any under ``--on-failure stop`` (:class:`~pyterrier_nuggets.judges.failures.
+    LLMStepError`, naming ``step_name``); under ``leave-out`` the command leaves them out."""
+    from pyterrier_nuggets.judges.failures import LLMStepError, TooManyFailures
+    if not failures:
+        return
+    if len(failures) / items > args.max_failed_share:
+        raise TooManyFailures(failures[0].stage, len(failures), items, args.max_failed_share, "--max-failed-share")
+    if step_policy(args) == "raise":
+        raise LLMStepError(step_name, failures, "'exclude'")
 
 
 class StrictAlias(DeprecatedAlias):

@@ -1,4 +1,4 @@
-"""Shards for a batch system (issue 27; docs/shards.md): ``--shard I/N`` on the commands that do LLM work (``demo``,
+"""Shards for a batch system (docs/shards.md): ``--shard I/N`` on the commands that do LLM work (``demo``,
 ``trec-rag``, ``ikat``, ``arena``) runs only the topics of shard I of N, and ``pyterrier-nuggets merge`` puts the
 shards together into the files one unsharded run writes.
 
@@ -33,7 +33,7 @@ RULE = "int(sha256(qid).hexdigest(), 16) % n + 1"
 # what is not an option of the run itself: the shard, where it writes and keeps its caches and indexes (a shard may
 # keep them on its node's disk), the global -v, and what merge sets
 NOT_OPTIONS = ("shard", "out", "llm_cache", "index_dir", "cache_only", "verbose", "func", "command", "argv",
-               "overwrite")
+               "overwrite", "parser")
 
 
 def shard_of(qid: str, n: int) -> int:
@@ -271,13 +271,13 @@ def finish(args, command: str, topics, failed: dict[str, str] | None = None, llm
 
 # ----------------------------------------------------------------------------------------------- the checks
 
-def check_command_line(m: Manifest) -> None:
-    """The manifest's command line (which merge runs again) gives the command, shard and options it records: a
-    command line edited by hand (e.g. a run dropped from it) is refused, naming the manifest and what differs."""
-    from pyterrier_nuggets.cli import build_parser
+def check_command_line(m: Manifest, parser: argparse.ArgumentParser) -> None:
+    """The manifest's command line (which merge runs again, parsed by the command line's ``parser``) gives the
+    command, shard and options it records: a command line edited by hand (e.g. a run dropped from it) is refused,
+    naming the manifest and what differs."""
     from pyterrier_nuggets.formats import InputError
     try:
-        args = build_parser().parse_args(m.argv)
+        args = parser.parse_args(m.argv)
     except SystemExit:
         raise UsageError(f"{m.path}: its command line no longer parses ({m.command_line()}); run the shards again "
                          "with this version") from None
@@ -293,9 +293,9 @@ def check_command_line(m: Manifest) -> None:
                          "the manifest was edited; run the shard again")
 
 
-def check_shards(manifests: list[Manifest]) -> None:
-    """The shards are the ``n`` shards of one run, each once, covering every topic once, none with failures;
-    else a :class:`UsageError` saying which and what to do."""
+def check_shards(manifests: list[Manifest], parser: argparse.ArgumentParser) -> None:
+    """The shards are the ``n`` shards of one run (their command lines parsed by the command line's ``parser``), each
+    once, covering every topic once, none with failures; else a :class:`UsageError` saying which and what to do."""
     if not manifests:
         raise UsageError("give the --out folders of the shards to merge")
     first = manifests[0]
@@ -323,7 +323,7 @@ def check_shards(manifests: list[Manifest]) -> None:
                              "changed between the shards; run them again on the same inputs")
     by_number: dict[int, Manifest] = {}
     for m in manifests:
-        check_command_line(m)
+        check_command_line(m, parser)
         if m.shard.i in by_number:
             raise UsageError(f"shard {m.shard} is given twice: {by_number[m.shard.i].folder} and {m.folder}")
         by_number[m.shard.i] = m

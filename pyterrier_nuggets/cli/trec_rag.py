@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyterrier_nuggets.cli.errors import ON_INVALID, UsageError, positive_int
-from pyterrier_nuggets.cli.options import add_llm_options, add_overwrite, llm_client, llm_mode, plan_first
+from pyterrier_nuggets.cli.options import add_llm_options, add_overwrite, llm_client, llm_mode, plan_first, step_policy
 from pyterrier_nuggets.cli.paths import nonempty, output_folder
 
 SUPPORT_TOOLKIT_NAMES = {  # our measure -> the 2026 toolkit's support metric name (castorini/RAGDoll), its order
@@ -288,8 +288,8 @@ def _judge(args, job: _Job, frame) -> None:
     every judgment ran; more failed than ``--max-failed-share`` stops the command."""
     from pyterrier_nuggets import formats
     from pyterrier_nuggets.judges import NuggetAssigner, RubricJudge, SupportJudge
-    from pyterrier_nuggets.pipeline.main_job import check_failed_share
-    policy = "raise" if args.on_failure == "stop" else "exclude_answer"
+    from pyterrier_nuggets.judges.failures import check_failed_share
+    policy = step_policy(args)
     judges = []
 
     def spread(judge):  # --workers: the topics over processes (a dry run or the Batch API plans in this one)
@@ -309,7 +309,7 @@ def _judge(args, job: _Job, frame) -> None:
         job.verdicts = formats.frame_to_verdicts(spread(judges[-1])(graded))
     if job.llm is not None and job.llm.mode != "plan":
         check_failed_share(job.llm, args.max_failed_share)
-    job.left_out = {f.qid: judge.step_name for judge in judges for f in judge.failures}
+    job.left_out = {qid: step for judge in judges for qid, step in judge.failed_topics().items()}
 
 
 def _leave_out(job: _Job) -> None:

@@ -33,7 +33,7 @@ from ir_measures_ext.scoring import ARENA_CENTRE, ARENA_SCALE, arena_ratings, ba
 from pyterrier_nuggets.evaluation import statistics
 from pyterrier_nuggets.evaluation.correlation import Correlation, LevelCorrelation, Swap, common_names, score_grid
 from pyterrier_nuggets.formats import counted, shown_label
-from pyterrier_nuggets.formats.arena import LEADERBOARD_COLUMNS, LEADERBOARD_EXTRA, PAIRWISE_COLUMNS
+from pyterrier_nuggets.formats.arena_io import LEADERBOARD_COLUMNS, LEADERBOARD_EXTRA, PAIRWISE_COLUMNS
 from pyterrier_nuggets.records import Battle
 
 DESIGNS = ("all", "topics", "appearances")

@@ -36,7 +36,7 @@ from pyterrier_nuggets.evaluation.agreement import (
 from pyterrier_nuggets.evaluation.labels import MATCH
 from pyterrier_nuggets.evaluation.statistics import bootstrap_ci
 from pyterrier_nuggets.formats import LabelledPair, NuggetSet, as_nugget_set
-from pyterrier_nuggets.judges.base import Failure, LLMStepError
+from pyterrier_nuggets.judges.failures import Failure, LLMStepError
 from pyterrier_nuggets.matchers import Matcher
 
 SPLITS = ("alternate", "none")

@@ -12,7 +12,7 @@ output is an evaluation run for ``Recall_NtR``, ``Recall_NtN`` and ``Precision_N
 Every output row carries the ``matcher`` that made it (``Matcher.describe()``): a table made with the
 embedding baseline says so. Without a matcher each step takes the embedding baseline at the threshold calibrated
 for its task (``EmbeddingMatcher.for_task``: NtR, NtN, de-duplication). A failed decision (LLM matcher) is never
-read as "no": ``on_failure`` ``"raise"`` (default), ``"exclude_answer"`` (the response gives no rows; reported)
+read as "no": ``on_failure`` ``"raise"`` (default), ``"exclude"`` (the response gives no rows; reported)
 or ``"mark"`` (rows of the response kept with ``matched`` ``"failed"`` and score NaN, for inspection; not scorable).
 """
 from __future__ import annotations
@@ -28,23 +28,31 @@ import pyterrier as pt
 from ir_measures_ext import ids
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.formats import NuggetSet, as_nugget_set
-from pyterrier_nuggets.judges.base import FAILED, Failure, FailurePolicy, LLMStepError
+from pyterrier_nuggets.judges.failures import (
+    EXCLUDE,
+    FAILED,
+    MARK,
+    Failure,
+    FailurePolicy,
+    LLMStepError,
+    Unit,
+    run_prefix,
+)
+from pyterrier_nuggets.judges.parallel import TopicParallel
 from pyterrier_nuggets.matchers import Match, Matcher, as_matcher
 from pyterrier_nuggets.records import Nugget
 
 MATCH_COLUMNS = ["qid", "docno", "score", "matched", "nugget", "match_score", "matcher"]
-POLICIES = {"raise": "stop with an error once all other decisions are made",
-            "exclude_answer": "responses with a failed decision give no rows, and are reported",
-            "mark": "rows of such responses kept with matched 'failed', score NaN"}
 
 
-class _MatchingStep(FailurePolicy, pt.Transformer):
+class _MatchingStep(FailurePolicy, TopicParallel):
     """What the two matching transformers share: gold nuggets by turn, the matcher, the failure policy."""
 
     step = "match"
     step_name = "CONE-RAG matching"
     failure_unit = "decision"
-    failure_policies = POLICIES
+    failure_policies = {EXCLUDE: "responses with a failed decision give no rows, and are reported",
+                        MARK: "rows of such responses kept with matched 'failed', score NaN"}
     task = "ntr"  # which calibrated threshold the default matcher takes
 
     def __init__(self, gold_nuggets: Any, matcher: Any = None, *, on_failure: str = "raise"):
@@ -68,21 +76,17 @@ class _MatchingStep(FailurePolicy, pt.Transformer):
         plans = [plan(r) for r in records]
         decisions = self.matcher.match([p for pairs, _ in plans for p in pairs])
         label = self.matcher.describe()
-        rows, failures, start = [], [], 0
+        units, start = [], 0
         for r, (pairs, build) in zip(records, plans):
             mine = decisions[start:start + len(pairs)]
             start += len(pairs)
-            failed = [d for d in mine if not d.ok]
-            if failed:
-                run = f"run {r['run_id']}, " if "run_id" in r else ""
-                failures.append(Failure(self.step, str(r["qid"]), f"{run}{len(failed)} of {len(pairs)} decisions",
-                                        failed[0].error or "", list(failed[0].raw)))
-                if self.on_failure == "exclude_answer":
-                    continue
-            for row in build(mine):
-                if failed:
-                    row.update(score=math.nan, matched=FAILED)
-                rows.append({**row, "qid": str(r["qid"]), "matcher": label, **{c: r[c] for c in passthrough}})
+            failed = [d for d in mine if not d.ok]  # one failure per response, named by its count, the first error
+            marked = {"score": math.nan, "matched": FAILED} if failed else {}
+            units.append(Unit(str(r["qid"]), [(f"{run_prefix(r)}{len(failed)} of {len(pairs)} decisions", failed[0])]
+                              if failed else [],
+                              [{**row, **marked, "qid": str(r["qid"]), "matcher": label,
+                                **{c: r[c] for c in passthrough}} for row in build(mine)]))
+        rows, failures = self.settle(units)
         self.finish(failures)
         return pd.DataFrame(rows, columns=columns)
 
@@ -99,7 +103,7 @@ class NuggetToResponse(_MatchingStep):
     :param matcher: a :class:`~pyterrier_nuggets.matchers.Matcher`, an ``LLMClient`` (as an ``LLMMatcher``: the
         paper's NtR) or ``None`` (the embedding baseline at its NtR threshold).
     :param on_failure: what a failed decision does: ``"raise"`` (default; once all other decisions are made),
-        ``"exclude_answer"`` (the response gives no rows, and is reported) or ``"mark"`` (its rows are kept with
+        ``"exclude"`` (the response gives no rows, and is reported) or ``"mark"`` (its rows are kept with
         matched ``failed``, score NaN).
 
     Examples::
@@ -138,7 +142,7 @@ class NuggetToNugget(_MatchingStep):
     :param gold_nuggets: the gold nuggets, in any form ``formats.as_nugget_set`` takes.
     :param matcher: a :class:`~pyterrier_nuggets.matchers.Matcher`, an ``LLMClient`` (as an ``LLMMatcher``) or
         ``None`` (the embedding baseline at its NtN threshold).
-    :param on_failure: ``"raise"`` (default), ``"exclude_answer"`` or ``"mark"``, as :class:`NuggetToResponse`.
+    :param on_failure: ``"raise"`` (default), ``"exclude"`` or ``"mark"``, as :class:`NuggetToResponse`.
 
     Examples::
 

@@ -131,7 +131,7 @@ def output_paths(out_dir: str, prefix: str = "ikat") -> dict[str, str]:
 
 
 def turn_facts(topics: Sequence[Any]) -> pd.DataFrame:
-    """``qid, depth, personal`` per turn from iKAT queries (``datasets_ext.ikat.IkatQuery``)."""
+    """``qid, depth, personal`` per turn from iKAT queries (``datasets_ext.ikat_parser.IkatQuery``)."""
     return pd.DataFrame([{"qid": q.query_id, "depth": int(q.turn_id), "personal": bool(q.ptkb_provenance)}
                          for q in topics], columns=["qid", "depth", "personal"])
 

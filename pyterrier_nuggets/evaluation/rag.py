@@ -33,6 +33,7 @@ from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.evaluation.measures import ANSWER_MEASURES
 from pyterrier_nuggets.formats import frame_to_answers, frame_to_judgments, nugget_qrels, support_rows, words_rows
 from pyterrier_nuggets.judges import LLMJudge, NuggetAssigner, SupportJudge, run_together
+from pyterrier_nuggets.judges.parallel import TopicParallel
 from pyterrier_nuggets.llm import LLMClient
 
 __all__ = ["RAG_MEASURES", "RAGEvaluation", "Segments", "rag_qrels", "evaluate_answers", "AnswerEvaluation"]
@@ -103,7 +104,7 @@ def evaluate_answers(answers: pd.DataFrame, assigner: pt.Transformer | None = No
     return AnswerEvaluation(pd.DataFrame(rows, columns=EVAL_COLUMNS), assigned, judged)
 
 
-class RAGEvaluation(pt.Transformer):
+class RAGEvaluation(TopicParallel):
     """Retrieved segments -> the same segment rows plus the evaluation-run rows of the generated answer.
 
     The judges' failure policies apply unchanged: by default any failed LLM step raises, so no score is computed
@@ -112,7 +113,7 @@ class RAGEvaluation(pt.Transformer):
     Input: a retrieval frame (``qid, query, docno``, optionally ``score, rank, text``). Output columns: the
     input's, plus ``eval_row`` (``segment``, ``nugget``, ``support``, ``uncited``, ``words``) and ``qanswer``.
     Evaluation rows come after the topic's segments, ranked after them and scored below them
-    (``ids.BELOW_SEGMENTS + value``, decisions.md, decision 1 as amended by issue 10). Score with :func:`rag_qrels`
+    (``ids.BELOW_SEGMENTS + value``, decisions.md, decision 8). Score with :func:`rag_qrels`
     and ``[Segments(nDCG@10), *RAG_MEASURES]``.
 
     :param generator: makes the answers: a :class:`~pyterrier_nuggets.judges.CitedGenerator` or any transformer
@@ -150,16 +151,6 @@ class RAGEvaluation(pt.Transformer):
         """Short (the system name in pt.Experiment without ``names=``): the generator and what is judged."""
         judged = "nuggets+support" if self.assigner is not None else "support"
         return f"RAGEvaluation({self.generator!r}, {judged})"
-
-    def parallel(self, N: int, backend: str = "joblib") -> pt.Transformer:
-        """Generation and evaluation on ``N`` workers, a group of topics each
-        (:class:`~pyterrier_nuggets.judges.parallel.ParallelByTopic`: the serial run's rows, one failure report).
-
-        :param N: workers at once.
-        :param backend: ``"joblib"`` or ``"ray"`` (after ``ray.init()``).
-        """
-        from pyterrier_nuggets.judges.parallel import ParallelByTopic
-        return ParallelByTopic(self, N, backend)
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.columns(inp, includes=["qid", "query", "docno"], context=self)

@@ -69,7 +69,7 @@ def _load_run(run):
 
 def _load_qrels(qrels):
     if isinstance(qrels, str) and not os.path.exists(qrels) and "/" in qrels and not qrels.startswith((".", "/")):
-        from datasets_ext.registry import load  # an ir_datasets id, e.g. msmarco-segment-v2.1/trec-rag-2024/nuggets
+        from datasets_ext import load  # an ir_datasets id, e.g. msmarco-segment-v2.1/trec-rag-2024/nuggets
         return list(load(qrels).qrels_iter())
     if isinstance(qrels, str):
         return [ir_measures.Qrel(*row) for row in read_qrels_rows(qrels)]

@@ -1,18 +1,18 @@
 """Readers and writers of every file format the package reads or writes, and their DataFrame forms: one
 module per format family, every name also available here (``formats.read_nuggets``, ...).
 
-- :mod:`.nuggets`: nugget files (nuggetizer "create" JSONL, TREC RAG 2025 nuggets) and nugget qrels.
-- :mod:`.assignments`: assignment files (nuggetizer "assign" JSONL).
-- :mod:`.answers`: TREC RAG 2024 / 2025 / 2026 answer files and a track's answer rules.
-- :mod:`.support`: support judgment JSONL, and the TREC RAG 2026 toolkit's support assignments.
-- :mod:`.arena`: battle files (ours, the TREC RAG 2026 toolkit's judgments, human verdicts), leaderboards,
+- :mod:`.nugget_io`: nugget files (nuggetizer "create" JSONL, TREC RAG 2025 nuggets) and nugget qrels.
+- :mod:`.assignment_io`: assignment files (nuggetizer "assign" JSONL).
+- :mod:`.answer_io`: TREC RAG 2024 / 2025 / 2026 answer files and a track's answer rules.
+- :mod:`.support_io`: support judgment JSONL, and the TREC RAG 2026 toolkit's support assignments.
+- :mod:`.arena_io`: battle files (ours, the TREC RAG 2026 toolkit's judgments, human verdicts), leaderboards,
   pairwise win counts.
-- :mod:`.rubrics`: rubric files (ResearchRubrics, the TREC RAG 2026 toolkit's rubrics), rubric qrels, verdicts.
-- :mod:`.cone`: CONE-RAG resource files (gold nuggets, responses, response nuggets, crowd labels), extracted-nugget
+- :mod:`.rubric_io`: rubric files (ResearchRubrics, the TREC RAG 2026 toolkit's rubrics), rubric qrels, verdicts.
+- :mod:`.cone_io`: CONE-RAG resource files (gold nuggets, responses, response nuggets, crowd labels), extracted-nugget
   JSONL, labelled-pair JSONL (for ``calibrate``).
-- :mod:`.ikat`: the official TREC iKAT 2024 run format (passage ranking + responses with provenance).
-- :mod:`.texts`: topic TSV and document JSONL (texts of topics and of segments or documents).
-- :mod:`.trec`: TREC runs and qrels, the rows of an evaluation run (decisions.md, decision 1).
+- :mod:`.ikat_io`: the official TREC iKAT 2024 run format (passage ranking + responses with provenance).
+- :mod:`.text_io`: topic TSV and document JSONL (texts of topics and of segments or documents).
+- :mod:`.trec_io`: TREC runs and qrels, the rows of an evaluation run (decisions.md, decision 1).
 - :mod:`.frames`: the DataFrame forms and every frame <-> record conversion.
 - :mod:`.checks`: files checked against each other (support judgments ↔ answers ↔ assignments ↔ nuggets ↔
   run tag).
@@ -26,7 +26,7 @@ those nuggets from their topic and says so in a warning and in the returned repo
 counted as another label. Writers are atomic: a file is complete or absent. Nothing here imports
 pyterrier or openai (decisions.md, decision 6).
 """
-from pyterrier_nuggets.formats.answers import (
+from pyterrier_nuggets.formats.answer_io import (
     TREC_RAG_2026,
     AnswerRules,
     RepeatedCitationWarning,
@@ -39,7 +39,7 @@ from pyterrier_nuggets.formats.answers import (
     write_answers_2025,
     write_answers_2026,
 )
-from pyterrier_nuggets.formats.arena import (
+from pyterrier_nuggets.formats.arena_io import (
     LeaderboardRow,
     battle_from_json,
     battle_json,
@@ -47,7 +47,7 @@ from pyterrier_nuggets.formats.arena import (
     read_leaderboard,
     write_battles,
 )
-from pyterrier_nuggets.formats.assignments import AssignedAnswer, AssignmentSet, read_assignments, write_assignments
+from pyterrier_nuggets.formats.assignment_io import AssignedAnswer, AssignmentSet, read_assignments, write_assignments
 from pyterrier_nuggets.formats.checks import (
     check_assignment_nuggets,
     check_assignments_answers,
@@ -55,7 +55,7 @@ from pyterrier_nuggets.formats.checks import (
     check_support,
     one_run,
 )
-from pyterrier_nuggets.formats.cone import (
+from pyterrier_nuggets.formats.cone_io import (
     LabelledPair,
     ResponseNuggets,
     read_cone_crowd_labels,
@@ -115,7 +115,7 @@ from pyterrier_nuggets.formats.frames import (
     run_frame,
     write_support_frame,
 )
-from pyterrier_nuggets.formats.ikat import (
+from pyterrier_nuggets.formats.ikat_io import (
     Decision,
     IkatRun,
     TurnMatches,
@@ -129,7 +129,7 @@ from pyterrier_nuggets.formats.ikat import (
     write_ikat_matches,
     write_ikat_run,
 )
-from pyterrier_nuggets.formats.nuggets import (
+from pyterrier_nuggets.formats.nugget_io import (
     NuggetSet,
     read_nugget_qrels,
     read_nuggets,
@@ -138,7 +138,7 @@ from pyterrier_nuggets.formats.nuggets import (
     write_nugget_qrels,
     write_nuggets,
 )
-from pyterrier_nuggets.formats.rubrics import (
+from pyterrier_nuggets.formats.rubric_io import (
     RubricCriterion,
     RubricSet,
     RubricVerdict,
@@ -151,7 +151,7 @@ from pyterrier_nuggets.formats.rubrics import (
     write_rubric_verdicts,
     write_rubrics,
 )
-from pyterrier_nuggets.formats.support import (
+from pyterrier_nuggets.formats.support_io import (
     read_relations,
     read_support,
     read_support_assignment_answers,
@@ -161,8 +161,8 @@ from pyterrier_nuggets.formats.support import (
     write_support,
     write_support_assignments,
 )
-from pyterrier_nuggets.formats.texts import read_docs, read_topics_tsv
-from pyterrier_nuggets.formats.trec import (
+from pyterrier_nuggets.formats.text_io import read_docs, read_topics_tsv
+from pyterrier_nuggets.formats.trec_io import (
     Row,
     assignment_rows,
     evaluation_rows,

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from pyterrier_nuggets.formats.assignments import AssignedAnswer
-from pyterrier_nuggets.formats.cone import ResponseNuggets, same_response
+from pyterrier_nuggets.formats.assignment_io import AssignedAnswer
+from pyterrier_nuggets.formats.cone_io import ResponseNuggets, same_response
 from pyterrier_nuggets.formats.files import InputError
-from pyterrier_nuggets.formats.nuggets import NuggetSet
+from pyterrier_nuggets.formats.nugget_io import NuggetSet
 from pyterrier_nuggets.records import Answer, SupportJudgment
 
 __all__ = ["one_run", "check_support", "check_assignments_answers", "check_assignment_nuggets", "check_response_nuggets"]

@@ -23,11 +23,11 @@ import pandas as pd
 
 from ir_measures_ext import ids
 from ir_measures_ext.errors import InvalidInput
-from pyterrier_nuggets.formats.answers import answer_sentences
-from pyterrier_nuggets.formats.assignments import AssignedAnswer
-from pyterrier_nuggets.formats.nuggets import NuggetSet, sub_narrative_qrels
-from pyterrier_nuggets.formats.support import write_support
-from pyterrier_nuggets.formats.trec import Row
+from pyterrier_nuggets.formats.answer_io import answer_sentences
+from pyterrier_nuggets.formats.assignment_io import AssignedAnswer
+from pyterrier_nuggets.formats.nugget_io import NuggetSet, sub_narrative_qrels
+from pyterrier_nuggets.formats.support_io import write_support
+from pyterrier_nuggets.formats.trec_io import Row
 from pyterrier_nuggets.records import (
     Answer,
     Assignment,

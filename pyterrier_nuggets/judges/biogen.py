@@ -18,7 +18,7 @@ import pandas as pd
 
 from ir_measures_ext import ids
 from pyterrier_nuggets.judges import test_replies
-from pyterrier_nuggets.judges.base import Failure
+from pyterrier_nuggets.judges.failures import Failure
 from pyterrier_nuggets.judges.support import SupportJudge
 from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.llm.parsing import OutputError, reply_label
@@ -75,7 +75,7 @@ class BioGenJudge(SupportJudge):
     :param docstore: docno -> text for answers without ``reference_texts``.
     :param prompt: a prompt file or template in place of the packaged ``biogen_relation.txt``.
     :param max_reasks: how often an unusable reply is asked again (2 by default).
-    :param on_failure: ``"raise"`` (default), ``"exclude_answer"`` or ``"mark"`` (failed rows kept with relation
+    :param on_failure: ``"raise"`` (default), ``"exclude"`` or ``"mark"`` (failed rows kept with relation
         ``failed``), as :class:`SupportJudge`.
 
     Examples::

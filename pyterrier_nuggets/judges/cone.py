@@ -19,7 +19,8 @@ import pyterrier as pt
 
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.judges import test_replies
-from pyterrier_nuggets.judges.base import FAILED, Failure, LLMJudge
+from pyterrier_nuggets.judges.base import LLMJudge
+from pyterrier_nuggets.judges.failures import EXCLUDE, FAILED, MARK, Failure, Unit, run_prefix
 from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.llm.parsing import OutputError, strip_fences
 from pyterrier_nuggets.prompts import CONE_EXTRACTION, REASK_EXTRACTION
@@ -135,9 +136,9 @@ class NuggetExtractor(LLMJudge):
         counted), ``"drop"`` (removed, counted) or ``"refuse"`` (the reply is re-asked, then a failure).
     :param prompt: a prompt file or template in place of the packaged ``cone_extraction.txt``.
     :param max_reasks: how often an unusable reply is asked again (2 by default).
-    :param on_failure: ``"raise"`` (default, after all other extractions ran and were cached),
-        ``"exclude_answer"`` (the text gives no row; reported) or ``"mark"`` (``nuggets`` None and ``extraction``
-        ``"failed"``, for inspection only).
+    :param on_failure: ``"raise"`` (default, after all other extractions ran and were cached), ``"exclude"`` (the
+        text gives no row; reported) or ``"mark"`` (``nuggets`` None and ``extraction`` ``"failed"``, for inspection
+        only).
 
     Examples::
 
@@ -151,9 +152,8 @@ class NuggetExtractor(LLMJudge):
     test_reply = staticmethod(test_replies.nugget_extraction)
     step_name = "CONE-RAG nugget extraction"
     repr_params = ("text_column", "nonspan")
-    failure_policies = {"raise": "stop with an error once all other extractions ran",
-                        "exclude_answer": "texts whose extraction failed give no row, and are reported",
-                        "mark": "failed rows kept with nuggets None and extraction 'failed'"}
+    failure_policies = {EXCLUDE: "texts whose extraction failed give no row, and are reported",
+                        MARK: "failed rows kept with nuggets None and extraction 'failed'"}
     default_prompt = CONE_EXTRACTION
     reask_prompt = REASK_EXTRACTION
 
@@ -168,7 +168,7 @@ class NuggetExtractor(LLMJudge):
     def run(self, inp: pd.DataFrame) -> tuple[pd.DataFrame, list[Failure]]:
         pt.validate.columns(inp, includes=["qid", "query", self.text_column], context=self)
         columns = [c for c in inp.columns if c not in ("nuggets", "nonspans", "extraction")] + \
-            ["nuggets", "nonspans"] + (["extraction"] if self.on_failure == "mark" else [])
+            ["nuggets", "nonspans"] + (["extraction"] if self.on_failure == MARK else [])
         if inp.empty:
             return self.empty(columns)
         records = inp.to_dict("records")
@@ -176,22 +176,18 @@ class NuggetExtractor(LLMJudge):
         llm = self.client()
         outcomes = dict(zip(tasks, llm.map(functools.partial(self._extract, llm), tasks, desc="extracting nuggets",
                                            unit="call")))
-        failures, rows = [], []
+        units = []
         for i, r in enumerate(records):
             outcome = outcomes[(str(r["query"]), str(r[self.text_column]))]
             row: dict[str, Any] = {k: v for k, v in r.items() if k not in ("nuggets", "nonspans", "extraction")}
             if outcome.ok:
                 nuggets, dropped = outcome.value
-                row.update(nuggets=nuggets, nonspans=dropped + sum(n["span"] == SPAN_NONE for n in nuggets))
-                if self.on_failure == "mark":
-                    row["extraction"] = "ok"
+                row.update(nuggets=nuggets, nonspans=dropped + sum(n["span"] == SPAN_NONE for n in nuggets),
+                           extraction="ok")
             else:
-                run = f"run {r['run_id']}, " if "run_id" in r else ""
-                failures.append(Failure(self.step, str(r["qid"]), f"{run}text {i}", outcome.error, outcome.raw))
-                if self.on_failure == "exclude_answer":
-                    continue
                 row.update(nuggets=None, nonspans=None, extraction=FAILED)
-            rows.append(row)
+            units.append(Unit(str(r["qid"]), [(f"{run_prefix(r)}text {i}", outcome)], [row]))
+        rows, failures = self.settle(units)
         return pd.DataFrame(rows, columns=columns), failures
 
     def _extract(self, llm: LLMClient, task: tuple[str, str]):

@@ -18,8 +18,9 @@ import pandas as pd
 
 from ir_measures_ext.errors import InvalidInput
 from ir_measures_ext.scoring import CONSENSUS_METHODS, TIE_RULES, consensus_label
-from pyterrier_nuggets.judges.base import FAILED, EnsembleLabels, Failure, LLMJudge
-from pyterrier_nuggets.llm import LLMClient
+from pyterrier_nuggets.judges.base import EnsembleLabels, LLMJudge
+from pyterrier_nuggets.judges.failures import EXCLUDE, FAILED, Failure, Unit
+from pyterrier_nuggets.llm import LLMClient, Outcome
 
 ROW = "_ensemble_row"  # the input row an output row comes from, carried through the members
 
@@ -53,8 +54,7 @@ class JudgeEnsemble(LLMJudge):
     step = "ensemble"
     step_name = "ensemble judgment"
     repr_params = ("combine", "ties")
-    failure_policies = {"raise": "stop with an error once all members ran",
-                        "exclude": "items without a label from every member are left out, and reported"}
+    failure_policies = {EXCLUDE: "items without a label from every member are left out, and reported"}
     plan_assumption = "each member's own"
 
     def __init__(self, judges: Sequence[LLMJudge], *, combine: str = "majority", ties: str = "low",
@@ -111,28 +111,25 @@ class JudgeEnsemble(LLMJudge):
         items = list(dict.fromkeys(item for labels in by_member for item in labels))
         reference = {item: row for item, row in zip(_item_keys(first, keys), first.to_dict("records"))}
         index = {label: k for k, label in enumerate(spec.labels)}
-        rows = []
+        units = []
         for item in items:
             given = [labels.get(item) for labels in by_member]
             lacking = [k for k, g in enumerate(given) if _missing(g)]
             row = reference.get(item)
-            if lacking or row is None:
+            if lacking or row is None:  # never combined from the others
+                error = (f"no label from member(s) {', '.join(map(str, lacking or [0]))}; the others are not combined "
+                         "without them")
                 qid = str(row.get("qid", "")) if row is not None else ""
-                failures.append(Failure(self.step, qid, f"item {_describe(item, keys)}", "no label from member(s) "
-                                        f"{', '.join(map(str, lacking or [0]))}; the others are not combined without "
-                                        "them", []))
+                units.append(Unit(qid, [(f"item {_describe(item, keys)}", Outcome(None, error))]))
                 continue
             position, tie = consensus_label([index[g] for g in given], self.combine, self.ties)
             label = spec.labels[position]
-            row = dict(row)
-            row[spec.column] = label
-            for column, values in spec.derived.items():
-                row[column] = values[label]
-            row["labels"] = list(given)
-            row["tie"] = tie
-            rows.append(row)
+            row = {**row, spec.column: label, **{column: values[label] for column, values in spec.derived.items()},
+                   "labels": list(given), "tie": tie}
+            units.append(Unit(str(row.get("qid", "")), [], [row]))
+        rows, lacking_items = self.settle(units)
         columns = [c for c in first.columns if c != ROW] + ["labels", "tie"]
-        return pd.DataFrame(rows, columns=columns + [ROW])[columns], failures
+        return pd.DataFrame(rows, columns=columns + [ROW])[columns], failures + lacking_items
 
 
 def _name(judge: LLMJudge) -> str:

@@ -40,9 +40,10 @@ import pyterrier as pt
 from ir_measures_ext.errors import InvalidInput
 from ir_measures_ext.scoring import answer_words
 from pyterrier_nuggets.docstore import segment_texts
-from pyterrier_nuggets.formats.answers import AnswerRules
+from pyterrier_nuggets.formats.answer_io import AnswerRules
 from pyterrier_nuggets.judges import test_replies
-from pyterrier_nuggets.judges.base import Failure, LLMJudge
+from pyterrier_nuggets.judges.base import LLMJudge
+from pyterrier_nuggets.judges.failures import EXCLUDE, Failure, Unit
 from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.llm.parsing import OutputError
 from pyterrier_nuggets.prompts import (
@@ -352,8 +353,7 @@ class CitedGenerator(LLMJudge):
     step_name = "answer generation"
     judges = False  # it writes answers; the tables label them (on the embedded model: "a tiny model, not a judge")
     repr_params = ("k", "max_words", "run_id")
-    failure_policies = {"raise": "stop with an error once all topics ran",
-                        "exclude": "a failed topic gets no answer (its row is left out), listed in .failures"}
+    failure_policies = {EXCLUDE: "a failed topic gets no answer (its row is left out), listed in .failures"}
     default_prompt = CITED_GENERATION
     reask_prompt = REASK_GENERATION
     plan_assumption = "an answer of 10 sentences of 25 words (at most one per passage), each citing one passage"
@@ -424,24 +424,26 @@ class CitedGenerator(LLMJudge):
                            tuple(" ".join(str(t).split()) for t in group["_text"]), extra, turn))
         llm = self.client()
         outcomes = llm.map(functools.partial(self._generate, llm), topics, desc="generating answers", unit="topic")
-        rows, failures = [], []
-        for (qid, query, docnos, passages, extra, _), outcome in zip(topics, outcomes):
-            if not outcome.ok:  # a failure, never an answer
-                failures.append(Failure(self.step, qid, "answer", outcome.error, outcome.raw))
-                continue
-            sentences, problems = parse_cited_answer(outcome.value, len(docnos), first=self.first,
-                                                     max_words=self.max_words, max_citations=self.max_citations)
-            run_id = self.run_id if self.run_id is not None else extra.get("run_id", "run")
-            answer = Answer(qid=qid, run_id=str(run_id), sentences=tuple(sentences), references=docnos, query=query)
-            row = {"qid": qid, "query": query, "qanswer": answer.text,
-                   "sentences": [{"text": s.text, "citations": list(s.citations)} for s in sentences],
-                   "references": list(docnos), "reference_texts": list(passages), "problems": problems, **extra}
-            if self.run_id is not None:
-                row["run_id"] = self.run_id
-            if conversational:
-                row["turn_id"] = qid
-            rows.append(row)
+        rows, failures = self.settle(  # a failure, never an answer
+            Unit(topic[0], [("answer", outcome)], [self._row(topic, outcome.value)] if outcome.ok else [])
+            for topic, outcome in zip(topics, outcomes))
         return pd.DataFrame(rows, columns=columns), failures
+
+    def _row(self, topic: tuple, reply: str) -> dict:
+        """The answer row of a topic from the generator's reply."""
+        qid, query, docnos, passages, extra, _ = topic
+        sentences, problems = parse_cited_answer(reply, len(docnos), first=self.first, max_words=self.max_words,
+                                                 max_citations=self.max_citations)
+        run_id = self.run_id if self.run_id is not None else extra.get("run_id", "run")
+        answer = Answer(qid=qid, run_id=str(run_id), sentences=tuple(sentences), references=docnos, query=query)
+        row = {"qid": qid, "query": query, "qanswer": answer.text,
+               "sentences": [{"text": s.text, "citations": list(s.citations)} for s in sentences],
+               "references": list(docnos), "reference_texts": list(passages), "problems": problems, **extra}
+        if self.run_id is not None:
+            row["run_id"] = self.run_id
+        if self.conversation is not None:
+            row["turn_id"] = qid
+        return row
 
     def complete(self, out: pd.DataFrame, failures: list[Failure]) -> pd.DataFrame:
         """The failure policy, then the problems of the answers in ``problems`` and a warning."""

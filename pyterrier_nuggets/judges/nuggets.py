@@ -9,15 +9,13 @@
 Failures (an API call that failed after its retries, an output still invalid after the re-asks) are
 never scored and never dropped silently: each transformer records them in ``failures`` (with the raw
 outputs), summarises them per topic and applies an explicit ``on_failure`` policy, by default ``"raise"``
-once all other work is done (and cached); see :mod:`pyterrier_nuggets.judges.base`.
+once all other work is done (and cached); see :mod:`pyterrier_nuggets.judges.failures`.
 """
 from __future__ import annotations
 
 import functools
-import json
 import math
 import warnings
-from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
@@ -27,22 +25,16 @@ from ir_measures_ext import ids
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.formats.frames import ASSIGNMENT_COLUMNS, NUGGET_COLUMNS, as_nugget_set
 from pyterrier_nuggets.judges import test_replies
-from pyterrier_nuggets.judges.base import FAILED, EnsembleLabels, Failure, LLMJudge, batched, passthrough_columns
+from pyterrier_nuggets.judges.base import EnsembleLabels, LLMJudge
+from pyterrier_nuggets.judges.failures import EXCLUDE, FAILED, MARK, Failure, Unit, run_prefix
+from pyterrier_nuggets.judges.listwise import Key, ListwiseJudge, json_list, labels_schema
 from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.llm.parsing import parse_labels, parse_strings
 from pyterrier_nuggets.prompts import NUGGET_ASSIGNMENT, NUGGET_ASSIGNMENT_2GRADE, NUGGET_CREATION, NUGGET_SCORING
 
 
-def _json_list(items: Sequence[str]) -> str:
-    return json.dumps(list(items), ensure_ascii=False)
-
-
 def _one_line(text: Any) -> str:
     return " ".join(str(text).split())
-
-
-def _labels_schema(labels: Sequence[str], n: int) -> dict:
-    return {"type": "array", "items": {"type": "string", "enum": list(labels)}, "minItems": n, "maxItems": n}
 
 
 # ------------------------------------------------------------------------------------------ creation
@@ -68,8 +60,8 @@ class NuggetCreator(LLMJudge):
     :param grade_column: the column holding the grade.
     :param prompt: a prompt file or template in place of the packaged ``nugget_creation.txt``.
     :param max_reasks: how often an unusable reply is asked again (2 by default).
-    :param on_failure: ``"raise"`` (default; after all topics ran) or ``"continue"``: a failed window leaves the
-        running list as it was and is reported in ``failures``.
+    :param on_failure: ``"raise"`` (default; after all topics ran) or ``"exclude"``: a failed window is left out (the
+        running list stays as it was) and reported in ``failures``.
 
     Examples::
 
@@ -83,8 +75,7 @@ class NuggetCreator(LLMJudge):
     test_reply = staticmethod(test_replies.nugget_creation)
     step_name = "nugget creation"
     repr_params = ("min_grade", "window", "max_nuggets", "max_words")
-    failure_policies = {"raise": "stop with an error once all topics ran",
-                        "continue": "a failed window leaves the running list unchanged, and is reported"}
+    failure_policies = {EXCLUDE: "a failed window is left out: the running list stays as it was, and it is reported"}
     default_prompt = NUGGET_CREATION
     plan_assumption = ("each window adds one nugget per segment (7 words each), up to max_nuggets; what follows "
                        "creation is planned for that many nuggets")
@@ -145,22 +136,21 @@ class NuggetCreator(LLMJudge):
             return self._topic_memo[key]
         parse = functools.partial(parse_strings, max_items=self.max_nuggets, max_words=self.max_words)
         nuggets: list[str] = []
-        failures = []
+        work = []
         planned = False
         for start in range(0, len(segments), self.window):
             window = segments[start:start + self.window]
             context = "\n".join(f"[{i}] {text}" for i, text in enumerate(window, 1))
-            messages = self.template.render(query=query, context=context, nuggets=_json_list(nuggets),
+            messages = self.template.render(query=query, context=context, nuggets=json_list(nuggets),
                                             nugget_count=len(nuggets), max_words=self.max_words,
                                             max_nuggets=self.max_nuggets)
             outcome = self.ask(llm, messages, parse, json_schema=self._schema(),
-                               plan_reply=_json_list(self._planned_list(nuggets, len(window))))
+                               plan_reply=json_list(self._planned_list(nuggets, len(window))))
             planned = planned or outcome.planned
+            work.append((f"segments {start + 1}-{start + len(window)}", outcome))
             if outcome.ok:
                 nuggets = outcome.value
-            else:
-                failures.append(Failure(self.step, qid, f"segments {start + 1}-{start + len(window)}",
-                                        outcome.error, outcome.raw))
+        failures = self.failed(qid, work)
         if not failures and not planned:  # failed windows are tried again on the next transform
             self._topic_memo[key] = (nuggets, failures)
         return nuggets, failures
@@ -202,8 +192,7 @@ class NuggetScorer(LLMJudge):
     test_reply = staticmethod(test_replies.nugget_scoring)
     step_name = "nugget scoring"
     repr_params = ("batch_size", "keep")
-    failure_policies = {"raise": "stop with an error once all batches ran",
-                        "exclude": "nuggets without importance are left out of the nugget list, and reported"}
+    failure_policies = {EXCLUDE: "nuggets without importance are left out of the nugget list, and reported"}
     default_prompt = NUGGET_SCORING
     plan_assumption = "every nugget vital"
     plan_reads = ("create",)
@@ -231,14 +220,11 @@ class NuggetScorer(LLMJudge):
                 tasks.append((qid, query, start, tuple(texts[start:start + self.batch_size])))
         llm = self.client()
         outcomes = llm.map(functools.partial(self._score, llm), tasks, desc="scoring nuggets", unit="call")
-        labels: dict[tuple[str, int], str] = {}
-        failures = []
-        for (qid, _, start, batch), outcome in zip(tasks, outcomes):
-            if outcome.ok:
-                labels.update({(qid, start + i): label for i, label in enumerate(outcome.value)})
-            else:
-                failures.append(Failure(self.step, qid, f"nuggets {start}-{start + len(batch) - 1}", outcome.error,
-                                        outcome.raw))
+        labelled, failures = self.settle(
+            Unit(qid, [(f"nuggets {start}-{start + len(batch) - 1}", outcome)],
+                 [((qid, start + i), label) for i, label in enumerate(outcome.value or ())])
+            for (qid, _, start, batch), outcome in zip(tasks, outcomes))
+        labels = dict(labelled)
         parts = []
         for qid, group in topics:
             group = group.copy()
@@ -258,10 +244,10 @@ class NuggetScorer(LLMJudge):
 
     def _score(self, llm: LLMClient, task):
         qid, query, start, batch = task
-        messages = self.template.render(count=len(batch), query=query, nuggets=_json_list(batch))
+        messages = self.template.render(count=len(batch), query=query, nuggets=json_list(batch))
         allowed = (ids.VITAL, ids.OKAY)
         return self.ask(llm, messages, functools.partial(parse_labels, n=len(batch), allowed=allowed),
-                        json_schema=_labels_schema(allowed, len(batch)), plan_reply=_json_list([ids.VITAL] * len(batch)))
+                        json_schema=labels_schema(allowed, len(batch)), plan_reply=json_list([ids.VITAL] * len(batch)))
 
 
 # ---------------------------------------------------------------------------------------- assignment
@@ -275,7 +261,7 @@ def topic_lists(nuggets: Any) -> dict[str, tuple[str, list[tuple[int, str]]]]:
     return out
 
 
-class NuggetAssigner(LLMJudge):
+class NuggetAssigner(ListwiseJudge):
     """Nugget assignment against whole answers ([nugget-recall §4.2.1 Figure 3]; [autonuggetizer §3.3]), listwise.
 
     Input: an answer frame, ``qid, qanswer`` (``query`` is used when present, else the nuggets' query).
@@ -294,10 +280,10 @@ class NuggetAssigner(LLMJudge):
     :param batch_size: nuggets per call (10).
     :param prompt: a prompt file or template in place of the packaged ``nugget_assignment.txt``.
     :param max_reasks: how often an unusable reply is asked again (2 by default).
-    :param on_failure: ``"raise"`` (default), ``"exclude_answer"`` (an answer with any failed nugget gives no rows
-        at all: the measures then treat the topic as unanswered by that run, and the exclusion is reported) or
-        ``"mark"`` (failed rows are kept with ``assignment="failed"`` and ``score`` NaN, for inspection; do not
-        pass such a frame to the measures).
+    :param on_failure: ``"raise"`` (default), ``"exclude"`` (an answer with any failed nugget gives no rows at all:
+        the measures then treat the topic as unanswered by that run, and the exclusion is reported) or ``"mark"``
+        (failed rows are kept with ``assignment="failed"`` and ``score`` NaN, for inspection; do not pass such a
+        frame to the measures).
 
     Examples::
 
@@ -313,11 +299,14 @@ class NuggetAssigner(LLMJudge):
     test_reply = staticmethod(test_replies.nugget_assignment)
     step_name = "nugget assignment"
     repr_params = ("grades", "batch_size")
-    failure_policies = {"raise": "stop with an error once all answers ran",
-                        "exclude_answer": "answers with a failed nugget give no rows, and are reported",
-                        "mark": "failed rows kept with assignment 'failed', score NaN"}
+    failure_policies = {EXCLUDE: "answers with a failed nugget give no rows, and are reported",
+                        MARK: "failed rows kept with assignment 'failed', score NaN"}
     plan_assumption = "every nugget supported"
     plan_reads = ("create", "score")
+    items_placeholder = "nuggets"
+    progress = "assigning nuggets"
+    output_columns = ASSIGNMENT_COLUMNS
+    owned_columns = ("docno", "score", "rank", "assignment")
 
     def __init__(self, nuggets, llm: LLMClient | None = None, *, grades: int = 3, batch_size: int = 10,
                  prompt=None, max_reasks: int = 2, on_failure: str = "raise"):
@@ -351,53 +340,25 @@ class NuggetAssigner(LLMJudge):
         if self.nuggets is None:
             raise InvalidInput("NuggetAssigner(None): no nuggets to assign; give them, or use it as the assigner of "
                              "Overlapped(...).assign, which gives each topic its nuggets")
-        pt.validate.columns(inp, includes=["qid", "qanswer"], context=self)
-        passthrough, columns = passthrough_columns(inp, ("docno", "score", "rank", "assignment"), ASSIGNMENT_COLUMNS)
-        if inp.empty:
-            return self.empty(columns)
-        records = inp[passthrough].to_dict("records")
-        keys = []
-        for r in records:
-            qid = str(r["qid"])
-            topic_query, _ = self._lists.get(qid, ("", []))
-            query = r.get("query") if isinstance(r.get("query"), str) and r.get("query") else topic_query
-            keys.append((qid, str(query), "" if r["qanswer"] is None else str(r["qanswer"])))
-        tasks = batched(keys, lambda key: [t for _, t in self._lists.get(key[0], ("", []))[1]], self.batch_size)
-        llm = self.client()
-        outcomes = llm.map(functools.partial(self._assign, llm), tasks, desc="assigning nuggets", unit="call")
-        labels: dict = {}
-        failed: dict = {}
-        for (key, start, batch), outcome in zip(tasks, outcomes):
-            if outcome.ok:
-                labels.update({(key, start + i): label for i, label in enumerate(outcome.value)})
-            else:
-                failed[(key, start)] = (batch, outcome)
-        failures = []
-        for r, key in zip(records, keys):
-            for (fkey, start), (batch, outcome) in failed.items():
-                if fkey == key:
-                    run = f"run {r['run_id']}, " if "run_id" in r else ""
-                    failures.append(Failure(self.step, key[0], f"{run}answer {_short(key[2])!r}, nuggets "
-                                            f"{start}-{start + len(batch) - 1}", outcome.error, outcome.raw))
-        rows = []
-        for r, key in zip(records, keys):
-            nuggets = self._lists.get(key[0], ("", []))[1]
-            incomplete = any((key, i) not in labels for i in range(len(nuggets)))
-            if incomplete and self.on_failure == "exclude_answer":
-                continue
-            for i, (index, _) in enumerate(nuggets):
-                label = labels.get((key, i), FAILED)
-                score = ids.ASSIGNMENT_TO_SCORE.get(label, math.nan)
-                rows.append({"qid": key[0], "docno": ids.nugget_id(key[0], index), "score": score,
-                             "assignment": label, **{c: v for c, v in r.items() if c != "qid"}})
-        return pd.DataFrame(rows, columns=columns), failures
+        return super().run(inp)
 
-    def _assign(self, llm: LLMClient, task):
-        (qid, query, answer), start, batch = task
-        messages = self.template.render(count=len(batch), query=query, answer=answer, nuggets=_json_list(batch))
-        return self.ask(llm, messages, functools.partial(parse_labels, n=len(batch), allowed=self.labels),
-                        memo_key=(qid, query, answer, batch), json_schema=_labels_schema(self.labels, len(batch)),
-                        plan_reply=_json_list([ids.SUPPORT] * len(batch)))
+    def items(self, qid: str) -> list[str]:
+        return [text for _, text in self._lists.get(qid, ("", []))[1]]
+
+    def topic_query(self, qid: str) -> str:
+        return str(self._lists.get(qid, ("", []))[0])
+
+    def describe_batch(self, record: dict, key: Key, start: int, batch: tuple) -> str:
+        return f"{run_prefix(record)}answer {_short(key[2])!r}, nuggets {start}-{start + len(batch) - 1}"
+
+    def item_rows(self, record: dict, key: Key, labels: dict[int, str]) -> list[dict]:
+        rows = []
+        for i, (index, _) in enumerate(self._lists.get(key[0], ("", []))[1]):
+            label = labels.get(i, FAILED)
+            rows.append({"qid": key[0], "docno": ids.nugget_id(key[0], index),
+                         "score": ids.ASSIGNMENT_TO_SCORE.get(label, math.nan), "assignment": label,
+                         **{c: v for c, v in record.items() if c != "qid"}})
+        return rows
 
 
 def _short(text: str, n: int = 40) -> str:

@@ -1,4 +1,4 @@
-"""Stage-overlapped runs (issue 11, item 2): a chain of LLM judges without barriers between its stages.
+"""Stage-overlapped runs: a chain of LLM judges without barriers between its stages.
 
 Run as a plain PyTerrier pipeline, ``NuggetCreator(llm) >> NuggetScorer(llm)`` creates the nuggets of
 every topic before it scores any: each stage ends with a tail in which few requests are in flight.
@@ -27,8 +27,10 @@ import pandas as pd
 import pyterrier as pt
 
 from ir_measures_ext.errors import InvalidInput
-from pyterrier_nuggets.judges.base import Failure, FailurePolicy, LLMJudge
+from pyterrier_nuggets.judges.base import LLMJudge
+from pyterrier_nuggets.judges.failures import RAISE, Failure, FailurePolicy
 from pyterrier_nuggets.judges.nuggets import NuggetAssigner
+from pyterrier_nuggets.judges.parallel import TopicParallel
 
 ROW = "_overlap_row"  # input position carried through the stages, to restore the staged run's row order
 ANSWER_ROW = "_overlap_answer"
@@ -59,7 +61,7 @@ def _concat(frames: list[pd.DataFrame | None]) -> pd.DataFrame | None:
 MAX_DRIVERS = 256  # topic threads of one Overlapped run, at most (each mostly waits for its requests)
 
 
-class Overlapped(pt.Transformer):
+class Overlapped(TopicParallel):
     """A chain of judges run topic by topic with no barrier between stages; see the module docstring.
 
     The output is that of the chain run as a plain pipeline (same rows, order and columns); :meth:`assign` also
@@ -86,16 +88,6 @@ class Overlapped(pt.Transformer):
 
     def __repr__(self) -> str:
         return f"Overlapped({' >> '.join(repr(s) for s in self.stages)})"
-
-    def parallel(self, N: int, backend: str = "joblib") -> pt.Transformer:
-        """The chain on ``N`` workers, a group of topics each, overlapped within each worker
-        (:class:`~pyterrier_nuggets.judges.parallel.ParallelByTopic`).
-
-        :param N: workers at once.
-        :param backend: ``"joblib"`` or ``"ray"`` (after ``ray.init()``).
-        """
-        from pyterrier_nuggets.judges.parallel import ParallelByTopic
-        return ParallelByTopic(self, N, backend)
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         return self._run(inp)[0]
@@ -175,7 +167,7 @@ class _TopicRun:
                 else:
                     out, failed = stage.transform(current), []
             self.outputs[i][index], self.failures[i][index] = out, failed
-            if failed and isinstance(stage, FailurePolicy) and stage.on_failure == "raise":
+            if failed and isinstance(stage, FailurePolicy) and stage.on_failure == RAISE:
                 return  # the staged run would stop here: later stages are not asked for this topic
             current = out
 

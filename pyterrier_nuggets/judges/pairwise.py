@@ -29,10 +29,11 @@ from ir_measures_ext import ids
 from ir_measures_ext.errors import InvalidInput
 from ir_measures_ext.scoring import battle_score, both_orders_verdict
 from pyterrier_nuggets.formats.frames import BATTLE_COLUMNS, as_nugget_set
-from pyterrier_nuggets.formats.rubrics import RubricSet
+from pyterrier_nuggets.formats.rubric_io import RubricSet
 from pyterrier_nuggets.judges import test_replies
-from pyterrier_nuggets.judges.base import Failure, LLMJudge
-from pyterrier_nuggets.llm import LLMClient
+from pyterrier_nuggets.judges.base import LLMJudge
+from pyterrier_nuggets.judges.failures import EXCLUDE, MARK, Failure, Unit
+from pyterrier_nuggets.llm import LLMClient, Outcome
 from pyterrier_nuggets.llm.parsing import OutputError
 from pyterrier_nuggets.prompts import PAIRWISE_NAIVE, PAIRWISE_RUBRIC, REASK_PAIRWISE
 
@@ -112,9 +113,8 @@ class PairwiseJudge(LLMJudge):
     test_reply = staticmethod(test_replies.pairwise)
     step_name = "pairwise battle"
     repr_params = ("orders", "seed")
-    failure_policies = {"raise": "stop with an error once all battles ran",
-                        "exclude": "failed battles are left out (never counted as a tie), and reported",
-                        "mark": "failed battles kept with verdict None, for inspection only"}
+    failure_policies = {EXCLUDE: "failed battles are left out (never counted as a tie), and reported",
+                        MARK: "failed battles kept with verdict None, for inspection only"}
     default_prompt = PAIRWISE_NAIVE
     reask_prompt = REASK_PAIRWISE
     plan_assumption = "every battle a tie ([[Tie]])"
@@ -195,22 +195,15 @@ class PairwiseJudge(LLMJudge):
                     for i in tasks[task]:
                         waiting[i] -= 1
                         if waiting[i] == 0:
-                            on_row(self._row(battles[i], outcomes)[0])
+                            on_row(self._unit(battles[i], outcomes).rows[0])
             return outcome
         outcomes.update(zip(tasks, llm.map(judge, list(tasks), desc="judging battles", unit="call")))
-        rows, failures = [], []
-        for battle in battles:
-            row, failure = self._row(battle, outcomes)
-            if failure is not None:
-                failures.append(failure)
-                if self.on_failure == "exclude":
-                    continue
-            rows.append(row)
+        rows, failures = self.settle(self._unit(battle, outcomes) for battle in battles)
         return pd.DataFrame(rows, columns=columns), failures
 
-    def _row(self, battle: tuple, outcomes: dict) -> tuple[dict, Failure | None]:
-        """A battle's row of its answered orders (a failed battle's marked: verdict None, its error), and its
-        failure."""
+    def _unit(self, battle: tuple, outcomes: dict) -> Unit:
+        """A battle's row of its answered orders (a failed battle's marked: verdict None, its error), resting on
+        one piece of work: the battle, failed when an order failed (its error, the replies of both orders)."""
         r, qid, s1, s2, a, b, asked = battle
         results = [outcomes[t] for t in asked]
         raw = [x for o in results for x in o.raw]
@@ -219,14 +212,14 @@ class PairwiseJudge(LLMJudge):
                if self.orders == "both" and failed is None else [], "raw": raw, "error": None, "orders_agree": None}
         if failed is not None:
             row.update(verdict=None, winner=None, score=float("nan"), error=failed.error)
-            return row, Failure(self.step, qid, f"battle {s1} vs {s2}", failed.error, raw)
+            return Unit(qid, [(f"battle {s1} vs {s2}", Outcome(None, failed.error, raw))], [row])
         verdict = results[0].value
         if self.orders == "both":
             verdict, row["orders_agree"] = both_orders_verdict(results[0].value, results[1].value)
         winner = {ids.BATTLE_A: a, ids.BATTLE_B: b}.get(verdict)
         shown_first = battle_score(verdict) if a == s1 else 1 - battle_score(verdict)
         row.update(verdict=verdict, winner=winner, score=shown_first)
-        return row, None
+        return Unit(qid, [(f"battle {s1} vs {s2}", results[0])], [row])
 
     def _judge(self, llm: LLMClient, task):
         qid, query, criteria, answer_a, answer_b = task

@@ -1,10 +1,10 @@
 """PyTerrier's ``.parallel()`` for the package's transformers: the topics split over worker processes (joblib) or
-a Ray cluster, with the serial run's results and failure reports (issue 27).
+a Ray cluster, with the serial run's results and failure reports (docs/scale.md).
 
 ``judge.parallel(2, "ray")`` on any judge, generator, matching step or baseline judge of the package (they are
-:class:`~.base.FailurePolicy` steps), and on :class:`~.overlap.Overlapped` and
-:class:`~pyterrier_nuggets.evaluation.RAGEvaluation`, gives a :class:`ParallelByTopic`; any other transformer can
-be wrapped directly (``ParallelByTopic(transformer, 2)``). PyTerrier's own ``.parallel()`` (pyterrier-alpha's
+:class:`~.failures.FailurePolicy` steps), and on :class:`~.overlap.Overlapped` and
+:class:`~pyterrier_nuggets.evaluation.RAGEvaluation` (all :class:`TopicParallel`), gives a :class:`ParallelByTopic`;
+any other transformer can be wrapped directly (``ParallelByTopic(transformer, 2)``). PyTerrier's own ``.parallel()`` (pyterrier-alpha's
 ``PoolParallelTransformer``) runs the workers through the same joblib and Ray back-ends
 (``pyterrier_alpha.parallel.parallel_lambda``), but it returns the topics sorted by qid with the workers'
 indexes, and each worker applies its steps' failure policies to its own topics only. Here:
@@ -21,7 +21,7 @@ indexes, and each worker applies its steps' failure policies to its own topics o
   model (loaded again in the worker on first use);
 - every failure-policy step inside (judges, matchers' steps) reports once, in the calling process, for the
   whole input: the workers' failure warnings are held back and their failures collected, then each step's policy
-  is applied to all of them in the pipeline's order (a ``"raise"`` raises :class:`~.base.LLMStepError` with the
+  is applied to all of them in the pipeline's order (a ``"raise"`` raises :class:`~.failures.LLMStepError` with the
   failures of every worker; its ``failures`` attribute holds them all). A worker whose step raised stops there,
   as the serial run would; the other workers go on with their topics (their calls are cached: a re-run pays
   nothing twice);
@@ -39,10 +39,25 @@ import pandas as pd
 import pyterrier as pt
 
 from ir_measures_ext.errors import InvalidInput
-from pyterrier_nuggets.judges.base import FailurePolicy, FailureWarning, LLMStepError
+from pyterrier_nuggets.judges.failures import FailurePolicy, FailureWarning, LLMStepError
 from pyterrier_nuggets.llm import LLMClient
 
 BACKENDS = ("joblib", "ray")
+
+
+class TopicParallel(pt.Transformer):
+    """A transformer whose rows of a topic depend on that topic's input rows only, so that its ``.parallel()`` is
+    :class:`ParallelByTopic`: every judge, matching step and baseline judge of the package,
+    :class:`~.overlap.Overlapped` and :class:`~pyterrier_nuggets.evaluation.RAGEvaluation`."""
+
+    def parallel(self, N: int, backend: str = "joblib") -> pt.Transformer:
+        """This transformer on ``N`` workers (``"joblib"`` processes or a ``"ray"`` cluster), a group of topics each,
+        with the serial run's output and one failure report for the whole input (:class:`ParallelByTopic`).
+
+        :param N: workers at once.
+        :param backend: ``"joblib"`` or ``"ray"`` (after ``ray.init()``).
+        """
+        return ParallelByTopic(self, N, backend)
 
 
 class ParallelByTopic(pt.Transformer):

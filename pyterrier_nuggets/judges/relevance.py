@@ -31,9 +31,10 @@ import pyterrier as pt
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.docstore import segment_texts
 from pyterrier_nuggets.formats.frames import qrels_frame
-from pyterrier_nuggets.formats.trec import write_qrels as write_trec_qrels
+from pyterrier_nuggets.formats.trec_io import write_qrels as write_trec_qrels
 from pyterrier_nuggets.judges import test_replies
-from pyterrier_nuggets.judges.base import EnsembleLabels, Failure, LLMJudge
+from pyterrier_nuggets.judges.base import EnsembleLabels, LLMJudge
+from pyterrier_nuggets.judges.failures import EXCLUDE, Failure, Unit
 from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.llm.parsing import OutputError, reply_body
 from pyterrier_nuggets.prompts import (
@@ -137,8 +138,7 @@ class RelevanceJudge(LLMJudge):
     test_reply = staticmethod(test_replies.relevance)
     step_name = "relevance judgment"
     repr_params = ("label_column",)
-    failure_policies = {"raise": "stop with an error once all other judgments ran",
-                        "exclude": "segments without a grade are left out of the qrels, and reported"}
+    failure_policies = {EXCLUDE: "segments without a grade are left out of the qrels, and reported"}
     default_prompt = RELEVANCE_UMBRELA
     reask_prompt = REASK_RELEVANCE
     plan_assumption = "every segment given the top grade (3; 4 against sub-narratives): all go on to nugget creation"
@@ -191,17 +191,9 @@ class RelevanceJudge(LLMJudge):
         llm = self.client()
         outcomes = dict(zip(tasks, llm.map(functools.partial(self._judge, llm), tasks, desc="judging relevance",
                                            unit="call")))
-        labels, keep, failures = [], [], []
-        for (qid, docno), pair in zip(zip(df["qid"], df["docno"]), pairs):
-            outcome = outcomes[pair]
-            if outcome.ok:
-                labels.append(outcome.value)
-                keep.append(True)
-            else:
-                failures.append(Failure(self.step, str(qid), f"segment {docno}", outcome.error, outcome.raw))
-                labels.append(None)
-                keep.append(False)
-        out = df.assign(**{self.label_column: labels})[keep]
+        graded, failures = self.settle(Unit(str(qid), [(f"segment {docno}", outcomes[pair])], [(i, outcomes[pair].value)])
+                                       for i, (qid, docno, pair) in enumerate(zip(df["qid"], df["docno"], pairs)))
+        out = df.iloc[[i for i, _ in graded]].assign(**{self.label_column: [grade for _, grade in graded]})
         out[self.label_column] = out[self.label_column].astype(int)
         return out[columns].reset_index(drop=True), failures
 

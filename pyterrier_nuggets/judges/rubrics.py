@@ -11,22 +11,18 @@ would even raise the score).
 """
 from __future__ import annotations
 
-import functools
-import json
 import math
 from typing import Any
-
-import pandas as pd
-import pyterrier as pt
 
 from ir_measures_ext import ids
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.formats.frames import VERDICT_COLUMNS
-from pyterrier_nuggets.formats.rubrics import RubricCriterion, RubricSet, read_rubrics
+from pyterrier_nuggets.formats.rubric_io import RubricCriterion, RubricSet, read_rubrics
 from pyterrier_nuggets.judges import test_replies
-from pyterrier_nuggets.judges.base import FAILED, EnsembleLabels, Failure, LLMJudge, batched, passthrough_columns
+from pyterrier_nuggets.judges.base import EnsembleLabels
+from pyterrier_nuggets.judges.failures import EXCLUDE, FAILED, MARK, run_prefix
+from pyterrier_nuggets.judges.listwise import Key, ListwiseJudge
 from pyterrier_nuggets.llm import LLMClient
-from pyterrier_nuggets.llm.parsing import parse_labels
 from pyterrier_nuggets.prompts import RUBRIC_GRADING
 from pyterrier_nuggets.records import VERDICTS
 
@@ -43,11 +39,7 @@ def as_rubric_set(rubrics: Any) -> RubricSet:
     return RubricSet(criteria)
 
 
-def _verdict_schema(n: int) -> dict:
-    return {"type": "array", "items": {"type": "string", "enum": list(VERDICTS)}, "minItems": n, "maxItems": n}
-
-
-class RubricJudge(LLMJudge):
+class RubricJudge(ListwiseJudge):
     """Answer frame -> one row per (answer, criterion of its topic's rubric) with the verdict (TREC RAG 2026).
 
     Listwise, ``batch_size`` criteria per call, against the whole answer.
@@ -64,7 +56,7 @@ class RubricJudge(LLMJudge):
     :param batch_size: criteria per call (10).
     :param prompt: a prompt file or template in place of the packaged ``rubric_grading.txt``.
     :param max_reasks: how often an unusable reply is asked again (2 by default).
-    :param on_failure: ``"raise"`` (default), ``"exclude_answer"`` (an answer with a failed verdict gives no rows:
+    :param on_failure: ``"raise"`` (default), ``"exclude"`` (an answer with a failed verdict gives no rows:
         the measures then treat the topic as unanswered by that run, and the exclusion is reported) or ``"mark"``
         (failed rows kept with verdict ``failed`` and score NaN, for inspection only).
 
@@ -83,11 +75,15 @@ class RubricJudge(LLMJudge):
     test_reply = staticmethod(test_replies.rubric_grading)
     step_name = "rubric grading"
     repr_params = ("batch_size",)
-    failure_policies = {"raise": "stop with an error once all answers ran",
-                        "exclude_answer": "answers with a failed verdict give no rows, and are reported",
-                        "mark": "failed rows kept with verdict 'failed', score NaN"}
+    failure_policies = {EXCLUDE: "answers with a failed verdict give no rows, and are reported",
+                        MARK: "failed rows kept with verdict 'failed', score NaN"}
     default_prompt = RUBRIC_GRADING
     plan_assumption = "every criterion satisfied"
+    labels = VERDICTS
+    items_placeholder = "criteria"
+    progress = "grading rubrics"
+    output_columns = VERDICT_COLUMNS + ["weight", "criterion"]
+    owned_columns = ("docno", "score", "rank", "verdict", "weight", "criterion")
 
     def __init__(self, rubrics, llm: LLMClient | None = None, *, batch_size: int = 10, prompt=None,
                  max_reasks: int = 2, on_failure: str = "raise"):
@@ -107,53 +103,24 @@ class RubricJudge(LLMJudge):
         return EnsembleLabels("verdict", (ids.NOT_SATISFIED, ids.PARTIALLY_SATISFIED, ids.SATISFIED),
                               items=("docno",), derived={"score": dict(ids.VERDICT_TO_SCORE)})
 
-    def run(self, inp: pd.DataFrame) -> tuple[pd.DataFrame, list[Failure]]:
-        pt.validate.columns(inp, includes=["qid", "qanswer"], context=self)
-        passthrough, columns = passthrough_columns(inp, ("docno", "score", "rank", "verdict", "weight", "criterion"),
-                                                   VERDICT_COLUMNS + ["weight", "criterion"])
-        if inp.empty:
-            return self.empty(columns)
-        records = inp[passthrough].to_dict("records")
-        keys = []
-        for r in records:
-            qid = str(r["qid"])
-            query = r.get("query") if isinstance(r.get("query"), str) and r.get("query") else \
-                self._set.topics.get(qid, {}).get("query")
-            if qid in self._by_topic and not isinstance(query, str):
-                raise InvalidInput(f"RubricJudge: the answer of topic {qid} has no query (no 'query' column and no "
-                                 "query in the rubric file); give the topics' queries as a 'query' column")
-            keys.append((qid, str(query or ""), "" if r["qanswer"] is None else str(r["qanswer"])))
-        tasks = batched(keys, lambda key: [c.text for c in self._by_topic.get(key[0], [])], self.batch_size)
-        llm = self.client()
-        outcomes = llm.map(functools.partial(self._grade, llm), tasks, desc="grading rubrics", unit="call")
-        verdicts: dict = {}
-        failures = []
-        failed_keys = set()
-        for (key, start, batch), outcome in zip(tasks, outcomes):
-            if outcome.ok:
-                verdicts.update({(key, start + i): v for i, v in enumerate(outcome.value)})
-                continue
-            failed_keys.add(key)
-            for r, k in zip(records, keys):
-                if k == key:
-                    run = f"run {r['run_id']}, " if "run_id" in r else ""
-                    failures.append(Failure(self.step, key[0], f"{run}criteria {start}-{start + len(batch) - 1}",
-                                            outcome.error, outcome.raw))
-        rows = []
-        for r, key in zip(records, keys):
-            if key in failed_keys and self.on_failure == "exclude_answer":
-                continue
-            for c in self._by_topic.get(key[0], []):
-                verdict = verdicts.get((key, c.index), FAILED)
-                rows.append({"qid": key[0], "docno": c.doc_id, "score": ids.VERDICT_TO_SCORE.get(verdict, math.nan),
-                             "verdict": verdict, "weight": c.weight, "criterion": c.text,
-                             **{k: v for k, v in r.items() if k != "qid"}})
-        return pd.DataFrame(rows, columns=columns), failures
+    def items(self, qid: str) -> list[str]:
+        return [c.text for c in self._by_topic.get(qid, [])]
 
-    def _grade(self, llm: LLMClient, task):
-        (qid, query, answer), start, batch = task
-        messages = self.template.render(count=len(batch), query=query, answer=answer,
-                                        criteria=json.dumps(list(batch), ensure_ascii=False))
-        return self.ask(llm, messages, functools.partial(parse_labels, n=len(batch), allowed=VERDICTS),
-                        memo_key=(qid, query, answer, batch), json_schema=_verdict_schema(len(batch)),
-                        plan_reply=json.dumps([ids.SATISFIED] * len(batch)))
+    def topic_query(self, qid: str) -> str:
+        query = self._set.topics.get(qid, {}).get("query")
+        if qid in self._by_topic and not isinstance(query, str):
+            raise InvalidInput(f"RubricJudge: the answer of topic {qid} has no query (no 'query' column and no query "
+                               "in the rubric file); give the topics' queries as a 'query' column")
+        return str(query or "")
+
+    def describe_batch(self, record: dict, key: Key, start: int, batch: tuple) -> str:
+        return f"{run_prefix(record)}criteria {start}-{start + len(batch) - 1}"
+
+    def item_rows(self, record: dict, key: Key, labels: dict[int, str]) -> list[dict]:
+        rows = []
+        for c in self._by_topic.get(key[0], []):
+            verdict = labels.get(c.index, FAILED)
+            rows.append({"qid": key[0], "docno": c.doc_id, "score": ids.VERDICT_TO_SCORE.get(verdict, math.nan),
+                         "verdict": verdict, "weight": c.weight, "criterion": c.text,
+                         **{k: v for k, v in record.items() if k != "qid"}})
+        return rows

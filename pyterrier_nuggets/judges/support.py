@@ -30,7 +30,8 @@ from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.docstore import fetch_texts
 from pyterrier_nuggets.formats.frames import SUPPORT_COLUMNS
 from pyterrier_nuggets.judges import test_replies
-from pyterrier_nuggets.judges.base import FAILED, EnsembleLabels, Failure, LLMJudge
+from pyterrier_nuggets.judges.base import EnsembleLabels, LLMJudge
+from pyterrier_nuggets.judges.failures import EXCLUDE, FAILED, MARK, Failure, Unit, run_prefix
 from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.llm.parsing import OutputError, reply_label
 from pyterrier_nuggets.prompts import REASK_SUPPORT, SUPPORT_JUDGMENT
@@ -146,8 +147,8 @@ class SupportJudge(LLMJudge):
     :param docstore: docno -> text (a mapping or a docstore) for answers without ``reference_texts``.
     :param prompt: a prompt file or template in place of the packaged ``support_judgment.txt``.
     :param max_reasks: how often an unusable reply is asked again (2 by default).
-    :param on_failure: ``"raise"`` (default; after all other judgments ran and were cached), ``"exclude_answer"``
-        (an answer with a failed judgment gives no rows; reported) or ``"mark"`` (failed rows kept with support
+    :param on_failure: ``"raise"`` (default; after all other judgments ran and were cached), ``"exclude"`` (an
+        answer with a failed judgment gives no rows; reported) or ``"mark"`` (failed rows kept with support
         ``failed`` and score NaN, for inspection only).
 
     Examples::
@@ -162,9 +163,8 @@ class SupportJudge(LLMJudge):
     test_reply = staticmethod(test_replies.support_judgment)
     step_name = "support judgment"
     repr_params = ("citations",)
-    failure_policies = {"raise": "stop with an error once all other judgments ran",
-                        "exclude_answer": "answers with a failed judgment give no rows, and are reported",
-                        "mark": "failed rows kept with support 'failed', score NaN"}
+    failure_policies = {EXCLUDE: "answers with a failed judgment give no rows, and are reported",
+                        MARK: "failed rows kept with support 'failed', score NaN"}
     default_prompt = SUPPORT_JUDGMENT
     reask_prompt = REASK_SUPPORT
     plan_assumption = "every citation fully supports its sentence"
@@ -190,28 +190,18 @@ class SupportJudge(LLMJudge):
         llm = self.client()
         outcomes = dict(zip(tasks, llm.map(functools.partial(self._judge, llm), tasks, desc="judging support",
                                            unit="call")))
-        failures, failed_answers, rows = [], set(), []
+        units = [Unit(str(r["qid"]), [], []) for r in records]  # one per answer
         for i, j, k, docno, statement, passage in planned:
-            r = records[i]
-            if k is None:
-                support = ids.NONE
-            else:
+            r, unit = records[i], units[i]
+            support = ids.NONE
+            if k is not None:
                 outcome = outcomes[(statement, passage)]
-                if outcome.ok:
-                    support = outcome.value
-                else:
-                    support = FAILED
-                    run = f"run {r['run_id']}, " if "run_id" in r else ""
-                    failures.append(Failure(self.step, str(r["qid"]), f"{run}sentence {j}, citation {k} ({docno})",
-                                            outcome.error, outcome.raw))
-                    failed_answers.add(i)
-            rows.append({"qid": str(r["qid"]), "sentence": j, "citation": k, "docno": docno, "support": support,
-                         "score": ids.SUPPORT_LEVEL_TO_SCORE.get(support, math.nan),
-                         **{c: r[c] for c in passthrough if c != "qid"}, "_answer": i})
-        if self.on_failure == "exclude_answer":
-            rows = [row for row in rows if row["_answer"] not in failed_answers]
-        for row in rows:
-            del row["_answer"]
+                unit.work.append((f"{run_prefix(r)}sentence {j}, citation {k} ({docno})", outcome))
+                support = outcome.value if outcome.ok else FAILED
+            unit.rows.append({"qid": unit.qid, "sentence": j, "citation": k, "docno": docno, "support": support,
+                              "score": ids.SUPPORT_LEVEL_TO_SCORE.get(support, math.nan),
+                              **{c: r[c] for c in passthrough if c != "qid"}})
+        rows, failures = self.settle(units)
         return pd.DataFrame(rows, columns=columns), failures
 
     def ensemble_labels(self) -> EnsembleLabels:

@@ -1,4 +1,4 @@
-"""OpenAI Batch API mode (issue 11, item 3): the requests a run needs, answered by batches instead of calls.
+"""OpenAI Batch API mode: the requests a run needs, answered by batches instead of calls.
 
 :class:`BatchRunner` answers a set of pending requests (cache key -> request body): it writes them as
 JSONL (``custom_id`` = ``STAGE:KEY``, the stage that asks and the cache key), uploads the file (``POST /v1/files``, purpose ``batch``), creates

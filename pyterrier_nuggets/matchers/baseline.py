@@ -1,6 +1,6 @@
-"""Offline baseline judges on a matcher (issue 15): the main job's default when no LLM endpoint is configured.
+"""Offline baseline judges on a matcher (docs/concepts.md): the main job's default when no LLM endpoint is configured.
 
-They are *baselines*, not the AutoNuggetizer ([nugget-recall]/001) nor the support judge of [support24]: they decide by
+They are *baselines*, not the AutoNuggetizer ([autonuggetizer]) nor the support judge of [support24]: they decide by
 the similarity score of a :class:`~pyterrier_nuggets.matchers.Matcher` (by default the
 :class:`~pyterrier_nuggets.matchers.EmbeddingMatcher`, all-MiniLM-L6-v2 cosine), with thresholds calibrated on
 real labels, and every table made with them says so (``describe()``).
@@ -14,7 +14,7 @@ real labels, and every table made with them says so (``describe()``).
 - :class:`MatcherSupportJudge`: citation support (the judged citations of [support24 §3.2-3.3]: the first per
   sentence by default). The score is the highest cosine between the sentence and the cited segment or one of
   its sentences: ``full`` from :data:`SUPPORT_FULL` (0.83, the threshold first calibrated on the CONE-RAG sample's
-  de-duplication decisions of an NLI model, issue 14; kept as it was when the full-data calibrations moved the
+  de-duplication decisions of an NLI model; kept as it was when the full-data calibrations moved the
   matcher's own thresholds, docs/cone-rag.md), ``partial`` from :data:`SUPPORT_PARTIAL` (0.63, the assignment
   threshold above), else ``none``. No real support labels are available offline, so its agreement with an
   LLM support judge is **not measured**; the thresholds are borrowed from the two calibrations above.
@@ -41,7 +41,7 @@ from ir_measures_ext import ids
 from ir_measures_ext.errors import InvalidInput
 from ir_measures_ext.scoring import battle_score
 from pyterrier_nuggets.formats.frames import ASSIGNMENT_COLUMNS, BATTLE_COLUMNS, SUPPORT_COLUMNS
-from pyterrier_nuggets.judges.base import FailurePolicy
+from pyterrier_nuggets.judges.failures import RAISE, FailurePolicy
 from pyterrier_nuggets.judges.generation import (
     GENERATION_COLUMNS,
     MAX_WORDS,
@@ -51,17 +51,17 @@ from pyterrier_nuggets.judges.generation import (
 )
 from pyterrier_nuggets.judges.nuggets import topic_lists
 from pyterrier_nuggets.judges.pairwise import INPUT_COLUMNS, first_in_a
+from pyterrier_nuggets.judges.parallel import TopicParallel
 from pyterrier_nuggets.judges.support import cited_statements, support_passthrough
 from pyterrier_nuggets.matchers.base import Matcher
 from pyterrier_nuggets.matchers.embedding import EmbeddingMatcher, split_sentences
 from pyterrier_nuggets.records import Answer, Sentence
 
 ASSIGNMENT_SUPPORT = 0.63  # calibrated on GPT-4o's TREC RAG 2024 assignments (benchmarks/offline_judge_agreement.py)
-SUPPORT_FULL = 0.83  # borrowed from the sample's de-duplication calibration (issue 14); support has no labels of its own
+SUPPORT_FULL = 0.83  # borrowed from the sample's de-duplication calibration; support has no labels of its own
 SUPPORT_PARTIAL = ASSIGNMENT_SUPPORT
 REDUNDANT = 0.9  # a candidate sentence this similar to a chosen one adds nothing new
 # measured for the calibrated setting only (shipped encoder, sentences, support >= 0.63, no partial support)
-NOTHING_FAILS = {"raise": "no LLM: nothing can fail (the policy of every offline baseline judge)"}
 ASSIGNMENT_AGREEMENT = "agreement with GPT-4o on TREC RAG 2024: kappa 0.24-0.27 (docs/benchmarks.md)"
 
 
@@ -69,18 +69,16 @@ def _matcher(matcher: Matcher | None) -> Matcher:
     return EmbeddingMatcher() if matcher is None else matcher
 
 
-class MatcherAssigner(FailurePolicy, pt.Transformer):
+class MatcherAssigner(FailurePolicy, TopicParallel):
     """Baseline nugget assignment by similarity (see the module docstring), a drop-in for
     :class:`~pyterrier_nuggets.judges.NuggetAssigner`: input ``qid, qanswer``; output one row per (answer,
     nugget of its topic): ``qid, docno`` (``{qid}:n{i}``), ``score`` (1 / 0.5 / 0), ``assignment`` and the
     answer's other columns. ``partial`` (default None: no partial support, as calibrated) must not exceed
     ``support``. Answers of topics without nuggets give no rows."""
 
-    failure_policies = NOTHING_FAILS
-
     def __init__(self, nuggets: Any, matcher: Matcher | None = None, *, support: float = ASSIGNMENT_SUPPORT,
                  partial: float | None = None):
-        self.set_policy("raise")
+        self.set_policy(RAISE)  # no LLM: nothing of it can fail
         if partial is not None and partial > support:
             raise InvalidInput(f"partial ({partial}) must not exceed support ({support})")
         self.nuggets = nuggets
@@ -132,17 +130,15 @@ class MatcherAssigner(FailurePolicy, pt.Transformer):
         return pd.DataFrame(rows, columns=columns)
 
 
-class MatcherSupportJudge(FailurePolicy, pt.Transformer):
+class MatcherSupportJudge(FailurePolicy, TopicParallel):
     """Baseline citation support by similarity (see the module docstring), a drop-in for
     :class:`~pyterrier_nuggets.judges.SupportJudge`: input an answer frame (``qid, sentences, references``,
     segment texts from ``reference_texts`` or ``docstore``); output ``qid, sentence, citation, docno,
     support, score`` per judged citation and per uncited sentence (no support), plus the answer's columns."""
 
-    failure_policies = NOTHING_FAILS
-
     def __init__(self, matcher: Matcher | None = None, *, full: float = SUPPORT_FULL,
                  partial: float = SUPPORT_PARTIAL, citations: str = "first", docstore: Any = None):
-        self.set_policy("raise")
+        self.set_policy(RAISE)  # no LLM: nothing of it can fail
         if partial > full:
             raise InvalidInput(f"partial ({partial}) must not exceed full ({full})")
         self.matcher = _matcher(matcher)
@@ -183,7 +179,7 @@ class MatcherSupportJudge(FailurePolicy, pt.Transformer):
         return pd.DataFrame(rows, columns=SUPPORT_COLUMNS + passthrough)
 
 
-class ExtractiveGenerator(FailurePolicy, pt.Transformer):
+class ExtractiveGenerator(FailurePolicy, TopicParallel):
     """Retrieved segments -> one extractive cited answer per topic, without an LLM (see the module
     docstring); the output columns of :class:`~pyterrier_nuggets.judges.CitedGenerator`.
 
@@ -196,7 +192,7 @@ class ExtractiveGenerator(FailurePolicy, pt.Transformer):
     def __init__(self, k: int = 5, *, matcher: Matcher | None = None, per_segment: int = 1,
                  max_words: int = MAX_WORDS, redundant: float = REDUNDANT, docstore: Any = None,
                  run_id: str | None = None):
-        self.set_policy("raise")
+        self.set_policy(RAISE)  # no LLM: nothing of it can fail
         if per_segment < 1:
             raise InvalidInput(f"per_segment must be 1 or more, got {per_segment}")
         self.k = check_reference_count(k)
@@ -259,7 +255,7 @@ class ExtractiveGenerator(FailurePolicy, pt.Transformer):
         return chosen
 
 
-class NuggetCoverageJudge(FailurePolicy, pt.Transformer):
+class NuggetCoverageJudge(FailurePolicy, TopicParallel):
     """Baseline pairwise judge (the arena offline; docs/arena.md), a drop-in for
     :class:`~pyterrier_nuggets.judges.PairwiseJudge`: of two answers to a topic it prefers the one covering more
     of the topic's nuggets, by the :class:`MatcherAssigner` of this module (coverage = the nuggets assigned
@@ -268,12 +264,11 @@ class NuggetCoverageJudge(FailurePolicy, pt.Transformer):
     so (``describe()``). Position A/B is recorded by the same seeded rule as the LLM judge's, though it cannot
     matter here. Topics without nuggets cannot be judged and are refused."""
 
-    failure_policies = NOTHING_FAILS
     orders = "random"
 
     def __init__(self, nuggets: Any, matcher: Matcher | None = None, *, seed: int = 0,
                  support: float = ASSIGNMENT_SUPPORT):
-        self.set_policy("raise")
+        self.set_policy(RAISE)  # no LLM: nothing of it can fail
         self.nuggets = nuggets
         self.matcher = _matcher(matcher)
         self.seed = int(seed)

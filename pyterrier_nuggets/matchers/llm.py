@@ -19,7 +19,8 @@ import pandas as pd
 import pyterrier as pt
 
 from pyterrier_nuggets.judges import test_replies
-from pyterrier_nuggets.judges.base import FAILED, EnsembleLabels, Failure, LLMJudge
+from pyterrier_nuggets.judges.base import EnsembleLabels, LLMJudge
+from pyterrier_nuggets.judges.failures import EXCLUDE, FAILED, MARK, Failure, Unit
 from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.llm.parsing import OutputError, reply_label
 from pyterrier_nuggets.matchers.base import Match, Matcher, Pair
@@ -51,15 +52,15 @@ class LLMMatcher(LLMJudge, Matcher):
     :param llm: the client (default: an :class:`LLMClient` of the configured endpoint, created on first use).
     :param prompt: a prompt file or template in place of the packaged ``cone_ntr.txt``.
     :param max_reasks: how often an unusable reply is asked again (2 by default).
-    :param on_failure: as a transformer: ``"raise"`` (default) or ``"mark"`` (``entailed`` = ``"failed"``, score
-        NaN).
+    :param on_failure: as a transformer: ``"raise"`` (default), ``"exclude"`` (failed rows left out, and reported)
+        or ``"mark"`` (``entailed`` = ``"failed"``, score NaN).
     """
 
     step = "match"
     test_reply = staticmethod(test_replies.matching)
     step_name = "CONE-RAG matching"
-    failure_policies = {"raise": "stop with an error once all other decisions are made",
-                        "mark": "failed rows kept with entailed 'failed', score NaN"}
+    failure_policies = {EXCLUDE: "failed rows are left out, and reported",
+                        MARK: "failed rows kept with entailed 'failed', score NaN"}
     default_prompt = CONE_NTR
     reask_prompt = REASK_YESNO
 
@@ -92,8 +93,7 @@ class LLMMatcher(LLMJudge, Matcher):
         out = inp.copy()
         decisions = self.match(list(zip(out["premise"].astype(str), out["hypothesis"].astype(str))))
         qids = out["qid"].astype(str).tolist() if "qid" in out.columns else [""] * len(out)
-        failures = [Failure(self.step, q, f"row {i}", d.error or "", list(d.raw))
-                    for i, (q, d) in enumerate(zip(qids, decisions)) if not d.ok]
         out["entailed"] = [d.entailed if d.ok else FAILED for d in decisions]
         out["score"] = [d.score for d in decisions]
-        return out[columns], failures
+        kept, failures = self.settle(Unit(q, [(f"row {i}", d)], [i]) for i, (q, d) in enumerate(zip(qids, decisions)))
+        return out.iloc[kept][columns], failures

@@ -99,7 +99,7 @@ def dataset_collection(dataset_id: str, qids: Sequence[str] | None = None,
     :param qids: only these topics.
     :param max_topics: only the first this many topics.
     """
-    from datasets_ext.registry import load
+    from datasets_ext import load
 
     ds = load(dataset_id)
     topics = pd.DataFrame([(q.query_id, q.default_text()) for q in ds.queries_iter()], columns=["qid", "query"])

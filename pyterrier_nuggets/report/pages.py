@@ -32,7 +32,7 @@ from urllib.parse import quote
 
 import pandas as pd
 
-from datasets_ext.nuggets import sub_narrative_rows
+from datasets_ext.nugget_parser import sub_narrative_rows
 from ir_measures_ext import ids, scoring
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.evaluation.calibration import natural_key

@@ -1,9 +1,9 @@
 """Rubric files and rubric verdicts (TREC RAG 2026 rubric scoring, design decision 11).
 
-- Rubrics: JSONL, one topic a line, parsed by :mod:`datasets_ext.rubrics` (the one parser: ResearchRubrics
+- Rubrics: JSONL, one topic a line, parsed by :mod:`datasets_ext.rubric_parser` (the one parser: ResearchRubrics
   ``{"qid", "rubrics": [{"criterion", "weight", "axis"}]}`` or the toolkit's ``{"qid", "criteria": [{"text",
   "weight", "tier", "type", "source_nugget"}]}``); written in the toolkit's form. A criterion is a
-  :class:`~datasets_ext.rubrics.RubricCriterion`, id ``{qid}:r{i}``.
+  :class:`~datasets_ext.rubric_parser.RubricCriterion`, id ``{qid}:r{i}``.
 - Rubric qrels: ``qid 0 {qid}:r{i} WEIGHT`` plus ``qid 0 {qid}:r{i}:mandatory|optional 1`` for tiered criteria.
 - Verdicts: JSONL, one judged answer a line, ``{"qid", "run_id", "criteria": [{"text", "weight", "tier"?,
   "verdict"}]}`` with every criterion of the topic's rubric in order, verdict ``satisfied``,
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from datasets_ext.rubrics import RubricCriterion, read_rubric_lines, rubric_qrels
+from datasets_ext.rubric_parser import RubricCriterion, read_rubric_lines, rubric_qrels
 from ir_measures_ext import ids
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.formats.files import InputError, atomic_write, get_field, get_qid, read_jsonl, write_jsonl
@@ -94,7 +94,7 @@ def write_rubrics(path: str, rubrics: RubricSet) -> None:
 
 
 def rubric_qrels_rows(rubrics: RubricSet | Iterable[RubricCriterion]) -> list[tuple[str, str, int]]:
-    """The rubric qrels ``(qid, doc id, relevance)``: weight rows and tier rows (:mod:`datasets_ext.rubrics`).
+    """The rubric qrels ``(qid, doc id, relevance)``: weight rows and tier rows (:mod:`datasets_ext.rubric_parser`).
 
     :param rubrics: a :class:`RubricSet` or its criteria.
     """

@@ -16,7 +16,7 @@ from pyterrier_nuggets.formats.files import (
     read_jsonl,
     write_jsonl,
 )
-from pyterrier_nuggets.formats.nuggets import NuggetSet, nugget_json, parse_nugget_list
+from pyterrier_nuggets.formats.nugget_io import NuggetSet, nugget_json, parse_nugget_list
 from pyterrier_nuggets.records import Assignment, Nugget
 
 

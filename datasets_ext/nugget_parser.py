@@ -8,7 +8,7 @@ A topic appears on one line. A nugget's index is the ``i`` of its ``id`` field w
 (``{qid}:n{i}``, as this package writes nuggets), else its 0-based position in the topic's list; the nugget
 is the document ``ir_measures_ext.ids.nugget_id(qid, i)`` and its qrel has relevance
 ``ids.IMPORTANCE_TO_GRADE[importance]`` (2 vital, 1 okay). The nuggetizer "assign" files of
-:mod:`pyterrier_nuggets.formats.assignments` carry the same nugget lists, with an ``assignment`` per nugget,
+:mod:`pyterrier_nuggets.formats.assignment_io` carry the same nugget lists, with an ``assignment`` per nugget,
 and are parsed by the same :func:`parse_nugget_list`.
 
 :func:`read_nugget_lines` and :func:`parse_nugget_list` are the one parser; ``pyterrier_nuggets.formats``

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from pyterrier_nuggets.formats.files import InputError, atomic_write, get_field, get_qid, load_json, read_jsonl
-from pyterrier_nuggets.formats.trec import read_run_rows
+from pyterrier_nuggets.formats.trec_io import read_run_rows
 
 RUN_TYPES = ("automatic", "manual", "only_response")
 DEFAULT_USED = 5  # the validator: a response with no passage marked "used" gets its top 5 as provenance

@@ -4,14 +4,14 @@
   importance}]}`` and TREC RAG 2025 nuggets ``{qid, nuggets:[{text, importance, source, ...}]}``.
 - Nugget qrels (TREC qrels, decisions.md, decision 1): ``qid 0 {qid}:n{i} REL``, REL 2 = vital, 1 = okay; for nuggets
   that name their sub-narrative (TREC RAG 2025 ``mapped_sub_narrative``), ``qid 0 {qid}:n{i}:sn{k} 1`` after the
-  nugget rows (:func:`datasets_ext.nuggets.sub_narrative_rows`, the one rule; nugget measures ignore them).
+  nugget rows (:func:`datasets_ext.nugget_parser.sub_narrative_rows`, the one rule; nugget measures ignore them).
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from datasets_ext import nuggets as nugget_files
+from datasets_ext import nugget_parser
 from ir_measures_ext import ids
 from pyterrier_nuggets.formats.files import (
     InputError,
@@ -54,7 +54,7 @@ class NuggetSet:
         return f"NuggetSet({len(self.nuggets)} nuggets of {topics} topics, {self.invalid!r})"
 
 
-def _checked(path: str, line: int, qid: str, entries: list[nugget_files.NuggetEntry], with_assignment: bool,
+def _checked(path: str, line: int, qid: str, entries: list[nugget_parser.NuggetEntry], with_assignment: bool,
              report: InvalidLabelReport) -> list[tuple[Nugget, str | None]]:
     """``(nugget, assignment)`` for the parsed nuggets whose labels are valid; the others go to ``report``."""
     out = []
@@ -71,10 +71,10 @@ def _checked(path: str, line: int, qid: str, entries: list[nugget_files.NuggetEn
 def parse_nugget_list(path: str, line: int, qid: str, items: list, with_assignment: bool,
                       report: InvalidLabelReport) -> list[tuple[Nugget, str | None]]:
     """The ``nuggets`` list of one line of a nugget or assignment file (parsed by
-    :func:`datasets_ext.nuggets.parse_nugget_list`, the one parser): ``(nugget, assignment)`` pairs (the
+    :func:`datasets_ext.nugget_parser.parse_nugget_list`, the one parser): ``(nugget, assignment)`` pairs (the
     assignment is None without ``with_assignment``). Invalid labels go to ``report``, their nuggets are
     left out; anything else wrong is an InputError."""
-    entries = nugget_files.parse_nugget_list(path, line, qid, items, with_assignment)
+    entries = nugget_parser.parse_nugget_list(path, line, qid, items, with_assignment)
     return _checked(path, line, qid, entries, with_assignment, report)
 
 
@@ -82,7 +82,7 @@ def read_nuggets(path: str, on_invalid: str = "refuse") -> NuggetSet:
     """Read a nugget file: nuggetizer "create" JSONL or TREC RAG 2025 nuggets. A topic may appear once.
 
     Extra fields such as ``source`` and ``mapped_sub_narrative`` are kept as provenance; parsed by
-    :func:`datasets_ext.nuggets.read_nugget_lines` as the ir_datasets entries are.
+    :func:`datasets_ext.nugget_parser.read_nugget_lines` as the ir_datasets entries are.
 
     :param path: the nugget file.
     :param on_invalid: ``"refuse"`` (default: an invalid importance raises :class:`InvalidLabelsError`) or
@@ -91,7 +91,7 @@ def read_nuggets(path: str, on_invalid: str = "refuse") -> NuggetSet:
     check_policy(on_invalid)
     report = InvalidLabelReport(on_invalid)
     out = NuggetSet([], {}, report)
-    for entry in nugget_files.read_nugget_lines(path):
+    for entry in nugget_parser.read_nugget_lines(path):
         if entry.query is not None:
             out.queries[entry.qid] = entry.query
         out.nuggets += [n for n, _ in _checked(path, entry.line, entry.qid, entry.nuggets, False, report)]
@@ -132,7 +132,7 @@ def sub_narrative_qrels(nuggets: Sequence[Nugget]) -> list[tuple[str, str, int]]
     topics: dict[str, list[tuple[int, dict]]] = {}
     for n in nuggets:
         topics.setdefault(n.qid, []).append((n.index, n.provenance))
-    return [(qid, doc_id, 1) for qid, ns in topics.items() for doc_id, _ in nugget_files.sub_narrative_rows(qid, ns)[1]]
+    return [(qid, doc_id, 1) for qid, ns in topics.items() for doc_id, _ in nugget_parser.sub_narrative_rows(qid, ns)[1]]
 
 
 def sub_narratives(nuggets: NuggetSet | Sequence[Nugget]) -> dict[str, list[str]]:
@@ -148,7 +148,7 @@ def sub_narratives(nuggets: NuggetSet | Sequence[Nugget]) -> dict[str, list[str]
     topics: dict[str, list[tuple[int, dict]]] = {}
     for n in nuggets:
         topics.setdefault(n.qid, []).append((n.index, n.provenance))
-    out = {qid: nugget_files.sub_narrative_rows(qid, ns)[0] for qid, ns in topics.items()}
+    out = {qid: nugget_parser.sub_narrative_rows(qid, ns)[0] for qid, ns in topics.items()}
     return {qid: texts for qid, texts in out.items() if texts}
 
 

@@ -25,14 +25,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from datasets_ext import cone as cone_files
+from datasets_ext import cone_parser
 from ir_measures_ext import ids
 from pyterrier_nuggets.formats.files import InputError, atomic_write, get_field, get_qid, read_jsonl, write_jsonl
-from pyterrier_nuggets.formats.nuggets import NuggetSet
+from pyterrier_nuggets.formats.nugget_io import NuggetSet
 from pyterrier_nuggets.records import SPAN_MATCHES, ExtractedNugget, Nugget
 
-MATCHED = cone_files.MATCHED
-NOT_MATCHED = cone_files.NOT_MATCHED
+MATCHED = cone_parser.MATCHED
+NOT_MATCHED = cone_parser.NOT_MATCHED
 GOLD_RESPONSE_RUN = "manual"  # the run name of the NIST assessors' gold responses
 
 
@@ -55,25 +55,25 @@ class ResponseNuggets:
 
 
 def _read(path: str, read):
-    """``read(bytes, path)`` of a ``datasets_ext.cone`` parser (the one parser of each file), its errors as
+    """``read(bytes, path)`` of a ``datasets_ext.cone_parser`` parser (the one parser of each file), its errors as
     :class:`InputError`."""
     with open(path, "rb") as f:
         raw = f.read()
     try:
         return read(raw, path)
-    except cone_files.ConeFormatError as e:
+    except cone_parser.ConeFormatError as e:
         raise InputError(path, e.line, e.where, e.problem) from None
 
 
 def read_cone_gold_nuggets(path: str) -> NuggetSet:
     """Gold nuggets of a CONE-RAG file (human or LLM, raw or de-duplicated) as nuggets ``{turn}:n{k-1}``.
 
-    Parsed by ``datasets_ext.cone.parse_gold_nuggets``, the one parser of the file, as the datasets are; every
+    Parsed by ``datasets_ext.cone_parser.parse_gold_nuggets``, the one parser of the file, as the datasets are; every
     gold nugget is ``vital``, its ``passage_relevance`` kept in its provenance.
 
     :param path: the gold nugget JSON file.
     """
-    gold = _read(path, cone_files.read_gold_nuggets)
+    gold = _read(path, cone_parser.read_gold_nuggets)
     return NuggetSet([Nugget(g.query_id, g.index, g.text, ids.VITAL,
                              {"cone_key": g.key, "passage_relevance": g.passage_relevance}) for g in gold], {})
 
@@ -106,7 +106,7 @@ def read_cone_responses(path: str) -> dict[tuple[str, str], str]:
 
     :param path: the responses JSON file.
     """
-    return {(r.query_id, r.run_id): r.text for r in _read(path, cone_files.read_responses)}
+    return {(r.query_id, r.run_id): r.text for r in _read(path, cone_parser.read_responses)}
 
 
 def write_cone_responses(path: str, responses: dict[tuple[str, str], str]) -> None:
@@ -127,7 +127,7 @@ def read_cone_response_nuggets(path: str) -> list[ResponseNuggets]:
     :param path: the JSON file.
     """
     return [ResponseNuggets(r.query_id, r.run_id, r.response, list(r.matched), list(r.not_matched))
-            for r in _read(path, cone_files.read_response_nuggets)]
+            for r in _read(path, cone_parser.read_response_nuggets)]
 
 
 def write_cone_response_nuggets(path: str, items: Iterable[ResponseNuggets]) -> None:
@@ -194,14 +194,14 @@ def read_extracted_nuggets(path: str) -> list[tuple[str, str, list[ExtractedNugg
 
 # ------------------------------------------------------------------------------- labelled pairs and crowd labels
 
-def read_cone_crowd_labels(path: str) -> list[cone_files.CrowdLabel]:
+def read_cone_crowd_labels(path: str) -> list[cone_parser.CrowdLabel]:
     """The CONE-RAG crowd study's nugget-to-response labels ([cone-rag §5.2]).
 
-    Parsed by ``datasets_ext.cone.read_crowd_labels``.
+    Parsed by ``datasets_ext.cone_parser.read_crowd_labels``.
 
     :param path: ``human-study-matching-labels.txt`` of the CONE-RAG resources.
     """
-    return _read(path, cone_files.read_crowd_labels)
+    return _read(path, cone_parser.read_crowd_labels)
 
 
 LABEL_VALUES = {"yes": True, "no": False, "1": True, "0": False, "true": True, "false": False}

@@ -11,9 +11,9 @@ from collections.abc import Callable, Iterable, Iterator
 from ir_measures_ext import ids
 from ir_measures_ext.errors import InvalidInput
 from ir_measures_ext.scoring import answer_words
-from pyterrier_nuggets.formats.assignments import AssignedAnswer
+from pyterrier_nuggets.formats.assignment_io import AssignedAnswer
 from pyterrier_nuggets.formats.files import InputError, atomic_write, check_run_tag, check_topic_id, read_columns
-from pyterrier_nuggets.formats.nuggets import NuggetSet
+from pyterrier_nuggets.formats.nugget_io import NuggetSet
 from pyterrier_nuggets.records import Answer, Assignment, SupportJudgment
 
 Row = tuple[str, str, float]  # (qid, row id, score)
