@@ -134,6 +134,15 @@ def test_limiter_never_exceeds_a_level_pushed_back_in_the_job():
     earlier._waiters.clear()
 
 
+def test_a_wide_client_starts_only_the_threads_its_work_needs(tmp_path):
+    """The default ceiling is 256 requests in flight, and as many worker threads at most: a client with 3 requests
+    to make starts 3 (a process that makes many clients does not pile up 256 threads each)."""
+    with TestEndpoint(responder=lambda b: "[]") as server:
+        llm = client(server, tmp_path / "t.sqlite")
+        assert all(r.ok for r in llm.map(llm.chat, [[{"role": "user", "content": f"item {i}"}] for i in range(3)]))
+        assert llm.scheduler.workers == 256 and 1 <= llm.scheduler.alive <= 3
+
+
 def test_rate_limit_headers_end_slow_start():
     """A reply saying the endpoint has more requests left than the ceiling: the limit goes to the ceiling."""
     lim = AdaptiveLimiter(64)
