@@ -10,8 +10,8 @@ median is reported.
 
 1. a dry run (no call), then the stage-overlapped run at ceiling ``--limit``: wall time against the floor
    (calls x latency / limit), planned calls against the calls made; for reference, as many independent
-   requests (no dependencies, no judges): what this machine's client reaches (the openai SDK and the HTTP
-   round trip spend a few ms of CPU per call);
+   requests (no dependencies, no judges) through the package's client, and the practical floor: the minimal
+   keep-alive client of ``floor.py`` for as many calls on the same server;
 2. the same at a ceiling of ``--over`` (a user who over-asks): wall time against line 1, share rejected;
 3. for comparison, the staged run (every topic's creation, then every scoring, then every assignment);
 4. an identical second run on line 1's cache: calls and whether every result is identical;
@@ -48,6 +48,9 @@ from pyterrier_nuggets.formats import nugget_qrels  # noqa: E402
 from pyterrier_nuggets.judges import NuggetAssigner, NuggetCreator, NuggetScorer, Overlapped  # noqa: E402
 from pyterrier_nuggets.llm import BatchOptions, ClientOptions, Limits, LLMClient  # noqa: E402
 from pyterrier_nuggets.testing import TestEndpoint, first_prompt  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from floor import practical_floor  # noqa: E402
 
 WORDS = ("river bridge castle museum harbour market garden tower canal library station forest valley "
          "island temple palace square theatre school hospital").split()
@@ -175,7 +178,7 @@ def main() -> None:
         rows.append((line, wall, sent, rejected, note))
         print(f"  {line}: {wall:.2f} s, {sent} sent, {rejected} rejected; {note}", flush=True)
 
-    timed: dict[str, list[dict]] = {"overlapped": [], "reference": [], "over": [], "staged": []}
+    timed: dict[str, list[dict]] = {"overlapped": [], "reference": [], "practical": [], "over": [], "staged": []}
     with tempfile.TemporaryDirectory() as tmp:
         bench = Bench(args, judged, answers, tmp)
 
@@ -205,6 +208,8 @@ def main() -> None:
                 s = server.stats
                 timed["reference"].append({"wall": time.perf_counter() - start, "sent": s["chat_requests"],
                                            "rejected": s["rejected"]})
+                timed["practical"].append({"wall": practical_floor(server.base_url, calls, args.limit),
+                                           "sent": calls, "rejected": server.stats["rejected"] - s["rejected"]})
 
             with bench.server() as server:
                 result = bench.run(bench.client(server, f"c64-{rep}.sqlite", args.over))
@@ -238,6 +243,10 @@ def main() -> None:
         row(f"reference: {calls} independent requests, ceiling {args.limit}", median("reference"), w["sent"],
             w["rejected"], f"no dependencies between calls, no judge: the client's and the SDK's own overhead on this "
             f"machine ({walls('reference')})")
+        w = worst("practical")
+        row("practical floor: the minimal keep-alive client, as many calls", median("practical"), w["sent"],
+            w["rejected"], f"a thread per slot and nothing else (floor.py); the overlapped run is "
+            f"{median('overlapped') / median('practical'):.2f} x it (target <= 1.2; {walls('practical')})")
         w = worst("over")
         row(f"overlapped, ceiling {args.over}", median("over"), w["sent"], w["rejected"],
             f"{median('over') / median('overlapped'):.2f} x ceiling {args.limit} (target <= 1.10; {walls('over')}), "

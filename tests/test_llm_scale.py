@@ -74,6 +74,75 @@ def test_limiter_starts_where_an_earlier_run_left_it(tmp_path):
     assert lim.limit == 64 and lim.slow_start
 
 
+def test_limiter_default_ceiling_and_a_given_start():
+    """Without a ceiling the limit may grow to 256 (slow start from 8, 1.5 x per round trip while requests wait);
+    ``start`` at the ceiling sends that many from the first request; an earlier run's level that went through raises
+    the start, never lowers it."""
+    lim = AdaptiveLimiter(Limits().concurrency)
+    assert lim.ceiling == 256 and lim.limit == 8
+    lim._waiters.append(((), -1))  # someone waits: the limit is binding, so it may grow
+    rounds = 0
+    while lim.limit < 256:
+        level = int(lim.limit)
+        lim._waiters.pop()
+        tickets = [lim.acquire() for _ in range(level)]
+        lim._waiters.append(((), -1))
+        for t in tickets:
+            lim.release(t, status=200)
+        rounds += 1
+    assert rounds == 9 and lim.limit == 256  # 8 x 1.5^9 > 256: nine round trips
+    lim._waiters.clear()
+    given = AdaptiveLimiter(64, initial=64)
+    assert given.limit == 64 and [given.acquire().level for _ in range(64)][-1] == 64
+    given.start_from(20, pushed_back=False)  # an earlier run got 20 through: the given start stays
+    assert given.limit == 64
+
+
+def test_limiter_never_exceeds_a_level_pushed_back_in_the_job():
+    """After a push-back the limit is back at the level that went through within one round trip (slow-start pace,
+    not one more per round trip) and never above it for the rest of the job, whatever the probe hold; a level an
+    earlier run learned is probed above once the hold has passed."""
+    lim = AdaptiveLimiter(64, initial=20, probe_hold=0.0)
+    over = [lim.acquire() for _ in range(20)]
+    lim.release(over[-1], status=429, congested=True)  # rejected at level 20: the endpoint takes 19
+    assert lim.known_max == 19 and lim.limit == pytest.approx(19 * 0.7)
+    for t in over[:-1]:
+        lim.release(t, status=200)
+    lim._waiters.append(((), -1))
+    for _ in range(int(19 * 0.7)):  # one round trip at the decreased limit
+        lim._waiters.pop()
+        ticket = lim.acquire()
+        lim._waiters.append(((), -1))
+        lim.release(ticket, status=200)
+    assert lim.limit == 19
+    for _ in range(500):  # however long the job runs (the probe hold is 0): no probe above 19
+        lim._waiters.pop()
+        ticket = lim.acquire()
+        lim._waiters.append(((), -1))
+        lim.release(ticket, status=200)
+    assert lim.limit == 19
+    lim._waiters.clear()
+    earlier = AdaptiveLimiter(64, probe_hold=0.0)
+    earlier.start_from(19, pushed_back=True)  # an earlier run's level: may be stale, probed after the hold
+    earlier._waiters.append(((), -1))
+    for _ in range(200):
+        earlier._waiters.pop()
+        ticket = earlier.acquire()
+        earlier._waiters.append(((), -1))
+        earlier.release(ticket, status=200)
+    assert earlier.limit > 19
+    earlier._waiters.clear()
+
+
+def test_a_wide_client_starts_only_the_threads_its_work_needs(tmp_path):
+    """The default ceiling is 256 requests in flight, and as many worker threads at most: a client with 3 requests
+    to make starts 3 (a process that makes many clients does not pile up 256 threads each)."""
+    with TestEndpoint(responder=lambda b: "[]") as server:
+        llm = client(server, tmp_path / "t.sqlite")
+        assert all(r.ok for r in llm.map(llm.chat, [[{"role": "user", "content": f"item {i}"}] for i in range(3)]))
+        assert llm.scheduler.workers == 256 and 1 <= llm.scheduler.alive <= 3
+
+
 def test_rate_limit_headers_end_slow_start():
     """A reply saying the endpoint has more requests left than the ceiling: the limit goes to the ceiling."""
     lim = AdaptiveLimiter(64)

@@ -136,3 +136,120 @@ def test_refusals_write_nothing(server, files, tmp_path):
                      str(tmp_path / "o5")]) == 2
     assert not any((tmp_path / f"o{k}").exists() for k in (1, 3, 4, 5))
     assert server.count > 0  # only the 2025-rules run asked the judge
+
+
+def _wide_job(tmp_path, runs: int = 4, topics: int = 4):
+    """``runs`` x ``topics`` answers of three nuggets each: one assignment call per answer, all independent."""
+    answers = [{"metadata": {"team_id": "us", "run_id": f"R{r}", "type": "automatic", "narrative_id": f"t{t}"},
+                "references": ["d1"], "answer": [{"text": f"Paris run {r} topic {t}.", "citations": [0]}]}
+               for r in range(runs) for t in range(topics)]
+    nuggets = [{"qid": f"t{t}", "query": f"topic {t}", "nuggets": [
+        {"text": "Paris capital", "importance": "vital"}, {"text": "Lyon city", "importance": "okay"},
+        {"text": f"topic {t}", "importance": "okay"}]} for t in range(topics)]
+    return _jsonl(tmp_path / "wide.jsonl", answers), _jsonl(tmp_path / "wide-nuggets.jsonl", nuggets)
+
+
+def test_a_given_concurrency_is_in_flight_from_the_first_request(tmp_path, capsys):
+    """``trec-rag --concurrency N``: N requests in flight from the start, never more. The endpoint holds every reply
+    until N requests are in flight at once (a barrier, no clock): a client that began below N (slow start from 8)
+    would never reach it, and its requests would be let go only after the hold's timeout (counted)."""
+    from pyterrier_nuggets.testing import TestEndpoint
+    n = 12
+    answers, nuggets = _wide_job(tmp_path)  # 16 assignment calls, all independent: more than n
+    with TestEndpoint(hold_until=n, hold_timeout=60.0) as endpoint:
+        code = cli.main(["trec-rag", "--answers", answers, "--nuggets", nuggets, "--base-url", endpoint.base_url,
+                         "--model", "fake", "--concurrency", str(n), "--out", str(tmp_path / "out")])
+        assert code == 0, capsys.readouterr().err
+        stats = dict(endpoint.stats)
+        seen = list(endpoint.in_flight_seen)
+    assert stats["accepted"] == 16 and stats["hold_timeouts"] == 0
+    assert seen[:n] == list(range(n))  # the first n arrived before any reply left: no slow start
+    assert stats["peak_in_flight"] == n  # and never more than the ceiling
+
+
+def test_without_concurrency_the_limit_is_found_above_8(tmp_path, capsys):
+    """Left out, ``--concurrency`` is the default ceiling (256) and the client starts slow, from 8: the endpoint
+    holding the replies until 8 are in flight sees exactly 8 first; those 8 replies grow the limit to 12 (1.5 x per
+    round trip while requests wait, past the old default's cap of 8), and the next wave, held until 12 are in
+    flight, reaches 12."""
+    from pyterrier_nuggets.testing import TestEndpoint
+    answers, nuggets = _wide_job(tmp_path, runs=8, topics=5)  # 40 calls
+    with TestEndpoint(hold_until=(8, 12), hold_timeout=60.0) as endpoint:
+        code = cli.main(["trec-rag", "--answers", answers, "--nuggets", nuggets, "--base-url", endpoint.base_url,
+                         "--model", "fake", "--out", str(tmp_path / "out")])
+        assert code == 0, capsys.readouterr().err
+        stats = dict(endpoint.stats)
+        seen = list(endpoint.in_flight_seen)
+    assert stats["accepted"] == 40 and stats["hold_timeouts"] == 0
+    assert seen[:8] == list(range(8))
+    assert stats["peak_in_flight"] == 12
+
+
+def _track(files, server, out, *more):
+    """``trec-rag`` with every LLM judge on ``files`` against ``server``, into ``out``."""
+    return ["trec-rag", "--answers", files["answers"], "--nuggets", files["nuggets"], "--rubrics", files["rubrics"],
+            "--support", "--docs", files["docs"], "--base-url", server.base_url, "--model", "fake", "--out", str(out),
+            *more]
+
+
+def _same_folders(a, b):
+    names = sorted(p.name for p in a.iterdir())
+    assert names == sorted(p.name for p in b.iterdir())
+    for name in names:
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+
+
+def test_workers_give_one_process_outputs_on_one_cache(server, files, tmp_path, capsys):
+    """``--workers 2``: the topics over two processes, the outputs byte-identical to one process's, every answer in
+    the one response cache (a serial run on it asks nothing), the tables naming the test endpoint that answered in
+    the workers. Every request of topic t2 differs from t1's (its own query and sentences), so that no two requests
+    race for one cache entry and the calls are exact."""
+    answers = json.loads(json.dumps(ANSWERS))
+    for a in json.loads(json.dumps(ANSWERS)):
+        a["metadata"]["narrative_id"] = "t2"
+        a["answer"] = [{**o, "text": o["text"] + " Also t2."} for o in a["answer"]]
+        answers.append(a)
+    files["answers"] = _jsonl(tmp_path / "two-topics.jsonl", answers)
+    nuggets = [NUGGETS, {**NUGGETS, "qid": "t2", "query": "tell me about towns of France"}]
+    files["nuggets"] = _jsonl(tmp_path / "two-nuggets.jsonl", nuggets)
+    files["rubrics"] = _jsonl(tmp_path / "two-rubrics.jsonl", [RUBRIC, {**RUBRIC, "qid": "t2"}])
+    cache = str(tmp_path / "one.sqlite")
+    serial_cache = str(tmp_path / "serial.sqlite")
+    assert cli.main(_track(files, server, tmp_path / "serial", "--llm-cache", serial_cache)) == 0
+    calls = server.count
+    capsys.readouterr()
+    assert cli.main(_track(files, server, tmp_path / "spread", "--llm-cache", cache, "--workers", "2")) == 0, \
+        capsys.readouterr().err
+    assert server.count == 2 * calls  # the same requests, asked by the workers
+    assert "TEST ENDPOINT" in capsys.readouterr().out
+    _same_folders(tmp_path / "serial", tmp_path / "spread")
+    assert cli.main(_track(files, server, tmp_path / "again", "--llm-cache", cache)) == 0
+    assert server.count == 2 * calls  # one cache: the workers' answers are all in it
+    _same_folders(tmp_path / "serial", tmp_path / "again")
+
+
+def test_dry_run_prints_the_exact_plan_before_any_call(server, files, tmp_path, capsys):
+    """``--dry-run`` on a whole submission: the requests of every stage, their tokens and cost, no call; the run then
+    makes exactly the planned calls per stage."""
+    assert cli.main(_track(files, server, tmp_path / "plan", "--dry-run", "--price", "2.5,10")) == 0
+    out = capsys.readouterr().out
+    assert server.count == 0 and not (tmp_path / "plan").exists()
+    planned = {line.split()[0]: int(line.split()[3]) for line in out.splitlines()
+               if line.split()[:1] and line.split()[0] in ("assign", "support", "rubric", "total")}
+    assert "prompt tokens" in out and "$" in out
+    assert cli.main(_track(files, server, tmp_path / "run")) == 0
+    stages = [h.get("x-pyterrier-nuggets-stage") for h in server.headers]
+    assert planned["total"] == server.count == sum(planned[s] for s in planned if s != "total")
+    assert {s: stages.count(s) for s in set(stages)} == {s: n for s, n in planned.items() if s != "total"}
+
+
+def test_batch_api_gives_the_online_outputs(server, files, tmp_path, capsys):
+    """``--batch``: every request through the test endpoint's Batch API (no chat call), one round per dependent step,
+    the outputs byte-identical to the online run's."""
+    assert cli.main(_track(files, server, tmp_path / "online", "--llm-cache", str(tmp_path / "a.sqlite"))) == 0
+    online = server.count
+    assert cli.main(_track(files, server, tmp_path / "batch", "--llm-cache", str(tmp_path / "b.sqlite"), "--batch",
+                           "--batch-poll", "0.01")) == 0, capsys.readouterr().err
+    assert server.count == online and server.stats["batch_requests"] == online  # no chat call: all in batches
+    assert server.stats["batches"] == 3  # assignment, support, rubric grading: one round each
+    _same_folders(tmp_path / "online", tmp_path / "batch")

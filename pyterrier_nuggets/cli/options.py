@@ -69,8 +69,10 @@ def add_llm_options(parser) -> None:
                    "e.g. --llm-cache out/cache.sqlite")
     g.add_argument("--frozen", action="store_true", help="replay every cached LLM answer, also those that failed "
                    "validation (a byte-identical re-run); by default a re-run asks the failed ones again")
-    g.add_argument("--concurrency", type=positive_int, default=8, help="the ceiling of LLM requests in flight; below "
-                   "it the client finds how many the endpoint takes (default 8), e.g. --concurrency 32")
+    g.add_argument("--concurrency", type=positive_int, metavar="N", help="the most LLM requests in flight, per "
+                   "endpoint. Left out: up to 256, the client finds how many the endpoint takes (from 8 in flight, or "
+                   "from what an earlier run learned of it); given: N in flight from the first request, fewer only if "
+                   "the endpoint pushes back, e.g. --concurrency 32")
     g.add_argument("--max-rpm", type=positive_number, metavar="N", help="requests per minute to stay under (a "
                    "published quota), e.g. --max-rpm 500")
     g.add_argument("--max-tpm", type=positive_number, metavar="N", help="tokens per minute to stay under (a "
@@ -176,13 +178,26 @@ def dry_run_key(args) -> str | None:
 def client_options(args):
     """The :class:`~pyterrier_nuggets.llm.ClientOptions` of the LLM group: limits, retries, Batch API, prices,
     replay, and ``cache_only`` (merge's re-run)."""
-    from pyterrier_nuggets.llm import BatchOptions, ClientOptions, Limits, Prices, RetryPolicy
+    from pyterrier_nuggets.llm import BatchOptions, ClientOptions, Prices, RetryPolicy
     prices = Prices.parse(args.price, args.batch_discount) if args.price else None
     return ClientOptions(retry=RetryPolicy(timeout=args.timeout, max_retry_time=args.max_retry_time),
-                         limits=Limits(concurrency=args.concurrency, requests_per_minute=args.max_rpm,
-                                       tokens_per_minute=args.max_tpm),
+                         limits=limits(args),
                          batch=BatchOptions(enabled=args.batch, poll=args.batch_poll), prices=prices,
                          frozen=args.frozen, cache_only=bool(getattr(args, "cache_only", False)))
+
+
+def limits(args):
+    """The :class:`~pyterrier_nuggets.llm.Limits` of the LLM group: a ``--concurrency`` the user gives is in flight from
+    the first request (no slow start: the user said what the endpoint takes); left out, the default ceiling, below
+    which the client finds the endpoint's limit (docs/llm.md, "Adaptive concurrency"). A command's ``--workers``
+    processes share the ceiling and the quotas: each gets its share."""
+    from pyterrier_nuggets.llm import Limits
+    from pyterrier_nuggets.llm.limits import DEFAULT_CEILING
+    workers = getattr(args, "workers", 1)
+    ceiling = -(-(args.concurrency or DEFAULT_CEILING) // workers)
+    start = {} if args.concurrency is None else {"start": ceiling}
+    return Limits(concurrency=ceiling, requests_per_minute=args.max_rpm and args.max_rpm / workers,
+                  tokens_per_minute=args.max_tpm and args.max_tpm / workers, **start)
 
 
 def llm_client(args, mode: str = "endpoint"):

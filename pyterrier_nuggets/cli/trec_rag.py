@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyterrier_nuggets.cli.errors import ON_INVALID, UsageError
+from pyterrier_nuggets.cli.errors import ON_INVALID, UsageError, positive_int
 from pyterrier_nuggets.cli.options import add_llm_options, add_overwrite, llm_client, llm_mode, plan_first, step_policy
 from pyterrier_nuggets.cli.paths import nonempty, output_folder
 
@@ -57,6 +57,10 @@ def add_parser(sub) -> None:
                    help="a --nuggets file with invalid importance labels: refuse it (default) or drop those nuggets, "
                         "reported, e.g. --on-invalid drop")
     p.add_argument("--out", required=True, help="output folder, e.g. --out out/trec-rag")
+    p.add_argument("--workers", type=positive_int, default=1, metavar="N",
+                   help="spread the topics over N processes (PyTerrier's .parallel(), one response cache, the outputs "
+                        "of one process), sharing --concurrency between them: for an endpoint wider than one process "
+                        "keeps busy (docs/scale.md); default 1, e.g. --workers 2")
     add_overwrite(p)
     add_llm_options(p)
     from pyterrier_nuggets.cli.shards import add_shard_option
@@ -152,6 +156,8 @@ def run(args) -> int:
     formats.check_outputs(out_files, job.inputs)
     frame = _frame(job)
     if job.nuggets is not None or job.rubrics is not None or args.support:
+        if args.workers > 1 and args.batch:
+            raise UsageError("--batch sends every request from one process: leave out --workers")
         job.llm = llm_client(args, llm_mode(args))
     if plan_first(args, job.llm, lambda: _judge(args, job, frame), "these judgments"):
         return 0
@@ -285,18 +291,22 @@ def _judge(args, job: _Job, frame) -> None:
     from pyterrier_nuggets.judges.failures import check_failed_share
     policy = step_policy(args)
     judges = []
+
+    def spread(judge):  # --workers: the topics over processes (a dry run or the Batch API plans in this one)
+        return judge.parallel(args.workers) if args.workers > 1 and job.llm.mode == "online" else judge
+
     if job.nuggets is not None:
         topics_with_nuggets = {n.qid for n in job.nuggets.nuggets}
         judges.append(NuggetAssigner(job.nuggets, job.llm, on_failure=policy))
-        assigned_frame = judges[-1](frame[frame["qid"].isin(topics_with_nuggets)])
+        assigned_frame = spread(judges[-1])(frame[frame["qid"].isin(topics_with_nuggets)])
         job.assigned = formats.assignment_frame_to_answers(assigned_frame, job.nuggets)
     if args.support:
         judges.append(SupportJudge(job.llm, citations="all", docstore=job.docstore, on_failure=policy))
-        job.support = formats.frame_to_judgments(judges[-1](frame))
+        job.support = formats.frame_to_judgments(spread(judges[-1])(frame))
     if job.rubrics is not None:
         graded = frame[frame["qid"].isin(set(job.rubrics.by_topic()))]
         judges.append(RubricJudge(job.rubrics, job.llm, on_failure=policy))
-        job.verdicts = formats.frame_to_verdicts(judges[-1](graded))
+        job.verdicts = formats.frame_to_verdicts(spread(judges[-1])(graded))
     if job.llm is not None and job.llm.mode != "plan":
         check_failed_share(job.llm, args.max_failed_share)
     job.left_out = {qid: step for judge in judges for qid, step in judge.failed_topics().items()}

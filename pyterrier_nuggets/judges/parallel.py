@@ -102,9 +102,11 @@ class ParallelByTopic(pt.Transformer):
         from pyterrier_alpha.parallel import parallel_lambda
         results = parallel_lambda(_work, [(self.transformer, g) for g in groups], len(groups), self.backend)
         steps = list(failure_steps(self.transformer))
-        for client, result in zip(llm_clients(self.transformer), zip(*(r.counts for r in results))):
+        for client, result, tested in zip(llm_clients(self.transformer), zip(*(r.counts for r in results)),
+                                          zip(*(r.tested for r in results))):
             for counts in result:
                 client.counters.merge(counts)
+            client.test_endpoint = client.test_endpoint or any(tested)  # tables say who answered
         shown = set()
         for r in results:
             for message, category in r.warnings:
@@ -121,12 +123,14 @@ class ParallelByTopic(pt.Transformer):
 
 class _Result:
     """What a worker sends back: its output (None when a step raised), each step's failures, the LLM counts of
-    each client, the warnings other than failure reports, and the failure error it stopped with."""
+    each client and whether the package's test endpoint answered it, the warnings other than failure reports, and the
+    failure error it stopped with."""
 
-    __slots__ = ("output", "failures", "counts", "warnings", "error")
+    __slots__ = ("output", "failures", "counts", "tested", "warnings", "error")
 
-    def __init__(self, output, failures, counts, caught, error):
+    def __init__(self, output, failures, counts, tested, caught, error):
         self.output, self.failures, self.counts, self.warnings, self.error = output, failures, counts, caught, error
+        self.tested = tested
 
 
 def _work(task: tuple[pt.Transformer, pd.DataFrame]) -> _Result:
@@ -144,7 +148,8 @@ def _work(task: tuple[pt.Transformer, pd.DataFrame]) -> _Result:
             error = e
     counts = [_difference(c.counters.snapshot(), b) for c, b in zip(clients, before)]
     others = [(str(w.message), w.category) for w in caught if not issubclass(w.category, FailureWarning)]
-    return _Result(output, [list(s.failures) for s in steps], counts, others, error)
+    return _Result(output, [list(s.failures) for s in steps], counts, [c.test_endpoint for c in clients], others,
+                   error)
 
 
 def _difference(after: dict[str, dict], before: dict[str, dict]) -> dict[str, dict]:

@@ -11,6 +11,7 @@ client's one retry loop is :meth:`.rotation.Rotation.call`, over one endpoint or
 """
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections import Counter
@@ -195,18 +196,24 @@ class Endpoint:
             kwargs["base_url"] = self.base_url
         if http_client is not None:
             kwargs["http_client"] = http_client
-        self.client = openai.OpenAI(**kwargs)
+        self._sdk_options = kwargs  # the SDK client is made on first use (:attr:`client`)
         # the SDK builds and checks each request at a CPU cost that sets the pace at TREC scale: plain http(s)
         # endpoints get one keep-alive connection per worker thread instead (llm/transport.py)
         self.transport = KeepAliveTransport(self.base_url or OPENAI_URL, secret, retry.timeout) \
             if not self.embedded and keep_alive_possible(self.base_url or OPENAI_URL) else None
-        self.limiter = AdaptiveLimiter(int(limits.concurrency), adaptive=limits.adaptive,
+        self.limiter = AdaptiveLimiter(int(limits.concurrency), adaptive=limits.adaptive, initial=limits.start,
                                        requests_per_minute=limits.requests_per_minute,
                                        tokens_per_minute=limits.tokens_per_minute)
         self._lock = threading.Lock()
         self._answered = False  # it has answered a request with a chat completion (in this process)
         self._unusable: EndpointError | None = None  # once set, every call raises it: the job stops
         self.tally = Counter(calls=0, answered=0, errors=0)  # HTTP requests sent, chat completions, retryable errors
+
+    @functools.cached_property
+    def client(self) -> openai.OpenAI:
+        """The openai SDK's client of this endpoint, made on first use (a third of a second of CPU): the requests of an
+        http(s) endpoint go through :attr:`transport`, so a run that makes no Batch API call may never need it."""
+        return openai.OpenAI(**self._sdk_options)
 
     @property
     def answered(self) -> bool:

@@ -1,23 +1,26 @@
-"""How many requests the client sends at once, and when.
+"""How many requests the client sends at once, and when (docs/llm.md, "Adaptive concurrency").
 
 :class:`AdaptiveLimiter` admits a request when all of these allow it:
 
-- **adaptive concurrency** under a ceiling (the client's ``concurrency``): the limit starts at
-  ``min(ceiling, 8)`` (or at what an earlier run learned of this endpoint, kept in the response cache:
-  :meth:`AdaptiveLimiter.start_from`; or at the ceiling when the endpoint's rate-limit headers say it takes
-  that many) and, while requests are waiting for a slot, grows by ``growth`` (1/2) per successful reply,
-  at least 2 per round trip (slow start: 1.5 times per round trip, where TCP's doubling would overshoot an
-  endpoint's limit by up to 100%, each excess request a rejection; this overshoots by at most 50%); the first
-  push-back (a failure the classification table of :mod:`.retry` calls *congested*: 429, 503, 504 or a timeout)
-  ends slow start. On each push-back the limit
-  drops to ``decrease`` (0.7) times the number of requests that were in flight when the rejected one was
-  sent, minus one (multiplicative decrease; one decrease per burst of rejections), then grows again by
-  one per round trip (additive increase); a push-back that comes with ``Retry-After`` once the level is
-  known from an earlier one sets the limit just below the level instead (fast recovery: the endpoint said
-  what it takes and when to come back). It grows freely up to the level that was pushed back, and
-  probes above it only after ``probe_hold`` seconds, a hold that doubles after each failed probe and
-  resets after a successful one: an endpoint with a fixed limit sees a handful of rejections per run,
-  not one per round trip;
+- **adaptive concurrency** under a ceiling (the client's ``concurrency``, :data:`DEFAULT_CEILING` unless given):
+  the limit starts at ``min(ceiling, initial)`` (``initial``: :data:`SLOW_START_FROM` unless given; the command line
+  gives the ceiling itself when the user names one, so a ceiling the user gives is in flight from the first
+  request), or at what an earlier run learned of this endpoint, kept in the response cache
+  (:meth:`AdaptiveLimiter.start_from`), or at the ceiling when the endpoint's rate-limit headers say it takes that
+  many. While requests are waiting for a slot it grows by ``growth`` (1/2) per successful reply, at least 2 per
+  round trip (slow start: 1.5 times per round trip, where TCP's doubling would overshoot an endpoint's limit by
+  up to 100%, each excess request a rejection; this overshoots by at most 50%); the first push-back (a failure
+  the classification table of :mod:`.retry` calls *congested*: 429, 503, 504 or a timeout) ends slow start.
+  On each push-back the limit drops to ``decrease`` (0.7) times the number of requests that were in flight
+  when the rejected one was sent, minus one (multiplicative decrease; one decrease per burst of rejections);
+  a push-back that comes with ``Retry-After`` once the level is known from an earlier one sets the limit just
+  below the level instead (fast recovery: the endpoint said what it takes and when to come back). Below the
+  level that was pushed back it grows again at the slow-start pace (back to that level within a round trip,
+  as TCP grows below its threshold), and **never above a level pushed back in the same job**: the endpoint
+  said what it takes, and going above it again would only collect rejections and their ``Retry-After``
+  waits. A level learned by an *earlier* run may be stale: above it the limit grows by one per round trip,
+  and only after ``probe_hold`` seconds, a hold that doubles after each failed probe and resets after a
+  successful one;
 - **the endpoint's rate-limit headers** (OpenAI's ``x-ratelimit-remaining-requests`` / ``-tokens`` and
   ``x-ratelimit-reset-requests`` / ``-tokens``): when the remaining budget is used up, requests wait
   for the reset; a 429 that comes with a used-up budget pauses every request for its ``Retry-After``;
@@ -39,6 +42,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ir_measures_ext.errors import InvalidInput
+
+#: the ceiling of requests in flight when none is given: wide enough for the endpoints a TREC track is judged on
+#: (hosted APIs and vLLM servers take hundreds at once), low enough that the threads it needs (one per request in
+#: flight) stay cheap; below it the limiter finds what the endpoint takes (docs/decisions.md, decision 3)
+DEFAULT_CEILING = 256
+#: where slow start begins when neither the user nor an earlier run said what the endpoint takes
+SLOW_START_FROM = 8
 
 
 def parse_duration(value: str | None) -> float | None:
@@ -105,7 +115,8 @@ class AdaptiveLimiter:
 
     :param ceiling: the most requests in flight (the client's ``concurrency``).
     :param adaptive: find the endpoint's limit below the ceiling; ``False``: always the ceiling.
-    :param initial: the starting limit (at most the ceiling).
+    :param initial: the starting limit (at most the ceiling; ``None``: :data:`SLOW_START_FROM`); the ceiling itself
+        starts without slow start.
     :param decrease: the factor of a multiplicative decrease on push-back.
     :param growth: the growth per successful reply in slow start.
     :param probe_hold: seconds before probing above a level that was pushed back.
@@ -116,7 +127,7 @@ class AdaptiveLimiter:
         endpoint changes (the client keeps it in the response cache for the next run: :meth:`start_from`).
     """
 
-    def __init__(self, ceiling: int, *, adaptive: bool = True, initial: int = 8, decrease: float = 0.7,
+    def __init__(self, ceiling: int, *, adaptive: bool = True, initial: int | None = None, decrease: float = 0.7,
                  growth: float = 0.5, probe_hold: float = 10.0, max_probe_hold: float = 300.0,
                  requests_per_minute: float | None = None,
                  tokens_per_minute: float | None = None, on_learned=None):
@@ -124,13 +135,16 @@ class AdaptiveLimiter:
             raise InvalidInput("concurrency must be at least 1")
         self.ceiling = ceiling
         self.adaptive = adaptive
-        self.limit = float(min(ceiling, initial) if adaptive else ceiling)
+        if initial is not None and initial < 1:
+            raise InvalidInput(f"the starting limit must be at least 1, got {initial}")
+        self.limit = float(min(ceiling, initial or SLOW_START_FROM) if adaptive else ceiling)
         self.decrease = decrease
         self.growth = growth
         self.initial_hold = self.hold = probe_hold
         self.max_hold = max_probe_hold
         self.slow_start = True
         self.known_max: int | None = None  # the in-flight level below the last push-back
+        self.pushed_in_job = False  # known_max was learned in this job (a push-back here): never exceeded again
         self.probe_after = 0.0
         self.in_flight = 0
         self.epoch = 0
@@ -148,14 +162,19 @@ class AdaptiveLimiter:
 
     def start_from(self, level: int, pushed_back: bool) -> None:
         """Start at what an earlier run learned of this endpoint: ``level`` requests in flight went through
-        (``pushed_back``: and more were refused), instead of slow start from ``initial``."""
+        (``pushed_back``: and more were refused, so the limit starts there; otherwise it starts there at least,
+        and a higher starting limit stays). A level learned by an earlier run may be stale: the limit may probe
+        above it after the probe hold (a level pushed back in this job is never exceeded)."""
         if not self.adaptive or level < 1:
             return
         with self._lock:
-            self.limit = float(min(self.ceiling, level))
             if pushed_back:
+                self.limit = float(min(self.ceiling, level))
                 self.known_max = level
                 self.slow_start = False
+                self.probe_after = time.monotonic() + self.hold
+            else:
+                self.limit = max(self.limit, float(min(self.ceiling, level)))
 
     @property
     def needs_tokens(self) -> bool:
@@ -283,6 +302,7 @@ class AdaptiveLimiter:
         if ticket.probe:
             self.hold = min(self.max_hold, self.hold * 2)  # a failed probe: wait longer before the next
         self.slow_start = False
+        self.pushed_in_job = True
         # a push-back with Retry-After at a level learned before: the endpoint's limit is known and says when to
         # come back, so the limit goes just below that level (fast recovery) instead of 0.7 times it
         fast = retry_after is not None and self.known_max is not None
@@ -301,12 +321,16 @@ class AdaptiveLimiter:
         if self.limit >= self.ceiling or not self._waiters:
             return  # only grow a limit that holds requests back
         if self.slow_start:
-            self.limit = min(float(self.ceiling), self.limit + max(self.growth, 2.0 / self.limit))
+            self.limit = min(float(self.ceiling), self._slow_start_step())
             if self.limit >= self.ceiling:
                 self._learned = (self.ceiling, False)  # the ceiling went through without a push-back
             return
-        cap = float(self.ceiling)
-        if self.known_max is not None and now < self.probe_after:
-            cap = min(cap, float(self.known_max))
-        if self.limit < cap:
-            self.limit = min(cap, self.limit + 1.0 / self.limit)
+        known = float(self.known_max) if self.known_max is not None else float(self.ceiling)
+        if self.limit < known:  # back to the level that went through, at the slow-start pace
+            self.limit = min(known, self._slow_start_step())
+        elif not self.pushed_in_job and now >= self.probe_after:  # above a level an earlier run learned: probe
+            self.limit = min(float(self.ceiling), self.limit + 1.0 / self.limit)
+
+    def _slow_start_step(self) -> float:
+        """The limit after one more successful reply in slow start: 1.5 times per round trip, at least 2 more."""
+        return self.limit + max(self.growth, 2.0 / self.limit)

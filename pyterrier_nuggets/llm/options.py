@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ir_measures_ext.errors import InvalidInput
+from pyterrier_nuggets.llm.limits import DEFAULT_CEILING
 
 if TYPE_CHECKING:  # usage.py loads pandas: not at import
     from pyterrier_nuggets.llm.usage import Prices
@@ -36,20 +37,27 @@ class RetryPolicy:
 class Limits:
     """How many requests are in flight.
 
-    :param concurrency: the ceiling of requests in flight (and of worker threads).
+    :param concurrency: the ceiling of requests in flight (and of worker threads; default 256,
+        :data:`~.limits.DEFAULT_CEILING`).
     :param adaptive: find how many the endpoint takes below it.
     :param requests_per_minute: a published quota to stay under.
     :param tokens_per_minute: a published quota to stay under.
+    :param start: the requests in flight at the start (``None``: slow start from 8, or from what an earlier run
+        learned of the endpoint); ``start=concurrency`` sends that many at once from the first request (what the
+        command line does with a ``--concurrency`` the user gives).
     """
 
-    concurrency: int = 8
+    concurrency: int = DEFAULT_CEILING
     adaptive: bool = True
     requests_per_minute: float | None = None
     tokens_per_minute: float | None = None
+    start: int | None = None
 
     def __post_init__(self):
         if int(self.concurrency) < 1:
             raise InvalidInput("concurrency must be at least 1")
+        if self.start is not None and int(self.start) < 1:
+            raise InvalidInput(f"start must be at least 1, got {self.start}")
 
 
 @dataclass(frozen=True)

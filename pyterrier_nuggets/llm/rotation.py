@@ -92,6 +92,7 @@ class Rotation:
     def __init__(self, endpoints: list[Endpoint], retry: RetryPolicy, count: Callable[..., None],
                  log: Callable[[str], None]):
         self.endpoints = list(endpoints)
+        self._urls = tuple(e.url for e in self.endpoints)  # an endpoint's address never changes: asked per request
         self.retry, self._count, self._log = retry, count, log
         self._members = [_Member(e) for e in self.endpoints]
         self._lock = threading.Lock()
@@ -110,7 +111,7 @@ class Rotation:
     @property
     def urls(self) -> tuple[str, ...]:
         """Each endpoint's address (``embedded:FILE`` for the embedded model), in the order given."""
-        return tuple(e.url for e in self.endpoints)
+        return self._urls
 
     @property
     def url(self) -> str:

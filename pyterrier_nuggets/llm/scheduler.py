@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 GRACE = 30.0  # seconds the requests in flight are given to come back after Ctrl-C
+IDLE_EXIT = 10.0  # seconds a worker waits for work before it ends (a client's threads do not outlive its work)
 _SCHEDULERS: weakref.WeakSet = weakref.WeakSet()  # every scheduler of this process (interrupt_all)
 
 
@@ -76,8 +77,11 @@ class Task:
 
 
 class Scheduler:
-    """A priority pool of ``workers`` threads (started on first use, daemon threads) that can park tasks
-    and flush; ``flush`` is called, with no lock held, to answer every pending request."""
+    """A priority pool of at most ``workers`` threads that can park tasks and flush; ``flush`` is called, with no lock
+    held, to answer every pending request. Threads (daemon threads) are started as queued tasks need them, never more
+    than the tasks waiting for one, and a thread that finds no work for :data:`IDLE_EXIT` seconds ends: a client of a
+    wide ceiling (256 by default) holds 256 threads only while it has that much work, and a process that makes many
+    clients does not pile up their threads."""
 
     def __init__(self, workers: int, flush: Callable[[], None]):
         self.workers = workers
@@ -89,7 +93,8 @@ class Scheduler:
         self._cond = threading.Condition(self._lock)
         self._queue: list = []
         self._seq = itertools.count()
-        self._threads: list[threading.Thread] = []
+        self._threads: list[threading.Thread] = []  # the workers alive
+        self._idle = 0  # workers waiting for a task
         self._running = 0
         self._active = 0  # drivers that are not waiting
         self._parked: list[Task] = []
@@ -100,6 +105,12 @@ class Scheduler:
         _SCHEDULERS.add(self)
 
     # ------------------------------------------------------------------------------ context
+
+    @property
+    def alive(self) -> int:
+        """Worker threads alive now (at most ``workers``; only as many as the work has needed)."""
+        with self._cond:
+            return len(self._threads)
 
     @property
     def in_worker(self) -> bool:
@@ -154,9 +165,9 @@ class Scheduler:
             group = _Group(len(fns), self._lock, on_done is not None)
             tasks = [Task(fn, priority, group) for fn in fns]
             with self._cond:
-                self._start_workers()
                 for t in tasks:
                     heapq.heappush(self._queue, (t.priority, next(self._seq), t))
+                self._start_workers()
                 self._cond.notify(len(tasks))
             try:
                 self._wait(tasks, group, on_done)
@@ -216,8 +227,10 @@ class Scheduler:
                 self._cond.wait(timeout=min(0.2, max(0.0, deadline - time.monotonic())))
 
     def _start_workers(self) -> None:
-        while len(self._threads) < self.workers:
-            t = threading.Thread(target=self._work, name=f"pt-nuggets-llm-{len(self._threads)}", daemon=True)
+        """Start the workers the queued tasks need beyond the idle ones, up to ``workers`` alive (lock held)."""
+        wanted = min(self.workers - len(self._threads), len(self._queue) - self._idle)
+        for _ in range(max(0, wanted)):
+            t = threading.Thread(target=self._work, name=f"pt-nuggets-llm-{next(self._seq)}", daemon=True)
             self._threads.append(t)
             t.start()
 
@@ -226,7 +239,12 @@ class Scheduler:
         while True:
             with self._cond:
                 while not self._queue:
-                    self._cond.wait()
+                    self._idle += 1
+                    woken = self._cond.wait(timeout=IDLE_EXIT)
+                    self._idle -= 1
+                    if not woken and not self._queue:  # no work for a while: end (started again when needed)
+                        self._threads.remove(threading.current_thread())
+                        return
                 _, _, task = heapq.heappop(self._queue)
                 if self.interrupted.is_set():  # submitted after an interrupt: never started
                     task.error = Cancelled("interrupted before it started")
@@ -285,5 +303,6 @@ class Scheduler:
             self.rounds += 1
             for t in parked:
                 heapq.heappush(self._queue, (t.priority, next(self._seq), t))
+            self._start_workers()
             self._flushing = False
             self._cond.notify(len(parked))

@@ -36,17 +36,27 @@ class TokenCounter:
     """Counts tokens of text and of chat requests for ``model``; see the module docstring.
 
     :param model: the model name, which chooses the encoding (``None`` or unknown: ``o200k_base``).
+
+    The vocabulary is loaded on the first count (about 2 s of CPU): a run that counts no token (no dry run, no token
+    quota) never pays for it.
     """
 
     def __init__(self, model: str | None):
         self.model = model or ""
-        self._encoding = _encoding(self.model)
+
+    @functools.cached_property
+    def _encoding(self):
+        return _encoding(self.model)
+
+    @functools.cached_property
+    def method(self) -> str:
+        """How tokens are counted (every plan prints it)."""
         if self._encoding is None:
-            self.method = f"estimate: 1 token per {CHARS_PER_TOKEN} characters (install bpe-openai to count exactly)"
-        else:
-            self.method = f"bpe-openai {self._encoding.name}"
-            if not self._known_model():
-                self.method += f" (the model {self.model!r} may use another tokenizer: counts are approximate)"
+            return f"estimate: 1 token per {CHARS_PER_TOKEN} characters (install bpe-openai to count exactly)"
+        method = f"bpe-openai {self._encoding.name}"
+        if not self._known_model():
+            method += f" (the model {self.model!r} may use another tokenizer: counts are approximate)"
+        return method
 
     def _known_model(self) -> bool:
         import bpe_openai

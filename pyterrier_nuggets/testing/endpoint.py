@@ -30,7 +30,12 @@ part of its ``custom_id`` before the last ``:``); lines for which ``batch_error(
 the error file instead.
 
 ``latency`` seconds are slept before every accepted reply (requests are served concurrently), so a
-client's parallelism shows in wall time. ``stats`` counts what the server saw; ``GET /_fake/stats``
+client's parallelism shows in wall time. ``hold_until`` holds every reply until that many requests are in flight
+at once (a barrier, not a clock: the tests of how many requests a client keeps in flight), then lets them all go;
+several levels are barriers one after the other (the replies of the second wave are held until the second level is
+in flight, ...).
+The server speaks HTTP/1.1 with keep-alive (a client's connection serves request after request) and listens with a
+backlog of :data:`BACKLOG` (the standard library's 5 drops the connections of a wide client opened at once). ``stats`` counts what the server saw; ``GET /_fake/stats``
 returns it as JSON. :meth:`TestEndpoint.kill` goes away as a crashed server does.
 """
 from __future__ import annotations
@@ -41,16 +46,18 @@ import functools
 import json
 import re
 import socket
+import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from pyterrier_nuggets.llm.config import STAGE_HEADER, TEST_ENDPOINT_FINGERPRINT
 
 INVALID = "I am not sure what you mean."  # an answer no parser of the package accepts
+BACKLOG = 2048  # connections waiting to be accepted: above the widest client (256 in flight per process, several)
 
 
 @dataclass
@@ -164,6 +171,11 @@ class TestEndpoint:
     :param invalid_when: ``invalid_when(body)``: which conversations (default all).
     :param batch_polls: polls of a batch before it completes.
     :param batch_error: ``batch_error(body)``: an HTTP status for a batch line that fails, or None.
+    :param hold_until: hold every accepted reply until that many requests are in flight at once, then release them
+        all; a sequence of levels: barriers one after the other (requests after the last are not held).
+        ``stats["hold_timeouts"]`` counts replies let go after ``hold_timeout`` seconds without their barrier being
+        reached (a client that never had that many in flight).
+    :param hold_timeout: the longest a reply is held (a bound on a failing test, not a measurement).
     :param port: the port on 127.0.0.1 (0: any free one).
 
     Examples::
@@ -179,7 +191,8 @@ class TestEndpoint:
                  quota: int | None = None, quota_window: float = 60.0, ratelimit_headers: bool = False,
                  fail_every: int | None = None, fail_status: int = 500, invalid_first: int = 0,
                  invalid_when: Callable[[dict], bool] | None = None, batch_polls: int = 2,
-                 batch_error: Callable[[dict], int | None] | None = None, port: int = 0):
+                 batch_error: Callable[[dict], int | None] | None = None, hold_until: int | Sequence[int] = (),
+                 hold_timeout: float = 60.0, port: int = 0):
         self.latency = latency
         self.responder = responder
         self.script: deque[Reply] = deque(script or [])
@@ -190,12 +203,16 @@ class TestEndpoint:
         self.fail_every, self.fail_status = fail_every, fail_status
         self.invalid_first, self.invalid_when = invalid_first, invalid_when
         self.batch_polls, self.batch_error = batch_polls, batch_error
+        self.hold_until = (hold_until,) if isinstance(hold_until, int) else tuple(hold_until)
+        self.hold_timeout = hold_timeout
+        self._barriers = [threading.Event() for _ in self.hold_until]  # set when its level of hold_until is reached
+        self._barrier = 0  # the barrier the next accepted request waits for
         self.requests: list[dict] = []  # every chat request body, rejected ones included
         self.headers: list[dict] = []
         self.in_flight_seen: list[int] = []  # requests in flight when each chat request arrived
         self.stats = dict(chat_requests=0, accepted=0, rejected=0, quota_rejected=0, injected_errors=0,
                           invalid_replies=0, peak_in_flight=0, uploads=0, batches=0, polls=0, batch_requests=0,
-                          batch_errors=0)
+                          batch_errors=0, hold_timeouts=0)
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict] = {}
         self._in_flight = 0
@@ -266,8 +283,12 @@ class TestEndpoint:
                     pass
 
         class Server(ThreadingHTTPServer):
-            request_queue_size = 256  # the default 5 drops connections opened at once (a 1 s SYN retry)
+            request_queue_size = BACKLOG  # the default 5 drops connections opened at once (a 1 s SYN retry)
             daemon_threads = True
+
+            def handle_error(self, request, client_address):
+                if not isinstance(sys.exc_info()[1], ConnectionError):  # a client that went away: nothing to say
+                    super().handle_error(request, client_address)
 
         self._httpd = Server(("127.0.0.1", port), Handler)
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
@@ -287,6 +308,10 @@ class TestEndpoint:
                 self._in_flight += 1
                 self.stats["peak_in_flight"] = max(self.stats["peak_in_flight"], self._in_flight)
                 self.stats["accepted"] += 1
+                barrier = self._barriers[self._barrier] if self._barrier < len(self._barriers) else None
+                if barrier is not None and self._in_flight >= self.hold_until[self._barrier]:
+                    barrier.set()
+                    self._barrier += 1
                 scripted = self.script.popleft() if self.script else None
                 injected = (self.fail_every is not None and self.stats["accepted"] % self.fail_every == 0)
                 if injected:
@@ -297,6 +322,9 @@ class TestEndpoint:
                           {"retry-after": f"{rejected[1]:g}", **rate_headers})
             return
         try:
+            if barrier is not None and not barrier.wait(self.hold_timeout):
+                with self._lock:
+                    self.stats["hold_timeouts"] += 1
             if scripted is not None:
                 reply = scripted
             elif injected:
