@@ -12,6 +12,13 @@ task queued or running, every driver waiting), the scheduler *flushes*: the clie
 request at once (one Batch API round, or the dry run's placeholders), and the parked tasks run again from
 the start, now finding their answers in the cache. The number of flushes is the number of batch rounds.
 
+Workers are woken (or started, up to ``workers``) so that :data:`RUNNABLE` of them run tasks besides those whose task
+waits for the endpoint (:meth:`Scheduler.waiting`): a worker that sends a request and waits for its reply hands the
+queue to another, so that as many requests are in flight as the adaptive limits allow, while tasks that need no
+call (answers from the response cache, a re-run) run on a few threads instead of hundreds taking turns at the
+interpreter's lock (a cached re-run of a track spent a third of its CPU on that: docs/benchmarks.md, "A whole track
+from the command line").
+
 Interrupted (Ctrl-C): no queued task starts any more, and the requests in flight are given a grace period
 (:data:`GRACE` seconds; a second Ctrl-C ends it) to come back, so that their answers reach the response cache and a
 resumed run does not pay for them again (:meth:`Scheduler.interrupt`, :func:`interrupt_all`).
@@ -29,6 +36,8 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 GRACE = 30.0  # seconds the requests in flight are given to come back after Ctrl-C
+RUNNABLE = 2  # workers that run tasks at once besides those waiting for the endpoint (the cores of a small machine)
+PROGRESS_EVERY = 0.1  # seconds between looks at the tasks done of a driver that shows progress (tqdm's own interval)
 IDLE_EXIT = 10.0  # seconds a worker waits for work before it ends (a client's threads do not outlive its work)
 _SCHEDULERS: weakref.WeakSet = weakref.WeakSet()  # every scheduler of this process (interrupt_all)
 
@@ -51,15 +60,16 @@ def interrupt_all(grace: float = GRACE) -> None:
 class _Group:
     """The tasks one driver waits for; when the last is done the driver counts as active again at once,
     so that no flush happens in the moment before it wakes up and submits its next work. ``done`` is the
-    driver's own condition (on the scheduler's lock): only its driver is woken by its tasks."""
+    driver's own condition (on the scheduler's lock): only its driver is woken by its tasks, and only by the last
+    (a driver that shows progress looks every :data:`PROGRESS_EVERY` seconds: waking it at every task cost a thread
+    switch per request)."""
 
-    __slots__ = ("remaining", "waiting", "done", "progress")
+    __slots__ = ("remaining", "waiting", "done")
 
-    def __init__(self, n: int, lock: threading.Lock, progress: bool):
+    def __init__(self, n: int, lock: threading.Lock):
         self.remaining = n
         self.waiting = False
         self.done = threading.Condition(lock)
-        self.progress = progress  # the driver shows progress: wake it at every task, not only at the last
 
 
 class Task:
@@ -78,10 +88,11 @@ class Task:
 
 class Scheduler:
     """A priority pool of at most ``workers`` threads that can park tasks and flush; ``flush`` is called, with no lock
-    held, to answer every pending request. Threads (daemon threads) are started as queued tasks need them, never more
-    than the tasks waiting for one, and a thread that finds no work for :data:`IDLE_EXIT` seconds ends: a client of a
-    wide ceiling (256 by default) holds 256 threads only while it has that much work, and a process that makes many
-    clients does not pile up their threads."""
+    held, to answer every pending request. Threads (daemon threads) are woken or started as queued tasks need them:
+    :data:`RUNNABLE` running besides those waiting for the endpoint (:meth:`waiting`), never more than the tasks
+    queued; a thread that finds no work for :data:`IDLE_EXIT` seconds ends: a client of a wide ceiling (256 by default)
+    holds 256 threads only while it has that many requests in flight, and a process that makes many clients does not
+    pile up their threads."""
 
     def __init__(self, workers: int, flush: Callable[[], None]):
         self.workers = workers
@@ -95,7 +106,9 @@ class Scheduler:
         self._seq = itertools.count()
         self._threads: list[threading.Thread] = []  # the workers alive
         self._idle = 0  # workers waiting for a task
+        self._wakeups = 0  # workers woken or started that have not looked at the queue yet
         self._running = 0
+        self._waiting = 0  # running tasks that wait for the endpoint (waiting())
         self._active = 0  # drivers that are not waiting
         self._parked: list[Task] = []
         self._flushing = False
@@ -162,13 +175,12 @@ class Scheduler:
             return [fn() for fn in fns]
         with self.driving():
             priority = self.current_priority()
-            group = _Group(len(fns), self._lock, on_done is not None)
+            group = _Group(len(fns), self._lock)
             tasks = [Task(fn, priority, group) for fn in fns]
             with self._cond:
                 for t in tasks:
                     heapq.heappush(self._queue, (t.priority, next(self._seq), t))
-                self._start_workers()
-                self._cond.notify(len(tasks))
+                self._wake()
             try:
                 self._wait(tasks, group, on_done)
             except KeyboardInterrupt:
@@ -197,7 +209,7 @@ class Scheduler:
                     seen = done
                     if group.remaining == 0:
                         break
-                    group.done.wait(timeout=0.5)
+                    group.done.wait(timeout=0.5 if on_done is None else PROGRESS_EVERY)
         finally:
             with self._cond:
                 if group.waiting:  # interrupted: count as active again ourselves
@@ -226,23 +238,51 @@ class Scheduler:
             while self._running and time.monotonic() < deadline:
                 self._cond.wait(timeout=min(0.2, max(0.0, deadline - time.monotonic())))
 
-    def _start_workers(self) -> None:
-        """Start the workers the queued tasks need beyond the idle ones, up to ``workers`` alive (lock held)."""
-        wanted = min(self.workers - len(self._threads), len(self._queue) - self._idle)
-        for _ in range(max(0, wanted)):
+    @contextlib.contextmanager
+    def waiting(self) -> Iterator[None]:
+        """The task of this worker waits for the endpoint in the block (a request sent, or waiting to be): another
+        worker runs the queue meanwhile. Outside a worker, nothing."""
+        if not self.in_worker:
+            yield
+            return
+        with self._cond:
+            self._waiting += 1
+            self._wake()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._waiting -= 1
+
+    def _wake(self) -> None:
+        """Wake idle workers, or start new ones up to ``workers`` alive, until :data:`RUNNABLE` run tasks besides those
+        waiting for the endpoint, at most one per queued task (lock held)."""
+        wanted = min(len(self._queue), RUNNABLE - (self._running - self._waiting + self._wakeups))
+        if wanted <= 0:
+            return
+        woken = min(wanted, self._idle - self._wakeups)  # idle workers not woken yet
+        if woken > 0:
+            self._wakeups += woken
+            self._cond.notify(woken)
+        for _ in range(min(wanted - max(0, woken), self.workers - len(self._threads))):
+            self._wakeups += 1
             t = threading.Thread(target=self._work, name=f"pt-nuggets-llm-{next(self._seq)}", daemon=True)
             self._threads.append(t)
             t.start()
 
     def _work(self) -> None:
         self._local.worker = True
+        with self._cond:
+            self._wakeups -= 1  # started by _wake()
         while True:
             with self._cond:
                 while not self._queue:
                     self._idle += 1
                     woken = self._cond.wait(timeout=IDLE_EXIT)
                     self._idle -= 1
-                    if not woken and not self._queue:  # no work for a while: end (started again when needed)
+                    if self._wakeups > 0 and (woken or self._queue):  # woken by _wake() (or at its timeout)
+                        self._wakeups -= 1
+                    elif not self._queue:  # no work for a while: end (started again when needed)
                         self._threads.remove(threading.current_thread())
                         return
                 _, _, task = heapq.heappop(self._queue)
@@ -279,7 +319,7 @@ class Scheduler:
         if group.remaining == 0 and group.waiting:
             group.waiting = False
             self._active += 1
-        if group.remaining == 0 or group.progress:
+        if group.remaining == 0:
             group.done.notify()
 
     def _check(self) -> None:
@@ -303,6 +343,5 @@ class Scheduler:
             self.rounds += 1
             for t in parked:
                 heapq.heappush(self._queue, (t.priority, next(self._seq), t))
-            self._start_workers()
+            self._wake()
             self._flushing = False
-            self._cond.notify(len(parked))
