@@ -22,7 +22,6 @@ from pyterrier_nuggets.llm import (
 )
 from pyterrier_nuggets.llm.batch import BatchError
 from pyterrier_nuggets.llm.limits import AdaptiveLimiter, parse_duration
-from pyterrier_nuggets.llm.scheduler import RUNNABLE, Scheduler
 from pyterrier_nuggets.testing import INVALID, TestEndpoint, first_prompt
 from tests.conftest import quick_options
 
@@ -142,24 +141,6 @@ def test_a_wide_client_starts_only_the_threads_its_work_needs(tmp_path):
         llm = client(server, tmp_path / "t.sqlite")
         assert all(r.ok for r in llm.map(llm.chat, [[{"role": "user", "content": f"item {i}"}] for i in range(3)]))
         assert llm.scheduler.workers == 256 and 1 <= llm.scheduler.alive <= 3
-
-
-def test_workers_wait_for_the_endpoint_side_by_side_and_cached_work_runs_on_a_few():
-    """Tasks that wait for the endpoint (``Scheduler.waiting``) each get a worker of their own, up to the ceiling: 8
-    tasks that meet at a barrier inside ``waiting()`` all run at once. Tasks that never wait (answers from the cache)
-    run on :data:`RUNNABLE` workers, however many are queued, not on a thread each."""
-    scheduler = Scheduler(64, flush=lambda: None)
-    barrier = threading.Barrier(8, timeout=30)  # broken (an error) unless the 8 run at the same time
-
-    def meets() -> str:
-        with scheduler.waiting():
-            barrier.wait()
-        return threading.current_thread().name
-
-    assert len(set(scheduler.run([meets] * 8))) == 8
-    idle = Scheduler(64, flush=lambda: None)
-    names = idle.run([lambda: threading.current_thread().name] * 200)
-    assert len(set(names)) <= RUNNABLE and idle.alive <= RUNNABLE
 
 
 def test_rate_limit_headers_end_slow_start():

@@ -369,8 +369,7 @@ class LLMClient:
         tokens = 0
         if self._rotation.needs_tokens:
             tokens = self.tokens.count_messages(body["messages"]) + int(body.get("max_tokens") or 0)
-        with self.scheduler.waiting():  # another worker runs the queue while this one waits for the endpoint
-            result = self._rotation.call(body, stage, self.scheduler.current_priority(), tokens)
+        result = self._rotation.call(body, stage, self.scheduler.current_priority(), tokens)
         result.key, result.aliases = key, tuple(aliases)
         if result.test_endpoint:
             self.test_endpoint = True

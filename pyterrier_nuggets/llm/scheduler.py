@@ -12,13 +12,6 @@ task queued or running, every driver waiting), the scheduler *flushes*: the clie
 request at once (one Batch API round, or the dry run's placeholders), and the parked tasks run again from
 the start, now finding their answers in the cache. The number of flushes is the number of batch rounds.
 
-Workers are woken (or started, up to ``workers``) so that :data:`RUNNABLE` of them run tasks besides those whose task
-waits for the endpoint (:meth:`Scheduler.waiting`): a worker that sends a request and waits for its reply hands the
-queue to another, so that as many requests are in flight as the adaptive limits allow, while tasks that need no
-call (answers from the response cache, a re-run) run on a few threads instead of hundreds taking turns at the
-interpreter's lock (a cached re-run of a track spent a third of its CPU on that: docs/benchmarks.md, "A whole track
-from the command line").
-
 Interrupted (Ctrl-C): no queued task starts any more, and the requests in flight are given a grace period
 (:data:`GRACE` seconds; a second Ctrl-C ends it) to come back, so that their answers reach the response cache and a
 resumed run does not pay for them again (:meth:`Scheduler.interrupt`, :func:`interrupt_all`).
@@ -36,7 +29,6 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 GRACE = 30.0  # seconds the requests in flight are given to come back after Ctrl-C
-RUNNABLE = 2  # workers that run tasks at once besides those waiting for the endpoint (the cores of a small machine)
 PROGRESS_EVERY = 0.1  # seconds between looks at the tasks done of a driver that shows progress (tqdm's own interval)
 IDLE_EXIT = 10.0  # seconds a worker waits for work before it ends (a client's threads do not outlive its work)
 _SCHEDULERS: weakref.WeakSet = weakref.WeakSet()  # every scheduler of this process (interrupt_all)
@@ -88,11 +80,10 @@ class Task:
 
 class Scheduler:
     """A priority pool of at most ``workers`` threads that can park tasks and flush; ``flush`` is called, with no lock
-    held, to answer every pending request. Threads (daemon threads) are woken or started as queued tasks need them:
-    :data:`RUNNABLE` running besides those waiting for the endpoint (:meth:`waiting`), never more than the tasks
-    queued; a thread that finds no work for :data:`IDLE_EXIT` seconds ends: a client of a wide ceiling (256 by default)
-    holds 256 threads only while it has that many requests in flight, and a process that makes many clients does not
-    pile up their threads."""
+    held, to answer every pending request. Threads (daemon threads) are started as queued tasks need them, never more
+    than the tasks waiting for one, and a thread that finds no work for :data:`IDLE_EXIT` seconds ends: a client of a
+    wide ceiling (256 by default) holds 256 threads only while it has that much work, and a process that makes many
+    clients does not pile up their threads."""
 
     def __init__(self, workers: int, flush: Callable[[], None]):
         self.workers = workers
@@ -106,9 +97,7 @@ class Scheduler:
         self._seq = itertools.count()
         self._threads: list[threading.Thread] = []  # the workers alive
         self._idle = 0  # workers waiting for a task
-        self._wakeups = 0  # workers woken or started that have not looked at the queue yet
         self._running = 0
-        self._waiting = 0  # running tasks that wait for the endpoint (waiting())
         self._active = 0  # drivers that are not waiting
         self._parked: list[Task] = []
         self._flushing = False
@@ -180,7 +169,8 @@ class Scheduler:
             with self._cond:
                 for t in tasks:
                     heapq.heappush(self._queue, (t.priority, next(self._seq), t))
-                self._wake()
+                self._start_workers()
+                self._cond.notify(len(tasks))
             try:
                 self._wait(tasks, group, on_done)
             except KeyboardInterrupt:
@@ -238,51 +228,23 @@ class Scheduler:
             while self._running and time.monotonic() < deadline:
                 self._cond.wait(timeout=min(0.2, max(0.0, deadline - time.monotonic())))
 
-    @contextlib.contextmanager
-    def waiting(self) -> Iterator[None]:
-        """The task of this worker waits for the endpoint in the block (a request sent, or waiting to be): another
-        worker runs the queue meanwhile. Outside a worker, nothing."""
-        if not self.in_worker:
-            yield
-            return
-        with self._cond:
-            self._waiting += 1
-            self._wake()
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._waiting -= 1
-
-    def _wake(self) -> None:
-        """Wake idle workers, or start new ones up to ``workers`` alive, until :data:`RUNNABLE` run tasks besides those
-        waiting for the endpoint, at most one per queued task (lock held)."""
-        wanted = min(len(self._queue), RUNNABLE - (self._running - self._waiting + self._wakeups))
-        if wanted <= 0:
-            return
-        woken = min(wanted, self._idle - self._wakeups)  # idle workers not woken yet
-        if woken > 0:
-            self._wakeups += woken
-            self._cond.notify(woken)
-        for _ in range(min(wanted - max(0, woken), self.workers - len(self._threads))):
-            self._wakeups += 1
+    def _start_workers(self) -> None:
+        """Start the workers the queued tasks need beyond the idle ones, up to ``workers`` alive (lock held)."""
+        wanted = min(self.workers - len(self._threads), len(self._queue) - self._idle)
+        for _ in range(max(0, wanted)):
             t = threading.Thread(target=self._work, name=f"pt-nuggets-llm-{next(self._seq)}", daemon=True)
             self._threads.append(t)
             t.start()
 
     def _work(self) -> None:
         self._local.worker = True
-        with self._cond:
-            self._wakeups -= 1  # started by _wake()
         while True:
             with self._cond:
                 while not self._queue:
                     self._idle += 1
                     woken = self._cond.wait(timeout=IDLE_EXIT)
                     self._idle -= 1
-                    if self._wakeups > 0 and (woken or self._queue):  # woken by _wake() (or at its timeout)
-                        self._wakeups -= 1
-                    elif not self._queue:  # no work for a while: end (started again when needed)
+                    if not woken and not self._queue:  # no work for a while: end (started again when needed)
                         self._threads.remove(threading.current_thread())
                         return
                 _, _, task = heapq.heappop(self._queue)
@@ -343,5 +305,6 @@ class Scheduler:
             self.rounds += 1
             for t in parked:
                 heapq.heappush(self._queue, (t.priority, next(self._seq), t))
-            self._wake()
+            self._start_workers()
             self._flushing = False
+            self._cond.notify(len(parked))
