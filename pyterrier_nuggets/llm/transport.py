@@ -2,7 +2,7 @@
 
 The openai SDK spends about half a millisecond of CPU per request on building it (options, headers, URL
 parsing) and its connection pool scans every connection per request; at 64 or 256 requests in flight that, not
-the endpoint, sets the pace (docs/benchmarks.md, "The LLM client's CPU"). A chat completion request needs none of
+the endpoint, sets the pace (docs/benchmarks.md, "The LLM client at TREC scale"). A chat completion request needs none of
 it: a POST of a JSON body with a few headers. :class:`KeepAliveTransport` sends it on a socket of its own per thread
 (no shared pool, no lock), reused across requests, and reads the reply as JSON. It serves plain ``http://`` and
 ``https://`` endpoints; the embedded model (an HTTP transport of the SDK) and endpoints reached through a proxy
