@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ir_measures_ext.errors import InvalidInput
+from ir_measures_ext.ids import has_whitespace
 
 __all__ = ["InputError", "read_lines", "read_jsonl", "read_columns", "load_json", "parse_json", "get_field", "get_qid",
            "topic_id_problem", "check_topic_id"]
@@ -213,7 +214,7 @@ def get_qid(path: str, line: int | None, obj: dict, *keys: str) -> str:
 
 def topic_id_problem(qid: str) -> str | None:
     """Why ``qid`` cannot be a topic id (it must fit in one field of a TREC file), or None."""
-    if not qid or any(c.isspace() for c in qid):
+    if not qid or has_whitespace(qid):
         return f"topic id {qid!r} is empty or contains whitespace; it would be two fields (or none) in a TREC file"
     if qid.startswith("\ufeff"):
         return f"topic id {qid!r} starts with a byte order mark; save the file as UTF-8 without BOM"

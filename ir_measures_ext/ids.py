@@ -56,6 +56,14 @@ from typing import NamedTuple
 
 from ir_measures_ext.errors import InvalidInput
 
+_WHITESPACE = re.compile(r"\s")  # exactly the characters of str.isspace()
+
+
+def has_whitespace(text: str) -> bool:
+    """Whether ``text`` holds a whitespace character (``str.isspace``): it would be more than one field of a TREC
+    file."""
+    return _WHITESPACE.search(text) is not None
+
 VITAL = "vital"
 OKAY = "okay"
 IMPORTANCE_TO_GRADE = {VITAL: 2, OKAY: 1}

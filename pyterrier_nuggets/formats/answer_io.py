@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ir_measures_ext.errors import InvalidInput
+from ir_measures_ext.ids import has_whitespace
 from ir_measures_ext.scoring import answer_words
 from pyterrier_nuggets.formats.files import InputError, get_field, get_qid, read_jsonl, run_tag_problem, write_jsonl
 from pyterrier_nuggets.records import Answer, Sentence
@@ -114,7 +115,7 @@ def _parse_answer(path: str, line: int, obj: dict, run_default: str) -> Answer:
     for i, r in enumerate(references):
         if not isinstance(r, str) or not r:
             raise InputError(path, line, f"references[{i}]", f"expected a segment id, got {r!r:.60}")
-        if any(c.isspace() for c in r):
+        if has_whitespace(r):
             raise InputError(path, line, f"references[{i}]", f"document id {r!r:.60} holds whitespace",
                              "a document id is one field of a TREC file: remove the whitespace")
     ref_index = {r: i for i, r in enumerate(references)}

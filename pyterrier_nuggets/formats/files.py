@@ -28,6 +28,7 @@ from datasets_ext.reading import (
     topic_id_problem,
 )
 from ir_measures_ext.errors import InvalidInput
+from ir_measures_ext.ids import has_whitespace
 
 __all__ = ["InputError", "DroppedLabelsWarning", "InvalidLabel", "InvalidLabelReport", "InvalidLabelsError", "POLICIES", "check_policy", "counted",
            "finish_report", "read_lines", "read_jsonl", "read_columns", "load_json", "write_jsonl", "atomic_write", "get_field",
@@ -200,7 +201,7 @@ def run_tag_problem(tag: str) -> str | None:
 
     :param tag: the run tag.
     """
-    if not isinstance(tag, str) or not tag or any(c.isspace() for c in tag):
+    if not isinstance(tag, str) or not tag or has_whitespace(tag):
         return f"run tag {tag!r} is empty or contains whitespace; it would be two fields (or none) in a TREC run"
     if any(c in "/\\" or not c.isprintable() for c in tag) or tag in (".", ".."):
         return (f"run tag {tag!r:.80} contains a path separator or a control character, or is '.' or '..'; "

@@ -83,7 +83,7 @@ def write_run(path: str, rows: Iterable[Row], run_tag: str) -> None:
     rows = list(rows)
     for qid, row_id, _ in rows:
         check_topic_id(qid)
-        if any(c.isspace() for c in row_id):
+        if ids.has_whitespace(row_id):
             raise InvalidInput(f"row id {row_id!r} of topic {qid} contains whitespace; it cannot be written "
                              "in a TREC run")
         if ids.parse_row_id(qid, row_id).kind == "other":
@@ -154,7 +154,7 @@ def write_qrels(path: str, rows: Iterable[tuple[str, str, int]]) -> None:
     rows = list(rows)
     for qid, docno, _ in rows:
         check_topic_id(qid)
-        if not docno or any(c.isspace() for c in docno):
+        if not docno or ids.has_whitespace(docno):
             raise InvalidInput(f"qrels row of topic {qid}: document id {docno!r} is empty or contains whitespace")
     with atomic_write(path) as f:
         for qid, docno, label in rows:

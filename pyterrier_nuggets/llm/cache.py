@@ -190,14 +190,14 @@ class ResponseCache:
             self._writes.write((key, json.dumps(request, ensure_ascii=False), json.dumps(response, ensure_ascii=False)))
 
     def _write_responses(self, items: list[tuple[str, str, str]]) -> None:
+        last = {key: (key, request, response) for key, request, response in items}  # a key written twice: its last
         with self._transaction() as con:
             now = time.time()
-            for key, request, response in items:  # in order: a key written twice keeps its last response
-                con.execute("INSERT INTO rejected (key, request, response, error, created, replaced) "
+            con.executemany("INSERT INTO rejected (key, request, response, error, created, replaced) "
                             "SELECT key, request, response, error, created, ? FROM responses WHERE key = ? AND "
-                            "verdict = ?", (now, key, INVALID))
-                con.execute("INSERT OR REPLACE INTO responses (key, request, response, created, verdict, error) "
-                            "VALUES (?, ?, ?, ?, NULL, NULL)", (key, request, response, now))
+                            "verdict = ?", [(now, key, INVALID) for key in last])
+            con.executemany("INSERT OR REPLACE INTO responses (key, request, response, created, verdict, error) "
+                            "VALUES (?, ?, ?, ?, NULL, NULL)", [(*item, now) for item in last.values()])
 
     @contextlib.contextmanager
     def _storing(self) -> Iterator[None]:

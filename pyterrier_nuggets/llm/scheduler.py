@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 GRACE = 30.0  # seconds the requests in flight are given to come back after Ctrl-C
+PROGRESS_EVERY = 0.1  # seconds between looks at the tasks done of a driver that shows progress (tqdm's own interval)
 IDLE_EXIT = 10.0  # seconds a worker waits for work before it ends (a client's threads do not outlive its work)
 _SCHEDULERS: weakref.WeakSet = weakref.WeakSet()  # every scheduler of this process (interrupt_all)
 
@@ -51,15 +52,16 @@ def interrupt_all(grace: float = GRACE) -> None:
 class _Group:
     """The tasks one driver waits for; when the last is done the driver counts as active again at once,
     so that no flush happens in the moment before it wakes up and submits its next work. ``done`` is the
-    driver's own condition (on the scheduler's lock): only its driver is woken by its tasks."""
+    driver's own condition (on the scheduler's lock): only its driver is woken by its tasks, and only by the last
+    (a driver that shows progress looks every :data:`PROGRESS_EVERY` seconds: waking it at every task cost a thread
+    switch per request)."""
 
-    __slots__ = ("remaining", "waiting", "done", "progress")
+    __slots__ = ("remaining", "waiting", "done")
 
-    def __init__(self, n: int, lock: threading.Lock, progress: bool):
+    def __init__(self, n: int, lock: threading.Lock):
         self.remaining = n
         self.waiting = False
         self.done = threading.Condition(lock)
-        self.progress = progress  # the driver shows progress: wake it at every task, not only at the last
 
 
 class Task:
@@ -162,7 +164,7 @@ class Scheduler:
             return [fn() for fn in fns]
         with self.driving():
             priority = self.current_priority()
-            group = _Group(len(fns), self._lock, on_done is not None)
+            group = _Group(len(fns), self._lock)
             tasks = [Task(fn, priority, group) for fn in fns]
             with self._cond:
                 for t in tasks:
@@ -197,7 +199,7 @@ class Scheduler:
                     seen = done
                     if group.remaining == 0:
                         break
-                    group.done.wait(timeout=0.5)
+                    group.done.wait(timeout=0.5 if on_done is None else PROGRESS_EVERY)
         finally:
             with self._cond:
                 if group.waiting:  # interrupted: count as active again ourselves
@@ -279,7 +281,7 @@ class Scheduler:
         if group.remaining == 0 and group.waiting:
             group.waiting = False
             self._active += 1
-        if group.remaining == 0 or group.progress:
+        if group.remaining == 0:
             group.done.notify()
 
     def _check(self) -> None:
