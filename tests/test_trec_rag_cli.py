@@ -253,3 +253,27 @@ def test_batch_api_gives_the_online_outputs(server, files, tmp_path, capsys):
     assert server.count == online and server.stats["batch_requests"] == online  # no chat call: all in batches
     assert server.stats["batches"] == 3  # assignment, support, rubric grading: one round each
     _same_folders(tmp_path / "online", tmp_path / "batch")
+
+
+def test_workers_on_a_dead_endpoint_stop_in_one_line_and_leave_nothing(tmp_path, files):
+    """``--workers 2`` against an address where nothing listens: the command stops with the endpoint's one-line error
+    (exit 1), no traceback, no output folder, and no warning of resources its worker processes left behind (the
+    workers finish their groups and hand the error back; the calling process raises it, as one process would)."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    with socket.socket() as s:  # a free port: nothing listens there once it is closed
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    argv = ["trec-rag", "--answers", files["answers"], "--nuggets", files["nuggets"], "--support", "--docs",
+            files["docs"], "--base-url", dead, "--model", "fake", "--workers", "2", "--out", str(tmp_path / "out")]
+    two_topics = [dict(a, metadata={**a["metadata"], "narrative_id": qid}) for a in ANSWERS for qid in ("t1", "t2")]
+    argv[2] = _jsonl(tmp_path / "two-topics.jsonl", two_topics)
+    argv[4] = _jsonl(tmp_path / "two-nuggets.jsonl", [NUGGETS, {**NUGGETS, "qid": "t2"}])
+    done = subprocess.run([sys.executable, "-c", "import sys; from pyterrier_nuggets.cli import main; sys.exit(main())",
+                           *argv], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": os.getcwd()})
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert done.returncode == 1 and len(errors) == 1 and "cannot connect" in errors[0], done.stderr
+    assert "Traceback" not in done.stderr and "leaked" not in done.stderr, done.stderr
+    assert not (tmp_path / "out").exists()
