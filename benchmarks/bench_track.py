@@ -132,12 +132,14 @@ def run(argv: list[str], server: ServerProcess, log: str, kill_at: int | None = 
             while server.stats["accepted"] - before["accepted"] < kill_at and process.poll() is None:
                 time.sleep(0.1)
             os.kill(process.pid, signal.SIGKILL)
+            at_kill = server.stats["in_flight"]  # the server is still serving them: their replies were never sent
         _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - start
     after = server.stats
     return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss / 1024,
             "status": os.waitstatus_to_exitcode(status), "calls": after["chat_requests"] - before["chat_requests"],
-            "rejected": after["rejected"] - before["rejected"], "in flight": after["peak_in_flight"]}
+            "rejected": after["rejected"] - before["rejected"], "in flight": after["peak_in_flight"],
+            "in flight at the kill": at_kill if kill_at is not None else None}
 
 
 def same_outputs(a: str, b: str) -> bool:
@@ -204,8 +206,10 @@ def main() -> None:
                 resumed = run(argv, server, os.path.join(folder, "resumed.log"))
                 row["kill"] = {"killed at": killed["calls"], "resumed": resumed["calls"],
                                "repeated": killed["calls"] + resumed["calls"] - first["calls"],
+                               "in flight": killed["in flight at the kill"],
                                "status": resumed["status"], "same": same_outputs(out, resumed_out)}
-                print(f"  killed after {killed['calls']} calls, then the same command: {resumed['calls']} calls, "
+                print(f"  killed after {killed['calls']} calls ({killed['in flight at the kill']} in flight at the "
+                      f"server, unanswered), then the same command: {resumed['calls']} calls, "
                       f"{row['kill']['repeated']} asked again; exit {resumed['status']}, outputs identical to the "
                       f"uninterrupted run's: {row['kill']['same']}", flush=True)
             rows.append(row)
@@ -223,8 +227,10 @@ def main() -> None:
         if "kill" in r:
             k = r["kill"]
             print(f"\nkill -9 of the {r['runs']}-run command once the server had taken half its calls "
-                  f"({k['killed at']:,} taken), then the same command: {k['resumed']:,} calls, {k['repeated']} asked "
-                  f"again (at most the requests in flight at the kill), exit {k['status']}, every output file "
+                  f"({k['killed at']:,} taken; asked right after the kill, the server was still serving "
+                  f"{k['in flight']}), then the same command: {k['resumed']:,} calls, {k['repeated']} asked again: "
+                  f"those {k['in flight']} and {k['repeated'] - k['in flight']} whose replies left the server in the "
+                  f"instant of the kill, never read; exit {k['status']}, every output file "
                   f"identical to the uninterrupted run's: {k['same']}")
 
 

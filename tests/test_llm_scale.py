@@ -22,7 +22,7 @@ from pyterrier_nuggets.llm import (
 )
 from pyterrier_nuggets.llm.batch import BatchError
 from pyterrier_nuggets.llm.limits import AdaptiveLimiter, parse_duration
-from pyterrier_nuggets.testing import INVALID, TestEndpoint, first_prompt
+from pyterrier_nuggets.testing import INVALID, Reply, TestEndpoint, first_prompt
 from tests.conftest import quick_options
 
 WORDS = "river bridge castle museum harbour market garden tower canal library station forest".split()
@@ -615,3 +615,28 @@ def test_assignment_and_support_run_together(tmp_path):
         with pytest.raises(LLMStepError, match="nugget assignment"):
             evaluate_answers(answers, NuggetAssigner(nuggets, client(server, tmp_path / "t3.sqlite")),
                              SupportJudge(client(server, tmp_path / "t3.sqlite")))
+
+
+@pytest.mark.parametrize("status", [200, 400])
+def test_identical_requests_in_flight_at_once_are_paid_once(tmp_path, status):
+    """Six threads ask one request at once (a ceiling of 6 from the first request, so all six can be in flight): the
+    endpoint gets it once, whatever the threads' timing, and every thread gets its answer, counted as a sequential run
+    counts it (1 call, 5 cache hits). The endpoint holds each reply until 6 requests are in flight (a barrier): a client
+    that sent the request six times would have them all in flight before any answer was stored, so it would pay six
+    times; this one sends one, held until the barrier's bound (no timing is measured). A failed answer (HTTP 400, not
+    retried) is every thread's failure, and a re-run asks it again."""
+    reply = "the answer" if status == 200 else Reply(status=400, message="refused")
+    with TestEndpoint(responder=lambda body: reply, hold_until=6, hold_timeout=0.5) as server:
+        llm = client(server, tmp_path / "c.sqlite", limits=Limits(concurrency=6, start=6))
+        messages = [{"role": "user", "content": "one question"}]
+        results = llm.map(lambda _: llm.chat(messages, stage="judge"), range(6))
+        assert server.count == 1
+        counts = llm.usage().stages["judge"]
+        assert (counts["requests"], counts["calls"]) == (6, 1)
+        if status == 200:
+            assert [r.text for r in results] == ["the answer"] * 6 and counts["cache_hits"] == 5
+            assert sum(not r.cached for r in results) == 1
+        else:
+            assert all(not r.ok and "refused" in r.error for r in results) and counts["failures"] == 6
+            again = client(server, tmp_path / "c.sqlite")
+            assert not again.chat(messages).ok and server.count == 2

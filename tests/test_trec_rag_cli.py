@@ -1,5 +1,6 @@
 """``pyterrier-nuggets trec-rag``: TREC RAG 2026 answer files to the track's scores with the LLM judges on the fake
 OpenAI-compatible server (its default replies decide by word overlap, so every score here is worked out by hand)."""
+import contextlib
 import json
 
 import pandas as pd
@@ -253,3 +254,88 @@ def test_batch_api_gives_the_online_outputs(server, files, tmp_path, capsys):
     assert server.count == online and server.stats["batch_requests"] == online  # no chat call: all in batches
     assert server.stats["batches"] == 3  # assignment, support, rubric grading: one round each
     _same_folders(tmp_path / "online", tmp_path / "batch")
+
+
+def test_workers_on_a_dead_endpoint_stop_in_one_line_and_leave_nothing(tmp_path, files):
+    """``--workers 2`` against an address where nothing listens: the command stops with the endpoint's one-line error
+    (exit 1), no traceback, no output folder, and no warning of resources its worker processes left behind (the
+    workers finish their groups and hand the error back; the calling process raises it, as one process would)."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    with socket.socket() as s:  # a free port: nothing listens there once it is closed
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    argv = ["trec-rag", "--answers", files["answers"], "--nuggets", files["nuggets"], "--support", "--docs",
+            files["docs"], "--base-url", dead, "--model", "fake", "--workers", "2", "--out", str(tmp_path / "out")]
+    two_topics = [dict(a, metadata={**a["metadata"], "narrative_id": qid}) for a in ANSWERS for qid in ("t1", "t2")]
+    argv[2] = _jsonl(tmp_path / "two-topics.jsonl", two_topics)
+    argv[4] = _jsonl(tmp_path / "two-nuggets.jsonl", [NUGGETS, {**NUGGETS, "qid": "t2"}])
+    done = subprocess.run([sys.executable, "-c", "import sys; from pyterrier_nuggets.cli import main; sys.exit(main())",
+                           *argv], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": os.getcwd()})
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert done.returncode == 1 and len(errors) == 1 and "cannot connect" in errors[0], done.stderr
+    assert "Traceback" not in done.stderr and "leaked" not in done.stderr, done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_killed_with_sigkill_then_resumed_asks_only_what_was_in_flight(tmp_path):
+    """``kill -9`` half way, then the same command: of what the killed command asked, it asks again exactly the
+    requests that were in flight at the kill (their replies never reached it), never one whose answer it had read,
+    and its outputs are byte-identical to an uninterrupted run's. The endpoint answers the first 20 of 40 requests and holds the rest; the command (4 in
+    flight) is killed once the 20 answers are in its cache and 4 more requests are held (conditions polled, no
+    clock)."""
+    import os
+    import signal
+    import sqlite3
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    from pyterrier_nuggets.testing import TestEndpoint
+    answers, nuggets = _wide_job(tmp_path, runs=8, topics=5)  # 40 assignment calls
+    answered, release, lock = [0], threading.Event(), threading.Lock()
+
+    def responder(body):
+        with lock:
+            answered[0] += 1
+            hold = answered[0] > 20 and not release.is_set()
+        if hold:  # held until the test ends: the killed command never reads these
+            release.wait(120)
+        return None
+
+    def command(out, cache):
+        return ["trec-rag", "--answers", answers, "--nuggets", nuggets, "--base-url", endpoint.base_url, "--model",
+                "fake", "--concurrency", "4", "--out", str(tmp_path / out), "--llm-cache", str(tmp_path / cache)]
+
+    with TestEndpoint(responder=responder) as endpoint:
+        process = subprocess.Popen([sys.executable, "-c", "import sys; from pyterrier_nuggets.cli import main; "
+                                    "sys.exit(main())", *command("killed", "cache.sqlite")],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                   env={**os.environ, "PYTHONPATH": os.getcwd()})
+        try:
+            for _ in range(1200):  # until 20 answers are stored and 4 requests held (a bound on a failing test)
+                stored = 0
+                if (tmp_path / "cache.sqlite").exists():
+                    with contextlib.closing(sqlite3.connect(tmp_path / "cache.sqlite", timeout=5)) as con:
+                        with contextlib.suppress(sqlite3.OperationalError):  # its tables not made yet
+                            stored = con.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+                if stored == 20 and endpoint.stats["accepted"] == 24:
+                    break
+                time.sleep(0.05)
+            else:
+                pytest.fail(f"never 20 answers stored and 4 in flight: {stored}, {endpoint.stats}")
+        finally:
+            process.send_signal(signal.SIGKILL)
+            process.wait()
+        release.set()
+        assert cli.main(command("resumed", "cache.sqlite")) == 0
+        assert cli.main(command("whole", "whole.sqlite")) == 0  # uninterrupted, on a cache of its own
+        sent = [json.dumps(b, sort_keys=True) for b in endpoint.requests]
+    answered_before, held, resumed, whole = sent[:20], sent[20:24], sent[24:-40], sent[-40:]
+    assert len(set(whole)) == 40 and set(answered_before + held) <= set(whole)
+    assert sorted(resumed) == sorted(set(whole) - set(answered_before))  # the 4 held and the 16 never sent
+    assert set(held) <= set(resumed) and not set(resumed) & set(answered_before)
+    _same_folders(tmp_path / "whole", tmp_path / "resumed")

@@ -24,7 +24,9 @@ indexes, and each worker applies its steps' failure policies to its own topics o
   is applied to all of them in the pipeline's order (a ``"raise"`` raises :class:`~.failures.LLMStepError` with the
   failures of every worker; its ``failures`` attribute holds them all). A worker whose step raised stops there,
   as the serial run would; the other workers go on with their topics (their calls are cached: a re-run pays
-  nothing twice);
+  nothing twice). Any other error in a worker (an endpoint that cannot be used) is handed back the same way and
+  raised by the calling process once every worker is done: the pool is never torn down under its workers (which
+  left their semaphores behind);
 - the workers' LLM counts are added to the calling process's clients (``llm.usage()``); other warnings are shown
   once.
 
@@ -107,6 +109,9 @@ class ParallelByTopic(pt.Transformer):
             for counts in result:
                 client.counters.merge(counts)
             client.test_endpoint = client.test_endpoint or any(tested)  # tables say who answered
+        broken = [r.error for r in results if r.error is not None and not isinstance(r.error, LLMStepError)]
+        if broken:  # an endpoint that cannot be used, a bad input: raised as the serial run raises it
+            raise broken[0]
         shown = set()
         for r in results:
             for message, category in r.warnings:
@@ -144,7 +149,7 @@ def _work(task: tuple[pt.Transformer, pd.DataFrame]) -> _Result:
         warnings.simplefilter("always")
         try:
             output = transformer(frame)
-        except LLMStepError as e:  # reported by the calling process, with every worker's failures
+        except Exception as e:  # raised by the calling process once every worker is done (see transform)
             error = e
     counts = [_difference(c.counters.snapshot(), b) for c, b in zip(clients, before)]
     others = [(str(w.message), w.category) for w in caught if not issubclass(w.category, FailureWarning)]

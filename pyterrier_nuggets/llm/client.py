@@ -14,7 +14,8 @@ Every caller gets, without asking:
   every parameter, never the API key), written the moment each answer arrives, safe under concurrent
   threads and processes: a re-run makes zero calls for what succeeded and returns identical results;
   requests whose answers still failed validation after the re-asks are asked again by the next run
-  (unless ``frozen``), their earlier answers kept for inspection (:mod:`.cache`);
+  (unless ``frozen``), their earlier answers kept for inspection (:mod:`.cache`); a request asked while the same
+  request is in flight in another thread waits for that answer (one call, counted as a cache hit);
 - temperature 0 and a fixed seed by default;
 - counts of calls, retries, cache hits, failures and tokens, in all (:attr:`LLMClient.stats`) and per
   stage (:meth:`LLMClient.usage`, with costs from user-given :class:`~.usage.Prices`);
@@ -61,6 +62,7 @@ import socket
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
@@ -199,6 +201,7 @@ class LLMClient:
         self._job_invalid: set[str] = set()  # marked invalid during this job (see new_job): replayed within it
         self.test_endpoint = False  # an answer came from the package's test endpoint (describe() says so)
         self._unstorable: CacheError | None = None  # the cache failed to store an answer: no call is made any more
+        self._flights = _Flights()  # requests being answered now, by key: an identical one waits for the answer
 
     # ------------------------------------------------------------------------------------- what it is
 
@@ -349,11 +352,29 @@ class LLMClient:
             return self.map(lambda _: self.chat(messages, json_schema=json_schema, stage=stage, plan_reply=plan_reply,
                                                 plan_note=plan_note, **params), [None])[0]
         body = self.request_body(messages, json_schema=json_schema, **params)
-        key, *aliases = keys = self.cache_keys(body)
+        keys = self.cache_keys(body)
+        key = keys[0]
         self.counters.count(stage, requests=1)
         hit = self._router.placeholder(key)
         if hit is not None:  # a placeholder answer of this dry run (counted as planned when it was made)
             return ChatResult(hit["text"], cached=True, usage=hit["usage"], key=key, planned=True)
+        if self._router.defers:  # Batch API, dry run: the router keeps one request per key
+            return self._answer(body, keys, stage, plan_reply, plan_note)
+        flight, leading = self._flights.join(key)
+        if not leading:  # the same request is being answered in another thread: its answer, paid once
+            return self._follow(flight.result(), stage)
+        try:
+            result = self._answer(body, keys, stage, plan_reply, plan_note)
+        except BaseException as e:
+            self._flights.land(key, flight, error=e)
+            raise
+        self._flights.land(key, flight, result=result)
+        return result
+
+    def _answer(self, body: dict, keys: list[str], stage: str | None, plan_reply: str | None,
+                plan_note: str | None) -> ChatResult:
+        """The answer to one request: from the cache, or deferred (Batch API, dry run), or by a call."""
+        key, *aliases = keys
         cached = self._cached(keys, stage)
         if cached is not None:
             return cached
@@ -384,6 +405,16 @@ class LLMClient:
                 self._unstorable = e  # every later request stops here, before any call
                 raise
         return result
+
+    def _follow(self, led: ChatResult, stage: str | None) -> ChatResult:
+        """What a request gets that was asked while the same request was being answered: the same answer, counted
+        as a sequential run would count it (a cache hit), or the same failure (the next run asks it again)."""
+        if not led.ok:
+            self.counters.count(stage, failures=1)
+            return led
+        if led.key not in self._router.fetched:
+            self.counters.count(stage, cache_hits=1)
+        return replace(led, cached=True)
 
     def cache_keys(self, body: dict) -> list[str]:
         """The cache keys of a request (:func:`~.cache.request_key`): the endpoint's address and the body. Several
@@ -527,6 +558,37 @@ class LLMClient:
         """In a dry run: how many items ``stage`` asks depends on the answers of the stages ``reads`` (the plan
         says its count is an estimate where those answers were placeholders)."""
         self._router.plan_reads(stage, reads)
+
+
+class _Flights:
+    """The requests being answered at this moment, by cache key (a single flight per key): a thread asking a request
+    that another thread is answering waits for that answer instead of paying for it again. Identical requests in
+    flight at once arise wherever two items share a prompt (two runs with the same sentence and citation, one nugget
+    list given twice); without this, whether the second is paid for depends on the threads' timing."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._flying: dict[str, Future] = {}
+
+    def join(self, key: str) -> tuple[Future, bool]:
+        """The flight answering ``key`` and whether this thread leads it (answers it and then :meth:`land` s it)."""
+        with self._lock:
+            flight = self._flying.get(key)
+            if flight is not None:
+                return flight, False
+            flight = self._flying[key] = Future()
+            return flight, True
+
+    def land(self, key: str, flight: Future, *, result: ChatResult | None = None,
+             error: BaseException | None = None) -> None:
+        """The leader's answer (or exception) to every thread waiting on ``flight``; later requests of ``key`` find
+        it in the cache (it was stored before this)."""
+        with self._lock:
+            del self._flying[key]
+        if error is not None:
+            flight.set_exception(error)
+        else:
+            flight.set_result(result)
 
 
 def _warn(message: str) -> None:

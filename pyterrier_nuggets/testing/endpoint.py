@@ -263,7 +263,7 @@ class TestEndpoint:
                     self._send(200, server.files[f.group(1)], {"content-type": "application/octet-stream"})
                 elif path == "/_fake/stats":
                     with server._lock:
-                        self._json(200, dict(server.stats))
+                        self._json(200, dict(server.stats, in_flight=server._in_flight))
                 else:
                     self._json(404, {"error": {"message": f"not found: GET {path}"}})
 
