@@ -14,7 +14,9 @@ reader made once per connection: the status line, the headers and a body of ``Co
 standard library's ``http.client`` does for such a request, at 0.06 instead of 0.15 ms of CPU per request (it
 parses each reply's headers with the ``email`` package, makes a reader per reply and writes the head and the body
 separately: docs/benchmarks.md, "A whole track from the command line"); its limits are kept (a line of at most 64 KiB,
-at most 100 headers).
+at most 100 headers). It is written here because no maintained library does this job at that cost: ``h11``, the
+sans-I/O HTTP/1.1 library under httpx, takes as much CPU per request as ``http.client`` (``benchmarks/
+bench_transport.py``).
 
 Its errors are the SDK's classes, so that the classification table (:mod:`.retry`) reads them as it reads the
 SDK's: ``openai.APIConnectionError`` (no connection, or a reply that is not HTTP), ``openai.APITimeoutError``, and
