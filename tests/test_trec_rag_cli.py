@@ -316,7 +316,8 @@ def test_killed_with_sigkill_then_resumed_asks_only_what_was_in_flight(tmp_path)
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                    env={**os.environ, "PYTHONPATH": os.getcwd()})
         try:
-            for _ in range(1200):  # until 20 answers are stored and 4 requests held (a bound on a failing test)
+            for _ in range(2400):  # until 20 answers are stored and 4 requests held (a bound on a failing test)
+                assert process.poll() is None, "the command ended before it was killed"
                 stored = 0
                 if (tmp_path / "cache.sqlite").exists():
                     with contextlib.closing(sqlite3.connect(tmp_path / "cache.sqlite", timeout=5)) as con:
@@ -330,7 +331,7 @@ def test_killed_with_sigkill_then_resumed_asks_only_what_was_in_flight(tmp_path)
         finally:
             process.send_signal(signal.SIGKILL)
             process.wait()
-        release.set()
+            release.set()  # the held replies go (to a closed connection); new requests are answered at once
         assert cli.main(command("resumed", "cache.sqlite")) == 0
         assert cli.main(command("whole", "whole.sqlite")) == 0  # uninterrupted, on a cache of its own
         sent = [json.dumps(b, sort_keys=True) for b in endpoint.requests]

@@ -129,7 +129,7 @@ class ParallelByTopic(pt.Transformer):
 class _Result:
     """What a worker sends back: its output (None when a step raised), each step's failures, the LLM counts of
     each client and whether the package's test endpoint answered it, the warnings other than failure reports, and the
-    failure error it stopped with."""
+    error it stopped with (a step's failure error, or any other: raised by the calling process)."""
 
     __slots__ = ("output", "failures", "counts", "tested", "warnings", "error")
 
