@@ -454,11 +454,9 @@ def test_missing_questions_are_reviewed_by_the_manager(tmp_path):
             "m", edit.item, 0, edit.shown, (flag["question"], "accepted", ""))])
 
 
-def test_a_schema_1_project_is_upgraded_in_place(tmp_path):
-    """A project made by the first release (schema 1) opens, is upgraded in one transaction and works."""
-    from pyterrier_nuggets.annotate import Store, export_project
-    store = make_project(tmp_path)
-    with sqlite3.connect(store.path) as c:  # back to the first release's schema
+def _back_to_schema_1(store) -> None:
+    """The project's database as the first release made it."""
+    with sqlite3.connect(store.path) as c:
         for table, column in (("users", "disabled"), ("pool", "relevance"), ("pool", "relevance_by"),
                               ("pool", "relevance_at"), ("sentences", "missing_status"), ("sentences", "missing_note"),
                               ("sentences", "missing_by"), ("sentences", "missing_at"), ("nugget_answers", "home"),
@@ -468,12 +466,43 @@ def test_a_schema_1_project_is_upgraded_in_place(tmp_path):
         c.execute("DROP TABLE forms")
         c.execute("DROP TABLE drafts")
         c.execute("UPDATE meta SET value = '\"1\"' WHERE key = 'schema'")
+
+
+def test_a_schema_1_project_is_upgraded_in_place(tmp_path):
+    """A project made by the first release (schema 1) opens, is upgraded in one transaction and works."""
+    from pyterrier_nuggets.annotate import Store, export_project
+    store = make_project(tmp_path)
+    _back_to_schema_1(store)
     from tests.annotate_project import cheap_passwords
     upgraded = Store(store.directory, cheap_passwords())
     assert upgraded.meta["schema"] == "2"
     assert [r["action"] for r in upgraded.audit_rows()][0] == "schema"
     annotate_by_api(upgraded)
     export_project(store.directory, str(tmp_path / "out"))
+
+
+def test_a_schema_1_project_upgraded_by_another_process_while_opening_opens(tmp_path, monkeypatch):
+    """Two servers (or a server and an export) opening a schema 1 project at once: the other one upgrades it
+    after this one read schema 1 and before this one takes the write lock. This one opens it without upgrading
+    it twice (which failed: a column added twice)."""
+    from pyterrier_nuggets.annotate import Store
+    from tests.annotate_project import cheap_passwords
+    store = make_project(tmp_path)
+    _back_to_schema_1(store)
+    write, others = Store.write, []
+
+    def the_other_process_first(self, *args, **kwargs):
+        if not others:
+            others.append("upgrading")
+            monkeypatch.setattr(Store, "write", write)
+            others.append(Store(store.directory, cheap_passwords()))
+        return write(self, *args, **kwargs)
+
+    monkeypatch.setattr(Store, "write", the_other_process_first)
+    opened = Store(store.directory, cheap_passwords())
+    assert others[-1].meta["schema"] == opened.meta["schema"] == "2"
+    assert [r["action"] for r in opened.audit_rows()].count("schema") == 1
+    annotate_by_api(opened)
 
 
 # -------------------------------------------------------------------------------- export round trip

@@ -1,4 +1,5 @@
 """The LLM client against the fake OpenAI-compatible server: cache, retries, timeouts, concurrency, secrets."""
+import contextlib
 import inspect
 import json
 import pickle
@@ -263,6 +264,47 @@ def test_cache_safe_across_processes(tmp_path):
     assert all(p.wait(60) == 0 for p in procs)
     cache = ResponseCache(path)
     assert len(cache) == 600 and cache.get("b-199") == {"text": "199"}
+
+
+def test_an_old_cache_upgraded_by_another_process_while_opening_opens(tmp_path, monkeypatch):
+    """Processes opening a cache written before verdicts at once: another one adds the columns between this one's
+    look at the columns and its own change (as in the three-process test above, made certain here by running the
+    other process's change from SQLite's statement trace as this one starts its change, without a lock wait: it
+    goes through at that point, or cannot because this one holds the write lock). The cache opens, columns once."""
+    import sqlite3
+    path = tmp_path / "old.sqlite"
+    with contextlib.closing(sqlite3.connect(path)) as con:
+        con.execute("PRAGMA journal_mode=WAL")
+        con.execute("CREATE TABLE responses (key TEXT PRIMARY KEY, request TEXT NOT NULL, response TEXT NOT NULL, "
+                    "created REAL NOT NULL)")
+        con.execute("INSERT INTO responses VALUES ('k', '{}', '{\"text\": \"kept\"}', 0)")
+        con.commit()
+    connect, upgraded = sqlite3.connect, []
+
+    def other_process_upgrades(statement):
+        if "ADD COLUMN verdict" in statement and not upgraded:  # this one has seen the column missing
+            upgraded.append("tried")
+            with contextlib.closing(connect(path, timeout=0, isolation_level=None)) as other:
+                try:
+                    other.execute("ALTER TABLE responses ADD COLUMN verdict TEXT")
+                    other.execute("ALTER TABLE responses ADD COLUMN error TEXT")
+                    upgraded.append("done")
+                except sqlite3.OperationalError as e:  # this one holds the write lock
+                    assert "locked" in str(e)
+
+    def traced(*args, **kwargs):
+        con = connect(*args, **kwargs)
+        con.set_trace_callback(other_process_upgrades)
+        return con
+
+    monkeypatch.setattr(sqlite3, "connect", traced)
+    cache = ResponseCache(path)
+    monkeypatch.undo()
+    assert upgraded == ["tried"]  # the other process's change waits for this one's
+    assert cache.lookup("k") == ({"text": "kept"}, None)
+    with contextlib.closing(sqlite3.connect(path)) as con:
+        columns = [row[1] for row in con.execute("PRAGMA table_info(responses)")]
+    assert columns == ["key", "request", "response", "created", "verdict", "error"]
 
 
 def test_parse_labels_rejects_unknown_and_wrong_length():

@@ -164,11 +164,12 @@ class Store:
                     if result != "ok":
                         raise sqlite3.DatabaseError(result)
             if meta.get("schema") == "1":
-                with self.write() as c:
-                    for statement in MIGRATE_1_TO_2.split(";\n"):
-                        if statement.strip():
-                            c.execute(statement)
-                    audit(c, "upgrade", "schema", self.directory, {"from": "1", "to": SCHEMA_VERSION})
+                with self.write() as c:  # read again under the write lock: another process may have upgraded it
+                    if json.loads(c.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0]) == "1":
+                        for statement in MIGRATE_1_TO_2.split(";\n"):
+                            if statement.strip():
+                                c.execute(statement)
+                        audit(c, "upgrade", "schema", self.directory, {"from": "1", "to": SCHEMA_VERSION})
                 meta["schema"] = SCHEMA_VERSION
         except (sqlite3.DatabaseError, json.JSONDecodeError) as e:
             raise DamagedProject(f"{self.path}: the project database is damaged or not an annotation database "

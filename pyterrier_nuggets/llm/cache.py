@@ -124,24 +124,26 @@ class ResponseCache:
             raise CacheError(self.path, e) from None
 
     def _open(self) -> None:
-        """The tables made where missing, then the check: undamaged (``quick_check``), and a write goes through."""
-        con = self._connection()
-        con.execute("CREATE TABLE IF NOT EXISTS responses ("
-                    "key TEXT PRIMARY KEY, request TEXT NOT NULL, response TEXT NOT NULL, created REAL NOT NULL)")
-        columns = {row[1] for row in con.execute("PRAGMA table_info(responses)")}
-        if "verdict" not in columns:  # a cache written before verdicts existed
-            con.execute("ALTER TABLE responses ADD COLUMN verdict TEXT")
-            con.execute("ALTER TABLE responses ADD COLUMN error TEXT")
-        con.execute("CREATE TABLE IF NOT EXISTS rejected (key TEXT NOT NULL, request TEXT NOT NULL, "
-                    "response TEXT NOT NULL, error TEXT, created REAL NOT NULL, replaced REAL NOT NULL)")
-        con.execute("CREATE TABLE IF NOT EXISTS batches (id TEXT PRIMARY KEY, endpoint TEXT NOT NULL, "
-                    "requests TEXT NOT NULL, created REAL NOT NULL, status TEXT NOT NULL)")
-        con.execute("CREATE TABLE IF NOT EXISTS limits (endpoint TEXT PRIMARY KEY, level INTEGER NOT NULL, "
-                    "pushed_back INTEGER NOT NULL, updated REAL NOT NULL)")
-        problems = [row[0] for row in con.execute("PRAGMA quick_check(3)")]
+        """The check (undamaged: ``quick_check``), then the tables made where missing, in a write that must go through.
+
+        The tables are made and an old cache's columns added in one write transaction: processes opening a new or
+        old cache at once would otherwise each see a column missing and each add it (the second fails)."""
+        problems = [row[0] for row in self._connection().execute("PRAGMA quick_check(3)")]
         if problems != ["ok"]:
             raise sqlite3.DatabaseError("; ".join(problems))
         with self._transaction() as con:  # a write that goes through (read-only, immutable and broken files fail)
+            con.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, request TEXT NOT NULL, "
+                        "response TEXT NOT NULL, created REAL NOT NULL, verdict TEXT, error TEXT)")
+            columns = {row[1] for row in con.execute("PRAGMA table_info(responses)")}
+            if "verdict" not in columns:  # a cache written before verdicts existed
+                con.execute("ALTER TABLE responses ADD COLUMN verdict TEXT")
+                con.execute("ALTER TABLE responses ADD COLUMN error TEXT")
+            con.execute("CREATE TABLE IF NOT EXISTS rejected (key TEXT NOT NULL, request TEXT NOT NULL, "
+                        "response TEXT NOT NULL, error TEXT, created REAL NOT NULL, replaced REAL NOT NULL)")
+            con.execute("CREATE TABLE IF NOT EXISTS batches (id TEXT PRIMARY KEY, endpoint TEXT NOT NULL, "
+                        "requests TEXT NOT NULL, created REAL NOT NULL, status TEXT NOT NULL)")
+            con.execute("CREATE TABLE IF NOT EXISTS limits (endpoint TEXT PRIMARY KEY, level INTEGER NOT NULL, "
+                        "pushed_back INTEGER NOT NULL, updated REAL NOT NULL)")
             con.execute("CREATE TABLE IF NOT EXISTS opened (at REAL NOT NULL)")
             con.execute("DELETE FROM opened")
             con.execute("INSERT INTO opened (at) VALUES (?)", (time.time(),))
