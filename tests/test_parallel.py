@@ -18,7 +18,7 @@ from pyterrier_nuggets.evaluation.cone import NuggetToNugget, NuggetToResponse
 from pyterrier_nuggets.judges import LLMStepError, NuggetAssigner, NuggetCreator, NuggetScorer, Overlapped
 from pyterrier_nuggets.judges.failures import FailureWarning
 from pyterrier_nuggets.judges.parallel import ParallelByTopic, failure_steps, topic_groups
-from pyterrier_nuggets.llm import LLMClient
+from pyterrier_nuggets.llm import LLMClient, ResponseCache
 from pyterrier_nuggets.llm.cache import merge_caches
 from pyterrier_nuggets.matchers import EmbeddingMatcher
 from pyterrier_nuggets.records import Nugget
@@ -157,7 +157,8 @@ def test_worker_cache_shards_merge_into_one_that_a_serial_rerun_uses(server, tmp
     llm = client(server, tmp_path / "main.sqlite", worker_cache="shard")
     out = NuggetCreator(llm).parallel(2)(segments())
     shards = sorted(glob.glob(str(tmp_path / "main.shard-*.sqlite")))
-    assert len(shards) == 2  # one per worker process, none written into the main file
+    # one per worker process that took work (the pool may hand both groups to one), none written into the main file
+    assert 1 <= len(shards) <= 2 and len(ResponseCache(tmp_path / "main.sqlite")) == 0
     report = merge_caches(tmp_path / "main.sqlite", shards)
     assert report.added == llm.stats["calls"] > 0
     serial = client(server, tmp_path / "main.sqlite")

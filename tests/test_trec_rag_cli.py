@@ -172,7 +172,7 @@ def test_without_concurrency_the_limit_is_found_above_8(tmp_path, capsys):
     """Left out, ``--concurrency`` is the default ceiling (256) and the client starts slow, from 8: the endpoint
     holding the replies until 8 are in flight sees exactly 8 first; those 8 replies grow the limit to 12 (1.5 x per
     round trip while requests wait, past the old default's cap of 8), and the next wave, held until 12 are in
-    flight, reaches 12."""
+    flight, reaches 12 (or the hold's 60 s would run out, counted)."""
     from pyterrier_nuggets.testing import TestEndpoint
     answers, nuggets = _wide_job(tmp_path, runs=8, topics=5)  # 40 calls
     with TestEndpoint(hold_until=(8, 12), hold_timeout=60.0) as endpoint:
@@ -183,7 +183,7 @@ def test_without_concurrency_the_limit_is_found_above_8(tmp_path, capsys):
         seen = list(endpoint.in_flight_seen)
     assert stats["accepted"] == 40 and stats["hold_timeouts"] == 0
     assert seen[:8] == list(range(8))
-    assert stats["peak_in_flight"] == 12
+    assert 12 <= stats["peak_in_flight"] <= 18  # the 12 replies grow the limit to 18 at most (replies no longer held)
 
 
 def _track(files, server, out, *more):
