@@ -35,8 +35,10 @@ at once (a barrier, not a clock: the tests of how many requests a client keeps i
 several levels are barriers one after the other (the replies of the second wave are held until the second level is
 in flight, ...).
 The server speaks HTTP/1.1 with keep-alive (a client's connection serves request after request) and listens with a
-backlog of :data:`BACKLOG` (the standard library's 5 drops the connections of a wide client opened at once). ``stats`` counts what the server saw; ``GET /_fake/stats``
-returns it as JSON. :meth:`TestEndpoint.kill` goes away as a crashed server does.
+backlog of :data:`BACKLOG` (the standard library's 5 drops the connections of a wide client opened at once).
+``stats`` counts what the server saw (:meth:`TestEndpoint.wait_for` waits until a condition on it holds, a barrier
+for a responder); ``GET /_fake/stats`` returns it as JSON. :meth:`TestEndpoint.kill` goes away as a crashed server
+does.
 """
 from __future__ import annotations
 
@@ -219,6 +221,7 @@ class TestEndpoint:
         self._window: deque[float] = deque()
         self._asked: dict[str, int] = {}  # first prompt -> times answered (for invalid_first)
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)  # notified when a chat request arrives and when it ends
         self._connections: set = set()  # the open client connections (kill() drops them)
         server = self
 
@@ -317,6 +320,7 @@ class TestEndpoint:
                 if injected:
                     self.stats["injected_errors"] += 1
             rate_headers = self._rate_headers(now)
+            self._changed.notify_all()
         if rejected is not None:
             handler._json(429, {"error": {"message": rejected[0], "type": "rate_limit_exceeded"}},
                           {"retry-after": f"{rejected[1]:g}", **rate_headers})
@@ -337,6 +341,7 @@ class TestEndpoint:
         finally:
             with self._lock:  # done before the reply leaves, as a server's own limiter counts
                 self._in_flight -= 1
+                self._changed.notify_all()
         if reply.raw_body is not None:
             handler._send(reply.status, reply.raw_body, {"content-type": "application/json", **reply.headers})
         elif reply.status == 200:
@@ -454,6 +459,17 @@ class TestEndpoint:
             return self._public(batch_id)
 
     # -------------------------------------------------------------------------------- lifecycle
+
+    def wait_for(self, condition: Callable[[dict], bool], timeout: float = 60.0) -> bool:
+        """Wait until ``condition(stats)`` holds (looked at whenever a chat request arrives or ends): a barrier for a
+        responder, e.g. replies held until the endpoint has rejected a request (``lambda s: s["rejected"] > 0``).
+        False when ``timeout`` seconds pass without it (a bound on a failing test, not a measurement).
+
+        :param condition: a function of :attr:`stats` (called with the endpoint's lock held: it must take no lock).
+        :param timeout: the longest wait, in seconds.
+        """
+        with self._changed:
+            return self._changed.wait_for(lambda: condition(self.stats), timeout)
 
     @property
     def count(self) -> int:
