@@ -156,18 +156,8 @@ def test_retries_bounded_in_time(tmp_path):
 def test_timeout_is_retried(tmp_path):
     """The first reply is held until the test ends: the request times out and is asked again. Any other reply may
     time out too on a loaded machine (then it is asked again as well): every retry is a timeout of this request."""
-    release, lock, replies = threading.Event(), threading.Lock(), [0]
-
-    def held_first(body):
-        with lock:
-            replies[0] += 1
-            first = replies[0] == 1
-        if first:
-            release.wait(60)  # a bound on a failing test
-            return '["held"]'
-        return '["again"]'
-
-    with TestEndpoint(responder=held_first) as server:
+    release = threading.Event()
+    with TestEndpoint(script=[Reply('["held"]', hold=release)], responder=lambda body: '["again"]') as server:
         try:
             llm = client(server, tmp_path, retry=quick_retry(timeout=0.5, max_retries=100, max_backoff=0.05))
             result = llm.chat(MESSAGES)

@@ -9,7 +9,8 @@ with it says that it is a test endpoint.
 Standard library only (``http.server`` in a thread). It answers ``POST /v1/chat/completions`` with, in order of
 precedence:
 
-1. the next scripted :class:`Reply` of ``script`` (a queue; e.g. a 429 with Retry-After, then a 500);
+1. the next scripted :class:`Reply` of ``script`` (a queue; e.g. a 429 with Retry-After, then a 500, or a reply
+   held until the test sets an event);
 2. an injected failure: every ``fail_every``-th accepted request gets a transient 500 (``fail_status``);
    the first ``invalid_first`` replies of each conversation chosen by ``invalid_when`` are unusable
    text (:data:`INVALID`), the later ones (re-asks, re-runs) valid;
@@ -72,6 +73,8 @@ class Reply:
     :param delay: seconds slept before replying (besides the endpoint's ``latency``).
     :param raw_body: the reply's body as it is (a malformed reply).
     :param message: the message of an HTTP error.
+    :param hold: an event the reply waits for before it is sent (a reply that comes too late, without a clock: the
+        test sets it when it ends; at most the endpoint's ``hold_timeout``, counted in ``stats["hold_timeouts"]``).
     """
 
     content: str | None = None
@@ -80,6 +83,7 @@ class Reply:
     delay: float = 0.0
     raw_body: bytes | None = None
     message: str | None = None  # the error message of an HTTP error
+    hold: threading.Event | None = None
 
 
 def completion(content: str, model: str = "fake", prompt_tokens: int = 10, completion_tokens: int = 5) -> dict:
@@ -326,9 +330,10 @@ class TestEndpoint:
                           {"retry-after": f"{rejected[1]:g}", **rate_headers})
             return
         try:
-            if barrier is not None and not barrier.wait(self.hold_timeout):
-                with self._lock:
-                    self.stats["hold_timeouts"] += 1
+            for event in (barrier, scripted.hold if scripted is not None else None):
+                if event is not None and not event.wait(self.hold_timeout):
+                    with self._lock:
+                        self.stats["hold_timeouts"] += 1
             if scripted is not None:
                 reply = scripted
             elif injected:
