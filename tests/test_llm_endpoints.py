@@ -107,12 +107,19 @@ def test_a_single_endpoint_keeps_its_keys_and_a_list_of_one_is_one(two, tmp_path
 
 
 def test_an_endpoint_killed_midway_loses_nothing(tmp_path, capsys):
+    """A answers its first 10 requests, then holds every reply until it is killed: the run cannot end before the
+    kill, and the requests A holds are cut by it (their answers come from B)."""
     asked = questions(80)
-    answered_here = threading.Event()
+    answered_here, killed, lock = threading.Event(), threading.Event(), threading.Lock()
+    replies = [0]
 
     def counted(body: dict) -> str:
-        if a.stats["accepted"] >= 10:
+        with lock:
+            replies[0] += 1
+            hold = replies[0] > 10
+        if hold:  # A has answered 10: the rest wait for the kill (a bound on a failing test)
             answered_here.set()
+            killed.wait(60)
         return echo(body)
 
     with TestEndpoint(responder=counted, latency=0.02) as a, \
@@ -122,8 +129,12 @@ def test_an_endpoint_killed_midway_loses_nothing(tmp_path, capsys):
         results: list = []
         run = threading.Thread(target=lambda: results.append(llm.map(llm.chat, asked)))
         run.start()
-        assert answered_here.wait(timeout=60)
-        a.kill()  # mid-run: its requests in flight are cut, new connections refused
+        try:
+            assert answered_here.wait(timeout=60)
+            assert run.is_alive()  # it waits for A's held reply
+            a.kill()  # mid-run: its requests in flight are cut, new connections refused
+        finally:
+            killed.set()
         run.join(timeout=120)
         assert not run.is_alive()
     texts = [r.text for r in results[0]]

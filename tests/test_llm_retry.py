@@ -3,6 +3,7 @@ loop does what the table says for every row: retried (and the adaptive limit pus
 once, or the job stopped. Against the package's test endpoint."""
 from __future__ import annotations
 
+import threading
 import time
 
 import openai
@@ -108,12 +109,20 @@ def test_the_loop_does_what_the_table_says(status, tmp_path):
 
 
 def test_a_timeout_is_congestion_but_no_throttled_reply(tmp_path):
-    with TestEndpoint(script=[Reply("first"), Reply("late", delay=2.0)], responder=lambda body: "again") as server:
+    """The second reply is held until the test ends: its request times out, a push-back of the adaptive limit without
+    a throttled reply. Any other reply may time out too on a loaded machine (asked again as well): every retry is a
+    timeout, so each is a push-back and none a throttled reply."""
+    release = threading.Event()
+    with TestEndpoint(script=[Reply("first"), Reply("late", hold=release)], responder=lambda body: "again") as server:
         llm = LLMClient(model="m", base_url=server.base_url, api_key="k", cache=None, progress=False,
-                        options=quick_options(retry=quick_retry(timeout=0.5)))
-        llm.chat([{"role": "user", "content": "first"}])
-        assert llm.chat(MESSAGES).text == "again"
-        assert llm.stats["retries"] == 1 and llm.stats["throttled"] == 0 and llm.limiter.stats["pushbacks"] == 1
+                        options=quick_options(retry=quick_retry(timeout=0.5, max_retries=100, max_backoff=0.05)))
+        try:
+            llm.chat([{"role": "user", "content": "first"}])
+            assert llm.chat(MESSAGES).text == "again"
+        finally:
+            release.set()
+        retries = llm.stats["retries"]
+        assert retries >= 1 and llm.stats["throttled"] == 0 and llm.limiter.stats["pushbacks"] == retries
 
 
 def test_no_choices_after_an_answer_fails_the_request_without_retrying():

@@ -61,11 +61,19 @@ def staged(llm, judged, answers, **creator):
 
 def test_limiter_starts_where_an_earlier_run_left_it(tmp_path):
     """The level a run learns (pushed back above it, or the ceiling taken without push-back) is kept in the
-    response cache; the next client of the same endpoint and model starts there, not at 8."""
+    response cache; the next client of the same endpoint and model starts there, not at 8. The push-back is certain:
+    the client starts 8 requests at once, the endpoint takes 6 and holds their replies until it has rejected one."""
     messages = [[{"role": "user", "content": f"item {i}"}] for i in range(40)]
-    with TestEndpoint(latency=0.05, max_in_flight=6, retry_after=0.1, responder=lambda b: "[]") as server:
+    held = []  # per reply: whether the endpoint had rejected a request before it (False: held to the bound)
+
+    def responder(body):
+        held.append(server.wait_for(lambda stats: stats["rejected"] > 0))
+        return "[]"
+
+    with TestEndpoint(max_in_flight=6, retry_after=0.1, responder=responder) as server:
         first = client(server, tmp_path / "l.sqlite", limits=Limits(concurrency=32))
         assert all(r.ok for r in first.map(first.chat, messages))
+        assert all(held) and server.stats["rejected"] > 0
         level, pushed_back = ResponseCache(tmp_path / "l.sqlite").learned_limit(f"{server.base_url} fake")
         assert pushed_back and level == first.limiter.known_max
         second = client(server, tmp_path / "l.sqlite", limits=Limits(concurrency=32))
@@ -73,6 +81,39 @@ def test_limiter_starts_where_an_earlier_run_left_it(tmp_path):
     lim = AdaptiveLimiter(64)
     lim.start_from(64, pushed_back=False)
     assert lim.limit == 64 and lim.slow_start
+
+
+def test_the_stored_level_is_the_latest_learned_when_two_push_backs_overlap(tmp_path):
+    """Two push-backs in quick succession: the first one's write to the cache is still under way (held here until the
+    limiter has decreased a second time) when the second one's level is learned. The cache ends with the second,
+    lower level, the one the limiter knows, never the first written last."""
+    cache = ResponseCache(tmp_path / "l.sqlite")
+    lim = AdaptiveLimiter(32, initial=20)
+    told, writing = [], threading.Event()
+
+    def store(level, pushed_back):
+        if not writing.is_set():  # the first write waits until the limiter has learned a newer level
+            writing.set()
+            deadline = time.monotonic() + 60  # a bound on a failing test
+            while lim.stats["decreases"] < 2 and time.monotonic() < deadline:
+                time.sleep(0.001)
+        told.append(level)
+        cache.learn_limit("endpoint", level, pushed_back)
+
+    lim.on_learned = store
+    tickets = [lim.acquire() for _ in range(20)]
+    first = threading.Thread(target=lim.release, args=(tickets.pop(),), kwargs=dict(status=429, congested=True))
+    first.start()  # rejected at level 20: the endpoint takes 19
+    assert writing.wait(60)  # its level is being written
+    for t in tickets[10:]:  # replies of the first burst: room under the decreased limit
+        lim.release(t, status=200)
+    again = lim.acquire()  # sent after the first decrease: its push-back is a second one
+    lim.release(again, status=429, congested=True)  # rejected at level 11: the endpoint takes 10
+    first.join(timeout=60)
+    assert not first.is_alive() and lim.stats["decreases"] == 2 and lim.known_max == 10
+    assert cache.learned_limit("endpoint") == (10, True) and told[-1] == 10
+    for t in tickets[:10]:
+        lim.release(t, status=200)
 
 
 def test_limiter_default_ceiling_and_a_given_start():
@@ -632,16 +673,27 @@ def test_assignment_and_support_run_together(tmp_path):
 def test_identical_requests_in_flight_at_once_are_paid_once(tmp_path, status):
     """Six threads ask one request at once (a ceiling of 6 from the first request, so all six can be in flight): the
     endpoint gets it once, whatever the threads' timing, and every thread gets its answer, counted as a sequential run
-    counts it (1 call, 5 cache hits). The endpoint holds each reply until 6 requests are in flight (a barrier): a client
-    that sent the request six times would have them all in flight before any answer was stored, so it would pay six
-    times; this one sends one, held until the barrier's bound (no timing is measured). A failed answer (HTTP 400, not
-    retried) is every thread's failure, and a re-run asks it again."""
-    reply = "the answer" if status == 200 else Reply(status=400, message="refused")
-    with TestEndpoint(responder=lambda body: reply, hold_until=6, hold_timeout=0.5) as server:
+    counts it (1 call, 5 cache hits). The endpoint holds the reply until all six threads are asking: each either
+    waits for the answer of the request in flight (``LLMClient.followers``) or has sent it. A client that sent the
+    request six times would have six requests at the endpoint before any answer was stored, so it would pay six
+    times; this one sends one, held until the five others wait for its answer (no timing is measured). A failed
+    answer (HTTP 400, not retried) is every thread's failure, and a re-run asks it again."""
+    answer = "the answer" if status == 200 else Reply(status=400, message="refused")
+    asking = []  # the threads asking when the first reply was let go
+
+    def reply(body):
+        if not asking:  # the first reply (the re-run's is not held)
+            deadline = time.monotonic() + 60  # a bound on a failing test
+            while llm.followers() + server.stats["accepted"] < 6 and time.monotonic() < deadline:
+                time.sleep(0.001)
+            asking.append(llm.followers() + server.stats["accepted"])
+        return answer
+
+    with TestEndpoint(responder=reply) as server:
         llm = client(server, tmp_path / "c.sqlite", limits=Limits(concurrency=6, start=6))
         messages = [{"role": "user", "content": "one question"}]
         results = llm.map(lambda _: llm.chat(messages, stage="judge"), range(6))
-        assert server.count == 1
+        assert server.count == 1 and asking == [6]
         counts = llm.usage().stages["judge"]
         assert (counts["requests"], counts["calls"]) == (6, 1)
         if status == 200:

@@ -283,9 +283,10 @@ def test_workers_on_a_dead_endpoint_stop_in_one_line_and_leave_nothing(tmp_path,
 def test_killed_with_sigkill_then_resumed_asks_only_what_was_in_flight(tmp_path):
     """``kill -9`` half way, then the same command: of what the killed command asked, it asks again exactly the
     requests that were in flight at the kill (their replies never reached it), never one whose answer it had read,
-    and its outputs are byte-identical to an uninterrupted run's. The endpoint answers the first 20 of 40 requests and holds the rest; the command (4 in
-    flight) is killed once the 20 answers are in its cache and 4 more requests are held (conditions polled, no
-    clock)."""
+    and its outputs are byte-identical to an uninterrupted run's. The endpoint answers the first 20 of 40 requests and
+    holds the rest; the command (4 in flight) is killed once the 20 answers are in its cache and 4 more requests are
+    held (conditions polled, no clock). Which requests were answered and which held is recorded where it is decided,
+    in the responder, not read off the order in which they arrived."""
     import os
     import signal
     import sqlite3
@@ -296,12 +297,14 @@ def test_killed_with_sigkill_then_resumed_asks_only_what_was_in_flight(tmp_path)
 
     from pyterrier_nuggets.testing import TestEndpoint
     answers, nuggets = _wide_job(tmp_path, runs=8, topics=5)  # 40 assignment calls
-    answered, release, lock = [0], threading.Event(), threading.Lock()
+    answered, held, release, lock = [], [], threading.Event(), threading.Lock()  # the killed command's requests
 
     def responder(body):
         with lock:
-            answered[0] += 1
-            hold = answered[0] > 20 and not release.is_set()
+            if release.is_set():  # after the kill: answered at once
+                return None
+            hold = len(answered) >= 20
+            (held if hold else answered).append(json.dumps(body, sort_keys=True))
         if hold:  # held until the test ends: the killed command never reads these
             release.wait(120)
         return None
@@ -323,11 +326,13 @@ def test_killed_with_sigkill_then_resumed_asks_only_what_was_in_flight(tmp_path)
                     with contextlib.closing(sqlite3.connect(tmp_path / "cache.sqlite", timeout=5)) as con:
                         with contextlib.suppress(sqlite3.OperationalError):  # its tables not made yet
                             stored = con.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
-                if stored == 20 and endpoint.stats["accepted"] == 24:
+                with lock:
+                    holding = len(held)
+                if stored == 20 and holding == 4:
                     break
                 time.sleep(0.05)
             else:
-                pytest.fail(f"never 20 answers stored and 4 in flight: {stored}, {endpoint.stats}")
+                pytest.fail(f"never 20 answers stored and 4 requests held: {stored}, {holding}, {endpoint.stats}")
         finally:
             process.send_signal(signal.SIGKILL)
             process.wait()
@@ -335,8 +340,9 @@ def test_killed_with_sigkill_then_resumed_asks_only_what_was_in_flight(tmp_path)
         assert cli.main(command("resumed", "cache.sqlite")) == 0
         assert cli.main(command("whole", "whole.sqlite")) == 0  # uninterrupted, on a cache of its own
         sent = [json.dumps(b, sort_keys=True) for b in endpoint.requests]
-    answered_before, held, resumed, whole = sent[:20], sent[20:24], sent[24:-40], sent[-40:]
-    assert len(set(whole)) == 40 and set(answered_before + held) <= set(whole)
-    assert sorted(resumed) == sorted(set(whole) - set(answered_before))  # the 4 held and the 16 never sent
-    assert set(held) <= set(resumed) and not set(resumed) & set(answered_before)
+    killed, resumed, whole = sent[:24], sent[24:-40], sent[-40:]  # arrived before the kill, then after, one by one
+    assert sorted(killed) == sorted(answered + held) and len(answered) == 20 and len(held) == 4
+    assert len(set(whole)) == 40 and set(killed) <= set(whole)
+    assert sorted(resumed) == sorted(set(whole) - set(answered))  # the 4 held and the 16 never sent
+    assert set(held) <= set(resumed) and not set(resumed) & set(answered)
     _same_folders(tmp_path / "whole", tmp_path / "resumed")

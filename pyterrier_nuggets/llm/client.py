@@ -406,6 +406,12 @@ class LLMClient:
                 raise
         return result
 
+    def followers(self) -> int:
+        """Requests waiting at this moment for the answer to the same request, which another thread is asking (one call
+        for identical requests in flight at once): what a test observes to release a held reply only once every
+        thread has joined."""
+        return self._flights.followers()
+
     def _follow(self, led: ChatResult, stage: str | None) -> ChatResult:
         """What a request gets that was asked while the same request was being answered: the same answer, counted
         as a sequential run would count it (a cache hit), or the same failure (the next run asks it again)."""
@@ -569,22 +575,30 @@ class _Flights:
     def __init__(self):
         self._lock = threading.Lock()
         self._flying: dict[str, Future] = {}
+        self._followers: dict[str, int] = {}  # per flight: the threads that joined it and wait for its answer
 
     def join(self, key: str) -> tuple[Future, bool]:
         """The flight answering ``key`` and whether this thread leads it (answers it and then :meth:`land` s it)."""
         with self._lock:
             flight = self._flying.get(key)
             if flight is not None:
+                self._followers[key] += 1
                 return flight, False
             flight = self._flying[key] = Future()
+            self._followers[key] = 0
             return flight, True
+
+    def followers(self) -> int:
+        """The threads waiting at this moment for the answer of a request another thread is asking."""
+        with self._lock:
+            return sum(self._followers.values())
 
     def land(self, key: str, flight: Future, *, result: ChatResult | None = None,
              error: BaseException | None = None) -> None:
         """The leader's answer (or exception) to every thread waiting on ``flight``; later requests of ``key`` find
         it in the cache (it was stored before this)."""
         with self._lock:
-            del self._flying[key]
+            del self._flying[key], self._followers[key]
         if error is not None:
             flight.set_exception(error)
         else:

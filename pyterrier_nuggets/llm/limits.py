@@ -123,8 +123,11 @@ class AdaptiveLimiter:
     :param max_probe_hold: the longest hold (it doubles after each failed probe).
     :param requests_per_minute: a quota to stay under (``None``: none).
     :param tokens_per_minute: a quota to stay under (``None``: none).
-    :param on_learned: called, outside the lock, with ``(level, pushed_back)`` when what the limiter knows of the
-        endpoint changes (the client keeps it in the response cache for the next run: :meth:`start_from`).
+    :param on_learned: called with ``(level, pushed_back)`` when what the limiter knows of the endpoint changes (the
+        client keeps it in the response cache for the next run: :meth:`start_from`); outside the limiter's lock (the
+        call may write a file), one call at a time, each with what the limiter knows when the call starts, so that
+        the last call is always told the latest level (two push-backs in quick succession never leave the earlier
+        one stored).
     """
 
     def __init__(self, ceiling: int, *, adaptive: bool = True, initial: int | None = None, decrease: float = 0.7,
@@ -153,6 +156,7 @@ class AdaptiveLimiter:
         self.tokens_bucket = RateBucket(tokens_per_minute) if tokens_per_minute else None
         self.on_learned = on_learned  # called (outside the lock) with (level, pushed back) when either changes
         self._learned: tuple[int, bool] | None = None  # what on_learned has not been told yet
+        self._telling = threading.Lock()  # one on_learned call at a time, in the order of what it is told
         self.header_requests: _Budget | None = None
         self.header_tokens: _Budget | None = None
         self.stats = dict(peak_in_flight=0, pushbacks=0, decreases=0, waits_for_quota=0, lowest_limit=self.limit)
@@ -272,9 +276,20 @@ class AdaptiveLimiter:
             elif status is not None and status < 400:
                 self._succeeded(ticket, now)
             self._wake_first()
-            learned, self._learned = self._learned, None
-        if learned is not None and self.on_learned is not None:
-            self.on_learned(*learned)
+            untold = self._learned is not None
+        if untold:
+            self._tell()
+
+    def _tell(self) -> None:
+        """Tell ``on_learned`` what the limiter knows now. A thread that learned something comes here after it let go
+        of the limiter's lock; the calls are made one at a time, and each takes the latest level when it starts, so
+        an earlier level is never told after a later one (a thread that finds nothing untold has been overtaken by
+        one that told its level and any newer)."""
+        with self._telling:
+            with self._lock:
+                learned, self._learned = self._learned, None
+            if learned is not None and self.on_learned is not None:
+                self.on_learned(*learned)
 
     def _read_headers(self, headers, now: float) -> None:
         for kind in ("requests", "tokens"):

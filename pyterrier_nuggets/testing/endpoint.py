@@ -9,7 +9,8 @@ with it says that it is a test endpoint.
 Standard library only (``http.server`` in a thread). It answers ``POST /v1/chat/completions`` with, in order of
 precedence:
 
-1. the next scripted :class:`Reply` of ``script`` (a queue; e.g. a 429 with Retry-After, then a 500);
+1. the next scripted :class:`Reply` of ``script`` (a queue; e.g. a 429 with Retry-After, then a 500, or a reply
+   held until the test sets an event);
 2. an injected failure: every ``fail_every``-th accepted request gets a transient 500 (``fail_status``);
    the first ``invalid_first`` replies of each conversation chosen by ``invalid_when`` are unusable
    text (:data:`INVALID`), the later ones (re-asks, re-runs) valid;
@@ -35,8 +36,10 @@ at once (a barrier, not a clock: the tests of how many requests a client keeps i
 several levels are barriers one after the other (the replies of the second wave are held until the second level is
 in flight, ...).
 The server speaks HTTP/1.1 with keep-alive (a client's connection serves request after request) and listens with a
-backlog of :data:`BACKLOG` (the standard library's 5 drops the connections of a wide client opened at once). ``stats`` counts what the server saw; ``GET /_fake/stats``
-returns it as JSON. :meth:`TestEndpoint.kill` goes away as a crashed server does.
+backlog of :data:`BACKLOG` (the standard library's 5 drops the connections of a wide client opened at once).
+``stats`` counts what the server saw (:meth:`TestEndpoint.wait_for` waits until a condition on it holds, a barrier
+for a responder); ``GET /_fake/stats`` returns it as JSON. :meth:`TestEndpoint.kill` goes away as a crashed server
+does.
 """
 from __future__ import annotations
 
@@ -70,6 +73,8 @@ class Reply:
     :param delay: seconds slept before replying (besides the endpoint's ``latency``).
     :param raw_body: the reply's body as it is (a malformed reply).
     :param message: the message of an HTTP error.
+    :param hold: an event the reply waits for before it is sent (a reply that comes too late, without a clock: the
+        test sets it when it ends; at most the endpoint's ``hold_timeout``, counted in ``stats["hold_timeouts"]``).
     """
 
     content: str | None = None
@@ -78,6 +83,7 @@ class Reply:
     delay: float = 0.0
     raw_body: bytes | None = None
     message: str | None = None  # the error message of an HTTP error
+    hold: threading.Event | None = None
 
 
 def completion(content: str, model: str = "fake", prompt_tokens: int = 10, completion_tokens: int = 5) -> dict:
@@ -219,6 +225,7 @@ class TestEndpoint:
         self._window: deque[float] = deque()
         self._asked: dict[str, int] = {}  # first prompt -> times answered (for invalid_first)
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)  # notified when a chat request arrives and when it ends
         self._connections: set = set()  # the open client connections (kill() drops them)
         server = self
 
@@ -317,14 +324,16 @@ class TestEndpoint:
                 if injected:
                     self.stats["injected_errors"] += 1
             rate_headers = self._rate_headers(now)
+            self._changed.notify_all()
         if rejected is not None:
             handler._json(429, {"error": {"message": rejected[0], "type": "rate_limit_exceeded"}},
                           {"retry-after": f"{rejected[1]:g}", **rate_headers})
             return
         try:
-            if barrier is not None and not barrier.wait(self.hold_timeout):
-                with self._lock:
-                    self.stats["hold_timeouts"] += 1
+            for event in (barrier, scripted.hold if scripted is not None else None):
+                if event is not None and not event.wait(self.hold_timeout):
+                    with self._lock:
+                        self.stats["hold_timeouts"] += 1
             if scripted is not None:
                 reply = scripted
             elif injected:
@@ -337,6 +346,7 @@ class TestEndpoint:
         finally:
             with self._lock:  # done before the reply leaves, as a server's own limiter counts
                 self._in_flight -= 1
+                self._changed.notify_all()
         if reply.raw_body is not None:
             handler._send(reply.status, reply.raw_body, {"content-type": "application/json", **reply.headers})
         elif reply.status == 200:
@@ -454,6 +464,17 @@ class TestEndpoint:
             return self._public(batch_id)
 
     # -------------------------------------------------------------------------------- lifecycle
+
+    def wait_for(self, condition: Callable[[dict], bool], timeout: float = 60.0) -> bool:
+        """Wait until ``condition(stats)`` holds (looked at whenever a chat request arrives or ends): a barrier for a
+        responder, e.g. replies held until the endpoint has rejected a request (``lambda s: s["rejected"] > 0``).
+        False when ``timeout`` seconds pass without it (a bound on a failing test, not a measurement).
+
+        :param condition: a function of :attr:`stats` (called with the endpoint's lock held: it must take no lock).
+        :param timeout: the longest wait, in seconds.
+        """
+        with self._changed:
+            return self._changed.wait_for(lambda: condition(self.stats), timeout)
 
     @property
     def count(self) -> int:
