@@ -176,6 +176,25 @@ def test_limiter_never_exceeds_a_level_pushed_back_in_the_job():
     earlier._waiters.clear()
 
 
+def test_a_probe_that_goes_through_is_what_the_next_run_starts_from():
+    """An earlier run's level (4) is probed above after the hold; the level that went through (5) is what the
+    limiter tells the cache, so the next run starts there instead of probing up from 4 again."""
+    learned = []
+    lim = AdaptiveLimiter(64, probe_hold=0.0, on_learned=lambda *told: learned.append(told))
+    lim.start_from(4, pushed_back=True)
+    lim._waiters.append(((), -1))  # a request waits: the limit may grow
+    for _ in range(20):  # round trips at the limit, until one went through above 4
+        lim._waiters.pop()
+        tickets = [lim.acquire() for _ in range(int(lim.limit))]
+        lim._waiters.append(((), -1))
+        for ticket in tickets:
+            lim.release(ticket, status=200)
+        if lim.known_max > 4:
+            break
+    lim._waiters.clear()
+    assert lim.known_max == 5 and learned == [(5, True)]
+
+
 def test_a_wide_client_starts_only_the_threads_its_work_needs(tmp_path):
     """The default ceiling is 256 requests in flight, and as many worker threads at most: a client with 3 requests
     to make starts 3 (a process that makes many clients does not pile up 256 threads each)."""

@@ -333,6 +333,7 @@ class AdaptiveLimiter:
         if ticket.probe and ticket.epoch == self.epoch and ticket.level > self.known_max:
             self.known_max = ticket.level  # a probe went through
             self.hold = self.initial_hold
+            self._learned = (self.known_max, True)  # the next run starts there, not at the earlier run's lower level
         if self.limit >= self.ceiling or not self._waiters:
             return  # only grow a limit that holds requests back
         if self.slow_start:
