@@ -37,7 +37,9 @@ def closest_measure(text: str) -> str | None:
     found = re.match(r"[A-Za-z_]\w*", text.strip())
     if found is None:
         return None
-    names = {name.lower(): name for name in ir_measures.measures.registry}
+    names: dict[str, str] = {}
+    for name in ir_measures.measures.registry:  # nDCG before its alias NDCG: the first name of a spelling
+        names.setdefault(name.lower(), name)
     close = difflib.get_close_matches(found.group().lower(), list(names), n=1, cutoff=0.75)
     return names[close[0]] + text.strip()[found.end():] if close else None
 

@@ -23,15 +23,20 @@ def _env(**extra: str | None) -> dict[str, str]:
     return env
 
 
+NEUTRAL = Path(__file__).resolve().parent / "data"  # a working folder without the package's source in it
+
+
 def python(code: str, **env: str | None) -> subprocess.CompletedProcess:
     """``code`` in a fresh interpreter of the installed package (``env``: extra variables, e.g. ``PYTHONPATH``)."""
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=_env(**env))
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=_env(**env),
+                          cwd=NEUTRAL)
 
 
 def ir_measures_cli(*argv: str, **env: str | None) -> subprocess.CompletedProcess:
     """The plain ``ir_measures`` command line, as its console script runs it."""
     script = Path(sys.executable).parent / "ir_measures"
-    return subprocess.run([str(script), *argv], capture_output=True, text=True, timeout=300, env=_env(**env))
+    return subprocess.run([str(script), *argv], capture_output=True, text=True, timeout=300, env=_env(**env),
+                          cwd=NEUTRAL)
 
 
 def last_json(done: subprocess.CompletedProcess):
