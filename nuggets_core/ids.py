@@ -66,7 +66,7 @@ __all__ = [
     "PARTIALLY_SATISFIED", "NOT_SATISFIED", "VERDICT_TO_SCORE", "SCORE_TO_VERDICT", "MANDATORY", "OPTIONAL", "TIERS",
     "rubric_id", "rubric_tier_id", "parse_rubric_row", "SOME_NUGGETS", "IRRELEVANT", "NO_INFORMATION",
     "CONTENT_LABELS", "sentence_nugget_id", "sentence_content_id", "parse_content_row", "BATTLE_A", "BATTLE_B",
-    "BATTLE_TIE", "BATTLE_VERDICTS", "BATTLE_TIE_SPELLINGS",
+    "BATTLE_TIE", "BATTLE_VERDICTS", "BATTLE_TIE_PATTERN", "BATTLE_TIE_SPELLINGS", "is_tie",
 ]
 
 _WHITESPACE = re.compile(r"\s")  # exactly the characters of str.isspace()
@@ -330,4 +330,12 @@ BATTLE_A = "A"
 BATTLE_B = "B"
 BATTLE_TIE = "Tie"
 BATTLE_VERDICTS = (BATTLE_A, BATTLE_B, BATTLE_TIE)
-BATTLE_TIE_SPELLINGS = (BATTLE_TIE, "Tie (bothbad)")  # the toolkit's two ties: both count as a tie
+# the toolkit's ties: "Tie", "Tie (bothbad)" and, since July 2026, "Tie (Both Bad)" (two bad answers); all count as a
+# tie. One pattern for every spelling (case and the spaces inside do not matter), in files and in judges' replies
+BATTLE_TIE_PATTERN = r"Tie(?:\s*\(\s*both\s*bad\s*\))?"
+BATTLE_TIE_SPELLINGS = (BATTLE_TIE, "Tie (bothbad)", "Tie (Both Bad)")  # as the toolkit has written them
+
+
+def is_tie(verdict: str) -> bool:
+    """Whether ``verdict`` is a tie in any of the toolkit's spellings (:data:`BATTLE_TIE_PATTERN`)."""
+    return re.fullmatch(BATTLE_TIE_PATTERN, verdict.strip(), re.I) is not None
