@@ -52,7 +52,7 @@ def _clear_measure_errors(program: str) -> None:
         try:
             return original(measure)
         except InvalidInput as e:
-            _stop(program, str(e))
+            _stop(program, f"measure {str(measure)!r}: {e}")
         except NameError:
             suggestion = closest_measure(str(measure))
             if suggestion is None:
