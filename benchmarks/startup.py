@@ -99,6 +99,17 @@ def main() -> None:
                      *timed(console, env, args.runs), ""))
         rows.append(("the same, hook switched off", "`PYTERRIER_NUGGETS_NO_HOOK=1 ir_measures ...`",
                      *timed(console, env | {"PYTERRIER_NUGGETS_NO_HOOK": "1"}, args.runs), ""))
+        # ir_datasets with the extension loads datasets_ext only (never ir_measures: nuggets_core holds what both share)
+        irds = [python, "-c", "import ir_datasets"]
+        rows.append(("`import ir_datasets`, hook switched off", '`PYTERRIER_NUGGETS_NO_HOOK=1 python -c "import '
+                     'ir_datasets"`', *timed(irds, env | {"PYTERRIER_NUGGETS_NO_HOOK": "1"}, args.runs), ""))
+        rows.append(("`import ir_datasets` with the extension", '`python -c "import ir_datasets"` (datasets_ext, '
+                     'no ir_measures)', *timed(irds, env, args.runs), ""))
+        irm = [python, "-c", "import ir_measures"]
+        rows.append(("`import ir_measures`, hook switched off", '`PYTERRIER_NUGGETS_NO_HOOK=1 python -c "import '
+                     'ir_measures"`', *timed(irm, env | {"PYTERRIER_NUGGETS_NO_HOOK": "1"}, args.runs), ""))
+        rows.append(("`import ir_measures` with the extension", '`python -c "import ir_measures"` (ir_measures_ext, '
+                     'no ir_datasets)', *timed(irm, env, args.runs), ""))
     load_after = os.getloadavg()
     print(f"{datetime.date.today().isoformat()}, {os.cpu_count()} cores, {cpu_model()}, "
           f"Python {platform.python_version()}; {args.runs} runs per command (after one warm-up run); "

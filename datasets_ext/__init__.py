@@ -8,10 +8,12 @@ from ir_datasets.datasets.base import Dataset
 
 from datasets_ext import ikat, trec_rag
 from datasets_ext.nugget_parser import InvalidNuggetWarning, Nugget
+from datasets_ext.registry import register
 from datasets_ext.segments import MsMarcoV21Segment, SegmentsNotFound, parse_segment_id
-from ir_measures_ext.errors import InvalidInput
+from nuggets_core.errors import InvalidInput
 
-REGISTERED = trec_rag.register_all() + ikat.register_all()
+# every dataset is built before any is registered: a failure leaves ir_datasets as it was
+REGISTERED = register({**trec_rag.datasets(), **ikat.datasets()})
 
 
 def load(dataset_id: str) -> Dataset:

@@ -33,8 +33,8 @@ from ir_datasets.formats import BaseDocs, TrecQrel
 
 from datasets_ext.docs import FileDocs, FileQrels
 from datasets_ext.reading import parse_json
-from ir_measures_ext import ids
-from ir_measures_ext.errors import InvalidInput
+from nuggets_core import ids
+from nuggets_core.errors import InvalidInput
 
 _KEY = re.compile(r"\[(\d+)\]")
 _CROWD_ID = re.compile(r"(\d+)_(\d+)_(\d+)_(\d+)_([A-Za-z]+-\d+)")

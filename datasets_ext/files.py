@@ -18,7 +18,7 @@ from pathlib import Path
 import ir_datasets
 from ir_datasets.util import Download, RequestsDownload
 
-from ir_measures_ext.errors import InvalidInput, SetupError
+from nuggets_core.errors import InvalidInput, SetupError
 
 
 def _current_umask() -> int:

@@ -24,6 +24,7 @@ The topic and passage files are parsed by :mod:`datasets_ext.ikat_parser`, the C
 :mod:`datasets_ext.cone_parser`.
 """
 
+from ir_datasets.datasets.base import Dataset
 from ir_datasets.formats import TrecQrels
 
 from datasets_ext import cone_parser
@@ -64,6 +65,11 @@ PTKB_QRELS_DEFS = {0: "PTKB statement not relevant to the turn", 1: "PTKB statem
 
 def register_all() -> list[str]:
     """Register the iKAT ids that are not registered yet; returns those registered."""
+    return register(datasets())
+
+
+def datasets() -> dict[str, Dataset]:
+    """The iKAT datasets by id (nothing registered yet)."""
     passages = IkatPassages(NAME)
     q2023 = IkatQueries(FILES["2023-topics"], f"{NAME}/2023")
     q2024 = IkatQueries(FILES["2024-topics"], f"{NAME}/2024")
@@ -83,7 +89,7 @@ def register_all() -> list[str]:
     cone_sets[f"{NAME}/2024/manual-responses"] = dataset(
         cone_parser.response_docs(FILES["cone-manual-responses"], f"{NAME}/2024/manual-responses"), q2024,
         desc="TREC iKAT 2024 CONE-RAG: the responses of the 4 manual participant runs (doc id {turn}/{run}).")
-    return register({
+    return {
         f"{NAME}/2023": dataset(passages, q2023, TrecQrels(FILES["2023-qrels"], QRELS_DEFS),
                                 desc="TREC iKAT 2023 test: one query per conversation turn (id {number}_{turn_id}), "
                                      "NIST passage qrels, ClueWeb22-B passages (licensed)."),
@@ -94,4 +100,4 @@ def register_all() -> list[str]:
                                 desc="TREC iKAT 2024 test: one query per conversation turn (id {number}_{turn_id}), "
                                      "NIST passage qrels, ClueWeb22-B passages (licensed)."),
         **cone_sets,
-    })
+    }

@@ -22,7 +22,7 @@ from ir_datasets.formats import BaseDocs, BaseQueries
 from ir_datasets.indices import PickleLz4FullStore
 
 from datasets_ext.reading import load_json
-from ir_measures_ext.errors import InvalidInput
+from nuggets_core.errors import InvalidInput
 
 N_PASSAGES = 116_838_987
 PASSAGE_DIR = "clueweb22b-passages"

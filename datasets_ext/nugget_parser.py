@@ -42,7 +42,7 @@ from ir_datasets.formats import TrecQrel
 
 from datasets_ext.docs import FileDocs, FileQrels
 from datasets_ext.reading import InputError, get_field, read_topic_lines
-from ir_measures_ext import ids
+from nuggets_core import ids
 
 QRELS_DEFS = {ids.IMPORTANCE_TO_GRADE[ids.VITAL]: "vital nugget",
               ids.IMPORTANCE_TO_GRADE[ids.OKAY]: "okay nugget; or, for an id {qid}:n{i}:sn{k}, nugget i belongs to "

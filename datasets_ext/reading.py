@@ -12,8 +12,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from ir_measures_ext.errors import InvalidInput
-from ir_measures_ext.ids import has_whitespace
+from nuggets_core.errors import InvalidInput
+from nuggets_core.ids import has_whitespace
 
 __all__ = ["InputError", "read_lines", "read_jsonl", "read_columns", "load_json", "parse_json", "get_field", "get_qid",
            "topic_id_problem", "check_topic_id"]

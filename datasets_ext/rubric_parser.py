@@ -27,8 +27,8 @@ from ir_datasets.formats import TrecQrel
 
 from datasets_ext.docs import FileDocs, FileQrels
 from datasets_ext.reading import InputError, get_field, read_topic_lines
-from ir_measures_ext import ids
-from ir_measures_ext.errors import InvalidInput
+from nuggets_core import ids
+from nuggets_core.errors import InvalidInput
 
 QRELS_DEFS = {1: "tier row (mandatory / optional) of a criterion; criterion rows carry the criterion's weight"}
 _RESEARCH_KEYS = ("criterion", "weight", "axis")  # the fields of a ResearchRubrics criterion

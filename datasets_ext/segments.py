@@ -25,7 +25,7 @@ from ir_datasets.formats import BaseDocs
 from ir_datasets.indices import Docstore
 
 from datasets_ext.files import atomic_write
-from ir_measures_ext.errors import InvalidInput
+from nuggets_core.errors import InvalidInput
 
 NAME = "msmarco-segment-v2.1"
 N_SHARDS = 60

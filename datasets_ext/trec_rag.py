@@ -29,6 +29,7 @@ import codecs
 from collections.abc import Iterator
 from typing import NamedTuple
 
+from ir_datasets.datasets.base import Dataset
 from ir_datasets.formats import JsonlQueries, TrecQrels, TsvQueries
 
 from datasets_ext.docs import FileQrels
@@ -37,7 +38,7 @@ from datasets_ext.nugget_parser import NuggetDocs, NuggetQrels
 from datasets_ext.registry import dataset, register
 from datasets_ext.rubric_parser import RubricDocs, RubricQrels
 from datasets_ext.segments import NAME, segment_docs
-from ir_measures_ext.errors import InvalidInput
+from nuggets_core.errors import InvalidInput
 
 ANSERINI = "https://raw.githubusercontent.com/castorini/anserini-tools/master/topics-and-qrels/"
 TREC_RAG_SITE = "https://trec-rag.github.io/assets/"
@@ -140,14 +141,19 @@ class RagConditionQrels(FileQrels):
 
 
 def register_all() -> list[str]:
-    """Register the ids of this module that are not registered yet; returns those registered.
+    """Register the ids of this module that are not registered yet; returns those registered."""
+    return register(datasets())
+
+
+def datasets() -> dict[str, Dataset]:
+    """The datasets of this module by id (nothing registered yet).
 
     The segments of every id are those of the ``msmarco-segment-v2.1`` already registered (ir_datasets' own when
     it ships the id), else of the local shards (:func:`datasets_ext.segments.segment_docs`)."""
     segments = segment_docs()
     rag24_queries = TsvQueries(FILES["rag24-topics"], namespace=RAG24, lang="en")
     rag25_queries = JsonlQueries(FILES["rag25-queries"], mapping={"query_id": "id", "text": "title"}, lang="en")
-    datasets = {
+    return {
         NAME: dataset(segments, desc="MS MARCO V2.1 segmented corpus (TREC RAG 2024/2025), read in place from "
                                      "the 60 gzipped shards placed by the user; lookups seek by segment id."),
         RAG24: dataset(segments, rag24_queries, RagConditionQrels(FILES["rag24-qrels"], RAG24_QRELS_DEFS),
@@ -187,4 +193,3 @@ def register_all() -> list[str]:
                  "for the three judges (TREC RAG 2026 development data).")
            for judge, (_, _, what) in UMBRELA_JUDGES.items()},
     }
-    return register(datasets)

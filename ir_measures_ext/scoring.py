@@ -437,7 +437,7 @@ def battle_score(verdict: str) -> float:
         return 1.0
     if verdict == ids.BATTLE_B:
         return 0.0
-    if verdict in ids.BATTLE_TIE_SPELLINGS:
+    if isinstance(verdict, str) and ids.is_tie(verdict):
         return 0.5
     raise InvalidInput(f"a battle verdict is one of {ids.BATTLE_VERDICTS}, got {verdict!r}")
 
@@ -454,7 +454,7 @@ def both_orders_verdict(first: str, swapped: str) -> tuple[str, bool]:
     disagreement (two different winners, or a winner and a tie) makes the battle a tie. Returns the verdict in
     the first order's positions and whether the two orders agreed."""
     back = swapped_verdict(swapped)
-    first = first if first not in ids.BATTLE_TIE_SPELLINGS else ids.BATTLE_TIE
+    first = ids.BATTLE_TIE if ids.is_tie(first) else first
     return (first, True) if first == back else (ids.BATTLE_TIE, False)
 
 

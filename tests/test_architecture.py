@@ -30,8 +30,9 @@ NOT_SIDEWAYS = {("judges", "matchers"),  # the LLM matcher is a judge; judges ne
                 ("pipeline", "annotate"), ("annotate", "pipeline"),  # the main job and the annotation tool
                 ("testing", "evaluation"), ("evaluation", "testing")}  # the test endpoint and what it is used for
 # what the two extensions may import of this distribution (docs/architecture.md, "Three packages")
-EXTENSIONS = {"ir_measures_ext": {"ir_measures_ext"},
-              "datasets_ext": {"datasets_ext", "ir_measures_ext.ids", "ir_measures_ext.errors"}}
+EXTENSIONS = {"ir_measures_ext": {"ir_measures_ext", "nuggets_core"},
+              "datasets_ext": {"datasets_ext", "nuggets_core"},
+              "nuggets_core": {"nuggets_core"}}
 
 
 def modules(package: str):
@@ -76,7 +77,7 @@ def test_layer_rule(path, module):
             assert top not in ("pyterrier", "openai"), f"{module} imports {imported}"
 
 
-@pytest.mark.parametrize("package", ["pyterrier_nuggets", "ir_measures_ext", "datasets_ext"])
+@pytest.mark.parametrize("package", ["pyterrier_nuggets", "ir_measures_ext", "datasets_ext", "nuggets_core"])
 def test_no_private_names_across_modules(package):
     for path, module in modules(package):
         for imported, names in imports(path):
@@ -89,8 +90,8 @@ def test_no_private_names_across_modules(package):
 
 def test_extensions_stay_light():
     """ir_measures_ext is loaded by the plain ir_measures command line, datasets_ext by ir_datasets: neither
-    may import pyterrier_nuggets, pyterrier or openai."""
-    for package in ("ir_measures_ext", "datasets_ext"):
+    may import pyterrier_nuggets, pyterrier or openai (nor may nuggets_core, which both import)."""
+    for package in ("ir_measures_ext", "datasets_ext", "nuggets_core"):
         for path, module in modules(package):
             for imported, _ in imports(path):
                 assert imported.split(".")[0] not in ("pyterrier_nuggets", "pyterrier", "openai"), \
@@ -99,13 +100,14 @@ def test_extensions_stay_light():
 
 @pytest.mark.parametrize("package", sorted(EXTENSIONS))
 def test_extensions_import_only_what_they_may(package):
-    """ir_measures_ext imports nothing else of the distribution; datasets_ext only the row ids and the error
-    kinds of ir_measures_ext (``from ir_measures_ext import ids`` counts as ``ir_measures_ext.ids``)."""
+    """ir_measures_ext imports nothing else of the distribution but nuggets_core (the row ids and the error kinds);
+    datasets_ext the same, never ir_measures_ext (so ``import ir_datasets`` never imports ir_measures); nuggets_core
+    nothing (``from nuggets_core import ids`` counts as ``nuggets_core.ids``)."""
     allowed = EXTENSIONS[package]
     for path, module in modules(package):
         for imported, names in imports(path):
             top = imported.split(".")[0]
-            if top not in ("ir_measures_ext", "datasets_ext", "pyterrier_nuggets"):
+            if top not in ("ir_measures_ext", "datasets_ext", "pyterrier_nuggets", "nuggets_core"):
                 continue
             targets = [imported] if imported != top else [f"{top}.{n}" for n in names]
             for target in targets:
@@ -209,7 +211,7 @@ def test_every_format_module_is_in_the_format_table():
 
 # ------------------------------------------------------------------------------------------ the import graph
 
-PACKAGES = ("pyterrier_nuggets", "ir_measures_ext", "datasets_ext")
+PACKAGES = ("pyterrier_nuggets", "ir_measures_ext", "datasets_ext", "nuggets_core")
 
 
 def import_graph() -> dict[str, set[str]]:

@@ -206,6 +206,7 @@ def test_design_parsing_refuses_bad_designs():
 def test_parse_verdict_and_both_orders_rule():
     assert parse_verdict("[[A]]") == "A" and parse_verdict(" verdict: [[ b ]]\n") == "B"
     assert parse_verdict("[[Tie (bothbad)]]") == "Tie" and parse_verdict("[[tie]]") == "Tie"
+    assert parse_verdict("Both answers miss the question. [[Tie (Both Bad)]]") == "Tie"  # the toolkit since July 2026
     for bad in ("A", "[[A]] or [[B]]", "[[C]]", ""):
         with pytest.raises(OutputError):
             parse_verdict(bad)
@@ -339,6 +340,24 @@ def test_battle_files_read_the_toolkits_judgments(tmp_path):
     path.write_text(json.dumps({**rows[2], "preferred_run_id": "a"}) + "\n")
     with pytest.raises(formats.InputError, match="preferred_run_id"):
         formats.read_battles(str(path))
+
+
+def test_battle_files_read_the_toolkits_current_tie(tmp_path):
+    """The toolkit's judgments.jsonl as it writes it since July 2026: a tie of two bad answers is ``Tie (Both
+    Bad)`` (before: ``Tie (bothbad)``); the raw reply keeps the model's ``[[Tie (Both Bad)]]``."""
+    rows = [{"task_id": "arena:run-a:run-b:rag2026-58", "qid": "rag2026-58", "query": "why do rivers meander",
+             "pair": ["run-a", "run-b"], "assistant_a_run_id": "run-b", "assistant_b_run_id": "run-a",
+             "judge_verdict": "Tie (Both Bad)", "preferred_run_id": None, "status": "completed", "error": None,
+             "raw_output": "Neither answer explains erosion. [[Tie (Both Bad)]]"},
+            {"task_id": "arena:run-a:run-c:rag2026-58", "qid": "rag2026-58", "query": "why do rivers meander",
+             "pair": ["run-a", "run-c"], "assistant_a_run_id": "run-a", "assistant_b_run_id": "run-c",
+             "judge_verdict": "A", "preferred_run_id": "run-a", "status": "completed", "error": None,
+             "raw_output": "[[A]]"}]
+    path = tmp_path / "judgments.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    battles = formats.read_battles(str(path))
+    assert [(b.verdict, b.winner) for b in battles] == [("Tie", None), ("A", "run-a")]
+    assert formats.arena_io.is_battle_file(str(path))
 
 
 def test_leaderboard_file_round_trip_and_the_toolkits_form(tmp_path):

@@ -170,7 +170,7 @@ def test_unanswered_topics_count_zero_or_are_omitted_as_the_toolkit_does(server,
     assert "a run did not answer scores 0 there" in capsys.readouterr().out
     omit = trec_rag(server, tmp_path / "omit", answers, nuggets=files["nuggets"], rubrics=files["rubrics"],
                     docs=files["docs"], extra=["--unanswered", "omit"])
-    assert "(--unanswered omit, the TREC RAG 2026 toolkit's cells)" in capsys.readouterr().out
+    assert "(--unanswered omit, the TREC RAG 2026 toolkit's cells; each run's qrels are RUN.qrels.txt)" in capsys.readouterr().out
     assert zero["B", "t2", "W_strict"] == 0 and ("B", "t2", "W_strict") not in omit
     assert zero["B", "all", "W_strict"] == pytest.approx(1 / 6) and omit["B", "all", "W_strict"] == pytest.approx(1 / 3)
     # support and length are over the answered topics either way; the answered cells are the same
@@ -178,6 +178,23 @@ def test_unanswered_topics_count_zero_or_are_omitted_as_the_toolkit_does(server,
     # only the nugget means differ: the rubric topics were all answered
     differ = {k for k in zero if k in omit and zero[k] != pytest.approx(omit[k])}
     assert differ == {("B", "all", m) for m in ("W_strict", "W", "A_strict", "A")}  # V: 0 either way
+    # every route gives the chosen convention: plain ir_measures on the files each one wrote gives its scores.tsv means
+    assert _plain_means(tmp_path / "zero", "qrels.txt", "B") == _means(zero, "B")
+    assert _plain_means(tmp_path / "omit", "B.qrels.txt", "B") == _means(omit, "B")
+    assert not (tmp_path / "omit" / "qrels.txt").exists()  # no file that gives the other convention
+
+
+def _means(scores: dict, run: str) -> dict:
+    return {m: pytest.approx(v) for (r, q, m), v in scores.items() if r == run and q == "all"}
+
+
+def _plain_means(folder, qrels: str, run: str) -> dict:
+    """Each measure of the folder's scores.tsv computed by plain ir_measures on the written qrels and evaluation run."""
+    names = sorted(set(pd.read_csv(folder / "scores.tsv", sep="\t")["measure"]))
+    measures = [ir_measures.parse_measure(n) for n in names]
+    got = ir_measures.calc_aggregate(measures, ir_measures.read_trec_qrels(str(folder / qrels)),
+                                     ir_measures.read_trec_run(str(folder / f"{run}.eval.run")))
+    return {str(m): got[m] for m in measures}
 
 
 # ---- the same rule in every route, without an LLM: the plain ir_measures API and CLI, pt.Experiment, the joint table

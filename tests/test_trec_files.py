@@ -52,8 +52,8 @@ def test_qrels_and_run_swapped_are_named_in_one_line(measure, tmp_path):
                                   "it has the 6 columns of a run file: the qrels and the run seem swapped")
 
 
-def test_other_errors_keep_what_ir_measures_prints(tmp_path):
-    """Only our input errors are shortened: any other failure keeps what ir_measures itself prints."""
-    (tmp_path / "q.txt").write_text(QRELS)
-    done = _ir_measures(str(tmp_path / "q.txt"), str(tmp_path / "missing.txt"), "V_strict")
-    assert done.returncode == 1 and "Traceback" in done.stderr and "missing.txt" in done.stderr
+def test_a_missing_qrels_file_keeps_what_ir_measures_prints(tmp_path):
+    """ir_measures' own message for what it checks itself (a missing qrels file: neither a file nor a dataset id)."""
+    (tmp_path / "r.txt").write_text(RUN)
+    done = _ir_measures(str(tmp_path / "missing.txt"), str(tmp_path / "r.txt"), "V_strict")
+    assert done.returncode == 255 and done.stderr == f"{tmp_path / 'missing.txt'} not found. (checked file and ir_datasets)\n"

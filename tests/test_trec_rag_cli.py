@@ -124,6 +124,47 @@ def test_support_from_the_toolkit_files(server, files, tmp_path):
         '"topic_id": "t1", "run_id"', '"topic_id": "t1", "narrative_id": "t1", "run_id"')
 
 
+def test_support_assemble_output_of_an_answer_that_repeats_a_reference(server, files, tmp_path, capsys):
+    """The toolkit's ``support assemble`` writes one citation per citation of the answer object, a repeat included
+    (the real 2024 GPT-4o baseline has 5 such objects); the answer file keeps the repeat once with a warning, and the
+    support assignments follow the same rule: the repeat counts once (the first citation of that reference)."""
+    repeated = json.loads(json.dumps(ANSWERS[0]))
+    repeated["answer"][0]["citations"] = [0, 1, 0]  # d1, d2, d1 again
+    answers = _jsonl(tmp_path / "a.jsonl", [repeated])
+    support = _jsonl(tmp_path / "support.jsonl", [
+        {"topic_id": "t1", "narrative_id": "t1", "run_id": "A", "sentences": [
+            {"sentenceID": 0, "text": "Paris is the capital.", "citations": [
+                {"citationID": 0, "reference": "d1", "support": "2"}, {"citationID": 1, "reference": "d2", "support": "0"},
+                {"citationID": 2, "reference": "d1", "support": "2"}]},
+            {"sentenceID": 1, "text": "## Summary", "citations": []},
+            {"sentenceID": 2, "text": "Bananas are yellow.", "citations": [
+                {"citationID": 0, "reference": "d3", "support": "1"}]}]}])
+    out = tmp_path / "out"
+    assert cli.main(["trec-rag", "--answers", answers, "--nuggets", files["nuggets"], "--support-assignments",
+                     support, "--base-url", server.base_url, "--model", "fake", "--out", str(out)]) == 0
+    said = capsys.readouterr().err
+    assert f"{answers}:1" in said and f"{support}:1" in said and "sentences[0].citations[2]" in said
+    s = _scores(out)
+    # all judged: s0 (d1 2, d2 0) -> (1 + 0) / 2 = .5, s2 .5: P .5; the repeated d1 would have made s0 2/3
+    assert s["A", "t1", "SupportP(cite='all_judged')"] == pytest.approx(0.5)
+    assert s["A", "t1", "SupportP"] == pytest.approx(0.75)
+
+
+def test_a_support_file_of_other_answers_names_the_run(tmp_path):
+    support = _jsonl(tmp_path / "support.jsonl", [
+        {"topic_id": "t1", "run_id": "A", "sentences": [
+            {"sentenceID": 0, "text": "Paris is the capital.", "citations": [
+                {"citationID": 0, "reference": "d1", "support": "2"}, {"citationID": 1, "reference": "d3", "support": "2"},
+                {"citationID": 2, "reference": "d2", "support": "1"}]},
+            {"sentenceID": 1, "text": "## Summary", "citations": []},
+            {"sentenceID": 2, "text": "Bananas are yellow.", "citations": [
+                {"citationID": 0, "reference": "d3", "support": "1"}]}]}])
+    answers = formats.read_answers(_jsonl(tmp_path / "a.jsonl", ANSWERS[:1]))
+    with pytest.raises(formats.InputError, match=r"run A, topic t1, sentence 0: judged citations \[0, 1, 2\], but "
+                                                 r"the sentence has 2 citation"):
+        formats.check_support(support, formats.read_support_assignments(support), answers)
+
+
 def test_refusals_write_nothing(server, files, tmp_path):
     too_many = json.loads(json.dumps(ANSWERS[0]))
     too_many["answer"][0]["citations"] = [0, 1, 2, 0]

@@ -11,6 +11,8 @@ package, and :func:`register`, which makes them and the measures known to ir_mea
 """
 from __future__ import annotations
 
+import sys
+
 import ir_measures
 from ir_measures import providers
 
@@ -32,17 +34,17 @@ def _same_class(a, b) -> bool:
 
 
 def register() -> None:
-    """Make the measures known to ir_measures (parse_measure, the CLI, ir_measures.calc).
+    """Make the measures known to ir_measures (parse_measure, the CLI, ir_measures.calc), and to
+    ``pyterrier.measures`` where it is imported already (it copies ir_measures' registry once, when first imported; so
+    ``from pyterrier.measures import *`` gives our measures whichever of the two was imported first).
 
     Idempotent (importing ``ir_measures_ext`` calls it); a foreign measure or provider already registered under one
-    of our names is a clear error.
+    of our names is a clear error, raised before anything is changed (ir_measures is then left as it was).
     """
     registry = ir_measures.measures.registry
     for measure in m.REGISTERED:
         existing = registry.get(measure.NAME)
-        if existing is None:
-            registry[measure.NAME] = measure
-        elif not _same_class(existing, measure):
+        if existing is not None and not _same_class(existing, measure):
             raise RuntimeError(
                 f"ir_measures already has a measure named {measure.NAME!r} "
                 f"({type(existing).__module__}.{type(existing).__name__}); pyterrier-nuggets cannot register its "
@@ -52,8 +54,15 @@ def register() -> None:
         if existing is not None and not _same_class(existing, provider):
             raise RuntimeError(f"ir_measures already has a provider named {provider.NAME!r} "
                                f"({type(existing).__module__}); pyterrier-nuggets cannot register its own")
+    for measure in m.REGISTERED:
+        registry.setdefault(measure.NAME, measure)
+    for provider in PROVIDERS:
         providers.registry[provider.NAME] = provider
     names = {p.NAME for p in PROVIDERS}
     pipeline = ir_measures.DefaultPipeline.providers
     pipeline[:] = [p for p in pipeline if getattr(p, "NAME", None) not in names]
     pipeline[:0] = list(PROVIDERS)
+    pyterrier_measures = sys.modules.get("pyterrier.measures")
+    if pyterrier_measures is not None:
+        for measure in m.REGISTERED:
+            vars(pyterrier_measures).setdefault(measure.NAME, registry[measure.NAME])

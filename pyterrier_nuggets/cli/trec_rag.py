@@ -49,8 +49,9 @@ def add_parser(sub) -> None:
     p.add_argument("--unanswered", choices=("zero", "omit"), default="zero",
                    help="a topic with nuggets or a rubric that a run did not answer: 'zero' (default) scores 0 there "
                    "(trec_eval's rule); 'omit' leaves it out of that run's means, as the TREC RAG 2026 toolkit "
-                   "averages the (topic, run) cells it scored. Support and length always average over the answered "
-                   "topics; e.g. --unanswered omit")
+                   "averages the (topic, run) cells it scored, and writes each run's qrels (RUN.qrels.txt, the "
+                   "topics it answered) instead of qrels.txt, so plain ir_measures gives the same means. Support and "
+                   "length always average over the answered topics; e.g. --unanswered omit")
     p.add_argument("--topics", metavar="FILE|ID", help="the topics' text for the judges (TSV qid<TAB>text or an "
                    "ir_datasets id); default: the answers' narrative, else the nugget file's query, e.g. --topics topics.tsv")
     p.add_argument("--on-invalid", choices=ON_INVALID, default="refuse",
@@ -253,11 +254,15 @@ def _check_topics(answers: list, args, nuggets, rubrics) -> None:
 def _outputs(args, job: _Job) -> dict[str, str]:
     """Every output file, by what it is (all are checked before any work and written all or none)."""
     judged = bool(args.support or args.support_assignments)
-    out_files = {"qrels": os.path.join(args.out, "qrels.txt"), "scores": os.path.join(args.out, "scores.tsv")}
+    out_files = {"scores": os.path.join(args.out, "scores.tsv")}
+    if args.unanswered == "zero":
+        out_files["qrels"] = os.path.join(args.out, "qrels.txt")
     if judged:
         out_files["metric rows"] = os.path.join(args.out, "support_metric_rows.txt")
     for run_id in job.runs:
         out_files[f"{run_id} run"] = os.path.join(args.out, f"{run_id}.eval.run")
+        if args.unanswered == "omit":  # each run's own qrels: plain ir_measures on them leaves its unanswered out
+            out_files[f"{run_id} qrels"] = os.path.join(args.out, f"{run_id}.qrels.txt")
         if judged:
             out_files[f"{run_id} support"] = os.path.join(args.out, f"{run_id}.support_assignments.jsonl")
         if job.nuggets is not None:
@@ -360,7 +365,8 @@ def _note(table, measures, unanswered: str) -> str:
     counts = {str(m): per_run[str(m)].tolist() if str(m) in per_run.index else [0] for m in measures}
     return means_note(counts) + (" A topic with nuggets or a rubric that a run did not answer scores 0 there." if
                                  unanswered == "zero" else " A topic a run did not answer is left out of its means "
-                                 "(--unanswered omit, the TREC RAG 2026 toolkit's cells).")
+                                 "(--unanswered omit, the TREC RAG 2026 toolkit's cells; each run's qrels are "
+                                 "RUN.qrels.txt).")
 
 
 def _writers(out_files: dict[str, str], job: _Job, qrels, rows_by_run: dict, table, means) -> dict:
@@ -368,13 +374,18 @@ def _writers(out_files: dict[str, str], job: _Job, qrels, rows_by_run: dict, tab
 
     from pyterrier_nuggets import formats
     scores_tsv = pd.concat([table, means[["run", "qid", "measure", "value"]]], ignore_index=True)
-    writers = {out_files["qrels"]: lambda p: formats.write_qrels(p, qrels.itertuples(index=False)),
-               out_files["scores"]: lambda p: scores_tsv.to_csv(p, sep="\t", index=False, float_format="%.10g")}
+    writers = {out_files["scores"]: lambda p: scores_tsv.to_csv(p, sep="\t", index=False, float_format="%.10g")}
+    if "qrels" in out_files:
+        writers[out_files["qrels"]] = lambda p: formats.write_qrels(p, qrels.itertuples(index=False))
     if "metric rows" in out_files:
         writers[out_files["metric rows"]] = lambda p: _write_lines(p, support_metric_rows(table))
     for run_id in job.runs:
         run_answers = [a for a in job.answers if a.run_id == run_id]
         writers[out_files[f"{run_id} run"]] = (lambda p, r=run_id: formats.write_run(p, rows_by_run[r], r))
+        if f"{run_id} qrels" in out_files:  # --unanswered omit: the qrels of the topics this run answered
+            answered = {a.qid for a in run_answers}
+            writers[out_files[f"{run_id} qrels"]] = (lambda p, t=answered: formats.write_qrels(
+                p, qrels[qrels["qid"].isin(t)].itertuples(index=False)))
         if f"{run_id} support" in out_files:
             writers[out_files[f"{run_id} support"]] = (lambda p, ra=run_answers, r=run_id: formats.write_support_assignments(
                 p, ra, [j for j in job.support if j.run_id == r]))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ir_measures_ext.errors import InvalidInput
@@ -145,15 +145,27 @@ def _parse_answer(path: str, line: int, obj: dict, run_default: str) -> Answer:
                   query=query, metadata=metadata)
 
 
+def repeated_citations(cited: Sequence) -> list[int]:
+    """The positions of the citations of one answer object that cite a reference an earlier citation of the object
+    cites already: the one rule of every route that reads cited answers (the answer files, the toolkit's support
+    assignments). Each such citation counts once, as its first citation (the track's rules allow the repeat; counted
+    twice, its support would count twice).
+
+    :param cited: the object's citations in order (reference indices or document ids).
+    """
+    return [k for k, c in enumerate(cited) if c in cited[:k]]
+
+
 def _cited_once(a: Answer, where: str, repeats: list[str]) -> Answer:
-    """``a`` with every citation repeated within one answer object kept once (the first), each repeat named in
-    ``repeats``."""
+    """``a`` with every citation repeated within one answer object kept once (the first, :func:`repeated_citations`),
+    each repeat named in ``repeats``."""
     sentences = []
     for j, s in enumerate(a.sentences):
-        once = tuple(dict.fromkeys(s.citations))
-        repeats += [f"{where}: field 'answer[{j}].citations[{k}]': reference {c} ({a.references[c]}) again"
-                    for k, c in enumerate(s.citations) if c in s.citations[:k]]
-        sentences.append(s if len(once) == len(s.citations) else Sentence(s.text, once))
+        again = repeated_citations(s.citations)
+        repeats += [f"{where}: field 'answer[{j}].citations[{k}]': reference {s.citations[k]} "
+                    f"({a.references[s.citations[k]]}) again" for k in again]
+        once = tuple(c for k, c in enumerate(s.citations) if k not in again)
+        sentences.append(s if not again else Sentence(s.text, once))
     return a if sentences == list(a.sentences) else dataclasses.replace(a, sentences=tuple(sentences))
 
 

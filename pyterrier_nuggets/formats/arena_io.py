@@ -7,8 +7,8 @@ file of either can be read by the other.
   "judge_verdict": "A"|"B"|"Tie"|null, "preferred_run_id", "status": "completed"|"failed", "error",
   "raw_output"}``; we add ``judge`` (who judged), and for battles judged in both orders ``verdicts`` (the two
   replies) and ``orders_agree``. A human verdict file needs only ``qid``, ``assistant_a_run_id``,
-  ``assistant_b_run_id`` and ``judge_verdict``. ``[[A]]``-style verdicts and the toolkit's ``Tie (bothbad)``
-  (a tie) are read too.
+  ``assistant_b_run_id`` and ``judge_verdict``. ``[[A]]``-style verdicts and the toolkit's ``Tie (bothbad)`` and
+  ``Tie (Both Bad)`` (its spelling since July 2026; both a tie) are read too.
 - ``leaderboard.csv``: ``rank, run_id, arena_score, n_judgments, wins, losses, ties`` (the toolkit's columns, in
   its order), then ours: the bootstrap intervals ``ci_low_battles, ci_high_battles, ci_low_topics,
   ci_high_topics``, their ``confidence``, the ``prior`` of the fit and the ``judge``.
@@ -35,12 +35,13 @@ PAIRWISE_COLUMNS = ["run_a", "run_b", "shared_topics", "valid_judgments", "run_a
 
 
 def parse_verdict_label(value: str) -> str | None:
-    """A verdict as files write it (``A``, ``[[A]]``, ``Tie``, ``Tie (bothbad)``, ...) -> ``A``/``B``/``Tie``;
+    """A verdict as files write it (``A``, ``[[A]]``, ``Tie``, ``Tie (bothbad)``, ``Tie (Both Bad)``, ...) ->
+    ``A``/``B``/``Tie``;
     None when it is none of them."""
     text = value.strip()
     if text.startswith("[[") and text.endswith("]]"):
         text = text[2:-2].strip()
-    if text in ids.BATTLE_TIE_SPELLINGS:
+    if ids.is_tie(text):
         return ids.BATTLE_TIE
     return text if text in (ids.BATTLE_A, ids.BATTLE_B) else None
 

@@ -50,6 +50,7 @@ def check_support(path: str, judgments: Sequence[SupportJudgment], answers: Sequ
     if run and answer_runs and run not in answer_runs:
         raise InputError(path, None, "run_id", f"judges run {run!r}, but the answers are of run "
                          f"{sorted(answer_runs)}", "give the support judgments of the same run")
+    of_run = f"run {run}, " if run else ""
     judged: dict[str, dict[int, dict[int | None, SupportJudgment]]] = {}
     for j in judgments:
         if j.qid not in by_topic:
@@ -60,24 +61,24 @@ def check_support(path: str, judgments: Sequence[SupportJudgment], answers: Sequ
         answer = by_topic[qid]
         for s in sorted(sentences):
             if s >= len(answer.sentences):
-                raise InputError(path, None, "sentence", f"topic {qid}: sentence {s} is judged, but the answer has "
+                raise InputError(path, None, "sentence", f"{of_run}topic {qid}: sentence {s} is judged, but the answer has "
                                  f"{len(answer.sentences)} sentences (0-based)", "judge these answers")
         for s in range(len(answer.sentences)):
             got = sentences.get(s)
             if got is None:
-                raise InputError(path, None, "sentence", f"topic {qid}: sentence {s} of the answer has no judgment",
+                raise InputError(path, None, "sentence", f"{of_run}topic {qid}: sentence {s} of the answer has no judgment",
                                  "judge every sentence; one without citation gets citation null, support none")
             cited = answer.cited_docnos(s)
             # the first citation only (the track's default, [support24 §3.3]) or every citation (cite='all_judged' or 'all_pairs')
             expected: list[int | None] = list(range(len(cited))) if cited else [None]
             if sorted(got, key=lambda c: -1 if c is None else c) not in (expected, expected[:1]):
-                raise InputError(path, None, "citation", f"topic {qid}, sentence {s}: judged citations "
+                raise InputError(path, None, "citation", f"{of_run}topic {qid}, sentence {s}: judged citations "
                                  f"{sorted(got, key=str)}, but the sentence has {len(cited)} citation(s) "
                                  f"{expected}", "judge the first citation or each citation once (null for a "
                                  "sentence without)")
             for k, docno in enumerate(cited[:len(got)]):
                 if got[k].docno != docno:
-                    raise InputError(path, None, "docno", f"topic {qid}, sentence {s}, citation {k}: judged segment "
+                    raise InputError(path, None, "docno", f"{of_run}topic {qid}, sentence {s}, citation {k}: judged segment "
                                      f"{got[k].docno!r}, but the sentence cites {docno!r}",
                                      "the judgments are of another answer")
     missing = sorted(q for q, a in by_topic.items() if a.sentences and q not in judged)

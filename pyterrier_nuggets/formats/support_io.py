@@ -5,9 +5,11 @@ with ``relation`` (supports / contradicts / neutral / not_relevant, [nugget-anno
 ``relation``), and the TREC RAG 2026 toolkit's support assignments (one answer a line, labels 2 / 1 / 0 / -1)."""
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 
 from ir_measures_ext import ids
+from pyterrier_nuggets.formats.answer_io import RepeatedCitationWarning, repeated_citations
 from pyterrier_nuggets.formats.files import InputError, get_field, get_qid, read_jsonl, write_jsonl
 from pyterrier_nuggets.records import (
     BIOGEN_RELATIONS,
@@ -126,7 +128,10 @@ def read_support_assignments(path: str) -> list[SupportJudgment]:
     citation), ``unjudged`` for label -1, and one ``citation: None``, ``none`` judgment per sentence without
     citation. ``run_id`` is kept on every judgment (a file may hold several runs). Labels are ``"2"``, ``"1"``,
     ``"0"``, ``"-1"`` (strings, or integers); anything else, a (topic, run) twice, or positions out of order are
-    refused with line and field.
+    refused with line and field. A citation that repeats a reference its sentence cites already (``support
+    assemble`` writes one per citation of the answer object) counts once, as its first citation, as the answer files
+    are read (:func:`~pyterrier_nuggets.formats.answer_io.repeated_citations`); a
+    :class:`~pyterrier_nuggets.formats.answer_io.RepeatedCitationWarning` names each.
 
     :param path: the support assignment JSONL file.
     """
@@ -159,6 +164,7 @@ def _support_assignment_rows(path: str, texts: bool = False):
     """(topic, run, [(sentence text or "", [(reference, label), ...]), ...]) per line, checked (see
     :func:`read_support_assignments`); ``texts``: a sentence without its ``text`` is refused."""
     seen: dict[tuple[str, str], int] = {}
+    repeats: list[str] = []
     for line, obj in read_jsonl(path):
         qid = get_qid(path, line, obj, "topic_id", "narrative_id", "qid")
         if "narrative_id" in obj and "topic_id" in obj and str(obj["narrative_id"]) != qid:
@@ -190,11 +196,26 @@ def _support_assignment_rows(path: str, texts: bool = False):
                 if not reference:
                     raise InputError(path, line, f"{at}reference", "is empty", "give the cited document or segment id")
                 citations.append((reference, TRACK_SUPPORT_LABELS[str(label)]))
-            sentences.append((text, citations))
+            again = repeated_citations([reference for reference, _ in citations])
+            repeats += [f"{path}:{line}: field 'sentences[{j}].citations[{k}]': reference {citations[k][0]} again"
+                        + (f" (labelled {LABEL_TO_TRACK_SUPPORT[citations[k][1]]}, the first "
+                           f"{LABEL_TO_TRACK_SUPPORT[_first(citations, k)]})" if citations[k][1] != _first(citations, k)
+                           else "") for k in again]
+            sentences.append((text, [c for k, c in enumerate(citations) if k not in again]))
         yield qid, run_id, sentences
     if not seen:
         raise InputError(path, None, None, "holds no support assignment (an empty file)",
                          "give the toolkit's support assignments, one row per answer (topic and run)")
+    if repeats:
+        warnings.warn(f"{len(repeats)} citation(s) of the support assignments repeat a reference their sentence cites "
+                      "already; each counts once, as its first citation (as the answer files are read): "
+                      + "; ".join(repeats[:5]) + (" ..." if len(repeats) > 5 else ""), RepeatedCitationWarning,
+                      stacklevel=3)
+
+
+def _first(citations: list[tuple[str, str]], k: int) -> str:
+    """The label of the first citation of the reference of citation ``k``."""
+    return next(label for reference, label in citations if reference == citations[k][0])
 
 
 def support_assignment_rows(answers: Iterable[Answer], judgments: Iterable[SupportJudgment]) -> list[dict]:

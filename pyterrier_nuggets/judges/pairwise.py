@@ -39,7 +39,7 @@ from pyterrier_nuggets.prompts import PAIRWISE_NAIVE, PAIRWISE_RUBRIC, REASK_PAI
 
 ORDERS = ("random", "both")
 INPUT_COLUMNS = ["qid", "query", "system_1", "system_2", "qanswer_1", "qanswer_2"]
-_VERDICT = re.compile(r"\[\[\s*(A|B|Tie(?:\s*\(bothbad\))?)\s*\]\]", re.I)
+_VERDICT = re.compile(rf"\[\[\s*(A|B|{ids.BATTLE_TIE_PATTERN})\s*\]\]", re.I)
 
 
 def first_in_a(seed: int, qid: str, system_1: str, system_2: str) -> bool:
@@ -51,10 +51,9 @@ def first_in_a(seed: int, qid: str, system_1: str, system_2: str) -> bool:
 
 
 def parse_verdict(text: str) -> str:
-    """The verdict of a reply: the one ``[[A]]``, ``[[B]]`` or ``[[Tie]]`` in it (``[[Tie (bothbad)]]`` is a tie;
-    case and inner spaces do not matter). None, or two different ones, is an :class:`OutputError` (re-asked)."""
-    found = {m.group(1).split("(")[0].strip().capitalize() for m in _VERDICT.finditer(text or "")}
-    found = {ids.BATTLE_TIE if v == "Tie" else v.upper() for v in found}
+    """The verdict of a reply: the one ``[[A]]``, ``[[B]]`` or ``[[Tie]]`` in it (the toolkit's ``[[Tie (bothbad)]]``
+    and ``[[Tie (Both Bad)]]`` are a tie; case and inner spaces do not matter). None, or two different ones, is an :class:`OutputError` (re-asked)."""
+    found = {ids.BATTLE_TIE if ids.is_tie(m.group(1)) else m.group(1).upper() for m in _VERDICT.finditer(text or "")}
     if len(found) != 1:
         what = "no verdict" if not found else f"several verdicts ({', '.join(sorted(found))})"
         raise OutputError(f"{what} in the answer; expected exactly one of [[A]], [[B]], [[Tie]]")
