@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ir_measures_ext.errors import InvalidInput, SetupError
+from pyterrier_nuggets.formats.folders import ForeignDatabase, check_database
 from pyterrier_nuggets.matchers.base import Match, Matcher, Pair
 
 _ENCODERS: dict[tuple[str, str | None], object] = {}  # the encoders loaded in this process, by model and device
@@ -111,6 +112,11 @@ class VectorCache:
     def __init__(self, path: str | os.PathLike, model: str):
         self.path = Path(path)
         self.model = model
+        try:  # the user's own database (or any other file) is never opened: refused, left as it is
+            check_database(self.path, {"vectors": ("key", "vector")})
+        except ForeignDatabase as e:
+            raise InvalidInput(f"{self.path}: not a vector cache of pyterrier-nuggets ({e.reason}); it is left as it "
+                               "is: give a new file, or a vector cache") from None
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with sqlite3.connect(self.path) as con:
             con.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
