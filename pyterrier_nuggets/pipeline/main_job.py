@@ -104,12 +104,15 @@ class MainJobOptions:
         or, with ``"drop"``, read without those nuggets, which the notes report.
     :param max_failed_share: when more than this share of a stage's items failed, the job stops with
         :class:`~pyterrier_nuggets.judges.failures.TooManyFailures` instead of making a table.
+    :param overwrite: replace the outputs of an earlier run in the output folder (a folder holding anything else
+        is refused all the same: :class:`~pyterrier_nuggets.formats.folders.OutputFolder`).
     """
     index_dir: str | os.PathLike | None = None
     plots: bool = True
     log: Callable[[str], None] = print
     on_invalid: str = "refuse"
     max_failed_share: float = MAX_FAILED_SHARE
+    overwrite: bool = False
 
 
 def evaluation_condition(nuggets: NuggetSource, systems: Sequence[SystemSpec], judges: Judges) -> str:
@@ -397,7 +400,7 @@ def _ordering_note(table: JointTable) -> list[str]:
 
 def run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir: str | OutputFolder, *,
                  judges: Judges | str = "llm", nuggets: NuggetSource | str | None = None,
-                 options: MainJobOptions | None = None, overwrite: bool = False) -> MainJobResult:
+                 options: MainJobOptions | None = None) -> MainJobResult:
     """Evaluate ``systems`` on ``collection`` end to end and write everything to ``out_dir``.
 
     Per system the segments run, answers, assignments, support judgments and evaluation run; the nuggets and their
@@ -407,8 +410,8 @@ def run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir:
 
     :param collection: the collection (:func:`sample_collection`, :func:`dataset_collection`).
     :param systems: the systems (:func:`build_systems`).
-    :param out_dir: the folder of the outputs: new or empty, or (``overwrite``) the outputs of an earlier run; or an
-        :class:`~pyterrier_nuggets.formats.folders.OutputFolder` (a command's, checked).
+    :param out_dir: the folder of the outputs: new or empty, or (``options.overwrite``) the outputs of an earlier
+        run; or an :class:`~pyterrier_nuggets.formats.folders.OutputFolder` (a command's, checked).
     :param judges: who writes and judges the answers: :class:`~.judges.LLMJudges` (``"llm"``, the default: the
         AutoNuggetizer's LLM steps and the LLM support judge, on its client, by default ``LLMClient()``, the
         configured endpoint, made only when a step needs it; none configured is refused) or
@@ -420,8 +423,6 @@ def run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir:
         collection's hand-written ones.
     :param options: how it runs (:class:`MainJobOptions`: index folder, plots, log, invalid labels, the share of
         failures that stops it).
-    :param overwrite: replace the outputs of an earlier run in ``out_dir`` (a folder holding anything else is refused
-        all the same).
 
     Examples::
 
@@ -436,14 +437,15 @@ def run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir:
     judges = as_judges(judges)
     source = nugget_source(nuggets, judges, systems, collection)
     start = time.time()
+    options = options or MainJobOptions()
     folder = out_dir if isinstance(out_dir, OutputFolder) else OutputFolder(out_dir, "run_main_job",
-                                                                            overwrite=overwrite, option="out_dir")
+                                                                            overwrite=options.overwrite, option="out_dir")
     _check_inputs_outside(folder.path, systems, source)
     folder.check()
     done = []
 
     def fill(stage: str) -> None:  # the job in the staging folder; its files named where they end up
-        result = MainJob(collection, systems, stage, judges, source, options or MainJobOptions()).run()
+        result = MainJob(collection, systems, stage, judges, source, options).run()
         result.files = [os.path.join(folder.shown, os.path.relpath(f, stage)) for f in result.files]
         done.append(result)
     folder.write_all({}, [fill])
