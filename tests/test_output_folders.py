@@ -507,3 +507,22 @@ def test_a_dry_run_writes_nothing(command, cache, inputs, tmp_path, no_endpoint,
     assert cli.main(argv) == 0, capsys.readouterr().err
     assert "requests" in capsys.readouterr().out.lower()
     assert snapshot(place) == before
+
+
+@pytest.mark.parametrize("command", ["ikat", "demo offline", "demo --sample-only"])
+def test_a_dry_run_without_llm_work_writes_nothing(command, inputs, tmp_path, no_endpoint, monkeypatch, capsys):
+    """A dry run whose command needs no LLM (the embedding matcher, the offline judges, the hand-made sample) says so
+    and writes nothing either: no output folder, no vector cache, no index."""
+    place = tmp_path / "place"
+    place.mkdir()
+    monkeypatch.setenv("PYTERRIER_NUGGETS_CACHE", str(place / "default" / "llm-cache.sqlite"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(place / "xdg"))
+    out = str(place / "out")
+    argv = {"ikat": ["ikat", "--run", inputs["runA.json"], "--qrels", inputs["ikat qrels"], "--topics",
+                     inputs["topics.json"], "--gold-nuggets", inputs["gold.json"], "--out", out],
+            "demo offline": ["demo", "--llm", "offline", "--system", "bm25:1", "--topics", "t01", "--out", out],
+            "demo --sample-only": ["demo", "--sample-only", "--out", out]}[command]
+    before = snapshot(place)
+    assert cli.main([*argv, "--dry-run"]) == 0, capsys.readouterr().err
+    assert "needs no LLM call" in capsys.readouterr().out
+    assert snapshot(place) == before

@@ -42,6 +42,9 @@ def run(args) -> int:
             from pyterrier_nuggets.cli.errors import UsageError
             raise UsageError("--shard splits LLM work by topic; --sample-only scores files made by hand (no LLM): "
                              "run it unsharded")
+        if args.dry_run:  # the sample's files are scored as they are: no LLM, and a dry run writes nothing
+            print("Dry run: the hand-made sample needs no LLM call.")
+            return 0
         from pyterrier_nuggets.pipeline import run_sample
         tables = []
         output_folder(args, "demo").write_all({}, [lambda stage: tables.append(run_sample(stage))])

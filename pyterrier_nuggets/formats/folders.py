@@ -1,5 +1,5 @@
 """What the package may write, replace or open: the one rule of every command that writes a folder, a file or a
-database ([decision 14]: the package touches only what it made).
+database (docs/decisions.md, decision 16: the package touches only what it made).
 
 **The marker.** Where the package writes, it records what it wrote in the hidden manifest
 ``.pyterrier-nuggets-outputs.json`` of the folder (:data:`MANIFEST`: the command and the files, relative to the
@@ -30,7 +30,8 @@ stands that the package did not write is refused before any work; the package's 
 replaced. The files of one command are written all or none, then recorded in their folder's manifest.
 
 **A database** (:func:`check_database`: the LLM response cache, the embedding matcher's vector cache) is opened only
-if it is the package's kind: a new path, an empty file, or an SQLite database holding only the tables of that kind.
+if it is the package's kind: a new path, an empty file, or an SQLite database holding the kind's own table (a
+response cache's ``responses`` with its columns).
 The user's own database or any other file is refused, unchanged (:func:`read_only_connection` reads one without
 leaving ``-wal``/``-shm`` files).
 """
@@ -46,6 +47,7 @@ import shutil
 import sqlite3
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
+from urllib.parse import quote
 
 from datasets_ext.files import DIRECTORY_MODE, atomic_write, sync_directory
 from datasets_ext.reading import InputError
@@ -54,7 +56,6 @@ from ir_measures_ext.errors import InvalidInput
 MANIFEST = ".pyterrier-nuggets-outputs.json"
 _PARTIAL = ".partial-"
 SHOWN = 6  # entries named in a refusal; the rest as "..."
-SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 def _shown(names: list[str]) -> str:
@@ -436,14 +437,15 @@ def _record(folder: str, names: Iterable[str]) -> None:
 
 def read_only_connection(path: str | os.PathLike) -> sqlite3.Connection:
     """A read-only connection to the SQLite file ``path`` that leaves nothing beside it: through its write-ahead log
-    when one is there (``mode=ro``), else from the file alone (``immutable=1``: SQLite would otherwise make
-    ``-wal`` and ``-shm`` files for a database in WAL mode, and could not remove them).
+    when one is there (``mode=ro``: the database is open elsewhere, or in rollback mode with a hot journal), else from
+    the file alone (``immutable=1``: ``mode=ro`` would make ``-wal`` and ``-shm`` files for a database in WAL mode, and
+    could not remove them). The file is never opened outside SQLite: closing a descriptor of a database file would
+    drop the locks of this process's connections to it.
 
     :param path: the database file.
     """
     absolute = os.path.abspath(path)
-    how = "mode=ro" if os.path.exists(absolute + "-wal") else "immutable=1"
-    from urllib.parse import quote
+    how = "mode=ro" if os.path.exists(absolute + "-wal") or os.path.exists(absolute + "-journal") else "immutable=1"
     return sqlite3.connect(f"file:{quote(absolute)}?{how}", uri=True, check_same_thread=False)
 
 
@@ -461,25 +463,23 @@ class ForeignDatabase(InputError):
         super().__init__(path, None, None, reason)
 
 
-def check_database(path: str | os.PathLike, tables: Mapping[str, Iterable[str]]) -> dict[str, set[str]] | None:
-    """Before a database file is opened: its tables (name -> columns) when it holds only the tables of its kind
-    (``tables``), None when it is new (no file, an empty one, or an SQLite database without any table yet); else a
+def check_database(path: str | os.PathLike, table: str, columns: Iterable[str]) -> dict[str, set[str]] | None:
+    """Before a database file is opened: its tables (name -> columns) when it is of its kind (it has the kind's own
+    ``table`` with its ``columns``; other tables may be there, as a later version of the package adds some), None
+    when it is new (no file, an empty one, or an SQLite database without any table yet); else a
     :class:`ForeignDatabase`, the file left unchanged (read with :func:`read_only_connection`).
 
     :param path: the file.
-    :param tables: the tables of the kind: name -> the columns it must have; the first table must be there.
+    :param table: the table that makes a database one of the kind (a response cache's ``responses``).
+    :param columns: the columns that table has.
     """
     path = os.fspath(path)
     if not os.path.lexists(path):
         return None
     if not os.path.isfile(path):
         raise ForeignDatabase(path, "not a file")
-    with open(path, "rb") as f:
-        header = f.read(len(SQLITE_HEADER))
-    if not header:
+    if os.path.getsize(path) == 0:
         return None
-    if header != SQLITE_HEADER:
-        raise ForeignDatabase(path, "not an SQLite database", damaged=True)
     try:
         con = read_only_connection(path)
         try:
@@ -490,12 +490,11 @@ def check_database(path: str | os.PathLike, tables: Mapping[str, Iterable[str]])
         finally:
             con.close()
     except sqlite3.DatabaseError as e:
+        if "not a database" in str(e):
+            raise ForeignDatabase(path, "not an SQLite database", damaged=True) from None
         raise ForeignDatabase(path, f"an SQLite file that cannot be read: {e}", damaged=True) from None
     if not found:
         return None
-    first = next(iter(tables))
-    other = sorted(set(found) - set(tables))
-    missing = sorted(t for t, columns in tables.items() if t in found and not set(columns) <= found[t])
-    if other or first not in found or missing:
-        raise ForeignDatabase(path, f"another SQLite database (its tables: {_shown(other or missing or sorted(found))})")
+    if table not in found or not set(columns) <= found[table]:
+        raise ForeignDatabase(path, f"another SQLite database (its tables: {_shown(sorted(found))})")
     return found

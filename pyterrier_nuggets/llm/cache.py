@@ -12,7 +12,7 @@ cache share its answers, not their work: two that ask the same request at the sa
 (docs/llm.md, "One cache, several processes").
 
 A cache is checked when it is opened, before any call: a file that is there must be a response cache
-(:data:`TABLES`; the user's own SQLite database or any other file is refused and left as it is:
+(:data:`SIGNATURE`; the user's own SQLite database or any other file is refused and left as it is:
 :func:`~pyterrier_nuggets.formats.folders.check_database`), readable and undamaged (``PRAGMA quick_check``), and a
 write must go through; otherwise :class:`CacheError` names the file, what is wrong and the fix. A write that fails
 later (a full disk) raises it too, and the client stops calling: an answer that cannot be stored is never paid for
@@ -39,9 +39,8 @@ from pyterrier_nuggets.formats.folders import ForeignDatabase, check_database, r
 from pyterrier_nuggets.llm.config import ENV_CACHE
 
 INVALID = "invalid"  # verdict of a response in an exchange that still failed validation after the re-asks
-# the tables of a response cache (name -> the columns it must have): a file holding any other table is not one
-TABLES = {"responses": ("key", "request", "response", "created"), "rejected": (), "batches": (), "limits": (),
-          "opened": ()}
+# the table that makes an SQLite file a response cache, and its columns (any cache, of this version or another)
+SIGNATURE = ("responses", ("key", "request", "response", "created"))
 
 
 class CacheError(InvalidInput):
@@ -137,7 +136,7 @@ class ResponseCache:
         self._local = threading.local()
         self._writes = _GroupCommit(self._write_responses)
         try:
-            self._tables = check_database(self.path, TABLES)  # the user's own database is never opened
+            self._tables = check_database(self.path, *SIGNATURE)  # the user's own database is never opened
             if read_only:
                 if self._tables is not None:
                     self._check()
@@ -455,7 +454,7 @@ def merge_caches(target: str | os.PathLike, sources: Sequence[str | os.PathLike]
 def _read_only(path: str | os.PathLike) -> sqlite3.Connection:
     """A read-only connection to a cache file that is checked to be one (nothing written beside it)."""
     try:
-        tables = check_database(path, TABLES)
+        tables = check_database(path, *SIGNATURE)
     except ForeignDatabase as e:
         raise InvalidInput(f"{path}: not a response cache of pyterrier-nuggets ({e.reason}); it is left as it is") \
             from None
