@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets import cli
 from pyterrier_nuggets.formats.folders import MANIFEST, OutputFolder
+from pyterrier_nuggets.llm import CacheError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -526,3 +528,62 @@ def test_a_dry_run_without_llm_work_writes_nothing(command, inputs, tmp_path, no
     assert cli.main([*argv, "--dry-run"]) == 0, capsys.readouterr().err
     assert "needs no LLM call" in capsys.readouterr().out
     assert snapshot(place) == before
+
+
+def test_a_file_put_into_the_folder_during_a_run_is_not_removed_with_it(tmp_path):
+    """The folder is checked again just before it is replaced: a file the user put there while the run worked (after
+    the check at its start) makes the run refuse, the file and the earlier outputs kept, no staging folder left."""
+    out = tmp_path / "out"
+    OutputFolder(str(out), "test").write_all({str(out / "a.txt"): _writer("old")})
+    folder = OutputFolder(str(out), "test", overwrite=True)
+    folder.check()
+
+    def meanwhile(path):
+        (out / "notes.txt").write_text("written during the run")
+        Path(path).write_text("new")
+    with pytest.raises(InvalidInput, match=r"no pyterrier-nuggets run wrote there \(notes.txt\)"):
+        folder.write_all({str(out / "a.txt"): meanwhile})
+    assert (out / "a.txt").read_text() == "old" and (out / "notes.txt").read_text() == "written during the run"
+    assert os.listdir(tmp_path) == ["out"]
+
+
+def test_a_link_to_an_output_folder_stays_a_link(tmp_path):
+    """--out naming a link to a folder: the folder it points to is replaced, the user's link stays as it is."""
+    real = tmp_path / "data" / "run"
+    OutputFolder(str(real), "test").write_all({str(real / "a.txt"): _writer("old")})
+    link = tmp_path / "run"
+    os.symlink(real, link)
+    OutputFolder(str(link), "test", overwrite=True).write_all({str(link / "b.txt"): _writer("new")})
+    assert os.path.islink(link) and os.readlink(link) == str(real)
+    assert sorted(os.listdir(real)) == [MANIFEST, "b.txt"]
+    assert sorted(os.listdir(tmp_path)) == ["data", "run"] and os.listdir(tmp_path / "data") == ["run"]
+
+
+def test_a_cache_of_another_version_is_a_cache(tmp_path):
+    """A cache with a table a later version added, and one of an earlier version (no verdicts, no other table): both
+    open as caches (the earlier one upgraded), and a dry run reads the earlier one as it is."""
+    from pyterrier_nuggets.llm import ResponseCache
+    newer = tmp_path / "newer.sqlite"
+    ResponseCache(newer).put("k", {"m": 1}, {"text": "kept"})
+    with sqlite3.connect(newer) as con:
+        con.execute("CREATE TABLE profiles (endpoint TEXT PRIMARY KEY, profile TEXT)")
+    con.close()
+    assert ResponseCache(newer).get("k") == {"text": "kept"}
+    older = tmp_path / "older.sqlite"
+    con = sqlite3.connect(older)
+    con.execute("CREATE TABLE responses (key TEXT PRIMARY KEY, request TEXT NOT NULL, response TEXT NOT NULL, "
+                "created REAL NOT NULL)")
+    con.execute("INSERT INTO responses VALUES ('k', '{}', '{\"text\": \"old\"}', 0)")
+    con.commit()
+    con.close()
+    before = snapshot(tmp_path)
+    dry = ResponseCache(older, read_only=True)
+    assert dry.lookup("k") == ({"text": "old"}, None) and dry.learned_limit("x") is None and len(dry) == 1
+    assert dry.open_batches("x") == [] and dry.invalid() == [] and dry.rejected() == []
+    with pytest.raises(CacheError, match="read-only"):
+        dry.put("k2", {}, {})
+    del dry
+    assert snapshot(tmp_path) == before
+    assert ResponseCache(older).lookup("k") == ({"text": "old"}, None)  # upgraded in place, the answer kept
+    missing = ResponseCache(tmp_path / "nowhere" / "c.sqlite", read_only=True)
+    assert missing.get("k") is None and len(missing) == 0 and not (tmp_path / "nowhere").exists()

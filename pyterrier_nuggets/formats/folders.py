@@ -106,7 +106,9 @@ class OutputFolder:
 
     def __init__(self, path: str, command: str, *, overwrite: bool = False, keep: Iterable[str] = (),
                  option: str = "--out"):
-        self.path = os.path.abspath(path)
+        self._given = os.path.abspath(path)  # the outputs' paths are given under it
+        # a link to a folder: the folder it points to is written (the user's link stays, never replaced by a folder)
+        self.path = os.path.realpath(path) if os.path.islink(self._given) else self._given
         self.shown = path
         self.command, self.overwrite, self.option = command, overwrite, option
         self.keep = {os.path.basename(k) for k in keep}  # carried into the new folder (a caller may drop one)
@@ -222,7 +224,7 @@ class OutputFolder:
         folder as it was."""
         with self.staged() as stage:
             for path, writer in writers.items():
-                relative = os.path.relpath(os.path.abspath(path), self.path)
+                relative = os.path.relpath(os.path.abspath(path), self._given)
                 if relative.startswith(".."):
                     raise ValueError(f"{path} is not in the output folder {self.path}")
                 target = os.path.join(stage, relative)
@@ -416,7 +418,8 @@ def _record(folder: str, names: Iterable[str]) -> None:
     folder)."""
     fd = os.open(folder, os.O_RDONLY)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        with contextlib.suppress(OSError):  # a file system without locks: the last writer's record wins
+            fcntl.flock(fd, fcntl.LOCK_EX)
         path = os.path.join(folder, MANIFEST)
         try:
             with open(path, encoding="utf-8") as f:
