@@ -52,4 +52,4 @@ def build_report(folders: Sequence[str], out: str, *, answers: Sequence[str] = (
     return write_report(report, out, inputs, overwrite)
 
 
-__all__ = ["build_report", "read_folder", "read_texts", "merge", "write_report", "report_folder"]
+__all__ = ["build_report", "read_folder", "read_texts", "merge", "write_report"]
