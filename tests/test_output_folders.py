@@ -296,6 +296,8 @@ FOLDER_COMMANDS = {
     "trec-rag": lambda i: ["trec-rag", "--answers", i["answers"], "--nuggets", i["nuggets"], *DEAD_ENDPOINT],
     "ikat": lambda i: ["ikat", "--run", i["runA.json"], "--run", i["runB.json"], "--qrels", i["ikat qrels"],
                        "--topics", i["topics.json"], "--gold-nuggets", i["gold.json"], "--no-plots"],
+    "trec-rag --shard": lambda i: ["trec-rag", "--answers", i["answers"], "--nuggets", i["nuggets"], *DEAD_ENDPOINT,
+                                   "--shard", "1/2"],
     "merge": lambda i: ["merge", *i["shards"]],
     "report": lambda i: ["report", i["demo"]],
     "annotate export": lambda i: ["annotate", "export", i["project"]],
@@ -587,3 +589,23 @@ def test_a_cache_of_another_version_is_a_cache(tmp_path):
     assert ResponseCache(older).lookup("k") == ({"text": "old"}, None)  # upgraded in place, the answer kept
     missing = ResponseCache(tmp_path / "nowhere" / "c.sqlite", read_only=True)
     assert missing.get("k") is None and len(missing) == 0 and not (tmp_path / "nowhere").exists()
+
+
+@pytest.mark.parametrize("kind", list(USER_FOLDERS))
+def test_annotate_init_refuses_a_folder_that_is_not_new_or_empty(kind, tmp_path, monkeypatch, capsys):
+    """``annotate init CONFIG DIR`` (the one command that writes a folder without --out): a folder holding anything is
+    refused, kept byte for byte."""
+    from tests.annotate_project import write_project
+    config = write_project(tmp_path / "input")
+    place = tmp_path / "place"
+    target = place / "target"
+    held = USER_FOLDERS[kind](target)
+    where = str(target)
+    if kind == "working folder":
+        monkeypatch.chdir(target)
+        where = "."
+    before = snapshot(place)
+    assert cli.main(["annotate", "init", str(config), where]) == 1
+    assert capsys.readouterr().err.count("\n") == 1
+    assert snapshot(place) == before
+    del held
