@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from ir_measures_ext.errors import InvalidInput
 from tests.annotate_project import (
     EXPECTED,
     INFERRED,
@@ -667,7 +668,8 @@ def test_a_finished_topic_is_read_only_for_annotators(tmp_path):
 
 _KILLED = r"""
 import os, sys
-from pyterrier_nuggets.annotate import export as export_module, export_project
+from pyterrier_nuggets.annotate import export_project
+from pyterrier_nuggets.formats import folders as export_module  # the one module of output folders
 project, out, point = sys.argv[1:4]
 parent = os.path.dirname(os.path.abspath(out))
 
@@ -679,7 +681,7 @@ if point.startswith("files:"):  # after N files are complete in the hidden folde
     real_replace, done = os.replace, []
     def replace(a, b, **kw):
         real_replace(a, b, **kw)
-        if ".export-" in str(b):
+        if ".partial-" in str(b):
             done.append(b)
             if len(done) == int(point[6:]):
                 pause()
@@ -701,7 +703,7 @@ elif point == "between-renames":  # where no atomic exchange exists
         if os.path.abspath(a) == os.path.abspath(out):
             pause()
     os.rename = rename
-export_project(project, out)
+export_project(project, out, overwrite=True)
 print("finished", flush=True)
 """
 
@@ -738,7 +740,6 @@ def test_an_export_killed_anywhere_leaves_the_old_export_or_the_new_one(tmp_path
     annotate_by_api(store)
     out = tmp_path / "exports" / "sky"
     export_project(store.directory, str(out))
-    (out / "notes-of-the-first-export.txt").write_text("kept with the old export")
     old = _files(out)
     store.assign_topics("bob", ["t1"], by="boss")  # the database changes: the new export differs (audit.jsonl)
     export_project(store.directory, str(tmp_path / "reference"))
@@ -752,7 +753,7 @@ def test_an_export_killed_anywhere_leaves_the_old_export_or_the_new_one(tmp_path
         else:
             assert set(now) == new_names, point  # complete: every file of the new export, nothing old
             assert now["audit.jsonl"] == _files(tmp_path / "reference")["audit.jsonl"]
-        export_project(store.directory, str(out))  # the next export cleans up and completes
+        export_project(store.directory, str(out), overwrite=True)  # the next export cleans up and completes
         assert set(_files(out)) == new_names and os.listdir(out.parent) == ["sky"], point
         for name, data in old.items():  # back to the old export for the next kill
             (out / name).parent.mkdir(parents=True, exist_ok=True)
@@ -762,8 +763,9 @@ def test_an_export_killed_anywhere_leaves_the_old_export_or_the_new_one(tmp_path
     # where the system has no atomic exchange: killed between moving the old export aside and the new one in
     _kill_at(store, out, "between-renames")
     assert not out.exists() and len(os.listdir(out.parent)) == 2
-    from pyterrier_nuggets.annotate.export import _remove_leftovers
-    _remove_leftovers(str(out.parent), "sky")  # what the next export does first: the old export is put back
+    from pyterrier_nuggets.formats.folders import OutputFolder
+    OutputFolder(str(out), "annotate export").remove_stale_stages()  # what the next export does first: the old
+    # export is put back
     assert _files(out) == old and os.listdir(out.parent) == ["sky"]
 
 
@@ -773,8 +775,8 @@ def test_an_export_does_not_replace_a_folder_of_other_files(tmp_path):
     annotate_by_api(store)
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "thesis.tex").write_text("mine")
-    with pytest.raises(FileExistsError, match="not an export"):
-        export_project(store.directory, str(tmp_path / "mine"))
+    with pytest.raises(InvalidInput, match=r"holds files that no pyterrier-nuggets run wrote there \(thesis.tex\)"):
+        export_project(store.directory, str(tmp_path / "mine"), overwrite=True)
     assert os.listdir(tmp_path / "mine") == ["thesis.tex"] and sorted(os.listdir(tmp_path)) == ["mine", "sky",
                                                                                                   "sky-input"]
     export_project(store.directory, str(tmp_path / "out"))

@@ -89,6 +89,8 @@ def _read_only_connection(monkeypatch):
     connect = sqlite3.connect
 
     def read_only(path, *args, **kwargs):
+        if kwargs.get("uri"):  # a read-only connection of its own (the check that the file is a cache)
+            return connect(path, *args, **kwargs)
         return connect(f"file:{Path(path).resolve()}?mode=ro", *args, uri=True, **kwargs)
     monkeypatch.setattr("pyterrier_nuggets.llm.cache.sqlite3.connect", read_only)
 

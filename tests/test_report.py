@@ -149,10 +149,15 @@ def test_refusals_write_nothing(tmp_path, capsys):
     out = tmp_path / "out"
     out.mkdir()
     (out / "notes.txt").write_text("mine")
-    assert cli.main(["report", str(good), "--out", str(out)]) == 2
-    assert "not empty" in capsys.readouterr().err and (out / "notes.txt").read_text() == "mine"
-    assert cli.main(["report", str(good), "--out", str(out), "--overwrite"]) == 0
-    assert (out / "index.html").exists() and not (out / "notes.txt").exists()
+    for overwrite in ([], ["--overwrite"]):  # a folder of the user's files: never replaced, not even with --overwrite
+        assert cli.main(["report", str(good), "--out", str(out), *overwrite]) == 2
+        assert "no pyterrier-nuggets run wrote there (notes.txt)" in capsys.readouterr().err
+        assert os.listdir(out) == ["notes.txt"] and (out / "notes.txt").read_text() == "mine"
+    report = tmp_path / "report"
+    assert cli.main(["report", str(good), "--out", str(report)]) == 0
+    assert cli.main(["report", str(good), "--out", str(report)]) == 2  # a report written before: --overwrite
+    assert "holds the outputs of an earlier run" in capsys.readouterr().err
+    assert cli.main(["report", str(good), "--out", str(report), "--overwrite"]) == 0
 
 
 def test_a_failure_while_writing_leaves_the_old_report(tmp_path, monkeypatch):
@@ -172,7 +177,7 @@ def test_a_failure_while_writing_leaves_the_old_report(tmp_path, monkeypatch):
     with pytest.raises(TypeError):
         build_report([str(good)], str(out), overwrite=True)
     assert sorted(os.listdir(out)) == before
-    assert not [p for p in os.listdir(tmp_path) if p.startswith(".report-")]  # no staging folder left
+    assert not [p for p in os.listdir(tmp_path) if ".partial-" in p]  # no staging folder left
 
 
 def test_measure_files_hold_the_scores_file(tmp_path):

@@ -26,16 +26,11 @@ the outputs go straight into the measures and the meta-evaluation):
 """
 from __future__ import annotations
 
-import ctypes
-import errno
 import json
 import os
-import shutil
-import tempfile
 from collections.abc import Iterable
 from dataclasses import replace
 
-from datasets_ext.files import DIRECTORY_MODE, sync_directory
 from ir_measures_ext import ids, scoring
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets import formats
@@ -43,6 +38,7 @@ from pyterrier_nuggets.annotate import protocol
 from pyterrier_nuggets.annotate.config import SCALES
 from pyterrier_nuggets.annotate.store import Store, now
 from pyterrier_nuggets.formats import AssignedAnswer
+from pyterrier_nuggets.formats.folders import OutputFolder
 from pyterrier_nuggets.records import Answer, Assignment, Nugget, Sentence, SupportJudgment, SupportRelation
 
 
@@ -233,44 +229,29 @@ class Export:
                           "manager may still correct a finished topic) is an audit entry with a higher id",
         }
 
-    def write(self, out_dir: str) -> list[str]:
-        """Write every file into ``out_dir``, all or none: the files are written into a hidden folder beside it
-        and flushed to the disk, then that folder takes the place of ``out_dir`` in one step (a rename, or on
-        Linux an atomic exchange with a previous export there, which is then removed). A process killed at any
-        point leaves ``out_dir`` as it was or complete, never mixed; what it leaves beside it (a hidden
-        ``.NAME.export-PID-*`` folder) is removed by the next export to ``out_dir``.
+    def write(self, out_dir: str, overwrite: bool = False) -> list[str]:
+        """Write every file into ``out_dir``, all or none, by the rule of every output folder
+        (:class:`~pyterrier_nuggets.formats.folders.OutputFolder`): the files are written into a staging folder
+        beside it and flushed to the disk, then that folder takes the place of ``out_dir`` in one step. A process
+        killed at any point leaves ``out_dir`` as it was or complete, never mixed.
 
-        ``out_dir`` may be new, empty, or a previous export (it has a ``manifest.json``); a folder holding other
-        files is refused, since the export replaces the folder as a whole."""
-        out_dir = os.path.abspath(out_dir)
-        if os.path.exists(out_dir) and not os.path.isdir(out_dir):
-            raise FileExistsError(f"{out_dir} is a file; give a directory for the export")
-        if os.path.commonpath([out_dir, self.store.directory]) == self.store.directory and \
-                out_dir != os.path.join(self.store.directory, "export"):
-            raise InvalidInput(f"{out_dir} is inside the project directory: export to another directory "
+        ``out_dir`` may be new or empty, or (``overwrite``) an export written before; a folder holding anything the
+        package did not write (a web app with a ``manifest.json`` of its own, say) is refused, also with
+        ``overwrite``, and left as it is."""
+        folder = self.output_folder(out_dir, overwrite)
+        folder.check()
+        written: list[str] = []
+        folder.write_all({}, [lambda stage: written.extend(self._write_all(stage))])
+        return [os.path.join(folder.path, n) for n in written]
+
+    def output_folder(self, out_dir: str, overwrite: bool = False) -> OutputFolder:
+        """The export's folder ``out_dir`` (not inside the project, but its ``export`` folder)."""
+        absolute = os.path.abspath(out_dir)
+        if os.path.commonpath([absolute, self.store.directory]) == self.store.directory and \
+                absolute != os.path.join(self.store.directory, "export"):
+            raise InvalidInput(f"{absolute} is inside the project directory: export to another directory "
                                f"(or to {os.path.join(self.store.directory, 'export')})")
-        if os.path.isdir(out_dir) and os.listdir(out_dir) and not os.path.isfile(os.path.join(out_dir, "manifest.json")):
-            raise FileExistsError(f"{out_dir} holds files that are not an export (no manifest.json); the export "
-                                  "replaces its folder as a whole: choose a new or empty folder")
-        parent, name = os.path.split(out_dir)
-        os.makedirs(parent, exist_ok=True)
-        _remove_leftovers(parent, name)
-        tmp = tempfile.mkdtemp(prefix=f".{name}.export-{os.getpid()}-", dir=parent)
-        try:
-            os.chmod(tmp, DIRECTORY_MODE)  # the export folder's mode, not a temporary folder's 0700
-            written = self._write_all(tmp)
-            _sync_tree(tmp)
-            if not os.path.isdir(out_dir):
-                os.rename(tmp, out_dir)
-            elif not _exchange(tmp, out_dir):  # tmp would now hold the previous export, removed below
-                old = tempfile.mkdtemp(prefix=f".{name}.export-{os.getpid()}-old-", dir=parent)
-                os.rename(out_dir, old)  # no atomic exchange here: the previous export out of the way first
-                os.rename(tmp, out_dir)
-                shutil.rmtree(old, ignore_errors=True)
-            sync_directory(parent)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-        return [os.path.join(out_dir, n) for n in written]
+        return OutputFolder(out_dir, "annotate export", overwrite=overwrite)
 
     def _write_all(self, d: str) -> list[str]:
         os.makedirs(os.path.join(d, "runs"))
@@ -318,63 +299,6 @@ class Export:
         return names
 
 
-def _exchange(a: str, b: str) -> bool:
-    """Exchange two folders atomically (Linux ``renameat2(RENAME_EXCHANGE)``, through ctypes: Python's ``os``
-    has no such call); False where the system or file system cannot (nothing is changed then)."""
-    try:
-        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
-    except (OSError, AttributeError):
-        return False
-    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-    at_fdcwd, rename_exchange = -100, 2
-    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
-        return True
-    error = ctypes.get_errno()
-    if error in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
-        return False
-    raise OSError(error, os.strerror(error), b)
-
-
-def _sync_tree(folder: str) -> None:
-    """Flush every file of a folder, and the folders, to the disk (fsync) before the folder is put in place."""
-    for root, _, files in os.walk(folder):
-        for f in files:
-            fd = os.open(os.path.join(root, f), os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        sync_directory(root)
-
-
-def _remove_leftovers(parent: str, name: str) -> None:
-    """Remove the hidden folders an export to ``parent/name`` killed before it finished left beside it (those
-    of a process that is no longer running). If ``name`` itself is missing (killed between the two renames where
-    there is no atomic exchange), the previous export is put back first."""
-    prefix = f".{name}.export-"
-    leftovers = [e for e in os.listdir(parent) if e.startswith(prefix) and _dead(e[len(prefix):].split("-")[0])]
-    out_dir = os.path.join(parent, name)
-    old = sorted((e for e in leftovers if "-old-" in e), key=lambda e: os.path.getmtime(os.path.join(parent, e)))
-    if old and not os.path.exists(out_dir):
-        os.rename(os.path.join(parent, old[-1]), out_dir)
-        leftovers.remove(old[-1])
-    for e in leftovers:
-        shutil.rmtree(os.path.join(parent, e), ignore_errors=True)
-
-
-def _dead(pid: str) -> bool:
-    """True when no process ``pid`` runs (a folder of a running export is never removed)."""
-    if not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
-
-
 def _run_file(d: str, run: str, suffix: str) -> str:
     """``d/runs/RUN{suffix}``, refused unless it is a plain file name inside ``d/runs`` (a run tag is file
     content: never a path)."""
@@ -399,6 +323,12 @@ def _missing(p: dict) -> str:
             f"stage 4 {p['s4']}/{p['reports']} answers")
 
 
-def export_project(directory: str, out_dir: str, finished_only: bool = False) -> list[str]:
-    """Export a project's annotations (see the module docstring); returns the files written."""
-    return Export(Store(directory), finished_only).write(out_dir)
+def export_project(directory: str, out_dir: str, finished_only: bool = False, overwrite: bool = False) -> list[str]:
+    """Export a project's annotations (see the module docstring); returns the files written.
+
+    :param directory: the project directory.
+    :param out_dir: the export's folder: new or empty, or (``overwrite``) an export written before.
+    :param finished_only: export the finished topics, leave out the others.
+    :param overwrite: replace an export written before (a folder holding anything else is refused all the same).
+    """
+    return Export(Store(directory), finished_only).write(out_dir, overwrite)

@@ -119,7 +119,7 @@ def run(args) -> int:
     if args.consensus:
         agreed = consensus(judges, args.consensus, args.ties, source=args.out)
         rows = sorted((qid, docno, grade) for (qid, docno), grade in agreed.labels.items.items())
-        formats.write_qrels(args.out, rows)
+        formats.write_all({args.out: lambda path: formats.write_qrels(path, rows)})
         out["consensus"] = {"method": agreed.method, "ties": agreed.ties, "file": args.out, "items": len(rows),
                             "tied": len(agreed.tied), "left_out": len(agreed.left_out)}
         text += f"\n\nwritten: {args.out}: {agreed.summary()}"

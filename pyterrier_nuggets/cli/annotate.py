@@ -5,7 +5,7 @@
     annotate users DIR passwd NAME [--password-stdin] | assign NAME --topics QID ... | disable NAME | enable NAME
     annotate users DIR list
     annotate serve DIR [DIR ...] [--host 127.0.0.1] [--port 8000] [--secure-cookies] [--forwarded-allow-ips IPS]
-    annotate export DIR --out OUT_DIR [--finished-only]
+    annotate export DIR --out OUT_DIR [--finished-only] [--overwrite]
 """
 from __future__ import annotations
 
@@ -34,6 +34,8 @@ def add_parser(sub) -> None:
     q.add_argument("directory", help="the project directory, e.g. proj/")
     q.add_argument("--out", required=True, help="output directory, e.g. --out out/manual")
     q.add_argument("--finished-only", action="store_true", help="export the finished topics, name the others")
+    from pyterrier_nuggets.cli.options import add_overwrite
+    add_overwrite(q)
     q = cmds.add_parser("users", help="add users, set passwords, assign topics, list", description="Manage a project's users: add one, set a password, assign topics, disable or enable, list. Example: pyterrier-nuggets annotate users proj/ add alice --role annotator --topics t1 t2")
     q.add_argument("directory", help="the project directory, e.g. proj/")
     users = q.add_subparsers(dest="users_command", required=True)
@@ -97,7 +99,7 @@ def _run(annotate, args) -> int:
         return 0
     if cmd == "export":
         exp = annotate.Export(annotate.Store(args.directory), args.finished_only)
-        files = exp.write(args.out)
+        files = exp.write(args.out, args.overwrite)
         if exp.skipped:
             print(f"note: unfinished topics left out: {exp.skipped}", file=sys.stderr)
         print(f"{len(exp.topics)} topics, {len(exp.reports)} answers, {len(exp.nuggets)} nuggets -> {args.out} "

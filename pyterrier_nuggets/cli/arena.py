@@ -288,7 +288,7 @@ def _check_judge_arguments(args):
         if value and os.path.isfile(value):
             inputs[option] = value
     outputs = _outputs(args, judged=True)
-    formats.check_outputs({**outputs, "journal": os.path.join(args.out, JOURNAL)}, inputs)
+    formats.check_outputs({**outputs, "journal": os.path.join(args.out, JOURNAL)}, inputs, appended=["journal"])
     return outputs, output_folder(args, "arena", keep=[JOURNAL], inputs=inputs.values())
 
 

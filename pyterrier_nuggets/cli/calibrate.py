@@ -146,7 +146,7 @@ def run(args) -> int:
                        n_resamples=args.resamples, seed=args.seed,
                        scores=scores)
     if args.write_pairs:
-        formats.write_labelled_pairs(args.write_pairs, pairs)
+        formats.write_all({args.write_pairs: lambda path: formats.write_labelled_pairs(path, pairs)})
     print(json.dumps(result.to_dict(), indent=1) if args.json else result.to_text())
     if args.write_pairs:
         print(f"written: {args.write_pairs}")

@@ -42,6 +42,9 @@ def run(args) -> int:
             from pyterrier_nuggets.cli.errors import UsageError
             raise UsageError("--shard splits LLM work by topic; --sample-only scores files made by hand (no LLM): "
                              "run it unsharded")
+        if args.dry_run:  # the sample's files are scored as they are: no LLM, and a dry run writes nothing
+            print("Dry run: the hand-made sample needs no LLM call.")
+            return 0
         from pyterrier_nuggets.pipeline import run_sample
         tables = []
         output_folder(args, "demo").write_all({}, [lambda stage: tables.append(run_sample(stage))])
@@ -126,8 +129,9 @@ def make_llm(base_url: str | None = None, model: str | None = None, cache: str |
 
 
 def in_temporary_folder(job) -> None:
-    """``job(out_dir, log)`` (the main job) into a temporary folder that is removed, saying nothing: what a dry run
-    plans (:func:`~pyterrier_nuggets.cli.options.plan_first`)."""
+    """``job(folder, log)`` (the main job) in a temporary folder that is removed, saying nothing: what a dry run
+    plans (:func:`~pyterrier_nuggets.cli.options.plan_first`). The job keeps its outputs and the retrieval indexes it
+    builds in that folder: a dry run writes nothing."""
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:
         job(tmp, lambda message: None)
@@ -218,22 +222,17 @@ def run_demo(args) -> int:
     source = nugget_source(args.nuggets, judges, systems, collection, args.max_nuggets)
     llm = _client(args, mode) if llm_needed(judges, source, systems) else None
 
-    def job(out_dir, log, plots=not args.no_plots):  # each run (a dry run's, the real one) with judges of its own
+    # each run (a dry run's, the real one) with judges of its own; a dry run's indexes in its temporary folder
+    def job(out_dir, log, plots=not args.no_plots, index_dir=args.index_dir):
         return run_main_job(collection, systems, out_dir, judges=JUDGES[judges.name](llm, judges.on_failure),
-                            nuggets=source, options=MainJobOptions(args.index_dir, plots, log, args.on_invalid,
+                            nuggets=source, options=MainJobOptions(index_dir, plots, log, args.on_invalid,
                                                                    args.max_failed_share))
 
-    if plan_first(args, llm, lambda: in_temporary_folder(lambda out_dir, log: job(out_dir, log, plots=False)),
+    if plan_first(args, llm, lambda: in_temporary_folder(lambda out_dir, log: job(
+            os.path.join(out_dir, "out"), log, plots=False, index_dir=os.path.join(out_dir, "indexes"))),
                   "the main job"):
         return 0
-    done = []
-
-    def fill(stage):  # the main job into the staging folder; the files named where they end up
-        result = job(stage, lambda m: print(m, flush=True))
-        result.files = [os.path.join(args.out, os.path.relpath(f, stage)) for f in result.files]
-        done.append(result)
-    folder.write_all({}, [fill])
-    result = done[0]
+    result = job(folder, lambda m: print(m, flush=True))  # the main job into --out, all or nothing
     _report(args, result, len(collection.topics), llm)
     return shards.finish(args, "demo", topics, result.failed, llm)
 

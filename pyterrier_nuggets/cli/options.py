@@ -4,7 +4,8 @@
   ``arena``, ``ikat``, ``calibrate``): the same names, defaults and help everywhere (:data:`LLM_COMMANDS`;
   tests/test_cli_options.py holds every such command to it). ``check-endpoint`` takes its endpoint part
   (:func:`add_endpoint_options`).
-- :func:`add_overwrite`: ``--overwrite`` of every command that writes a folder (:mod:`.outputs`).
+- :func:`add_overwrite`: ``--overwrite`` of every command that writes a folder
+  (:class:`~pyterrier_nuggets.formats.folders.OutputFolder`).
 - :func:`llm_client`: the one place where a command's LLM client is made from those options (which model and
   endpoint, the dry run's placeholder key, the cache, limits, retries, Batch API, prices).
 - :func:`plan_first`: the dry run, the budget (``--max-calls``) and the Batch API plan, before any call.
@@ -105,10 +106,11 @@ def add_llm_options(parser) -> None:
 
 
 def add_overwrite(parser) -> None:
-    """``--overwrite``: replace the outputs of an earlier run in ``--out`` (:mod:`.outputs`)."""
+    """``--overwrite``: replace the outputs of an earlier run in ``--out``
+    (:class:`~pyterrier_nuggets.formats.folders.OutputFolder`)."""
     parser.add_argument("--overwrite", action="store_true", help="replace the outputs of an earlier run in the output "
                         "folder as a whole (without it a folder holding them is refused; a response cache in it is "
-                        "kept)")
+                        "kept; a folder holding anything the package did not write is refused all the same)")
 
 
 def step_policy(args) -> str:
@@ -206,10 +208,12 @@ def llm_client(args, mode: str = "endpoint"):
     options of the LLM group (:func:`client_options`). A dry run needs no endpoint: without one, the requests are
     planned as if for the OpenAI API (``--model``, or a placeholder name) with a key that is never sent."""
     from pyterrier_nuggets.cli.shards import cache_path
-    from pyterrier_nuggets.llm import LLMClient, endpoint_configured
+    from pyterrier_nuggets.llm import LLMClient, ResponseCache, default_cache_path, endpoint_configured
     from pyterrier_nuggets.llm.config import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
     options = client_options(args)
     cache = {"cache": path} if (path := cache_path(args)) is not None else {}  # else the client's default
+    if args.dry_run:  # read, never written: a missing cache is an empty one (a dry run writes nothing)
+        cache = {"cache": ResponseCache(path or default_cache_path(), read_only=True)}
     if mode == "embedded":
         return LLMClient(embedded=True, options=options, **cache)
     model, key = args.model, dry_run_key(args)

@@ -17,7 +17,8 @@ def add_parser(sub) -> None:
                    "out/trec out/arena")
     p.add_argument("--out", required=True, metavar="REPORT_FOLDER", help="the report's folder (new or empty), e.g. "
                    "--out out/report; open REPORT_FOLDER/index.html")
-    p.add_argument("--overwrite", action="store_true", help="replace REPORT_FOLDER when it is not empty")
+    from pyterrier_nuggets.cli.options import add_overwrite
+    add_overwrite(p)
     p.add_argument("--answers", action="append", default=[], metavar="FILE", help="an answer file (TREC RAG "
                    "2024/2025/2026) of systems whose answers the folders do not keep (trec-rag without --support, "
                    "arena); repeat for several, e.g. --answers answers.jsonl")

@@ -1,8 +1,8 @@
 """What every reader and writer of :mod:`pyterrier_nuggets.formats` shares: the invalid-label report and its
-policies; output checks and all-or-none writing. The input error that names file, line and field, UTF-8/BOM
-aware line, JSONL and JSON reading, typed field access and topic ids are :mod:`datasets_ext.reading`'s (one
-implementation for the datasets and the package), atomic writing is :func:`datasets_ext.files.atomic_write`;
-both are re-exported here.
+policies. The input error that names file, line and field, UTF-8/BOM aware line, JSONL and JSON reading, typed field
+access and topic ids are :mod:`datasets_ext.reading`'s (one implementation for the datasets and the package), atomic
+writing is :func:`datasets_ext.files.atomic_write`; the output checks and all-or-none writing of output files are
+:mod:`.folders`' (the one rule of what the package may write); all are re-exported here.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import os
 import re
 import warnings
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +29,7 @@ from datasets_ext.reading import (
 )
 from ir_measures_ext.errors import InvalidInput
 from ir_measures_ext.ids import has_whitespace
+from pyterrier_nuggets.formats.folders import check_outputs, write_all
 
 __all__ = ["InputError", "DroppedLabelsWarning", "InvalidLabel", "InvalidLabelReport", "InvalidLabelsError", "POLICIES", "check_policy", "counted",
            "finish_report", "read_lines", "read_jsonl", "read_columns", "load_json", "write_jsonl", "atomic_write", "get_field",
@@ -225,61 +226,3 @@ def check_run_tag(tag: str) -> str:
     if problem:
         raise InvalidInput(problem)
     return tag
-
-
-def check_outputs(outputs: dict[str, str | None], inputs: dict[str, str | None]) -> None:
-    """Refuse before anything is written.
-
-    An output that is also an input or another output (also through a link), a folder, under a file, or not
-    writable is refused. Missing folders are allowed (:func:`write_all` creates them).
-
-    :param outputs: ``{option: path}`` of the outputs (``None``: not written).
-    :param inputs: ``{option: path}`` of the inputs (``None``: not given).
-    """
-    def same(a: str, b: str) -> bool:
-        if os.path.exists(a) and os.path.exists(b):
-            return os.path.samefile(a, b)
-        return os.path.realpath(a) == os.path.realpath(b)
-    seen: dict[str, str] = {}
-    for option, path in outputs.items():
-        if not path:
-            continue
-        for other, given in list(inputs.items()) + list(seen.items()):
-            if given and same(path, given):
-                raise InputError(path, None, option, f"is also {other} ({option} is also an input or another "
-                                 "output; it would be overwritten)", "choose another output path")
-        parent = os.path.dirname(os.path.abspath(path))
-        while not os.path.exists(parent):  # missing folders are created when the outputs are written
-            parent = os.path.dirname(parent)
-        if not os.path.isdir(parent):
-            raise InputError(path, None, option, f"{parent} is a file, not a folder", "choose another path")
-        if not os.access(parent, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
-            raise InputError(path, None, option, "cannot be written (permission denied)", "choose another path")
-        if os.path.isdir(path):
-            raise InputError(path, None, option, "is a folder", "give a file path")
-        seen[option] = path
-
-
-def write_all(writers: dict[str, Callable[[str], object]]) -> list[str]:
-    """Write several outputs all or none.
-
-    Each ``writer(tmp_path)`` writes a temporary file next to its output; only when every writer has succeeded do
-    they all replace their outputs.
-
-    :param writers: ``{output path: writer}``.
-    :returns: the output paths.
-    """
-    staged: dict[str, str] = {}
-    try:
-        for path, writer in writers.items():
-            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-            tmp = os.path.join(os.path.dirname(os.path.abspath(path)), f".{os.path.basename(path)}.{os.getpid()}.part")
-            staged[path] = tmp
-            writer(tmp)
-        for path, tmp in staged.items():
-            os.replace(tmp, path)
-    finally:
-        for tmp in staged.values():
-            if os.path.exists(tmp):
-                os.remove(tmp)
-    return list(writers)

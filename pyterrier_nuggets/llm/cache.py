@@ -11,10 +11,13 @@ cache merge``) folds into one: SQLite on a network file system is not safe (docs
 cache share its answers, not their work: two that ask the same request at the same time both pay for it
 (docs/llm.md, "One cache, several processes").
 
-A cache is checked when it is opened, before any call: it must be a readable, undamaged database
-(``PRAGMA quick_check``) in which a write goes through; otherwise :class:`CacheError` names the file, what is
-wrong and the fix. A write that fails later (a full disk) raises it too, and the client stops calling: an answer
-that cannot be stored is never paid for again and again.
+A cache is checked when it is opened, before any call: a file that is there must be a response cache
+(:data:`SIGNATURE`; the user's own SQLite database or any other file is refused and left as it is:
+:func:`~pyterrier_nuggets.formats.folders.check_database`), readable and undamaged (``PRAGMA quick_check``), and a
+write must go through; otherwise :class:`CacheError` names the file, what is wrong and the fix. A write that fails
+later (a full disk) raises it too, and the client stops calling: an answer that cannot be stored is never paid for
+again and again. A dry run opens its cache read-only (``read_only=True``): a missing one is an empty one, and
+nothing is written (no file, no folder, no ``-wal``/``-shm``).
 """
 from __future__ import annotations
 
@@ -32,9 +35,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ir_measures_ext.errors import InvalidInput
+from pyterrier_nuggets.formats.folders import ForeignDatabase, check_database, read_only_connection
 from pyterrier_nuggets.llm.config import ENV_CACHE
 
 INVALID = "invalid"  # verdict of a response in an exchange that still failed validation after the re-asks
+# the table that makes an SQLite file a response cache, and its columns (any cache, of this version or another)
+SIGNATURE = ("responses", ("key", "request", "response", "created"))
 
 
 class CacheError(InvalidInput):
@@ -50,7 +56,16 @@ class CacheError(InvalidInput):
         self.path, self.error, self.when = str(path), error, when
         text = str(error).strip() or type(error).__name__
         low = text.lower()
-        if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT) or \
+        if isinstance(error, ForeignDatabase):
+            text = error.reason
+            kind = "damaged or not a response cache" if error.damaged else "not a response cache"
+            fix, cli = ("it is left as it is: pass cache= a new file", "it is left as it is: give --llm-cache "
+                        "NEW.sqlite (a new file, or a response cache of pyterrier-nuggets)")
+            if error.damaged:
+                fix, cli = (f"it is left as it is: if it is a damaged cache, move it away (sqlite3 FILE .recover may "
+                            f"save its answers); {x}" for x in ("pass cache= a new file", "give --llm-cache "
+                                                                   "NEW.sqlite"))
+        elif isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT) or \
                 "disk is full" in low or "disk i/o" in low or "too large" in low:
             kind = "full or failing disk"
             fix, cli = ("free space on its disk, or pass cache= a file on another disk",
@@ -108,29 +123,40 @@ class ResponseCache:
     :param fallback: another cache read where this one has no answer (a worker's shard reads the main cache of its
         machine); never written.
     :param home: the main cache this one is a shard of (what a copy of the client in another process is given).
+    :param read_only: only read (a dry run): a missing cache is an empty one; nothing is created or written, also no
+        ``-wal``/``-shm`` file (:func:`~pyterrier_nuggets.formats.folders.read_only_connection`).
     """
 
     def __init__(self, path: str | os.PathLike, *, fallback: str | os.PathLike | None = None,
-                 home: str | os.PathLike | None = None):
+                 home: str | os.PathLike | None = None, read_only: bool = False):
         self.path = Path(path)
         self.home_path = Path(home) if home is not None else self.path
-        self.fallback = ResponseCache(fallback) if fallback is not None else None
+        self.read_only = read_only
+        self.fallback = ResponseCache(fallback, read_only=read_only) if fallback is not None else None
         self._local = threading.local()
         self._writes = _GroupCommit(self._write_responses)
         try:
+            self._tables = check_database(self.path, *SIGNATURE)  # the user's own database is never opened
+            if read_only:
+                if self._tables is not None:
+                    self._check()
+                return
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._open()
-        except (sqlite3.Error, OSError) as e:
+        except (sqlite3.Error, OSError, ForeignDatabase) as e:
             raise CacheError(self.path, e) from None
+
+    def _check(self) -> None:
+        problems = [row[0] for row in self._connection().execute("PRAGMA quick_check(3)")]
+        if problems != ["ok"]:
+            raise sqlite3.DatabaseError("; ".join(problems))
 
     def _open(self) -> None:
         """The check (undamaged: ``quick_check``), then the tables made where missing, in a write that must go through.
 
         The tables are made and an old cache's columns added in one write transaction: processes opening a new or
         old cache at once would otherwise each see a column missing and each add it (the second fails)."""
-        problems = [row[0] for row in self._connection().execute("PRAGMA quick_check(3)")]
-        if problems != ["ok"]:
-            raise sqlite3.DatabaseError("; ".join(problems))
+        self._check()
         with self._transaction() as con:  # a write that goes through (read-only, immutable and broken files fail)
             con.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, request TEXT NOT NULL, "
                         "response TEXT NOT NULL, created REAL NOT NULL, verdict TEXT, error TEXT)")
@@ -150,6 +176,8 @@ class ResponseCache:
 
     def _connection(self) -> sqlite3.Connection:
         con = getattr(self._local, "con", None)
+        if con is None and self.read_only:
+            con = self._local.con = read_only_connection(self.path)
         if con is None:
             con = sqlite3.connect(self.path, timeout=60.0, isolation_level=None, check_same_thread=False)
             con.execute("PRAGMA journal_mode=WAL")
@@ -158,8 +186,17 @@ class ResponseCache:
             self._local.con = con
         return con
 
+    def _has(self, table: str, column: str | None = None) -> bool:
+        """Whether the cache has ``table`` (and its ``column``): always once opened for writing (made or added
+        then); read-only, an older cache may lack the later ones, and a missing cache has none."""
+        if not self.read_only:
+            return True
+        return self._tables is not None and table in self._tables and (column is None or column in self._tables[table])
+
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
+        if self.read_only:
+            raise sqlite3.OperationalError("attempt to write a cache opened read-only (a dry run writes nothing)")
         con = self._connection()
         con.execute("BEGIN IMMEDIATE")
         try:
@@ -175,13 +212,19 @@ class ResponseCache:
 
     def lookup(self, key: str) -> tuple[dict, str | None] | None:
         """The response stored for ``key`` and its verdict (None, or :data:`INVALID`)."""
-        row = self._connection().execute("SELECT response, verdict FROM responses WHERE key = ?", (key,)).fetchone()
+        row = None
+        if self._has("responses"):
+            verdict = "verdict" if self._has("responses", "verdict") else "NULL"
+            row = self._connection().execute(f"SELECT response, {verdict} FROM responses WHERE key = ?",
+                                             (key,)).fetchone()
         if row is None:
             return self.fallback.lookup(key) if self.fallback is not None else None
         return json.loads(row[0]), row[1]
 
     def request(self, key: str) -> dict | None:
         """The request stored for ``key`` (model, messages and parameters), for inspection."""
+        if not self._has("responses"):
+            return None
         row = self._connection().execute("SELECT request FROM responses WHERE key = ?", (key,)).fetchone()
         return None if row is None else json.loads(row[0])
 
@@ -217,12 +260,16 @@ class ResponseCache:
 
     def invalid(self) -> list[dict]:
         """The responses marked invalid (``key, request, response, error``), for inspection."""
+        if not self._has("responses", "verdict"):
+            return []
         rows = self._connection().execute(
             "SELECT key, request, response, error FROM responses WHERE verdict = ? ORDER BY created", (INVALID,))
         return [{"key": k, "request": json.loads(q), "response": json.loads(r), "error": e} for k, q, r, e in rows]
 
     def rejected(self) -> list[dict]:
         """Earlier answers that a fresh call replaced (``key, request, response, error``), oldest first."""
+        if not self._has("rejected"):
+            return []
         rows = self._connection().execute("SELECT key, request, response, error FROM rejected ORDER BY replaced")
         return [{"key": k, "request": json.loads(q), "response": json.loads(r), "error": e} for k, q, r, e in rows]
 
@@ -236,6 +283,8 @@ class ResponseCache:
 
     def open_batches(self, endpoint: str) -> list[tuple[str, dict[str, dict]]]:
         """Submitted batches whose results are not collected yet: (id, requests by key), oldest first."""
+        if not self._has("batches"):
+            return []
         rows = self._connection().execute("SELECT id, requests FROM batches WHERE endpoint = ? AND status = ? "
                                           "ORDER BY created", (endpoint, "submitted"))
         return [(i, json.loads(r)) for i, r in rows]
@@ -243,6 +292,8 @@ class ResponseCache:
     def learned_limit(self, endpoint: str) -> tuple[int, bool] | None:
         """What an earlier run learned of ``endpoint`` (its address and model): the requests in flight that went
         through, and whether more were pushed back (the adaptive limit starts there)."""
+        if not self._has("limits"):
+            return None
         row = self._connection().execute("SELECT level, pushed_back FROM limits WHERE endpoint = ?",
                                          (endpoint,)).fetchone()
         return None if row is None else (int(row[0]), bool(row[1]))
@@ -259,10 +310,12 @@ class ResponseCache:
             con.execute("UPDATE batches SET status = ? WHERE id = ?", (status, batch_id))
 
     def __len__(self) -> int:
+        if not self._has("responses"):
+            return 0
         return self._connection().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 
     def __repr__(self) -> str:
-        return f"ResponseCache({str(self.path)!r})"
+        return f"ResponseCache({str(self.path)!r}" + (", read_only=True)" if self.read_only else ")")
 
 
 class _Batch:
@@ -399,16 +452,15 @@ def merge_caches(target: str | os.PathLike, sources: Sequence[str | os.PathLike]
 
 
 def _read_only(path: str | os.PathLike) -> sqlite3.Connection:
-    """A read-only connection to a cache file that is checked to be one."""
+    """A read-only connection to a cache file that is checked to be one (nothing written beside it)."""
     try:
-        con = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True)
-        columns = {row[1] for row in con.execute("PRAGMA table_info(responses)")}
-    except sqlite3.DatabaseError as e:
-        raise InvalidInput(f"{path}: not a response cache of pyterrier-nuggets ({e})") from None
-    if not {"key", "request", "response", "created"} <= columns:
-        con.close()
+        tables = check_database(path, *SIGNATURE)
+    except ForeignDatabase as e:
+        raise InvalidInput(f"{path}: not a response cache of pyterrier-nuggets ({e.reason}); it is left as it is") \
+            from None
+    if tables is None:
         raise InvalidInput(f"{path}: not a response cache of pyterrier-nuggets (no responses table)")
-    return con
+    return read_only_connection(path)
 
 
 def _merge_one(con: sqlite3.Connection, source: sqlite3.Connection, report: MergeReport) -> None:

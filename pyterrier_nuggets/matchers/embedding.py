@@ -18,6 +18,7 @@ measured agreement for table headers; the default threshold :data:`DEFAULT_THRES
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import importlib.util
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ir_measures_ext.errors import InvalidInput, SetupError
+from pyterrier_nuggets.formats.folders import ForeignDatabase, check_database
 from pyterrier_nuggets.matchers.base import Match, Matcher, Pair
 
 _ENCODERS: dict[tuple[str, str | None], object] = {}  # the encoders loaded in this process, by model and device
@@ -106,14 +108,18 @@ def split_sentences(text: str) -> list[str]:
 
 class VectorCache:
     """Sentence vectors kept across runs (SQLite, one file), by SHA-256 of the model's name and the text: a
-    re-run of the same texts loads no encoder. The vectors are those the encoder gave (float32)."""
+    re-run of the same texts loads no encoder. The vectors are those the encoder gave (float32). The file is made
+    when the first vectors are kept (a run that computes none, a dry run, writes nothing); an existing file that is
+    not a vector cache (the user's own database) is refused and left as it is."""
 
     def __init__(self, path: str | os.PathLike, model: str):
         self.path = Path(path)
         self.model = model
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with sqlite3.connect(self.path) as con:
-            con.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
+        try:
+            check_database(self.path, "vectors", ("key", "vector"))
+        except ForeignDatabase as e:
+            raise InvalidInput(f"{self.path}: not a vector cache of pyterrier-nuggets ({e.reason}); it is left as it "
+                               "is: give a new file, or a vector cache") from None
 
     def _key(self, text: str) -> str:
         return hashlib.sha256(f"{self.model}\0{text}".encode()).hexdigest()
@@ -121,8 +127,12 @@ class VectorCache:
     def get(self, texts: Sequence[str]) -> dict:
         import numpy as np
         keys = {self._key(t): t for t in texts}
-        out = {}
-        with sqlite3.connect(self.path) as con:
+        out: dict = {}
+        if not self.path.exists():
+            return out
+        with contextlib.closing(sqlite3.connect(self.path)) as con:  # a rollback-journal file: reading makes none
+            if not con.execute("SELECT 1 FROM sqlite_master WHERE name = 'vectors'").fetchone():
+                return out
             items = list(keys)
             for start in range(0, len(items), 500):
                 chunk = items[start:start + 500]
@@ -133,7 +143,11 @@ class VectorCache:
     def put(self, items) -> None:
         import numpy as np
         rows = [(self._key(t), np.asarray(v, dtype=np.float32).tobytes()) for t, v in items]
-        with sqlite3.connect(self.path) as con:
+        if not rows:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.closing(sqlite3.connect(self.path)) as con, con:
+            con.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
             con.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)", rows)
 
 

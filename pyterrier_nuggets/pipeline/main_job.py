@@ -24,8 +24,6 @@ generators made it (:attr:`JointTable.provenance`).
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -38,10 +36,10 @@ import pyterrier as pt
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets import formats
 from pyterrier_nuggets.evaluation import ANSWER_MEASURES, JointTable, System, evaluate_answers, joint_table
-from pyterrier_nuggets.evaluation.table import TABLE_SUFFIXES
+from pyterrier_nuggets.formats.folders import OutputFolder
 from pyterrier_nuggets.judges.failures import MAX_FAILED_SHARE, check_failed_share
 from pyterrier_nuggets.llm import LLMClient
-from pyterrier_nuggets.pipeline.arena import ARENA_FILES, arena_step, write_arena
+from pyterrier_nuggets.pipeline.arena import arena_step, write_arena
 from pyterrier_nuggets.pipeline.collections import Collection
 from pyterrier_nuggets.pipeline.judges import Judges, as_judges
 from pyterrier_nuggets.pipeline.nuggets import JobNuggets, NuggetSource, nugget_source
@@ -106,12 +104,15 @@ class MainJobOptions:
         or, with ``"drop"``, read without those nuggets, which the notes report.
     :param max_failed_share: when more than this share of a stage's items failed, the job stops with
         :class:`~pyterrier_nuggets.judges.failures.TooManyFailures` instead of making a table.
+    :param overwrite: replace the outputs of an earlier run in the output folder (a folder holding anything else
+        is refused all the same: :class:`~pyterrier_nuggets.formats.folders.OutputFolder`).
     """
     index_dir: str | os.PathLike | None = None
     plots: bool = True
     log: Callable[[str], None] = print
     on_invalid: str = "refuse"
     max_failed_share: float = MAX_FAILED_SHARE
+    overwrite: bool = False
 
 
 def evaluation_condition(nuggets: NuggetSource, systems: Sequence[SystemSpec], judges: Judges) -> str:
@@ -397,18 +398,20 @@ def _ordering_note(table: JointTable) -> list[str]:
             f"({len(table.means)} systems, p = {result.pvalue:.3g})"]
 
 
-def run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir: str, *,
+def run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir: str | OutputFolder, *,
                  judges: Judges | str = "llm", nuggets: NuggetSource | str | None = None,
                  options: MainJobOptions | None = None) -> MainJobResult:
     """Evaluate ``systems`` on ``collection`` end to end and write everything to ``out_dir``.
 
     Per system the segments run, answers, assignments, support judgments and evaluation run; the nuggets and their
-    qrels; the joint table (``joint_table.csv/.md/.tex/.perquery.csv``) and the plots. All of them or none: the job
-    runs in a staging folder inside ``out_dir`` and its files are moved into place at the end.
+    qrels; the joint table (``joint_table.csv/.md/.tex/.perquery.csv``) and the plots. All of them or none, by the
+    rule of every output folder (:class:`~pyterrier_nuggets.formats.folders.OutputFolder`): the job runs in a staging
+    folder beside ``out_dir``, which then takes its place.
 
     :param collection: the collection (:func:`sample_collection`, :func:`dataset_collection`).
     :param systems: the systems (:func:`build_systems`).
-    :param out_dir: the folder of the outputs.
+    :param out_dir: the folder of the outputs: new or empty, or (``options.overwrite``) the outputs of an earlier
+        run; or an :class:`~pyterrier_nuggets.formats.folders.OutputFolder` (a command's, checked).
     :param judges: who writes and judges the answers: :class:`~.judges.LLMJudges` (``"llm"``, the default: the
         AutoNuggetizer's LLM steps and the LLM support judge, on its client, by default ``LLMClient()``, the
         configured endpoint, made only when a step needs it; none configured is refused) or
@@ -434,40 +437,36 @@ def run_main_job(collection: Collection, systems: Sequence[SystemSpec], out_dir:
     judges = as_judges(judges)
     source = nugget_source(nuggets, judges, systems, collection)
     start = time.time()
-    os.makedirs(out_dir, exist_ok=True)
-    _check_inputs_outside(out_dir, systems, source)
-    stage = tempfile.mkdtemp(prefix=".partial-", dir=out_dir)  # all outputs or none: moved at the end
-    try:
-        result = MainJob(collection, systems, stage, judges, source, options or MainJobOptions()).run()
-        final = []
-        for path in result.files:
-            target = os.path.join(out_dir, os.path.basename(path))
-            os.replace(path, target)
-            final.append(target)
-        result.files = final
-        result.seconds = time.time() - start
-        return result
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
+    options = options or MainJobOptions()
+    folder = out_dir if isinstance(out_dir, OutputFolder) else OutputFolder(out_dir, "run_main_job",
+                                                                            overwrite=options.overwrite, option="out_dir")
+    _check_inputs_outside(folder.path, systems, source)
+    folder.check()
+    done = []
 
-
-OUTPUT_NAMES = ("nuggets.jsonl", "nuggets.qrels", *ARENA_FILES, *(f"joint_table{s}" for s in TABLE_SUFFIXES))
-SYSTEM_OUTPUT_SUFFIXES = (".segments.run", ".answers.jsonl", ".assignments.jsonl", ".support.jsonl", ".eval.run")
+    def fill(stage: str) -> None:  # the job in the staging folder; its files named where they end up
+        result = MainJob(collection, systems, stage, judges, source, options).run()
+        result.files = [os.path.join(folder.shown, os.path.relpath(f, stage)) for f in result.files]
+        done.append(result)
+    folder.write_all({}, [fill])
+    result = done[0]
+    result.seconds = time.time() - start
+    return result
 
 
 def _check_inputs_outside(out_dir: str, systems: Sequence[SystemSpec], nuggets: NuggetSource) -> None:
-    """An input file that the job would write over is refused before anything runs."""
-    names = set(OUTPUT_NAMES) | {s.name + suffix for s in systems for suffix in SYSTEM_OUTPUT_SUFFIXES}
+    """An input file inside the output folder (which the job replaces as a whole) is refused before anything runs."""
     inputs = {nuggets.option: nuggets.path} if nuggets.option else {}
     for s in systems:
         inputs |= {f"--run {s.name}": s.run, f"--answers {s.name}": s.answers,
                    f"--assignments {s.name}": s.assignments}
+    out = os.path.realpath(out_dir)
     for option, path in inputs.items():
         if not path:
             continue
         if not os.path.isfile(path):
             raise formats.InputError(path, None, option, "no such file")
-        here = os.path.dirname(os.path.realpath(path)) == os.path.realpath(out_dir)
-        if here and (os.path.basename(path) in names or path.endswith((".png", ".pdf", ".svg"))):
-            raise formats.InputError(path, None, option, f"is in the output folder {out_dir} under a name the job "
-                                     "writes; an output never replaces an input", "choose another --out folder")
+        if os.path.commonpath([out, os.path.realpath(path)]) == out:
+            raise formats.InputError(path, None, option, f"is in the output folder {out_dir}, which the job "
+                                     "replaces as a whole; an output never replaces an input",
+                                     "choose another output folder")

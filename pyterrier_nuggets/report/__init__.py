@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pyterrier_nuggets.report.folders import read_folder, read_texts
-from pyterrier_nuggets.report.pages import merge, write_report
+from pyterrier_nuggets.report.pages import merge, report_folder, write_report
 
 
 def build_report(folders: Sequence[str], out: str, *, answers: Sequence[str] = (), collection: str | None = None,
@@ -23,7 +23,8 @@ def build_report(folders: Sequence[str], out: str, *, answers: Sequence[str] = (
     """Read output folders and write their report, all or none.
 
     :param folders: output folders of the package's commands (at most one with scores).
-    :param out: the report folder (new or empty; ``overwrite`` replaces one).
+    :param out: the report folder (new or empty; ``overwrite`` replaces a report written before, never a folder
+        holding anything else).
     :param answers: answer files of the systems whose answers the folders do not keep (``trec-rag``, ``arena``).
     :param collection: a collection folder (``docs.jsonl``, ``segments.qrels``, ``topics.tsv``; e.g. the shipped
         sample) for segment texts, relevance grades and topic texts.
@@ -33,7 +34,7 @@ def build_report(folders: Sequence[str], out: str, *, answers: Sequence[str] = (
     :param title: the report's title (default: what the folders are).
     :param baseline: the system the report's own paired tests are against, for scores that state none (default:
         the first).
-    :param overwrite: replace a non-empty ``out``.
+    :param overwrite: replace a report written before in ``out``.
     :returns: the files written.
 
     Examples::
@@ -43,10 +44,11 @@ def build_report(folders: Sequence[str], out: str, *, answers: Sequence[str] = (
 
         build_report(["out/demo"], "out/report", collection=SAMPLE_COLLECTION)   # open out/report/index.html
     """
+    inputs = list(folders) + [p for p in (collection, docs, segment_qrels, *answers) if p]
+    report_folder(out, inputs, overwrite)  # refused before anything is read
     read = [read_folder(f) for f in folders]
     texts = read_texts(collection, dataset, docs, segment_qrels, answers)
     report = merge(read, texts, title, baseline)
-    inputs = list(folders) + [p for p in (collection, docs, segment_qrels, *answers) if p]
     return write_report(report, out, inputs, overwrite)
 
 

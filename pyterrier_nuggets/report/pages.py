@@ -23,8 +23,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -38,6 +36,7 @@ from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.evaluation.calibration import natural_key
 from pyterrier_nuggets.evaluation.table import arena_interval_text, arena_note, paired_pvalues
 from pyterrier_nuggets.formats import LeaderboardRow, shown_label, shown_path
+from pyterrier_nuggets.formats.folders import OutputFolder
 from pyterrier_nuggets.report.folders import Folder, Scores, Texts, segment_texts, support_label
 
 ASSETS = ("report.js", "report.css")
@@ -384,13 +383,14 @@ def leaderboard_rows(report: Report) -> list[dict]:
     return rows
 
 
-def write_report(report: Report, out: str, inputs: Sequence[str], overwrite: bool = False) -> list[str]:
-    """Write the report into the folder ``out``, all or none: into a new folder beside it, then moved into place.
+def report_folder(out: str, inputs: Sequence[str], overwrite: bool = False) -> OutputFolder:
+    """The report folder ``out``, checked before anything is read (the rule of every output folder:
+    :class:`~pyterrier_nuggets.formats.folders.OutputFolder`): new, empty, or (``overwrite``) a report written
+    before; never an input, inside one or holding one.
 
-    :param report: the report (:func:`merge`).
-    :param out: the report folder: new, empty, or (``overwrite``) a report folder written before.
-    :param inputs: the input folders and files (``out`` may be none of them, inside one, or hold one).
-    :param overwrite: replace an existing non-empty ``out``.
+    :param out: the report folder.
+    :param inputs: the input folders and files.
+    :param overwrite: replace a report written before.
     """
     target = os.path.abspath(out)
     for given in inputs:
@@ -398,29 +398,27 @@ def write_report(report: Report, out: str, inputs: Sequence[str], overwrite: boo
         if target == source or source.startswith(target + os.sep) or target.startswith(source + os.sep):
             raise InvalidInput(f"--out {out}: the report would be written over or inside the input {given}: choose a "
                                "folder outside the inputs (an output never replaces an input)")
-    if os.path.exists(target) and not os.path.isdir(target):
-        raise InvalidInput(f"--out {out}: is a file; give a folder")
-    if os.path.isdir(target) and os.listdir(target) and not overwrite:
-        raise InvalidInput(f"--out {out}: the folder is not empty; give a new folder, or --overwrite to replace it")
-    parent = os.path.dirname(target)
-    os.makedirs(parent, exist_ok=True)
+    folder = OutputFolder(out, "report", overwrite=overwrite)
+    folder.check()
+    return folder
+
+
+def write_report(report: Report, out: str, inputs: Sequence[str], overwrite: bool = False) -> list[str]:
+    """Write the report into the folder ``out``, all or none (:func:`report_folder`): into a staging folder beside
+    it, then put in its place.
+
+    :param report: the report (:func:`merge`).
+    :param out: the report folder: new, empty, or (``overwrite``) a report folder written before.
+    :param inputs: the input folders and files (``out`` may be none of them, inside one, or hold one).
+    :param overwrite: replace a report written before (a folder holding anything else is refused all the same).
+    """
+    folder = report_folder(out, inputs, overwrite)
     files = render(report)
-    staging = tempfile.mkdtemp(prefix=".report-", dir=parent)
-    try:
-        for name, text in files.items():
-            path = os.path.join(staging, name)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
+
+    def writer(text: str):
+        def write(path: str) -> None:
             with open(path, "w", encoding="utf-8", newline="\n") as f:
                 f.write(text)
-        old = None
-        if os.path.isdir(target):
-            old = tempfile.mkdtemp(prefix=".report-old-", dir=parent)
-            os.rmdir(old)
-            os.rename(target, old)
-        os.rename(staging, target)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+        return write
+    folder.write_all({os.path.join(out, name): writer(text) for name, text in sorted(files.items())})
     return [os.path.join(out, name) for name in sorted(files)]
