@@ -367,9 +367,12 @@ def _writers(out_files: dict[str, str], job: _Job, qrels, rows_by_run: dict, tab
     import pandas as pd
 
     from pyterrier_nuggets import formats
+    from pyterrier_nuggets.formats.files import write_tsv
     scores_tsv = pd.concat([table, means[["run", "qid", "measure", "value"]]], ignore_index=True)
+    rows = [(run, qid, measure, f"{value:.10g}") for run, qid, measure, value in
+            zip(scores_tsv["run"], scores_tsv["qid"], scores_tsv["measure"], scores_tsv["value"])]
     writers = {out_files["qrels"]: lambda p: formats.write_qrels(p, qrels.itertuples(index=False)),
-               out_files["scores"]: lambda p: scores_tsv.to_csv(p, sep="\t", index=False, float_format="%.10g")}
+               out_files["scores"]: lambda p: write_tsv(p, ("run", "qid", "measure", "value"), rows)}
     if "metric rows" in out_files:
         writers[out_files["metric rows"]] = lambda p: _write_lines(p, support_metric_rows(table))
     for run_id in job.runs:
