@@ -341,3 +341,25 @@ def test_a_run_tag_with_a_quote_is_one_system(tmp_path, capsys):
     read = folders.read_folder(str(folder))
     assert list(read.scores.means.index) == ['x"y', "B"] and read.systems() == ['x"y', "B"]
     assert ('x"y', "t0") in read.answers and ('x"y', "t0") in read.assigned
+
+
+def test_a_score_file_the_outputs_manifest_names_is_missing_is_refused(many, tmp_path, capsys):
+    """The folder's outputs manifest names scores.tsv and it is gone: refused for that, not read as a folder
+    without scores."""
+    folder = _copy(many[0], tmp_path)
+    (folder / "scores.tsv").unlink()
+    assert cli.main(["report", str(folder), "--out", str(tmp_path / "report")]) == 2
+    err = capsys.readouterr().err
+    assert ".pyterrier-nuggets-outputs.json: field 'files': names scores.tsv, which is not in" in err, err
+
+
+def test_battles_deleted_from_an_arena_folder_are_said(tmp_path, capsys):
+    from pyterrier_nuggets.testing import TestEndpoint
+    from tests.report_folders import trec_rag_folders
+    with TestEndpoint() as server:
+        _, arena, _ = trec_rag_folders(tmp_path, server.base_url)
+    (arena / "battles.jsonl").unlink()
+    capsys.readouterr()
+    assert cli.main(["report", str(arena), "--out", str(tmp_path / "report")]) == 0
+    err = capsys.readouterr().err
+    assert "lacks battles.jsonl, which its command wrote there" in err and "judged elsewhere" not in err, err

@@ -47,7 +47,9 @@ from pyterrier_nuggets.formats import (
     TurnMatches,
     shown_path,
 )
-from pyterrier_nuggets.formats.files import read_tsv
+from pyterrier_nuggets.formats.files import RUN_FILE_SUFFIXES, read_tsv
+from pyterrier_nuggets.formats.folders import MANIFEST as OUTPUTS_MANIFEST
+from pyterrier_nuggets.formats.folders import OutputFolder
 from pyterrier_nuggets.formats.shard_io import MANIFEST, Manifest, read_manifest
 from pyterrier_nuggets.records import Answer, Battle, RubricVerdict, SupportJudgment
 
@@ -154,6 +156,7 @@ def read_folder(path: str) -> Folder:
         raise InvalidInput(f"{path}: not a folder; give an output folder of demo, trec-rag, arena, ikat, table --out "
                            "or annotate export")
     folder = Folder(path)
+    lost = _lost_outputs(path)
     if os.path.isfile(os.path.join(path, MANIFEST)):
         folder.shard = read_manifest(path)
     _scores(folder)
@@ -171,6 +174,7 @@ def read_folder(path: str) -> Folder:
                            "command wrote (docs/report.md)")
     _trec_rag_files(folder)
     _shard(folder)
+    _note_lost(folder, lost)
     for note in folder.notes:
         warnings.warn(note, IncompleteFolderWarning, stacklevel=2)
     return folder
@@ -400,6 +404,41 @@ def _trec_rag_files(folder: Folder) -> None:
                                 "copied; the same trec-rag command with --overwrite writes them again)")
 
 
+def _lost_outputs(path: str) -> list[str]:
+    """The files the folder's outputs manifest (:data:`~pyterrier_nuggets.formats.folders.MANIFEST`, written by the
+    command with its outputs) names and the folder no longer holds. A lost score file (``scores.tsv``, a table's
+    ``.csv`` / ``.perquery.csv``, ``leaderboard.csv``) is refused: the report would show the folder without its
+    scores, as if it had none."""
+    folder = OutputFolder(path, "report")
+    named = folder.manifest_files()
+    lost = [f for f in named if not os.path.isfile(os.path.join(path, f))]
+    scores = [f for f in lost if f in ("scores.tsv", "leaderboard.csv") or f.endswith(".perquery.csv")
+              or f.endswith(".csv") and f[:-len(".csv")] + ".perquery.csv" in named]
+    if scores:
+        raise InputError(os.path.join(path, OUTPUTS_MANIFEST), None, "files", f"names {', '.join(scores)}, which "
+                         f"{'is' if len(scores) == 1 else 'are'} not in {shown_path(path)}: the scores of the run are "
+                         "gone (deleted, or the folder copied in part)", "copy the whole folder, or run the command "
+                         "again")
+    return lost
+
+
+def _note_lost(folder: Folder, lost: list[str]) -> None:
+    """The files the outputs manifest names and the folder lacks, each by the system it is of (``RUN.SUFFIX``), in a
+    note; those :func:`_trec_rag_files` named already are not named twice."""
+    said = {m.split(" ")[0] for ms in folder.missing.values() for m in ms}
+    unsaid = [f for f in lost if os.path.basename(f) not in said]
+    if not unsaid:
+        return
+    for f in unsaid:
+        suffix = next((s for s in RUN_FILE_SUFFIXES if f.endswith(s)), None)
+        if suffix is not None:
+            folder.missing.setdefault(os.path.basename(f)[:-len(suffix)], []).append(f)
+    folder.notes.append(f"{shown_path(folder.path)} lacks {', '.join(unsaid)}, which its command wrote there (its "
+                        f"outputs manifest names {'it' if len(unsaid) == 1 else 'them'}): what "
+                        f"{'it holds' if len(unsaid) == 1 else 'they hold'} is not shown (deleted, or the folder "
+                        "copied in part)")
+
+
 def _shard(folder: Folder) -> None:
     """A folder of a ``--shard I/N`` run: its scores must be of its own topics; the report says it is a shard."""
     m = folder.shard
@@ -436,8 +475,9 @@ def _arena(folder: Folder) -> None:
     if os.path.isfile(board):
         folder.leaderboard = formats.read_leaderboard(board)
         folder.files.append(board)
-        if not folder.battles:
-            folder.notes.append(_battles_elsewhere(path))
+        elsewhere = _battles_elsewhere(path)
+        if not folder.battles and elsewhere:
+            folder.notes.append(elsewhere)
     if (folder.battles or folder.leaderboard) and "main job" not in folder.kinds:
         folder.kinds.append("arena")
     judges = sorted({b.judge for b in folder.battles if b.judge} | {r.judge for r in folder.leaderboard if r.judge})
@@ -445,20 +485,21 @@ def _arena(folder: Folder) -> None:
         folder.labels["arena"] = "; ".join(judges)
 
 
-def _battles_elsewhere(path: str) -> str:
-    """The note of a leaderboard whose battles the folder does not hold (``arena --battles FILE``, which rates
-    battles judged elsewhere and keeps them where they are; its ``arena.json`` names them)."""
-    named: list[str] = []
+def _battles_elsewhere(path: str) -> str | None:
+    """The note of a leaderboard of battles judged elsewhere (``arena --battles FILE``, which rates battles kept where
+    they are: its ``arena.json`` names them), or None for a leaderboard of battles the folder's arena judged."""
     summary = os.path.join(path, "arena.json")
-    if os.path.isfile(summary):
-        settings = formats.load_json(summary, dict, "an arena summary").get("settings")
-        if isinstance(settings, dict) and isinstance(settings.get("battles"), list):
-            named = [str(b) for b in settings["battles"]]
-    source = f" (arena --battles {' '.join(named)})" if named else ""
-    return (f"{shown_path(path)} holds a leaderboard of battles judged elsewhere{source}: the battles themselves, and "
-            f"so their topics and answers, are not in it; the report shows the ratings only. For the battles, report "
-            f"the folder of the arena or main job that judged them{', or copy ' + ' '.join(named) if named else ''}"
-            f"{' into it as battles.jsonl' if len(named) == 1 else ''}")
+    if not os.path.isfile(summary):
+        return None
+    settings = formats.load_json(summary, dict, "an arena summary").get("settings")
+    named = settings.get("battles") if isinstance(settings, dict) else None
+    if not isinstance(named, list) or not named:
+        return None
+    named = [str(b) for b in named]
+    return (f"{shown_path(path)} holds the leaderboard of battles judged elsewhere (arena --battles {' '.join(named)}): "
+            "the battles themselves, and so their topics and answers, are not in it; the report shows the ratings "
+            "only. For the battles, report the folder of the arena or main job that judged them"
+            + (f", or copy {named[0]} into this folder as battles.jsonl" if len(named) == 1 else ""))
 
 
 # --------------------------------------------------------------------------------------------------- iKAT
