@@ -3,6 +3,8 @@
 
 - :class:`InvalidInput`: a file, an option or an argument that cannot be used (what was wrong, where, what to
   do). A ``ValueError``, so ``except ValueError`` still catches it.
+- :class:`RowError`: an :class:`InvalidInput` about one row of a run or qrels (it keeps the row, for a caller that
+  knows the file and line).
 - :class:`SetupError`: something this machine lacks (a package, a model, a licensed file, a download).
 
 The command line prints these (and OS errors such as a missing file) as one line with exit code 2; any other
@@ -21,6 +23,24 @@ class InvalidInput(ValueError):
 
     def for_command_line(self) -> str:
         return self.cli or str(self)
+
+
+class RowError(InvalidInput):
+    """An :class:`InvalidInput` about one row of a run or of qrels, as the measures read them (rows, not files: the
+    plain ``ir_measures`` command line and pt.Experiment hand over rows). It keeps the row, so that a caller that
+    read the rows from a file names the file, the line and the field (``pyterrier-nuggets table``).
+
+    :param source: ``"run"`` or ``"nugget qrels"``.
+    :param qid: the row's topic.
+    :param doc_id: the row's id (nugget, citation, ...).
+    :param field_name: the field that is wrong: ``docno`` or ``score`` of a run row, ``nugget_id`` or ``relevance`` of
+        a qrels row.
+    :param problem: what is wrong with it.
+    """
+
+    def __init__(self, source: str, qid: str, doc_id: str, field_name: str, problem: str):
+        self.source, self.qid, self.doc_id, self.field, self.problem = source, qid, doc_id, field_name, problem
+        super().__init__(f"{source} row {qid} {doc_id}: {problem}")
 
 
 class SetupError(RuntimeError):

@@ -62,6 +62,19 @@ def number(accept, requirement: str):
     return parse
 
 
+def run_tag(text: str) -> str:
+    """An argparse type: a run tag (one field of a TREC run, and the name of the run's files; the one rule is
+    ``formats.run_tag_problem``)."""
+    from pyterrier_nuggets.formats.files import run_tag_problem
+    problem = run_tag_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return text
+
+
+run_tag.__name__ = "run tag"
+
+
 probability = number(lambda v: 0 < v < 1, "between 0 and 1 (e.g. 0.05)")  # a significance or confidence level
 positive_number = number(lambda v: v > 0, "a number above 0")  # a rate, a number of seconds
 non_negative_number = number(lambda v: v >= 0, "a number of 0 or more")  # a delay that may be none

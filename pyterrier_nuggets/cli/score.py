@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 
 from pyterrier_nuggets.cli.errors import ON_INVALID
+from pyterrier_nuggets.cli.paths import nonempty
 
 
 def add_parser(sub) -> None:
@@ -18,6 +19,7 @@ def run(args) -> int:
     from pyterrier_nuggets.evaluation import score_assignments
     from pyterrier_nuggets.formats.files import tsv_line
     data = formats.read_assignments(args.assignments, on_invalid=args.on_invalid)
+    nonempty(args.assignments, data.answers, "assigned answer")
     for name in sorted({a.run_id for a in data.answers}):
         scores = score_assignments([a for a in data.answers if a.run_id == name])
         measures = [c for c in scores.columns if c != "qid"]
