@@ -963,7 +963,7 @@ def cases() -> list[Case]:
 
     # ---- test-endpoint: every option refused where it enters (one line, exit 2), never a traceback
     add("test endpoint options",
-        *(Case(f"test-endpoint {' '.join(argv)}", "cli", ["test-endpoint", *argv], nothing, message)
+        *(Case(f"test-endpoint {' '.join(argv)}", "python", _parsed(["test-endpoint", *argv]), nothing, message)
           for argv, message in [
               (["--port", "99999"], r"--port: .*99999 is not a port: ports are 0 to 65535"),
               (["--port", "-1"], r"--port: .*must be 0 or more"),
@@ -984,6 +984,21 @@ def cases() -> list[Case]:
 def edit_copy(name: str, copy: str, fn: Callable[[str], str]) -> Callable[[Path], None]:
     """Write ``copy``: the project's file ``name`` changed by ``fn`` (``name`` stays as it is)."""
     return lambda d: (d / copy).write_text(fn((d / name).read_text()))
+
+
+def _parsed(argv: list[str]):
+    """The command line ``argv`` parsed only (an accepted ``test-endpoint`` would serve until interrupted): a refusal
+    is argparse's exit code 2 with one line, raised as a ValueError of that line."""
+    def call(d: Path):
+        from pyterrier_nuggets.cli import build_parser
+        err = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(err):
+                build_parser().parse_args(argv)
+        except SystemExit as e:
+            assert e.code == 2 and "Traceback" not in err.getvalue(), err.getvalue()
+            raise ValueError(err.getvalue().strip().splitlines()[-1]) from None
+    return call
 
 
 def _test_endpoint(**options):
