@@ -35,7 +35,7 @@ def nugget_file(path: str, on_invalid: str):
     from pyterrier_nuggets import formats
     nuggets = formats.read_nuggets(path, on_invalid=on_invalid)
     nonempty(path, nuggets.nuggets, "nugget", "every topic's list is empty" + (
-        ", or its nuggets were dropped (--on-invalid drop)" if nuggets.invalid else ""))
+        ", or its nuggets were dropped as invalid" if nuggets.invalid else ""))
     return nuggets
 
 

@@ -19,19 +19,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from typing import TYPE_CHECKING
 
 from pyterrier_nuggets.cli.errors import UsageError
-from pyterrier_nuggets.formats.shard_io import (  # noqa: F401  (the manifest's names, also cli.shards.NAME)
-    FORMAT,
-    MANIFEST,
-    RULE,
-    VERSION,
-    Manifest,
-    Shard,
-    read_manifest,
-    shard_of,
-    write_manifest,
-)
+from pyterrier_nuggets.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from pyterrier_nuggets.formats.shard_io import Manifest, Shard
+
+# the manifest's format and the split of the topics are formats.shard_io's, also cli.shards.NAME; imported on first
+# use (building the parser, --help, imports no file format)
+__getattr__, __dir__ = lazy_exports(__name__, globals(), {name: "pyterrier_nuggets.formats.shard_io" for name in (
+    "FORMAT", "MANIFEST", "RULE", "VERSION", "Manifest", "Shard", "read_manifest", "shard_of", "write_manifest")})
 
 SHARD_CACHE = "llm-cache.sqlite"  # a shard's response cache in its --out unless --llm-cache names one
 # what is not an option of the run itself: the shard, where it writes and keeps its caches and indexes (a shard may
@@ -42,6 +41,7 @@ NOT_OPTIONS = ("shard", "out", "llm_cache", "index_dir", "cache_only", "verbose"
 
 def parse_shard(text: str) -> Shard:
     """An argparse type: ``I/N`` with 1 <= I <= N, e.g. ``2/8`` (:meth:`Shard.parse`)."""
+    from pyterrier_nuggets.formats.shard_io import Shard
     try:
         return Shard.parse(text)
     except ValueError as e:
@@ -80,6 +80,7 @@ def options_of(args) -> dict:
 
 def check_folder(args, command: str) -> None:
     """A shard's ``--out`` must not hold another shard's manifest (each shard its own folder)."""
+    from pyterrier_nuggets.formats.shard_io import MANIFEST, read_manifest
     if args.shard is None or getattr(args, "dry_run", False):
         return
     path = os.path.join(args.out, MANIFEST)
@@ -95,6 +96,7 @@ def begin(args, command: str) -> None:
     """Before a shard runs (its folder checked: :func:`check_folder`, and by
     :func:`~pyterrier_nuggets.cli.paths.output_folder`): its own manifest of an earlier run is removed (written again
     when this run finishes). A dry run changes nothing."""
+    from pyterrier_nuggets.formats.shard_io import MANIFEST
     check_folder(args, command)
     if args.shard is None or getattr(args, "dry_run", False):
         return
@@ -111,6 +113,7 @@ def finish(args, command: str, topics, failed: dict[str, str] | None = None, llm
     :param failed: topic -> the step that failed on it.
     :param llm: the run's client (its cache, model and endpoint), or ``None``.
     """
+    from pyterrier_nuggets.formats.shard_io import MANIFEST, Manifest, write_manifest
     if args.shard is None:
         return 0
     topics = [str(q) for q in topics]
@@ -162,6 +165,7 @@ def check_command_line(m: Manifest, parser: argparse.ArgumentParser) -> None:
 def check_shards(manifests: list[Manifest], parser: argparse.ArgumentParser) -> None:
     """The shards are the ``n`` shards of one run (their command lines parsed by the command line's ``parser``), each
     once, covering every topic once, none with failures; else a :class:`UsageError` saying which and what to do."""
+    from pyterrier_nuggets.formats.shard_io import RULE, Shard
     if not manifests:
         raise UsageError("give the --out folders of the shards to merge")
     first = manifests[0]
