@@ -209,6 +209,32 @@ def test_trec_rag_report_in_the_browser(browser, trec_rag, tmp_path):
     _no_console_errors(browser)
 
 
+def test_what_a_folder_lacks_is_shown_in_the_browser(browser, trec_rag, tmp_path):
+    """A trec-rag folder without one run's assignments: the box on both pages and the note in that run's drill-down;
+    an arena --battles folder (ratings without battles, no topic): the leaderboard with its ratings, no console
+    error."""
+    trec, _ = trec_rag
+    partial = tmp_path / "partial"
+    shutil.copytree(trec, partial)
+    (partial / "C.assignments.jsonl").unlink()
+    assert cli.main(["report", str(partial), "--out", str(tmp_path / "r1")]) == 0
+    _open(browser, (tmp_path / "r1" / "index.html").as_uri(), "#heatmap table")
+    assert "C.assignments.jsonl" in browser.find_element(By.ID, "incomplete").find_element(By.XPATH, "..").text
+    _open(browser, (tmp_path / "r1" / "topic.html").as_uri() + "#topic=t1&system=C", "#topic-title")
+    notes = [p.text for p in browser.find_elements(By.CSS_SELECTOR, "#topic-body p.note.warn")]
+    assert any("The folder lacks C.assignments.jsonl" in n for n in notes), notes
+    _open(browser, (tmp_path / "r1" / "topic.html").as_uri() + "#topic=t1&system=A", "#topic-title")
+    assert not browser.find_elements(By.CSS_SELECTOR, "#topic-body p.note.warn")
+    assert cli.main(["arena", "--battles", str(trec.parent / "arena" / "battles.jsonl"), "--out",
+                     str(tmp_path / "board"), "--resamples", "20", "--no-plot"]) == 0
+    assert cli.main(["report", str(tmp_path / "board"), "--out", str(tmp_path / "r2")]) == 0
+    _open(browser, (tmp_path / "r2" / "index.html").as_uri(), "#leaderboard")
+    ratings = browser.find_elements(By.CSS_SELECTOR, "#leaderboard a.num[data-arena]")
+    assert sorted(a.get_attribute("data-arena") for a in ratings) == ["A", "B", "C"]
+    assert "judged elsewhere" in browser.find_element(By.ID, "incomplete").find_element(By.XPATH, "..").text
+    _no_console_errors(browser)
+
+
 def test_the_data_files_keep_markup_as_json_text(main_job, trec_rag):
     """The JSON in every data script has no raw < > & U+2028 U+2029 (nothing can end the script or start markup),
     and reads back to the texts of the files."""
