@@ -136,6 +136,14 @@ def _check_overview(driver, report, means_file, per_topic_file) -> list[str]:
     return sorted(set(links))
 
 
+def _drawn(driver, topic: str, systems: list[str]) -> bool:
+    """The topic page shows ``topic`` with ``systems``: after a link that changes only the hash of the page shown, the
+    old topic stays until the new one's data is in."""
+    title = driver.find_elements(By.ID, "topic-title")
+    return bool(title) and title[0].text == f"Topic {topic}" and [
+        h.text for h in driver.find_elements(By.CSS_SELECTOR, "article.panel h3.system")] == systems
+
+
 def _check_drilldowns(driver, links: list[str], per_topic_file) -> None:
     """Every drill-down link opens its topic with its system (and the one compared) shown, and the scores it shows
     are the file's values of that system on that topic."""
@@ -144,10 +152,11 @@ def _check_drilldowns(driver, links: list[str], per_topic_file) -> None:
     for link in links:
         params = {k: unquote(v) for k, v in (p.split("=", 1) for p in link.split("#", 1)[1].split("&"))}
         _open(driver, link, "#topic-title")
-        assert driver.find_element(By.ID, "topic-title").text == f"Topic {params['topic']}"
-        panels = driver.find_elements(By.CSS_SELECTOR, "article.panel")
         systems = [params["system"]] + ([params["compare"]] if params.get("compare") else [])
-        assert [p.find_element(By.CSS_SELECTOR, "h3.system").text for p in panels] == systems
+
+        WebDriverWait(driver, 20, ignored_exceptions=(WebDriverException,)).until(
+            lambda d, topic=params["topic"], shown=systems: _drawn(d, topic, shown))
+        panels = driver.find_elements(By.CSS_SELECTOR, "article.panel")
         for panel, system in zip(panels, systems):
             shown = {a.get_attribute("data-measure"): a.get_attribute("data-value")
                      for a in panel.find_elements(By.CSS_SELECTOR, "dl.scores a.num")}
