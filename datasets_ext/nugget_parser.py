@@ -55,6 +55,28 @@ class InvalidNuggetWarning(UserWarning):
     """Nuggets with an importance other than vital/okay were left out of the nugget qrels."""
 
 
+class EmptyTopicWarning(UserWarning):
+    """Lines of a nugget or assignment file give a topic an empty nugget list: the topic has no nugget, so no nugget
+    measure evaluates it (a run's answer to it counts in no nugget mean). Legitimate in a real file (assessors or a
+    model found no nugget for the topic), so a warning naming the lines, not a refusal; a file with no nugget at all
+    is refused by the commands."""
+
+
+def warn_empty_topics(path: str, empty: list[tuple[int, str]], what: str = "nugget") -> None:
+    """One :class:`EmptyTopicWarning` naming the lines and topics of ``path`` whose nugget list is empty, if any.
+
+    :param path: the file.
+    :param empty: ``(line, topic)`` of each such line.
+    :param what: the kind of file, in the message (``"nugget"``, ``"assignment"``).
+    """
+    if not empty:
+        return
+    shown = ", ".join(f"{path}:{line} (topic {qid})" for line, qid in empty[:5]) + (" ..." if len(empty) > 5 else "")
+    warnings.warn(f"{len(empty)} line(s) of the {what} file {path} give a topic no nugget (field 'nuggets': []), so "
+                  f"no nugget measure evaluates it: {shown}. Give its nuggets, or remove the line if the topic has "
+                  "none", EmptyTopicWarning, stacklevel=3)
+
+
 class NuggetEntry(NamedTuple):
     """One nugget of a nugget list as written: ``importance`` and ``assignment`` (None without
     ``with_assignment``) are the file's values, unchecked; ``extra`` the nugget's other fields."""
@@ -117,10 +139,14 @@ def read_nugget_lines(path: str) -> Iterator[NuggetLine]:
 
     :param path: the nugget JSONL file (nuggetizer "create" or TREC RAG 2025 nuggets).
     """
+    empty: list[tuple[int, str]] = []
     for line, qid, obj in read_topic_lines(path, "nugget"):
         items = get_field(path, line, obj, "nuggets", list)
         query = obj["query"] if isinstance(obj.get("query"), str) else None
+        if not items:
+            empty.append((line, qid))
         yield NuggetLine(line, qid, query, parse_nugget_list(path, line, qid, items, False))
+    warn_empty_topics(path, empty)
 
 
 def sub_narrative_text(value) -> str | None:

@@ -303,6 +303,9 @@ TABLE = ["table", "--nugget-qrels", "{d}/nuggets.qrels", "--segment-qrels", "{d}
          "--system", "r", "{d}/r.eval.run", "{d}/r.segments.run", "--system", "s", "{d}/r.eval.run",
          "{d}/r.segments.run", "--out", "{d}/tab"]
 
+TABLE_RS = ["table", "--nugget-qrels", "{d}/nuggets.qrels", "--system", "r", "{d}/r.eval.run", "--system", "s",
+            "{d}/s.eval.run", "--measures", "V_strict", "--out", "{d}/tab"]
+
 
 def _export_with(**changes) -> list[str]:
     argv = list(EXPORT)
@@ -891,12 +894,20 @@ def cases() -> list[Case]:
              [*trec_rag, "--nuggets", "{d}/nuggets.jsonl"],
              write(answers_2026, json.dumps({**ANSWER_2026, "metadata": {**ANSWER_2026["metadata"],
                                                                          "narrative_id": "T1"}}) + "\n"),
-             r"none of the 1 topics of the answers is a topic of --nuggets .*e.g. the answers have 'T1', --nuggets has "
-             r"'t1'"),
+             r"r26.answers.jsonl: field 'metadata.narrative_id': none of the 1 topics of the answers is a topic of "
+             r"--nuggets .*nuggets.jsonl .*e.g. the answers have 'T1', --nuggets has 't1'.*same topic ids"),
         Case("trec-rag: rubric ids in upper case", "cli", [*trec_rag, "--rubrics", "{d}/rubric.jsonl"],
              both(write(answers_2026, _jsonl([ANSWER_2026])),
                   write("rubric.jsonl", rubric_line.replace('"qid": "t1"', '"qid": "T1"') + "\n")),
-             r"none of the 1 topics of the answers is a topic of --rubrics"),
+             r"r26.answers.jsonl: field 'metadata.narrative_id': none of the 1 topics of the answers is a topic of "
+             r"--rubrics .*rubric.jsonl"),
+        Case("trec-rag: one run answers none of the nuggets' topics", "cli",
+             [*trec_rag, "--answers", "{d}/r27.answers.jsonl", "--nuggets", "{d}/nuggets.jsonl"],
+             both(write(answers_2026, _jsonl([ANSWER_2026])),
+                  write("r27.answers.jsonl", _jsonl([{**ANSWER_2026, "metadata": {**ANSWER_2026["metadata"],
+                                                                                  "run_id": "r27", "narrative_id": "T1"}}]))),
+             r"r27.answers.jsonl: field 'metadata.narrative_id': run r27 answers none of the topics of --nuggets "
+             r".*nuggets.jsonl"),
         Case("trec-rag: two files of one run id", "cli",
              [*trec_rag, "--answers", "{d}/r26b.answers.jsonl", "--nuggets", "{d}/nuggets.jsonl"],
              both(write(answers_2026, _jsonl([ANSWER_2026])),
@@ -904,4 +915,95 @@ def cases() -> list[Case]:
                                                                                    "narrative_id": "t2"}}]))),
              r"r26b.answers.jsonl: field 'run_id': run r26 is also in .*r26.answers.jsonl"),
         )
+
+    # ---- empty files and empty topics are refused where nothing would be scored
+    empty_file = write("empty.jsonl", "")
+    add("empty inputs",
+        Case("export --nuggets: an empty file", "cli", ["export", "--nuggets", "{d}/empty.jsonl", "--qrels",
+                                                         "{d}/out.qrels"], empty_file,
+             r"empty.jsonl: no nugget in the file \(an empty file\)"),
+        Case("export --nuggets: every topic's list empty", "cli",
+             ["export", "--nuggets", "{d}/nuggets.jsonl", "--qrels", "{d}/out.qrels"],
+             edit("nuggets.jsonl", lambda t: "".join(json.dumps({**json.loads(ln), "nuggets": []}) + "\n"
+                                                     for ln in t.splitlines())),
+             r"nuggets.jsonl: no nugget in the file \(every topic's list is empty\)"),
+        Case("export --assignments: an empty file", "cli", _export_with(assignments="{d}/empty.jsonl", answers=None,
+                                                                        support=None), empty_file,
+             r"empty.jsonl: no assigned answer in the file \(an empty file\)"),
+        Case("score --assignments: an empty file", "cli", ["score", "--assignments", "{d}/empty.jsonl"], empty_file,
+             r"empty.jsonl: no assigned answer in the file \(an empty file\)"),
+        Case("trec-rag --nuggets: an empty file", "cli", [*trec_rag, "--nuggets", "{d}/empty.jsonl"],
+             both(write(answers_2026, _jsonl([ANSWER_2026])), empty_file),
+             r"empty.jsonl: no nugget in the file \(an empty file\)"),
+        )
+
+    # ---- errors that name the file, the line and the field
+    add("errors that name the file",
+        Case("export: a run id with a space in the assignments", "cli", EXPORT,
+             edit("r.assignments.jsonl", lambda t: t.replace('"run_id": "r"', '"run_id": "my run"')),
+             r"r.assignments.jsonl:1: field 'run_id': run tag 'my run' is empty or contains whitespace"),
+        Case("read_assignments: a run id with a space", "python", _read("read_assignments", "r.assignments.jsonl"),
+             edit("r.assignments.jsonl", lambda t: t.replace('"run_id": "r"', '"run_id": "my run"')),
+             r"r.assignments.jsonl:1: field 'run_id': run tag 'my run'"),
+        Case("export --run-tag with a space", "cli", [*EXPORT, "--run-tag", "my tag"], nothing,
+             r"--run-tag: .*run tag 'my tag' is empty or contains whitespace"),
+        Case("table: nugget qrels with a grade 3", "cli", TABLE, replace("nuggets.qrels", "t1:n0 2", "t1:n0 3"),
+             r"nuggets.qrels:1: field 'relevance': relevance 3; nugget qrels use 2 = vital, 1 = okay"),
+        Case("table: nugget qrels listing a nugget twice", "cli", TABLE, append("nuggets.qrels", "t2 0 t2:n1 2\n"),
+             r"nuggets.qrels:6: field 'docno': t2:n1 of topic t2 is already judged at line 5"),
+        Case("table: which --system file holds a bad assignment score", "cli",
+             TABLE_RS,
+             edit_copy("r.eval.run", "s.eval.run", lambda t: t.replace("t1:n1 2 0.5", "t1:n1 2 0.7")),
+             r"s.eval.run:2: field 'score': assignment score 0.7 is not a valid value.*system s"),
+        Case("table: a --system file assigning a nugget not in the qrels", "cli",
+             TABLE_RS,
+             edit_copy("r.eval.run", "s.eval.run", lambda t: t + "t1 Q0 t1:n7 20 1 s\n"),
+             r"s.eval.run:12: field 'docno': .*not in the nugget qrels"),
+        )
+
+    # ---- test-endpoint: every option refused where it enters (one line, exit 2), never a traceback
+    add("test endpoint options",
+        *(Case(f"test-endpoint {' '.join(argv)}", "python", _parsed(["test-endpoint", *argv]), nothing, message)
+          for argv, message in [
+              (["--port", "99999"], r"--port: .*99999 is not a port: ports are 0 to 65535"),
+              (["--port", "-1"], r"--port: .*must be 0 or more"),
+              (["--latency", "-1"], r"--latency: .*-1 is not a number of 0 or more"),
+              (["--latency", "nan"], r"--latency: .*nan is not a number of 0 or more"),
+              (["--latency", "inf"], r"--latency: .*inf is not a number of 0 or more"),
+              (["--retry-after", "nan"], r"--retry-after: .*nan is not a number above 0"),
+              (["--quota-window", "0"], r"--quota-window: .*0 is not a number above 0"),
+              (["--max-in-flight", "0"], r"--max-in-flight: .*must be 1 or more")]),
+        Case("TestEndpoint(latency=nan)", "python", _test_endpoint(latency=float("nan")), nothing,
+             r"TestEndpoint\(latency=nan\): seconds, a finite number of 0 or more"),
+        Case("TestEndpoint(port=70000)", "python", _test_endpoint(port=70000), nothing,
+             r"TestEndpoint\(port=70000\): a port is 0 to 65535"),
+        )
     return c
+
+
+def edit_copy(name: str, copy: str, fn: Callable[[str], str]) -> Callable[[Path], None]:
+    """Write ``copy``: the project's file ``name`` changed by ``fn`` (``name`` stays as it is)."""
+    return lambda d: (d / copy).write_text(fn((d / name).read_text()))
+
+
+def _parsed(argv: list[str]):
+    """The command line ``argv`` parsed only (an accepted ``test-endpoint`` would serve until interrupted): a refusal
+    is argparse's exit code 2 with one line, raised as a ValueError of that line."""
+    def call(d: Path):
+        from pyterrier_nuggets.cli import build_parser
+        err = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(err):
+                build_parser().parse_args(argv)
+        except SystemExit as e:
+            assert e.code == 2 and "Traceback" not in err.getvalue(), err.getvalue()
+            raise ValueError(err.getvalue().strip().splitlines()[-1]) from None
+    return call
+
+
+def _test_endpoint(**options):
+    def call(d: Path):
+        from pyterrier_nuggets.testing import TestEndpoint
+        with TestEndpoint(**options):  # refused before it serves
+            pass
+    return call

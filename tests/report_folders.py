@@ -118,3 +118,22 @@ def trec_rag_folders(tmp: Path, base_url: str) -> tuple[Path, Path, str]:
     assert cli.main(["arena", "--answers", answers, "--topics", str(topics), "--out", str(arena), "--both-orders",
                      "--resamples", "50", "--prior", "1", "--no-plot", *endpoint]) == 0
     return trec, arena, docs
+
+
+def many_topics_trec_rag(tmp: Path, base_url: str, runs=("A", "B"), topics: int = 12, *options: str,
+                         out: str = "trec") -> Path:
+    """``trec-rag`` (nuggets, support judged) of ``runs`` on ``topics`` topics ``t0`` ... on the fake endpoint at
+    ``base_url``, with ``options`` added (e.g. ``--shard 1/2``): a folder to cut, edit or shard. Returns the folder."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    qids = [f"t{i}" for i in range(topics)]
+    answers = _jsonl(tmp / "many.answers.jsonl", [
+        _answer(run, q, [(f"{run} says {TREC_DOCS['d1']}", [0]), ("Nothing else.", [])], ["d1"])
+        for run in runs for q in qids])
+    nuggets = _jsonl(tmp / "many.nuggets.jsonl", [{"qid": q, "query": f"topic {q}", "nuggets": [
+        {"text": "Paris capital", "importance": "vital"}, {"text": "Lyon large", "importance": "okay"}]} for q in qids])
+    docs = _jsonl(tmp / "many.docs.jsonl", [{"docno": d, "text": t} for d, t in TREC_DOCS.items()])
+    folder = tmp / out
+    assert cli.main(["trec-rag", "--answers", answers, "--nuggets", nuggets, "--support", "--docs", docs,
+                     "--out", str(folder), "--base-url", base_url, "--model", "fake", "--llm-cache",
+                     str(tmp / "many.cache.sqlite"), *options]) == 0
+    return folder

@@ -64,3 +64,27 @@ def test_topics_without_nuggets_are_named_in_a_warning(tmp_path):
     with pytest.warns(UserWarning, match=r"1 topic\(s\) have rows but no nugget and are not evaluated: t2"):
         result = ir_measures.calc_aggregate([ir_measures.parse_measure("V_strict")], qrels, run)
     assert list(result.values()) == [1.0]
+
+
+def test_a_topic_with_an_empty_nugget_list_is_named_in_a_warning(tmp_path, capsys):
+    """A topic line with ``"nuggets": []`` used to vanish without a word. It is legitimate in a real file (no nugget
+    found for the topic), so it is a warning naming file, line and topic; a file without any nugget is refused (the
+    corpus' "empty inputs")."""
+    import json
+
+    from datasets_ext.nugget_parser import EmptyTopicWarning
+    from pyterrier_nuggets import formats
+    from pyterrier_nuggets.cli import main
+    path = tmp_path / "n.jsonl"
+    path.write_text(json.dumps({"qid": "t1", "nuggets": [{"text": "a", "importance": "vital"}]}) + "\n"
+                    + json.dumps({"qid": "t2", "nuggets": []}) + "\n")
+    with pytest.warns(EmptyTopicWarning, match=r"n.jsonl:2 \(topic t2\)"):
+        nuggets = formats.read_nuggets(str(path))
+    assert {n.qid for n in nuggets.nuggets} == {"t1"}
+    assert main(["export", "--nuggets", str(path), "--qrels", str(tmp_path / "q")]) == 0
+    err = capsys.readouterr().err
+    assert "warning:" in err and "n.jsonl:2 (topic t2)" in err and "field 'nuggets': []" in err, err
+    assigned = tmp_path / "a.assignments.jsonl"
+    assigned.write_text(json.dumps({"qid": "t1", "run_id": "r", "answer_text": "x", "nuggets": []}) + "\n")
+    with pytest.warns(EmptyTopicWarning, match=r"assignment file .*a.assignments.jsonl:1 \(topic t1\)"):
+        formats.read_assignments(str(assigned))

@@ -197,3 +197,35 @@ def test_nugget_frame_round_trip():
     assert list(df.nugget_id) == ["t1:n0", "t1:n3"] and list(df["query"]) == ["q", "q"]
     back = F.frame_to_nuggets(df)
     assert back.nuggets == ns.nuggets and back.queries == {"t1": "q"}
+
+
+def test_one_rule_for_tab_separated_files(tmp_path):
+    """Every TSV the package writes and reads: fields never quoted; a tab or a line break in a field is refused."""
+    from pyterrier_nuggets.formats.files import read_tsv, tsv_line, write_tsv
+    path = tmp_path / "s.tsv"
+    write_tsv(str(path), ("run", "qid", "value"), [('x"y', "t1", "0.5"), ("a\\b", "t2", "1")])
+    assert path.read_text() == 'run\tqid\tvalue\nx"y\tt1\t0.5\na\\b\tt2\t1\n'
+    assert list(read_tsv(str(path), ("run", "qid", "value"), header=True)) == [(2, ['x"y', "t1", "0.5"]),
+                                                                               (3, ["a\\b", "t2", "1"])]
+    for bad in ("a\tb", "a\nb", "a\rb"):
+        with pytest.raises(ValueError, match="tab or a line break"):
+            tsv_line(["r", bad])
+    with pytest.raises(ValueError, match="tab or a line break"):
+        write_tsv(str(tmp_path / "t.tsv"), ("a",), [("x\ty",)])
+    assert not (tmp_path / "t.tsv").exists()
+    (tmp_path / "q.tsv").write_text('"t1"\t"a quoted query"\nt2\ttwo\tfields\n')
+    with pytest.raises(F.InputError, match=r"q.tsv:2: expected 2 tab-separated fields"):
+        list(read_tsv(str(tmp_path / "q.tsv"), ("qid", "query")))
+    (tmp_path / "h.tsv").write_text("run qid value\n")
+    with pytest.raises(F.InputError, match=r"h.tsv:1: expected the header line"):
+        list(read_tsv(str(tmp_path / "h.tsv"), ("run", "qid", "value"), header=True))
+
+
+def test_the_score_command_writes_a_quoted_run_tag_as_it_is(tmp_path, capsys):
+    from pyterrier_nuggets import cli
+    path = tmp_path / "a.assignments.jsonl"
+    path.write_text(json.dumps({"qid": "t1", "run_id": 'x"y', "answer_text": "a b", "nuggets": [
+        {"text": "n", "importance": "vital", "assignment": "support"}]}) + "\n")
+    assert cli.main(["score", "--assignments", str(path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == '# run x"y' and out[1].startswith("qid\tV_strict") and out[2].startswith("t1\t1.0000")

@@ -46,9 +46,9 @@ def test_scores_without_tests_are_tested_by_the_report_and_said_so(tmp_path):
     rows = [(r, f"q{i}", "V_strict", v) for i in range(8) for r, v in (("A", 0.2 + 0.01 * i), ("B", 0.6 + 0.02 * (i % 3)),
                                                                         ("C", 0.2 + 0.01 * i + 0.01 * (-1) ** i))]
     means = {r: sum(v for x, _, _, v in rows if x == r) / 8 for r in "ABC"}
-    _scores_tsv(folder / "scores.tsv", rows + [(r, "all", "V_strict", means[r] + 0.001) for r in "ABC"])
+    _scores_tsv(folder / "scores.tsv", rows + [(r, "all", "V_strict", means[r] + 1e-10) for r in "ABC"])
     report = pages.merge([folders.read_folder(str(folder))], folders.Texts())
-    assert report.means.loc["A", "V_strict"] == pytest.approx(means["A"] + 0.001)  # the file's mean, as stated
+    assert report.means.loc["A", "V_strict"] == means["A"] + 1e-10  # the file's mean as stated (its last digits)
     expected = paired_pvalues(report.per_query, "A")
     assert report.marks == {("B", "V_strict"): True, ("C", "V_strict"): False}  # the baseline has no test
     assert report.pvalues[("B", "V_strict")] == pytest.approx(float(expected.loc["B", "V_strict"]))
@@ -193,3 +193,178 @@ def test_measure_files_hold_the_scores_file(tmp_path):
     values = _data(tmp_path / "report" / "data" / index["measures"][0]["file"])["values"]
     assert values == [[0.25, 1 / 3], [None, 0.1]]  # B has no score on q1: null, never 0
     assert not math.isnan(values[0][1])
+
+
+# ------------------------------------------------------------------- partial or odd folders
+
+@pytest.fixture(scope="module")
+def many(tmp_path_factory):
+    """``trec-rag`` of runs A and B on 12 topics (nuggets, support), and shard 1/2 of the same run."""
+    from pyterrier_nuggets.testing import TestEndpoint
+    from tests.report_folders import many_topics_trec_rag
+    tmp = tmp_path_factory.mktemp("many")
+    with TestEndpoint() as server:
+        whole = many_topics_trec_rag(tmp, server.base_url)
+        shard = many_topics_trec_rag(tmp, server.base_url, ("A", "B"), 12, "--shard", "1/2", out="shard")
+    return whole, shard
+
+
+def _copy(folder, tmp_path, name="copy"):
+    import shutil
+    return shutil.copytree(folder, tmp_path / name)
+
+
+def _lines(path):
+    return path.read_text(encoding="utf-8").splitlines(keepends=True)
+
+
+@pytest.mark.parametrize("where", ["one mean lost", "every mean lost", "inside the per-topic rows"])
+def test_a_scores_file_cut_at_a_line_boundary_is_refused(many, tmp_path, capsys, where):
+    """A scores.tsv cut at a line boundary (a copy stopped early, a full disk) used to give 'The folders hold no
+    scores' with exit 0, its per-topic rows shown as if the run had no scores: every (run, measure) with per-topic
+    rows must have its mean, and every mean be the mean of its rows."""
+    folder = _copy(many[0], tmp_path)
+    lines = _lines(folder / "scores.tsv")
+    per_topic = sum(1 for ln in lines[1:] if ln.split("\t")[1] != "all")
+    keep = {"one mean lost": len(lines) - 1, "every mean lost": 1 + per_topic, "inside the per-topic rows": 1 + per_topic // 2}
+    (folder / "scores.tsv").write_text("".join(lines[:keep[where]]), encoding="utf-8")
+    assert cli.main(["report", str(folder), "--out", str(tmp_path / "report")]) == 2
+    err = capsys.readouterr().err
+    assert "scores.tsv" in err and "no mean" in err and "cut or edited" in err, err
+    assert "Traceback" not in err and not (tmp_path / "report").exists()
+
+
+def test_a_mean_that_is_not_the_mean_of_its_rows_is_refused(many, tmp_path, capsys):
+    folder = _copy(many[0], tmp_path)
+    lines = _lines(folder / "scores.tsv")
+    k = next(i for i, ln in enumerate(lines) if ln.startswith("B\tall\tV_strict\t"))
+    lines[k] = "B\tall\tV_strict\t0.987\n"
+    (folder / "scores.tsv").write_text("".join(lines), encoding="utf-8")
+    assert cli.main(["report", str(folder), "--out", str(tmp_path / "report")]) == 2
+    err = capsys.readouterr().err
+    assert f"scores.tsv:{k + 1}: field 'value'" in err and "not the mean of its 12 per-topic rows" in err, err
+
+
+def test_a_run_whose_scores_are_gone_but_files_are_there_is_refused(many, tmp_path, capsys):
+    folder = _copy(many[0], tmp_path)
+    lines = _lines(folder / "scores.tsv")
+    (folder / "scores.tsv").write_text("".join(ln for ln in lines if not ln.startswith("B\t")), encoding="utf-8")
+    assert cli.main(["report", str(folder), "--out", str(tmp_path / "report")]) == 2
+    err = capsys.readouterr().err
+    assert "scores.tsv" in err and "no score of run B" in err and "B.eval.run" in err, err
+
+
+def test_a_run_missing_its_judgment_files_is_said_in_the_report(many, tmp_path, capsys):
+    """B's assignment and support files removed: its drill-downs used to be empty without a word."""
+    folder = _copy(many[0], tmp_path)
+    (folder / "B.assignments.jsonl").unlink()
+    (folder / "B.support_assignments.jsonl").unlink()
+    out = tmp_path / "report"
+    assert cli.main(["report", str(folder), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "B.assignments.jsonl" in err and "B.support_assignments.jsonl" in err, err
+    html = (out / "index.html").read_text(encoding="utf-8")
+    assert "B.assignments.jsonl" in html and "B.support_assignments.jsonl" in html
+    topic = _data(out / "data" / "topic-0000.js")
+    assert any("B.assignments.jsonl" in m for m in topic["systems"]["B"]["missing"])
+    assert "missing" not in topic["systems"]["A"]
+    topic_html = (out / "topic.html").read_text(encoding="utf-8")
+    assert "B.support_assignments.jsonl" in topic_html
+
+
+def test_a_shard_folder_is_reported_as_a_shard(many, tmp_path, capsys):
+    """A --shard 1/2 folder used to be shown as the whole run ('shard' nowhere)."""
+    shard = many[1]
+    manifest = json.loads((shard / "shard.json").read_text())
+    own = manifest["own_topics"]
+    assert 0 < len(own) < 12
+    out = tmp_path / "report"
+    assert cli.main(["report", str(shard), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "shard 1/2" in err and f"{len(own)} of 12 topics" in err and "merge" in err, err
+    index = _data(out / "data" / "index.js")
+    assert "shard 1/2" in index["title"] and f"{len(own)} of 12 topics" in index["title"]
+    assert [t["id"] for t in index["topics"]] == sorted(own, key=lambda q: int(q[1:]))
+    html = (out / "index.html").read_text(encoding="utf-8")
+    assert "shard 1/2" in html and "pyterrier-nuggets merge" in html and ", ".join(own[:3]) in html
+
+
+def test_a_shard_folder_whose_scores_are_not_its_topics_is_refused(many, tmp_path, capsys):
+    shard = _copy(many[1], tmp_path)
+    manifest = json.loads((shard / "shard.json").read_text())
+    manifest["own_topics"] = manifest["own_topics"][1:]
+    (shard / "shard.json").write_text(json.dumps(manifest))
+    assert cli.main(["report", str(shard), "--out", str(tmp_path / "report")]) == 2
+    err = capsys.readouterr().err
+    assert "shard.json" in err and "own_topics" in err, err
+
+
+def test_an_arena_battles_folder_shows_its_leaderboard(tmp_path, capsys):
+    """``arena --battles`` writes the leaderboard, not the battles: the report used to refuse it as naming 'no
+    system and no topic'."""
+    battle = {"qid": "t1", "pair": ["r", "s"], "assistant_a_run_id": "s", "assistant_b_run_id": "r",
+              "judge_verdict": "A", "preferred_run_id": "s", "status": "completed"}
+    battles = [battle, {**battle, "qid": "t2", "judge_verdict": "B", "preferred_run_id": "r"},
+               {**battle, "qid": "t3", "pair": ["r", "u"], "assistant_a_run_id": "r", "assistant_b_run_id": "u",
+                "judge_verdict": "Tie", "preferred_run_id": None},
+               {**battle, "qid": "t2", "pair": ["s", "u"], "assistant_a_run_id": "u", "assistant_b_run_id": "s",
+                "judge_verdict": "A", "preferred_run_id": "u"}]
+    (tmp_path / "judged.jsonl").write_text("".join(json.dumps(b) + "\n" for b in battles))
+    assert cli.main(["arena", "--battles", str(tmp_path / "judged.jsonl"), "--out", str(tmp_path / "arena"),
+                     "--resamples", "20", "--no-plot", "--prior", "1"]) == 0
+    capsys.readouterr()
+    out = tmp_path / "report"
+    assert cli.main(["report", str(tmp_path / "arena"), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "judged.jsonl" in err and "not in" in err, err
+    index = _data(out / "data" / "index.js")
+    assert sorted(index["systems"]) == ["r", "s", "u"] and index["topics"] == []
+    html = (out / "index.html").read_text(encoding="utf-8")
+    assert 'data-arena="r"' in html and "judged.jsonl" in html
+
+
+def test_a_folder_with_systems_and_no_topic_is_refused_for_that(tmp_path, capsys):
+    folder = tmp_path / "board"
+    folder.mkdir()
+    (folder / "leaderboard.csv").write_text("rank,run_id,arena_score,n_judgments,wins,losses,ties\n1,r,1010,3,2,1,0\n")
+    report = pages.merge([folders.read_folder(str(folder))], folders.Texts())
+    assert report.systems == ["r"] and report.topics == []
+    empty = folders.Folder(str(tmp_path), kinds=["test"])
+    with pytest.raises(ValueError, match="name no system"):
+        pages.merge([empty], folders.Texts())
+
+
+def test_a_run_tag_with_a_quote_is_one_system(tmp_path, capsys):
+    """A run tag ``x"y`` used to be CSV-quoted in scores.tsv ('"x""y"'): the report showed a third system carrying the
+    scores while x"y carried the answers."""
+    from pyterrier_nuggets.testing import TestEndpoint
+    from tests.report_folders import many_topics_trec_rag
+    with TestEndpoint() as server:
+        folder = many_topics_trec_rag(tmp_path, server.base_url, ('x"y', "B"), 2)
+    capsys.readouterr()
+    assert any(ln.startswith('x"y\tt0\t') for ln in _lines(folder / "scores.tsv"))
+    read = folders.read_folder(str(folder))
+    assert list(read.scores.means.index) == ['x"y', "B"] and read.systems() == ['x"y', "B"]
+    assert ('x"y', "t0") in read.answers and ('x"y', "t0") in read.assigned
+
+
+def test_a_score_file_the_outputs_manifest_names_is_missing_is_refused(many, tmp_path, capsys):
+    """The folder's outputs manifest names scores.tsv and it is gone: refused for that, not read as a folder
+    without scores."""
+    folder = _copy(many[0], tmp_path)
+    (folder / "scores.tsv").unlink()
+    assert cli.main(["report", str(folder), "--out", str(tmp_path / "report")]) == 2
+    err = capsys.readouterr().err
+    assert ".pyterrier-nuggets-outputs.json: field 'files': names scores.tsv, which is not in" in err, err
+
+
+def test_battles_deleted_from_an_arena_folder_are_said(tmp_path, capsys):
+    from pyterrier_nuggets.testing import TestEndpoint
+    from tests.report_folders import trec_rag_folders
+    with TestEndpoint() as server:
+        _, arena, _ = trec_rag_folders(tmp_path, server.base_url)
+    (arena / "battles.jsonl").unlink()
+    capsys.readouterr()
+    assert cli.main(["report", str(arena), "--out", str(tmp_path / "report")]) == 0
+    err = capsys.readouterr().err
+    assert "lacks battles.jsonl, which its command wrote there" in err and "judged elsewhere" not in err, err

@@ -136,6 +136,14 @@ def _check_overview(driver, report, means_file, per_topic_file) -> list[str]:
     return sorted(set(links))
 
 
+def _drawn(driver, topic: str, systems: list[str]) -> bool:
+    """The topic page shows ``topic`` with ``systems``: after a link that changes only the hash of the page shown, the
+    old topic stays until the new one's data is in."""
+    title = driver.find_elements(By.ID, "topic-title")
+    return bool(title) and title[0].text == f"Topic {topic}" and [
+        h.text for h in driver.find_elements(By.CSS_SELECTOR, "article.panel h3.system")] == systems
+
+
 def _check_drilldowns(driver, links: list[str], per_topic_file) -> None:
     """Every drill-down link opens its topic with its system (and the one compared) shown, and the scores it shows
     are the file's values of that system on that topic."""
@@ -144,10 +152,11 @@ def _check_drilldowns(driver, links: list[str], per_topic_file) -> None:
     for link in links:
         params = {k: unquote(v) for k, v in (p.split("=", 1) for p in link.split("#", 1)[1].split("&"))}
         _open(driver, link, "#topic-title")
-        assert driver.find_element(By.ID, "topic-title").text == f"Topic {params['topic']}"
-        panels = driver.find_elements(By.CSS_SELECTOR, "article.panel")
         systems = [params["system"]] + ([params["compare"]] if params.get("compare") else [])
-        assert [p.find_element(By.CSS_SELECTOR, "h3.system").text for p in panels] == systems
+
+        WebDriverWait(driver, 20, ignored_exceptions=(WebDriverException,)).until(
+            lambda d, topic=params["topic"], shown=systems: _drawn(d, topic, shown))
+        panels = driver.find_elements(By.CSS_SELECTOR, "article.panel")
         for panel, system in zip(panels, systems):
             shown = {a.get_attribute("data-measure"): a.get_attribute("data-value")
                      for a in panel.find_elements(By.CSS_SELECTOR, "dl.scores a.num")}
@@ -206,6 +215,32 @@ def test_trec_rag_report_in_the_browser(browser, trec_rag, tmp_path):
     WebDriverWait(browser, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#heatmap table"))
     assert browser.find_element(By.ID, "measure").get_attribute("value") == "RubricScore"
     assert browser.find_element(By.ID, "system-a").get_attribute("value") == "A"
+    _no_console_errors(browser)
+
+
+def test_what_a_folder_lacks_is_shown_in_the_browser(browser, trec_rag, tmp_path):
+    """A trec-rag folder without one run's assignments: the box on both pages and the note in that run's drill-down;
+    an arena --battles folder (ratings without battles, no topic): the leaderboard with its ratings, no console
+    error."""
+    trec, _ = trec_rag
+    partial = tmp_path / "partial"
+    shutil.copytree(trec, partial)
+    (partial / "C.assignments.jsonl").unlink()
+    assert cli.main(["report", str(partial), "--out", str(tmp_path / "r1")]) == 0
+    _open(browser, (tmp_path / "r1" / "index.html").as_uri(), "#heatmap table")
+    assert "C.assignments.jsonl" in browser.find_element(By.ID, "incomplete").find_element(By.XPATH, "..").text
+    _open(browser, (tmp_path / "r1" / "topic.html").as_uri() + "#topic=t1&system=C", "#topic-title")
+    notes = [p.text for p in browser.find_elements(By.CSS_SELECTOR, "#topic-body p.note.warn")]
+    assert any("The folder lacks C.assignments.jsonl" in n for n in notes), notes
+    _open(browser, (tmp_path / "r1" / "topic.html").as_uri() + "#topic=t1&system=A", "#topic-title")
+    assert not browser.find_elements(By.CSS_SELECTOR, "#topic-body p.note.warn")
+    assert cli.main(["arena", "--battles", str(trec.parent / "arena" / "battles.jsonl"), "--out",
+                     str(tmp_path / "board"), "--resamples", "20", "--no-plot"]) == 0
+    assert cli.main(["report", str(tmp_path / "board"), "--out", str(tmp_path / "r2")]) == 0
+    _open(browser, (tmp_path / "r2" / "index.html").as_uri(), "#leaderboard")
+    ratings = browser.find_elements(By.CSS_SELECTOR, "#leaderboard a.num[data-arena]")
+    assert sorted(a.get_attribute("data-arena") for a in ratings) == ["A", "B", "C"]
+    assert "judged elsewhere" in browser.find_element(By.ID, "incomplete").find_element(By.XPATH, "..").text
     _no_console_errors(browser)
 
 

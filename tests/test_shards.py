@@ -422,3 +422,31 @@ def test_ikat_shards_by_turn_merge_byte_identical(tmp_path, no_endpoint, capsys)
         scored = {line.split(",")[1] for line in open(os.path.join(m.folder, "ikat.perturn.csv"))} - {"qid"}
         assert scored == set(m.own_topics)
         assert f"Means over {len(m.own_topics)} turns." in open(os.path.join(m.folder, "ikat.md")).read()
+
+
+@pytest.mark.parametrize("edit", ["not a cache", "another shard's", "a foreign cache"])
+def test_an_edited_cache_field_of_a_manifest_is_named_not_the_merged_cache(tmp_path, rag_files, no_endpoint, capsys,
+                                                                          edit):
+    """The 'cache' field of a shard's manifest edited to name another file: refused naming that manifest and field
+    (it used to be blamed on the merged cache: 'cache-only run: merged/llm-cache.sqlite has no answer ...')."""
+    os.environ["OPENAI_API_KEY"] = "k"
+    with TestEndpoint() as server:
+        argv = ["trec-rag", "--answers", rag_files["A"], "--nuggets", rag_files["nuggets"], "--base-url",
+                server.base_url, "--model", "fake"]
+        folders = run_shards(argv, tmp_path / "shards", 2)
+        edited, other = (read_manifest(f) for f in folders)
+        assert edited.cache and other.cache
+        ResponseCache(tmp_path / "foreign.sqlite")
+        value = {"not a cache": os.path.join(edited.folder, "qrels.txt"), "another shard's": other.cache,
+                 "a foreign cache": str(tmp_path / "foreign.sqlite")}[edit]
+        data = json.loads(Path(edited.path).read_text())
+        data["cache"] = value
+        Path(edited.path).write_text(json.dumps(data))
+        calls = server.count
+        capsys.readouterr()
+        assert main(["merge", *folders, "--out", str(tmp_path / "merged")]) == 2
+        assert server.count == calls
+    err = capsys.readouterr().err
+    assert f"{edited.path}: field 'cache'" in err or f"{edited.path} field 'cache'" in err, err
+    assert {"not a cache": "not a response cache", "another shard's": "the cache of shard 2/2",
+            "a foreign cache": "a manifest's 'cache' edited"}[edit] in err, err

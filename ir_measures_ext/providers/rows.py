@@ -23,7 +23,7 @@ from typing import NamedTuple
 from ir_measures.util import QrelsConverter, RunConverter
 
 from ir_measures_ext import ids
-from ir_measures_ext.errors import InvalidInput
+from ir_measures_ext.errors import InvalidInput, RowError
 
 _BOM = "\ufeff"
 
@@ -103,16 +103,16 @@ def row_value(qid: str, doc_id: str, score: float, values: RowValues) -> float:
     """The value of an evaluation row, which must be one of ``values``."""
     value = ids.row_value(score)
     if value not in values.valid:
-        raise InvalidInput(f"run row {qid} {doc_id}: {values.what} score {score!r} is not a valid value "
-                           f"({values.names})")
+        raise RowError("run", qid, doc_id, "score", f"{values.what} score {score!r} is not a valid value "
+                       f"({values.names})")
     return value
 
 
 def _words(qid: str, doc_id: str, score: float) -> float:
     words = ids.row_value(score)
     if not math.isfinite(words) or words < 0 or words != int(words):
-        raise InvalidInput(f"run row {qid} {doc_id}: score {score!r} is not an answer length (a whole number of "
-                           "words, 0 or more)")
+        raise RowError("run", qid, doc_id, "score", f"score {score!r} is not an answer length (a whole number of "
+                       "words, 0 or more)")
     return words
 
 
@@ -139,8 +139,8 @@ class TopicRows:
     def add(self, qid: str, doc_id: str, score: float, kind: ids.RowKind) -> None:
         """One evaluation row of the topic, checked against the rows before it."""
         if doc_id in self.seen:
-            raise InvalidInput(f"run row {qid} {doc_id}: the row appears twice; an evaluation run has one row "
-                               "per nugget, citation, uncited sentence, answer, content label, match and verdict")
+            raise RowError("run", qid, doc_id, "docno", "the row appears twice; an evaluation run has one row per "
+                           "nugget, citation, uncited sentence, answer, content label, match and verdict")
         self.seen.add(doc_id)
         values = VALUES.get(kind.kind)
         value = row_value(qid, doc_id, score, values) if values else None
@@ -148,15 +148,15 @@ class TopicRows:
             self.assigned[doc_id] = value
         elif kind.kind == "support":
             if kind.sentence in self.uncited:
-                raise InvalidInput(f"run row {qid} {doc_id}: sentence {kind.sentence} also has an ':uncited' row")
+                raise RowError("run", qid, doc_id, "docno", f"sentence {kind.sentence} also has an ':uncited' row")
             self.citations.setdefault(kind.sentence, {})[kind.citation] = value
             old = self.docnos.setdefault((kind.sentence, kind.citation), kind.docno)
             if old != kind.docno:
-                raise InvalidInput(f"run row {qid} {doc_id}: citation {kind.citation} of sentence {kind.sentence} "
-                                   f"is also judged as segment {old}; a citation is one segment")
+                raise RowError("run", qid, doc_id, "docno", f"citation {kind.citation} of sentence {kind.sentence} "
+                               f"is also judged as segment {old}; a citation is one segment")
         elif kind.kind == "uncited":
             if self.citations.get(kind.sentence):
-                raise InvalidInput(f"run row {qid} {doc_id}: sentence {kind.sentence} also has citation rows")
+                raise RowError("run", qid, doc_id, "docno", f"sentence {kind.sentence} also has citation rows")
             self.uncited.add(kind.sentence)
             self.citations.setdefault(kind.sentence, {})
         elif kind.kind == "words":
@@ -211,8 +211,8 @@ def _list(grades: dict[str, int]) -> str:
 def unknown_nugget(qid: str, doc_id: str, grades: dict[str, int]) -> InvalidInput:
     """The error for a run row of nugget ``doc_id``, which the qrels of topic ``qid`` (``grades``) do not have."""
     has = f"has {_list(grades)}" if grades else "has no nugget in the qrels"
-    return InvalidInput(f"run row {qid} {doc_id}: an assignment of a nugget that is not in the nugget qrels (topic "
-                        f"{qid} {has}); the run and the qrels were made from different nuggets")
+    return RowError("run", qid, doc_id, "docno", f"an assignment of a nugget that is not in the nugget qrels (topic "
+                    f"{qid} {has}); the run and the qrels were made from different nuggets")
 
 
 def read_nugget_qrels(rows: Iterable[tuple[str, str, int]],
@@ -234,12 +234,12 @@ def read_nugget_qrels(rows: Iterable[tuple[str, str, int]],
                 rubric_topics.add(qid)
             continue
         if rel not in valid:
-            raise InvalidInput(f"nugget qrels row {qid} {doc_id}: relevance {rel!r}; nugget qrels use 2 = vital, "
-                               "1 = okay")
+            raise RowError("nugget qrels", qid, doc_id, "relevance", f"relevance {rel!r}; nugget qrels use 2 = "
+                           "vital, 1 = okay")
         grades = nuggets.setdefault(qid, {})
         if doc_id in grades:
-            raise InvalidInput(f"nugget qrels row {qid} {doc_id}: the nugget is listed twice (grades {grades[doc_id]} "
-                               f"and {rel}); list each nugget once")
+            raise RowError("nugget qrels", qid, doc_id, "nugget_id", f"the nugget is listed twice (grades "
+                           f"{grades[doc_id]} and {rel}); list each nugget once")
         grades[doc_id] = int(rel)
     if needs_nuggets and not nuggets:
         qid, doc_id = next(iter(others.items())) if others else ("q1", "")

@@ -103,18 +103,15 @@ def _files(path: str, cfg: dict, key: str) -> list[str]:
 
 def read_topics(path: str) -> dict[str, str]:
     """A topics file ``qid<TAB>query`` (one topic a line)."""
+    from pyterrier_nuggets.formats.files import read_tsv
     out: dict[str, str] = {}
-    with open(path, encoding="utf-8") as f:
-        for line, row in enumerate(f, 1):
-            if not row.strip():
-                continue
-            parts = row.rstrip("\n").split("\t")
-            if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
-                raise formats.InputError(path, line, None, "expected 'qid<TAB>query'")
-            qid = parts[0].strip()
-            if qid in out:
-                raise formats.InputError(path, line, "qid", f"topic {qid} appears twice")
-            out[qid] = parts[1].strip()
+    for line, (qid, query) in read_tsv(path, ("qid", "query")):  # the one rule of TSV files: nothing quoted
+        if not qid.strip() or not query.strip():
+            raise formats.InputError(path, line, None, "expected 'qid<TAB>query'")
+        qid = qid.strip()
+        if qid in out:
+            raise formats.InputError(path, line, "qid", f"topic {qid} appears twice")
+        out[qid] = query.strip()
     return out
 
 

@@ -23,7 +23,7 @@ from pyterrier_nuggets.cli.options import (
     llm_mode,
     plan_first,
 )
-from pyterrier_nuggets.cli.paths import nonempty, output_folder
+from pyterrier_nuggets.cli.paths import nonempty, nugget_file, output_folder
 
 OUTPUTS = {"battles": "battles.jsonl", "leaderboard": "leaderboard.csv", "pairwise": "pairwise.csv",
            "settings": "arena.json", "plot": "ratings.png", "plot pdf": "ratings.pdf", "plot svg": "ratings.svg"}
@@ -174,7 +174,7 @@ def _judge(args) -> int:
     if len(answers) < 2:
         raise UsageError(f"an arena needs the answers of at least two runs; --answers has {len(answers)}")
     rubrics = formats.read_rubrics(dataset_file(args.rubrics, "--rubrics")) if args.rubrics else None
-    nuggets = formats.read_nuggets(dataset_file(args.nuggets, "--nuggets"), on_invalid=args.on_invalid) \
+    nuggets = nugget_file(dataset_file(args.nuggets, "--nuggets"), args.on_invalid) \
         if args.nuggets else None
     guided = set(rubrics.by_topic()) if rubrics else set(nuggets.by_topic()) if nuggets else None
     left_out = []

@@ -37,6 +37,17 @@ positive_int = whole_number(1)
 non_negative_int = whole_number(0)
 
 
+def port(text: str) -> int:
+    """An argparse type: a TCP port, 0 to 65535 (0: any free one)."""
+    value = non_negative_int(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a port: ports are 0 to 65535 (0: any free one)")
+    return value
+
+
+port.__name__ = "port 0-65535"
+
+
 def number(accept, requirement: str):
     """An argparse type: a finite number for which ``accept(value)`` holds, else "``requirement``"."""
     def parse(text: str) -> float:
@@ -51,8 +62,22 @@ def number(accept, requirement: str):
     return parse
 
 
+def run_tag(text: str) -> str:
+    """An argparse type: a run tag (one field of a TREC run, and the name of the run's files; the one rule is
+    ``formats.run_tag_problem``)."""
+    from pyterrier_nuggets.formats.files import run_tag_problem
+    problem = run_tag_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return text
+
+
+run_tag.__name__ = "run tag"
+
+
 probability = number(lambda v: 0 < v < 1, "between 0 and 1 (e.g. 0.05)")  # a significance or confidence level
 positive_number = number(lambda v: v > 0, "a number above 0")  # a rate, a number of seconds
+non_negative_number = number(lambda v: v >= 0, "a number of 0 or more")  # a delay that may be none
 share = number(lambda v: 0 <= v < 1, "at least 0 and below 1 (e.g. 0.5)")  # a discount
 
 #: ``--on-invalid``: what a command does with invalid labels of an imported file (``formats.POLICIES``, spelled here

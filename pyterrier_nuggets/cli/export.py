@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import sys
 
-from pyterrier_nuggets.cli.errors import ON_INVALID, UsageError
+from pyterrier_nuggets.cli.errors import ON_INVALID, UsageError, run_tag
+from pyterrier_nuggets.cli.paths import nonempty, nugget_file
 
 
 def add_parser(sub) -> None:
@@ -14,7 +15,7 @@ def add_parser(sub) -> None:
     p.add_argument("--support", help="support judgments JSONL for the support rows, e.g. --support mine.support.jsonl")
     p.add_argument("--qrels", required=True, help="nugget qrels to write, e.g. --qrels out/nuggets.qrels")
     p.add_argument("--run", help="evaluation run to write (with --assignments), e.g. --run out/mine.eval.run")
-    p.add_argument("--run-tag", help="the run tag of the evaluation run (default: the assignment file's run id), e.g. --run-tag mine-v2")
+    p.add_argument("--run-tag", type=run_tag, help="the run tag of the evaluation run (default: the assignment file's run id), e.g. --run-tag mine-v2")
     p.add_argument("--on-invalid", choices=ON_INVALID, default="refuse",
                    help="nuggets with invalid labels: refuse (default) or drop them from their topic, e.g. --on-invalid drop")
     p.set_defaults(func=run)
@@ -34,12 +35,13 @@ def run(args) -> int:
                           {"--nuggets": args.nuggets, "--assignments": args.assignments, "--answers": args.answers,
                            "--support": args.support})
     if args.nuggets:
-        nuggets = formats.read_nuggets(args.nuggets, on_invalid=args.on_invalid)
+        nuggets = nugget_file(args.nuggets, args.on_invalid)
         formats.write_all({args.qrels: lambda p: formats.write_nugget_qrels(p, nuggets)})
         _report_dropped(nuggets.invalid)
         print(f"{len(nuggets)} nuggets of {len(nuggets.by_topic())} topics -> {args.qrels}")
         return 0
     data = formats.read_assignments(args.assignments, on_invalid=args.on_invalid)
+    nonempty(args.assignments, data.answers, "assigned answer")
     nuggets = data.nugget_set()
     outputs = {args.qrels: lambda p: formats.write_nugget_qrels(p, nuggets)}
     if args.run:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 
+from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.cli.errors import UsageError
 
 
@@ -55,7 +56,7 @@ def run(args) -> int:
     if uses_llm:
         from pyterrier_nuggets.cli.cache import merge_report
         print(merge_report(target, [c for _, c in caches]), flush=True)
-    code = _rerun(args, first, out, target, uses_llm)
+    code = _rerun(args, first, out, target, caches)
     if code == 0:
         print(f"merged: {out} holds the files of the run on all {len(first.topics)} topics"
               + (f", made from the shards' answers in {target} (0 LLM calls)" if uses_llm else
@@ -64,10 +65,14 @@ def run(args) -> int:
 
 
 def _caches(manifests) -> list:
-    """(manifest, cache file) of every shard that used an LLM; a cache named in a manifest must exist (beside it,
-    when the shard's folder was moved)."""
+    """(manifest, cache file) of every shard that used an LLM. The cache a manifest names (its field ``cache``) must
+    be there (beside it, when the shard's folder was moved), be a response cache, and be no other shard's: an edited
+    field is refused naming the manifest and the field, never blamed on the merged cache."""
     from pyterrier_nuggets.formats import InputError
-    out = []
+    from pyterrier_nuggets.llm.cache import check_cache_file
+    fix = ("the manifest's 'cache' names another file than the shard wrote: set it back to the shard's own cache "
+           "(llm-cache.sqlite beside the manifest, unless the shard ran with --llm-cache), or run the shard again")
+    out, owner = [], {}
     for m in manifests:
         if m.cache is None:
             continue
@@ -78,21 +83,31 @@ def _caches(manifests) -> list:
                 raise InputError(m.path, None, "cache", f"the shard's response cache {path} is not there",
                                  "copy it back, or run the shard again")
             path = beside
+        try:
+            check_cache_file(path)
+        except InvalidInput as e:
+            raise InputError(m.path, None, "cache", f"names {e}", fix) from None
+        other = owner.setdefault(os.path.realpath(path), m)
+        if other is not m:
+            if os.path.realpath(os.path.dirname(path)) == os.path.realpath(m.folder):
+                m, other = other, m  # the cache is in m's folder: it is m's own, the other manifest was edited
+            raise InputError(m.path, None, "cache", f"names {path}, the cache of shard {other.shard} "
+                             f"({other.path}): each shard writes its own", fix)
         out.append((m, path))
     return out
 
 
-def _rerun(merge, first, out: str, cache: str, cache_only: bool) -> int:
-    """The shards' command line (of the manifest ``first``) on every topic into ``out``, from ``cache`` only
-    (``cache_only``), run in the shards' folder (where their relative paths point); ``merge``: the merge command's
-    arguments (its parser, ``-v``, ``--overwrite``)."""
+def _rerun(merge, first, out: str, cache: str, caches: list) -> int:
+    """The shards' command line (of the manifest ``first``) on every topic into ``out``, from ``cache`` only (when
+    the shards had ``caches``: (manifest, cache file) each), run in the shards' folder (where their relative paths
+    point); ``merge``: the merge command's arguments (its parser, ``-v``, ``--overwrite``)."""
     from pyterrier_nuggets.llm import CacheMiss
     try:
         args = merge.parser.parse_args(first.argv)
     except SystemExit:
         raise UsageError(f"{first.path}: its command line no longer parses ({first.command_line()}); run the shards "
                          "again with this version") from None
-    args.out, args.shard, args.llm_cache, args.cache_only = out, None, cache, cache_only
+    args.out, args.shard, args.llm_cache, args.cache_only = out, None, cache, bool(caches)
     args.verbose, args.overwrite = getattr(merge, "verbose", 0), merge.overwrite
     args.argv, args.parser = first.argv, merge.parser
     if not os.path.isdir(first.cwd):
@@ -103,8 +118,11 @@ def _rerun(merge, first, out: str, cache: str, cache_only: bool) -> int:
     try:
         return args.func(args)
     except CacheMiss as e:
-        raise UsageError(f"{e}. The shards' caches do not hold every answer of the run on all topics: were they run "
-                         "with these inputs and with the endpoint and model of this environment? Run the shard of "
-                         "that topic again, then merge again") from None
+        named = "; ".join(f"{m.path} field 'cache': {path}" for m, path in caches)
+        raise UsageError(f"{e}. The merged cache {cache} holds what the shards' caches held ({named}), and they do "
+                         "not hold every answer of the run on all topics: a manifest's 'cache' edited to name another "
+                         "file (set it back to that shard's own cache), or shards run with other inputs or with "
+                         "another endpoint or model than this environment's? Run the shard of that topic again, then "
+                         "merge again") from None
     finally:
         os.chdir(here)

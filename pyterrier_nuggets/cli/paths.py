@@ -17,13 +17,26 @@ def check_inputs(*paths: str) -> None:
             raise InputError(path, None, None, "not readable")
 
 
-def nonempty(path: str, items: list, what: str = "answer") -> list:
-    """``items`` read from ``path``, refused when there are none (an empty file): one line naming the file."""
+def nonempty(path: str, items: list, what: str = "answer", otherwise: str = "") -> list:
+    """``items`` read from ``path``, refused when there are none: one line naming the file and why (an empty file;
+    ``otherwise``: why a file with lines gave none, e.g. "every topic's list is empty")."""
     if not items:
-        from pyterrier_nuggets.formats import InputError
-        raise InputError(path, None, None, f"no {what} in the file (an empty file)",
-                         f"give a file of {what}s, one JSON object a line")
+        from pyterrier_nuggets.formats import InputError, read_lines
+        why = "an empty file" if not otherwise or all(not text.strip() for _, text in read_lines(path)) else otherwise
+        raise InputError(path, None, None, f"no {what} in the file ({why})", f"give a file of {what}s, one JSON "
+                         "object a line")
     return items
+
+
+def nugget_file(path: str, on_invalid: str):
+    """The nuggets of ``path`` (:func:`~pyterrier_nuggets.formats.read_nuggets`), refused when it holds none (an empty
+    file, every topic's list empty or dropped): nothing would be scored. A topic with an empty list among others is a
+    warning (:class:`~datasets_ext.nugget_parser.EmptyTopicWarning`)."""
+    from pyterrier_nuggets import formats
+    nuggets = formats.read_nuggets(path, on_invalid=on_invalid)
+    nonempty(path, nuggets.nuggets, "nugget", "every topic's list is empty" + (
+        ", or its nuggets were dropped as invalid" if nuggets.invalid else ""))
+    return nuggets
 
 
 def check_output(path: str, inputs: list[str], option: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 
 from pyterrier_nuggets.cli.errors import ON_INVALID
+from pyterrier_nuggets.cli.paths import nonempty
 
 
 def add_parser(sub) -> None:
@@ -16,12 +17,18 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     from pyterrier_nuggets import formats
     from pyterrier_nuggets.evaluation import score_assignments
+    from pyterrier_nuggets.formats.files import tsv_line
     data = formats.read_assignments(args.assignments, on_invalid=args.on_invalid)
+    nonempty(args.assignments, data.answers, "assigned answer")
     for name in sorted({a.run_id for a in data.answers}):
         scores = score_assignments([a for a in data.answers if a.run_id == name])
+        measures = [c for c in scores.columns if c != "qid"]
         print(f"# run {name}")
-        print(scores.to_csv(sep="\t", index=False, float_format="%.4f"), end="")
-        print("all\t" + "\t".join(f"{scores[c].mean():.4f}" for c in scores.columns if c != "qid"))
+        print(tsv_line(["qid", *measures]), end="")
+        for row in scores.itertuples(index=False):
+            values = dict(zip(scores.columns, row))
+            print(tsv_line([values["qid"], *(f"{values[m]:.4f}" for m in measures)]), end="")
+        print(tsv_line(["all", *(f"{scores[m].mean():.4f}" for m in measures)]), end="")
     if data.invalid:
         print("dropped: " + data.invalid.summary(), file=sys.stderr)
     return 0

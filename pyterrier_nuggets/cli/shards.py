@@ -17,65 +17,35 @@ shards together into the files one unsharded run writes.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
-import shlex
-from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pyterrier_nuggets.cli.errors import UsageError
+from pyterrier_nuggets.lazy import lazy_exports
 
-MANIFEST = "shard.json"
+if TYPE_CHECKING:
+    from pyterrier_nuggets.formats.shard_io import Manifest, Shard
+
+# the manifest's format and the split of the topics are formats.shard_io's, also cli.shards.NAME; imported on first
+# use (building the parser, --help, imports no file format)
+__getattr__, __dir__ = lazy_exports(__name__, globals(), {name: "pyterrier_nuggets.formats.shard_io" for name in (
+    "FORMAT", "MANIFEST", "RULE", "VERSION", "Manifest", "Shard", "read_manifest", "shard_of", "write_manifest")})
+
 SHARD_CACHE = "llm-cache.sqlite"  # a shard's response cache in its --out unless --llm-cache names one
-FORMAT = "pyterrier-nuggets shard"
-VERSION = 1
-RULE = "int(sha256(qid).hexdigest(), 16) % n + 1"
 # what is not an option of the run itself: the shard, where it writes and keeps its caches and indexes (a shard may
 # keep them on its node's disk), the global -v, and what merge sets
 NOT_OPTIONS = ("shard", "out", "llm_cache", "index_dir", "cache_only", "verbose", "func", "command", "argv",
                "overwrite", "parser")
 
 
-def shard_of(qid: str, n: int) -> int:
-    """The shard (1 to ``n``) of topic ``qid``: ``int(sha256(qid).hexdigest(), 16) % n + 1``.
-
-    :param qid: the topic id (its UTF-8 bytes are hashed).
-    :param n: the number of shards.
-    """
-    return int(hashlib.sha256(str(qid).encode("utf-8")).hexdigest(), 16) % n + 1
-
-
-@dataclass(frozen=True)
-class Shard:
-    """Shard ``i`` of ``n`` (1-based)."""
-
-    i: int
-    n: int
-
-    def owns(self, qid: str) -> bool:
-        return shard_of(qid, self.n) == self.i
-
-    def select(self, qids) -> list[str]:
-        """The topics of ``qids`` in this shard, in their order."""
-        return [q for q in qids if self.owns(q)]
-
-    def __str__(self) -> str:
-        return f"{self.i}/{self.n}"
-
-
 def parse_shard(text: str) -> Shard:
-    """An argparse type: ``I/N`` with 1 <= I <= N, e.g. ``2/8``."""
-    i, sep, n = text.partition("/")
+    """An argparse type: ``I/N`` with 1 <= I <= N, e.g. ``2/8`` (:meth:`Shard.parse`)."""
+    from pyterrier_nuggets.formats.shard_io import Shard
     try:
-        shard = Shard(int(i), int(n))
-    except ValueError:
-        shard = None
-    if not sep or shard is None:
-        raise argparse.ArgumentTypeError(f"{text!r} is not I/N (shard I of N, e.g. 2/8)")
-    if not 1 <= shard.i <= shard.n:
-        raise argparse.ArgumentTypeError(f"{text!r}: I must be between 1 and N (shards are numbered from 1, e.g. 1/8 "
-                                         "... 8/8)")
-    return shard
+        return Shard.parse(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 parse_shard.__name__ = "shard I/N"
@@ -108,108 +78,9 @@ def options_of(args) -> dict:
                                  default=str))
 
 
-# ----------------------------------------------------------------------------------------------- the manifest
-
-@dataclass
-class Manifest:
-    """``shard.json``: what a finished shard did.
-
-    :param command: the subcommand (``demo``, ``trec-rag``, ``ikat``, ``arena``).
-    :param options: the run's options as parsed (:func:`options_of`: without --shard, --out, --llm-cache,
-        --index-dir).
-    :param argv: the command line as given (after ``pyterrier-nuggets``); merge re-runs it on every topic.
-    :param cwd: the folder it ran in (relative paths of ``argv`` are read from there).
-    :param shard: which shard.
-    :param topics: every topic of the run, in the command's order.
-    :param own_topics: the topics of this shard.
-    :param cache: the response cache it wrote (absolute path; ``None``: no LLM).
-    :param llm: the LLM's model and endpoint (``None``: no LLM).
-    :param failed: topic -> the step that failed on it (merge refuses a shard with failures).
-    :param path: the file it was read from.
-    """
-
-    command: str
-    options: dict
-    argv: list[str]
-    cwd: str
-    shard: Shard
-    topics: list[str]
-    own_topics: list[str]
-    cache: str | None
-    llm: dict | None
-    failed: dict[str, str] = field(default_factory=dict)
-    path: str = ""
-
-    @property
-    def folder(self) -> str:
-        return os.path.dirname(self.path)
-
-    def command_line(self, shard: Shard | None = None, out: str | None = None, again: bool = False) -> str:
-        """The command line of this shard, or of another ``shard`` (into ``out``): to run it; ``again``: into the
-        folder of its earlier run (with ``--overwrite``)."""
-        argv = list(self.argv) + (["--overwrite"] if again and "--overwrite" not in self.argv else [])
-        for option, value in (("--shard", str(shard) if shard else None), ("--out", out)):
-            if value is None:
-                continue
-            spots = [k for k, a in enumerate(argv) if a == option and k + 1 < len(argv)]
-            if spots:
-                argv[spots[-1] + 1] = value
-            else:
-                argv = [a for a in argv if not a.startswith(option + "=")] + [option, value]
-        return shlex.join(["pyterrier-nuggets", *argv])
-
-    def to_json(self) -> dict:
-        cache = self.cache
-        if cache is not None and os.path.dirname(os.path.abspath(cache)) == os.path.abspath(self.folder):
-            cache = os.path.basename(cache)  # beside the manifest: found there when the folder is moved
-        return {"format": FORMAT, "version": VERSION, "command": self.command, "shard": str(self.shard),
-                "rule": RULE, "command_line": self.command_line(), "argv": self.argv, "cwd": self.cwd,
-                "options": self.options, "topics": self.topics, "own_topics": self.own_topics, "cache": cache,
-                "llm": self.llm, "failed": self.failed}
-
-
-def read_manifest(path: str) -> Manifest:
-    """The manifest ``path`` (or ``path/shard.json``), every field checked (an error names the file and field)."""
-    from pyterrier_nuggets.formats import InputError, load_json
-    if os.path.isdir(path):
-        path = os.path.join(path, MANIFEST)
-    if not os.path.isfile(path):
-        raise InputError(path, None, None, "no such file: not a finished shard",
-                         "give the --out folders of shards that finished (a shard writes shard.json when it is done)")
-    data = load_json(path, dict, "a shard manifest")
-
-    def need(name: str, kind, what: str):
-        value = data.get(name)
-        if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
-            raise InputError(path, None, name, f"missing or not {what}", "the manifest is damaged: run the shard again")
-        return value
-
-    if data.get("format") != FORMAT or data.get("version") != VERSION:
-        raise InputError(path, None, "format", f"not a shard manifest of this version ({FORMAT!r} version {VERSION})",
-                         "run the shard again with this version")
-    try:
-        shard = parse_shard(need("shard", str, "I/N"))
-    except argparse.ArgumentTypeError as e:
-        raise InputError(path, None, "shard", str(e)) from None
-    topics, own = need("topics", list, "a list of topic ids"), need("own_topics", list, "a list of topic ids")
-    failed = need("failed", dict, "an object of topic -> step")
-    argv = need("argv", list, "the command line")
-    if not all(isinstance(x, str) for x in topics + own + argv + list(failed.values())):
-        raise InputError(path, None, "topics", "topic ids, steps and arguments must be strings")
-    cache = data.get("cache")
-    if cache is not None:
-        if not isinstance(cache, str):
-            raise InputError(path, None, "cache", "not a path")
-        cache = os.path.join(os.path.dirname(os.path.abspath(path)), cache)  # an absolute one stays as it is
-    llm = data.get("llm")
-    if llm is not None and not isinstance(llm, dict):
-        raise InputError(path, None, "llm", "not an object of model and endpoint")
-    return Manifest(need("command", str, "a subcommand"), need("options", dict, "an object"), argv,
-                    need("cwd", str, "a folder"), shard, topics, own, cache, llm, failed, path)
-
-
 def check_folder(args, command: str) -> None:
     """A shard's ``--out`` must not hold another shard's manifest (each shard its own folder)."""
+    from pyterrier_nuggets.formats.shard_io import MANIFEST, read_manifest
     if args.shard is None or getattr(args, "dry_run", False):
         return
     path = os.path.join(args.out, MANIFEST)
@@ -225,6 +96,7 @@ def begin(args, command: str) -> None:
     """Before a shard runs (its folder checked: :func:`check_folder`, and by
     :func:`~pyterrier_nuggets.cli.paths.output_folder`): its own manifest of an earlier run is removed (written again
     when this run finishes). A dry run changes nothing."""
+    from pyterrier_nuggets.formats.shard_io import MANIFEST
     check_folder(args, command)
     if args.shard is None or getattr(args, "dry_run", False):
         return
@@ -241,6 +113,7 @@ def finish(args, command: str, topics, failed: dict[str, str] | None = None, llm
     :param failed: topic -> the step that failed on it.
     :param llm: the run's client (its cache, model and endpoint), or ``None``.
     """
+    from pyterrier_nuggets.formats.shard_io import MANIFEST, Manifest, write_manifest
     if args.shard is None:
         return 0
     topics = [str(q) for q in topics]
@@ -248,16 +121,12 @@ def finish(args, command: str, topics, failed: dict[str, str] | None = None, llm
     if getattr(args, "dry_run", False):
         print(f"shard {args.shard}: {len(own)} of {len(topics)} topics (dry run: no manifest written)")
         return 0
-    from pyterrier_nuggets.formats import atomic_write
     cache = os.path.abspath(llm.cache.path) if llm is not None and llm.cache is not None else None
     manifest = Manifest(command, options_of(args), list(getattr(args, "argv", None) or []), os.getcwd(), args.shard,
                         topics, own, cache, {"model": llm.model, "endpoint": llm.endpoint} if llm is not None else None,
                         {str(q): str(why) for q, why in sorted((failed or {}).items())},
                         os.path.join(args.out, MANIFEST))
-    os.makedirs(args.out, exist_ok=True)
-    with atomic_write(manifest.path) as f:
-        json.dump(manifest.to_json(), f, indent=1, ensure_ascii=False)
-        f.write("\n")
+    write_manifest(manifest)
     print(f"shard {args.shard}: {len(own)} of {len(topics)} topics" + (f" ({', '.join(own[:6])}"
           f"{', ...' if len(own) > 6 else ''})" if own else " (none falls in this shard: nothing to do)")
           + f"; manifest {manifest.path}")
@@ -296,6 +165,7 @@ def check_command_line(m: Manifest, parser: argparse.ArgumentParser) -> None:
 def check_shards(manifests: list[Manifest], parser: argparse.ArgumentParser) -> None:
     """The shards are the ``n`` shards of one run (their command lines parsed by the command line's ``parser``), each
     once, covering every topic once, none with failures; else a :class:`UsageError` saying which and what to do."""
+    from pyterrier_nuggets.formats.shard_io import RULE, Shard
     if not manifests:
         raise UsageError("give the --out folders of the shards to merge")
     first = manifests[0]

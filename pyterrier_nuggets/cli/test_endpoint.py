@@ -2,7 +2,7 @@
 on 127.0.0.1 until interrupted; it prints its base URL first."""
 from __future__ import annotations
 
-from pyterrier_nuggets.cli.errors import non_negative_int, positive_int, positive_number
+from pyterrier_nuggets.cli.errors import non_negative_number, port, positive_int, positive_number
 
 
 def add_parser(sub) -> None:
@@ -14,9 +14,9 @@ def add_parser(sub) -> None:
                        "declares; every table made with it names it as a test endpoint. It prints its base URL, e.g. "
                        "http://127.0.0.1:8000/v1, then serves. Example: pyterrier-nuggets test-endpoint --port 8000 & "
                        "then pyterrier-nuggets arena --base-url http://127.0.0.1:8000/v1 --model test ... (docs/llm.md)")
-    p.add_argument("--port", type=non_negative_int, default=0, help="the port on 127.0.0.1 (default 0: any free one, "
+    p.add_argument("--port", type=port, default=0, help="the port on 127.0.0.1 (default 0: any free one, "
                    "printed), e.g. --port 8000")
-    p.add_argument("--latency", type=float, default=0.0, metavar="SECONDS",
+    p.add_argument("--latency", type=non_negative_number, default=0.0, metavar="SECONDS",
                    help="seconds slept before every reply (default 0), e.g. --latency 0.2")
     p.add_argument("--max-in-flight", type=positive_int, metavar="N",
                    help="answer HTTP 429 to a request that arrives while N are being served, e.g. --max-in-flight 8")

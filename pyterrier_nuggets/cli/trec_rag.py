@@ -11,7 +11,7 @@ from typing import Any
 
 from pyterrier_nuggets.cli.errors import ON_INVALID, UsageError, positive_int
 from pyterrier_nuggets.cli.options import add_llm_options, add_overwrite, llm_client, llm_mode, plan_first, step_policy
-from pyterrier_nuggets.cli.paths import nonempty, output_folder
+from pyterrier_nuggets.cli.paths import nonempty, nugget_file, output_folder
 
 SUPPORT_TOOLKIT_NAMES = {  # our measure -> the 2026 toolkit's support metric name (castorini/RAGDoll), its order
     "SupportP": "weighted_precision_first_citation", "SupportR": "weighted_recall_first_citation",
@@ -207,10 +207,10 @@ def _read(args) -> _Job:
                                          "files of one run, or two runs of one name",
                                          "give each run one file and its own run id")
         answers += read
-    nuggets = formats.read_nuggets(dataset_file(args.nuggets, "--nuggets"), on_invalid=args.on_invalid) \
+    nuggets = nugget_file(dataset_file(args.nuggets, "--nuggets"), args.on_invalid) \
         if args.nuggets else None
     rubrics = formats.read_rubrics(dataset_file(args.rubrics, "--rubrics")) if args.rubrics else None
-    _check_topics(answers, args, nuggets, rubrics)
+    _check_topics(answers, files_of_run, args, nuggets, rubrics)
     support = []
     for path in args.support_assignments:
         judged = formats.read_support_assignments(path)
@@ -229,26 +229,31 @@ def _read(args) -> _Job:
                 support, inputs, _docstore(args.docs))
 
 
-def _check_topics(answers: list, args, nuggets, rubrics) -> None:
+def _check_topics(answers: list, files_of_run: dict[str, str], args, nuggets, rubrics) -> None:
     """Refuse answers whose topic ids are not those of the nuggets or the rubrics (``T1`` for ``t1``): every nugget
     and rubric score would be 0 (a topic with nuggets that a run did not answer scores 0). Each given file must share
-    a topic with the answers, and each run a topic with one of them; the error shows an id of each side."""
+    a topic with the answers, and each run a topic with one of them; the error names the answer file(s), the topic
+    field, the other file, and an id of each side."""
+    from pyterrier_nuggets.formats import InputError
     families = [(option, {n.qid for n in fam.nuggets} if option == "--nuggets" else set(fam.by_topic()))
                 for option, fam in (("--nuggets", nuggets), ("--rubrics", rubrics)) if fam is not None]
     answered = {a.qid for a in answers}
     scored = set().union(*(topics for _, topics in families))
+    field = "metadata.narrative_id" if answers and answers[0].metadata.get("format") == 2025 else "topic_id"
+    fix = "check that both use the same topic ids"
     for option, topics in families:
         if not answered & topics:
-            raise UsageError(f"none of the {len(answered)} topics of the answers is a topic of {option} "
+            raise InputError(", ".join(dict.fromkeys(files_of_run.values())), None, field,
+                             f"none of the {len(answered)} topics of the answers is a topic of {option} "
                              f"{getattr(args, option[2:])} ({len(topics)} topics; e.g. the answers have "
-                             f"{min(answered)!r}, {option} has {min(topics)!r}): every score of it would be 0. Check "
-                             "that both use the same topic ids")
+                             f"{min(answered)!r}, {option} has {min(topics)!r}): every score of it would be 0", fix)
     for run_id in dict.fromkeys(a.run_id for a in answers):
         mine = {a.qid for a in answers if a.run_id == run_id}
         if not mine & scored:
-            raise UsageError(f"run {run_id} answers none of the topics of {' or '.join(o for o, _ in families)} "
-                             f"(e.g. it has {min(mine)!r}, they have {min(scored)!r}): its nugget and rubric scores "
-                             "would all be 0. Check its topic ids")
+            given = " or ".join(f"{o} {getattr(args, o[2:])}" for o, _ in families)
+            raise InputError(files_of_run[run_id], None, field, f"run {run_id} answers none of the topics of "
+                             f"{given} (e.g. it has {min(mine)!r}, they have {min(scored)!r}): its nugget and rubric "
+                             "scores would all be 0", fix)
 
 
 def _outputs(args, job: _Job) -> dict[str, str]:
@@ -373,8 +378,11 @@ def _writers(out_files: dict[str, str], job: _Job, qrels, rows_by_run: dict, tab
     import pandas as pd
 
     from pyterrier_nuggets import formats
+    from pyterrier_nuggets.formats.files import write_tsv
     scores_tsv = pd.concat([table, means[["run", "qid", "measure", "value"]]], ignore_index=True)
-    writers = {out_files["scores"]: lambda p: scores_tsv.to_csv(p, sep="\t", index=False, float_format="%.10g")}
+    rows = [(run, qid, measure, f"{value:.10g}") for run, qid, measure, value in
+            zip(scores_tsv["run"], scores_tsv["qid"], scores_tsv["measure"], scores_tsv["value"])]
+    writers = {out_files["scores"]: lambda p: write_tsv(p, ("run", "qid", "measure", "value"), rows)}
     if "qrels" in out_files:
         writers[out_files["qrels"]] = lambda p: formats.write_qrels(p, qrels.itertuples(index=False))
     if "metric rows" in out_files:

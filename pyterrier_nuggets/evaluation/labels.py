@@ -47,7 +47,7 @@ from ir_measures_ext import ids
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets import formats
 from pyterrier_nuggets.formats import InputError
-from pyterrier_nuggets.formats.files import read_columns, read_jsonl
+from pyterrier_nuggets.formats.files import read_columns, read_jsonl, read_tsv
 
 
 @dataclass(frozen=True)
@@ -357,15 +357,12 @@ def _from_qrels(path: str, kind: LabelKind) -> Labels:
 def _from_generic(path: str, kind: LabelKind) -> Labels:
     items: dict[Hashable, Any] = {}
     where: dict[Hashable, int] = {}
-    if not _starts_with_brace(path):  # TSV
-        with open(path, encoding="utf-8") as f:
-            rows = [(n, line.rstrip("\n").rstrip("\r")) for n, line in enumerate(f, 1) if line.strip()]
+    if not _starts_with_brace(path):  # TSV, by the one rule of tab-separated files (nothing quoted)
         pairs = []
-        for n, text in rows:
-            parts = text.split("\t")
-            if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
+        for n, (item, label) in read_tsv(path, ("id", "label")):
+            if not item.strip() or not label.strip():
                 raise InputError(path, n, None, "expected two tab-separated fields: id<TAB>label")
-            pairs.append((n, parts[0].strip(), parts[1].strip()))
+            pairs.append((n, item.strip(), label.strip()))
     else:
         pairs = []
         for n, obj in read_jsonl(path):

@@ -22,12 +22,13 @@ import ir_measures
 import pandas as pd
 
 from ir_measures_ext import ids
-from ir_measures_ext.errors import InvalidInput
+from ir_measures_ext.errors import InvalidInput, RowError
 from ir_measures_ext.measures import FAMILY_TOPICS, family
 from ir_measures_ext.topics import TopicMismatchWarning, topic_mismatch
 from pyterrier_nuggets.evaluation import correlation, statistics
 from pyterrier_nuggets.evaluation.measures import ANSWER_MEASURES, LOWER_IS_BETTER, NO_BEST, RETRIEVAL_MEASURES
 from pyterrier_nuggets.formats import (
+    InputError,
     LeaderboardRow,
     atomic_write,
     counted,
@@ -37,6 +38,7 @@ from pyterrier_nuggets.formats import (
     shown_label,
     write_all,
 )
+from pyterrier_nuggets.formats.files import read_columns
 
 TABLE_SUFFIXES = (".csv", ".md", ".tex", ".perquery.csv")  # the files of JointTable.write(prefix)
 
@@ -493,8 +495,12 @@ def joint_table(systems: Sequence[System], nugget_qrels, segment_qrels=None,
     nq = _load_qrels(nugget_qrels)
     sq = _load_qrels(segment_qrels) if segment_qrels is not None else None
     columns = [str(m) for m in retrieval_measures] + [str(m) for m in answer_measures]
-    per = {s.name: _score_system(s, nq, sq, answer_measures, retrieval_measures, allow_topic_mismatch)
-           for s in systems}
+    per = {}
+    for s in systems:
+        try:
+            per[s.name] = _score_system(s, nq, sq, answer_measures, retrieval_measures, allow_topic_mismatch)
+        except RowError as e:  # a row of a file: named by its file and line
+            raise _in_file(e, s, nugget_qrels) from None
     # in a fixed order (system, measure as in the table, topic), whatever order the scores were computed in: a
     # cached re-run writes byte-identical files
     rows = sorted(((name, qid, m, v) for name, vals in per.items() for m, byq in vals.items() for qid, v in byq.items()),
@@ -512,6 +518,22 @@ def joint_table(systems: Sequence[System], nugget_qrels, segment_qrels=None,
     if arena is not None:
         table.set_arena(arena)
     return table
+
+
+def _in_file(error: RowError, system: System, nugget_qrels) -> InvalidInput:
+    """``error``, about a row of ``system``'s evaluation run or of the nugget qrels, as an InputError naming the file,
+    the line of the row (the second one of a row given twice) and the field, when the rows came from a file."""
+    path, columns = (system.evaluation, "qid Q0 docno rank score tag") if error.source == "run" else \
+        (nugget_qrels, "qid 0 nugget_id relevance")
+    if not isinstance(path, str) or not os.path.isfile(path):
+        return error
+    lines = [line for line, fields in read_columns(path, columns)
+             if fields[0] == error.qid and fields[2] == error.doc_id]
+    if not lines:
+        return error
+    whose = f"the evaluation run of system {system.name}" if error.source == "run" else "the nugget qrels"
+    return InputError(path, lines[1] if len(lines) > 1 else lines[0], error.field, error.problem,
+                      f"{whose}: correct the row, or write the file again with pyterrier-nuggets export")
 
 
 def _score_system(s: System, nq, sq, answer_measures: list, retrieval_measures: list, allow_topic_mismatch: bool

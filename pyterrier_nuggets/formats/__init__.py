@@ -13,11 +13,14 @@ module per format family, every name also available here (``formats.read_nuggets
 - :mod:`.ikat_io`: the official TREC iKAT 2024 run format (passage ranking + responses with provenance).
 - :mod:`.text_io`: topic TSV and document JSONL (texts of topics and of segments or documents).
 - :mod:`.trec_io`: TREC runs and qrels, the rows of an evaluation run (decisions.md, decision 1).
+- :mod:`.shard_io`: the manifest ``shard.json`` of a finished ``--shard I/N`` run, and the split of the topics into
+  shards (read by ``merge`` and the report; ``formats.shard_io.NAME``).
 - :mod:`.frames`: the DataFrame forms and every frame <-> record conversion.
 - :mod:`.checks`: files checked against each other (support judgments ↔ answers ↔ assignments ↔ nuggets ↔
   run tag).
 - :mod:`.files`: what they share (errors naming file, line and field; invalid-label policies; JSONL and JSON
-  documents, read by :mod:`datasets_ext.reading` for the datasets and the package alike; atomic writes).
+  documents, read by :mod:`datasets_ext.reading` for the datasets and the package alike; atomic writes; the one
+  rule of tab-separated files, ``files.TSV_RULE``, with their one writer and reader).
 
 Every reader names file, line and field in its errors. Invalid labels (real files contain importance
 "failed" and free-text assignment labels) are counted per topic and handled by an explicit policy:

@@ -6,6 +6,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from datasets_ext.nugget_parser import warn_empty_topics
 from pyterrier_nuggets.formats.files import (
     InputError,
     InvalidLabelReport,
@@ -14,6 +15,7 @@ from pyterrier_nuggets.formats.files import (
     get_field,
     get_qid,
     read_jsonl,
+    run_tag_problem,
     write_jsonl,
 )
 from pyterrier_nuggets.formats.nugget_io import NuggetSet, nugget_json, parse_nugget_list
@@ -82,13 +84,20 @@ def read_assignments(path: str, on_invalid: str = "refuse", run_id: str | None =
     answers = []
     seen: dict[tuple[str, str], int] = {}
     default_run = run_id or os.path.basename(path).split(".assignments")[0]
+    empty: list[tuple[int, str]] = []
     for line, obj in read_jsonl(path):
         qid = get_qid(path, line, obj, "qid", "topic_id")
         rid = str(obj.get("run_id") or default_run)
+        problem = run_tag_problem(rid)
+        if problem:
+            raise InputError(path, line, "run_id", problem + ("" if obj.get("run_id") else " (taken from the file "
+                             "name: the line names no run id)"), "rename the run")
         if (qid, rid) in seen:
             raise InputError(path, line, "qid", f"topic {qid} of run {rid} already appeared at line {seen[qid, rid]}")
         seen[qid, rid] = line
         items = get_field(path, line, obj, "nuggets", list)
+        if not items:
+            empty.append((line, qid))
         parsed = parse_nugget_list(path, line, qid, items, True, report)
         answer_text = obj.get("answer_text")
         if answer_text is not None and not isinstance(answer_text, str):
@@ -97,6 +106,7 @@ def read_assignments(path: str, on_invalid: str = "refuse", run_id: str | None =
             qid=qid, run_id=rid, answer_text=answer_text, query=str(obj.get("query", "")),
             nuggets=[n for n, _ in parsed],
             assignments=[Assignment(qid, n.index, a) for n, a in parsed]))
+    warn_empty_topics(path, empty, "assignment")
     finish_report(report)
     return AssignmentSet(answers, report)
 

@@ -11,7 +11,7 @@ import os
 import re
 import warnings
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +34,7 @@ from pyterrier_nuggets.formats.folders import check_outputs, write_all
 __all__ = ["InputError", "DroppedLabelsWarning", "InvalidLabel", "InvalidLabelReport", "InvalidLabelsError", "POLICIES", "check_policy", "counted",
            "finish_report", "read_lines", "read_jsonl", "read_columns", "load_json", "write_jsonl", "atomic_write", "get_field",
            "get_qid", "topic_id_problem", "check_topic_id", "check_outputs", "write_all", "shown_path", "run_tag_problem",
-           "check_run_tag"]
+           "check_run_tag", "TSV_RULE", "tsv_line", "write_tsv", "read_tsv"]
 
 POLICIES = ("refuse", "drop")
 
@@ -180,6 +180,70 @@ def write_jsonl(path: str, objects: Iterable[dict]) -> None:
     with atomic_write(path) as f:
         for obj in objects:
             f.write(json.dumps(obj, ensure_ascii=False) + "\n")
+
+
+# -------------------------------------------------------------------------------------------- TSV files
+
+TSV_RULE = ("one record a line, its fields separated by one tab each, never quoted or escaped (a '\"' or a '\\' is a "
+            "character like any other); a field holding a tab or a line break cannot be written and is refused")
+"""The one rule of every tab-separated file the package writes and reads (``trec-rag``'s ``scores.tsv``, the ``score``
+command's output, topic TSV, generic label TSV, an annotation project's ``topics.tsv``): :func:`tsv_line` writes a
+line, :func:`read_tsv` reads a file. CSV quoting (pandas' ``to_csv``) would write a run tag ``a"b`` as ``"a""b"``,
+which a tab-splitting reader takes for another run."""
+
+
+def tsv_line(fields: Sequence[object]) -> str:
+    """One line of a tab-separated file (:data:`TSV_RULE`): the fields as text, joined by tabs, with a line feed.
+
+    :param fields: the fields (``str()`` of each).
+    :raises InvalidInput: a field holding a tab, a carriage return or a line feed (it would split the record).
+    """
+    texts = [str(f) for f in fields]
+    for k, text in enumerate(texts):
+        if "\t" in text or "\n" in text or "\r" in text:
+            raise InvalidInput(f"field {k + 1} ({text[:40]!r}) holds a tab or a line break: it cannot be one field of "
+                               f"a tab-separated file ({TSV_RULE})")
+    return "\t".join(texts) + "\n"
+
+
+def write_tsv(path: str, header: Sequence[str], rows: Iterable[Sequence[object]]) -> None:
+    """Write a tab-separated file, atomically: the header line, then one line per row (:func:`tsv_line`).
+
+    :param path: the file to write.
+    :param header: the column names.
+    :param rows: the rows, each with one field per column.
+    """
+    lines = [tsv_line(header)] + [tsv_line(r) for r in rows]  # every field checked before the file is touched
+    with atomic_write(path) as f:
+        f.writelines(lines)
+
+
+def read_tsv(path: str, columns: Sequence[str], header: bool = False) -> Iterator[tuple[int, list[str]]]:
+    """``(line number, fields)`` of each non-blank line of a tab-separated file (:data:`TSV_RULE`): the line split at
+    every tab, nothing unquoted. A line with another number of fields is an InputError naming the line.
+
+    :param path: the file.
+    :param columns: the names of the columns (their number is the number of fields of a line).
+    :param header: the file starts with a header line naming ``columns`` (read and checked, not returned).
+    """
+    first = True
+    for line, text in read_lines(path):
+        text = text.rstrip("\r\n")
+        if not text.strip():
+            continue
+        fields = text.split("\t")
+        if first and header:
+            first = False
+            if fields != list(columns):
+                raise InputError(path, line, None, f"expected the header line {'<TAB>'.join(columns)!r}, got "
+                                 f"{text[:80]!r}", "give the file the package wrote")
+            continue
+        first = False
+        if len(fields) != len(columns):
+            raise InputError(path, line, None, f"expected {len(columns)} tab-separated fields "
+                             f"'{' '.join(columns)}', got {len(fields)} (fields are never quoted: a tab inside one "
+                             "splits it)")
+        yield line, fields
 
 
 MAX_RUN_TAG = 128

@@ -2,11 +2,12 @@
 the collection folders of the main job) and document JSONL (``{"docno", "text"}``, one document a line)."""
 from __future__ import annotations
 
-from pyterrier_nuggets.formats.files import InputError, check_topic_id, read_jsonl, read_lines
+from pyterrier_nuggets.formats.files import InputError, check_topic_id, read_jsonl, read_tsv
 
 
 def read_topics_tsv(path: str) -> list[tuple[str, str]]:
-    """``(qid, query)`` of ``qid<TAB>query`` lines.
+    """``(qid, query)`` of ``qid<TAB>query`` lines (the package's one rule of tab-separated files,
+    :data:`~pyterrier_nuggets.formats.files.TSV_RULE`: nothing quoted).
 
     A topic id twice, with whitespace, or without query is an InputError.
 
@@ -14,13 +15,9 @@ def read_topics_tsv(path: str) -> list[tuple[str, str]]:
     """
     out: list[tuple[str, str]] = []
     seen: dict[str, int] = {}
-    for line, text in read_lines(path):
-        if not text.strip():
-            continue
-        parts = text.rstrip("\r\n").split("\t")
-        if len(parts) != 2 or not parts[1].strip():
-            raise InputError(path, line, None, "expected 'qid<TAB>query'")
-        qid = parts[0]
+    for line, (qid, query) in read_tsv(path, ("qid", "query")):
+        if not query.strip():
+            raise InputError(path, line, "query", "empty", "give each topic its text: 'qid<TAB>query'")
         try:
             check_topic_id(qid)
         except ValueError as e:
@@ -28,7 +25,7 @@ def read_topics_tsv(path: str) -> list[tuple[str, str]]:
         if qid in seen:
             raise InputError(path, line, "qid", f"topic {qid} already appeared at line {seen[qid]}")
         seen[qid] = line
-        out.append((qid, parts[1].strip()))
+        out.append((qid, query.strip()))
     if not out:
         raise InputError(path, None, None, "no topics")
     return out

@@ -463,6 +463,14 @@ def _read_only(path: str | os.PathLike) -> sqlite3.Connection:
     return read_only_connection(path)
 
 
+def check_cache_file(path: str | os.PathLike) -> None:
+    """Refuse a file that is not a response cache of the package (an :class:`InvalidInput` naming it), only reading it.
+
+    :param path: the file.
+    """
+    _read_only(path).close()
+
+
 def _merge_one(con: sqlite3.Connection, source: sqlite3.Connection, report: MergeReport) -> None:
     columns = {row[1] for row in source.execute("PRAGMA table_info(responses)")}
     verdicts = "verdict, error" if "verdict" in columns else "NULL, NULL"

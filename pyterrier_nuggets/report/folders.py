@@ -14,6 +14,13 @@ Scores come from the folder's score file as written (a joint table's ``PREFIX.cs
 ``trec-rag``'s ``scores.tsv``); only a folder without one (the annotation export) is scored, by the package's
 measures on its evaluation runs and nugget qrels (:func:`~pyterrier_nuggets.evaluation.table.joint_table`), and
 the report says so.
+
+The files of a folder are checked against each other, so that a partial folder never passes for a whole one: a
+``scores.tsv`` cut or edited (a (run, measure) with per-topic rows and no mean, a mean that is not the mean of its
+rows, a run whose files are there and whose scores are not) is refused; a run of ``trec-rag`` whose judgment files
+are missing, a shard of a ``--shard I/N`` run (its ``shard.json``) and an ``arena --battles`` folder (a leaderboard
+without its battles) are read and said (:attr:`Folder.notes`, :attr:`Folder.missing`, each also an
+:class:`IncompleteFolderWarning`), so that the report shows what it lacks.
 """
 from __future__ import annotations
 
@@ -21,6 +28,7 @@ import glob
 import math
 import os
 import re
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -39,10 +47,29 @@ from pyterrier_nuggets.formats import (
     TurnMatches,
     shown_path,
 )
-from pyterrier_nuggets.formats.files import read_columns
+from pyterrier_nuggets.formats.files import RUN_FILE_SUFFIXES, read_tsv
+from pyterrier_nuggets.formats.folders import MANIFEST as OUTPUTS_MANIFEST
+from pyterrier_nuggets.formats.folders import OutputFolder
+from pyterrier_nuggets.formats.shard_io import MANIFEST, Manifest, read_manifest
 from pyterrier_nuggets.records import Answer, Battle, RubricVerdict, SupportJudgment
 
 Key = tuple[str, str]  # (system, topic)
+
+SCORES_COLUMNS = ("run", "qid", "measure", "value")  # trec-rag's scores.tsv (docs/formats.md)
+# the per-run files of a trec-rag folder, and the measures of scores.tsv that say the run has one: scores of a
+# measure and no file of it leave that part of the run's drill-downs empty (docs/cli.md, trec-rag)
+TREC_RAG_RUN_FILES = {
+    ".eval.run": ("its evaluation run", None),
+    ".assignments.jsonl": ("its nugget assignments", ("V_strict", "V", "W_strict", "W", "A_strict", "A",
+                                                      "SubNarrativeCoverage")),
+    ".support_assignments.jsonl": ("its answers' sentences and support labels", ("SupportP", "SupportR")),
+    ".verdicts.jsonl": ("its rubric verdicts", ("RubricScore", "RubricFailedMandatory")),
+}
+
+
+class IncompleteFolderWarning(UserWarning):
+    """An output folder the report reads holds part of what its command writes (a run's files missing, a shard of a
+    run, a leaderboard without its battles): the report shows it and says so, on its pages and in this warning."""
 
 
 @dataclass
@@ -97,6 +124,9 @@ class Folder:
     turns: dict[str, dict] = field(default_factory=dict)  # iKAT turn -> depth, personal
     queries: dict[str, str] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)  # who judged, named by the files
+    shard: Manifest | None = None  # the manifest of a --shard I/N run's folder
+    notes: list[str] = field(default_factory=list)  # what the folder lacks of its command's output, said in the report
+    missing: dict[str, list[str]] = field(default_factory=dict)  # system -> its files the folder lacks, and what
 
     def systems(self) -> list[str]:
         """Every system the folder has something of, in the order of its scores, then as met."""
@@ -126,15 +156,27 @@ def read_folder(path: str) -> Folder:
         raise InvalidInput(f"{path}: not a folder; give an output folder of demo, trec-rag, arena, ikat, table --out "
                            "or annotate export")
     folder = Folder(path)
+    lost = _lost_outputs(path)
+    if os.path.isfile(os.path.join(path, MANIFEST)):
+        folder.shard = read_manifest(path)
     _scores(folder)
     _answers(folder)
     _judgments(folder)
     _arena(folder)
     _ikat(folder)
     if not folder.kinds:
+        if folder.shard is not None and not folder.shard.own_topics:
+            raise InvalidInput(f"{path}: shard {folder.shard.shard} of a {folder.shard.command} run with no topic of "
+                               f"its own ({len(folder.shard.topics)} topics in {folder.shard.shard.n} shards): nothing "
+                               "to report; report the merged run (pyterrier-nuggets merge, docs/shards.md)")
         raise InvalidInput(f"{path}: holds no output of the package's commands (e.g. joint_table.csv, scores.tsv, "
                            "battles.jsonl, ikat.csv, manifest.json of an annotation export): give the folder a "
                            "command wrote (docs/report.md)")
+    _trec_rag_files(folder)
+    _shard(folder)
+    _note_lost(folder, lost)
+    for note in folder.notes:
+        warnings.warn(note, IncompleteFolderWarning, stacklevel=2)
     return folder
 
 
@@ -198,20 +240,60 @@ def _table_note(md: str) -> str:
 
 
 def scores_tsv(path: str) -> Scores:
-    """``trec-rag``'s ``scores.tsv`` (run, topic, measure, value; topic ``all`` is the mean it states)."""
-    rows = []
-    for line, (run, qid, measure, value) in read_columns(path, "run qid measure value"):
-        if line == 1 and (run, qid, measure, value) == ("run", "qid", "measure", "value"):
-            continue  # the header
+    """``trec-rag``'s ``scores.tsv`` (run, topic, measure, value; topic ``all`` is the mean it states), checked whole:
+    a (run, measure) with per-topic rows and no mean, a mean without per-topic rows or that is not the mean of its
+    rows, a row twice: the file was cut (at a line boundary: a copy stopped early, a full disk) or edited, and is
+    refused naming the line."""
+    rows, seen = [], {}
+    for line, (run, qid, measure, value) in read_tsv(path, SCORES_COLUMNS, header=True):
+        if (run, qid, measure) in seen:
+            raise InputError(path, line, "qid", f"run {run}, topic {qid}, {measure} is already at line "
+                             f"{seen[run, qid, measure]}", _REWRITE)
+        seen[run, qid, measure] = line
         try:
-            rows.append((run, qid, measure, float(value)))
+            rows.append((run, qid, measure, float(value), line))
         except ValueError:
             raise InputError(path, line, "value", f"{value!r} is not a number") from None
-    frame = pd.DataFrame(rows, columns=["system", "qid", "measure", "value"])
-    means = frame[frame["qid"] == "all"].pivot_table(index="system", columns="measure", values="value", sort=False)
+    _check_means(path, rows)
+    frame = pd.DataFrame([r[:4] for r in rows], columns=["system", "qid", "measure", "value"])
+    means = frame[frame["qid"] == "all"].pivot_table(index="system", columns="measure", values="value", sort=False,
+                                                     dropna=False)
     per_query = frame[frame["qid"] != "all"].reset_index(drop=True)
     order = list(dict.fromkeys(frame["measure"]))
     return Scores(per_query, means[[m for m in order if m in means.columns]], source=shown_path(path))
+
+
+_REWRITE = "the file was cut or edited: write it again (the same trec-rag command with --overwrite)"
+
+
+def _check_means(path: str, rows: list[tuple[str, str, str, float, int]]) -> None:
+    """Every (run, measure) of per-topic rows has its mean, and every mean is the mean of its rows (to the 10
+    significant digits written; NaN rows left out, as the mean leaves them out)."""
+    values: dict[tuple[str, str], list[float]] = {}
+    stated: dict[tuple[str, str], tuple[float, int]] = {}
+    for run, qid, measure, value, line in rows:
+        if qid == "all":
+            stated[run, measure] = (value, line)
+        else:
+            values.setdefault((run, measure), []).append(value)
+    if not rows:
+        raise InputError(path, None, None, "no score in the file (a header at most)", _REWRITE)
+    lost = [key for key in values if key not in stated]
+    if lost:
+        run, measure = lost[0]
+        raise InputError(path, None, "qid", f"no mean (topic 'all') of {measure} for run {run}, which has "
+                         f"{len(values[lost[0]])} per-topic rows" + (f", nor of {len(lost) - 1} other (run, measure)"
+                                                                     if len(lost) > 1 else ""), _REWRITE)
+    for (run, measure), (mean, line) in stated.items():
+        rows_of = values.get((run, measure))
+        if not rows_of:
+            raise InputError(path, line, "qid", f"a mean of {measure} for run {run} without any per-topic row of "
+                             "it", _REWRITE)
+        defined = [v for v in rows_of if not math.isnan(v)]
+        expected = sum(defined) / len(defined) if defined else math.nan
+        if not (math.isnan(expected) and math.isnan(mean) or math.isclose(mean, expected, rel_tol=1e-8, abs_tol=1e-9)):
+            raise InputError(path, line, "value", f"{mean!r}, the mean of {measure} for run {run}, is not the mean of "
+                             f"its {len(rows_of)} per-topic rows ({expected!r})", _REWRITE)
 
 
 def _export_scores(path: str) -> Scores:
@@ -295,6 +377,89 @@ def _judgments(folder: Folder) -> None:
         folder.files.append(file)
 
 
+def _trec_rag_files(folder: Folder) -> None:
+    """A ``trec-rag`` folder's files against its ``scores.tsv``: a run whose files are there and whose scores are not
+    is refused (the scores file was cut or edited); a run of the scores without one of the files its measures say it
+    has is named in :attr:`Folder.missing` and in a note (that part of its drill-downs is empty)."""
+    if "trec-rag" not in folder.kinds:
+        return
+    tsv = os.path.join(folder.path, "scores.tsv")
+    scored = list(folder.scores.means.index)
+    for suffix in TREC_RAG_RUN_FILES:
+        for file in _glob(folder.path, "*" + suffix):
+            run = _system_of(file, suffix)
+            if run not in scored:
+                raise InputError(tsv, None, "run", f"no score of run {run}, whose files ({os.path.basename(file)}, "
+                                 f"...) are in {shown_path(folder.path)}; the scores have run(s) "
+                                 f"{', '.join(scored)}", _REWRITE)
+    measures = {m.split("(")[0] for m in folder.scores.means.columns}
+    for run in scored:
+        lacks = [f"{run}{suffix} ({what})" for suffix, (what, needed) in TREC_RAG_RUN_FILES.items()
+                 if (needed is None or measures & set(needed)) and not os.path.isfile(os.path.join(folder.path,
+                                                                                                    run + suffix))]
+        if lacks:
+            folder.missing[run] = lacks
+            folder.notes.append(f"{shown_path(folder.path)} lacks {'; '.join(lacks)}: the scores of run {run} are "
+                                "shown, but its drill-downs lack what those files hold (they were deleted or not "
+                                "copied; the same trec-rag command with --overwrite writes them again)")
+
+
+def _lost_outputs(path: str) -> list[str]:
+    """The files the folder's outputs manifest (:data:`~pyterrier_nuggets.formats.folders.MANIFEST`, written by the
+    command with its outputs) names and the folder no longer holds. A lost score file (``scores.tsv``, a table's
+    ``.csv`` / ``.perquery.csv``, ``leaderboard.csv``) is refused: the report would show the folder without its
+    scores, as if it had none."""
+    folder = OutputFolder(path, "report")
+    named = folder.manifest_files()
+    lost = [f for f in named if not os.path.isfile(os.path.join(path, f))]
+    scores = [f for f in lost if f in ("scores.tsv", "leaderboard.csv") or f.endswith(".perquery.csv")
+              or f.endswith(".csv") and f[:-len(".csv")] + ".perquery.csv" in named]
+    if scores:
+        raise InputError(os.path.join(path, OUTPUTS_MANIFEST), None, "files", f"names {', '.join(scores)}, which "
+                         f"{'is' if len(scores) == 1 else 'are'} not in {shown_path(path)}: the scores of the run are "
+                         "gone (deleted, or the folder copied in part)", "copy the whole folder, or run the command "
+                         "again")
+    return lost
+
+
+def _note_lost(folder: Folder, lost: list[str]) -> None:
+    """The files the outputs manifest names and the folder lacks, each by the system it is of (``RUN.SUFFIX``), in a
+    note; those :func:`_trec_rag_files` named already are not named twice."""
+    said = {m.split(" ")[0] for ms in folder.missing.values() for m in ms}
+    unsaid = [f for f in lost if os.path.basename(f) not in said]
+    if not unsaid:
+        return
+    for f in unsaid:
+        suffix = next((s for s in RUN_FILE_SUFFIXES if f.endswith(s)), None)
+        if suffix is not None:
+            folder.missing.setdefault(os.path.basename(f)[:-len(suffix)], []).append(f)
+    folder.notes.append(f"{shown_path(folder.path)} lacks {', '.join(unsaid)}, which its command wrote there (its "
+                        f"outputs manifest names {'it' if len(unsaid) == 1 else 'them'}): what "
+                        f"{'it holds' if len(unsaid) == 1 else 'they hold'} is not shown (deleted, or the folder "
+                        "copied in part)")
+
+
+def _shard(folder: Folder) -> None:
+    """A folder of a ``--shard I/N`` run: its scores must be of its own topics; the report says it is a shard."""
+    m = folder.shard
+    if m is None:
+        return
+    own = set(m.own_topics)
+    if folder.scores is not None:
+        outside = [q for q in dict.fromkeys(folder.scores.per_query["qid"]) if q not in own]
+        if outside:
+            raise InputError(m.path, None, "own_topics", f"the scores of {shown_path(folder.path)} have topic(s) "
+                             f"{', '.join(outside[:5])} that are not of shard {m.shard} ({len(own)} topics)",
+                             "the manifest or the scores were edited: run the shard again")
+    shown = ", ".join(m.own_topics[:8]) + (", ..." if len(m.own_topics) > 8 else "")
+    folder.notes.append(f"{shown_path(folder.path)} is shard {m.shard} of a {m.command} run ({shown_path(m.path)}): "
+                        f"its scores and files are of {len(m.own_topics)} of {len(m.topics)} topics ({shown}), not of "
+                        f"the whole run; its means are over those topics only. The run's scores come from "
+                        f"pyterrier-nuggets merge of all {m.shard.n} shards' folders (docs/shards.md)"
+                        + (f". {len(m.failed)} of its topics failed ({', '.join(list(m.failed)[:5])}) and are in no "
+                           "score" if m.failed else ""))
+
+
 # -------------------------------------------------------------------------------------------------- arena
 
 def _arena(folder: Folder) -> None:
@@ -310,11 +475,31 @@ def _arena(folder: Folder) -> None:
     if os.path.isfile(board):
         folder.leaderboard = formats.read_leaderboard(board)
         folder.files.append(board)
+        elsewhere = _battles_elsewhere(path)
+        if not folder.battles and elsewhere:
+            folder.notes.append(elsewhere)
     if (folder.battles or folder.leaderboard) and "main job" not in folder.kinds:
         folder.kinds.append("arena")
     judges = sorted({b.judge for b in folder.battles if b.judge} | {r.judge for r in folder.leaderboard if r.judge})
     if judges:
         folder.labels["arena"] = "; ".join(judges)
+
+
+def _battles_elsewhere(path: str) -> str | None:
+    """The note of a leaderboard of battles judged elsewhere (``arena --battles FILE``, which rates battles kept where
+    they are: its ``arena.json`` names them), or None for a leaderboard of battles the folder's arena judged."""
+    summary = os.path.join(path, "arena.json")
+    if not os.path.isfile(summary):
+        return None
+    settings = formats.load_json(summary, dict, "an arena summary").get("settings")
+    named = settings.get("battles") if isinstance(settings, dict) else None
+    if not isinstance(named, list) or not named:
+        return None
+    named = [str(b) for b in named]
+    return (f"{shown_path(path)} holds the leaderboard of battles judged elsewhere (arena --battles {' '.join(named)}): "
+            "the battles themselves, and so their topics and answers, are not in it; the report shows the ratings "
+            "only. For the battles, report the folder of the arena or main job that judged them"
+            + (f", or copy {named[0]} into this folder as battles.jsonl" if len(named) == 1 else ""))
 
 
 # --------------------------------------------------------------------------------------------------- iKAT

@@ -63,6 +63,7 @@ class Report:
     significance: str = ""
     note: str = ""
     labels: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what the folders lack (a shard, a run's files, the battles)
     arena: list[LeaderboardRow] = field(default_factory=list)
     folders: list[Folder] = field(default_factory=list)
     texts: Texts = field(default_factory=Texts)
@@ -88,8 +89,8 @@ def merge(folders: Sequence[Folder], texts: Texts, title: str | None = None, bas
     if len(scored) > 1:
         raise InvalidInput(f"{len(scored)} of the folders have scores ({', '.join(f.path for f in scored)}): give one "
                            "folder with scores; others may add answers, battles or judgments of the same systems")
-    report = Report(title or " + ".join(sorted({k for f in folders for k in f.kinds})) + " report",
-                    folders=list(folders), texts=texts)
+    report = Report(title or _title(folders), folders=list(folders), texts=texts)
+    report.notes = [note for f in folders for note in f.notes]
     report.sources = [{"path": shown_path(f.path), "kinds": f.kinds, "files": len(f.files)} for f in folders]
     for f in folders:
         for a in texts.answers:
@@ -106,10 +107,20 @@ def merge(folders: Sequence[Folder], texts: Texts, title: str | None = None, bas
     report.topics = sorted(topics, key=natural_key)
     report.arena = next((f.leaderboard for f in folders if f.leaderboard), [])
     report.labels = _labels(report, folders, texts)
-    if not report.systems or not report.topics:
-        raise InvalidInput("the folders name no system and no topic: nothing to report")
+    if not report.systems:
+        raise InvalidInput("the folders name no system: nothing to report")
+    if not report.topics and not report.arena:
+        raise InvalidInput(f"the folders name system(s) ({', '.join(report.systems[:5])}) but no topic: nothing to "
+                           "report")
     _index(report)
     return report
+
+
+def _title(folders: Sequence[Folder]) -> str:
+    """What the folders are (``trec-rag report``), and, for a shard, which one and of how many topics."""
+    title = " + ".join(sorted({k for f in folders for k in f.kinds})) + " report"
+    shards = [f.shard for f in folders if f.shard is not None]
+    return title + "".join(f" (shard {m.shard}: {len(m.own_topics)} of {len(m.topics)} topics)" for m in shards)
 
 
 def _index(report: Report) -> None:
@@ -233,7 +244,7 @@ def index_data(report: Report) -> dict:
             "default_measure": next((m for m in PREFERRED if m in report.measures),
                                     next((m for m in report.measures if m != "AnswerWords"), None)),
             "labels": [[k, v, not_a_judge(v)] for k, v in report.labels],
-            "significance": report.significance, "note": report.note}
+            "significance": report.significance, "note": report.note, "notes": report.notes}
 
 
 def measure_file(i: int) -> str:
@@ -309,6 +320,9 @@ def _system_topic(report: Report, system: str, qid: str, nuggets: dict) -> dict:
                                                      for k in ("ntr", "ntn_recall", "ntn_precision")}}
     if "assignment" in out and nuggets["sub_narratives"]:
         out["sub_narratives"] = _coverage(nuggets, out["assignment"])
+    missing = [m for f in report.folders for m in f.missing.get(system, [])]
+    if missing:
+        out["missing"] = missing
     return out
 
 

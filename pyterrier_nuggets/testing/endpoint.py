@@ -47,6 +47,7 @@ import email.parser
 import email.policy
 import functools
 import json
+import math
 import re
 import socket
 import sys
@@ -57,6 +58,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.llm.config import STAGE_HEADER, TEST_ENDPOINT_FINGERPRINT
 
 INVALID = "I am not sure what you mean."  # an answer no parser of the package accepts
@@ -158,6 +160,22 @@ def _multipart(content_type: str, data: bytes) -> dict[str, tuple[str | None, by
     return out
 
 
+def _check_options(latency: float, retry_after: float, quota_window: float, port: int, max_in_flight: int | None,
+                   quota: int | None) -> None:
+    """The endpoint's numbers, refused where they enter (a negative or NaN latency used to crash every request)."""
+    for name, value, lowest in (("latency", latency, 0), ("retry_after", retry_after, None),
+                                ("quota_window", quota_window, None)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or \
+                (value < 0 if lowest == 0 else value <= 0):
+            raise InvalidInput(f"TestEndpoint({name}={value!r}): seconds, a finite number "
+                               f"{'of 0 or more' if lowest == 0 else 'above 0'}")
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise InvalidInput(f"TestEndpoint(port={port!r}): a port is 0 to 65535 (0: any free one)")
+    for name, value in (("max_in_flight", max_in_flight), ("quota", quota)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise InvalidInput(f"TestEndpoint({name}={value!r}): a whole number of 1 or more, or None")
+
+
 class TestEndpoint:
     """The test endpoint (see the module docstring). Use as a context manager; ``base_url`` is the endpoint to give
     the client.
@@ -199,6 +217,8 @@ class TestEndpoint:
                  invalid_when: Callable[[dict], bool] | None = None, batch_polls: int = 2,
                  batch_error: Callable[[dict], int | None] | None = None, hold_until: int | Sequence[int] = (),
                  hold_timeout: float = 60.0, port: int = 0):
+        _check_options(latency=latency, retry_after=retry_after, quota_window=quota_window, port=port,
+                       max_in_flight=max_in_flight, quota=quota)
         self.latency = latency
         self.responder = responder
         self.script: deque[Reply] = deque(script or [])

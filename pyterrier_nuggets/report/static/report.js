@@ -423,6 +423,10 @@ var PNReport = (function () {
     if (!topic.systems[system]) {
       parts.push(el("p", {"class": "note"}, "The folders hold nothing of " + system + " on this topic."));
     }
+    if (d.missing) {
+      parts.push(el("p", {"class": "note warn"}, "The folder lacks " + d.missing.join("; ") +
+        ": what those files hold is not shown here."));
+    }
     parts.push(scores(d.scores, system));
     if (d.answer) { parts.push(section("Answer", answer(d.answer, topic, k))); }
     if (d.ikat) { parts.push(section("Response and gold nuggets (iKAT)", ikat(d.ikat))); }
