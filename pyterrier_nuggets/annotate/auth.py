@@ -183,8 +183,9 @@ class Signer:
 
 
 class _Times(OrderedDict):
-    """Times of events per key within a window: at most ``maxlen`` a key and ``max_keys`` keys (when full, the
-    keys without an event in the window go first, then the least recently used)."""
+    """Times of events per key within a window: at most ``maxlen`` a key and ``max_keys`` keys (keys without an
+    event in the window go when a new key comes, and when full the least recently used: in constant time, so that
+    a flood of new names or addresses costs the server no scan of the table)."""
 
     def __init__(self, maxlen: int, max_keys: int):
         super().__init__()
@@ -205,14 +206,17 @@ class _Times(OrderedDict):
     def add(self, key: tuple, now: float, window: float) -> None:
         times = self.get(key)
         if times is None:
-            if len(self) >= self.max_keys:
-                for old in [k for k, ts in self.items() if not ts or ts[-1] <= now - window]:
-                    del self[old]
-                while len(self) >= self.max_keys:
-                    self.popitem(last=False)  # the least recently used
+            # keys are in the order of their last event: those without one in the window are first; each new key
+            # removes at most the keys before it that are out of the window, or the least recently used one
+            while self and (len(self) >= self.max_keys or self._idle(next(iter(self.values())), now - window)):
+                self.popitem(last=False)
             times = self[key] = deque(maxlen=self.maxlen)
         times.append(now)
         self.move_to_end(key)
+
+    @staticmethod
+    def _idle(times: deque, start: float) -> bool:
+        return not times or times[-1] <= start
 
     def take_back(self, key: tuple) -> None:
         times = self.get(key)
