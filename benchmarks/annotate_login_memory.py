@@ -21,7 +21,8 @@ once after a 503):
   token (each thread keeps the new token each success gives), from rotating addresses as in G.
 
 After ``--seconds-before`` of flood, people sign in one after the other, ``--sign-ins`` times per series, each
-series another user: from a new browser each time, and from a browser in which that user signed in once before.
+series another user: from a new browser each time, and from a browser in which that user signed in once before
+the flood began.
 A person answered 503 sends the form again after the Retry-After the server gives, until 60 s have passed (then
 the sign-in counts as failed); a 429 fails it. When the series are done the flood stops, and a new browser signs
 in right after it. Prints two tables (markdown).
@@ -166,17 +167,18 @@ def flood(base: str, in_flight: int, addresses: Addresses, series: list[tuple], 
                 statuses[status] += 1
             n += 1
 
+    jars = {}
+    for label, user, address, known in series:
+        if known:  # this browser signed in once, before the flood
+            jars[label] = http.cookiejar.CookieJar()
+            person(base, user, address, jars[label])
     threads = [threading.Thread(target=guesser, args=(i,), daemon=True) for i in range(in_flight)]
     for t in threads:
         t.start()
     time.sleep(seconds_before)  # the flood is going on before the people arrive
     results = {}
-    for label, user, address, known in series:
-        jar = None
-        if known:
-            jar = http.cookiejar.CookieJar()
-            person(base, user, address, jar)  # this browser signs in once before
-        results[label] = [person(base, user, address, jar) for _ in range(sign_ins)]
+    for label, user, address, _ in series:
+        results[label] = [person(base, user, address, jars.get(label)) for _ in range(sign_ins)]
         print(f"  {label}: {results[label]}", file=sys.stderr, flush=True)
     stop.set()
     for t in threads:

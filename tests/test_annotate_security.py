@@ -296,7 +296,7 @@ def test_login_throttle_counts_attempts_in_a_window():
 def test_the_throttle_ranks_and_exempts_a_known_browser_a_few_times():
     """The rank of a sign-in: a known browser first (its token and its name each PRIORITY_LIMIT times in the window,
     successes included), exempt from the budgets of its address and name; then the address's failed or running
-    checks, the name's attempts from anywhere, and the network's failed or running checks."""
+    checks, the name's attempts from anywhere in tens, and the network's failed or running checks."""
     from pyterrier_nuggets.annotate.auth import LoginThrottle
     now = [1000.0]
     throttle = LoginThrottle(limit=2, window=60.0, address_limit=3, priority_limit=2, now=lambda: now[0])
@@ -312,10 +312,12 @@ def test_the_throttle_ranks_and_exempts_a_known_browser_a_few_times():
     now[0] += 61
     assert throttle.admit("sky", "192.0.2.9", "alice", browser="token-1").priority  # a new window
     fresh = LoginThrottle(now=lambda: now[0])
-    assert fresh.admit("sky", "10.0.0.1", "a").rank == (1, 1, 1, 1)
-    assert fresh.admit("sky", "10.0.0.2", "b").rank == (1, 1, 1, 2)  # the same /24: the network's second
-    assert fresh.admit("sky", "10.0.0.1", "c").rank == (1, 2, 1, 3)  # the address's second
-    assert fresh.admit("sky", "10.9.0.1", "a").rank == (1, 1, 2, 1)  # the name's second, from anywhere
+    assert fresh.admit("sky", "10.0.0.1", "a").rank == (1, 1, 0, 1)
+    assert fresh.admit("sky", "10.0.0.2", "b").rank == (1, 1, 0, 2)  # the same /24: the network's second
+    assert fresh.admit("sky", "10.0.0.1", "c").rank == (1, 2, 0, 3)  # the address's second
+    for i in range(9):  # a name's attempts from anywhere count in tens: a person's few are 0
+        fresh.succeeded(fresh.admit("sky", f"10.{i + 1}.0.1", "a"))
+    assert fresh.admit("sky", "10.99.0.1", "a").rank == (1, 1, 1, 1)  # its eleventh
 
 
 def test_the_throttle_memory_is_bounded():
@@ -334,7 +336,7 @@ def test_the_throttle_memory_is_bounded():
     tracemalloc.stop()
     assert all(len(table) <= 500 for table in (throttle.names, throttle.addresses, throttle.networks, throttle.tried))
     assert all(len(key[2]) == 16 for key in throttle.names) and all(len(t) <= 10 for t in throttle.names.values())
-    assert all(len(key[1]) == 16 for key in throttle.tried) and all(len(t) <= 32 for t in throttle.tried.values())
+    assert all(len(key[1]) == 16 for key in throttle.tried) and all(len(t) <= 40 for t in throttle.tried.values())
     assert grown < 1_500 * len(throttle), grown  # about 1.2 kB a key, whatever the names' size (400 MB were sent)
     one = LoginThrottle(limit=10, address_limit=100)
     allowed = sum(one.admit("sky", "10.0.0.1", f"name{i}").wait == 0 for i in range(1_000))

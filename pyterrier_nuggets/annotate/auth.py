@@ -258,17 +258,17 @@ class LoginThrottle:
     same name, cannot lock its people out) and goes first, at most ``priority_limit`` times in the window per
     token and per name over all its tokens, successes included; beyond that it is an attempt like any other.
 
-    The rank of an attempt without priority is, in this order: the failed or running checks of its address, the
-    attempts for its name over all addresses (successes included: an insider signing in as themself a hundred
-    times ranks behind everyone), and the failed or running checks of its address's network
-    (:func:`network_key`): a person who has not failed goes before every guess of a flood that has, and before a
-    flood from addresses never seen that share a network.
+    The rank of an attempt without priority is, in this order: the failed or running checks of its address; the
+    attempts for its name over all addresses in tens (``limit``), successes included (a person's few sign-ins are
+    0, like a guess's; an insider signing in as themself a hundred times ranks behind everyone); and the failed or
+    running checks of its address's network (:func:`network_key`): a person who has not failed goes before every
+    guess of a flood that has, and before a flood from addresses never seen that share a network.
 
     Memory is bounded whatever is sent: a key holds a 16-byte digest of a name or token (never the name), each
     key keeps a bounded number of times, and each table at most ``max_keys`` keys. Kept in memory: a restart of
     the server forgets it."""
 
-    TRIED = 32  # attempts per name kept for the rank (more rank alike)
+    TRIED = 40  # attempts per name kept for the rank (more rank alike)
 
     def __init__(self, limit: int = 10, window: float = 900.0, address_limit: int = 100, max_keys: int = 10_000,
                  priority_limit: int = PRIORITY_LIMIT, now: Callable[[], float] = time.monotonic):
@@ -309,7 +309,7 @@ class LoginThrottle:
         attempt = Attempt(name_key=name_key)
         self._charge(attempt, now, (self.names, name_key), (self.addresses, address_key),
                      (self.networks, network_key_), (self.tried, tried_key))
-        attempt.rank = (1, self.addresses.count(address_key, start), self.tried.count(tried_key, start),
+        attempt.rank = (1, self.addresses.count(address_key, start), self.tried.count(tried_key, start) // self.limit,
                         self.networks.count(network_key_, start))
         return attempt
 
