@@ -7,6 +7,7 @@ import http.cookiejar
 import importlib.util
 import json
 import os
+import queue
 import re
 import secrets
 import socket
@@ -238,15 +239,16 @@ class Client:
         self.jar = http.cookiejar.CookieJar()
         self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar), _NoRedirect)
         self.csrf = ""
+        self.headers = None  # the last response's headers
 
     def request(self, path: str, data: dict | list | None = None, headers: dict | None = None):
         body = urllib.parse.urlencode(data, doseq=True).encode() if data is not None else None
         req = urllib.request.Request(self.base + path, data=body, headers=headers or {})
         try:
-            with self.opener.open(req, timeout=30) as r:
-                status, text, location = r.status, r.read().decode(), r.headers.get("location")
+            with self.opener.open(req, timeout=60) as r:
+                status, text, location, self.headers = r.status, r.read().decode(), r.headers.get("location"), r.headers
         except urllib.error.HTTPError as e:
-            status, text, location = e.code, e.read().decode(), e.headers.get("location")
+            status, text, location, self.headers = e.code, e.read().decode(), e.headers.get("location"), e.headers
         token = re.search(r'name="csrf" value="([^"]+)"', text)
         if token:
             self.csrf = token.group(1)
@@ -260,9 +262,15 @@ class Client:
             data = ([("csrf", self.csrf)] + list(data)) if isinstance(data, list) else {"csrf": self.csrf, **data}
         return self.request(path, data)
 
-    def login(self, project: str, name: str, password: str | None = None):
+    def login(self, project: str, name: str, password: str | None = None, address: str | None = None):
+        """Sign in from this browser (``address``: the client address a trusted proxy saw, X-Forwarded-For)."""
         self.get(f"/p/{project}/login")
-        return self.post(f"/p/{project}/login", {"name": name, "password": password or PASSWORDS[name]})
+        return self.request(f"/p/{project}/login", {"csrf": self.csrf, "name": name, "password": password or PASSWORDS[name]},
+                            headers={"X-Forwarded-For": address} if address else None)
+
+    def cookie(self, name: str):
+        """This browser's cookie ``name`` (a ``http.cookiejar.Cookie``), or None."""
+        return next((c for c in self.jar if c.name == name), None)
 
 
 class _Fields(HTMLParser):
@@ -312,3 +320,89 @@ def with_fields(fields: list[tuple[str, str]], changes: dict | None = None, drop
     changes = changes or {}
     out = [(k, v) for k, v in fields if k not in changes and k not in drop]
     return out + list(changes.items()) + list(add or [])
+
+
+# ---------------------------------------------------------------------------- sign-ins held at the gate
+
+class GatedPasswords:
+    """The tests' cheap passwords; with ``hold`` set, each verification waits until the test lets one go
+    (``release``), and the passwords are recorded in the order their checks start (``started``). ``open`` lets
+    every check go; setting ``hold`` again holds the next ones and records from there."""
+
+    def __init__(self):
+        self.inner, self.started, self._hold = cheap_passwords(), queue.Queue(), False
+        self._go = threading.Semaphore(0)
+
+    @property
+    def hold(self) -> bool:
+        return self._hold
+
+    @hold.setter
+    def hold(self, value: bool) -> None:
+        if value and not self._hold:
+            self._go, self.started = threading.Semaphore(0), queue.Queue()
+        self._hold = value
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def verify(self, pw_hash, password):
+        go = self._go
+        if self._hold:
+            self.started.put(password)
+            go.acquire()
+        return self.inner.verify(pw_hash, password)
+
+    def next_started(self) -> str:
+        return self.started.get(timeout=60)  # a bound for a broken server, never reached by a working one
+
+    def release(self, n: int = 1) -> None:
+        for _ in range(n):
+            self._go.release()
+
+    def open(self) -> None:
+        self._hold = False
+        self.release(1000)
+
+
+def until(condition, what: str) -> None:
+    """Wait for a state of the server the test brought about (a bound for a broken server only)."""
+    deadline = time.time() + 60
+    while not condition():
+        assert time.time() < deadline, what
+        time.sleep(0.01)
+
+
+def flood(base, names, addresses, password="not-the-password", browser=None):
+    """Sign-ins sent at once, one per (name, address) through the trusted proxy (X-Forwarded-For), each from a
+    browser of its own (carrying the browser token ``browser``, a cookie, when given); returns the threads and
+    the list their statuses go into."""
+    statuses: list[int] = []
+    clients = []
+    for name, address in zip(names, addresses):
+        c = Client(base)
+        if browser is not None:
+            c.jar.set_cookie(browser)
+        c.get("/p/sky/login")
+        clients.append((c, name, address))
+
+    def go(c, name, address):
+        statuses.append(c.request("/p/sky/login", {"csrf": c.csrf, "name": name, "password": password},
+                                  headers={"X-Forwarded-For": address})[0])
+
+    threads = [threading.Thread(target=go, args=client) for client in clients]
+    for t in threads:
+        t.start()
+    return threads, statuses
+
+
+def sign_in_thread(client, name, password, address):
+    """One sign-in from ``client`` in a thread (the login page first); returns the thread and a dict that gets
+    its ``status``."""
+    result = {}
+    client.get("/p/sky/login")
+    thread = threading.Thread(target=lambda: result.update(status=client.request(
+        "/p/sky/login", {"csrf": client.csrf, "name": name, "password": password},
+        headers={"X-Forwarded-For": address})[0]))
+    thread.start()
+    return thread, result

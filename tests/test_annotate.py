@@ -363,7 +363,7 @@ def test_answers_can_be_edited_and_deleted(tmp_path):
     assert e.value.field == "atext-1"
     protocol.save_document(store, alice, 0, 1, 0, _doc(answer_edits=[
         protocol.Edit("atext", a["id"], a["version"], a["fingerprint"], ("about five times",))],
-        answer_deletes=[("adelete", stray["id"])]))
+        answer_deletes=[("adelete", stray["id"], stray["version"])]))
     (left,) = protocol.document_view(store, alice, 0, 1, 1)["nuggets"][0]["answers"]
     assert (left["text"], left["documents"], left["version"]) == ("about five times", ["d1"], 1)
     with pytest.raises(store_mod.Conflict):  # a stale edit of the same answer
@@ -466,6 +466,7 @@ def _back_to_schema_1(store) -> None:
             c.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
         c.execute("DROP TABLE forms")
         c.execute("DROP TABLE drafts")
+        c.execute("DROP TABLE browsers")
         c.execute("UPDATE meta SET value = '\"1\"' WHERE key = 'schema'")
 
 
@@ -476,8 +477,8 @@ def test_a_schema_1_project_is_upgraded_in_place(tmp_path):
     _back_to_schema_1(store)
     from tests.annotate_project import cheap_passwords
     upgraded = Store(store.directory, cheap_passwords())
-    assert upgraded.meta["schema"] == "2"
-    assert [r["action"] for r in upgraded.audit_rows()][0] == "schema"
+    assert upgraded.meta["schema"] == "3"
+    assert [(r["action"], r["detail"]) for r in upgraded.audit_rows()][0] == ("schema", '{"from": "1", "to": "3"}')
     annotate_by_api(upgraded)
     export_project(store.directory, str(tmp_path / "out"))
 
@@ -501,7 +502,7 @@ def test_a_schema_1_project_upgraded_by_another_process_while_opening_opens(tmp_
 
     monkeypatch.setattr(Store, "write", the_other_process_first)
     opened = Store(store.directory, cheap_passwords())
-    assert others[-1].meta["schema"] == opened.meta["schema"] == "2"
+    assert others[-1].meta["schema"] == opened.meta["schema"] == "3"
     assert [r["action"] for r in opened.audit_rows()].count("schema") == 1
     annotate_by_api(opened)
 

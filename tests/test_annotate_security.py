@@ -8,9 +8,7 @@ must overlap, the password checks wait until the test lets them go."""
 import asyncio
 import http.client
 import json
-import queue
 import threading
-import time
 import tracemalloc
 from contextlib import contextmanager
 
@@ -22,12 +20,16 @@ from tests.annotate_project import (
     XSS_IMG,
     XSS_SCRIPT,
     Client,
+    GatedPasswords,
     cheap_passwords,
+    flood,
     form_fields,
     live_app,
     live_server,
     make_project,
     needs_annotate,
+    sign_in_thread,
+    until,
     with_fields,
 )
 
@@ -274,40 +276,70 @@ def test_login_throttle_counts_attempts_in_a_window():
     now = [1000.0]
     throttle = LoginThrottle(limit=3, window=60.0, now=lambda: now[0])
     for _ in range(3):
-        assert throttle.attempt("sky", "127.0.0.1", "alice") == 0  # counted before any password check
+        assert throttle.admit("sky", "127.0.0.1", "alice").wait == 0  # charged before any password check
         now[0] += 10  # attempts at 1000, 1010, 1020
-    assert throttle.attempt("sky", "127.0.0.1", "alice") == pytest.approx(30.0)  # the first leaves at 1060
+    assert throttle.admit("sky", "127.0.0.1", "alice").wait == pytest.approx(30.0)  # the first leaves at 1060
     assert throttle.wait("sky", "10.0.0.2", "alice") == 0  # another client, and another name, are not held
     assert throttle.wait("sky", "127.0.0.1", "bob") == 0
     now[0] = 1061.0
-    assert throttle.attempt("sky", "127.0.0.1", "alice") == 0  # two left in the window, and this one
-    assert throttle.wait("sky", "127.0.0.1", "alice") > 0
-    assert throttle.pending("sky", "127.0.0.1") == 3  # the address's attempts in the window, none proved right
-    throttle.succeeded("sky", "127.0.0.1", "alice")
+    attempt = throttle.admit("sky", "127.0.0.1", "alice")  # two left in the window, and this one
+    assert attempt.wait == 0 and throttle.wait("sky", "127.0.0.1", "alice") > 0
+    assert throttle.pending("sky", "127.0.0.1") == 3  # the address's failed or running checks in the window
+    throttle.succeeded(attempt)
     assert throttle.wait("sky", "127.0.0.1", "alice") == 0 and throttle.pending("sky", "127.0.0.1") == 2
     assert len(throttle.names) == 0 and throttle.pending("sky", "10.0.0.2") == 0
+    turned_away = throttle.admit("sky", "10.0.0.2", "alice")
+    throttle.turned_away(turned_away)  # never checked: nothing of it is charged
+    assert throttle.pending("sky", "10.0.0.2") == 0 and throttle.tried.count(("sky", throttle._digest("alice")), 0) == 4
+
+
+def test_the_throttle_ranks_and_exempts_a_known_browser_a_few_times():
+    """The rank of a sign-in: a known browser first (its token and its name each PRIORITY_LIMIT times in the window,
+    successes included), exempt from the budgets of its address and name; then the address's failed or running
+    checks, the name's attempts from anywhere in tens, and the network's failed or running checks."""
+    from pyterrier_nuggets.annotate.auth import LoginThrottle
+    now = [1000.0]
+    throttle = LoginThrottle(limit=2, window=60.0, address_limit=3, priority_limit=2, now=lambda: now[0])
+    for name in ("x", "y", "z"):
+        throttle.admit("sky", "192.0.2.9", name)  # the address's budget is spent
+    assert throttle.admit("sky", "192.0.2.9", "alice").wait > 0  # a new browser there is refused
+    first = throttle.admit("sky", "192.0.2.9", "alice", browser="token-1")
+    assert first.wait == 0 and first.priority and first.rank == (0, 1)
+    throttle.succeeded(first)  # successes count too
+    second = throttle.admit("sky", "192.0.2.9", "alice", browser="token-2")  # another token of the same name
+    assert second.priority and second.rank == (0, 2)
+    assert not throttle.admit("sky", "198.51.100.1", "alice", browser="token-3").priority  # the name's few are spent
+    now[0] += 61
+    assert throttle.admit("sky", "192.0.2.9", "alice", browser="token-1").priority  # a new window
+    fresh = LoginThrottle(now=lambda: now[0])
+    assert fresh.admit("sky", "10.0.0.1", "a").rank == (1, 1, 0, 1)
+    assert fresh.admit("sky", "10.0.0.2", "b").rank == (1, 1, 0, 2)  # the same /24: the network's second
+    assert fresh.admit("sky", "10.0.0.1", "c").rank == (1, 2, 0, 3)  # the address's second
+    for i in range(9):  # a name's attempts from anywhere count in tens: a person's few are 0
+        fresh.succeeded(fresh.admit("sky", f"10.{i + 1}.0.1", "a"))
+    assert fresh.admit("sky", "10.99.0.1", "a").rank == (1, 1, 1, 1)  # its eleventh
 
 
 def test_the_throttle_memory_is_bounded():
     """Whatever is sent, the throttle keeps at most max_keys keys of each kind, a 16-byte digest per name (never
-    the name) and at most `limit` times per key; one address cannot flood it (address_limit)."""
+    the name) and a bounded number of times per key; one address cannot flood it (address_limit)."""
     from pyterrier_nuggets.annotate.auth import LoginThrottle
     throttle = LoginThrottle(limit=10, address_limit=100, max_keys=500)
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
     name = "n" * 200_000  # 200 kB names, as a sign-in flood may send
     for i in range(2_000):
-        throttle.attempt("sky", f"10.0.{i // 250}.{i % 250}", name + str(i))
+        throttle.admit("sky", f"10.{i // 250}.{i % 250}.1", name + str(i))
     for _ in range(50):
-        throttle.attempt("sky", "10.9.9.9", name)
+        throttle.admit("sky", "10.9.9.9", name)
     grown = tracemalloc.get_traced_memory()[0] - before
     tracemalloc.stop()
-    assert len(throttle.names) <= 500 and len(throttle.addresses) <= 500
+    assert all(len(table) <= 500 for table in (throttle.names, throttle.addresses, throttle.networks, throttle.tried))
     assert all(len(key[2]) == 16 for key in throttle.names) and all(len(t) <= 10 for t in throttle.names.values())
-    keys = len(throttle.names) + len(throttle.addresses)
-    assert grown < 1_500 * keys, grown  # about 1.2 kB a key, whatever the names' size (400 MB were sent)
+    assert all(len(key[1]) == 16 for key in throttle.tried) and all(len(t) <= 40 for t in throttle.tried.values())
+    assert grown < 1_500 * len(throttle), grown  # about 1.2 kB a key, whatever the names' size (400 MB were sent)
     one = LoginThrottle(limit=10, address_limit=100)
-    allowed = sum(one.attempt("sky", "10.0.0.1", f"name{i}") == 0 for i in range(1_000))
+    allowed = sum(one.admit("sky", "10.0.0.1", f"name{i}").wait == 0 for i in range(1_000))
     assert allowed == 100 and len(one.names) == 100  # one address fills at most address_limit keys
 
 
@@ -326,43 +358,6 @@ def test_the_waiting_room_serves_a_known_browser_then_the_fewest_attempts():
     ticket, _ = room.push((1, 1), "gone")
     room.withdraw(ticket)
     assert len(room) == 0 and room.pop() is None
-
-
-class GatedPasswords:
-    """The tests' cheap passwords; with ``hold`` set, each verification waits until the test lets one go
-    (``release``), and the passwords are recorded in the order their checks start (``started``)."""
-
-    def __init__(self):
-        self.inner, self.started, self.hold = cheap_passwords(), queue.Queue(), False
-        self._go = threading.Semaphore(0)
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
-
-    def verify(self, pw_hash, password):
-        if self.hold:
-            self.started.put(password)
-            self._go.acquire()
-        return self.inner.verify(pw_hash, password)
-
-    def next_started(self) -> str:
-        return self.started.get(timeout=60)  # a bound for a broken server, never reached by a working one
-
-    def release(self, n: int = 1) -> None:
-        for _ in range(n):
-            self._go.release()
-
-    def open(self) -> None:
-        self.hold = False
-        self.release(1000)
-
-
-def _until(condition, what: str) -> None:
-    """Wait for a state of the server the test brought about (a bound for a broken server only)."""
-    deadline = time.time() + 60
-    while not condition():
-        assert time.time() < deadline, what
-        time.sleep(0.01)
 
 
 def test_the_hash_gate_runs_a_few_and_turns_the_worst_away():
@@ -409,48 +404,19 @@ def test_the_hash_gate_runs_a_few_and_turns_the_worst_away():
     assert gate.active == 0 and gate.waiting == 0 and gate.peak_active == 1
 
 
-def _flood(base, names, addresses, password="not-the-password"):
-    """Wrong passwords sent at once, one per (name, address) through the trusted proxy (X-Forwarded-For); returns
-    the threads and the list their statuses go into."""
-    statuses: list[int] = []
-    clients = []
-    for name, address in zip(names, addresses):
-        c = Client(base)
-        c.get("/p/sky/login")
-        clients.append((c, name, address))
-
-    def go(c, name, address):
-        statuses.append(c.request("/p/sky/login", {"csrf": c.csrf, "name": name, "password": password},
-                                  headers={"X-Forwarded-For": address})[0])
-
-    threads = [threading.Thread(target=go, args=client) for client in clients]
-    for t in threads:
-        t.start()
-    return threads, statuses
-
-
-def _sign_in_thread(client, name, password, address):
-    result = {}
-    client.get("/p/sky/login")
-    thread = threading.Thread(target=lambda: result.update(status=client.request(
-        "/p/sky/login", {"csrf": client.csrf, "name": name, "password": password},
-        headers={"X-Forwarded-For": address})[0]))
-    thread.start()
-    return thread, result
-
-
-@pytest.mark.parametrize("flood", ["40 addresses", "one address"])
-def test_a_correct_password_gets_in_during_a_flood(tmp_path, flood):
+@pytest.mark.parametrize("kind", ["40 addresses", "one address"])
+def test_a_correct_password_gets_in_during_a_flood(tmp_path, kind):
     """40 wrong passwords kept in flight (from 40 addresses that have failed before, or from one address) and
     a person signing in from elsewhere: the person's check is the next to start, whatever is queued, and they
-    get in; from one address the flood is turned away at once (503) and every turned-away attempt is still
-    counted against that address. Deterministic: the checks wait until the test lets them go one by one."""
+    get in; from one address the flood is turned away at once (503), and only its checked guesses are charged to
+    that address (a sign-in turned away was not checked: it costs nobody anything, neither the flood nor a
+    person). Deterministic: the checks wait until the test lets them go one by one."""
     from pyterrier_nuggets.annotate.auth import HashGate
     store = make_project(tmp_path)
     passwords = GatedPasswords()
     gate = HashGate(concurrent=1, waiting=8)
     with live_app([store.directory], passwords=passwords, gate=gate, forwarded_allow_ips="127.0.0.1") as (base, app):
-        if flood == "40 addresses":
+        if kind == "40 addresses":
             addresses = [f"203.0.113.{i}" for i in range(40)]
             for address in addresses:  # each has failed once already: the flood has been going on
                 c = Client(base)
@@ -460,12 +426,12 @@ def test_a_correct_password_gets_in_during_a_flood(tmp_path, flood):
         else:
             addresses = ["203.0.113.9"] * 40
         passwords.hold = True
-        threads, statuses = _flood(base, [f"guess{i}" for i in range(40)], addresses)
-        _until(lambda: gate.active + gate.waiting + len(statuses) == 40, "the flood reached the gate")
+        threads, statuses = flood(base, [f"guess{i}" for i in range(40)], addresses)
+        until(lambda: gate.active + gate.waiting + len(statuses) == 40, "the flood reached the gate")
         first_guess = passwords.next_started()
         assert first_guess == "not-the-password" and gate.waiting == 8
-        person, result = _sign_in_thread(Client(base), "bob", PASSWORDS["bob"], "198.51.100.7")
-        _until(lambda: gate.waiting == 8 and len(statuses) == 32, "the person is waiting, the worst guess turned away")
+        person, result = sign_in_thread(Client(base), "bob", PASSWORDS["bob"], "198.51.100.7")
+        until(lambda: gate.waiting == 8 and len(statuses) == 32, "the person is waiting, the worst guess turned away")
         passwords.release()  # the running guess ends: the next check to start is the person's
         assert passwords.next_started() == PASSWORDS["bob"]
         passwords.open()
@@ -474,8 +440,8 @@ def test_a_correct_password_gets_in_during_a_flood(tmp_path, flood):
             t.join(60)
     assert result["status"] == 303
     assert sorted(statuses) == [401] * 8 + [503] * 32
-    if flood == "one address":  # every attempt counted, the 32 turned away included
-        assert app.throttle.pending("sky", "203.0.113.9") == 40
+    if kind == "one address":  # the 8 checked guesses are charged, the 32 turned away are not
+        assert app.throttle.pending("sky", "203.0.113.9") == 8
     assert gate.peak_active == 1
 
 
@@ -490,11 +456,11 @@ def test_a_browser_that_signed_in_before_goes_first(tmp_path):
         known = Client(base)
         assert known.login("sky", "bob")[0] == 303 and any(c.name == "pn_browser" for c in known.jar)
         passwords.hold = True
-        threads, statuses = _flood(base, [f"guess{i}" for i in range(20)], [f"203.0.113.{i}" for i in range(20)])
-        _until(lambda: gate.active + gate.waiting == 20, "the flood reached the gate")
+        threads, statuses = flood(base, [f"guess{i}" for i in range(20)], [f"203.0.113.{i}" for i in range(20)])
+        until(lambda: gate.active + gate.waiting == 20, "the flood reached the gate")
         passwords.next_started()
-        person, result = _sign_in_thread(known, "bob", PASSWORDS["bob"], "198.51.100.7")
-        _until(lambda: gate.waiting == 20, "the person is waiting")
+        person, result = sign_in_thread(known, "bob", PASSWORDS["bob"], "198.51.100.7")
+        until(lambda: gate.waiting == 20, "the person is waiting")
         passwords.release()
         assert passwords.next_started() == PASSWORDS["bob"]
         passwords.open()
@@ -511,8 +477,8 @@ def test_30_concurrent_wrong_passwords_get_429_after_the_limit(tmp_path):
     passwords = GatedPasswords()
     passwords.hold = True
     with live_app([store.directory], passwords=passwords) as (base, app):
-        threads, statuses = _flood(base, ["alice"] * 30, ["ignored"] * 30)
-        _until(lambda: app.gate.active + app.gate.waiting == 10 and len(statuses) == 20, "all 30 arrived")
+        threads, statuses = flood(base, ["alice"] * 30, ["ignored"] * 30)
+        until(lambda: app.gate.active + app.gate.waiting == 10 and len(statuses) == 20, "all 30 arrived")
         passwords.open()
         for t in threads:
             t.join(60)
@@ -963,3 +929,164 @@ def test_missing_questions_page(tmp_path):
     export_project(store.directory, str(tmp_path / "out"))
     (flag,) = [json.loads(x) for x in (tmp_path / "out" / "missing_questions.jsonl").read_text().splitlines()]
     assert (flag["review"], flag["review_note"], flag["reviewed_by"]) == ("accepted", "a real gap", "boss")
+
+
+def _answer(store, text):
+    with store.read() as c:
+        row = c.execute("SELECT id, text, version FROM nugget_answers WHERE text = ?", (text,)).fetchone()
+    return None if row is None else dict(row)
+
+
+def test_a_stale_delete_is_a_conflict_not_a_lost_correction(tmp_path):
+    """bob corrects an answer; alice then ticks 'delete' on her page loaded before the correction, and so does the
+    manager on his stage 2 page: each is the conflict page (409) with both versions, nothing of the form is
+    saved, and bob's correction stays."""
+    store = make_project(tmp_path)
+    with live_server([store.directory]) as base:
+        alice, bob, boss = Client(base), Client(base), Client(base)
+        for client, name in ((alice, "alice"), (bob, "bob"), (boss, "boss")):
+            assert client.login("sky", name)[0] == 303
+        _, page, _ = alice.get("/p/sky/t/0/s1/d/0")
+        n0 = next(k for k, _ in form_fields(page, "doc") if k.startswith("answer-"))
+        assert alice.post("/p/sky/t/0/s1/d/0", with_fields(form_fields(page, "doc"), {n0: "five times"}),
+                          csrf=False)[0] == 303
+        a = _answer(store, "five times")["id"]
+        alices_page = form_fields(alice.get("/p/sky/t/0/s1/d/0")[1], "doc")
+        bosss_page = form_fields(boss.get("/p/sky/t/0/s2")[1], "revise")
+        bobs_page = form_fields(bob.get("/p/sky/t/0/s1/d/0")[1], "doc")
+        assert bob.post("/p/sky/t/0/s1/d/0", with_fields(bobs_page, {f"atext-{a}": "about five times more"}),
+                        csrf=False)[0] == 303
+        status, text, _ = alice.post("/p/sky/t/0/s1/d/0", with_fields(alices_page, add=[(f"adelete-{a}", "1"),
+                                                                                       ("question", "Also new?"),
+                                                                                       ("qanswer", "yes")]), csrf=False)
+        assert status == 409 and "about five times more" in text and "(deleted)" in text and "<b>bob</b>" in text
+        for confirmed in ([], [("confirmed", "1")]):
+            status, text, _ = boss.post("/p/sky/t/0/s2", with_fields(bosss_page, add=[(f"adelete-{a}", "1")] + confirmed),
+                                        csrf=False)
+            assert status == 409 and "about five times more" in text and "(deleted)" in text
+    assert _answer(store, "about five times more") == {"id": a, "text": "about five times more", "version": 1}
+    assert _count(store, "SELECT count(*) FROM nuggets WHERE text = 'Also new?'") == 0
+    assert _count(store, "SELECT count(*) FROM audit WHERE action LIKE '%delete_answer'") == 0
+
+
+def _drafts(store):
+    with store.read() as c:
+        return {r["path"]: r["data"] for r in c.execute("SELECT path, data FROM drafts ORDER BY rowid")}
+
+
+def test_drafts_are_kept_only_for_pages_their_user_may_open(tmp_path):
+    """A form sent after the session ended, with alice's draft key and her browser token, to an address that is
+    not a page she may open (a topic that does not exist or is not hers, a document out of range, a stage that is
+    not open, the manager's pages) is not kept; to her page, it is."""
+    store = make_project(tmp_path)
+    with live_server([store.directory]) as base:
+        alice = Client(base)
+        alice.login("sky", "alice")
+        sent = with_fields(form_fields(alice.get("/p/sky/t/0/s1/d/1")[1], "doc"), {"question": "Kept?", "qanswer": "y"})
+        _end_sessions(store, "alice")
+        for path in ("/p/sky/t/900000/s1/d/0", "/p/sky/t/0/s1/d/999", "/p/sky/t/0/s3/d/1", "/p/sky/t/0/s2",
+                     "/p/sky/users", "/p/sky/missing", "/p/sky/t/0/s4/r/1"):
+            status, text, _ = alice.post(path, sent, csrf=False)
+            assert status == 401 and "The form that was sent is not kept." in text, path
+        assert _drafts(store) == {}
+        status, text, _ = alice.post("/p/sky/t/0/s1/d/1", sent, csrf=False)
+        assert status == 401 and "What you typed is kept" in text
+        assert list(_drafts(store)) == ["/p/sky/t/0/s1/d/1"]
+
+
+def test_a_draft_keeps_only_its_pages_fields_and_is_bounded_in_number_and_age(tmp_path, monkeypatch):
+    """A draft keeps the fields its page's form has (none of 500 made-up fields of 1 kB, no checkbox value the page
+    does not offer); a value longer than any field of the page takes is not from the page: nothing is kept. A user
+    keeps at most MAX_DRAFTS drafts (the oldest goes), and a draft older than DRAFT_SECONDS is never shown."""
+    from pyterrier_nuggets.annotate import auth
+    from pyterrier_nuggets.annotate import store as store_module
+    store = make_project(tmp_path)
+    clock = [auth.clock()]
+    monkeypatch.setattr(auth, "clock", lambda: clock[0])
+    with live_server([store.directory]) as base:
+        alice = Client(base)
+        alice.login("sky", "alice")
+        pages = {d: form_fields(alice.get(f"/p/sky/t/0/s1/d/{d}")[1], "doc") for d in (1, 2, 3)}
+        _end_sessions(store, "alice")
+        junk = [(f"junk-{i}", "x" * 1000) for i in range(500)] + [("link", "999999")]
+        status, text, _ = alice.post("/p/sky/t/0/s1/d/1", with_fields(pages[1], {"question": "Draft 1?"}, add=junk),
+                                     csrf=False)
+        assert status == 401 and "What you typed is kept" in text
+        (data,) = _drafts(store).values()
+        assert "junk" not in data and "999999" not in data and "Draft 1?" in data and len(data) < 5_000
+        status, text, _ = alice.post("/p/sky/t/0/s1/d/2", with_fields(pages[2], {"question": "x" * 2001}), csrf=False)
+        assert status == 401 and "The form that was sent is not kept." in text
+        monkeypatch.setattr(store_module, "MAX_DRAFTS", 2)
+        for d in (2, 3):
+            alice.post(f"/p/sky/t/0/s1/d/{d}", with_fields(pages[d], {"question": f"Draft {d}?"}), csrf=False)
+        assert list(_drafts(store)) == ["/p/sky/t/0/s1/d/2", "/p/sky/t/0/s1/d/3"]  # the oldest went
+        clock[0] += store_module.DRAFT_SECONDS + 1
+        alice.login("sky", "alice")
+        assert "Draft 2?" not in alice.get("/p/sky/t/0/s1/d/2")[1]
+        assert _drafts(store) == {}
+
+
+def test_no_draft_is_kept_after_sign_out_or_a_password_change(tmp_path):
+    """Signing out ends the browser's token, and so does a password change for every browser of the user: a form
+    sent from an old page afterwards is not kept, though it carries the draft key of the page."""
+    store = make_project(tmp_path)
+    with live_server([store.directory]) as base:
+        alice, other = Client(base), Client(base)
+        alice.login("sky", "alice")
+        sent = with_fields(form_fields(alice.get("/p/sky/t/0/s1/d/1")[1], "doc"), {"question": "After?"})
+        assert alice.post("/p/sky/logout", {})[0] == 303
+        assert "The form that was sent is not kept." in alice.post("/p/sky/t/0/s1/d/1", sent, csrf=False)[1]
+        alice.login("sky", "alice")
+        other.login("sky", "alice")
+        sent = with_fields(form_fields(alice.get("/p/sky/t/0/s1/d/1")[1], "doc"), {"question": "After?"})
+        _, page, _ = other.get("/p/sky/account")
+        assert other.post("/p/sky/account", with_fields(form_fields(page, "account"), {
+            "current": PASSWORDS["alice"], "new": "alice-new-password", "again": "alice-new-password"}), csrf=False)[0] == 303
+        assert "The form that was sent is not kept." in alice.post("/p/sky/t/0/s1/d/1", sent, csrf=False)[1]
+    assert _drafts(store) == {}
+
+
+def test_an_anonymous_form_is_not_read_before_its_browser_token(tmp_path, monkeypatch):
+    """A form sent without a session is read (parsed) only when the browser holds a live browser token: without
+    one (or with a made-up one) the sign-in page answers at once, whatever the body; with one, the form is read
+    and kept as the user's draft."""
+    from starlette.requests import Request
+    read, form = [], Request.form
+    monkeypatch.setattr(Request, "form", lambda self, *a, **k: (read.append(self.url.path), form(self, *a, **k))[1])
+    store = make_project(tmp_path)
+    headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    body = b"&".join(b"f%d=xxxxxxxx" % i for i in range(60_000))
+    with live_server([store.directory]) as base:
+        for cookie in ({}, {"Cookie": "pn_browser=made-up"}):
+            status, _, text = _raw(base, "POST", "/p/sky/t/0/s1/d/1", body, {**headers, **cookie})
+            assert status == 401 and "The form that was sent is not kept." in text
+        assert read == []
+        alice = Client(base)
+        alice.login("sky", "alice")
+        sent = with_fields(form_fields(alice.get("/p/sky/t/0/s1/d/1")[1], "doc"), {"question": "Read?"})
+        _end_sessions(store, "alice")
+        assert "What you typed is kept" in alice.post("/p/sky/t/0/s1/d/1", sent, csrf=False)[1]
+    assert [p for p in read if not p.endswith("/login")] == ["/p/sky/t/0/s1/d/1"]
+
+
+def test_a_database_error_page_does_not_show_the_database_path(tmp_path, monkeypatch, caplog):
+    """A database error is a 500 page that tells the user to tell the project manager; the path of the database
+    and the error go to the server's log, never to the page."""
+    import logging
+    import sqlite3
+
+    from pyterrier_nuggets.annotate import protocol
+
+    def fail(*args):
+        raise sqlite3.OperationalError("disk I/O error")
+
+    store = make_project(tmp_path)
+    with live_server([store.directory]) as base:
+        boss = Client(base)
+        boss.login("sky", "boss")
+        monkeypatch.setattr(protocol, "overview", fail)
+        with caplog.at_level(logging.ERROR):
+            status, text, _ = boss.get("/p/sky/")
+    assert status == 500 and "tell the project manager" in text
+    assert store.path not in text and str(tmp_path) not in text and "disk I/O error" not in text
+    assert any(store.path in r.getMessage() and "disk I/O error" in r.getMessage() for r in caplog.records)

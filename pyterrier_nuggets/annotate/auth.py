@@ -1,21 +1,23 @@
 """Passwords, session tokens, CSRF tokens, signed tokens, and the limits on guessing passwords.
 
 Passwords are hashed with Argon2id (argon2-cffi, its RFC 9106 low-memory parameters: 64 MiB, 3 passes),
-never stored or logged in clear. Session tokens are random (``secrets``); the database keeps only their
-SHA-256, so a copy of the database opens no session. Each session has its own CSRF token, compared in
+never stored or logged in clear. Session tokens and browser tokens are random (``secrets``); the database keeps
+only their SHA-256, so a copy of the database opens no session. Each session has its own CSRF token, compared in
 constant time. :class:`Signer` makes and checks the tokens the server issues under its project's secret: form
-ids (one per rendering of a page), the browser token of a browser that signed in, and the draft key that lets a
-form sent after its session ended be kept.
+ids (one per rendering of a page) and the draft key that lets a form sent after its session ended be kept.
 
 Guessing is bounded four ways (docs/annotation.md, "Limits"):
 
-- :class:`LoginThrottle` counts a sign-in attempt *before* its password is checked, so concurrent guesses
-  cannot slip past the limit while the slow hash runs, nor a refused one cost the guesser nothing; its memory is
-  bounded (fixed-size keys, a bounded number of keys, a bounded list per key);
+- :class:`LoginThrottle` charges a sign-in attempt *before* its password is checked, so concurrent guesses
+  cannot slip past the limit while the slow hash runs; an attempt that is never checked (turned away as busy,
+  or its client gone) is taken back, so it costs nobody anything. A browser in which the user signed in before
+  (its browser token) is exempt from the address's and the name's budgets and has a small budget of its own
+  (:data:`PRIORITY_LIMIT`, successes included). Its memory is bounded (fixed-size keys, a bounded number of
+  keys, a bounded list per key);
 - :class:`HashGate` lets at most a few Argon2 computations run at once (each takes the hash's 64 MiB) and
-  keeps a bounded waiting room (:class:`WaitingRoom`) in which a browser that signed in before goes first, then
-  the client address with the fewest attempts in the window: a flood of wrong passwords queues behind a
-  legitimate sign-in, never in front of it;
+  keeps a bounded waiting room (:class:`WaitingRoom`) in which a known browser goes first, then the sign-in
+  that looks least like a flood (the throttle's rank): a flood queues behind a legitimate sign-in, never in
+  front of it; a waiting sign-in whose client went away leaves the room unchecked;
 - the server refuses request bodies above a size limit (:mod:`.web`), a small one for the sign-in form;
 - client addresses are taken from the connection, or from the trusted proxy's own entry of
   ``X-Forwarded-For`` (:mod:`.web`), and IPv6 addresses count by their /64 network (:func:`client_key`).
@@ -31,7 +33,8 @@ import itertools
 import secrets
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from argon2 import PasswordHasher
@@ -41,7 +44,8 @@ from ir_measures_ext.errors import InvalidInput
 
 SESSION_SECONDS = 12 * 3600  # a session ends 12 hours after the sign-in, however active
 IDLE_SECONDS = 3600  # ... and after an hour without a request
-BROWSER_SECONDS = 30 * 24 * 3600  # a browser token (the browser signed in as a user) lasts 30 days
+BROWSER_SECONDS = 30 * 24 * 3600  # a browser token (the browser signed in as a user) lasts 30 days at most
+PRIORITY_LIMIT = 10  # sign-ins a user's browser tokens put first per window (each token, and all of a name's)
 MIN_PASSWORD = 8
 MAX_PASSWORD = 1024  # characters; a longer one cannot exist, and is refused without a hash
 MAX_NAME = 64  # a user name is 1-64 characters (Store.add_user); a longer one cannot exist
@@ -133,16 +137,26 @@ def client_key(host: str) -> str:
     return str(address)
 
 
+def network_key(key: str) -> str:
+    """The network of a :func:`client_key`, which the waiting room compares when addresses tie: an IPv4
+    address's /24, an IPv6 /64's /48 (addresses a guesser rotates through mostly share one); else the key."""
+    try:
+        network = ipaddress.ip_network(key, strict=False)
+    except ValueError:
+        return key
+    prefix = 24 if network.version == 4 else 48
+    return str(network.supernet(new_prefix=prefix)) if network.prefixlen > prefix else str(network)
+
+
 class Signer:
     """Tokens the server issues and checks under one project's secret (HMAC-SHA256; :meth:`.store.Store.secret`).
 
     - a **form id** per rendering of a form (:meth:`form_id`): the client cannot choose one, so a saved form
       id names one page the server showed to this user;
-    - a **browser token** (:meth:`browser_token`) for a browser in which NAME signed in, kept in an HttpOnly
-      cookie: its sign-ins for NAME go first in the :class:`HashGate`, and it binds drafts to the browser;
-    - a **draft key** (:meth:`draft_key`) in every form, binding it to the user and the browser token: a form
-      sent after its session ended is kept as a draft only when it carries the key for the browser's token,
-      which no page of another site can know.
+    - a **draft key** (:meth:`draft_key`) in every form, binding it to the user and the browser's token (a
+      random token in an HttpOnly cookie, kept by :class:`~.store.Store` as its SHA-256): a form sent after its
+      session ended is kept as a draft only when it carries the key for the browser's live token, which no page
+      of another site can know.
     """
 
     def __init__(self, secret: bytes):
@@ -162,118 +176,185 @@ class Signer:
         nonce, mac = form_id.split("-")
         return same_token(mac, self.sign("form", str(user_id), nonce)[:16])
 
-    def browser_token(self, name: str, now: float) -> str:
-        expires, nonce = str(int(now + BROWSER_SECONDS)), secrets.token_hex(8)
-        return f"{expires}.{nonce}.{self.sign('browser', name, expires, nonce)}"
-
-    def valid_browser_token(self, token: Any, name: str, now: float) -> bool:
-        """True when ``token`` was issued to a browser in which ``name`` signed in, and has not expired."""
-        if not isinstance(token, str) or token.count(".") != 2:
-            return False
-        expires, nonce, mac = token.split(".")
-        return expires.isdigit() and int(expires) > now and same_token(mac, self.sign("browser", name, expires, nonce))
-
     def draft_key(self, browser_token: str | None, user_id: int) -> str:
         """The key a form carries to be kept as ``user_id``'s draft in the browser holding ``browser_token``
         (empty without a token: such a form is never kept)."""
         return self.sign("draft", browser_token, str(user_id)) if browser_token else ""
 
 
-class LoginThrottle:
-    """Sign-in attempts per key (project, client address, user name) within ``window`` seconds.
+class _Times(OrderedDict):
+    """Times of events per key within a window: at most ``maxlen`` a key and ``max_keys`` keys (keys without an
+    event in the window go when a new key comes, and when full the least recently used: in constant time, so that
+    a flood of new names or addresses costs the server no scan of the table)."""
 
-    :meth:`attempt` counts an attempt as failed *before* the password is checked and says whether it may
-    go ahead: after ``limit`` counted failures for a key, or ``address_limit`` for one client address over
-    all names, further attempts are refused, without a password check, until the oldest leaves the window.
-    :meth:`succeeded` takes the attempt back and clears the key. An attempt the server could not check (busy)
-    stays counted: a flood must cost the flooder its budget. Unknown names are counted like known ones, so a
-    refusal tells nothing about who exists; keying by client address keeps a guesser elsewhere from locking a
-    user out (behind a reverse proxy, the proxy must pass the client's address: ``--forwarded-allow-ips``).
+    def __init__(self, maxlen: int, max_keys: int):
+        super().__init__()
+        self.maxlen, self.max_keys = maxlen, max_keys
 
-    Memory is bounded whatever is sent: a key holds a 16-byte digest of the name (never the name), each key
-    keeps at most ``limit`` times (``address_limit`` per address), and at most ``max_keys`` keys of each kind
-    are kept: when full, keys without a recent failure go first, then the least recently failed. The
-    per-address limit keeps one address from pushing out the record of the name it guesses. Kept in memory:
-    a restart of the server forgets it."""
-
-    def __init__(self, limit: int = 10, window: float = 900.0, address_limit: int = 100, max_keys: int = 10_000,
-                 now: Callable[[], float] = time.monotonic):
-        self.limit, self.window, self.address_limit, self.max_keys, self.now = \
-            limit, window, address_limit, max_keys, now
-        self.names: OrderedDict[tuple, deque] = OrderedDict()  # (project, address, name digest) -> times
-        self.addresses: OrderedDict[tuple, deque] = OrderedDict()  # (project, address) -> times
-
-    @staticmethod
-    def _digest(name: str) -> bytes:
-        return hashlib.sha256(name.encode("utf-8", "surrogatepass")).digest()[:16]
-
-    def attempt(self, project: str, address: str, name: str) -> float:
-        """0.0: the attempt may go ahead and is counted (as failed until :meth:`succeeded`); else the
-        seconds until one may try again (nothing counted)."""
-        now = self.now()
-        name_key, address_key = (project, address, self._digest(name)), (project, address)
-        wait = max(self._wait(self.names.get(name_key), self.limit, now),
-                   self._wait(self.addresses.get(address_key), self.address_limit, now))
-        if wait > 0:
-            return wait
-        self._add(self.names, name_key, self.limit, now)
-        self._add(self.addresses, address_key, self.address_limit, now)
-        return 0.0
-
-    def wait(self, project: str, address: str, name: str) -> float:
-        """Seconds until an attempt for this name from this address may go ahead (0: now)."""
-        now = self.now()
-        return max(self._wait(self.names.get((project, address, self._digest(name))), self.limit, now),
-                   self._wait(self.addresses.get((project, address)), self.address_limit, now))
-
-    def succeeded(self, project: str, address: str, name: str) -> None:
-        """The password was right: the name's count is cleared, the attempt taken back from the address."""
-        self.names.pop((project, address, self._digest(name)), None)
-        self._take_back(self.addresses, (project, address))
-
-    def pending(self, project: str, address: str) -> int:
-        """The attempts of an address in the window that have not proved a password right (failed, refused
-        for a full queue, or not checked yet): the :class:`HashGate` serves addresses with fewer first."""
-        times = self.addresses.get((project, address))
-        start = self.now() - self.window
+    def count(self, key: tuple, start: float) -> int:
+        times = self.get(key)
         return sum(1 for t in times if t > start) if times else 0
 
-    def __len__(self) -> int:
-        return len(self.names) + len(self.addresses)
-
-    def _wait(self, times: deque | None, limit: int, now: float) -> float:
+    def wait(self, key: tuple, limit: int, now: float, window: float) -> float:
+        """Seconds until the key has fewer than ``limit`` events in the window (0: now)."""
+        times = self.get(key)
         if not times:
             return 0.0
-        recent = [t for t in times if t > now - self.window]
-        return 0.0 if len(recent) < limit else recent[-limit] + self.window - now
+        recent = [t for t in times if t > now - window]
+        return 0.0 if len(recent) < limit else recent[-limit] + window - now
 
-    def _add(self, table: OrderedDict, key: tuple, limit: int, now: float) -> None:
-        times = table.get(key)
+    def add(self, key: tuple, now: float, window: float) -> None:
+        times = self.get(key)
         if times is None:
-            if len(table) >= self.max_keys:
-                self._make_room(table, now)
-            times = table[key] = deque(maxlen=limit)
+            # keys are in the order of their last event: those without one in the window are first; each new key
+            # removes at most the keys before it that are out of the window, or the least recently used one
+            while self and (len(self) >= self.max_keys or self._idle(next(iter(self.values())), now - window)):
+                self.popitem(last=False)
+            times = self[key] = deque(maxlen=self.maxlen)
         times.append(now)
-        table.move_to_end(key)
-
-    def _make_room(self, table: OrderedDict, now: float) -> None:
-        start = now - self.window
-        for key in [k for k, times in table.items() if not times or times[-1] <= start]:
-            del table[key]
-        while len(table) >= self.max_keys:
-            table.popitem(last=False)  # the least recently failed
+        self.move_to_end(key)
 
     @staticmethod
-    def _take_back(table: OrderedDict, key: tuple) -> None:
-        times = table.get(key)
+    def _idle(times: deque, start: float) -> bool:
+        return not times or times[-1] <= start
+
+    def take_back(self, key: tuple) -> None:
+        times = self.get(key)
         if times:
             times.pop()
             if not times:
-                del table[key]
+                del self[key]
+
+
+@dataclass
+class Attempt:
+    """A sign-in attempt as :meth:`LoginThrottle.admit` answered it: refused for ``wait`` seconds (nothing
+    charged), or admitted with its ``rank`` in the :class:`WaitingRoom`, ``priority`` when a browser token put it
+    first, and the counts it was charged to (taken back when it is never checked)."""
+
+    wait: float = 0.0
+    rank: tuple = (1, 0)
+    priority: bool = False
+    charged: list[tuple[_Times, tuple]] = field(default_factory=list)
+    name_key: tuple | None = None
+
+
+class LoginThrottle:
+    """Sign-in attempts per project, client address and name within ``window`` seconds, and the rank of each in
+    the waiting room.
+
+    :meth:`admit` charges an attempt *before* its password is checked and says whether it may go ahead: after
+    ``limit`` failed or running checks for a name from one client address, or ``address_limit`` from one address
+    over all names, further attempts are refused, without a check, until the oldest leaves the window. A check that
+    fails stays charged; :meth:`succeeded` clears the name's count and takes the attempt back from the address;
+    :meth:`turned_away` takes back an attempt that was never checked (the server was busy, or its client went
+    away): a sign-in is charged only for a check, so a person turned away during a flood pays nothing. Unknown
+    names are counted like known ones, so a refusal tells nothing about who exists; keying by client address keeps
+    a guesser elsewhere from locking a user out (behind a reverse proxy, the proxy must pass the client's address:
+    ``--forwarded-allow-ips``).
+
+    A browser in which the user signed in before (``browser``: its token, checked by the caller) is exempt from
+    the address's and the name's budgets (OWASP's device cookies: a flood from the same network, or against the
+    same name, cannot lock its people out) and goes first, at most ``priority_limit`` times in the window per
+    token and per name over all its tokens, successes included; beyond that it is an attempt like any other.
+
+    The rank of an attempt without priority is, in this order: the failed or running checks of its address; the
+    attempts for its name over all addresses in tens (``limit``), successes included (a person's few sign-ins are
+    0, like a guess's; an insider signing in as themself a hundred times ranks behind everyone); and the failed or
+    running checks of its address's network (:func:`network_key`): a person who has not failed goes before every
+    guess of a flood that has, and before a flood from addresses never seen that share a network.
+
+    Memory is bounded whatever is sent: a key holds a 16-byte digest of a name or token (never the name), each
+    key keeps a bounded number of times, and each table at most ``max_keys`` keys. Kept in memory: a restart of
+    the server forgets it."""
+
+    TRIED = 40  # attempts per name kept for the rank (more rank alike)
+
+    def __init__(self, limit: int = 10, window: float = 900.0, address_limit: int = 100, max_keys: int = 10_000,
+                 priority_limit: int = PRIORITY_LIMIT, now: Callable[[], float] = time.monotonic):
+        self.limit, self.window, self.address_limit, self.max_keys, self.priority_limit, self.now = \
+            limit, window, address_limit, max_keys, priority_limit, now
+        self.names = _Times(limit, max_keys)  # (project, address, name) -> failed or running checks
+        self.addresses = _Times(address_limit, max_keys)  # (project, address) -> the same, over all names
+        self.networks = _Times(address_limit, max_keys)  # (project, network) -> the same, over its addresses
+        self.tried = _Times(self.TRIED, max_keys)  # (project, name) -> attempts from anywhere, successes included
+        self.browsers = _Times(priority_limit, max_keys)  # (project, token) -> prioritised attempts
+        self.browser_names = _Times(priority_limit, max_keys)  # (project, name) -> prioritised attempts
+
+    @staticmethod
+    def _digest(text: str) -> bytes:
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:16]
+
+    def admit(self, project: str, address: str, name: str, browser: str | None = None) -> Attempt:
+        """Charge an attempt and rank it, or refuse it (``wait`` > 0, nothing charged). ``browser``: the token
+        of a browser in which ``name`` (an enabled user) signed in before, else None."""
+        now = self.now()
+        start = now - self.window
+        name_digest = self._digest(name)
+        name_key, tried_key = (project, address, name_digest), (project, name_digest)
+        if browser is not None:
+            token_key, owner_key = (project, self._digest(browser)), (project, name_digest)
+            if self.browsers.count(token_key, start) < self.priority_limit and \
+                    self.browser_names.count(owner_key, start) < self.priority_limit:
+                attempt = Attempt(priority=True, name_key=name_key)
+                self._charge(attempt, now, (self.browsers, token_key), (self.browser_names, owner_key),
+                             (self.tried, tried_key))
+                attempt.rank = (0, self.browser_names.count(owner_key, start))
+                return attempt
+        address_key, network_key_ = (project, address), (project, network_key(address))
+        wait = max(self.names.wait(name_key, self.limit, now, self.window),
+                   self.addresses.wait(address_key, self.address_limit, now, self.window))
+        if wait > 0:
+            return Attempt(wait=wait)
+        attempt = Attempt(name_key=name_key)
+        self._charge(attempt, now, (self.names, name_key), (self.addresses, address_key),
+                     (self.networks, network_key_), (self.tried, tried_key))
+        attempt.rank = (1, self.addresses.count(address_key, start), self.tried.count(tried_key, start) // self.limit,
+                        self.networks.count(network_key_, start))
+        return attempt
+
+    def _charge(self, attempt: Attempt, now: float, *charges: tuple[_Times, tuple]) -> None:
+        for table, key in charges:
+            table.add(key, now, self.window)
+            attempt.charged.append((table, key))
+
+    def succeeded(self, attempt: Attempt) -> None:
+        """The password was right: the name's failures from this address are cleared, the attempt is taken back
+        from the address and its network (its name's attempts and a browser token's priority keep it)."""
+        self.names.pop(attempt.name_key, None)
+        for table, key in attempt.charged:
+            if table is self.addresses or table is self.networks:
+                table.take_back(key)
+
+    def turned_away(self, attempt: Attempt) -> None:
+        """The attempt was never checked (the server was busy, or its client went away): nothing of it is
+        charged."""
+        for table, key in attempt.charged:
+            table.take_back(key)
+        attempt.charged = []
+
+    def wait(self, project: str, address: str, name: str) -> float:
+        """Seconds until an attempt for this name from this address may go ahead without a browser token (0: now)."""
+        now = self.now()
+        return max(self.names.wait((project, address, self._digest(name)), self.limit, now, self.window),
+                   self.addresses.wait((project, address), self.address_limit, now, self.window))
+
+    def pending(self, project: str, address: str) -> int:
+        """The failed and running checks of an address in the window (its attempts that have not proved a
+        password right, never the ones turned away)."""
+        return self.addresses.count((project, address), self.now() - self.window)
+
+    def __len__(self) -> int:
+        return sum(len(t) for t in (self.names, self.addresses, self.networks, self.tried, self.browsers,
+                                    self.browser_names))
 
 
 class Busy(Exception):
     """Too many password checks are running or waiting: the request is refused at once (HTTP 503)."""
+
+
+class Gone(Exception):
+    """The client of a waiting sign-in closed its connection: the sign-in left the waiting room unchecked."""
 
 
 class WaitingRoom:
@@ -281,10 +362,10 @@ class WaitingRoom:
     then by arrival. At most ``capacity`` wait; when full, a newcomer with a better rank than the worst waiting
     one takes its place (the worst is turned away), else the newcomer is turned away.
 
-    Pure bookkeeping (no clock, no threads): :class:`HashGate` ranks a sign-in ``(0, 0)`` when its browser
-    signed in as that user before, else ``(1, n)`` with ``n`` the attempts its client address has pending in
-    the throttle; so a guesser's every new attempt ranks behind a person who has not failed, whatever the
-    number of guesses in flight."""
+    Pure bookkeeping (no clock, no threads): the rank is :meth:`LoginThrottle.admit`'s, ``(0, ...)`` for a
+    browser in which that user signed in before, else ``(1, ...)`` by how much the sign-in looks like a flood;
+    so a guesser's every new attempt ranks behind a person who has not failed, whatever the number of guesses in
+    flight."""
 
     def __init__(self, capacity: int):
         self.capacity = capacity
@@ -346,8 +427,10 @@ class HashGate:
     def waiting(self) -> int:
         return len(self.room)
 
-    async def run(self, fn: Callable, *args, rank: tuple = (1, 0)) -> Any:
-        """``fn(*args)`` in a worker thread when its turn comes; :class:`Busy` when it is turned away."""
+    async def run(self, fn: Callable, *args, rank: tuple = (1, 0),
+                  gone: Callable[[], Awaitable] | None = None) -> Any:
+        """``fn(*args)`` in a worker thread when its turn comes; :class:`Busy` when it is turned away;
+        :class:`Gone` when ``gone()`` (the request's client closing its connection) ends first while it waits."""
         from starlette.concurrency import run_in_threadpool
 
         if self.active >= self.concurrent or len(self.room):
@@ -358,14 +441,24 @@ class HashGate:
             if ticket is None:
                 raise Busy()
             self.peak_waiting = max(self.peak_waiting, len(self.room))
+            watch = asyncio.ensure_future(gone()) if gone is not None else None
             try:
-                await turn  # set by the check that ends before it: the slot passes on
+                if watch is None:
+                    await turn  # set by the check that ends before it: the slot passes on
+                else:
+                    done, _ = await asyncio.wait({turn, watch}, return_when=asyncio.FIRST_COMPLETED)
+                    if watch in done:
+                        raise Gone()
+                    await turn
             except BaseException:
                 if not turn.done() or turn.cancelled():
                     self.room.withdraw(ticket)
-                elif turn.exception() is None:  # handed a slot, then cancelled: pass it on
+                elif turn.exception() is None:  # handed a slot, then cancelled or gone: pass it on
                     self._release()
                 raise
+            finally:
+                if watch is not None:
+                    watch.cancel()
         else:
             self.active += 1
         self.peak_active = max(self.peak_active, self.active)

@@ -90,7 +90,7 @@ class DocumentForm:
     labels: list[Edit] = field(default_factory=list)  # stage 3: item (report, sentence, k), values (label,)
     question_edits: list[Edit] = field(default_factory=list)  # stage 1: item nugget, values (text,)
     answer_edits: list[Edit] = field(default_factory=list)  # item answer, values (text,)
-    answer_deletes: list[tuple[str, int]] = field(default_factory=list)  # (field, answer)
+    answer_deletes: list[tuple[str, int, int]] = field(default_factory=list)  # (field, answer, version shown)
     seen: set[int] = field(default_factory=set)  # answers the form showed linked to the document
     links: set[int] = field(default_factory=set)  # answers ticked
     new_answers: list[tuple[str, int, str]] = field(default_factory=list)  # (field, nugget, text)
@@ -118,7 +118,7 @@ class RevisionForm:
     form_id: str
     nuggets: list[NuggetChange] = field(default_factory=list)
     answer_edits: list[Edit] = field(default_factory=list)
-    answer_deletes: list[tuple[str, int]] = field(default_factory=list)
+    answer_deletes: list[tuple[str, int, int]] = field(default_factory=list)  # (field, answer, version shown)
     restores: list[tuple[str, int]] = field(default_factory=list)  # (field, nugget) deleted or merged
     freeze: bool = False
 
@@ -284,12 +284,18 @@ def _topic_answer(c: sqlite3.Connection, qid: str, answer_id: int, field_name: s
     return row
 
 
-def _delete_answers(c: sqlite3.Connection, user: dict, qid: str, stage: int, deletes: list[tuple[str, int]]) -> set[int]:
+def _delete_answers(c: sqlite3.Connection, user: dict, qid: str, stage: int,
+                    deletes: list[tuple[str, int, int]]) -> set[int]:
+    """Delete answers ``(field, answer, version shown)``. An answer someone changed after the page was loaded
+    is a conflict, as an edit is: deleting it would discard their correction unseen."""
     done = set()
-    for field_name, answer_id in deletes:
+    for field_name, answer_id, version in deletes:
         row = _topic_answer(c, qid, answer_id, field_name)
         if row is None:
             continue  # deleted by someone else already
+        if row["version"] != version:
+            raise Conflict(f"an answer of nugget {ids.nugget_id(qid, row['idx'])}", {"text": "(deleted)"},
+                           {"text": row["text"], "updated_by": row["updated_by"], "updated_at": row["updated_at"]})
         docs = [r["docno"] for r in c.execute("SELECT docno FROM attestations WHERE answer_id = ?", (answer_id,))]
         c.execute("DELETE FROM attestations WHERE answer_id = ?", (answer_id,))
         c.execute("DELETE FROM nugget_answers WHERE id = ?", (answer_id,))

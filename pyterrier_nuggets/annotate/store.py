@@ -1,5 +1,5 @@
 """One SQLite database per project ([nugget-annotation §4]), in WAL mode: the schema, project creation, users and
-their sessions, saved forms, and the audit trail. The annotation operations of the four stages are in
+their sessions and browser tokens, saved forms, drafts, and the audit trail. The annotation operations of the four stages are in
 :mod:`.protocol`; passwords and tokens in :mod:`.auth`.
 
 Every editable row has a ``version`` (optimistic concurrency: a write names the version it was made from
@@ -27,9 +27,12 @@ from pyterrier_nuggets.annotate.config import ProjectInput
 DB_NAME = "annotation.sqlite"
 CONFIG_NAME = "config.json"
 NUGGETS_JSON = "nuggets.json"  # the nuggets, rewritten after every change ([nugget-annotation §4])
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 ROLES = ("manager", "annotator")
 AUDIT_PAGE = 100  # rows per page of the audit trail
+MAX_BROWSERS = 20  # live browser tokens per user (the oldest ends first)
+MAX_DRAFTS = 20  # drafts kept per user (the oldest goes first)
+DRAFT_SECONDS = 7 * 24 * 3600  # a draft not shown within a week is forgotten
 
 SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -77,6 +80,8 @@ CREATE TABLE audit(id INTEGER PRIMARY KEY, at TEXT NOT NULL, user TEXT NOT NULL,
 CREATE TABLE forms(form_id TEXT PRIMARY KEY, user TEXT NOT NULL, at TEXT NOT NULL);
 CREATE TABLE drafts(user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE, path TEXT NOT NULL,
     data TEXT NOT NULL, created_at TEXT NOT NULL, PRIMARY KEY(user_id, path));
+CREATE TABLE browsers(token_hash TEXT PRIMARY KEY, user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    created_at TEXT NOT NULL, expires REAL NOT NULL);
 """
 
 # schema 1 (the first release) -> 2: disabled users, stage 1 relevance grades, editable answers (and where an
@@ -101,6 +106,13 @@ CREATE TABLE drafts(user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASC
     data TEXT NOT NULL, created_at TEXT NOT NULL, PRIMARY KEY(user_id, path));
 UPDATE meta SET value = '"2"' WHERE key = 'schema';
 """
+# schema 2 -> 3: browser tokens kept (as their SHA-256), so that they can end (sign-out, password change, disable)
+MIGRATE_2_TO_3 = """
+CREATE TABLE browsers(token_hash TEXT PRIMARY KEY, user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    created_at TEXT NOT NULL, expires REAL NOT NULL);
+UPDATE meta SET value = '"3"' WHERE key = 'schema';
+"""
+MIGRATIONS = {"1": MIGRATE_1_TO_2, "2": MIGRATE_2_TO_3}  # from a schema to the next one
 
 
 class Conflict(Exception):
@@ -163,14 +175,18 @@ class Store:
                     result = c.execute("PRAGMA quick_check").fetchone()[0]
                     if result != "ok":
                         raise sqlite3.DatabaseError(result)
-            if meta.get("schema") == "1":
+            if meta.get("schema") in MIGRATIONS:
                 with self.write() as c:  # read again under the write lock: another process may have upgraded it
-                    if json.loads(c.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0]) == "1":
-                        for statement in MIGRATE_1_TO_2.split(";\n"):
+                    found = json.loads(c.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0])
+                    schema = found
+                    while schema in MIGRATIONS:
+                        for statement in MIGRATIONS[schema].split(";\n"):
                             if statement.strip():
                                 c.execute(statement)
-                        audit(c, "upgrade", "schema", self.directory, {"from": "1", "to": SCHEMA_VERSION})
-                meta["schema"] = SCHEMA_VERSION
+                        schema = json.loads(c.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0])
+                    if schema != found:
+                        audit(c, "upgrade", "schema", self.directory, {"from": found, "to": schema})
+                meta["schema"] = schema
         except (sqlite3.DatabaseError, json.JSONDecodeError) as e:
             raise DamagedProject(f"{self.path}: the project database is damaged or not an annotation database "
                                  f"({e}); restore it from a backup (with its -wal file, if there is one) or create "
@@ -260,18 +276,19 @@ class Store:
             audit(c, by, "add_user", name, {"role": role})
 
     def set_password(self, name: str, password: str, by: str = "cli") -> None:
-        """A new password; every session of the user is closed."""
+        """A new password; every session and browser token of the user ends."""
         auth.check_password_strength(password)
         pw_hash = self.passwords.hash(password)
         with self.write() as c:
             row = _user_row(c, self.name, name)
             c.execute("UPDATE users SET pw_hash = ? WHERE id = ?", (pw_hash, row["id"]))
             c.execute("DELETE FROM sessions WHERE user_id = ?", (row["id"],))
+            c.execute("DELETE FROM browsers WHERE user_id = ?", (row["id"],))
             audit(c, by, "set_password", name, {})
 
     def set_disabled(self, name: str, disabled: bool, by: str = "cli") -> None:
-        """Disable a user (they cannot sign in, their sessions are closed, their work is kept) or enable them
-        again. The last enabled manager cannot be disabled."""
+        """Disable a user (they cannot sign in, their sessions and browser tokens end, their work is kept) or
+        enable them again. The last enabled manager cannot be disabled."""
         with self.write() as c:
             set_disabled(c, self.name, name, disabled, by)
 
@@ -304,10 +321,12 @@ class Store:
 
     def create_session(self, user: dict) -> str:
         """A new session: it ends after ``auth.IDLE_SECONDS`` without a request, and ``auth.SESSION_SECONDS``
-        after the sign-in in any case (``expires`` is the idle deadline, moved on by :meth:`session`)."""
+        after the sign-in in any case (``expires`` is the idle deadline, moved on by :meth:`session`). Ended
+        sessions and drafts older than ``DRAFT_SECONDS`` are removed."""
         token, csrf, at = auth.new_token(), auth.new_token(), auth.clock()
         with self.write() as c:
             c.execute("DELETE FROM sessions WHERE expires < ?", (at,))
+            c.execute("DELETE FROM drafts WHERE created_at < ?", (_iso(at - DRAFT_SECONDS),))
             c.execute("INSERT INTO sessions(token_hash, user_id, csrf, created_at, expires) VALUES (?, ?, ?, ?, ?)",
                       (auth.token_hash(token), user["id"], csrf, _iso(at), at + min(auth.IDLE_SECONDS,
                                                                                     auth.SESSION_SECONDS)))
@@ -339,29 +358,66 @@ class Store:
             c.execute("DELETE FROM sessions WHERE token_hash = ?", (auth.token_hash(token),))
             audit(c, user, "logout", user, {})
 
+    # ---------------------------------------------------------------------------------- browser tokens
+
+    def issue_browser(self, user: dict) -> str:
+        """A new browser token: the browser it is given to signed in as ``user`` (auth.LoginThrottle: its sign-ins
+        go first, a few times; drafts are bound to it). It lasts ``auth.BROWSER_SECONDS`` at most; a user keeps at
+        most ``MAX_BROWSERS`` (the oldest ends first). The database keeps its SHA-256 only."""
+        token, at = auth.new_token(), auth.clock()
+        with self.write() as c:
+            c.execute("DELETE FROM browsers WHERE expires < ?", (at,))
+            c.execute("INSERT INTO browsers(token_hash, user_id, created_at, expires) VALUES (?, ?, ?, ?)",
+                      (auth.token_hash(token), user["id"], _iso(at), at + auth.BROWSER_SECONDS))
+            c.execute("DELETE FROM browsers WHERE user_id = ? AND rowid NOT IN (SELECT rowid FROM browsers WHERE "
+                      "user_id = ? ORDER BY rowid DESC LIMIT ?)", (user["id"], user["id"], MAX_BROWSERS))
+        return token
+
+    def browser_user(self, token: str | None) -> dict | None:
+        """The enabled user whose live browser token this is (id, name, role), or None: unknown, ended (sign-out,
+        password change, disable) or expired."""
+        if not token or len(token) > 128:
+            return None
+        with self.read() as c:
+            row = c.execute("SELECT u.id, u.name, u.role, u.disabled, b.expires FROM browsers b JOIN users u ON "
+                            "u.id = b.user_id WHERE b.token_hash = ?", (auth.token_hash(token),)).fetchone()
+        if row is None or row["disabled"] or row["expires"] < auth.clock():
+            return None
+        return {"id": row["id"], "name": row["name"], "role": row["role"]}
+
+    def end_browser(self, token: str | None) -> None:
+        """End a browser token (its browser signed out, or signed in again and got a new one)."""
+        if token:
+            with self.write() as c:
+                c.execute("DELETE FROM browsers WHERE token_hash = ?", (auth.token_hash(token),))
+
     # ------------------------------------------------------------------------ drafts, audit trail
 
     def keep_draft(self, user_id: int, path: str, items: list[tuple[str, str]]) -> None:
         """A form the user typed when their session had ended: shown again (not saved) on ``path`` when that
-        user signs in. The caller keeps only a form proven to come from the user's page in their browser."""
+        user signs in, within ``DRAFT_SECONDS``. A user keeps at most ``MAX_DRAFTS`` (the oldest goes). The caller
+        keeps only a form proven to come from the user's page in their browser, and only its page's fields."""
+        at = auth.clock()
         with self.write() as c:
+            c.execute("DELETE FROM drafts WHERE created_at < ?", (_iso(at - DRAFT_SECONDS),))
             c.execute("INSERT OR REPLACE INTO drafts(user_id, path, data, created_at) VALUES (?, ?, ?, ?)",
-                      (user_id, path, json.dumps(items, ensure_ascii=False), now()))
+                      (user_id, path, json.dumps(items, ensure_ascii=False), _iso(at)))
+            c.execute("DELETE FROM drafts WHERE user_id = ? AND rowid NOT IN (SELECT rowid FROM drafts WHERE "
+                      "user_id = ? ORDER BY rowid DESC LIMIT ?)", (user_id, user_id, MAX_DRAFTS))
 
     def take_draft(self, user: dict, path: str) -> list[tuple[str, str]] | None:
-        """The draft kept for ``path`` (then forgotten), or None."""
+        """The draft kept for ``path`` (then forgotten), or None; a draft older than ``DRAFT_SECONDS`` is
+        forgotten unseen."""
         with self.read() as c:
             if not c.execute("SELECT 1 FROM drafts WHERE user_id = ? AND path = ?", (user["id"], path)).fetchone():
                 return None
         with self.write() as c:
-            row = c.execute("SELECT data FROM drafts WHERE user_id = ? AND path = ?", (user["id"], path)).fetchone()
+            row = c.execute("SELECT data, created_at FROM drafts WHERE user_id = ? AND path = ?",
+                            (user["id"], path)).fetchone()
             c.execute("DELETE FROM drafts WHERE user_id = ? AND path = ?", (user["id"], path))
-        return None if row is None else [(str(k), str(v)) for k, v in json.loads(row["data"])]
-
-    def user_by_id(self, user_id: int) -> dict | None:
-        with self.read() as c:
-            row = c.execute("SELECT id, name, role, disabled FROM users WHERE id = ?", (user_id,)).fetchone()
-        return None if row is None else dict(row)
+        if row is None or row["created_at"] < _iso(auth.clock() - DRAFT_SECONDS):
+            return None
+        return [(str(k), str(v)) for k, v in json.loads(row["data"])]
 
     def audit_rows(self, before: int | None = None, limit: int = AUDIT_PAGE) -> list[dict]:
         """The audit trail, newest first: ``limit`` rows with an id below ``before`` (a page)."""
@@ -427,6 +483,7 @@ def set_disabled(c: sqlite3.Connection, project: str, name: str, disabled: bool,
     c.execute("UPDATE users SET disabled = ? WHERE id = ?", (int(disabled), row["id"]))
     if disabled:
         c.execute("DELETE FROM sessions WHERE user_id = ?", (row["id"],))
+        c.execute("DELETE FROM browsers WHERE user_id = ?", (row["id"],))
     audit(c, by, "disable_user" if disabled else "enable_user", name, {})
 
 

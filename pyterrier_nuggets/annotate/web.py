@@ -9,8 +9,9 @@ Each page has one form, posted to the page's own address and saved in one transa
 :mod:`.protocol`. Its form id is issued by the server for this rendering (:class:`~.auth.Signer`); the same
 form sent twice is saved once, a changed form with a used id is a new submission. A form the protocol refuses is
 shown again with everything the user typed and the message next to the field it is about; a form sent after the
-session ended is kept as the user's draft only when it proves it came from their page in this browser (its draft
-key), and is shown again (not saved, its changes listed) on its page after they sign in; deleting, merging,
+session ended is kept as the user's draft only when the browser holds the user's live browser token and the form
+proves it came from their page in this browser (its draft key), keeping only that page's fields, and is shown
+again (not saved, its changes listed) on its page after they sign in; deleting, merging,
 freezing and unfreezing ask for confirmation. Every response, errors and 500s included, carries the security
 headers (:class:`SecurityHeaders`, outside everything else).
 """
@@ -48,9 +49,11 @@ from pyterrier_nuggets.annotate.store import AUDIT_PAGE, Conflict, Duplicate, Re
 
 SESSION_COOKIE = "pn_session"
 LOGIN_COOKIE = "pn_login"
-BROWSER_COOKIE = "pn_browser"  # the browser token (auth.Signer): this browser signed in as that user
+BROWSER_COOKIE = "pn_browser"  # the browser token (Store.issue_browser): this browser signed in as that user
 MAX_BODY = 1 << 20  # bytes of a request body: the largest form (stage 4 of a long answer) is far below
 MAX_LOGIN_BODY = 16 << 10  # bytes of a sign-in form: a name (64 characters) and a password (1024)
+MAX_FIELDS = 100_000  # fields of a form
+RETRY_AFTER = "1"  # seconds, on a 503: a sign-in turned away costs nothing, and may be sent again at once
 NOT_KEPT = frozenset({"csrf", "form_id", "draft_key", "password", "current", "new", "again"})  # never in a draft
 MAX_ID = 2 ** 63 - 1  # SQLite's integers
 HEADERS = {
@@ -151,7 +154,9 @@ class TrustedProxies:
     rightmost entry of ``X-Forwarded-For`` that is not a trusted proxy: the address the last trusted proxy saw
     and appended (nginx's ``$proxy_add_x_forwarded_for``). Entries left of it are written by the client and never
     read. With ``*`` every peer is a proxy but the chain cannot be told from the client's own entries, so the
-    rightmost entry is taken: the address the one proxy in front of the server saw. The scheme is the last
+    rightmost entry is taken: the address the one proxy in front of the server saw. An entry is read as its
+    address: a port (``203.0.113.9:443``, ``[2001:db8::1]:443``) and IPv6 brackets are dropped, so a proxy that
+    writes the client's port does not make every connection a new client. The scheme is the last
     ``X-Forwarded-Proto`` value. From any other peer both headers are ignored. (uvicorn's own middleware takes the
     leftmost entry with ``*``, which the client writes: it is not used.)"""
 
@@ -173,8 +178,23 @@ class TrustedProxies:
             return False
         return any(address in network for network in self.networks)
 
+    @staticmethod
+    def host(entry: str) -> str:
+        """The address of an ``X-Forwarded-For`` entry: without a port or IPv6 brackets (``[2001:db8::1]:443``,
+        ``203.0.113.9:80``); an entry that is no address is kept as it is."""
+        entry = entry.strip()
+        if entry.startswith("[") and "]" in entry:
+            entry = entry[1:entry.index("]")]
+        elif entry.count(":") == 1:
+            entry = entry.partition(":")[0]
+        try:
+            return str(ipaddress.ip_address(entry))
+        except ValueError:
+            return entry
+
     def client(self, hops: list[str]) -> str:
         """The client's address of a chain of ``X-Forwarded-For`` entries (left to right)."""
+        hops = [self.host(h) for h in hops]
         if self.any:
             return hops[-1]
         for host in reversed(hops):
@@ -205,7 +225,8 @@ class FormState:
     ``draft_key`` are issued for each rendering (:meth:`App.render`), never taken from what was sent.
 
     A ``draft`` records, while the page renders, every field whose value it changes from the saved one
-    (:attr:`changes`): the page lists them, so nothing restored passes for what is saved."""
+    (:attr:`changes`): the page lists them, so nothing restored passes for what is saved. Every rendering records
+    the fields the page's form has (:meth:`kept`: what a draft of this page may keep)."""
 
     def __init__(self, sent: list[tuple[str, str]] | None = None, errors: dict[str, str] | None = None,
                  notice: str | None = None, status: int = 200, draft: bool = False):
@@ -216,6 +237,8 @@ class FormState:
         self.draft = draft
         self.form_id = self.draft_key = ""
         self._fields: dict[str, tuple[str, set[str], set[str]]] = {}  # name -> (label, saved values, draft values)
+        self._values: set[str] = set()  # the fields of the page that show one value (text, hidden, select)
+        self._options: set[tuple[str, str]] = set()  # the (field, value) of its checkboxes and radio buttons
 
     def _note(self, name: str, label: str | None, value: str, saved: bool, sent: bool) -> None:
         if not self.draft or name.startswith("base-"):
@@ -240,7 +263,24 @@ class FormState:
     def message_field(self) -> str | None:
         return next(iter(self.errors), None)
 
+    def kept(self, max_chars: int) -> list[tuple[str, str]] | None:
+        """What a draft of the sent form keeps, once the page has been rendered with it: the fields the page's
+        form has (the last value of a text field, the values its checkboxes offer), in the order sent; None when a
+        value is longer than ``max_chars`` (the longest a field of the page takes: not typed in this page)."""
+        out, taken = [], set()
+        for name, value in (self.sent or MultiDict()).multi_items():
+            if name in self._values and name not in taken:
+                value = self.sent.getlist(name)[-1]
+                taken.add(name)
+            elif (name, value) not in self._options:
+                continue
+            if len(value) > max_chars:
+                return None
+            out.append((name, value))
+        return out
+
     def value(self, name: str, saved, label: str | None = None) -> str:
+        self._values.add(name)
         saved = "" if saved is None else str(saved)
         if self.sent is not None and name in self.sent:
             sent = self.sent.getlist(name)[-1]
@@ -252,6 +292,7 @@ class FormState:
     def checked(self, name: str, value, saved: bool, label: str | None = None, text: str | None = None) -> bool:
         """Whether a checkbox or radio button is checked; ``label`` names the field and ``text`` the value in
         the list of a draft's changes."""
+        self._options.add((name, str(value)))
         if self.sent is None:
             return bool(saved)
         sent = str(value) in self.sent.getlist(name)
@@ -338,10 +379,11 @@ class App:
         """Delete a cookie of the project, with the same flags as it was set with (:meth:`cookie`)."""
         response.delete_cookie(name, path=f"/p/{store.name}/", httponly=True, samesite="strict", secure=self.secure)
 
-    def browser_cookie(self, response: Response, store: Store, name: str) -> None:
-        """A new browser token: this browser signed in as ``name`` (auth.Signer)."""
-        self.cookie(response, store, BROWSER_COOKIE, self.signers[store.name].browser_token(name, auth.clock()),
-                    auth.BROWSER_SECONDS)
+    def browser_cookie(self, request: Request, response: Response, store: Store, user: dict) -> None:
+        """A new browser token: this browser signed in as ``user`` (:meth:`.Store.issue_browser`); the token it
+        held before ends."""
+        store.end_browser(request.cookies.get(BROWSER_COOKIE))
+        self.cookie(response, store, BROWSER_COOKIE, store.issue_browser(user), auth.BROWSER_SECONDS)
 
     def form_key(self, store: Store, user: dict, form: FormData) -> str:
         """The key a saved form is recorded under (``store.claim_form``): its form id, which this server must
@@ -373,7 +415,8 @@ class App:
             user = store.session(request.cookies.get(SESSION_COOKIE))
             if user is None:
                 if request.method == "POST":
-                    return await self.session_ended(request, store, drafts, (page_of or str)(request.url.path))
+                    return await self.session_ended(request, store, view if drafts else None,
+                                                    (page_of or str)(request.url.path))
                 return RedirectResponse(f"/p/{store.name}/login?next={request.url.path}", 303)
             back = request.url.path
             try:
@@ -385,7 +428,7 @@ class App:
                     else:
                         state = FormState(notice=NOTICES.get(request.query_params.get("notice", "")))
                     return await view(request, store, user, state)
-                form = await request.form(max_fields=100_000)
+                form = await request.form(max_fields=MAX_FIELDS)
                 if not auth.same_token(form.get("csrf"), user["csrf"]):
                     return self.error(request, 403, "The form's security token is missing or wrong (CSRF): reload the "
                                       "page and submit it again.", user, back)
@@ -408,45 +451,59 @@ class App:
                 return self.error(request, 400, f"Bad request: {e}.", user, back)
             except auth.Busy:
                 return self.busy(request, user)
-            except sqlite3.DatabaseError as e:
-                return self.error(request, 500, f"The project database {store.path} could not be read or written "
-                                  f"({e}): tell the project manager.", user)
+            except auth.Gone:
+                return _gone_response()
+            except sqlite3.DatabaseError as e:  # where the database is, and why, is for the manager's eyes only
+                logging.getLogger(__name__).error("%s: the project database could not be read or written: %s",
+                                                  store.path, e)
+                return self.error(request, 500, "The project's database could not be read or written: tell the "
+                                  "project manager (the server's log has the details).", user)
         return endpoint
 
     def busy(self, request: Request, user: dict | None = None) -> Response:
-        response = self.error(request, 503, "The server is busy checking other passwords: try again in a few "
-                              "seconds.", user)
-        response.headers["Retry-After"] = "5"
+        response = self.error(request, 503, "The server is busy checking other passwords: nothing was checked or "
+                              "saved. Send the form again in a moment.", user)
+        response.headers["Retry-After"] = RETRY_AFTER
         return response
 
-    async def session_ended(self, request: Request, store: Store, drafts: bool, page: str) -> Response:
-        """A form sent without a valid session: the login page. The form is kept as its user's draft only when
-        its draft key is the one this browser's token gives for that user: it came from the tool's own page, in
-        this browser, for that user (a page of another site posting here cannot know the key, and the browser
-        token is an HttpOnly cookie). Password fields are never kept."""
-        form = await request.form(max_fields=100_000)
-        owner = self._draft_owner(store, request, form.get("draft_key")) if drafts else None
-        kept = [(k, v) for k, v in form.multi_items() if isinstance(v, str) and k not in NOT_KEPT]
-        if owner is not None and kept:
-            store.keep_draft(owner, page, kept)
+    async def session_ended(self, request: Request, store: Store, view: Callable[..., Awaitable[Response]] | None,
+                            page: str) -> Response:
+        """A form sent without a valid session: the login page. The form is kept as its user's draft of ``page``
+        (``view`` shows it; None: this page keeps no draft) only when the browser holds a live browser token, which
+        is checked *before* the form is read (a form from anyone else is never parsed), and the form proves it came
+        from that user's page in this browser (:meth:`draft_of`). Password fields are never kept."""
+        holder = store.browser_user(request.cookies.get(BROWSER_COOKIE)) if view is not None else None
+        kept = None
+        if holder is not None:
+            kept = await self.draft_of(request, store, view, holder, await request.form(max_fields=MAX_FIELDS))
+        if kept:
+            store.keep_draft(holder["id"], page, kept)
             message = ("Your session has ended: sign in again. What you typed is kept and shown again on its page "
                        "after you sign in (not saved yet).")
         else:
             message = "Your session has ended: sign in again. The form that was sent is not kept."
         return self.login_page(request, store, 401, message, next_path=_safe_next(store, page))
 
-    def _draft_owner(self, store: Store, request: Request, key) -> int | None:
-        """The user whose draft a form may be kept as (its draft key checked against this browser's token), or
-        None."""
-        user_id, _, mac = str(key or "").partition(".")
-        if not user_id.isdigit() or not mac or int(user_id) > MAX_ID:
-            return None
-        owner = store.user_by_id(int(user_id))
+    async def draft_of(self, request: Request, store: Store, view: Callable[..., Awaitable[Response]], holder: dict,
+                       form: FormData) -> list[tuple[str, str]] | None:
+        """What of ``form`` is kept as the draft of ``holder`` (the user of the browser's live token), or None. Its
+        draft key must be the one this browser's token gives for that user: the form came from the tool's own page
+        in this browser (a page of another site posting here cannot know the key; the token is an HttpOnly
+        cookie). The page must be one the user may open (it is rendered for them with the form, as after the
+        sign-in), and only the fields of its form are kept, none longer than a field takes
+        (:meth:`FormState.kept`): a draft is never larger than the page's real form."""
+        user_id, _, mac = str(form.get("draft_key") or "").partition(".")
         browser = request.cookies.get(BROWSER_COOKIE)
-        signer = self.signers[store.name]
-        if owner is None or owner["disabled"] or not signer.valid_browser_token(browser, owner["name"], auth.clock()):
+        if user_id != str(holder["id"]) or not auth.same_token(mac, self.signers[store.name].draft_key(browser,
+                                                                                                        holder["id"])):
             return None
-        return owner["id"] if auth.same_token(mac, signer.draft_key(browser, owner["id"])) else None
+        state = FormState([(k, v) for k, v in form.multi_items() if isinstance(v, str) and k not in NOT_KEPT],
+                          draft=True)
+        try:
+            response = await view(request, store, {**holder, "csrf": ""}, state)
+        except (Forbidden, NotFound, ValueError):  # not a page this user may open now (Refused is a ValueError)
+            return None
+        return state.kept(protocol.MAX_TEXT) if response.status_code == 200 else None
 
     # -------------------------------------------------------------------------------- login, logout
 
@@ -460,12 +517,13 @@ class App:
             return self.error(request, 404, "No such project.")
         return self.login_page(request, store, 200, None, _safe_next(store, request.query_params.get("next")))
 
-    def check_rank(self, request: Request, store: Store, name: str) -> tuple:
-        """The sign-in's place in the hash gate's waiting room (auth.WaitingRoom): first a browser that signed
-        in as ``name`` before, then the client address with the fewest pending attempts."""
-        if self.signers[store.name].valid_browser_token(request.cookies.get(BROWSER_COOKIE), name, auth.clock()):
-            return (0, 0)
-        return (1, self.throttle.pending(store.name, _address(request)))
+    def admit(self, request: Request, store: Store, name: str) -> auth.Attempt:
+        """Charge and rank a sign-in as ``name`` (auth.LoginThrottle): a browser whose live token is that enabled
+        user's goes first, a few times in a window, and is exempt from the address's and the name's budgets."""
+        token = request.cookies.get(BROWSER_COOKIE)
+        holder = store.browser_user(token)
+        known = token if holder is not None and holder["name"] == name else None
+        return self.throttle.admit(store.name, _address(request), name, known)
 
     async def login(self, request: Request) -> Response:
         try:
@@ -478,25 +536,31 @@ class App:
             return self.error(request, 403, "The login form's security token is missing or wrong (CSRF): reload the "
                               "login page.")
         name, password = str(form.get("name", "")), str(form.get("password", ""))
-        address = _address(request)
         failed = "Unknown user, wrong password, or a disabled account."
         if len(name) > auth.MAX_NAME or len(password) > auth.MAX_PASSWORD:  # no such user or password can exist
             return self.login_page(request, store, 401, failed, next_path)
-        wait = self.throttle.attempt(store.name, address, name)  # counted before the (slow) check
-        if wait > 0:
+        attempt = self.admit(request, store, name)  # charged before the (slow) check
+        if attempt.wait > 0:
             return self.login_page(request, store, 429, f"Too many failed sign-ins for this name from here: try "
-                                   f"again in {int(wait // 60) + 1} minutes, or ask the project manager to set a "
-                                   "new password.", next_path)
+                                   f"again in {int(attempt.wait // 60) + 1} minutes, or ask the project manager to "
+                                   "set a new password.", next_path)
         try:
-            user = await self.gate.run(store.authenticate, name, password, rank=self.check_rank(request, store, name))
-        except auth.Busy:  # the attempt stays counted: a flood costs the flooder its budget
-            return self.busy(request)
+            user = await self.gate.run(store.authenticate, name, password, rank=attempt.rank, gone=_client_gone(request))
+        except auth.Busy:  # never checked: it costs nothing, and may be sent again at once
+            self.throttle.turned_away(attempt)
+            response = self.login_page(request, store, 503, "The server is busy checking other sign-ins: yours was "
+                                       "not checked and counts for nothing. Sign in again in a moment.", next_path)
+            response.headers["Retry-After"] = RETRY_AFTER
+            return response
+        except auth.Gone:
+            self.throttle.turned_away(attempt)
+            return _gone_response()
         if user is None:
             return self.login_page(request, store, 401, failed, next_path)
-        self.throttle.succeeded(store.name, address, name)
+        self.throttle.succeeded(attempt)
         response = RedirectResponse(next_path or f"/p/{store.name}/", 303)
         self.cookie(response, store, SESSION_COOKIE, store.create_session(user), auth.SESSION_SECONDS)
-        self.browser_cookie(response, store, user["name"])
+        self.browser_cookie(request, response, store, user)
         self.end_cookie(response, store, LOGIN_COOKIE)
         return response
 
@@ -509,19 +573,21 @@ class App:
         return response
 
     async def logout(self, request: Request, store: Store, user: dict, form: FormData) -> Response:
-        """End the session. The browser gets a new browser token: forms of the ended session can no longer be
-        kept as drafts, and its sign-ins as this user still go first."""
+        """End the session and the browser's token: the browser keeps nothing of the user (its sign-ins no longer
+        go first, forms of its pages are no longer kept as drafts), as on a shared computer."""
         store.end_session(request.cookies.get(SESSION_COOKIE, ""), user["name"])
+        store.end_browser(request.cookies.get(BROWSER_COOKIE))
         response = RedirectResponse(f"/p/{store.name}/login", 303)
         self.end_cookie(response, store, SESSION_COOKIE)
-        self.browser_cookie(response, store, user["name"])
+        self.end_cookie(response, store, BROWSER_COOKIE)
         return response
 
     async def account(self, request: Request, store: Store, user: dict, state: FormState) -> Response:
         return self.render(request, "account.html", state.status, user=user, f=state)
 
     async def change_password(self, request: Request, store: Store, user: dict, form: FormData) -> Response:
-        """Change one's own password: the current one is checked like a sign-in (counted, through the gate)."""
+        """Change one's own password: the current one is checked like a sign-in (counted, through the gate). Every
+        other session and every browser token of the user end; this browser gets a new token."""
         current, new, again = (str(form.get(k, "")) for k in ("current", "new", "again"))
         if new != again:
             raise Refused("the two new passwords differ", "again")
@@ -529,18 +595,22 @@ class App:
             auth.check_password_strength(new)
         except ValueError as e:
             raise Refused(str(e), "new") from None
-        address = _address(request)
-        wait = self.throttle.attempt(store.name, address, user["name"])
-        if wait > 0:
-            raise Refused(f"too many wrong passwords: try again in {int(wait // 60) + 1} minutes", "current")
-        ok = len(current) <= auth.MAX_PASSWORD and await self.gate.run(
-            store.authenticate, user["name"], current, rank=self.check_rank(request, store, user["name"]))
+        attempt = self.admit(request, store, user["name"])
+        if attempt.wait > 0:
+            raise Refused(f"too many wrong passwords: try again in {int(attempt.wait // 60) + 1} minutes", "current")
+        try:
+            ok = len(current) <= auth.MAX_PASSWORD and await self.gate.run(
+                store.authenticate, user["name"], current, rank=attempt.rank, gone=_client_gone(request))
+        except (auth.Busy, auth.Gone):
+            self.throttle.turned_away(attempt)
+            raise
         if not ok:
             raise Refused("the current password is wrong", "current")
-        self.throttle.succeeded(store.name, address, user["name"])
+        self.throttle.succeeded(attempt)
         await self.gate.run(store.set_password, user["name"], new, user["name"], rank=(0, 0))
         response = RedirectResponse(f"/p/{store.name}/?notice=password", 303)
         self.cookie(response, store, SESSION_COOKIE, store.create_session(user), auth.SESSION_SECONDS)
+        self.browser_cookie(request, response, store, user)
         return response
 
     # ------------------------------------------------------------------------------------- dashboard
@@ -621,7 +691,7 @@ class App:
             elif key.startswith("atext-"):
                 doc.answer_edits.append(_edit(form, key, _int(key[6:]), (value,)))
             elif key.startswith("adelete-"):
-                doc.answer_deletes.append((key, _int(key[8:])))
+                doc.answer_deletes.append(_delete(form, key))
             elif key.startswith("answer-") and value.strip():
                 doc.new_answers.append((key, _int(key[7:]), value))
         for item in form.getlist("labels"):
@@ -668,7 +738,7 @@ class App:
             if key.startswith("atext-"):
                 rev.answer_edits.append(_edit(form, key, _int(key[6:]), (str(value),)))
             elif key.startswith("adelete-"):
-                rev.answer_deletes.append((key, _int(key[8:])))
+                rev.answer_deletes.append(_delete(form, key))
         if not form.get("confirmed"):
             weighty = protocol.save_revision(store, user, t, rev, dry_run=True)
             if weighty:
@@ -795,6 +865,25 @@ def _edit(form: FormData, name: str, item, values: tuple) -> Edit:
     return Edit(name, item, version, shown, values)
 
 
+def _delete(form: FormData, name: str) -> tuple[str, int, int]:
+    """An answer's "delete" box (``adelete-ID``): the field, the answer, and its version the page showed."""
+    answer = _int(name[len("adelete-"):])
+    return name, answer, _base(form, f"atext-{answer}")[0]
+
+
+def _client_gone(request: Request) -> Callable[[], Awaitable[None]]:
+    """What ends when the request's client closes its connection (its body has been read: the server's next
+    message is the disconnect), for a sign-in waiting for its check (auth.HashGate)."""
+    async def gone() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+    return gone
+
+
+def _gone_response() -> Response:
+    return PlainTextResponse("The connection was closed before the sign-in was checked: nothing was checked.", 400)
+
+
 def _safe_next(store: Store, value) -> str | None:
     """A page of this project to go to after signing in, or None (never another site or project)."""
     if not isinstance(value, str) or not _NEXT.fullmatch(value) or "//" in value:
@@ -815,7 +904,8 @@ def make_app(directories: list[str], secure_cookies: bool = False, forwarded_all
 
     ``forwarded_allow_ips``: the addresses of trusted reverse proxies (comma-separated addresses or networks,
     or ``*``); requests from them are taken to come from the address the proxy saw, the rightmost untrusted
-    entry of their ``X-Forwarded-For`` (:class:`TrustedProxies`), and their ``X-Forwarded-Proto`` scheme.
+    entry of their ``X-Forwarded-For`` (:class:`TrustedProxies`), and their ``X-Forwarded-Proto`` scheme. A
+    trusted network must hold no client: a client that reaches the server from it writes its own address.
     Without it, those headers are ignored: a client cannot claim another address to dodge the sign-in
     throttle. ``passwords``, ``throttle``, ``gate``: see :class:`App`. The :class:`App` is
     ``app.state.annotate``."""
