@@ -57,6 +57,13 @@ def _refused(server) -> list[dict]:
     return [b for b in server.requests if server.profile.refusal(b) is not None]
 
 
+def _learned_once(server) -> None:
+    """No retry storm: once a request built with what was learned arrives, no request built before does (those
+    waiting for a slot were built again); only the first wave, sent before the first refusal came back, met it."""
+    first_right = next(i for i, b in enumerate(server.requests) if server.profile.refusal(b) is None)
+    assert all(server.profile.refusal(b) is None for b in server.requests[first_right:])
+
+
 def test_check_endpoint_learns_what_a_reasoning_model_refuses_and_sends_no_max_tokens(capsys, tmp_path):
     cache = str(tmp_path / "c.sqlite")
     with TestEndpoint(profile="openai-reasoning") as server:
@@ -80,21 +87,36 @@ def test_trec_rag_works_unchanged_against_each_profile(profile, files, tmp_path,
                      "--on-failure", "stop"])
         captured = capsys.readouterr()
         assert code == 0, captured.err
-        assert len(_refused(server)) <= (1 if profile == "openai-reasoning" else 0)
+        if profile == "openai-reasoning":  # the first wave: the two assignments sent at once
+            assert 1 <= len(_refused(server)) <= 2
+            _learned_once(server)
+        else:
+            assert not _refused(server)
     assert "failed" not in captured.err
     scores = pd.read_csv(out / "scores.tsv", sep="\t", dtype={"qid": str})
     assert set(scores["run"]) == {"A", "B"}
 
 
 def test_a_reasoning_model_learned_once_for_concurrent_first_requests(files, tmp_path, capsys):
-    """The first wave of requests meets the 400 (the ones already sent); one of them learns, the rest are sent again
-    with what it learned, and the requests that had not left yet go with it: at most the first wave is refused."""
-    with TestEndpoint(profile="openai-reasoning", hold_until=4) as server:
-        code = main(["trec-rag", "--answers", files["answers"], "--nuggets", files["nuggets"], "--support", "--docs",
-                     files["docs"], "--base-url", server.base_url, "--model", "gpt-5.5", "--out",
-                     str(tmp_path / "out"), "--concurrency", "4", "--on-failure", "stop"])
+    """The first wave of requests (8 at once: slow start) meets the 400, held until all 8 are in flight; one of them
+    learns, the rest are sent again with what it learned, and the 12 requests waiting for a slot are built again
+    before they leave: 8 refusals for 20 requests, none after the first request built with what was learned, and
+    the profile remembered (a second run meets none)."""
+    def runs(numbers):
+        return _jsonl(tmp_path / f"runs{numbers[0]}.jsonl", [
+            dict(ANSWERS[0], metadata=dict(ANSWERS[0]["metadata"], run_id=f"R{i}"),
+                 answer=[{"text": f"Paris is the capital, says run {i}.", "citations": [0]}]) for i in numbers])
+    argv = ["--nuggets", files["nuggets"], "--model", "gpt-5.5", "--on-failure", "stop"]
+    with TestEndpoint(profile="openai-reasoning", hold_until=8) as server:
+        code = main(["trec-rag", "--answers", runs(range(20)), "--base-url", server.base_url, "--out",
+                     str(tmp_path / "out"), *argv])
         assert code == 0, capsys.readouterr().err
-        assert len(_refused(server)) <= 4 and server.stats["hold_timeouts"] == 0
+        assert len(_refused(server)) == 8 and server.stats["hold_timeouts"] == 0 and server.count == 28
+        _learned_once(server)
+        # remembered in the cache: the next run's first requests are already right
+        code = main(["trec-rag", "--answers", runs(range(20, 30)), "--base-url", server.base_url, "--out",
+                     str(tmp_path / "out2"), *argv])
+        assert code == 0 and len(_refused(server)) == 8 and server.count == 38
 
 
 def test_reasoning_effort_is_sent_and_reasoning_tokens_are_counted(files, tmp_path, capsys):
