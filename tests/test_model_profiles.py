@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from pyterrier_nuggets.cli import main
-from pyterrier_nuggets.testing import TestEndpoint
+from pyterrier_nuggets.testing import Reply, TestEndpoint, first_prompt
 
 DOCS = {"d1": "Paris is the capital of France.", "d2": "Lyon is a large city.", "d3": "Bananas are yellow fruit."}
 ANSWERS = [
@@ -143,3 +143,175 @@ def test_demo_against_the_think_profile_fails_no_item(tmp_path, index_dir, capsy
     assert "create" in usage
     total = [line for line in usage.splitlines() if line.strip().startswith("total")][0].split()
     assert total[2] == "0"  # failed items
+
+
+# ------------------------------------------------------------------------------------------- reasoning output
+
+def test_thinking_is_taken_apart_from_the_answer():
+    from pyterrier_nuggets.llm.reply import read_completion, split_thinking
+    assert split_thinking('<think>\nIs it [1]?\n</think>\n\n["a", "b"]') == ('["a", "b"]', "Is it [1]?")
+    assert split_thinking("  <THINK>x</THINK>yes") == ("yes", "x")
+    assert split_thinking("thinking without its opening tag</think>\n\nFull Support") == ("Full Support",
+                                                                                          "thinking without its "
+                                                                                          "opening tag")
+    assert split_thinking("<think>cut while thinking about [1") == ("", "cut while thinking about [1")  # no answer
+    assert split_thinking('["no", "thinking"]') == ('["no", "thinking"]', None)
+    body = {"choices": [{"message": {"content": "OK", "reasoning_content": "because"}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 9, "completion_tokens_details": {"reasoning_tokens": 7}}}
+    assert read_completion(body) == {"text": "OK", "reasoning": "because", "finish_reason": "stop",
+                                     "usage": {"prompt_tokens": 3, "completion_tokens": 9, "reasoning_tokens": 7}}
+
+
+@pytest.mark.parametrize("profile, field", [("think", None), ("vllm", "reasoning_content"), ("ollama", "reasoning")])
+def test_the_reasoning_is_kept_beside_the_answer_and_in_the_cache(profile, field, tmp_path):
+    from pyterrier_nuggets.llm import LLMClient
+    from pyterrier_nuggets.llm.parsing import parse_list
+    from pyterrier_nuggets.testing.profiles import THOUGHT
+    with TestEndpoint(profile=profile, responder=lambda body: '["a", "b"]') as server:
+        def ask():
+            llm = LLMClient(model="m", base_url=server.base_url, cache=tmp_path / "c.sqlite", progress=False)
+            return llm, llm.ask([{"role": "user", "content": "list"}], parse_list, reask=str)
+        llm, outcome = ask()
+        assert outcome.value == ["a", "b"] and outcome.reasoning == [THOUGHT] and outcome.raw == ['["a", "b"]']
+        _, again = ask()  # from the cache: the same
+        assert again.reasoning == [THOUGHT] and server.count == 1
+        if field is not None:
+            assert field not in server.requests[0]  # a field of the reply, not of the request
+
+
+def test_a_reply_cut_while_thinking_says_so_and_names_max_tokens(tmp_path):
+    from pyterrier_nuggets.llm import ClientOptions, LLMClient, Sampling
+    from pyterrier_nuggets.llm.parsing import parse_list
+    with TestEndpoint(profile="think", responder=lambda body: '["a"]') as server:
+        llm = LLMClient(model="m", base_url=server.base_url, cache=None, progress=False,
+                        options=ClientOptions(sampling=Sampling(max_tokens=10)))
+        outcome = llm.ask([{"role": "user", "content": "list"}], parse_list, reask=str, max_reasks=0)
+    assert not outcome.ok and "cut at the token limit while the model was still thinking" in outcome.error
+    assert "--max-tokens" in outcome.error and outcome.raw == [""] and outcome.reasoning[0].startswith("Okay")
+
+
+def test_a_reasoning_models_empty_reply_at_its_completion_limit_says_so(tmp_path):
+    """OpenAI's reasoning model spends max_completion_tokens on its reasoning: no content, finish_reason length."""
+    from pyterrier_nuggets.llm import ClientOptions, LLMClient, Sampling
+    from pyterrier_nuggets.llm.parsing import parse_list
+    with TestEndpoint(profile="openai-reasoning", responder=lambda body: '["a"]') as server:
+        llm = LLMClient(model="gpt-5.5", base_url=server.base_url, cache=None, progress=False,
+                        options=ClientOptions(sampling=Sampling(max_tokens=32)))
+        outcome = llm.ask([{"role": "user", "content": "list"}], parse_list, reask=str, max_reasks=0)
+        sent = server.requests[-1]
+    assert sent["max_completion_tokens"] == 32 and "max_tokens" not in sent and "temperature" not in sent
+    assert "still thinking" in outcome.error and "--max-tokens" in outcome.error
+    assert llm.stats["reasoning_tokens"] == 64  # the one answer's (the refusals before it report no usage)
+
+
+def test_the_battles_keep_the_judges_reasoning_for_the_report(tmp_path):
+    from pyterrier_nuggets.judges import PairwiseJudge
+    from pyterrier_nuggets.llm import LLMClient
+    frame = pd.DataFrame([{"qid": "q1", "query": "capital of France", "system_1": "x", "system_2": "y",
+                           "qanswer_1": "Paris is the capital of France.", "qanswer_2": "Bananas."}])
+    with TestEndpoint(profile="vllm") as server:
+        llm = LLMClient(model="m", base_url=server.base_url, cache=None, progress=False)
+        battles = PairwiseJudge(llm)(frame)
+    raw = battles["raw"].iloc[0][0]
+    assert raw.startswith("<think>\nOkay, let me read passage [1]") and raw.endswith(("[[A]]", "[[B]]"))
+
+
+# ------------------------------------------------------------------------------------------ structured output
+
+def test_a_strict_schema_is_what_openais_strict_mode_takes():
+    from pyterrier_nuggets.judges.listwise import labels_schema
+    from pyterrier_nuggets.llm.structured import strict_schema
+    from pyterrier_nuggets.testing.profiles import strict_problem
+    labels = labels_schema(("vital", "okay"), 3)
+    assert strict_problem(labels) is not None  # a list at the root: refused by OpenAI's strict mode
+    strict = strict_schema(labels)
+    assert strict_problem(strict) is None and strict["properties"]["answer"] == labels
+    support = {"type": "object", "properties": {"support": {"type": "string", "enum": ["a"]}}, "required": ["support"]}
+    assert strict_schema(support) == {**support, "additionalProperties": False}
+
+
+@pytest.mark.parametrize("profile, form", [("openai", "json_schema"), ("vllm", "json_schema"),
+                                           ("llama-cpp", "json_object"), ("think", "none")])
+def test_the_structured_output_an_endpoint_takes_is_probed_and_remembered(profile, form, tmp_path):
+    from pyterrier_nuggets.judges import NuggetAssigner
+    from pyterrier_nuggets.llm import ClientOptions, LLMClient, Sampling
+    answers = pd.DataFrame([{"qid": "t1", "query": "q", "qanswer": "Paris is the capital of France."}])
+    nuggets = pd.DataFrame([{"qid": "t1", "query": "q", "nugget_index": 0, "nugget_id": "t1:n0",
+                             "nugget_text": "Paris capital", "importance": "vital"}])
+    cache = tmp_path / "c.sqlite"
+    with TestEndpoint(profile=profile) as server:
+        llm = LLMClient(model="m", base_url=server.base_url, cache=cache, progress=False)
+        assert llm.find_structured() == form and llm.profile.structured == form
+        probes = server.count
+        # auto: remembered, so a new client sends the schema in that form from its first request
+        again = LLMClient(model="m", base_url=server.base_url, cache=cache, progress=False)
+        assigned = NuggetAssigner(nuggets, again)(answers)
+        sent = server.requests[probes]
+        assert list(assigned["assignment"]) == ["support"]
+        if form == "none":
+            assert "response_format" not in sent
+            with pytest.raises(Exception, match="takes no structured output"):  # --structured on: refused at once
+                LLMClient(model="m", base_url=server.base_url, cache=cache, progress=False,
+                          options=ClientOptions(sampling=Sampling(json_mode=True))).request_body(
+                    [{"role": "user", "content": "x"}], json_schema={"type": "array"})
+        else:
+            assert sent["response_format"]["type"] == form
+        assert server.count == probes + 1  # the probe once, in the first client only
+
+
+def test_structured_on_probes_on_first_use_once_for_concurrent_requests(tmp_path):
+    from pyterrier_nuggets.llm import ClientOptions, LLMClient, Sampling
+    from pyterrier_nuggets.llm.parsing import parse_list
+    with TestEndpoint(profile="llama-cpp", responder=lambda body: '["x"]') as server:
+        llm = LLMClient(model="m", base_url=server.base_url, cache=None, progress=False,
+                        options=ClientOptions(sampling=Sampling(json_mode=True)))
+        out = llm.map(lambda i: llm.ask([{"role": "user", "content": f"list {i}"}], parse_list, reask=str,
+                                        json_schema={"type": "array", "items": {"type": "string"}}), range(6))
+    assert all(o.value == ["x"] for o in out)
+    probes = [b for b in server.requests if b["messages"][0]["content"] == "Reply with the single word OK."]
+    assert [p["response_format"]["type"] for p in probes] == ["json_schema", "json_object"]  # once, for all six
+    assert all(b["response_format"] == {"type": "json_object", "schema": {"type": "array", "items": {"type": "string"}}}
+               for b in server.requests if b not in probes)
+
+
+# ------------------------------------------------------------------------------- a failure says why, where it is
+
+def _stopped(files, tmp_path, capsys, server, *extra) -> str:
+    code = main(["trec-rag", "--answers", files["answers"], "--nuggets", files["nuggets"], "--base-url", server.base_url,
+                 "--model", "m", "--out", str(tmp_path / "out"), *extra])
+    err = capsys.readouterr().err
+    assert code == 1 and not (tmp_path / "out").exists(), err
+    return err
+
+
+def test_a_stage_that_stops_shows_each_cause_with_an_example_and_its_fix(files, tmp_path, capsys):
+    """Unusable replies (numbers where nugget labels belong): the count, the model's own reply, and the fix; never a
+    pointer to output that is not printed."""
+    with TestEndpoint(responder=lambda body: "[1, 2]") as server:
+        err = _stopped(files, tmp_path, capsys, server)
+    assert "assign: 2 of 2 items failed (100%, more than the 10% allowed by --max-failed-share)" in err
+    assert "2 item(s), unusable replies after the re-asks: invalid output after N attempts: unknown labels N, N" in err
+    assert "e.g. the model replied: '[1, 2]'" in err
+    assert "fix: structured output constrains the reply to the form asked for: --structured on" in err
+    assert "above" not in err and "usage table" not in err
+
+
+def test_the_causes_of_cut_and_refused_requests_name_their_fix(files, tmp_path, capsys):
+    with TestEndpoint(profile="think") as server:  # every reply cut while the model thinks
+        err = _stopped(files, tmp_path, capsys, server, "--max-tokens", "12")
+    assert "replies cut at the token limit" in err and "fix: give the replies room: --max-tokens N" in err
+    assert "the model replied nothing" in err
+    context = "This model's maximum context length is 4096 tokens. However, your messages resulted in 9000 tokens."
+    with TestEndpoint(responder=lambda body: Reply(status=400, message=context)) as server:
+        err = _stopped(files, tmp_path, capsys, server)
+    assert "2 item(s), the endpoint gave no answer: API call failed: BadRequestError (HTTP N)" in err
+    assert "the endpoint said: API call failed: BadRequestError (HTTP 400)" in err and "maximum context length" in err
+    assert "fix: the endpoint's words say why: a prompt longer than the model's context" in err
+
+
+def test_with_structured_output_unusable_replies_ask_for_a_larger_model(files, tmp_path, capsys):
+    def numbers(body):  # the probe of the structured output is answered as the server does, the rest with numbers
+        return None if first_prompt(body) == "Reply with the single word OK." else '{"answer": [1, 2]}'
+    with TestEndpoint(profile="llama-cpp", responder=numbers) as server:
+        err = _stopped(files, tmp_path, capsys, server, "--structured", "on")
+    assert "fix: a larger model: this one's replies were unusable although structured output constrained them" in err

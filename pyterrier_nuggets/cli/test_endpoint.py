@@ -5,7 +5,7 @@ from __future__ import annotations
 from pyterrier_nuggets.cli.errors import non_negative_int, positive_int, positive_number
 
 # the profiles of pyterrier_nuggets.testing.profiles, named here so that --help loads nothing
-PROFILE_NAMES = ("openai", "openai-reasoning", "think", "vllm", "ollama", "llama-cpp", "fenced")
+PROFILE_NAMES = ("openai", "openai-reasoning", "think", "vllm", "sglang", "ollama", "llama-cpp", "fenced")
 
 
 def add_parser(sub) -> None:
@@ -35,7 +35,7 @@ def add_parser(sub) -> None:
                    help="answer as that server does (docs/llm.md, \"Which server, which options\"): openai-reasoning "
                         "(OpenAI's reasoning models: temperature 0 and max_tokens refused with OpenAI's error body, "
                         "reasoning tokens in the usage), think (<think>...</think> before the answer), vllm "
-                        "(reasoning_content), ollama (reasoning), llama-cpp, openai, fenced; e.g. --profile "
+                        "(reasoning_content), sglang, ollama (reasoning), llama-cpp, openai, fenced; e.g. --profile "
                         "openai-reasoning")
     p.set_defaults(func=run)
 

@@ -262,6 +262,10 @@ class LLMClient:
         known = self.profile.structured
         if mode is True and known is None:
             known = self.find_structured()
+        if mode is True and known == NO_STRUCTURED:
+            raise EndpointError(f"the LLM endpoint {self.endpoint} (model {self.model!r}) takes no structured output: "
+                                "neither OpenAI's json_schema nor llama.cpp's json_object with a schema constrained the "
+                                "reply to a probe; give --structured auto or off (Sampling(json_mode='auto' or False))")
         if known == NO_STRUCTURED or known is None:
             return None
         return known
@@ -574,6 +578,10 @@ class LLMClient:
     def _learn_probed(self, result: ChatResult, body: dict) -> bool:
         return self._learn(result.refused, body)
 
+    def _learn_unless_structured(self, result: ChatResult, body: dict) -> bool:
+        """What a probe of structured output learns: a refused ``response_format`` is its answer (not this form)."""
+        return not result.refused.param.startswith("response_format") and self._learn(result.refused, body)
+
     def probe(self) -> str:
         """Ask the endpoint one tiny question, not cached (``pyterrier-nuggets check-endpoint``), as a job asks its
         requests (temperature, seed, token limit: no cap of a few tokens, which leaves a reasoning model no room): a
@@ -606,7 +614,7 @@ class LLMClient:
                 def body(form=form) -> dict:
                     return {**self.request_body(PROBE_MESSAGES),
                             "response_format": response_format(PROBE_SCHEMA, form)}
-                result = self._rotation.once(endpoint, body, self._learn_probed, quick)
+                result = self._rotation.once(endpoint, body, self._learn_unless_structured, quick)
                 if result.ok and conforms(result.text):
                     found = form
                     break

@@ -50,6 +50,16 @@ def split_thinking(content: str) -> tuple[str, str | None]:
     return content, None
 
 
+def with_thinking(text: str, reasoning: str | None) -> str:
+    """A reply as the model gave it, its reasoning in front in the ``<think>`` form: what a file keeps as a judge's raw
+    output (the battles' ``raw_output``, shown by the report) so that the reasoning behind a verdict can be read.
+
+    :param text: the answer.
+    :param reasoning: the reasoning before it (None: the answer alone).
+    """
+    return f"<think>\n{reasoning}\n</think>\n\n{text}" if reasoning else text
+
+
 def reasoning_of(message: dict, thinking: str | None) -> str | None:
     """The model's reasoning: the message's ``reasoning_content`` / ``reasoning`` field, else its ``<think>`` block."""
     for name in REASONING_FIELDS:

@@ -231,6 +231,7 @@ class TestEndpoint:
         self._barrier = 0  # the barrier the next accepted request waits for
         self.requests: list[dict] = []  # every chat request body, rejected ones included
         self.headers: list[dict] = []
+        self.paths: list[str] = []  # the path of each (e.g. /openai/v1/chat/completions: Azure's)
         self.in_flight_seen: list[int] = []  # requests in flight when each chat request arrived
         self.stats = dict(chat_requests=0, accepted=0, rejected=0, quota_rejected=0, injected_errors=0,
                           invalid_replies=0, peak_in_flight=0, uploads=0, batches=0, polls=0, batch_requests=0,
@@ -268,7 +269,7 @@ class TestEndpoint:
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 path = self.path.split("?")[0]
                 if path.endswith("/chat/completions"):
-                    server._chat(self, json.loads(data or b"{}"), headers)
+                    server._chat(self, json.loads(data or b"{}"), headers, path)
                 elif path.endswith("/files"):
                     self._json(200, server._upload(headers.get("content-type", ""), data))
                 elif path.endswith("/batches"):
@@ -319,11 +320,12 @@ class TestEndpoint:
 
     # ------------------------------------------------------------------------------------ chat
 
-    def _chat(self, handler, body: dict, headers: dict) -> None:
+    def _chat(self, handler, body: dict, headers: dict, path: str = "/v1/chat/completions") -> None:
         now = time.monotonic()
         with self._lock:
             self.requests.append(body)
             self.headers.append(headers)
+            self.paths.append(path)
             self.in_flight_seen.append(self._in_flight)
             self.stats["chat_requests"] += 1
             rejected = self._limit(now)

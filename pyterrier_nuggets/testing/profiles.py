@@ -21,13 +21,14 @@ profile                what it emulates
 ``think``              an open reasoning model (Qwen3, DeepSeek-R1 distills) on a server without a reasoning
                        parser (vLLM, SGLang, llama.cpp): the thinking in the content, ``<think>...</think>`` before
                        the answer; a token limit that ends inside it cuts the block before it closes
-``vllm``               vLLM (and SGLang) with a reasoning parser: the thinking in ``reasoning_content``; guided
-                       decoding through ``response_format`` ``json_schema`` and ``json_object``
+``vllm``, ``sglang``   vLLM and SGLang with a reasoning parser (``--reasoning-parser``): the thinking in
+                       ``reasoning_content``; guided decoding through ``response_format`` ``json_schema`` and
+                       ``json_object``
 ``ollama``             Ollama's OpenAI-compatible endpoint with a thinking model: the thinking in ``reasoning``;
                        ``response_format`` ``json_schema`` and ``json_object``
 ``llama-cpp``          llama-cpp-python's server (``python -m llama_cpp.server``): ``response_format``
-                       ``{"type": "json_object", "schema": ...}``; ``json_schema`` refused (HTTP 422, its
-                       request validation)
+                       ``{"type": "json_object", "schema": ...}``; ``json_schema`` refused (HTTP 500: its
+                       request validation's error, as the real server sends it)
 ``fenced``             a model that puts its answer in a Markdown code fence (```json ... ```)
 =====================  ==========================================================================================
 """
@@ -100,9 +101,11 @@ class ServerProfile:
         form = body.get("response_format")
         if isinstance(form, dict) and form.get("type") not in (None, "text"):
             if form.get("type") not in self.structured:
-                if self.structured_status == 422:  # a request validation (FastAPI, pydantic): no OpenAI error body
-                    return 422, {"detail": [{"type": "literal_error", "loc": ["body", "response_format", "type"],
-                                             "msg": "Input should be 'text' or 'json_object'"}]}
+                if self.structured_status == 500:  # llama-cpp-python's server: its request validation, as a 500
+                    return 500, {"error": {"message": "1 validation error:\n  {'type': 'literal_error', 'loc': "
+                                           "('body', 'response_format', 'type'), 'msg': \"Input should be 'text' or "
+                                           "'json_object'\"}", "type": "internal_server_error", "param": None,
+                                           "code": None}}
                 return self.structured_status, openai_error(
                     f"Invalid parameter: 'response_format' of type '{form.get('type')}' is not supported with this "
                     "model.", "response_format", "unsupported_value")
@@ -233,7 +236,9 @@ PROFILES = {p.name: p for p in (
     ServerProfile("think", thinking="think"),
     ServerProfile("vllm", thinking="reasoning_content", reasoning_effort=True,
                   structured=("json_schema", "json_object")),
+    ServerProfile("sglang", thinking="reasoning_content", reasoning_effort=True,
+                  structured=("json_schema", "json_object")),
     ServerProfile("ollama", thinking="reasoning", reasoning_effort=True, structured=("json_schema", "json_object")),
-    ServerProfile("llama-cpp", structured=("json_object",), structured_status=422),
+    ServerProfile("llama-cpp", structured=("json_object",), structured_status=500),
     ServerProfile("fenced", fenced=True),
 )}
