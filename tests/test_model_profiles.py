@@ -315,3 +315,84 @@ def test_with_structured_output_unusable_replies_ask_for_a_larger_model(files, t
     with TestEndpoint(profile="llama-cpp", responder=numbers) as server:
         err = _stopped(files, tmp_path, capsys, server, "--structured", "on")
     assert "fix: a larger model: this one's replies were unusable although structured output constrained them" in err
+
+
+# ------------------------------------------------------------------------------------------------- the rest
+
+def test_test_endpoint_offers_every_profile():
+    from pyterrier_nuggets.cli.test_endpoint import PROFILE_NAMES
+    from pyterrier_nuggets.testing.profiles import PROFILES
+    assert set(PROFILE_NAMES) == set(PROFILES)
+    with pytest.raises(ValueError, match="no test endpoint profile 'gpt'"):
+        TestEndpoint(profile="gpt")
+
+
+def test_a_model_that_refuses_the_reasoning_effort_asked_stops_the_command(files, tmp_path, capsys):
+    with TestEndpoint(profile="openai") as server:
+        code = main(["trec-rag", "--answers", files["answers"], "--nuggets", files["nuggets"], "--base-url",
+                     server.base_url, "--model", "gpt-4o", "--out", str(tmp_path / "out"), "--reasoning-effort", "low"])
+        err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: ")]
+    assert code == 1 and len(err) == 1 and "refuses reasoning_effort" in err[0]
+    assert "leave --reasoning-effort out" in err[0] and server.count <= 8
+
+
+def test_a_dry_run_prices_the_reasoning_from_cached_answers(tmp_path):
+    """Before anything is cached the plan says it cannot know the reasoning; once a part is cached, it estimates
+    the reasoning of each planned call from those answers and prices it as completion tokens."""
+    from pyterrier_nuggets.judges import NuggetAssigner
+    from pyterrier_nuggets.llm import ClientOptions, LLMClient, Prices, Sampling
+    nuggets = pd.DataFrame([{"qid": "t1", "query": "q", "nugget_index": 0, "nugget_id": "t1:n0",
+                             "nugget_text": "Paris capital", "importance": "vital"}])
+    answers = pd.DataFrame([{"qid": "t1", "query": "q", "qanswer": f"Paris is the capital, {i}."} for i in range(4)])
+    with TestEndpoint(profile="openai-reasoning") as server:
+        llm = LLMClient(model="gpt-5.5", base_url=server.base_url, cache=tmp_path / "c.sqlite", progress=False,
+                        options=ClientOptions(sampling=Sampling(reasoning_effort="low"), prices=Prices(1.0, 10.0)))
+        assigner = NuggetAssigner(nuggets, llm)
+        plan = llm.plan(lambda: assigner(answers))
+        assert "none of its answers is cached yet" in plan.to_text() and "reasoning tokens" not in plan.to_frame()
+        assigner(answers.iloc[:2])  # half of the work: 64 reasoning tokens each
+        plan = llm.plan(lambda: NuggetAssigner(nuggets, llm)(answers))  # a new judge: the cache, not its memos
+        frame = plan.to_frame().set_index("stage")
+        assert frame.loc["assign", "calls"] == 2 and frame.loc["assign", "reasoning tokens"] == 128
+        billed = frame.loc["assign", "completion tokens"] + 128
+        assert frame.loc["assign", "cost online"] == pytest.approx((frame.loc["assign", "prompt tokens"] + 10 * billed)
+                                                                  / 1e6)
+    assert "estimated per call from the cached answers" in plan.to_text()
+
+
+def test_the_usage_table_counts_reasoning_tokens_online_and_from_the_batch_api(tmp_path):
+    """The Batch API after check-endpoint learned the profile: the lines go as the model takes them."""
+    from pyterrier_nuggets.llm import BatchOptions, ClientOptions, LLMClient
+    from pyterrier_nuggets.llm.parsing import parse_list
+    cache = tmp_path / "c.sqlite"
+    with TestEndpoint(profile="openai-reasoning", responder=lambda body: '["a"]') as server:
+        LLMClient(model="gpt-5.5", base_url=server.base_url, cache=cache, progress=False).probe()
+        llm = LLMClient(model="gpt-5.5", base_url=server.base_url, cache=cache, progress=False,
+                        options=ClientOptions(batch=BatchOptions(enabled=True, poll=0.01)))
+        out = llm.map(lambda i: llm.ask([{"role": "user", "content": f"list {i}"}], parse_list, reask=str), range(3))
+        assert all(o.value == ["a"] for o in out) and server.stats["batch_errors"] == 0
+    assert llm.stats["reasoning_tokens"] == 3 * 64
+    assert "reasoning tokens" in llm.usage().to_text()
+
+
+def test_failure_causes_of_a_deferred_task_are_dropped_and_parallel_workers_add_theirs():
+    from pyterrier_nuggets.llm.scheduler import Deferred
+    from pyterrier_nuggets.llm.usage import Cause, StageCounters, cause_difference
+    counters = StageCounters()
+    with pytest.raises(Deferred), counters.task(Deferred):
+        counters.failed("assign", Cause.of("invalid output after 3 attempts: item 1 is not a string", "[1]"))
+        raise Deferred("k")
+    assert counters.causes_of("assign") == []  # repeated after the flush: counted then
+    with counters.task(Deferred):
+        counters.failed("assign", Cause.of("invalid output after 3 attempts: item 1 is not a string", "[1]"))
+        counters.failed("assign", Cause.of("invalid output after 3 attempts: item 2 is not a string", "[2, 3]"))
+    [cause] = counters.causes_of("assign")
+    assert (cause.count, cause.error, cause.example) == (2, "invalid output after N attempts: item N is not a string",
+                                                         "[1]")
+    before = counters.cause_snapshot()
+    counters.failed("assign", Cause.of("API call failed: APITimeoutError: Request timed out.", None))
+    added = cause_difference(counters.cause_snapshot(), before)
+    assert [(c.kind, c.count) for c in added["assign"]] == [("endpoint", 1)]
+    caller = StageCounters()
+    caller.merge_causes(added)
+    assert caller.causes_of("assign")[0].example == "API call failed: APITimeoutError: Request timed out."

@@ -16,7 +16,10 @@ Every caller gets, without asking:
   requests whose answers still failed validation after the re-asks are asked again by the next run
   (unless ``frozen``), their earlier answers kept for inspection (:mod:`.cache`); a request asked while the same
   request is in flight in another thread waits for that answer (one call, counted as a cache hit);
-- temperature 0 and a fixed seed by default;
+- temperature 0 and a fixed seed by default, sent as the model takes them: what it refuses (a reasoning model's
+  temperature 0, ``max_tokens``) is learned from the endpoint's 400, once, and remembered in the cache
+  (:mod:`.profile`); its thinking read apart from the answer (:mod:`.reply`); a JSON schema of each reply where the
+  endpoint takes one (:mod:`.structured`);
 - counts of calls, retries, cache hits, failures and tokens, in all (:attr:`LLMClient.stats`) and per
   stage (:meth:`LLMClient.usage`, with costs from user-given :class:`~.usage.Prices`);
 - a dry run (:meth:`LLMClient.planning`): the calls, cached requests, tokens, cost and Batch API rounds a
@@ -280,6 +283,8 @@ class LLMClient:
             notes.append(f"sampled at {at}: a re-run without the cache may differ; the cache makes it repeatable")
         if self.sampling.reasoning_effort is not None:
             notes.append(f"reasoning effort {self.sampling.reasoning_effort}")
+        if not self.embedded and self.schema_form() is not None:
+            notes.append(f"structured output: {self.schema_form()}")
         return "; ".join(notes)
 
     @property
@@ -668,14 +673,17 @@ class LLMClient:
         """Count a failed item of ``stage`` and keep why (:class:`~.usage.Cause`: the stop of a stage shows it)."""
         self.counters.count(stage, failed_items=1)
         if self.mode != "plan":
-            self.counters.failed(stage, Cause.of(error, reply, json_schema is not None and self.sends_schema()))
+            self.counters.failed(stage, Cause.of(error, reply, json_schema is not None and self.schema_form() is not None))
 
-    def sends_schema(self) -> bool:
-        """Whether a request with a JSON schema carries it (:meth:`structured`), without probing."""
+    def schema_form(self) -> str | None:
+        """The form in which a request with a JSON schema carries it, as known now (:meth:`structured` without a
+        probe): :data:`~.profile.JSON_SCHEMA`, :data:`~.profile.JSON_OBJECT`, or None (it carries none)."""
         mode = self.sampling.json_mode
         if mode is False:
-            return False
-        return mode in (JSON_SCHEMA, JSON_OBJECT) or self.profile.structured in (JSON_SCHEMA, JSON_OBJECT)
+            return None
+        if mode in (JSON_SCHEMA, JSON_OBJECT):
+            return mode
+        return self.profile.structured if self.profile.structured in (JSON_SCHEMA, JSON_OBJECT) else None
 
     def _mark_invalid(self, keys: list[str], error: str) -> None:
         if self.cache is not None and keys:
