@@ -326,6 +326,8 @@ class Plan:
     :param assumptions: stage -> how its placeholder answers were chosen.
     :param prices: the prices of the cost estimate (``None``: no costs).
     :param reads: stage -> the stages whose answers size it (an estimate when those are not cached).
+    :param reasons: the model is known to reason (``reasoning_effort`` asked, or it wants ``max_completion_tokens``):
+        its reasoning is billed too, and the plan says when no cached answer tells how much.
     """
 
     stages: dict[str, dict]
