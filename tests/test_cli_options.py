@@ -151,7 +151,8 @@ def _printers(path: Path, parsers) -> tuple[tuple, bool]:
 
 # options of other programs or of the commands a message is about, named on purpose
 ELSEWHERE = {("merge", "--shard"): "merge puts the shards of a --shard run together",
-             ("cache", "--shard"): "cache merge folds the caches of --shard runs"}
+             ("cache", "--shard"): "cache merge folds the caches of --shard runs",
+             ("check_endpoint", "--structured"): "check-endpoint says what the LLM commands' --structured sends"}
 
 
 def test_every_message_names_options_of_the_command_that_prints_it():

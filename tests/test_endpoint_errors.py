@@ -76,11 +76,17 @@ def test_an_endpoint_that_is_down_stops_the_job_after_a_short_probe(imported, tm
     assert_stopped(code, capsys.readouterr().err, tmp_path, url, "cannot connect", "3 attempts")
 
 
-def test_check_endpoint(capsys, monkeypatch):
+def test_check_endpoint(capsys, monkeypatch, tmp_path):
+    """One tiny question as a job asks it (no cap of 5 tokens), then the structured output probed: the endpoint that
+    answers ``OK`` whatever is asked takes none of the two forms (its replies do not conform)."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("PYTERRIER_NUGGETS_CACHE", str(tmp_path / "cache.sqlite"))
     with TestEndpoint(responder=lambda body: "OK") as server:
         assert main(["check-endpoint", "--base-url", server.base_url, "--model", "judge-model"]) == 0
-        assert "answered in" in capsys.readouterr().out and server.count == 1
+        out = capsys.readouterr().out
+        assert "answered in" in out and server.count == 3 and "structured output: none of the forms" in out
+        assert "max_tokens" not in server.requests[0] and "response_format" not in server.requests[0]
+        assert [r["response_format"]["type"] for r in server.requests[1:]] == ["json_schema", "json_object"]
     with TestEndpoint(responder=lambda body: Reply(status=401)) as server:
         assert main(["check-endpoint", "--base-url", server.base_url, "--model", "judge-model"]) == 1
         err = capsys.readouterr().err

@@ -282,13 +282,15 @@ def _subcommands(parser) -> dict:
     return next(a.choices for a in parser._actions if isinstance(a, argparse._SubParsersAction))
 
 
-def test_check_endpoint_checks_each_and_names_the_dead_one(refused_port, two, capsys, monkeypatch):
+def test_check_endpoint_checks_each_and_names_the_dead_one(refused_port, two, capsys, monkeypatch, tmp_path):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("PYTERRIER_NUGGETS_CACHE", str(tmp_path / "cache.sqlite"))
     a, b = two
     assert cli.main(["check-endpoint", "--base-url", a.base_url, "--base-url", b.base_url, "--model", "m"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert len(out) == 2 and out[0].startswith(f"the LLM endpoint {a.base_url} (model 'm') answered in ")
+    assert len(out) == 4 and out[0].startswith(f"the LLM endpoint {a.base_url} (model 'm') answered in ")
     assert out[1].startswith(f"the LLM endpoint {b.base_url} (model 'm') answered in ")
+    assert out[2].startswith("structured output: ") and out[3].startswith("remembered in the response cache")
     dead = f"http://127.0.0.1:{refused_port.getsockname()[1]}/v1"
     assert cli.main(["check-endpoint", "--base-url", a.base_url, "--base-url", dead, "--model", "m"]) == 1
     err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: ")]

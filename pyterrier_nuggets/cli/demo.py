@@ -260,7 +260,8 @@ def _client(args, mode: str):
     if mode == "endpoint":
         return llm_client(args)
     llm = llm_client(args, "embedded")
-    llm.max_tokens = OFFLINE_MAX_TOKENS if mode == "offline" else EMBEDDED_MAX_TOKENS
+    if args.max_tokens is None:  # the embedded model rambles to its limit: a short one unless --max-tokens says
+        llm.max_tokens = OFFLINE_MAX_TOKENS if mode == "offline" else EMBEDDED_MAX_TOKENS
     return llm
 
 

@@ -3,15 +3,17 @@
 - :func:`add_llm_options`: the LLM option group of every command that calls an LLM (``demo``, ``trec-rag``,
   ``arena``, ``ikat``, ``calibrate``): the same names, defaults and help everywhere (:data:`LLM_COMMANDS`;
   tests/test_cli_options.py holds every such command to it). ``check-endpoint`` takes its endpoint part
-  (:func:`add_endpoint_options`).
+  (:func:`add_endpoint_options`) and what each request asks (:func:`add_request_options`).
 - :func:`add_overwrite`: ``--overwrite`` of every command that writes a folder
   (:class:`~pyterrier_nuggets.formats.folders.OutputFolder`).
 - :func:`llm_client`: the one place where a command's LLM client is made from those options (which model and
-  endpoint, the dry run's placeholder key, the cache, limits, retries, Batch API, prices).
+  endpoint, the dry run's placeholder key, the cache, limits, retries, Batch API, prices, what each request asks:
+  :func:`sampling`).
 - :func:`plan_first`: the dry run, the budget (``--max-calls``) and the Batch API plan, before any call.
 """
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 
@@ -28,6 +30,10 @@ from pyterrier_nuggets.cli.errors import (
 LLM_COMMANDS = ("demo", "trec-rag", "arena", "ikat", "calibrate")
 #: ``--llm``: who answers the LLM steps
 LLM_MODES = ("endpoint", "embedded", "offline")
+#: ``--reasoning-effort``: the values OpenAI's reasoning models take (the model refuses those it does not)
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
+#: ``--structured``: the :class:`~pyterrier_nuggets.llm.Sampling` ``json_mode`` of each word
+STRUCTURED = {"auto": "auto", "on": True, "off": False}
 #: ``--on-failure``: what a failed LLM item does to the run, as the ``on_failure`` policy of the command's steps (the one
 #: vocabulary of judges/failures.py): ``leave-out`` is ``"exclude"`` (and the command leaves the topics the failures
 #: touch out for every system), ``stop`` is ``"raise"``
@@ -56,6 +62,35 @@ def add_endpoint_options(group) -> None:
                        help="seconds to wait for one LLM reply before it is retried (default 120), e.g. --timeout 300")
 
 
+def temperature(text: str) -> float | None:
+    """``--temperature``: a number from 0 to 2, or ``default`` (left out: the model's own)."""
+    if text == "default":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 2 or 'default', got {text!r}") from None
+    if not 0 <= value <= 2:
+        raise argparse.ArgumentTypeError(f"{text} is not from 0 to 2 (or 'default')")
+    return value
+
+
+def add_request_options(group) -> None:
+    """``--max-tokens``, ``--temperature`` and ``--reasoning-effort``: what each request asks the model (the same on
+    ``check-endpoint``, which asks as a job asks)."""
+    group.add_argument("--max-tokens", type=positive_int, metavar="N", help="the longest reply, in tokens (default: "
+                       "the endpoint's own; 256 for the embedded model); sent as max_completion_tokens to a model that "
+                       "wants it (learned), which counts a reasoning model's thinking too: give it room, e.g. "
+                       "--max-tokens 4000")
+    group.add_argument("--temperature", type=temperature, default=0.0, metavar="T|default",
+                       help="the sampling temperature (default 0: repeatable); default leaves it out (the "
+                            "model's own, 1 on OpenAI: tables then say the answers are sampled). A model that takes "
+                            "only its default is learned from its first refusal, e.g. --temperature default")
+    group.add_argument("--reasoning-effort", choices=REASONING_EFFORTS, help="the reasoning effort of a reasoning "
+                       "model (OpenAI's o-series and GPT-5 family, gpt-oss, Qwen3 on vLLM); left out: the model's "
+                       "default. A model that refuses it stops the run, e.g. --reasoning-effort low")
+
+
 def add_llm_options(parser) -> None:
     """The LLM option group (documented in docs/cli.md, "The LLM options")."""
     g = parser.add_argument_group(LLM_GROUP)
@@ -65,6 +100,12 @@ def add_llm_options(parser) -> None:
                    "or offline (no LLM: the command's offline judges, where it has them; demo's default without an "
                    "endpoint), e.g. --llm embedded")
     add_endpoint_options(g)
+    add_request_options(g)
+    g.add_argument("--structured", choices=STRUCTURED, default="auto", help="structured output: a JSON schema of the "
+                   "reply each judge expects, which constrains the model's decoding (the prompts stay the papers' "
+                   "words): auto (default: where the endpoint is known to take one: the embedded model, an endpoint "
+                   "check-endpoint probed), on (always: probed on first use; an endpoint that takes none stops the "
+                   "run) or off, e.g. --structured on")
     g.add_argument("--llm-cache", metavar="PATH", help="SQLite response cache (default: $PYTERRIER_NUGGETS_CACHE or "
                    "~/.cache/pyterrier-nuggets/llm-cache.sqlite; a shard's: llm-cache.sqlite in its output folder), "
                    "e.g. --llm-cache out/cache.sqlite")
@@ -123,11 +164,12 @@ def check_failures(args, failures: list, items: int, step_name: str) -> None:
     stage): more than ``--max-failed-share`` of them stops the command (:class:`~pyterrier_nuggets.judges.failures.
     TooManyFailures`), and so does any under ``--on-failure stop`` (:class:`~pyterrier_nuggets.judges.failures.
     LLMStepError`, naming ``step_name``); under ``leave-out`` the command leaves them out."""
-    from pyterrier_nuggets.judges.failures import LLMStepError, TooManyFailures
+    from pyterrier_nuggets.judges.failures import LLMStepError, TooManyFailures, failure_causes
     if not failures:
         return
     if len(failures) / items > args.max_failed_share:
-        raise TooManyFailures(failures[0].stage, len(failures), items, args.max_failed_share, "--max-failed-share")
+        raise TooManyFailures(failures[0].stage, len(failures), items, args.max_failed_share, "--max-failed-share",
+                              failure_causes(failures))
     if step_policy(args) == "raise":
         raise LLMStepError(step_name, failures, "'exclude'")
 
@@ -183,9 +225,17 @@ def client_options(args):
     from pyterrier_nuggets.llm import BatchOptions, ClientOptions, Prices, RetryPolicy
     prices = Prices.parse(args.price, args.batch_discount) if args.price else None
     return ClientOptions(retry=RetryPolicy(timeout=args.timeout, max_retry_time=args.max_retry_time),
-                         limits=limits(args),
+                         limits=limits(args), sampling=sampling(args),
                          batch=BatchOptions(enabled=args.batch, poll=args.batch_poll), prices=prices,
                          frozen=args.frozen, cache_only=bool(getattr(args, "cache_only", False)))
+
+
+def sampling(args):
+    """The :class:`~pyterrier_nuggets.llm.Sampling` of ``--temperature``, ``--max-tokens``, ``--reasoning-effort`` and
+    ``--structured`` (the seed: 0; what the model refuses is learned and left out, :mod:`~pyterrier_nuggets.llm.profile`)."""
+    from pyterrier_nuggets.llm import Sampling
+    return Sampling(temperature=args.temperature, max_tokens=args.max_tokens, reasoning_effort=args.reasoning_effort,
+                    json_mode=STRUCTURED[getattr(args, "structured", "auto")])
 
 
 def limits(args):

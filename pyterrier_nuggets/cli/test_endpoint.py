@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pyterrier_nuggets.cli.errors import non_negative_number, port, positive_int, positive_number
 
+# the profiles of pyterrier_nuggets.testing.profiles, named here so that --help loads nothing
+PROFILE_NAMES = ("openai", "openai-reasoning", "think", "vllm", "sglang", "ollama", "llama-cpp", "fenced")
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser("test-endpoint", help="a deterministic local OpenAI-compatible endpoint for trying the LLM "
@@ -28,6 +31,12 @@ def add_parser(sub) -> None:
                    help="the window of --quota (default 60), e.g. --quota-window 10")
     p.add_argument("--ratelimit-headers", action="store_true",
                    help="send OpenAI's x-ratelimit-* headers of the --quota with every reply")
+    p.add_argument("--profile", choices=sorted(PROFILE_NAMES),
+                   help="answer as that server does (docs/llm.md, \"Which server, which options\"): openai-reasoning "
+                        "(OpenAI's reasoning models: temperature 0 and max_tokens refused with OpenAI's error body, "
+                        "reasoning tokens in the usage), think (<think>...</think> before the answer), vllm "
+                        "(reasoning_content), sglang, ollama (reasoning), llama-cpp, openai, fenced; e.g. --profile "
+                        "openai-reasoning")
     p.set_defaults(func=run)
 
 
@@ -37,7 +46,7 @@ def run(args) -> int:
     from pyterrier_nuggets.testing import TestEndpoint
     with TestEndpoint(latency=args.latency, max_in_flight=args.max_in_flight, retry_after=args.retry_after,
                       quota=args.quota, quota_window=args.quota_window, ratelimit_headers=args.ratelimit_headers,
-                      port=args.port) as endpoint:
+                      port=args.port, profile=args.profile) as endpoint:
         print(endpoint.base_url, flush=True)
         threading.Event().wait()
     return 0

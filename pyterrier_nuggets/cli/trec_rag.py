@@ -171,6 +171,8 @@ def run(args) -> int:
     print(_note(table, measures, args.unanswered))
     judge = f"judges: {job.llm.describe()}" if job.llm is not None else "judges: none (support assignments given)"
     print(f"{len(job.runs)} run(s), {len(job.answers)} answers; {judge}; written to {args.out}")
+    if job.llm is not None:
+        print("\nLLM work per stage:\n" + job.llm.usage().to_text())
     if job.left_out:
         print(f"note: {len(job.left_out)} topic(s) left out of every run's scores (--on-failure leave-out): an LLM "
               f"step failed on them ({', '.join(f'{q}: {s}' for q, s in list(job.left_out.items())[:8])}"

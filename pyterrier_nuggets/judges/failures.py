@@ -28,6 +28,7 @@ import pandas as pd
 
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.llm import LLMClient
+from pyterrier_nuggets.llm.usage import Cause, merge_causes
 
 RAISE, EXCLUDE, MARK = "raise", "exclude", "mark"
 #: the ``on_failure`` policies, one vocabulary for every step (a step says what each means for its output)
@@ -145,22 +146,34 @@ def _restored_error(cls: type, args: tuple, state: dict) -> LLMStepError:
 
 
 class TooManyFailures(LLMStepError):
-    """More than the allowed share of a stage's items failed: no table is made of what is left.
+    """More than the allowed share of a stage's items failed: no table is made of what is left. The message says why,
+    per cause: how many items, one example of the model's reply (or of the endpoint's words) and the fix.
 
     :param stage: the stage.
     :param failed: how many items failed.
     :param items: of how many.
     :param allowed: the share allowed (e.g. 0.05).
     :param option: the option that set it, named in the message.
+    :param causes: why they failed (:class:`~pyterrier_nuggets.llm.usage.Cause`, the most frequent first; at most
+        :data:`SHOWN_CAUSES` are shown).
     """
 
-    def __init__(self, stage: str, failed: int, items: int, allowed: float, option: str = "max_failed_share"):
+    def __init__(self, stage: str, failed: int, items: int, allowed: float, option: str = "max_failed_share",
+                 causes: Sequence[Cause] = ()):
         self.stage, self.failed, self.items, self.failures, self.head = stage, failed, items, [], ""
+        self.causes = list(causes)
+        why = ""
+        if self.causes:
+            shown = self.causes[:SHOWN_CAUSES]
+            more = sum(c.count for c in self.causes[SHOWN_CAUSES:])
+            why = " Why:\n" + "\n".join(f"  {c.to_text()}" for c in shown) + (
+                f"\n  ({more} more item(s) for other causes)" if more else "") + "\n"
         RuntimeError.__init__(
             self, f"{stage}: {failed} of {items} items failed ({failed / items:.0%}, more than the {allowed:.0%} "
-                  f"allowed by {option}); the job stops instead of making a table of what is left. What succeeded is "
-                  "cached: run again to complete the rest (the failures' causes are in the usage table and the "
-                  "warnings above).")
+                  f"allowed by {option}); the job stops instead of making a table of what is left.{why or ' '}"
+                  "What succeeded is cached: the same command again asks only what failed. A larger "
+                  f"{option} lets the run go on, the failed items' topics left out of the table under --on-failure "
+                  "leave-out (never scored).")
 
     def for_command_line(self) -> str:
         return str(self)
@@ -169,6 +182,17 @@ class TooManyFailures(LLMStepError):
 NuggetizationError = LLMStepError  # the name of the first release, kept for user code that catches it
 
 MAX_FAILED_SHARE = 0.1  # a job stops when more than this share of a stage's items failed
+SHOWN_CAUSES = 4  # the causes a stop shows, the most frequent first
+
+
+def failure_causes(failures: Sequence[Failure]) -> list[Cause]:
+    """Why ``failures`` failed, per cause (:class:`~pyterrier_nuggets.llm.usage.Cause`), the most frequent first.
+
+    :param failures: failure records (their error and last raw reply).
+    """
+    by_key: dict = {}
+    merge_causes(by_key, (Cause.of(f.error, f.raw[-1] if f.raw else None) for f in failures))
+    return sorted(by_key.values(), key=lambda c: -c.count)
 
 
 def check_failed_share(llm: LLMClient, max_failed_share: float = MAX_FAILED_SHARE) -> None:
@@ -181,7 +205,8 @@ def check_failed_share(llm: LLMClient, max_failed_share: float = MAX_FAILED_SHAR
     for stage, counters in llm.usage().stages.items():
         items, failed = counters["items"], counters["failed_items"]
         if items and failed / items > max_failed_share:
-            raise TooManyFailures(stage, failed, items, max_failed_share, "--max-failed-share")
+            raise TooManyFailures(stage, failed, items, max_failed_share, "--max-failed-share",
+                                  llm.counters.causes_of(stage))
 
 
 class FailureWarning(UserWarning):

@@ -20,6 +20,7 @@ import hashlib
 import re
 import threading
 from collections.abc import Callable
+from itertools import zip_longest
 from typing import Any
 
 import pandas as pd
@@ -35,6 +36,7 @@ from pyterrier_nuggets.judges.base import LLMJudge
 from pyterrier_nuggets.judges.failures import EXCLUDE, MARK, Failure, Unit
 from pyterrier_nuggets.llm import LLMClient, Outcome
 from pyterrier_nuggets.llm.parsing import OutputError
+from pyterrier_nuggets.llm.reply import with_thinking
 from pyterrier_nuggets.prompts import PAIRWISE_NAIVE, PAIRWISE_RUBRIC, REASK_PAIRWISE
 
 ORDERS = ("random", "both")
@@ -48,6 +50,12 @@ def first_in_a(seed: int, qid: str, system_1: str, system_2: str) -> bool:
     first, second = sorted((system_1, system_2))
     digest = hashlib.sha256(f"{seed}\x00{first}\x00{second}\x00{qid}".encode()).digest()
     return digest[0] % 2 == 0
+
+
+#: the reply's form under structured output: the verdict in the prompt's own notation, ``[[A]]``, ``[[B]]`` or ``[[Tie]]``
+#: (read by :func:`parse_verdict` as in a plain reply)
+VERDICT_SCHEMA = {"type": "object", "properties": {"verdict": {"type": "string", "enum": ["[[A]]", "[[B]]", "[[Tie]]"]}},
+                  "required": ["verdict"]}
 
 
 def parse_verdict(text: str) -> str:
@@ -205,7 +213,8 @@ class PairwiseJudge(LLMJudge):
         one piece of work: the battle, failed when an order failed (its error, the replies of both orders)."""
         r, qid, s1, s2, a, b, asked = battle
         results = [outcomes[t] for t in asked]
-        raw = [x for o in results for x in o.raw]
+        # the replies as the judge gave them: its reasoning in front (<think>), where it gave any, for the report
+        raw = [with_thinking(x, r) for o in results for x, r in zip_longest(o.raw, o.reasoning[:len(o.raw)])]
         failed = next((o for o in results if not o.ok), None)
         row = {**r, "assistant_a": a, "assistant_b": b, "verdicts": [o.value for o in results]
                if self.orders == "both" and failed is None else [], "raw": raw, "error": None, "orders_agree": None}
@@ -223,7 +232,7 @@ class PairwiseJudge(LLMJudge):
     def _judge(self, llm: LLMClient, task):
         qid, query, criteria, answer_a, answer_b = task
         messages = self.template.render(query=query, criteria=criteria, answer_a=answer_a, answer_b=answer_b)
-        return self.ask(llm, messages, parse_verdict, memo_key=task, plan_reply="[[Tie]]")
+        return self.ask(llm, messages, parse_verdict, memo_key=task, json_schema=VERDICT_SCHEMA, plan_reply="[[Tie]]")
 
 
 def _text(value) -> str:

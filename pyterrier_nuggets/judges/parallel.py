@@ -43,6 +43,7 @@ import pyterrier as pt
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.judges.failures import FailurePolicy, FailureWarning, LLMStepError
 from pyterrier_nuggets.llm import LLMClient
+from pyterrier_nuggets.llm.usage import cause_difference
 
 BACKENDS = ("joblib", "ray")
 
@@ -104,10 +105,12 @@ class ParallelByTopic(pt.Transformer):
         from pyterrier_alpha.parallel import parallel_lambda
         results = parallel_lambda(_work, [(self.transformer, g) for g in groups], len(groups), self.backend)
         steps = list(failure_steps(self.transformer))
-        for client, result, tested in zip(llm_clients(self.transformer), zip(*(r.counts for r in results)),
-                                          zip(*(r.tested for r in results))):
+        for client, result, tested, causes in zip(llm_clients(self.transformer), zip(*(r.counts for r in results)),
+                                                  zip(*(r.tested for r in results)), zip(*(r.causes for r in results))):
             for counts in result:
                 client.counters.merge(counts)
+            for by_stage in causes:  # why the workers' failed items failed (a stage's stop shows it)
+                client.counters.merge_causes(by_stage)
             client.test_endpoint = client.test_endpoint or any(tested)  # tables say who answered
         broken = [r.error for r in results if r.error is not None and not isinstance(r.error, LLMStepError)]
         if broken:  # an endpoint that cannot be used, a bad input: raised as the serial run raises it
@@ -128,14 +131,15 @@ class ParallelByTopic(pt.Transformer):
 
 class _Result:
     """What a worker sends back: its output (None when a step raised), each step's failures, the LLM counts of
-    each client and whether the package's test endpoint answered it, the warnings other than failure reports, and the
-    error it stopped with (a step's failure error, or any other: raised by the calling process)."""
+    each client and why their failed items failed, whether the package's test endpoint answered it, the warnings other
+    than failure reports, and the error it stopped with (a step's failure error, or any other: raised by the calling
+    process)."""
 
-    __slots__ = ("output", "failures", "counts", "tested", "warnings", "error")
+    __slots__ = ("output", "failures", "counts", "tested", "warnings", "error", "causes")
 
-    def __init__(self, output, failures, counts, tested, caught, error):
+    def __init__(self, output, failures, counts, tested, caught, error, causes):
         self.output, self.failures, self.counts, self.warnings, self.error = output, failures, counts, caught, error
-        self.tested = tested
+        self.tested, self.causes = tested, causes
 
 
 def _work(task: tuple[pt.Transformer, pd.DataFrame]) -> _Result:
@@ -144,6 +148,7 @@ def _work(task: tuple[pt.Transformer, pd.DataFrame]) -> _Result:
     steps = list(failure_steps(transformer))
     clients = list(llm_clients(transformer))
     before = [c.counters.snapshot() for c in clients]
+    causes_before = [c.counters.cause_snapshot() for c in clients]
     error = output = None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -152,9 +157,10 @@ def _work(task: tuple[pt.Transformer, pd.DataFrame]) -> _Result:
         except Exception as e:  # raised by the calling process once every worker is done (see transform)
             error = e
     counts = [_difference(c.counters.snapshot(), b) for c, b in zip(clients, before)]
+    causes = [cause_difference(c.counters.cause_snapshot(), b) for c, b in zip(clients, causes_before)]
     others = [(str(w.message), w.category) for w in caught if not issubclass(w.category, FailureWarning)]
     return _Result(output, [list(s.failures) for s in steps], counts, [c.test_endpoint for c in clients], others,
-                   error)
+                   error, causes)
 
 
 def _difference(after: dict[str, dict], before: dict[str, dict]) -> dict[str, dict]:

@@ -14,6 +14,9 @@ model, with cache, retries, bounded concurrency and strict output parsing.
   (how long to wait, when to give up, when to stop the job: :class:`EndpointError`).
 - :mod:`.embedded`: the embedded SmolLM2 model as an HTTP transport of the openai SDK.
 - :mod:`.parsing`: reading lists and labels out of model output (:class:`OutputError`).
+- :mod:`.profile`: what one model at one endpoint takes, learned from its refusals (:class:`ModelProfile`).
+- :mod:`.reply`: what a chat completion says: the answer, the model's reasoning apart from it, the usage.
+- :mod:`.structured`: a judge's JSON schema in the form an endpoint takes (structured output).
 - :mod:`.config`: the environment variables.
 - :mod:`.limits`: adaptive concurrency, rate-limit headers and quotas (:class:`AdaptiveLimiter`).
 - :mod:`.scheduler`: the client's one pool of workers, by priority; parks and flushes deferred requests.
@@ -29,11 +32,12 @@ from pyterrier_nuggets.llm.endpoint import ChatResult, endpoint_configured
 from pyterrier_nuggets.llm.limits import AdaptiveLimiter
 from pyterrier_nuggets.llm.options import BatchOptions, ClientOptions, Limits, RetryPolicy, Sampling
 from pyterrier_nuggets.llm.parsing import OutputError
+from pyterrier_nuggets.llm.profile import ModelProfile
 from pyterrier_nuggets.llm.retry import EndpointError
 from pyterrier_nuggets.llm.tokens import TokenCounter
 from pyterrier_nuggets.llm.usage import Plan, Prices, Usage
 
 __all__ = ["LLMClient", "ChatResult", "Outcome", "endpoint_configured", "EndpointError", "ClientOptions",
-           "RetryPolicy", "Limits", "BatchOptions", "Sampling", "ResponseCache", "CacheMiss", "CacheError",
+           "RetryPolicy", "Limits", "BatchOptions", "Sampling", "ModelProfile", "ResponseCache", "CacheMiss", "CacheError",
            "request_key", "default_cache_path", "OutputError", "ENV_API_KEY", "ENV_BASE_URL", "ENV_CACHE", "ENV_MODEL",
            "EMBEDDED_MODEL", "find_embedded_model", "AdaptiveLimiter", "TokenCounter", "Plan", "Prices", "Usage"]

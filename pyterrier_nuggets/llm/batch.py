@@ -23,7 +23,7 @@ from collections.abc import Callable
 import openai
 
 from pyterrier_nuggets.llm.cache import ResponseCache
-from pyterrier_nuggets.llm.config import TEST_ENDPOINT_FINGERPRINT
+from pyterrier_nuggets.llm.reply import read_completion
 from pyterrier_nuggets.llm.retry import classify, describe_error
 
 MAX_REQUESTS = 50_000
@@ -37,15 +37,11 @@ class BatchError(RuntimeError):
 
 
 def reply_of(body: dict) -> dict:
-    """The cache entry of a chat completion body: ``text``, ``usage``, ``finish_reason`` (and ``test_endpoint``
-    when the package's test endpoint gave it)."""
-    choice = body["choices"][0]
-    usage = body.get("usage") or {}
-    reply = {"text": choice["message"].get("content") or "", "finish_reason": choice.get("finish_reason"),
-             "usage": {"prompt_tokens": usage.get("prompt_tokens") or 0,
-                       "completion_tokens": usage.get("completion_tokens") or 0}}
-    if body.get("system_fingerprint") == TEST_ENDPOINT_FINGERPRINT:
-        reply["test_endpoint"] = True
+    """The cache entry of a chat completion body, as the online path keeps it (:func:`~.reply.read_completion`):
+    ``text``, ``reasoning``, ``usage``, ``finish_reason`` (and ``test_endpoint`` when the package's test endpoint gave
+    it)."""
+    reply = read_completion(body)
+    reply["usage"] = {"prompt_tokens": 0, "completion_tokens": 0, **reply["usage"]}
     return reply
 
 

@@ -170,6 +170,8 @@ class ResponseCache:
                         "requests TEXT NOT NULL, created REAL NOT NULL, status TEXT NOT NULL)")
             con.execute("CREATE TABLE IF NOT EXISTS limits (endpoint TEXT PRIMARY KEY, level INTEGER NOT NULL, "
                         "pushed_back INTEGER NOT NULL, updated REAL NOT NULL)")
+            con.execute("CREATE TABLE IF NOT EXISTS profiles (endpoint TEXT PRIMARY KEY, profile TEXT NOT NULL, "
+                        "updated REAL NOT NULL)")
             con.execute("CREATE TABLE IF NOT EXISTS opened (at REAL NOT NULL)")
             con.execute("DELETE FROM opened")
             con.execute("INSERT INTO opened (at) VALUES (?)", (time.time(),))
@@ -305,6 +307,21 @@ class ResponseCache:
             con.execute("INSERT OR REPLACE INTO limits (endpoint, level, pushed_back, updated) VALUES (?, ?, ?, ?)",
                         (endpoint, int(level), int(pushed_back), time.time()))
 
+    def learned_profile(self, endpoint: str) -> str | None:
+        """What an earlier run learned of the model at ``endpoint`` (its address and model): the model's profile as
+        :meth:`~.profile.ModelProfile.to_json` wrote it (what it refuses, its token limit, its structured output)."""
+        row = self._connection().execute("SELECT profile FROM profiles WHERE endpoint = ?", (endpoint,)).fetchone()
+        if row is None:
+            return self.fallback.learned_profile(endpoint) if self.fallback is not None else None
+        return row[0]
+
+    def learn_profile(self, endpoint: str, profile: str) -> None:
+        """Keep what was learned of the model at ``endpoint`` (a hint for the next run, as :meth:`learn_limit`: a
+        write that fails is skipped)."""
+        with contextlib.suppress(sqlite3.Error, OSError), self._transaction() as con:
+            con.execute("INSERT OR REPLACE INTO profiles (endpoint, profile, updated) VALUES (?, ?, ?)",
+                        (endpoint, profile, time.time()))
+
     def close_batch(self, batch_id: str, status: str) -> None:
         with self._storing(), self._transaction() as con:
             con.execute("UPDATE batches SET status = ? WHERE id = ?", (status, batch_id))
@@ -426,7 +443,7 @@ class MergeReport:
 def merge_caches(target: str | os.PathLike, sources: Sequence[str | os.PathLike]) -> MergeReport:
     """Fold the answers of ``sources`` (worker or shard caches) into ``target`` (created when missing), in one
     transaction: all or nothing. The sources are only read. A later run on ``target`` makes no call for anything
-    a source answered; the sources' open Batch API batches and learned limits come along.
+    a source answered; the sources' open Batch API batches, learned limits and model profiles come along.
 
     :param target: the cache to merge into.
     :param sources: the caches to merge, in order (the first answer of a request answered differently is kept).
@@ -501,3 +518,6 @@ def _merge_one(con: sqlite3.Connection, source: sqlite3.Connection, report: Merg
     if "limits" in tables:
         con.executemany("INSERT OR IGNORE INTO limits (endpoint, level, pushed_back, updated) VALUES (?, ?, ?, ?)",
                         source.execute("SELECT endpoint, level, pushed_back, updated FROM limits"))
+    if "profiles" in tables:
+        con.executemany("INSERT OR IGNORE INTO profiles (endpoint, profile, updated) VALUES (?, ?, ?)",
+                        source.execute("SELECT endpoint, profile, updated FROM profiles"))

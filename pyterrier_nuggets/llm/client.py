@@ -16,7 +16,10 @@ Every caller gets, without asking:
   requests whose answers still failed validation after the re-asks are asked again by the next run
   (unless ``frozen``), their earlier answers kept for inspection (:mod:`.cache`); a request asked while the same
   request is in flight in another thread waits for that answer (one call, counted as a cache hit);
-- temperature 0 and a fixed seed by default;
+- temperature 0 and a fixed seed by default, sent as the model takes them: what it refuses (a reasoning model's
+  temperature 0, ``max_tokens``) is learned from the endpoint's 400, once, and remembered in the cache
+  (:mod:`.profile`); its thinking read apart from the answer (:mod:`.reply`); a JSON schema of each reply where the
+  endpoint takes one (:mod:`.structured`);
 - counts of calls, retries, cache hits, failures and tokens, in all (:attr:`LLMClient.stats`) and per
   stage (:meth:`LLMClient.usage`, with costs from user-given :class:`~.usage.Prices`);
 - a dry run (:meth:`LLMClient.planning`): the calls, cached requests, tokens, cost and Batch API rounds a
@@ -88,10 +91,21 @@ from pyterrier_nuggets.llm.endpoint import (
 from pyterrier_nuggets.llm.modes import ModeRouter
 from pyterrier_nuggets.llm.options import ClientOptions
 from pyterrier_nuggets.llm.parsing import OutputError
+from pyterrier_nuggets.llm.profile import (
+    JSON_OBJECT,
+    JSON_SCHEMA,
+    MAX_COMPLETION_TOKENS,
+    NO_STRUCTURED,
+    ModelProfile,
+    Profiles,
+)
+from pyterrier_nuggets.llm.reply import cut_note, split_thinking
+from pyterrier_nuggets.llm.retry import EndpointError, Refusal
 from pyterrier_nuggets.llm.rotation import Rotation
 from pyterrier_nuggets.llm.scheduler import Deferred, Scheduler
+from pyterrier_nuggets.llm.structured import PROBE_MESSAGES, PROBE_SCHEMA, PROBED, conforms, response_format
 from pyterrier_nuggets.llm.tokens import TokenCounter
-from pyterrier_nuggets.llm.usage import OTHER_STAGE, Plan, Prices, StageCounters, Usage
+from pyterrier_nuggets.llm.usage import OTHER_STAGE, Cause, Plan, Prices, StageCounters, Usage
 
 __all__ = ["LLMClient", "ChatResult", "Outcome", "endpoint_configured", "select_endpoint", "NoEndpoint",
            "PLACEHOLDER_KEY", "OTHER_STAGE"]
@@ -111,6 +125,7 @@ class Outcome(Generic[T]):
     :param raw: every raw reply seen, in order.
     :param attempts: how many times it was asked (the first ask and the re-asks).
     :param planned: made of a dry run's placeholders: never keep it.
+    :param reasoning: the model's reasoning before each reply of ``raw`` (None where it gave none; :mod:`.reply`).
     """
 
     value: T | None
@@ -118,6 +133,7 @@ class Outcome(Generic[T]):
     raw: list[str] = field(default_factory=list)
     attempts: int = 0
     planned: bool = False  # made of a dry run's placeholders: never keep it
+    reasoning: list[str | None] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -182,6 +198,7 @@ class LLMClient:
                 if learned is not None:
                     limiter.start_from(*learned)
                 limiter.on_learned = functools.partial(cache.learn_limit, where)
+        self._profiles = self._make_profiles(cache)
         if self.batch and (self.embedded or cache is None):
             raise InvalidInput("batch=True needs a remote endpoint with the Batch API and a response cache (the "
                                "answers and batch ids are kept there)")
@@ -202,8 +219,73 @@ class LLMClient:
         self.test_endpoint = False  # an answer came from the package's test endpoint (describe() says so)
         self._unstorable: CacheError | None = None  # the cache failed to store an answer: no call is made any more
         self._flights = _Flights()  # requests being answered now, by key: an identical one waits for the answer
+        self._lock_structured = threading.Lock()  # one probe of the structured output at a time
 
     # ------------------------------------------------------------------------------------- what it is
+
+    def _make_profiles(self, cache: ResponseCache | None) -> Profiles:
+        """The model's profile (:mod:`.profile`): what an earlier run learned of it at these endpoints (the cache),
+        kept there when it is learned; the embedded model takes llama.cpp's structured output and all the rest."""
+        if self.embedded:
+            return Profiles(ModelProfile(structured=JSON_OBJECT))
+        wheres = [f"{url} {self.model}" for url in self._rotation.urls]
+        found = next((p for p in map(cache.learned_profile, wheres) if p is not None), None) \
+            if cache is not None else None
+
+        def remember(profile: ModelProfile) -> None:
+            for where in wheres:
+                cache.learn_profile(where, profile.to_json())
+        return Profiles(ModelProfile.from_json(found) if found else ModelProfile(),
+                        remember if cache is not None else None, _warn)
+
+    @property
+    def profile(self) -> ModelProfile:
+        """What the model takes, as learned so far (:class:`~.profile.ModelProfile`: the parameters it refuses, its
+        token limit, its structured output)."""
+        return self._profiles.current
+
+    def sampled(self) -> bool:
+        """Whether its answers are sampled (a temperature above 0, or the model's own, which it takes alone): a
+        re-run without the cache may differ."""
+        left_out = self.sampling.temperature is None or "temperature" in self.profile.left_out
+        return not self.embedded and (left_out or float(self.sampling.temperature) > 0)
+
+    def reasons(self) -> bool:
+        """Whether the model is known to reason (``reasoning_effort`` asked, or it wants ``max_completion_tokens``)."""
+        return self.sampling.reasoning_effort is not None or self.profile.token_limit == MAX_COMPLETION_TOKENS
+
+    def structured(self) -> str | None:
+        """The form of structured output its requests carry (:data:`~.profile.JSON_SCHEMA`,
+        :data:`~.profile.JSON_OBJECT`), or None (none is sent): ``Sampling.json_mode`` and what the endpoint takes."""
+        mode = self.sampling.json_mode
+        if mode is False:
+            return None
+        if mode in (JSON_SCHEMA, JSON_OBJECT):
+            return mode
+        known = self.profile.structured
+        if mode is True and known is None:
+            known = self.find_structured()
+        if mode is True and known == NO_STRUCTURED:
+            raise EndpointError(f"the LLM endpoint {self.endpoint} (model {self.model!r}) takes no structured output: "
+                                "neither OpenAI's json_schema nor llama.cpp's json_object with a schema constrained the "
+                                "reply to a probe; give --structured auto or off (Sampling(json_mode='auto' or False))")
+        if known == NO_STRUCTURED or known is None:
+            return None
+        return known
+
+    def sampling_note(self) -> str:
+        """How the answers were asked, where it matters to who reads the numbers: sampled (and that the cache makes
+        them repeatable), the reasoning effort, the structured output ("" for the default: temperature 0, a seed)."""
+        notes = []
+        if self.sampled():
+            left_out = self.sampling.temperature is None or "temperature" in self.profile.left_out
+            at = "the model's own temperature (1 on OpenAI)" if left_out else f"temperature {self.sampling.temperature:g}"
+            notes.append(f"sampled at {at}: a re-run without the cache may differ; the cache makes it repeatable")
+        if self.sampling.reasoning_effort is not None:
+            notes.append(f"reasoning effort {self.sampling.reasoning_effort}")
+        if not self.embedded and self.schema_form() is not None:
+            notes.append(f"structured output: {self.schema_form()}")
+        return "; ".join(notes)
 
     @property
     def embedded(self) -> bool:
@@ -236,6 +318,8 @@ class LLMClient:
         if self.embedded:
             return f"the embedded {os.path.basename(str(self.embedded_model_path))} (a tiny model, not a judge)"
         name = f"{self.model} at {self.endpoint}"
+        if self.sampling_note():
+            name += f" ({self.sampling_note()})"
         if self.test_endpoint:
             name += f" ({TEST_ENDPOINT_LABEL})"
         return name
@@ -323,21 +407,25 @@ class LLMClient:
 
     # ---------------------------------------------------------------------------------------- requests
 
-    def use_json_schema(self) -> bool:
-        return self.sampling.json_mode is True or (self.sampling.json_mode == "auto" and self.embedded)
-
     def request_body(self, messages: Sequence[dict], *, json_schema: dict | None = None, **params) -> dict:
-        """The full request as sent (and as hashed for the cache): model, messages and all parameters."""
+        """The full request as sent (and as hashed for the cache): model, messages and all parameters, as the model
+        takes them (:attr:`profile`: what it refuses left out, its token limit's name)."""
         s = self.sampling
-        body: dict = {"model": self.model, "messages": [dict(m) for m in messages], "temperature": s.temperature}
+        body: dict = {"model": self.model, "messages": [dict(m) for m in messages]}
+        if s.temperature is not None:
+            body["temperature"] = s.temperature
         if s.seed is not None:
             body["seed"] = s.seed
         if s.max_tokens is not None:
             body["max_tokens"] = s.max_tokens
-        if json_schema is not None and self.use_json_schema():
-            body["response_format"] = {"type": "json_object", "schema": json_schema}
+        if s.reasoning_effort is not None:
+            body["reasoning_effort"] = s.reasoning_effort
+        if json_schema is not None:
+            form = self.structured()
+            if form is not None:
+                body["response_format"] = response_format(json_schema, form)
         body.update({k: v for k, v in params.items() if v is not None})
-        return body
+        return self.profile.apply(body)
 
     def chat(self, messages: Sequence[dict], *, json_schema: dict | None = None, stage: str | None = None,
              plan_reply: str | None = None, plan_note: str | None = None, **params) -> ChatResult:
@@ -346,15 +434,27 @@ class LLMClient:
         API errors do not raise: after the bounded retries the result carries ``error`` (and nothing is
         cached, so the next run tries again); an endpoint that cannot be used at all raises
         :class:`~.retry.EndpointError`. ``stage`` names the step for the per-stage counts; ``plan_reply`` is
-        what a dry run assumes the answer to be (``plan_note`` says how it was chosen).
+        what a dry run assumes the answer to be (``plan_note`` says how it was chosen). A request the model refuses
+        a parameter of is sent again as the model takes it (learned from the refusal, :mod:`.profile`).
         """
         if self._router.defers and not self.scheduler.in_worker:  # a direct call: run it as a task
             return self.map(lambda _: self.chat(messages, json_schema=json_schema, stage=stage, plan_reply=plan_reply,
                                                 plan_note=plan_note, **params), [None])[0]
-        body = self.request_body(messages, json_schema=json_schema, **params)
+        self.counters.count(stage, requests=1)
+        while True:
+            built = self._profiles.version
+            body = self.request_body(messages, json_schema=json_schema, **params)
+            try:
+                return self._request(body, stage, built, plan_reply, plan_note)
+            except _Resend:  # the model's profile changed (learned from a refusal): the request as it takes it now
+                continue
+
+    def _request(self, body: dict, stage: str | None, built: int, plan_reply: str | None,
+                 plan_note: str | None) -> ChatResult:
+        """The answer to ``body`` (built with the profile's version ``built``): a dry run's placeholder, the one
+        request in flight with the same key, or :meth:`_answer`."""
         keys = self.cache_keys(body)
         key = keys[0]
-        self.counters.count(stage, requests=1)
         hit = self._router.placeholder(key)
         if hit is not None:  # a placeholder answer of this dry run (counted as planned when it was made)
             return ChatResult(hit["text"], cached=True, usage=hit["usage"], key=key, planned=True)
@@ -364,7 +464,7 @@ class LLMClient:
         if not leading:  # the same request is being answered in another thread: its answer, paid once
             return self._follow(flight.result(), stage)
         try:
-            result = self._answer(body, keys, stage, plan_reply, plan_note)
+            result = self._answer(body, keys, stage, plan_reply, plan_note, built)
         except BaseException as e:
             self._flights.land(key, flight, error=e)
             raise
@@ -372,8 +472,10 @@ class LLMClient:
         return result
 
     def _answer(self, body: dict, keys: list[str], stage: str | None, plan_reply: str | None,
-                plan_note: str | None) -> ChatResult:
-        """The answer to one request: from the cache, or deferred (Batch API, dry run), or by a call."""
+                plan_note: str | None, built: int | None = None) -> ChatResult:
+        """The answer to one request: from the cache, or deferred (Batch API, dry run), or by a call (raising
+        :class:`_Resend` when the request is to be built again: the model refused one of its parameters, or its
+        profile changed while it waited for a slot)."""
         key, *aliases = keys
         cached = self._cached(keys, stage)
         if cached is not None:
@@ -390,12 +492,22 @@ class LLMClient:
         tokens = 0
         if self._rotation.needs_tokens:
             tokens = self.tokens.count_messages(body["messages"]) + int(body.get("max_tokens") or 0)
-        result = self._rotation.call(body, stage, self.scheduler.current_priority(), tokens)
+        stale = None if built is None else (lambda: self._profiles.version != built)
+        result = self._rotation.call(body, stage, self.scheduler.current_priority(), tokens, stale)
+        if result is None:  # the profile changed while it waited for a slot: not sent
+            raise _Resend()
+        if result.refused is not None:
+            if self._learn(result.refused, body):
+                self.counters.count(stage, retries=1)
+                raise _Resend()
+            self.counters.count(stage, failures=1)  # a refusal nothing is learned from: the request failed
         result.key, result.aliases = key, tuple(aliases)
         if result.test_endpoint:
             self.test_endpoint = True
         if result.ok and self.cache is not None:
             reply = {"text": result.text, "usage": result.usage, "finish_reason": result.finish_reason}
+            if result.reasoning:
+                reply["reasoning"] = result.reasoning
             if result.test_endpoint:
                 reply["test_endpoint"] = True
             try:
@@ -440,19 +552,78 @@ class LLMClient:
         hit, verdict = found
         if verdict == INVALID and not self.options.frozen and key not in self._job_invalid:
             return None
+        usage = hit.get("usage") or {}
         if key not in self._router.fetched:
-            self.counters.count(stage, cache_hits=1)
+            self.counters.count(stage, cache_hits=1, hit_usage=int(bool(usage)),
+                                hit_reasoning_tokens=usage.get("reasoning_tokens", 0))
         if hit.get("test_endpoint"):
             self.test_endpoint = True
-        return ChatResult(hit["text"], cached=True, usage=hit.get("usage") or {},
-                          finish_reason=hit.get("finish_reason"), key=key, aliases=tuple(keys[1:]),
-                          test_endpoint=bool(hit.get("test_endpoint")))
+        text, thinking = split_thinking(hit["text"])  # an answer cached before the thinking was taken apart
+        return ChatResult(text, cached=True, usage=usage, finish_reason=hit.get("finish_reason"), key=key,
+                          aliases=tuple(keys[1:]), test_endpoint=bool(hit.get("test_endpoint")),
+                          reasoning=hit.get("reasoning") or thinking)
+
+    def _learn(self, refused: Refusal, body: dict) -> bool:
+        """Take in a parameter the model refused (:mod:`.profile`): True when the request is to be sent again as the
+        model takes it now; False when the refusal stands as the request's failure. A refusal of what the user asked
+        for (``reasoning_effort``, structured output) stops the job: every request carries it."""
+        if refused.param.split(".")[0] not in body:  # not in what was sent: nothing to learn from
+            return False
+        if self._profiles.learn(refused, f"{self.endpoint} (model {self.model!r})"):
+            return True
+        if refused.param == "reasoning_effort":
+            raise EndpointError(f"the model {self.model!r} at {self.endpoint} refuses reasoning_effort "
+                                f"({refused.message}): leave --reasoning-effort out (Sampling(reasoning_effort=None))")
+        if refused.param.startswith("response_format"):
+            raise EndpointError(f"the model {self.model!r} at {self.endpoint} refuses the structured output sent "
+                                f"({refused.message}): give --structured off (Sampling(json_mode=False)), or run "
+                                "pyterrier-nuggets check-endpoint to find the form it takes")
+        return False
+
+    def _learn_probed(self, result: ChatResult, body: dict) -> bool:
+        return self._learn(result.refused, body)
+
+    def _learn_unless_structured(self, result: ChatResult, body: dict) -> bool:
+        """What a probe of structured output learns: a refused ``response_format`` is its answer (not this form)."""
+        return not result.refused.param.startswith("response_format") and self._learn(result.refused, body)
 
     def probe(self) -> str:
-        """Ask the endpoint one tiny question, not cached (``pyterrier-nuggets check-endpoint``): a line saying
-        that it answered, how fast and what; or the :class:`~.retry.EndpointError` a job would stop with."""
-        return self._rotation.probe(self.request_body([{"role": "user", "content": "Reply with the single word OK."}],
-                                                      max_tokens=5))
+        """Ask the endpoint one tiny question, not cached (``pyterrier-nuggets check-endpoint``), as a job asks its
+        requests (temperature, seed, token limit: no cap of a few tokens, which leaves a reasoning model no room): a
+        line saying that it answered, how fast and what, and what was learned of the model (a parameter it refuses:
+        left out from now on, remembered); or the :class:`~.retry.EndpointError` a job would stop with."""
+        before = self.profile
+        line = self._rotation.probe(lambda: self.request_body(PROBE_MESSAGES), self._learn_probed)
+        learned = self.profile.learned[len(before.learned):]
+        if learned:
+            line += "\nlearned of the model (remembered in the response cache): " + "; ".join(learned)
+        return line
+
+    def find_structured(self, again: bool = False) -> str:
+        """The structured output the endpoint takes (:mod:`.structured`): the probe's question with a JSON schema in
+        each form in turn (OpenAI's ``json_schema``, llama.cpp's ``json_object``) until a reply conforms; remembered
+        with the model's profile. :data:`~.profile.NO_STRUCTURED` when none does. Not cached; in a dry run nothing is
+        sent and OpenAI's form is assumed. One thread probes; the others wait for what it found. ``again``: probe
+        even when it is known (``check-endpoint``: a server may have changed)."""
+        if self.embedded:
+            return JSON_OBJECT
+        with self._lock_structured:
+            if self.profile.structured is not None and not again:
+                return self.profile.structured
+            if self.mode == "plan" or self.options.cache_only:
+                return JSON_SCHEMA
+            endpoint = self._rotation.first
+            quick = replace(self.options.retry, max_retries=1, max_retry_time=self.options.retry.timeout * 2)
+            found = NO_STRUCTURED
+            for form in PROBED:
+                def body(form=form) -> dict:
+                    return {**self.request_body(PROBE_MESSAGES),
+                            "response_format": response_format(PROBE_SCHEMA, form)}
+                result = self._rotation.once(endpoint, body, self._learn_unless_structured, quick)
+                if result.ok and conforms(result.text):
+                    found = form
+                    break
+            return self._profiles.set_structured(found).structured
 
     def ask(self, messages: Sequence[dict], parse: Callable[[str], T], *, reask: Callable[[str], str],
             max_reasks: int = 2, json_schema: dict | None = None, stage: str | None = None,
@@ -468,6 +639,7 @@ class LLMClient:
         """
         history = [dict(m) for m in messages]
         raws: list[str] = []
+        reasoning: list[str | None] = []
         keys: list[str] = []
         planned = False
         error = "no attempt made"
@@ -477,22 +649,41 @@ class LLMClient:
                                plan_note=plan_note, **params)
             planned = planned or result.planned
             if not result.ok:
-                self.counters.count(stage, failed_items=1)
-                return Outcome(None, error=f"API call failed: {result.error}", raw=raws, attempts=attempt + 1,
-                               planned=planned)
+                error = f"API call failed: {result.error}"
+                self._failed(stage, error, None, json_schema)
+                return Outcome(None, error=error, raw=raws, attempts=attempt + 1, planned=planned,
+                               reasoning=reasoning)
             raws.append(result.text)
+            reasoning.append(result.reasoning)
             keys += [result.key, *result.aliases]
             try:
-                return Outcome(parse(result.text), raw=raws, attempts=attempt + 1, planned=planned)
+                return Outcome(parse(result.text), raw=raws, attempts=attempt + 1, planned=planned,
+                               reasoning=reasoning)
             except OutputError as exc:
-                error = str(exc) + (" (the answer was cut off at the token limit)"
-                                    if result.finish_reason == "length" else "")
+                error = str(exc) + cut_note(result.text, result.finish_reason, result.reasoning, result.usage)
+            # the conversation goes on with the answer alone, as chat templates keep earlier turns (no thinking)
             history = history + [{"role": "assistant", "content": result.text},
                                  {"role": "user", "content": reask(error)}]
         error = f"invalid output after {max_reasks + 1} attempts: {error}"
-        self.counters.count(stage, failed_items=1)
+        self._failed(stage, error, raws[-1] if raws else None, json_schema)
         self._mark_invalid([k for k in keys if k is not None and self._router.placeholder(k) is None], error)
-        return Outcome(None, error=error, raw=raws, attempts=max_reasks + 1, planned=planned)
+        return Outcome(None, error=error, raw=raws, attempts=max_reasks + 1, planned=planned, reasoning=reasoning)
+
+    def _failed(self, stage: str | None, error: str, reply: str | None, json_schema: dict | None) -> None:
+        """Count a failed item of ``stage`` and keep why (:class:`~.usage.Cause`: the stop of a stage shows it)."""
+        self.counters.count(stage, failed_items=1)
+        if self.mode != "plan":
+            self.counters.failed(stage, Cause.of(error, reply, json_schema is not None and self.schema_form() is not None))
+
+    def schema_form(self) -> str | None:
+        """The form in which a request with a JSON schema carries it, as known now (:meth:`structured` without a
+        probe): :data:`~.profile.JSON_SCHEMA`, :data:`~.profile.JSON_OBJECT`, or None (it carries none)."""
+        mode = self.sampling.json_mode
+        if mode is False:
+            return None
+        if mode in (JSON_SCHEMA, JSON_OBJECT):
+            return mode
+        return self.profile.structured if self.profile.structured in (JSON_SCHEMA, JSON_OBJECT) else None
 
     def _mark_invalid(self, keys: list[str], error: str) -> None:
         if self.cache is not None and keys:
@@ -552,7 +743,13 @@ class LLMClient:
         """A dry run: inside the block nothing is sent; requests not in the cache are counted (with their
         prompt tokens) and answered by the judges' placeholder answers, so that the work goes on as far as
         it would. The :class:`~.usage.Plan` yielded is filled when the block ends."""
-        return self._router.planning(prices or self.options.prices)
+        return self._planning(prices or self.options.prices)
+
+    @contextlib.contextmanager
+    def _planning(self, prices: Prices | None) -> Iterator[Plan]:
+        with self._router.planning(prices) as plan:
+            yield plan
+        plan.reasons = self.reasons()
 
     def plan(self, fn: Callable[[], Any], prices: Prices | None = None) -> Plan:
         """:meth:`planning` around ``fn()`` (its result is discarded: it is made of placeholders)."""
@@ -564,6 +761,10 @@ class LLMClient:
         """In a dry run: how many items ``stage`` asks depends on the answers of the stages ``reads`` (the plan
         says its count is an estimate where those answers were placeholders)."""
         self._router.plan_reads(stage, reads)
+
+
+class _Resend(Exception):
+    """A request to build again and send as the model takes it now (its profile changed: :mod:`.profile`)."""
 
 
 class _Flights:

@@ -26,7 +26,6 @@ from pyterrier_nuggets.llm.config import (
     ENV_API_KEY,
     ENV_BASE_URL,
     ENV_MODEL,
-    TEST_ENDPOINT_FINGERPRINT,
     stage_headers,
 )
 from pyterrier_nuggets.llm.embedded import (
@@ -37,16 +36,20 @@ from pyterrier_nuggets.llm.embedded import (
 )
 from pyterrier_nuggets.llm.limits import AdaptiveLimiter
 from pyterrier_nuggets.llm.options import Limits, RetryPolicy
+from pyterrier_nuggets.llm.reply import read_completion
 from pyterrier_nuggets.llm.retry import (
     CONGESTED,
     FAILED,
     FATAL,
     NO_CHOICES,
+    REFUSED,
     EndpointError,
+    Refusal,
     Rule,
     classify,
     describe_error,
     fatal_cause,
+    refusal,
     retried_error,
     retry_after,
 )
@@ -74,6 +77,9 @@ class ChatResult:
     :param aliases: its other keys: a client of several endpoints keeps an answer under the key of each.
     :param planned: a dry run's placeholder, not an answer.
     :param test_endpoint: given by the package's test endpoint (:mod:`pyterrier_nuggets.testing`), not a model.
+    :param reasoning: the model's reasoning, apart from ``text`` (:mod:`.reply`), where it gave any.
+    :param refused: the parameter the model refused (HTTP 400 naming it): the client learns from it and sends the
+        request again (:mod:`.profile`).
     """
 
     text: str | None
@@ -85,6 +91,8 @@ class ChatResult:
     aliases: tuple[str, ...] = ()
     planned: bool = False  # a dry run's placeholder, not an answer
     test_endpoint: bool = False  # given by the package's test endpoint, not a model
+    reasoning: str | None = None
+    refused: Refusal | None = None
 
     @property
     def ok(self) -> bool:
@@ -255,6 +263,8 @@ class Endpoint:
         self.limiter.release(ticket, status=status, congested=rule.kind == CONGESTED, retry_after=asked,
                              headers=response.headers if response is not None else None)
         kind = rule.kind_for(self._answered)
+        if kind == REFUSED:  # the model refuses a parameter: the client learns from it and sends the request again
+            return Attempt(ChatResult(None, error=describe_error(error), refused=refusal(error)))
         if kind == FATAL:  # the same for every request: stop the job, do not fail each item
             self._count(stage, failures=1)
             raise self.stop(fatal_cause(rule, error)) from None
@@ -288,26 +298,23 @@ class Endpoint:
         return completion, status, headers
 
     def _result(self, completion: dict, stage: str | None) -> ChatResult:
-        """A chat completion's JSON body as a result (its usage counted)."""
-        usage = {}
-        if isinstance(completion.get("usage"), dict):
-            usage = {"prompt_tokens": completion["usage"].get("prompt_tokens") or 0,
-                     "completion_tokens": completion["usage"].get("completion_tokens") or 0}
-            self._count(stage, **usage)
+        """A chat completion's JSON body as a result (its usage counted; the reasoning apart from the text,
+        :mod:`.reply`)."""
         choices = completion.get("choices")
         if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
-            self._count(stage, failures=1)
+            usage = completion.get("usage") if isinstance(completion.get("usage"), dict) else {}
+            usage = {k: usage.get(k) or 0 for k in ("prompt_tokens", "completion_tokens") if usage}
+            self._count(stage, failures=1, **usage)
             if NO_CHOICES.kind_for(self._answered) == FATAL:
                 raise self.stop(NO_CHOICES.cause)
             return ChatResult(None, error="the endpoint returned no choices", usage=usage)
+        reply = read_completion(completion)
+        if reply["usage"]:
+            self._count(stage, **reply["usage"])
         self._answered = True
         self._tally("answered")
-        choice = choices[0]
-        message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
-        content = message.get("content")
-        return ChatResult(content if isinstance(content, str) else "", usage=usage,
-                          finish_reason=choice.get("finish_reason"),
-                          test_endpoint=completion.get("system_fingerprint") == TEST_ENDPOINT_FINGERPRINT)
+        return ChatResult(reply["text"], usage=reply["usage"], finish_reason=reply["finish_reason"],
+                          test_endpoint=bool(reply.get("test_endpoint")), reasoning=reply.get("reasoning"))
 
     def stop(self, cause: str) -> EndpointError:
         """The error that stops the job: the endpoint cannot be used (every later call raises it too)."""

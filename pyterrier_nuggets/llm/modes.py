@@ -96,6 +96,7 @@ class ModeRouter:
                 counters["batch_requests"] += 1
                 counters["batch_prompt_tokens"] += usage.get("prompt_tokens", 0)
                 counters["batch_completion_tokens"] += usage.get("completion_tokens", 0)
+                counters["reasoning_tokens"] += usage.get("reasoning_tokens", 0)
         with self._lock:
             self.fetched.update(answers)
             self.errors.update(errors)

@@ -75,21 +75,48 @@ class BatchOptions:
     timeout: float | None = None
 
 
+#: ``Sampling.json_mode``: structured output where the endpoint takes it, always, never, or in the form given
+JSON_MODES = ("auto", True, False, "json_schema", "json_object")
+
+
 @dataclass(frozen=True)
 class Sampling:
-    """What every request asks.
+    """What every request asks (docs/llm.md, "Which server, which options"). What the model refuses of it is learned
+    from the endpoint and left out or renamed (:mod:`.profile`); the tables say when answers are sampled.
 
-    :param temperature: the sampling temperature (0 with seed 0: repeatable).
-    :param seed: the sampling seed.
-    :param max_tokens: the reply's token limit (None: the endpoint's default; 512 for the embedded model).
-    :param json_mode: ``"auto"`` (a JSON schema only to the embedded model's grammar-constrained JSON mode),
-        ``True`` (to any endpoint) or ``False``.
+    :param temperature: the sampling temperature (0 with seed 0: repeatable); ``None`` leaves it out (the model's
+        default: 1 on OpenAI).
+    :param seed: the sampling seed; ``None`` leaves it out.
+    :param max_tokens: the reply's token limit (None: the endpoint's default; 512 for the embedded model), sent as
+        ``max_tokens`` or, to a model that wants it (learned), ``max_completion_tokens``, which counts a reasoning
+        model's reasoning too: give it room.
+    :param json_mode: structured output, a JSON schema of the expected reply that constrains the model's decoding
+        (the prompt text is unchanged; :mod:`.structured`): ``"auto"`` (where the endpoint is known to take one:
+        the embedded model, an endpoint ``check-endpoint`` probed), ``True`` (always: probed on first use when not
+        known; an endpoint that takes none is refused), ``False`` (never), or the form to send without probing:
+        ``"json_schema"`` (OpenAI's strict ``json_schema``; vLLM, SGLang, Ollama) or ``"json_object"`` (llama.cpp's
+        ``{"type": "json_object", "schema": ...}``).
+    :param reasoning_effort: the ``reasoning_effort`` of a reasoning model (``"low"``, ``"medium"``, ``"high"``, ...;
+        None: not sent, the model's default).
     """
 
-    temperature: float = 0.0
+    temperature: float | None = 0.0
     seed: int | None = 0
     max_tokens: int | None = None
     json_mode: Any = "auto"
+    reasoning_effort: str | None = None
+
+    def __post_init__(self):
+        if self.temperature is not None and not 0 <= float(self.temperature) <= 2:
+            raise InvalidInput(f"temperature must be between 0 and 2 (or None: the model's default), got "
+                               f"{self.temperature}")
+        if self.max_tokens is not None and int(self.max_tokens) < 1:
+            raise InvalidInput(f"max_tokens must be at least 1 (or None: the endpoint's default), got {self.max_tokens}")
+        if not any(self.json_mode is m or (isinstance(m, str) and self.json_mode == m) for m in JSON_MODES):
+            raise InvalidInput(f"json_mode must be one of {JSON_MODES}, got {self.json_mode!r}")
+        if self.reasoning_effort is not None and not (isinstance(self.reasoning_effort, str)
+                                                      and self.reasoning_effort.strip()):
+            raise InvalidInput(f"reasoning_effort must be a word such as 'low' (or None), got {self.reasoning_effort!r}")
 
 
 WORKER_CACHE = ("auto", "shared", "shard")
@@ -103,7 +130,7 @@ class ClientOptions:
     :param retry: a :class:`RetryPolicy` (timeouts, retries, backoff).
     :param limits: :class:`Limits` (the ceiling of requests in flight, adaptive or not, quotas).
     :param batch: :class:`BatchOptions`, or ``True`` for the OpenAI Batch API with its defaults.
-    :param sampling: :class:`Sampling` (temperature, seed, max_tokens, JSON mode).
+    :param sampling: :class:`Sampling` (temperature, seed, max_tokens, structured output, reasoning effort).
     :param prices: :class:`~.usage.Prices` for the client's usage and dry runs.
     :param frozen: replay every cached answer, also those that failed validation (a byte-identical re-run); by
         default a re-run asks those again.

@@ -17,13 +17,18 @@ of one), and the loop holds none of its own:
   no connection (refused, reset)      retry        yes               a short probe, then fatal
   a body that is not JSON             retry        yes               fatal
   HTTP 401, 403, 404                  fatal
+  HTTP 400 naming a parameter the     refused
+  model refuses (:func:`refusal`)
   HTTP 200 without ``choices``        failed                         fatal
   any other HTTP status or SDK error  failed
   ==================================  ===========  ================  ====================================
 
   *retry*: asked again after a wait; *congested*: asked again, and the endpoint's adaptive limit
   (:mod:`.limits`) decreases; *fatal*: no request can succeed, the endpoint is unusable and the job stops
-  (:class:`EndpointError`); *failed*: this request failed, no retry fixes it, the job goes on. *Endpoint failed*:
+  (:class:`EndpointError`); *failed*: this request failed, no retry fixes it, the job goes on; *refused*: the model
+  refuses a parameter of the request (OpenAI's error body names it: ``param``, ``code`` ``unsupported_value`` or
+  ``unsupported_parameter``): the client learns what the model takes (:mod:`.profile`) and sends the request again
+  without it, at once (no wait, not counted as a retry). *Endpoint failed*:
   the failure counts toward taking an endpoint out of rotation (a 429 only asks for fewer requests);
 - **how long to wait** (:func:`next_wait`): the endpoint's ``Retry-After`` (:func:`retry_after`) or the exponential
   backoff, jittered (:func:`jittered`), bounded by the :class:`~.options.RetryPolicy` in count and in total time;
@@ -44,7 +49,7 @@ from dataclasses import dataclass
 
 import openai
 
-RETRY, CONGESTED, FATAL, FAILED = "retry", "congested", "fatal", "failed"
+RETRY, CONGESTED, FATAL, FAILED, REFUSED = "retry", "congested", "fatal", "failed", "refused"
 PROBE_ATTEMPTS = 3  # a request that cannot connect before any answer: tried this often (about 1 s), then the job stops
 PROBE_WAIT = 0.5  # the longest wait between those attempts
 
@@ -59,7 +64,7 @@ class EndpointError(RuntimeError):
 class Rule:
     """One row of the classification table (module docstring).
 
-    :param kind: :data:`RETRY`, :data:`CONGESTED`, :data:`FATAL` or :data:`FAILED`.
+    :param kind: :data:`RETRY`, :data:`CONGESTED`, :data:`FATAL`, :data:`FAILED` or :data:`REFUSED`.
     :param endpoint_failed: the endpoint itself failed (counts toward taking it out of rotation).
     :param connection: the request never reached the server, or the server went away (refused, reset, unreachable).
     :param unanswered: the kind instead while the endpoint has not answered yet (``None``: the same).
@@ -113,6 +118,40 @@ MALFORMED = Rule(RETRY, endpoint_failed=True, unanswered=FATAL,
 NO_CHOICES = Rule(FAILED, unanswered=FATAL,
                   cause=f"HTTP 200 without a chat completion (no choices in the reply); {NOT_A_CHAT_ENDPOINT}")
 OTHER_ERROR = Rule(FAILED)  # any other error of the SDK
+REFUSED_PARAMETER = Rule(REFUSED, error=openai.BadRequestError)  # HTTP 400 naming a parameter the model refuses
+#: the ``code`` of an OpenAI error body that says the model refuses a parameter (or its value)
+REFUSAL_CODES = ("unsupported_value", "unsupported_parameter")
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A parameter the model refuses, as the endpoint's 400 names it.
+
+    :param param: the parameter (``temperature``, ``max_tokens``, ...).
+    :param code: ``unsupported_value`` (it takes only another value, e.g. only the default) or
+        ``unsupported_parameter`` (it takes no such parameter).
+    :param message: the endpoint's own words.
+    """
+
+    param: str
+    code: str
+    message: str
+
+
+def refusal(error: BaseException) -> Refusal | None:
+    """The parameter an HTTP 400 says the model refuses (OpenAI's error body: ``param`` and ``code``
+    ``unsupported_value`` / ``unsupported_parameter``), or None."""
+    if getattr(error, "status_code", None) != 400:
+        return None
+    body = getattr(error, "body", None)
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        body = body["error"]
+    if not isinstance(body, dict):
+        return None
+    param, code = body.get("param"), body.get("code")
+    if isinstance(param, str) and param and code in REFUSAL_CODES:
+        return Refusal(param, code, _message(error))
+    return None
 
 
 def status_rule(status: int) -> Rule:
@@ -131,7 +170,7 @@ def classify(error: BaseException) -> Rule:
     if isinstance(error, openai.APIConnectionError):
         return NO_CONNECTION
     if isinstance(error, openai.APIStatusError):
-        return status_rule(error.status_code)
+        return REFUSED_PARAMETER if refusal(error) is not None else status_rule(error.status_code)
     if isinstance(error, (ValueError, TypeError)):
         return MALFORMED
     return OTHER_ERROR

@@ -51,6 +51,11 @@ from pyterrier_nuggets.llm.retry import (
 )
 
 FAILURE_BURST = 3  # failures in a row (timeouts, 5xx) that take an endpoint out of rotation
+MAX_REFUSALS = 6  # a probe sent again after a refused parameter at most this often (one per parameter the model refuses)
+
+
+def _either(first: Callable[[], bool], second: Callable[[], bool]) -> Callable[[], bool]:
+    return lambda: first() or second()
 
 
 @dataclass
@@ -137,15 +142,22 @@ class Rotation:
 
     # ---------------------------------------------------------------------------------------- requests
 
-    def call(self, body: dict, stage: str | None, priority: tuple = (), tokens: int = 0) -> ChatResult:
+    def call(self, body: dict, stage: str | None, priority: tuple = (), tokens: int = 0,
+             stale: Callable[[], bool] | None = None) -> ChatResult | None:
         """Send ``body`` to the endpoints until it is answered or the retry policy gives up (module docstring);
-        raise :class:`~.retry.EndpointError` when no endpoint can be used."""
+        raise :class:`~.retry.EndpointError` when no endpoint can be used. ``stale()`` says that ``body`` is no longer
+        the request to send (the model's profile changed while it waited for a slot, :mod:`.profile`): it is then
+        not sent, and None is returned."""
         started = time.monotonic()
         attempt = 0  # failed attempts with no other endpoint in rotation: these count against the retry policy
         while True:
+            if stale is not None and stale():
+                return None
             member, probe = self._choose()
             # a request waiting for a slot of an endpoint taken out of rotation goes elsewhere (several only)
             cancel = member.is_out if self.several and not probe else None
+            if stale is not None:
+                cancel = stale if cancel is None else _either(cancel, stale)
             try:
                 sent = member.endpoint.attempt(body, stage, priority, tokens, cancel)
             except EndpointError as exc:
@@ -274,16 +286,17 @@ class Rotation:
 
     # ------------------------------------------------------------------------------------------- probe
 
-    def probe(self, body: dict) -> str:
-        """Ask each endpoint ``body`` once (not cached; retried as any request, on that endpoint alone): a line per
-        endpoint saying that it answered, how fast and what; or, when any cannot be used, the
-        :class:`~.retry.EndpointError` naming each that cannot."""
+    def probe(self, body: Callable[[], dict], learn: Callable[[ChatResult, dict], bool]) -> str:
+        """Ask each endpoint ``body()`` once (not cached; retried as any request, on that endpoint alone; sent again
+        as ``body()`` builds it after ``learn(result, sent)`` took in a parameter the model refused): a line per endpoint
+        saying that it answered, how fast and what; or, when any cannot be used, the :class:`~.retry.EndpointError`
+        naming each that cannot."""
         if not self.several:
-            return self._probe_one(self.first, body)
+            return self._probe_one(self.first, body, learn)
 
         def one(endpoint: Endpoint) -> str | EndpointError:
             try:
-                return self._probe_one(endpoint, body)
+                return self._probe_one(endpoint, body, learn)
             except EndpointError as exc:
                 return exc
 
@@ -296,13 +309,26 @@ class Rotation:
                                 + (f" (answered: {', '.join(working)})" if working else ""))
         return "\n".join(lines)
 
-    def _probe_one(self, endpoint: Endpoint, body: dict) -> str:
+    def _probe_one(self, endpoint: Endpoint, body: Callable[[], dict], learn: Callable[[ChatResult, dict], bool]) -> str:
         """Ask one endpoint, as a rotation of one: a line saying that it answered, or the error a job would stop
         with."""
         started = time.monotonic()
-        result = Rotation([endpoint], self.retry, self._count, self._log).call(body, "probe")
+        result = self.once(endpoint, body, learn)
         if not result.ok:
             raise endpoint.stop(result.error or "no answer")
         text = " ".join((result.text or "").split())[:60]
         return (f"the LLM endpoint {endpoint.url} (model {endpoint.model!r}) answered in "
                 f"{time.monotonic() - started:.2f} s: {text!r}")
+
+    def once(self, endpoint: Endpoint, body: Callable[[], dict], learn: Callable[[ChatResult, dict], bool],
+             retry: RetryPolicy | None = None) -> ChatResult:
+        """``body()`` asked of one endpoint, as a rotation of one, not cached (a probe): sent again as ``body()``
+        builds it while ``learn(result, sent)`` takes in a parameter the model refused (a few times at most: each time
+        the model refuses another one). ``retry``: its own retry policy (default the rotation's)."""
+        alone = Rotation([endpoint], retry or self.retry, self._count, self._log)
+        for _ in range(MAX_REFUSALS):
+            sent = body()
+            result = alone.call(sent, "probe")
+            if result.refused is None or not learn(result, sent):
+                break
+        return result

@@ -10,12 +10,14 @@ Standard library only (``http.server`` in a thread). It answers ``POST /v1/chat/
 precedence:
 
 1. the next scripted :class:`Reply` of ``script`` (a queue; e.g. a 429 with Retry-After, then a 500, or a reply
-   held until the test sets an event);
-2. an injected failure: every ``fail_every``-th accepted request gets a transient 500 (``fail_status``);
+   held until the test sets an event), sent as it is;
+2. the refusal of the server ``profile`` emulates (:mod:`.profiles`: a parameter that server refuses, with its error
+   body), whose replies below are then shaped as that server sends them (the thinking, a fence, the usage);
+3. an injected failure: every ``fail_every``-th accepted request gets a transient 500 (``fail_status``);
    the first ``invalid_first`` replies of each conversation chosen by ``invalid_when`` are unusable
    text (:data:`INVALID`), the later ones (re-asks, re-runs) valid;
-3. ``responder(body)`` if given: a string (the assistant's content), a :class:`Reply`, or None for 4;
-4. :func:`stage_reply`: the declared stage's reply (``probe``: ``OK``; no stage: ``OK``; a stage no judge declares:
+4. ``responder(body)`` if given: a string (the assistant's content), a :class:`Reply`, or None for 5;
+5. :func:`stage_reply`: the declared stage's reply (``probe``: ``OK``; no stage: ``OK``; a stage no judge declares:
    HTTP 400 naming it).
 
 Limits of a real endpoint, each optional: ``max_in_flight`` (a request arriving while that many are
@@ -60,6 +62,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.llm.config import STAGE_HEADER, TEST_ENDPOINT_FINGERPRINT
+from pyterrier_nuggets.testing.profiles import PROFILES, ServerProfile
 
 INVALID = "I am not sure what you mean."  # an answer no parser of the package accepts
 BACKLOG = 2048  # connections waiting to be accepted: above the widest client (256 in flight per process, several)
@@ -88,20 +91,25 @@ class Reply:
     hold: threading.Event | None = None
 
 
-def completion(content: str, model: str = "fake", prompt_tokens: int = 10, completion_tokens: int = 5) -> dict:
+def completion(content: str, model: str = "fake", prompt_tokens: int = 10, completion_tokens: int = 5, *,
+               message: dict | None = None, finish_reason: str = "stop", usage: dict | None = None) -> dict:
     """A chat completion body as the test endpoint sends it (it names itself in ``system_fingerprint``).
 
     :param content: the assistant's message.
     :param model: the model named in the reply.
     :param prompt_tokens: the usage it reports.
     :param completion_tokens: the usage it reports.
+    :param message: the whole assistant message instead (a server profile's: its thinking, a fence).
+    :param finish_reason: why the reply ended (``"length"``: cut at the token limit).
+    :param usage: the whole usage instead (a server profile's: reasoning tokens).
     """
     return {
         "id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": model,
         "system_fingerprint": TEST_ENDPOINT_FINGERPRINT,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                  "total_tokens": prompt_tokens + completion_tokens},
+        "choices": [{"index": 0, "message": message or {"role": "assistant", "content": content},
+                     "finish_reason": finish_reason}],
+        "usage": usage or {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                           "total_tokens": prompt_tokens + completion_tokens},
     }
 
 
@@ -201,6 +209,9 @@ class TestEndpoint:
         reached (a client that never had that many in flight).
     :param hold_timeout: the longest a reply is held (a bound on a failing test, not a measurement).
     :param port: the port on 127.0.0.1 (0: any free one).
+    :param profile: a server to emulate (:data:`~.profiles.PROFILES`: ``"openai-reasoning"``, ``"think"``, ...; or a
+        :class:`~.profiles.ServerProfile`): the parameters it refuses, with its error body, where the thinking goes,
+        the structured output it takes, its usage. Scripted replies are sent as they are.
 
     Examples::
 
@@ -216,9 +227,14 @@ class TestEndpoint:
                  fail_every: int | None = None, fail_status: int = 500, invalid_first: int = 0,
                  invalid_when: Callable[[dict], bool] | None = None, batch_polls: int = 2,
                  batch_error: Callable[[dict], int | None] | None = None, hold_until: int | Sequence[int] = (),
-                 hold_timeout: float = 60.0, port: int = 0):
+                 hold_timeout: float = 60.0, port: int = 0, profile: str | ServerProfile | None = None):
         _check_options(latency=latency, retry_after=retry_after, quota_window=quota_window, port=port,
                        max_in_flight=max_in_flight, quota=quota)
+        if isinstance(profile, str):
+            if profile not in PROFILES:
+                raise InvalidInput(f"no test endpoint profile {profile!r}: one of {', '.join(PROFILES)}")
+            profile = PROFILES[profile]
+        self.profile = profile
         self.latency = latency
         self.responder = responder
         self.script: deque[Reply] = deque(script or [])
@@ -235,6 +251,7 @@ class TestEndpoint:
         self._barrier = 0  # the barrier the next accepted request waits for
         self.requests: list[dict] = []  # every chat request body, rejected ones included
         self.headers: list[dict] = []
+        self.paths: list[str] = []  # the path of each (e.g. /openai/v1/chat/completions: Azure's)
         self.in_flight_seen: list[int] = []  # requests in flight when each chat request arrived
         self.stats = dict(chat_requests=0, accepted=0, rejected=0, quota_rejected=0, injected_errors=0,
                           invalid_replies=0, peak_in_flight=0, uploads=0, batches=0, polls=0, batch_requests=0,
@@ -272,7 +289,7 @@ class TestEndpoint:
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 path = self.path.split("?")[0]
                 if path.endswith("/chat/completions"):
-                    server._chat(self, json.loads(data or b"{}"), headers)
+                    server._chat(self, json.loads(data or b"{}"), headers, path)
                 elif path.endswith("/files"):
                     self._json(200, server._upload(headers.get("content-type", ""), data))
                 elif path.endswith("/batches"):
@@ -323,11 +340,12 @@ class TestEndpoint:
 
     # ------------------------------------------------------------------------------------ chat
 
-    def _chat(self, handler, body: dict, headers: dict) -> None:
+    def _chat(self, handler, body: dict, headers: dict, path: str = "/v1/chat/completions") -> None:
         now = time.monotonic()
         with self._lock:
             self.requests.append(body)
             self.headers.append(headers)
+            self.paths.append(path)
             self.in_flight_seen.append(self._in_flight)
             self.stats["chat_requests"] += 1
             rejected = self._limit(now)
@@ -354,8 +372,11 @@ class TestEndpoint:
                 if event is not None and not event.wait(self.hold_timeout):
                     with self._lock:
                         self.stats["hold_timeouts"] += 1
+            refused = self.profile.refusal(body) if self.profile is not None and scripted is None else None
             if scripted is not None:
                 reply = scripted
+            elif refused is not None:
+                reply = Reply(status=refused[0], raw_body=json.dumps(refused[1]).encode())
             elif injected:
                 reply = Reply(status=self.fail_status)
             else:
@@ -370,12 +391,20 @@ class TestEndpoint:
         if reply.raw_body is not None:
             handler._send(reply.status, reply.raw_body, {"content-type": "application/json", **reply.headers})
         elif reply.status == 200:
-            handler._json(200, completion(reply.content or "", body.get("model", "fake")),
+            handler._json(200, self._completion(reply.content or "", body, shaped=scripted is None),
                           {**rate_headers, **reply.headers})
         else:
             handler._json(reply.status, {"error": {"message": reply.message or f"test endpoint error {reply.status}",
                                                    "type": "server_error" if reply.status >= 500 else "invalid_request"}},
                           {**rate_headers, **reply.headers})
+
+    def _completion(self, content: str, body: dict, shaped: bool = True) -> dict:
+        """The chat completion of a reply of ``content`` to ``body``: as the server :attr:`profile` emulates sends it
+        (``shaped``), or as it is."""
+        if self.profile is None or not shaped:
+            return completion(content, body.get("model", "fake"))
+        message, finish, usage = self.profile.shape(content, body)
+        return completion(content, body.get("model", "fake"), message=message, finish_reason=finish, usage=usage)
 
     def _limit(self, now: float) -> tuple[str, float] | None:
         """(message, retry-after seconds) when this request is over a limit, else None (lock held)."""
@@ -461,6 +490,11 @@ class TestEndpoint:
         for i, line in enumerate(lines):
             request = json.loads(line)
             status = self.batch_error(request["body"]) if self.batch_error else None
+            refused = self.profile.refusal(request["body"]) if self.profile is not None else None
+            if refused is not None:
+                errors.append({"id": f"batch_req_{i}", "custom_id": request["custom_id"], "error": None,
+                               "response": {"status_code": refused[0], "request_id": f"req_{i}", "body": refused[1]}})
+                continue
             if status:
                 errors.append({"id": f"batch_req_{i}", "custom_id": request["custom_id"], "error": None,
                                "response": {"status_code": status, "request_id": f"req_{i}", "body": {
@@ -470,7 +504,7 @@ class TestEndpoint:
             reply = self._answer(request["body"], stage)
             output.append({"id": f"batch_req_{i}", "custom_id": request["custom_id"], "error": None,
                            "response": {"status_code": 200, "request_id": f"req_{i}",
-                                        "body": completion(reply.content or "", request["body"].get("model", "fake"))}})
+                                        "body": self._completion(reply.content or "", request["body"])}})
         with self._lock:
             self.stats["batch_requests"] += len(lines)
             self.stats["batch_errors"] += len(errors)
