@@ -568,7 +568,7 @@ def test_a_cache_of_another_version_is_a_cache(tmp_path):
     newer = tmp_path / "newer.sqlite"
     ResponseCache(newer).put("k", {"m": 1}, {"text": "kept"})
     with sqlite3.connect(newer) as con:
-        con.execute("CREATE TABLE profiles (endpoint TEXT PRIMARY KEY, profile TEXT)")
+        con.execute("CREATE TABLE later_feature (endpoint TEXT PRIMARY KEY, value TEXT)")  # a table a later version adds
     con.close()
     assert ResponseCache(newer).get("k") == {"text": "kept"}
     older = tmp_path / "older.sqlite"
@@ -582,6 +582,7 @@ def test_a_cache_of_another_version_is_a_cache(tmp_path):
     dry = ResponseCache(older, read_only=True)
     assert dry.lookup("k") == ({"text": "old"}, None) and dry.learned_limit("x") is None and len(dry) == 1
     assert dry.open_batches("x") == [] and dry.invalid() == [] and dry.rejected() == []
+    assert dry.learned_profile("x") is None
     with pytest.raises(CacheError, match="read-only"):
         dry.put("k2", {}, {})
     del dry
