@@ -13,8 +13,10 @@ cache share its answers, not their work: two that ask the same request at the sa
 
 A cache is checked when it is opened, before any call: it must be a readable, undamaged database
 (``PRAGMA quick_check``) in which a write goes through; otherwise :class:`CacheError` names the file, what is
-wrong and the fix. A write that fails later (a full disk) raises it too, and the client stops calling: an answer
-that cannot be stored is never paid for again and again.
+wrong and the fix. A write that fails later (a full disk, a file made unwritable) raises it too, and the client
+stops calling at once: no request that is not sent yet is sent (those waiting for a slot included), so the run pays
+for the requests in flight then and nothing more, and an answer that cannot be stored is never paid for again and
+again.
 """
 from __future__ import annotations
 
@@ -44,10 +46,13 @@ class CacheError(InvalidInput):
     :param error: what SQLite or the system said.
     :param when: ``"open"`` (checked before any call) or ``"write"`` (an answer could not be stored: the client
         stops calling).
+    :param in_flight: for ``"write"``, the requests in flight when the client stopped calling (paid for; their
+        answers cannot be stored either), when it is known.
     """
 
-    def __init__(self, path: str | os.PathLike, error: BaseException, when: str = "open"):
-        self.path, self.error, self.when = str(path), error, when
+    def __init__(self, path: str | os.PathLike, error: BaseException, when: str = "open",
+                 in_flight: int | None = None):
+        self.path, self.error, self.when, self.in_flight = str(path), error, when, in_flight
         text = str(error).strip() or type(error).__name__
         low = text.lower()
         if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT) or \
@@ -67,8 +72,9 @@ class CacheError(InvalidInput):
                         "(cache= another file), whose answers are asked again", "move it away (sqlite3 FILE .recover "
                         "may save its answers) and run again with a new cache (--llm-cache NEW.sqlite), whose answers "
                         "are asked again")
+        lost = "" if in_flight is None else f" ({in_flight} request(s) in flight then: their answers are lost)"
         what = ("the LLM response cache" if when == "open" else
-                "the LLM response cache cannot store answers any more: no further call is made;")
+                f"the LLM response cache cannot store answers any more: no further call is made{lost};")
         message = f"{what} {self.path} is {kind} ({text}): {{}}"
         if when == "write":
             message = f"{what} {self.path} ({kind}: {text}); {{}}, then run again (what was stored is not asked again)"

@@ -88,7 +88,7 @@ from pyterrier_nuggets.llm.endpoint import (
 from pyterrier_nuggets.llm.modes import ModeRouter
 from pyterrier_nuggets.llm.options import ClientOptions
 from pyterrier_nuggets.llm.parsing import OutputError
-from pyterrier_nuggets.llm.rotation import Rotation
+from pyterrier_nuggets.llm.rotation import Halted, Rotation
 from pyterrier_nuggets.llm.scheduler import Deferred, Scheduler
 from pyterrier_nuggets.llm.tokens import TokenCounter
 from pyterrier_nuggets.llm.usage import OTHER_STAGE, Plan, Prices, StageCounters, Usage
@@ -201,6 +201,7 @@ class LLMClient:
         self._job_invalid: set[str] = set()  # marked invalid during this job (see new_job): replayed within it
         self.test_endpoint = False  # an answer came from the package's test endpoint (describe() says so)
         self._unstorable: CacheError | None = None  # the cache failed to store an answer: no call is made any more
+        # (set, with the rotation halted, under self._lock)
         self._flights = _Flights()  # requests being answered now, by key: an identical one waits for the answer
 
     # ------------------------------------------------------------------------------------- what it is
@@ -390,7 +391,10 @@ class LLMClient:
         tokens = 0
         if self._rotation.needs_tokens:
             tokens = self.tokens.count_messages(body["messages"]) + int(body.get("max_tokens") or 0)
-        result = self._rotation.call(body, stage, self.scheduler.current_priority(), tokens)
+        try:
+            result = self._rotation.call(body, stage, self.scheduler.current_priority(), tokens)
+        except Halted:  # not sent: the cache stopped storing answers while this request waited
+            raise self._stopped_calling() from None
         result.key, result.aliases = key, tuple(aliases)
         if result.test_endpoint:
             self.test_endpoint = True
@@ -402,9 +406,25 @@ class LLMClient:
                 for k in keys:
                     self.cache.put(k, body, reply)
             except CacheError as e:
-                self._unstorable = e  # every later request stops here, before any call
-                raise
+                raise self._stop_calling(e) from None
         return result
+
+    def _stop_calling(self, error: CacheError) -> CacheError:
+        """An answer could not be stored: no request that is not sent yet is sent any more, from this moment (the
+        rotation is halted: those waiting for a slot or a retry give up, later ones stop before any call). The error
+        every request raises from now on names the requests in flight at that moment: what the run paid for and
+        cannot keep."""
+        with self._lock:
+            if self._unstorable is None:
+                in_flight = self._rotation.halt()
+                self._unstorable = CacheError(error.path, error.error, "write", in_flight=in_flight)
+            return self._unstorable
+
+    def _stopped_calling(self) -> CacheError:
+        """The error of a request the halted rotation did not send: the one :meth:`_stop_calling` keeps (it halts the
+        rotation holding the same lock, so the error is there once this lock is had)."""
+        with self._lock:
+            return self._unstorable
 
     def followers(self) -> int:
         """Requests waiting at this moment for the answer to the same request, which another thread is asking (one call
@@ -496,7 +516,10 @@ class LLMClient:
 
     def _mark_invalid(self, keys: list[str], error: str) -> None:
         if self.cache is not None and keys:
-            self.cache.mark_invalid(keys, error)
+            try:
+                self.cache.mark_invalid(keys, error)
+            except CacheError as e:
+                raise self._stop_calling(e) from None
             with self._lock:
                 self._job_invalid.update(keys)
 

@@ -27,11 +27,17 @@ With several endpoints, failover:
 - with no endpoint left in rotation, a request is retried as with one endpoint, each retry sent to the endpoint
   tried least recently; the first answer brings that endpoint back.
 
-When no endpoint has answered yet and none can be reached (:func:`~.retry.cannot_connect`: a short probe), or none
-can be used at all, the job stops with :class:`~.retry.EndpointError`.
+When no endpoint has answered yet and none can be reached (:func:`~.retry.cannot_connect`: a short probe), when
+every endpoint that answered has stopped accepting connections for longer than the retry policy waits
+(:func:`~.retry.gone_away`), or when none can be used at all, the job stops with :class:`~.retry.EndpointError`.
+
+:meth:`Rotation.halt` stops every request not yet sent, at once (the client's cache can no longer store answers): the
+check is made where a request is admitted to a slot of its endpoint, under the lock of that endpoint's limiter, so
+that no request is sent after the halt, whether it was waiting for a slot, waiting to be retried or not yet asked.
 """
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -51,6 +57,10 @@ from pyterrier_nuggets.llm.retry import (
 )
 
 FAILURE_BURST = 3  # failures in a row (timeouts, 5xx) that take an endpoint out of rotation
+
+
+class Halted(Exception):
+    """The rotation was halted (:meth:`Rotation.halt`): this request was not sent, and no other will be."""
 
 
 @dataclass
@@ -97,6 +107,7 @@ class Rotation:
         self._members = [_Member(e) for e in self.endpoints]
         self._lock = threading.Lock()
         self._stopped: EndpointError | None = None  # none can be reached: every later call raises it
+        self._halted = False  # halt(): no request is sent any more (read without a lock where a request is admitted)
 
     # ------------------------------------------------------------------------------------- what it is
 
@@ -144,8 +155,7 @@ class Rotation:
         attempt = 0  # failed attempts with no other endpoint in rotation: these count against the retry policy
         while True:
             member, probe = self._choose()
-            # a request waiting for a slot of an endpoint taken out of rotation goes elsewhere (several only)
-            cancel = member.is_out if self.several and not probe else None
+            cancel = functools.partial(self._gives_up, member, self.several and not probe)
             try:
                 sent = member.endpoint.attempt(body, stage, priority, tokens, cancel)
             except EndpointError as exc:
@@ -176,9 +186,33 @@ class Rotation:
             self._count(stage, retries=1)
             time.sleep(wait)
 
+    def _gives_up(self, member: _Member, moves: bool) -> bool:
+        """Whether a request waiting for a slot of ``member`` gives it up: always once the rotation is halted; with
+        several endpoints (``moves``), when ``member`` is taken out of rotation (it goes elsewhere). Asked under the
+        limiter's lock: takes no lock."""
+        return self._halted or (moves and member.is_out())
+
+    def halt(self) -> int:
+        """Send no request any more, from now on: a request waiting for a slot gives it up, one waiting to be retried
+        or not yet asked raises :class:`Halted` when it would be sent. The flag is read where a request is admitted,
+        under its limiter's lock, and each limiter's requests in flight are counted under that lock after the flag is
+        set: a request admitted before is counted, none is admitted after. Returns the requests in flight now (sent,
+        their replies not read yet)."""
+        self._halted = True
+        in_flight = 0
+        for endpoint in self.endpoints:
+            in_flight += endpoint.limiter.wake_all()
+        return in_flight
+
+    @property
+    def halted(self) -> bool:
+        return self._halted
+
     def _choose(self) -> tuple[_Member, bool]:
         """The endpoint for the next attempt, and whether it is a probe of one out of rotation."""
         with self._lock:
+            if self._halted:
+                raise Halted()
             if self._stopped is not None:
                 raise self._stopped
             live = [m for m in self._members if m.usable]
