@@ -53,6 +53,7 @@ from pyterrier_nuggets.llm.retry import (
     cannot_connect,
     describe_error,
     gave_up,
+    gone_away,
     next_wait,
 )
 
@@ -178,6 +179,9 @@ class Rotation:
             if cannot_connect(probing, attempt + 1, wait, self._unreachable):
                 self._count(stage, failures=1)
                 raise self._stop(sent, attempt + 1, started)
+            if gone_away(sent.rule.connection, wait, self._refusing):
+                self._count(stage, failures=1)
+                raise self._stop(sent, attempt + 1, started, gone=True)
             if wait is None:
                 self._count(stage, failures=1)
                 where = f"; last sent to {member.endpoint.url}" if self.several else ""
@@ -289,18 +293,37 @@ class Rotation:
             self._log(f"{error}; it is left out for the rest of the job ({left} endpoint(s) in rotation)")
         member.endpoint.limiter.wake_all()
 
-    def _unreachable(self) -> bool:
-        """Every usable endpoint failed to connect :data:`~.retry.PROBE_ATTEMPTS` times in a row."""
+    def _unreachable(self, times: int = PROBE_ATTEMPTS) -> bool:
+        """Every usable endpoint failed to connect ``times`` times in a row (:data:`~.retry.PROBE_ATTEMPTS` unless
+        given)."""
         with self._lock:
-            return all(m.refused >= PROBE_ATTEMPTS for m in self._members if m.usable)
+            return all(m.refused >= times for m in self._members if m.usable)
 
-    def _stop(self, sent: Attempt, attempts: int, started: float) -> EndpointError:
-        """The error that stops the job: no endpoint answered and none can be reached."""
-        how = f"({describe_error(sent.error)}, {attempts} attempts in {time.monotonic() - started:.1f} s)"
+    def _refusing(self) -> bool:
+        """No usable endpoint accepts a connection now: the last attempt sent to each could not connect."""
+        return self._unreachable(1)
+
+    def _stop(self, sent: Attempt, attempts: int, started: float, gone: bool = False) -> EndpointError:
+        """The error that stops the job: no endpoint answered and none can be reached, or (``gone``) the endpoints
+        answered and went away."""
+        how = (f"({describe_error(sent.error)}, {attempts} attempt{'s' if attempts != 1 else ''} in "
+               f"{time.monotonic() - started:.1f} s)")
+        kept = "and run the same command: every answer received so far is cached"
         if not self.several:
+            if gone:
+                return self.first.stop(f"it answered {self.first.tally['answered']} request(s), then stopped accepting "
+                                       f"connections {how}; is the server still running at this address? Start it "
+                                       f"again (or give the address where it runs now) {kept}")
             return self.first.stop(f"cannot connect {how}; is the server running at this address?")
-        error = EndpointError(f"the LLM endpoints {self.url} (model {self.first.model!r}) cannot be used: cannot "
-                              f"connect to any {how}; are the servers running at these addresses?")
+        if gone:
+            error = EndpointError(
+                f"the LLM endpoints {self.url} (model {self.first.model!r}) cannot be used: they answered "
+                f"{sum(e.tally['answered'] for e in self.endpoints)} request(s), then stopped accepting connections "
+                f"{how}; are the servers still running at these addresses? Start them again (or give the addresses "
+                f"where they run now) {kept}")
+        else:
+            error = EndpointError(f"the LLM endpoints {self.url} (model {self.first.model!r}) cannot be used: cannot "
+                                  f"connect to any {how}; are the servers running at these addresses?")
         with self._lock:
             if self._stopped is None:
                 self._stopped = error
