@@ -210,6 +210,43 @@ def test_ctrl_c_keeps_the_answers_in_flight_and_starts_nothing_new(tmp_path):
     assert len(ResponseCache(tmp_path / "c.sqlite")) == 4
 
 
+def test_ctrl_c_at_the_default_concurrency_sends_none_of_the_requests_waiting_for_a_slot(tmp_path):
+    """Ctrl-C at the default concurrency (256 workers, the limit starting at 8) once every worker has taken a request:
+    8 are in flight, 248 wait for a slot. None of those 248 is sent when the 8 come back during the grace period; the
+    8 answers are cached. Every reply is held until the client has stopped (no clock)."""
+    release, asking, started = threading.Event(), [], threading.Condition()
+
+    def held(body):
+        release.wait(60)
+        return None
+    with TestEndpoint(responder=held) as server:
+        llm = LLMClient(model="m", base_url=server.base_url, api_key="k", cache=tmp_path / "c.sqlite", progress=False)
+
+        def ask(i):
+            with started:
+                asking.append(i)
+                started.notify_all()
+            return llm.chat([{"role": "user", "content": f"question {i}"}])
+
+        def interrupt_when_every_worker_asks():
+            with started:
+                started.wait_for(lambda: len(asking) >= 256, timeout=60)
+            server.wait_for(lambda stats: stats["accepted"] >= 8)
+            _thread.interrupt_main(signal.SIGINT)
+            llm.scheduler.interrupted.wait(timeout=60)  # set once no request can be sent any more
+            release.set()
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+        threading.Thread(target=interrupt_when_every_worker_asks, daemon=True).start()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                llm.map(ask, range(600))
+        finally:
+            signal.signal(signal.SIGINT, previous)
+            release.set()
+        assert llm.scheduler.workers == 256 and server.count == 8
+    assert len(ResponseCache(tmp_path / "c.sqlite")) == 8
+
+
 def test_a_failed_write_mid_run_stops_the_client_in_python_too(tmp_path, server):
     """LLMClient itself (not only the command line): after an answer it could not store, no request is sent."""
     llm = LLMClient(model="m", base_url=server.base_url, api_key="k", cache=tmp_path / "c.sqlite", progress=False,

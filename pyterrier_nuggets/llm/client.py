@@ -89,7 +89,7 @@ from pyterrier_nuggets.llm.modes import ModeRouter
 from pyterrier_nuggets.llm.options import ClientOptions
 from pyterrier_nuggets.llm.parsing import OutputError
 from pyterrier_nuggets.llm.rotation import Halted, Rotation
-from pyterrier_nuggets.llm.scheduler import Deferred, Scheduler
+from pyterrier_nuggets.llm.scheduler import Cancelled, Deferred, Scheduler
 from pyterrier_nuggets.llm.tokens import TokenCounter
 from pyterrier_nuggets.llm.usage import OTHER_STAGE, Plan, Prices, StageCounters, Usage
 
@@ -194,8 +194,10 @@ class LLMClient:
         self.tokens = TokenCounter(self.model)
         self._router = ModeRouter(options.batch, cache, self.endpoint, lambda: self._rotation.first.client,
                                   self.counters, self.tokens, lambda: self.scheduler.rounds, self._log)
-        # workers for as many requests in flight as every endpoint's ceiling allows
-        self.scheduler = Scheduler(self.concurrency * len(self.endpoints), self._router.flush)
+        # workers for as many requests in flight as every endpoint's ceiling allows; interrupted (Ctrl-C), no request
+        # not yet sent is sent, those waiting for a slot included
+        self.scheduler = Scheduler(self.concurrency * len(self.endpoints), self._router.flush,
+                                   on_interrupt=self._rotation.halt)
         self._lock = threading.Lock()
         self._local = threading.local()
         self._job_invalid: set[str] = set()  # marked invalid during this job (see new_job): replayed within it
@@ -393,7 +395,7 @@ class LLMClient:
             tokens = self.tokens.count_messages(body["messages"]) + int(body.get("max_tokens") or 0)
         try:
             result = self._rotation.call(body, stage, self.scheduler.current_priority(), tokens)
-        except Halted:  # not sent: the cache stopped storing answers while this request waited
+        except Halted:  # not sent: interrupted, or the cache stopped storing answers, while this request waited
             raise self._stopped_calling() from None
         result.key, result.aliases = key, tuple(aliases)
         if result.test_endpoint:
@@ -420,11 +422,12 @@ class LLMClient:
                 self._unstorable = CacheError(error.path, error.error, "write", in_flight=in_flight)
             return self._unstorable
 
-    def _stopped_calling(self) -> CacheError:
-        """The error of a request the halted rotation did not send: the one :meth:`_stop_calling` keeps (it halts the
-        rotation holding the same lock, so the error is there once this lock is had)."""
+    def _stopped_calling(self) -> Exception:
+        """The error of a request the halted rotation did not send: the cache's, which :meth:`_stop_calling` keeps (it
+        halts the rotation holding the same lock, so the error is there once this lock is had); else the run was
+        interrupted (:class:`~.scheduler.Cancelled`)."""
         with self._lock:
-            return self._unstorable
+            return self._unstorable or Cancelled("interrupted before it was sent")
 
     def followers(self) -> int:
         """Requests waiting at this moment for the answer to the same request, which another thread is asking (one call
