@@ -171,7 +171,9 @@ def test_when_answers_can_no_longer_be_stored_no_call_is_paid_again(files, tmp_p
            f"lost); {cache}" in err and "free space" in err
     stored = len(ResponseCache(cache))
     paid = server.count
-    assert 0 < stored < 12 and paid == stored + 1  # the one answer in hand when the disk filled, nothing after
+    # at most the one answer in hand when the disk filled (none when the write that failed was the lease of the next
+    # request, taken before it is sent), nothing after
+    assert 0 < stored < 12 and paid - stored in (0, 1)
     assert not (tmp_path / "o").exists()
     done = _run_limited(0, [*argv, "--out", str(tmp_path / "o")])
     assert done.returncode == 0, done.stderr

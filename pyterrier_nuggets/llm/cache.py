@@ -8,8 +8,11 @@ fresh one replaced (``rejected``, for inspection), and the Batch API batches thi
 Several processes on one machine may share one cache file (WAL); processes on other machines write shards of
 their own (:func:`shard_path`, ``LLMClient(worker_cache=...)``), which :func:`merge_caches` (``pyterrier-nuggets
 cache merge``) folds into one: SQLite on a network file system is not safe (docs/scale.md). Processes sharing a
-cache share its answers, not their work: two that ask the same request at the same time both pay for it
-(docs/llm.md, "One cache, several processes").
+cache share its answers and their work: before it asks a request, a client takes the request's *lease* (a row of
+``leases``, in a write transaction: :meth:`ResponseCache.claim`); a client that finds the lease held by another
+(its :class:`Owner`, alive) waits for that answer instead of paying for it again, and takes the lease over when its
+owner's process is gone or the lease is older than any request may take. The answer's write removes the lease; a
+request that failed gives it back (docs/llm.md, "One cache, several processes").
 
 A cache is checked when it is opened, before any call: it must be a readable, undamaged database
 (``PRAGMA quick_check``) in which a write goes through; otherwise :class:`CacheError` names the file, what is
@@ -29,6 +32,7 @@ import socket
 import sqlite3
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +41,61 @@ from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.llm.config import ENV_CACHE
 
 INVALID = "invalid"  # verdict of a response in an exchange that still failed validation after the re-asks
+CLAIMED, ANSWERED = "claimed", "answered"  # what a claim of a request's lease comes to (else: the Owner holding it)
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Who holds a request's lease: one client (``token``) in one process (``pid`` on ``host``; ``started``: when the
+    process started, where the system says it, so that a pid used again by a later process is not taken for it).
+
+    :param token: the client's own id (two clients of one process are two owners).
+    :param host: the machine's name.
+    :param pid: the process.
+    :param started: the process's start time (Linux: ``/proc/PID/stat``), or None.
+    """
+
+    token: str
+    host: str
+    pid: int
+    started: str | None
+
+    @classmethod
+    def here(cls) -> Owner:
+        """A new owner in this process."""
+        return cls(uuid.uuid4().hex, socket.gethostname(), os.getpid(), _process_started(os.getpid()))
+
+
+def _process_started(pid: int) -> str | None:
+    """When process ``pid`` started (clock ticks since boot, Linux), or None where the system does not say, or when the
+    process is gone (or a zombie)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return None if fields[0] in ("Z", "X") else fields[19]
+
+
+def process_alive(host: str, pid: int, started: str | None) -> bool:
+    """Whether the process of a lease is alive: on another machine it cannot be told, and counts as alive (its lease
+    ends when it is too old); on this one, by its start time where the system gives it, else by its pid.
+
+    :param host: the machine it ran on.
+    :param pid: its process id.
+    :param started: its start time as :class:`Owner` records it, or None.
+    """
+    if host != socket.gethostname():
+        return True
+    if Path("/proc/self/stat").exists():
+        now = _process_started(pid)
+        return now is not None and (started is None or now == started)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # it exists, another user's
+        return True
+    return True
 
 
 class CacheError(InvalidInput):
@@ -123,6 +182,7 @@ class ResponseCache:
         self.fallback = ResponseCache(fallback) if fallback is not None else None
         self._local = threading.local()
         self._writes = _GroupCommit(self._write_responses)
+        self._claims = _GroupCommit(self._claim_leases, results=True)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._open()
@@ -150,6 +210,8 @@ class ResponseCache:
                         "requests TEXT NOT NULL, created REAL NOT NULL, status TEXT NOT NULL)")
             con.execute("CREATE TABLE IF NOT EXISTS limits (endpoint TEXT PRIMARY KEY, level INTEGER NOT NULL, "
                         "pushed_back INTEGER NOT NULL, updated REAL NOT NULL)")
+            con.execute("CREATE TABLE IF NOT EXISTS leases (key TEXT PRIMARY KEY, owner TEXT NOT NULL, host TEXT NOT "
+                        "NULL, pid INTEGER NOT NULL, started TEXT, taken REAL NOT NULL)")
             con.execute("CREATE TABLE IF NOT EXISTS opened (at REAL NOT NULL)")
             con.execute("DELETE FROM opened")
             con.execute("INSERT INTO opened (at) VALUES (?)", (time.time(),))
@@ -206,6 +268,34 @@ class ResponseCache:
                             "verdict = ?", [(now, key, INVALID) for key in last])
             con.executemany("INSERT OR REPLACE INTO responses (key, request, response, created, verdict, error) "
                             "VALUES (?, ?, ?, ?, NULL, NULL)", [(*item, now) for item in last.values()])
+            con.executemany("DELETE FROM leases WHERE key = ?", [(key,) for key in last])  # answered: no one waits
+
+    def claim(self, keys: Sequence[str], owner: Owner, lease_time: float) -> str | Owner:
+        """Take the lease of a request (its keys) before asking it, in a write (several claims at once are committed
+        together): :data:`CLAIMED` (``owner`` asks it now), :data:`ANSWERED` (a valid answer is stored: look it up), or
+        the :class:`Owner` that holds it: another client whose process is alive and whose lease is younger than
+        ``lease_time`` seconds (wait for its answer). A lease whose owner is gone, or older, is taken over. A write that
+        fails raises :class:`CacheError` (``when="write"``)."""
+        with self._storing():
+            return self._claims.write((tuple(keys), owner, lease_time))
+
+    def _claim_leases(self, claims: list[tuple[tuple[str, ...], Owner, float]]) -> list[str | Owner]:
+        out = []
+        with self._transaction() as con:
+            now = time.time()
+            for keys, owner, lease_time in claims:
+                out.append(_claim(con, keys, owner, now - lease_time))
+                if out[-1] == CLAIMED:
+                    con.executemany("INSERT OR REPLACE INTO leases (key, owner, host, pid, started, taken) VALUES "
+                                    "(?, ?, ?, ?, ?, ?)",
+                                    [(k, owner.token, owner.host, owner.pid, owner.started, now) for k in keys])
+        return out
+
+    def release(self, keys: Sequence[str], owner: Owner) -> None:
+        """Give back ``owner``'s leases of ``keys`` (its request was not answered: another may ask it now). A write that
+        fails is skipped: the lease then ends with its owner's process, or when it is too old."""
+        with contextlib.suppress(sqlite3.Error, OSError), self._transaction() as con:
+            con.executemany("DELETE FROM leases WHERE key = ? AND owner = ?", [(k, owner.token) for k in keys])
 
     @contextlib.contextmanager
     def _storing(self) -> Iterator[None]:
@@ -271,34 +361,50 @@ class ResponseCache:
         return f"ResponseCache({str(self.path)!r})"
 
 
-class _Batch:
-    """Writes committed in one transaction."""
+def _claim(con: sqlite3.Connection, keys: tuple[str, ...], owner: Owner, since: float) -> str | Owner:
+    """What a claim of ``keys`` by ``owner`` comes to (inside the claim's write transaction): answered already, held by
+    another live owner since ``since`` or later, or free to claim."""
+    marks = ", ".join("?" * len(keys))
+    if con.execute(f"SELECT 1 FROM responses WHERE key IN ({marks}) AND verdict IS NULL LIMIT 1", keys).fetchone():
+        return ANSWERED
+    for token, host, pid, started, taken in con.execute(
+            f"SELECT owner, host, pid, started, taken FROM leases WHERE key IN ({marks})", keys):
+        if token != owner.token and taken >= since and process_alive(host, pid, started):
+            return Owner(token, host, pid, started)
+    return CLAIMED
 
-    __slots__ = ("items", "done", "error")
+
+class _Batch:
+    """Writes committed in one transaction, and what the commit said of each."""
+
+    __slots__ = ("items", "done", "error", "results")
 
     def __init__(self):
         self.items: list = []
         self.done = False
         self.error: BaseException | None = None
+        self.results: list | None = None
 
 
 class _GroupCommit:
     """Writes from many threads, committed together: a writer that finds no commit under way commits every write
     queued so far (its own among them) in one call of ``commit``; a writer that finds one under way queues its
-    write for the next and waits. :meth:`write` returns once its write is committed, or raises the commit's error.
+    write for the next and waits. :meth:`write` returns once its write is committed (with ``results``, what
+    ``commit`` returned for it: ``commit`` then returns a list, one result per write), or raises the commit's error.
     One lock of the process replaces SQLite's busy waiting (which sleeps up to hundreds of milliseconds under
     contention: measured in docs/benchmarks.md, "The LLM client at TREC scale")."""
 
-    def __init__(self, commit: Callable[[list], None]):
-        self._commit = commit
+    def __init__(self, commit: Callable[[list], list | None], results: bool = False):
+        self._commit, self._results = commit, results
         self._lock = threading.Lock()
         self._done = threading.Condition(self._lock)
         self._open = _Batch()
         self._writing = False
 
-    def write(self, item) -> None:
+    def write(self, item):
         with self._lock:
             batch = self._open
+            index = len(batch.items)
             batch.items.append(item)
             while not batch.done:
                 if self._writing:  # another writer commits the batch before: wait for it
@@ -307,7 +413,7 @@ class _GroupCommit:
                 self._open, self._writing = _Batch(), True  # no commit under way: the open batch is ours
                 self._lock.release()
                 try:
-                    self._commit(batch.items)
+                    batch.results = self._commit(batch.items)
                 except BaseException as e:  # every writer of the batch raises it
                     batch.error = e
                 finally:
@@ -316,6 +422,7 @@ class _GroupCommit:
                     self._done.notify_all()
         if batch.error is not None:
             raise batch.error
+        return batch.results[index] if self._results else None
 
 
 class CacheMiss(InvalidInput):

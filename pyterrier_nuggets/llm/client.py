@@ -61,6 +61,7 @@ import os
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
@@ -68,9 +69,11 @@ from typing import Any, Generic, TypeVar
 
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.llm.cache import (
+    CLAIMED,
     INVALID,
     CacheError,
     CacheMiss,
+    Owner,
     ResponseCache,
     default_cache_path,
     request_key,
@@ -98,6 +101,8 @@ __all__ = ["LLMClient", "ChatResult", "Outcome", "endpoint_configured", "select_
 
 _DEFAULT_CACHE = object()
 EMBEDDED_MAX_TOKENS = 512  # bound the generation of a small model that may ramble
+LEASE_POLL = 0.005  # seconds before a request whose lease another client holds looks at the cache again (doubling)
+LEASE_POLL_MAX = 0.25  # the longest of those waits
 
 T = TypeVar("T")
 
@@ -205,6 +210,8 @@ class LLMClient:
         self._unstorable: CacheError | None = None  # the cache failed to store an answer: no call is made any more
         # (set, with the rotation halted, under self._lock)
         self._flights = _Flights()  # requests being answered now, by key: an identical one waits for the answer
+        self._owner = Owner.here()  # this client, as the owner of the leases it takes in the cache
+        self._waiting_for_others = 0  # requests waiting for another client's (process's) answer now
 
     # ------------------------------------------------------------------------------------- what it is
 
@@ -390,6 +397,31 @@ class LLMClient:
             raise self._unstorable
         if self._router.defers:
             raise self._router.defer(key, body, stage, plan_reply, plan_note)
+        if self.cache is not None:
+            waited = self._claim(keys, stage)
+            if waited is not None:  # another process (or client) asked it while this one waited: its answer
+                return waited
+        stored = False
+        try:
+            result = self._call(body, stage)
+            result.key, result.aliases = key, tuple(aliases)
+            if result.ok and self.cache is not None:
+                reply = {"text": result.text, "usage": result.usage, "finish_reason": result.finish_reason}
+                if result.test_endpoint:
+                    reply["test_endpoint"] = True
+                try:
+                    for k in keys:
+                        self.cache.put(k, body, reply)  # the answer's write also removes the request's lease
+                except CacheError as e:
+                    raise self._stop_calling(e) from None
+                stored = True
+        finally:
+            if not stored and self.cache is not None:  # not answered: whoever waits for it asks it
+                self.cache.release(keys, self._owner)
+        return result
+
+    def _call(self, body: dict, stage: str | None) -> ChatResult:
+        """One request sent to the endpoints (the rotation's retries included)."""
         tokens = 0
         if self._rotation.needs_tokens:
             tokens = self.tokens.count_messages(body["messages"]) + int(body.get("max_tokens") or 0)
@@ -397,19 +429,47 @@ class LLMClient:
             result = self._rotation.call(body, stage, self.scheduler.current_priority(), tokens)
         except Halted:  # not sent: interrupted, or the cache stopped storing answers, while this request waited
             raise self._stopped_calling() from None
-        result.key, result.aliases = key, tuple(aliases)
         if result.test_endpoint:
             self.test_endpoint = True
-        if result.ok and self.cache is not None:
-            reply = {"text": result.text, "usage": result.usage, "finish_reason": result.finish_reason}
-            if result.test_endpoint:
-                reply["test_endpoint"] = True
-            try:
-                for k in keys:
-                    self.cache.put(k, body, reply)
-            except CacheError as e:
-                raise self._stop_calling(e) from None
         return result
+
+    def _claim(self, keys: list[str], stage: str | None) -> ChatResult | None:
+        """Before a call: the request's lease in the cache, taken (None: this client asks it), or, while another
+        client (another process, mostly) holds it and asks the request, a wait for its answer, which is returned (a
+        cache hit, as a sequential run counts it). A lease whose owner's process is gone, or that is older than
+        :attr:`lease_time`, is taken over; a lease given back (the request failed there) is taken, and the request
+        asked here. The cache is looked at again after :data:`LEASE_POLL` seconds, doubling up to
+        :data:`LEASE_POLL_MAX` (a process cannot be woken by another's write)."""
+        pause, waiting = LEASE_POLL, False
+        try:
+            while True:
+                try:
+                    claim = self.cache.claim(keys, self._owner, self.lease_time)
+                except CacheError as e:  # the lease cannot be written: neither could the answer be
+                    raise self._stop_calling(e) from None
+                if claim == CLAIMED:
+                    return None
+                found = self._cached(keys, stage)
+                if found is not None:
+                    return found
+                if self._rotation.halted:  # interrupted, or the cache failed, while this request waited
+                    raise self._stopped_calling()
+                if not waiting:
+                    waiting = True
+                    with self._lock:
+                        self._waiting_for_others += 1
+                time.sleep(pause)
+                pause = min(2 * pause, LEASE_POLL_MAX)
+        finally:
+            if waiting:
+                with self._lock:
+                    self._waiting_for_others -= 1
+
+    @property
+    def lease_time(self) -> float:
+        """Seconds a lease of another client is waited for at most: twice the longest a request may take once sent
+        (``max_retry_time`` and one more ``timeout``), so that a request waiting for a slot is not taken for stuck."""
+        return 2.0 * (self.options.retry.max_retry_time + self.options.retry.timeout)
 
     def _stop_calling(self, error: CacheError) -> CacheError:
         """An answer could not be stored: no request that is not sent yet is sent any more, from this moment (the
@@ -430,10 +490,12 @@ class LLMClient:
             return self._unstorable or Cancelled("interrupted before it was sent")
 
     def followers(self) -> int:
-        """Requests waiting at this moment for the answer to the same request, which another thread is asking (one call
-        for identical requests in flight at once): what a test observes to release a held reply only once every
-        thread has joined."""
-        return self._flights.followers()
+        """Requests waiting at this moment for the answer to the same request, which another thread, or another client
+        on the same cache (another process), is asking (one call for identical requests in flight at once): what a test
+        observes to release a held reply only once every asker waits."""
+        with self._lock:
+            others = self._waiting_for_others
+        return self._flights.followers() + others
 
     def _follow(self, led: ChatResult, stage: str | None) -> ChatResult:
         """What a request gets that was asked while the same request was being answered: the same answer, counted
