@@ -104,8 +104,10 @@ def test_kill_9_of_a_command_with_workers_leaves_no_process(tmp_path):
         try:
             assert endpoint.wait_for(lambda stats: stats["accepted"] >= 4), "never 2 requests in flight per worker"
             started = descendants(command.pid)
-            workers = [p for p in started if b"popen_loky_posix" in Path(f"/proc/{p}/cmdline").read_bytes()]
-            assert len(workers) == 2, started
+            commands = {p: Path(f"/proc/{p}/cmdline").read_bytes() for p in started}
+            workers = [p for p, line in commands.items() if b"popen_loky_posix" in line]
+            trackers = [p for p, line in commands.items() if b"resource_tracker" in line]
+            assert len(workers) == 2 and trackers, commands
             command.send_signal(signal.SIGKILL)
             command.wait()
             wait_until(lambda: not any(map(alive, started)), "every process of the killed command gone")
