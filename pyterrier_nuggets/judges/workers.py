@@ -27,12 +27,13 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import wait
 from typing import Any
 
+from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.llm.scheduler import GRACE, interrupt_all
 
 IDLE_TIMEOUT = 300.0  # seconds an idle worker waits for the next task before it ends (joblib's idle_worker_timeout)
 PARENT_POLL = 0.5  # seconds between looks at the parent where no pidfd tells when it ends
 STOP_MARGIN = 10.0  # seconds the calling process waits beyond the workers' grace period for their hand-back
-INTERRUPT_SIGNAL = signal.SIGUSR1  # how a worker's watcher interrupts the worker's main thread
+INTERRUPT_SIGNAL = getattr(signal, "SIGUSR1", None)  # how a worker's watcher interrupts the worker's main thread
 #: joblib's limits on the thread pools of numerical libraries in each worker (``ParallelBackendBase``)
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
                     "VECLIB_MAXIMUM_THREADS", "NUMBA_NUM_THREADS", "NUMEXPR_NUM_THREADS")
@@ -52,6 +53,8 @@ def run(fn: Callable[[Any], Any], tasks: Sequence[Any], n: int) -> list:
     :param tasks: the tasks, one each.
     :param n: worker processes at once.
     """
+    if INTERRUPT_SIGNAL is None:  # as PyTerrier's own .parallel(): POSIX only
+        raise InvalidInput(".parallel() on worker processes needs a POSIX system (Linux, macOS); not on Windows")
     from joblib.externals.loky import get_reusable_executor
     stop = _stop_event()
     executor = get_reusable_executor(max_workers=n, timeout=IDLE_TIMEOUT, initializer=_start_worker,

@@ -15,7 +15,9 @@ Every caller gets, without asking:
   threads and processes: a re-run makes zero calls for what succeeded and returns identical results;
   requests whose answers still failed validation after the re-asks are asked again by the next run
   (unless ``frozen``), their earlier answers kept for inspection (:mod:`.cache`); a request asked while the same
-  request is in flight in another thread waits for that answer (one call, counted as a cache hit);
+  request is in flight in another thread, or in another process on the same cache (its lease in the cache), waits for
+  that answer (one call, counted as a cache hit); once an answer cannot be stored, or on Ctrl-C, no request that is
+  not sent yet is sent;
 - temperature 0 and a fixed seed by default;
 - counts of calls, retries, cache hits, failures and tokens, in all (:attr:`LLMClient.stats`) and per
   stage (:meth:`LLMClient.usage`, with costs from user-given :class:`~.usage.Prices`);
