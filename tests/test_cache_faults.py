@@ -255,9 +255,7 @@ def test_a_failed_write_mid_run_stops_the_client_in_python_too(tmp_path, server)
                     options=ClientOptions(limits=Limits(concurrency=1)))
     llm.chat([{"role": "user", "content": "stored"}])
 
-    def failing(*args, **kwargs):
-        raise sqlite3.OperationalError("database or disk is full")
-    llm.cache._writes._commit = failing  # the disk fills up now
+    _answers_fail(llm.cache, "database or disk is full")  # the disk fills up now
     with pytest.raises(CacheError, match="cannot store answers any more"):
         llm.chat([{"role": "user", "content": "lost"}])
     with pytest.raises(CacheError):
@@ -270,6 +268,19 @@ def test_a_failed_write_mid_run_stops_the_client_in_python_too(tmp_path, server)
 
 FULL_DISK_ERROR, UNWRITABLE_ERROR = "database or disk is full", "attempt to write a readonly database"
 FAULTS = {"full-disk": (FULL_DISK_ERROR, "full or failing disk"), "unwritable": (UNWRITABLE_ERROR, "not writable")}
+
+
+def _answers_fail(cache: ResponseCache, error: str) -> None:
+    """From now on every write of ``cache`` that stores an answer fails with SQLite's ``error`` (the disk filled up, or
+    the file and its journal were made unwritable); a write of leases alone (taken before a request is sent) goes
+    through."""
+    commit = cache._writes._commit
+
+    def failing(items):
+        if any(not hasattr(item, "owner") for item in items):
+            raise sqlite3.OperationalError(error)
+        return commit(items)
+    cache._writes._commit = failing
 
 
 def _in_flight_when_stopped(error: CacheError) -> int:
@@ -304,11 +315,9 @@ def test_requests_waiting_for_a_slot_are_never_sent_once_an_answer_cannot_be_sto
             release.wait(60)
         return None
 
-    def failing(items):
-        raise sqlite3.OperationalError(error)
     with TestEndpoint(responder=responder) as server:
         llm = LLMClient(model="m", base_url=server.base_url, api_key="k", cache=tmp_path / "c.sqlite", progress=False)
-        llm.cache._writes._commit = failing  # from the first answer on
+        _answers_fail(llm.cache, error)  # from the first answer on
 
         def ask(i):
             with started:
@@ -340,7 +349,7 @@ def test_a_command_at_the_default_concurrency_pays_for_at_most_what_was_in_fligh
     from pyterrier_nuggets.llm.rotation import Rotation
     error, kind = FAULTS[fault]
     answers, nuggets = _wide_job(tmp_path, runs=20, topics=20)  # 400 assignment calls
-    release, lock, arrived, stored = threading.Event(), threading.Lock(), [], []
+    release, lock, arrived, stored, failed = threading.Event(), threading.Lock(), [], [], []
     store, halt = cache_module.ResponseCache._write_responses, Rotation.halt
 
     def responder(body):
@@ -351,15 +360,17 @@ def test_a_command_at_the_default_concurrency_pays_for_at_most_what_was_in_fligh
             release.wait(60)
         return None
 
-    def failing_after_20(self, items):  # the 21st answer and every later one cannot be stored
+    def failing_after_20(self, items):  # the write that would store a 21st answer fails, and every write after it
+        answers = sum(not hasattr(item, "owner") for item in items)  # the others: leases of requests about to be sent
         with lock:
-            room = max(0, 20 - len(stored))
-            stored.extend(items[:room])
-        if len(items) > room:
-            if room:
-                store(self, items[:room])
+            full = bool(failed) or len(stored) + answers > 20
+            if full:
+                failed.append(items)
+            else:
+                stored.extend(item for item in items if not hasattr(item, "owner"))
+        if full:
             raise sqlite3.OperationalError(error)
-        store(self, items)
+        return store(self, items)
 
     def halted(self):  # the client stopped calling: let the held replies come back
         in_flight = halt(self)

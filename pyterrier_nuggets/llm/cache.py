@@ -36,6 +36,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.llm.config import ENV_CACHE
@@ -181,8 +182,7 @@ class ResponseCache:
         self.home_path = Path(home) if home is not None else self.path
         self.fallback = ResponseCache(fallback) if fallback is not None else None
         self._local = threading.local()
-        self._writes = _GroupCommit(self._write_responses)
-        self._claims = _GroupCommit(self._claim_leases, results=True)
+        self._writes = _GroupCommit(self._write_responses)  # answers and leases: one transaction per group commit
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._open()
@@ -259,37 +259,31 @@ class ResponseCache:
         with self._storing():
             self._writes.write((key, json.dumps(request, ensure_ascii=False), json.dumps(response, ensure_ascii=False)))
 
-    def _write_responses(self, items: list[tuple[str, str, str]]) -> None:
-        last = {key: (key, request, response) for key, request, response in items}  # a key written twice: its last
+    def _write_responses(self, items: list) -> list:
+        """The writes of one group commit in one transaction (one SQLite write lock for answers and leases alike, so
+        that they never wait for each other in SQLite's busy handler): the answers (``(key, request, response)``)
+        first, then the claims (:class:`_Claim`), whose outcomes are returned in their places (None for an answer)."""
+        answers = [item for item in items if not isinstance(item, _Claim)]
+        last = {key: (key, request, response) for key, request, response in answers}  # a key written twice: its last
         with self._transaction() as con:
             now = time.time()
-            con.executemany("INSERT INTO rejected (key, request, response, error, created, replaced) "
-                            "SELECT key, request, response, error, created, ? FROM responses WHERE key = ? AND "
-                            "verdict = ?", [(now, key, INVALID) for key in last])
-            con.executemany("INSERT OR REPLACE INTO responses (key, request, response, created, verdict, error) "
-                            "VALUES (?, ?, ?, ?, NULL, NULL)", [(*item, now) for item in last.values()])
-            con.executemany("DELETE FROM leases WHERE key = ?", [(key,) for key in last])  # answered: no one waits
+            if last:
+                con.executemany("INSERT INTO rejected (key, request, response, error, created, replaced) "
+                                "SELECT key, request, response, error, created, ? FROM responses WHERE key = ? AND "
+                                "verdict = ?", [(now, key, INVALID) for key in last])
+                con.executemany("INSERT OR REPLACE INTO responses (key, request, response, created, verdict, error) "
+                                "VALUES (?, ?, ?, ?, NULL, NULL)", [(*item, now) for item in last.values()])
+                con.executemany("DELETE FROM leases WHERE key = ?", [(key,) for key in last])  # answered: no one waits
+            return [_claim(con, item, now) if isinstance(item, _Claim) else None for item in items]
 
     def claim(self, keys: Sequence[str], owner: Owner, lease_time: float) -> str | Owner:
-        """Take the lease of a request (its keys) before asking it, in a write (several claims at once are committed
-        together): :data:`CLAIMED` (``owner`` asks it now), :data:`ANSWERED` (a valid answer is stored: look it up), or
-        the :class:`Owner` that holds it: another client whose process is alive and whose lease is younger than
-        ``lease_time`` seconds (wait for its answer). A lease whose owner is gone, or older, is taken over. A write that
-        fails raises :class:`CacheError` (``when="write"``)."""
+        """Take the lease of a request (its keys) before asking it, in a write (committed together with the other
+        answers and claims of the moment): :data:`CLAIMED` (``owner`` asks it now), :data:`ANSWERED` (a valid answer is
+        stored: look it up), or the :class:`Owner` that holds it: another client whose process is alive and whose lease
+        is younger than ``lease_time`` seconds (wait for its answer). A lease whose owner is gone, or older, is taken
+        over. A write that fails raises :class:`CacheError` (``when="write"``)."""
         with self._storing():
-            return self._claims.write((tuple(keys), owner, lease_time))
-
-    def _claim_leases(self, claims: list[tuple[tuple[str, ...], Owner, float]]) -> list[str | Owner]:
-        out = []
-        with self._transaction() as con:
-            now = time.time()
-            for keys, owner, lease_time in claims:
-                out.append(_claim(con, keys, owner, now - lease_time))
-                if out[-1] == CLAIMED:
-                    con.executemany("INSERT OR REPLACE INTO leases (key, owner, host, pid, started, taken) VALUES "
-                                    "(?, ?, ?, ?, ?, ?)",
-                                    [(k, owner.token, owner.host, owner.pid, owner.started, now) for k in keys])
-        return out
+            return self._writes.write(_Claim(tuple(keys), owner, lease_time), answer=True)
 
     def release(self, keys: Sequence[str], owner: Owner) -> None:
         """Give back ``owner``'s leases of ``keys`` (its request was not answered: another may ask it now). A write that
@@ -361,16 +355,27 @@ class ResponseCache:
         return f"ResponseCache({str(self.path)!r})"
 
 
-def _claim(con: sqlite3.Connection, keys: tuple[str, ...], owner: Owner, since: float) -> str | Owner:
-    """What a claim of ``keys`` by ``owner`` comes to (inside the claim's write transaction): answered already, held by
-    another live owner since ``since`` or later, or free to claim."""
+class _Claim(NamedTuple):
+    """A claim of a request's lease (:meth:`ResponseCache.claim`), as a write of a group commit."""
+
+    keys: tuple[str, ...]
+    owner: Owner
+    lease_time: float
+
+
+def _claim(con: sqlite3.Connection, claim: _Claim, now: float) -> str | Owner:
+    """What a claim comes to, inside the write transaction: answered already, held by another live owner for less than
+    its lease time, or claimed (the lease written)."""
+    keys, owner = claim.keys, claim.owner
     marks = ", ".join("?" * len(keys))
     if con.execute(f"SELECT 1 FROM responses WHERE key IN ({marks}) AND verdict IS NULL LIMIT 1", keys).fetchone():
         return ANSWERED
     for token, host, pid, started, taken in con.execute(
             f"SELECT owner, host, pid, started, taken FROM leases WHERE key IN ({marks})", keys):
-        if token != owner.token and taken >= since and process_alive(host, pid, started):
+        if token != owner.token and taken >= now - claim.lease_time and process_alive(host, pid, started):
             return Owner(token, host, pid, started)
+    con.executemany("INSERT OR REPLACE INTO leases (key, owner, host, pid, started, taken) VALUES (?, ?, ?, ?, ?, ?)",
+                    [(k, owner.token, owner.host, owner.pid, owner.started, now) for k in keys])
     return CLAIMED
 
 
@@ -389,19 +394,19 @@ class _Batch:
 class _GroupCommit:
     """Writes from many threads, committed together: a writer that finds no commit under way commits every write
     queued so far (its own among them) in one call of ``commit``; a writer that finds one under way queues its
-    write for the next and waits. :meth:`write` returns once its write is committed (with ``results``, what
-    ``commit`` returned for it: ``commit`` then returns a list, one result per write), or raises the commit's error.
+    write for the next and waits. :meth:`write` returns once its write is committed (with ``answer``, what ``commit``
+    returned for it: a list, one result per write), or raises the commit's error.
     One lock of the process replaces SQLite's busy waiting (which sleeps up to hundreds of milliseconds under
     contention: measured in docs/benchmarks.md, "The LLM client at TREC scale")."""
 
-    def __init__(self, commit: Callable[[list], list | None], results: bool = False):
-        self._commit, self._results = commit, results
+    def __init__(self, commit: Callable[[list], list | None]):
+        self._commit = commit
         self._lock = threading.Lock()
         self._done = threading.Condition(self._lock)
         self._open = _Batch()
         self._writing = False
 
-    def write(self, item):
+    def write(self, item, answer: bool = False):
         with self._lock:
             batch = self._open
             index = len(batch.items)
@@ -422,7 +427,7 @@ class _GroupCommit:
                     self._done.notify_all()
         if batch.error is not None:
             raise batch.error
-        return batch.results[index] if self._results else None
+        return batch.results[index] if answer else None
 
 
 class CacheMiss(InvalidInput):
