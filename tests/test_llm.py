@@ -347,8 +347,8 @@ def test_cache_commits_concurrent_replies_together_and_before_put_returns(tmp_pa
     path = tmp_path / "cache.sqlite"
     batches = []
     write = ResponseCache._write_responses
-    monkeypatch.setattr(ResponseCache, "_write_responses", lambda self, items: (batches.append(len(items)),
-                                                                                write(self, items))[1])
+    monkeypatch.setattr(ResponseCache, "_write_responses", lambda self, items: (write(self, items),
+                                                                                batches.append(len(items))))
     cache = ResponseCache(path)
     blocker = sqlite3.connect(path, isolation_level=None)
     blocker.execute("BEGIN IMMEDIATE")  # holds SQLite's write lock: no commit can finish
@@ -380,7 +380,7 @@ def test_cache_commit_error_reaches_every_put_of_its_batch(tmp_path, monkeypatch
         calls.append(len(items))
         if len(calls) == 1:
             raise sqlite3.OperationalError("disk I/O error")
-        return write(self, items)
+        write(self, items)
 
     monkeypatch.setattr(ResponseCache, "_write_responses", failing_once)
     cache = ResponseCache(tmp_path / "cache.sqlite")

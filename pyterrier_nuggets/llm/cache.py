@@ -8,11 +8,10 @@ fresh one replaced (``rejected``, for inspection), and the Batch API batches thi
 Several processes on one machine may share one cache file (WAL); processes on other machines write shards of
 their own (:func:`shard_path`, ``LLMClient(worker_cache=...)``), which :func:`merge_caches` (``pyterrier-nuggets
 cache merge``) folds into one: SQLite on a network file system is not safe (docs/scale.md). Processes sharing a
-cache share its answers and their work: before it asks a request, a client takes the request's *lease* (a row of
-``leases``, in a write transaction: :meth:`ResponseCache.claim`); a client that finds the lease held by another
-(its :class:`Owner`, alive) waits for that answer instead of paying for it again, and takes the lease over when its
-owner's process is gone or the lease is older than any request may take. The answer's write removes the lease; a
-request that failed gives it back (docs/llm.md, "One cache, several processes").
+cache share its answers and their work: a process asks a request only while it holds the request's lock
+(:meth:`ResponseCache.claim`: one byte of the lock file beside the cache, ``NAME.sqlite-lock``, a POSIX record lock,
+which the system releases when the process ends, however it ends); another process that wants the request meanwhile
+waits for its answer instead of paying for it again (docs/llm.md, "One cache, several processes").
 
 A cache is checked when it is opened, before any call: it must be a readable, undamaged database
 (``PRAGMA quick_check``) in which a write goes through; otherwise :class:`CacheError` names the file, what is
@@ -32,71 +31,23 @@ import socket
 import sqlite3
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
 
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.llm.config import ENV_CACHE
 
+try:  # POSIX record locks: the locks of requests between processes (none on Windows: no such coordination there)
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX
+    fcntl = None
+
 INVALID = "invalid"  # verdict of a response in an exchange that still failed validation after the re-asks
-CLAIMED, ANSWERED = "claimed", "answered"  # what a claim of a request's lease comes to (else: the Owner holding it)
-
-
-@dataclass(frozen=True)
-class Owner:
-    """Who holds a request's lease: one client (``token``) in one process (``pid`` on ``host``; ``started``: when the
-    process started, where the system says it, so that a pid used again by a later process is not taken for it).
-
-    :param token: the client's own id (two clients of one process are two owners).
-    :param host: the machine's name.
-    :param pid: the process.
-    :param started: the process's start time (Linux: ``/proc/PID/stat``), or None.
-    """
-
-    token: str
-    host: str
-    pid: int
-    started: str | None
-
-    @classmethod
-    def here(cls) -> Owner:
-        """A new owner in this process."""
-        return cls(uuid.uuid4().hex, socket.gethostname(), os.getpid(), _process_started(os.getpid()))
-
-
-def _process_started(pid: int) -> str | None:
-    """When process ``pid`` started (clock ticks since boot, Linux), or None where the system does not say, or when the
-    process is gone (or a zombie)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return None if fields[0] in ("Z", "X") else fields[19]
-
-
-def process_alive(host: str, pid: int, started: str | None) -> bool:
-    """Whether the process of a lease is alive: on another machine it cannot be told, and counts as alive (its lease
-    ends when it is too old); on this one, by its start time where the system gives it, else by its pid.
-
-    :param host: the machine it ran on.
-    :param pid: its process id.
-    :param started: its start time as :class:`Owner` records it, or None.
-    """
-    if host != socket.gethostname():
-        return True
-    if Path("/proc/self/stat").exists():
-        now = _process_started(pid)
-        return now is not None and (started is None or now == started)
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # it exists, another user's
-        return True
-    return True
+LOCK_SUFFIX = "-lock"  # the lock file beside a cache (as SQLite's -wal and -shm): one byte-range lock per request
+_LOCK_BASE = 1 << 40  # the first byte of the requests' locks (an empty file: locks may lie beyond its end)
+_LOCK_FILES: dict[str, int] = {}  # lock file -> its descriptor in this process, open until the process ends
+_LOCK_FILES_LOCK = threading.Lock()
 
 
 class CacheError(InvalidInput):
@@ -141,6 +92,11 @@ class CacheError(InvalidInput):
         super().__init__(message.format(fix), cli=message.format(cli))
 
 
+def _lock_offset(key: str) -> int:
+    """The byte of the lock file that is the lock of the request ``key``: one of 2**48."""
+    return _LOCK_BASE + int.from_bytes(hashlib.blake2b(key.encode(), digest_size=6).digest(), "big")
+
+
 def default_cache_path() -> Path:
     """``$PYTERRIER_NUGGETS_CACHE`` or ``$XDG_CACHE_HOME/pyterrier-nuggets/llm-cache.sqlite``."""
     if os.environ.get(ENV_CACHE):
@@ -182,7 +138,7 @@ class ResponseCache:
         self.home_path = Path(home) if home is not None else self.path
         self.fallback = ResponseCache(fallback) if fallback is not None else None
         self._local = threading.local()
-        self._writes = _GroupCommit(self._write_responses)  # answers and leases: one transaction per group commit
+        self._writes = _GroupCommit(self._write_responses)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._open()
@@ -210,8 +166,6 @@ class ResponseCache:
                         "requests TEXT NOT NULL, created REAL NOT NULL, status TEXT NOT NULL)")
             con.execute("CREATE TABLE IF NOT EXISTS limits (endpoint TEXT PRIMARY KEY, level INTEGER NOT NULL, "
                         "pushed_back INTEGER NOT NULL, updated REAL NOT NULL)")
-            con.execute("CREATE TABLE IF NOT EXISTS leases (key TEXT PRIMARY KEY, owner TEXT NOT NULL, host TEXT NOT "
-                        "NULL, pid INTEGER NOT NULL, started TEXT, taken REAL NOT NULL)")
             con.execute("CREATE TABLE IF NOT EXISTS opened (at REAL NOT NULL)")
             con.execute("DELETE FROM opened")
             con.execute("INSERT INTO opened (at) VALUES (?)", (time.time(),))
@@ -259,37 +213,15 @@ class ResponseCache:
         with self._storing():
             self._writes.write((key, json.dumps(request, ensure_ascii=False), json.dumps(response, ensure_ascii=False)))
 
-    def _write_responses(self, items: list) -> list:
-        """The writes of one group commit in one transaction (one SQLite write lock for answers and leases alike, so
-        that they never wait for each other in SQLite's busy handler): the answers (``(key, request, response)``)
-        first, then the claims (:class:`_Claim`), whose outcomes are returned in their places (None for an answer)."""
-        answers = [item for item in items if not isinstance(item, _Claim)]
-        last = {key: (key, request, response) for key, request, response in answers}  # a key written twice: its last
+    def _write_responses(self, items: list[tuple[str, str, str]]) -> None:
+        last = {key: (key, request, response) for key, request, response in items}  # a key written twice: its last
         with self._transaction() as con:
             now = time.time()
-            if last:
-                con.executemany("INSERT INTO rejected (key, request, response, error, created, replaced) "
-                                "SELECT key, request, response, error, created, ? FROM responses WHERE key = ? AND "
-                                "verdict = ?", [(now, key, INVALID) for key in last])
-                con.executemany("INSERT OR REPLACE INTO responses (key, request, response, created, verdict, error) "
-                                "VALUES (?, ?, ?, ?, NULL, NULL)", [(*item, now) for item in last.values()])
-                con.executemany("DELETE FROM leases WHERE key = ?", [(key,) for key in last])  # answered: no one waits
-            return [_claim(con, item, now) if isinstance(item, _Claim) else None for item in items]
-
-    def claim(self, keys: Sequence[str], owner: Owner, lease_time: float) -> str | Owner:
-        """Take the lease of a request (its keys) before asking it, in a write (committed together with the other
-        answers and claims of the moment): :data:`CLAIMED` (``owner`` asks it now), :data:`ANSWERED` (a valid answer is
-        stored: look it up), or the :class:`Owner` that holds it: another client whose process is alive and whose lease
-        is younger than ``lease_time`` seconds (wait for its answer). A lease whose owner is gone, or older, is taken
-        over. A write that fails raises :class:`CacheError` (``when="write"``)."""
-        with self._storing():
-            return self._writes.write(_Claim(tuple(keys), owner, lease_time), answer=True)
-
-    def release(self, keys: Sequence[str], owner: Owner) -> None:
-        """Give back ``owner``'s leases of ``keys`` (its request was not answered: another may ask it now). A write that
-        fails is skipped: the lease then ends with its owner's process, or when it is too old."""
-        with contextlib.suppress(sqlite3.Error, OSError), self._transaction() as con:
-            con.executemany("DELETE FROM leases WHERE key = ? AND owner = ?", [(k, owner.token) for k in keys])
+            con.executemany("INSERT INTO rejected (key, request, response, error, created, replaced) "
+                            "SELECT key, request, response, error, created, ? FROM responses WHERE key = ? AND "
+                            "verdict = ?", [(now, key, INVALID) for key in last])
+            con.executemany("INSERT OR REPLACE INTO responses (key, request, response, created, verdict, error) "
+                            "VALUES (?, ?, ?, ?, NULL, NULL)", [(*item, now) for item in last.values()])
 
     @contextlib.contextmanager
     def _storing(self) -> Iterator[None]:
@@ -298,6 +230,54 @@ class ResponseCache:
             yield
         except (sqlite3.Error, OSError) as e:
             raise CacheError(self.path, e, "write") from None
+
+    # ------------------------------------------------------------------------------ requests being asked
+
+    @property
+    def lock_path(self) -> Path:
+        """The lock file of this cache (``NAME.sqlite-lock``, beside it, empty): its byte-range locks are the requests
+        that processes are asking (:meth:`claim`)."""
+        return self.path.with_name(self.path.name + LOCK_SUFFIX)
+
+    def claim(self, key: str) -> bool:
+        """Take the lock of the request ``key`` for this process, without waiting: True when taken (this process asks
+        the request, then gives the lock back with :meth:`unclaim`), or where the system has no such locks; False while
+        another process holds it (it asks the request now: wait for its answer, then look in the cache). The lock is a
+        POSIX record lock on one byte of :attr:`lock_path`: the system releases it when its process ends, however it
+        ends (``kill -9`` included), so no lock outlives its owner. It is the process's: threads and clients of one
+        process do not exclude each other (a client's threads share one flight per request)."""
+        handle = self._lock_file()
+        if handle is None:
+            return True
+        try:
+            fcntl.lockf(handle, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, _lock_offset(key))
+        except OSError as e:
+            return e.errno not in (errno.EACCES, errno.EAGAIN)  # held by another process; else no locks here
+        return True
+
+    def unclaim(self, key: str) -> None:
+        """Give back the lock of the request ``key`` (:meth:`claim`): its answer is stored, or it failed."""
+        handle = self._lock_file()
+        if handle is not None:
+            with contextlib.suppress(OSError):
+                fcntl.lockf(handle, fcntl.LOCK_UN, 1, _lock_offset(key))
+
+    def _lock_file(self) -> int | None:
+        """This process's descriptor of :attr:`lock_path`, opened (the file made, empty, where missing) on first use and
+        never closed: closing any descriptor of a file drops every POSIX lock the process holds on it. The locks are on a
+        file of their own, never on the database, whose descriptors SQLite opens and closes itself. None where there are
+        no POSIX locks, or the file cannot be opened (no coordination: both processes pay, as without locks)."""
+        if fcntl is None:
+            return None
+        path = os.path.realpath(self.lock_path)
+        with _LOCK_FILES_LOCK:
+            handle = _LOCK_FILES.get(path)
+            if handle is None:
+                try:
+                    handle = _LOCK_FILES[path] = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+                except OSError:
+                    return None
+            return handle
 
     def mark_invalid(self, keys: list[str], error: str) -> None:
         """Mark the responses of an exchange that failed validation: a re-run asks these requests again."""
@@ -355,61 +335,34 @@ class ResponseCache:
         return f"ResponseCache({str(self.path)!r})"
 
 
-class _Claim(NamedTuple):
-    """A claim of a request's lease (:meth:`ResponseCache.claim`), as a write of a group commit."""
-
-    keys: tuple[str, ...]
-    owner: Owner
-    lease_time: float
-
-
-def _claim(con: sqlite3.Connection, claim: _Claim, now: float) -> str | Owner:
-    """What a claim comes to, inside the write transaction: answered already, held by another live owner for less than
-    its lease time, or claimed (the lease written)."""
-    keys, owner = claim.keys, claim.owner
-    marks = ", ".join("?" * len(keys))
-    if con.execute(f"SELECT 1 FROM responses WHERE key IN ({marks}) AND verdict IS NULL LIMIT 1", keys).fetchone():
-        return ANSWERED
-    for token, host, pid, started, taken in con.execute(
-            f"SELECT owner, host, pid, started, taken FROM leases WHERE key IN ({marks})", keys):
-        if token != owner.token and taken >= now - claim.lease_time and process_alive(host, pid, started):
-            return Owner(token, host, pid, started)
-    con.executemany("INSERT OR REPLACE INTO leases (key, owner, host, pid, started, taken) VALUES (?, ?, ?, ?, ?, ?)",
-                    [(k, owner.token, owner.host, owner.pid, owner.started, now) for k in keys])
-    return CLAIMED
-
-
 class _Batch:
-    """Writes committed in one transaction, and what the commit said of each."""
+    """Writes committed in one transaction."""
 
-    __slots__ = ("items", "done", "error", "results")
+    __slots__ = ("items", "done", "error")
 
     def __init__(self):
         self.items: list = []
         self.done = False
         self.error: BaseException | None = None
-        self.results: list | None = None
 
 
 class _GroupCommit:
     """Writes from many threads, committed together: a writer that finds no commit under way commits every write
     queued so far (its own among them) in one call of ``commit``; a writer that finds one under way queues its
-    write for the next and waits. :meth:`write` returns once its write is committed (with ``answer``, what ``commit``
-    returned for it: a list, one result per write), or raises the commit's error.
+    write for the next and waits. :meth:`write` returns once its write is committed, or raises the commit's error.
     One lock of the process replaces SQLite's busy waiting (which sleeps up to hundreds of milliseconds under
     contention: measured in docs/benchmarks.md, "The LLM client at TREC scale")."""
 
-    def __init__(self, commit: Callable[[list], list | None]):
+    def __init__(self, commit: Callable[[list], None]):
         self._commit = commit
         self._lock = threading.Lock()
         self._done = threading.Condition(self._lock)
         self._open = _Batch()
         self._writing = False
 
-    def write(self, item, answer: bool = False):
+    def write(self, item) -> None:
         with self._lock:
             batch = self._open
-            index = len(batch.items)
             batch.items.append(item)
             while not batch.done:
                 if self._writing:  # another writer commits the batch before: wait for it
@@ -418,7 +371,7 @@ class _GroupCommit:
                 self._open, self._writing = _Batch(), True  # no commit under way: the open batch is ours
                 self._lock.release()
                 try:
-                    batch.results = self._commit(batch.items)
+                    self._commit(batch.items)
                 except BaseException as e:  # every writer of the batch raises it
                     batch.error = e
                 finally:
@@ -427,7 +380,6 @@ class _GroupCommit:
                     self._done.notify_all()
         if batch.error is not None:
             raise batch.error
-        return batch.results[index] if answer else None
 
 
 class CacheMiss(InvalidInput):

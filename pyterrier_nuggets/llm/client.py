@@ -15,8 +15,8 @@ Every caller gets, without asking:
   threads and processes: a re-run makes zero calls for what succeeded and returns identical results;
   requests whose answers still failed validation after the re-asks are asked again by the next run
   (unless ``frozen``), their earlier answers kept for inspection (:mod:`.cache`); a request asked while the same
-  request is in flight in another thread, or in another process on the same cache (its lease in the cache), waits for
-  that answer (one call, counted as a cache hit); once an answer cannot be stored, or on Ctrl-C, no request that is
+  request is in flight in another thread, or in another process on the same cache (the request's lock beside the
+  cache), waits for that answer (one call, counted as a cache hit); once an answer cannot be stored, or on Ctrl-C, no request that is
   not sent yet is sent;
 - temperature 0 and a fixed seed by default;
 - counts of calls, retries, cache hits, failures and tokens, in all (:attr:`LLMClient.stats`) and per
@@ -71,11 +71,9 @@ from typing import Any, Generic, TypeVar
 
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.llm.cache import (
-    CLAIMED,
     INVALID,
     CacheError,
     CacheMiss,
-    Owner,
     ResponseCache,
     default_cache_path,
     request_key,
@@ -103,8 +101,8 @@ __all__ = ["LLMClient", "ChatResult", "Outcome", "endpoint_configured", "select_
 
 _DEFAULT_CACHE = object()
 EMBEDDED_MAX_TOKENS = 512  # bound the generation of a small model that may ramble
-LEASE_POLL = 0.005  # seconds before a request whose lease another client holds looks at the cache again (doubling)
-LEASE_POLL_MAX = 0.25  # the longest of those waits
+LOCK_POLL = 0.005  # seconds before a request another process is asking looks at the cache again (doubling)
+LOCK_POLL_MAX = 0.25  # the longest of those waits
 
 T = TypeVar("T")
 
@@ -212,8 +210,7 @@ class LLMClient:
         self._unstorable: CacheError | None = None  # the cache failed to store an answer: no call is made any more
         # (set, with the rotation halted, under self._lock)
         self._flights = _Flights()  # requests being answered now, by key: an identical one waits for the answer
-        self._owner = Owner.here()  # this client, as the owner of the leases it takes in the cache
-        self._waiting_for_others = 0  # requests waiting for another client's (process's) answer now
+        self._waiting_for_others = 0  # requests waiting for another process's answer now
 
     # ------------------------------------------------------------------------------------- what it is
 
@@ -401,9 +398,8 @@ class LLMClient:
             raise self._router.defer(key, body, stage, plan_reply, plan_note)
         if self.cache is not None:
             waited = self._claim(keys, stage)
-            if waited is not None:  # another process (or client) asked it while this one waited: its answer
+            if waited is not None:  # another process asked it while this one waited: its answer
                 return waited
-        stored = False
         try:
             result = self._call(body, stage)
             result.key, result.aliases = key, tuple(aliases)
@@ -413,13 +409,12 @@ class LLMClient:
                     reply["test_endpoint"] = True
                 try:
                     for k in keys:
-                        self.cache.put(k, body, reply)  # the answer's write also removes the request's lease
+                        self.cache.put(k, body, reply)
                 except CacheError as e:
                     raise self._stop_calling(e) from None
-                stored = True
         finally:
-            if not stored and self.cache is not None:  # not answered: whoever waits for it asks it
-                self.cache.release(keys, self._owner)
+            if self.cache is not None:  # stored, or not answered: a process waiting for it goes on
+                self.cache.unclaim(min(keys))
         return result
 
     def _call(self, body: dict, stage: str | None) -> ChatResult:
@@ -436,41 +431,45 @@ class LLMClient:
         return result
 
     def _claim(self, keys: list[str], stage: str | None) -> ChatResult | None:
-        """Before a call: the request's lease in the cache, taken (None: this client asks it), or, while another
-        client (another process, mostly) holds it and asks the request, a wait for its answer, which is returned (a
-        cache hit, as a sequential run counts it). A lease whose owner's process is gone, or that is older than
-        :attr:`lease_time`, is taken over; a lease given back (the request failed there) is taken, and the request
-        asked here. The cache is looked at again after :data:`LEASE_POLL` seconds, doubling up to
-        :data:`LEASE_POLL_MAX` (a process cannot be woken by another's write)."""
-        pause, waiting = LEASE_POLL, False
+        """Before a call: the request's lock in the cache (:meth:`~.cache.ResponseCache.claim`), taken (None: this
+        client asks it; the cache is looked at once more, for an answer stored by a process that held the lock just
+        before), or, while another process holds it and asks the request, a wait for its answer, which is returned (a
+        cache hit, as a sequential run counts it). The cache is looked at again after :data:`LOCK_POLL` seconds,
+        doubling up to :data:`LOCK_POLL_MAX` (a process is not woken by another's write). A lock given back without an
+        answer (the request failed there) or dropped with its process (killed) is taken, and the request asked here;
+        after :attr:`lock_wait` seconds the request is asked here anyway (a process stopped while it held the lock)."""
+        lock = min(keys)  # the same lock whatever the order of several endpoints
+        pause, deadline = LOCK_POLL, None
         try:
             while True:
-                try:
-                    claim = self.cache.claim(keys, self._owner, self.lease_time)
-                except CacheError as e:  # the lease cannot be written: neither could the answer be
-                    raise self._stop_calling(e) from None
-                if claim == CLAIMED:
-                    return None
+                if self.cache.claim(lock):
+                    found = self._cached(keys, stage)
+                    if found is not None:
+                        self.cache.unclaim(lock)
+                    return found
                 found = self._cached(keys, stage)
                 if found is not None:
                     return found
                 if self._rotation.halted:  # interrupted, or the cache failed, while this request waited
                     raise self._stopped_calling()
-                if not waiting:
-                    waiting = True
+                if deadline is None:
+                    deadline = time.monotonic() + self.lock_wait
                     with self._lock:
                         self._waiting_for_others += 1
+                elif time.monotonic() >= deadline:
+                    return None
                 time.sleep(pause)
-                pause = min(2 * pause, LEASE_POLL_MAX)
+                pause = min(2 * pause, LOCK_POLL_MAX)
         finally:
-            if waiting:
+            if deadline is not None:
                 with self._lock:
                     self._waiting_for_others -= 1
 
     @property
-    def lease_time(self) -> float:
-        """Seconds a lease of another client is waited for at most: twice the longest a request may take once sent
-        (``max_retry_time`` and one more ``timeout``), so that a request waiting for a slot is not taken for stuck."""
+    def lock_wait(self) -> float:
+        """Seconds a request waits at most for another process that asks it: twice the longest a request may take once
+        sent (``max_retry_time`` and one more ``timeout``), so that a request that waits for a slot there is not taken
+        for stuck."""
         return 2.0 * (self.options.retry.max_retry_time + self.options.retry.timeout)
 
     def _stop_calling(self, error: CacheError) -> CacheError:
@@ -492,9 +491,9 @@ class LLMClient:
             return self._unstorable or Cancelled("interrupted before it was sent")
 
     def followers(self) -> int:
-        """Requests waiting at this moment for the answer to the same request, which another thread, or another client
-        on the same cache (another process), is asking (one call for identical requests in flight at once): what a test
-        observes to release a held reply only once every asker waits."""
+        """Requests waiting at this moment for the answer to the same request, which another thread, or another process
+        on the same cache, is asking (one call for identical requests in flight at once): what a test observes to
+        release a held reply only once every asker waits."""
         with self._lock:
             others = self._waiting_for_others
         return self._flights.followers() + others
