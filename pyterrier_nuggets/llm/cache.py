@@ -139,6 +139,7 @@ class ResponseCache:
         self.fallback = ResponseCache(fallback) if fallback is not None else None
         self._local = threading.local()
         self._writes = _GroupCommit(self._write_responses)
+        self._lock_handle: int | None = None  # the lock file's descriptor (_lock_file), once opened
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._open()
@@ -267,8 +268,9 @@ class ResponseCache:
         never closed: closing any descriptor of a file drops every POSIX lock the process holds on it. The locks are on a
         file of their own, never on the database, whose descriptors SQLite opens and closes itself. None where there are
         no POSIX locks, or the file cannot be opened (no coordination: both processes pay, as without locks)."""
-        if fcntl is None:
-            return None
+        handle = self._lock_handle
+        if handle is not None or fcntl is None:
+            return handle
         path = os.path.realpath(self.lock_path)
         with _LOCK_FILES_LOCK:
             handle = _LOCK_FILES.get(path)
@@ -277,6 +279,7 @@ class ResponseCache:
                     handle = _LOCK_FILES[path] = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
                 except OSError:
                     return None
+            self._lock_handle = handle
             return handle
 
     def mark_invalid(self, keys: list[str], error: str) -> None:
