@@ -56,8 +56,8 @@ class OutputFolder:
         self.keep = {os.path.basename(k) for k in keep}
 
     def _kept(self, name: str) -> bool:
-        return name == MANIFEST or name in self.keep or any(name == k + s for k in self.keep
-                                                            for s in ("-wal", "-shm", "-journal"))
+        return name == MANIFEST or name in self.keep or any(name == k + s for k in self.keep  # and their sidecars:
+                                                            for s in ("-wal", "-shm", "-journal", "-lock"))  # -lock: llm/cache.py
 
     def earlier_outputs(self) -> list[str]:
         """The entries of the folder that an earlier run left (all but the kept files)."""
