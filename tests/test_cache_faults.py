@@ -169,10 +169,13 @@ def test_when_answers_can_no_longer_be_stored_no_call_is_paid_again(files, tmp_p
     done = _run_limited(os.path.getsize(cache) + 5 * 4096, [*argv, "--out", str(tmp_path / "o")])
     assert done.returncode == 2, done.stderr
     err = done.stderr.strip().splitlines()[-1]
-    assert f"cannot store answers any more: no further call is made; {cache}" in err and "free space" in err
+    assert "cannot store answers any more: no further call is made (0 request(s) in flight then: their answers are " \
+           f"lost); {cache}" in err and "free space" in err
     stored = len(ResponseCache(cache))
     paid = server.count
-    assert 0 < stored < 12 and paid == stored + 1  # the one answer in hand when the disk filled, nothing after
+    # at most the one answer in hand when the disk filled (none when the write that failed was the lease of the next
+    # request, taken before it is sent), nothing after
+    assert 0 < stored < 12 and paid - stored in (0, 1)
     assert not (tmp_path / "o").exists()
     done = _run_limited(0, [*argv, "--out", str(tmp_path / "o")])
     assert done.returncode == 0, done.stderr
@@ -211,18 +214,194 @@ def test_ctrl_c_keeps_the_answers_in_flight_and_starts_nothing_new(tmp_path):
     assert len(ResponseCache(tmp_path / "c.sqlite")) == 4
 
 
+def test_ctrl_c_at_the_default_concurrency_sends_none_of_the_requests_waiting_for_a_slot(tmp_path):
+    """Ctrl-C at the default concurrency (256 workers, the limit starting at 8) once every worker has taken a request:
+    8 are in flight, 248 wait for a slot. None of those 248 is sent when the 8 come back during the grace period; the
+    8 answers are cached. Every reply is held until the client has stopped (no clock)."""
+    release, asking, started = threading.Event(), [], threading.Condition()
+
+    def held(body):
+        release.wait(60)
+        return None
+    with TestEndpoint(responder=held) as server:
+        llm = LLMClient(model="m", base_url=server.base_url, api_key="k", cache=tmp_path / "c.sqlite", progress=False)
+
+        def ask(i):
+            with started:
+                asking.append(i)
+                started.notify_all()
+            return llm.chat([{"role": "user", "content": f"question {i}"}])
+
+        def interrupt_when_every_worker_asks():
+            with started:
+                started.wait_for(lambda: len(asking) >= 256, timeout=60)
+            server.wait_for(lambda stats: stats["accepted"] >= 8)
+            _thread.interrupt_main(signal.SIGINT)
+            llm.scheduler.interrupted.wait(timeout=60)  # set once no request can be sent any more
+            release.set()
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+        threading.Thread(target=interrupt_when_every_worker_asks, daemon=True).start()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                llm.map(ask, range(600))
+        finally:
+            signal.signal(signal.SIGINT, previous)
+            release.set()
+        assert llm.scheduler.workers == 256 and server.count == 8
+    assert len(ResponseCache(tmp_path / "c.sqlite")) == 8
+
+
 def test_a_failed_write_mid_run_stops_the_client_in_python_too(tmp_path, server):
     """LLMClient itself (not only the command line): after an answer it could not store, no request is sent."""
     llm = LLMClient(model="m", base_url=server.base_url, api_key="k", cache=tmp_path / "c.sqlite", progress=False,
                     options=ClientOptions(limits=Limits(concurrency=1)))
     llm.chat([{"role": "user", "content": "stored"}])
 
-    def failing(*args, **kwargs):
-        raise sqlite3.OperationalError("database or disk is full")
-    llm.cache._writes._commit = failing  # the disk fills up now
+    _answers_fail(llm.cache, "database or disk is full")  # the disk fills up now
     with pytest.raises(CacheError, match="cannot store answers any more"):
         llm.chat([{"role": "user", "content": "lost"}])
     with pytest.raises(CacheError):
         llm.chat([{"role": "user", "content": "never sent"}])
     assert server.count == 2
 
+
+
+# ------------------------------------------------------------------ an answer that cannot be stored, 256 wide
+
+FULL_DISK_ERROR, UNWRITABLE_ERROR = "database or disk is full", "attempt to write a readonly database"
+FAULTS = {"full-disk": (FULL_DISK_ERROR, "full or failing disk"), "unwritable": (UNWRITABLE_ERROR, "not writable")}
+
+
+def _answers_fail(cache: ResponseCache, error: str) -> None:
+    """From now on every write of ``cache`` that stores an answer fails with SQLite's ``error`` (the disk filled up, or
+    the file and its journal were made unwritable); a write of leases alone (taken before a request is sent) goes
+    through."""
+    commit = cache._writes._commit
+
+    def failing(items):
+        if any(not hasattr(item, "owner") for item in items):
+            raise sqlite3.OperationalError(error)
+        return commit(items)
+    cache._writes._commit = failing
+
+
+def _in_flight_when_stopped(error: CacheError) -> int:
+    """How many requests were in flight when the client stopped calling, as its error says."""
+    import re
+    found = re.search(r"no further call is made \((\d+) request\(s\) in flight then", str(error))
+    assert found, str(error)
+    return int(found.group(1))
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_requests_waiting_for_a_slot_are_never_sent_once_an_answer_cannot_be_stored(fault, tmp_path):
+    """The default concurrency (256 workers, the limit starting at 8), 600 requests: the first answer cannot be stored
+    (a full disk, or the cache and its journal made unwritable mid-run). 248 requests are waiting for a slot then;
+    none of them is sent: the run pays for the answer it could not store and the requests in flight at that moment,
+    nothing more. The first reply waits until all 256 workers have taken a request (so that 248 of them wait for a
+    slot), every later reply until the client has stopped: barriers, no clock; what was in flight is then exactly
+    what the client counted when it stopped."""
+    error, kind = FAULTS[fault]
+    release, lock, arrived = threading.Event(), threading.Lock(), []
+    started = threading.Condition()
+    asking = []
+
+    def responder(body):  # the first request answered once every worker asks, every later one once the client stopped
+        with lock:
+            arrived.append(body)
+            first = len(arrived) == 1
+        if first:
+            with started:
+                started.wait_for(lambda: len(asking) >= 256, timeout=60)
+        else:
+            release.wait(60)
+        return None
+
+    with TestEndpoint(responder=responder) as server:
+        llm = LLMClient(model="m", base_url=server.base_url, api_key="k", cache=tmp_path / "c.sqlite", progress=False)
+        _answers_fail(llm.cache, error)  # from the first answer on
+
+        def ask(i):
+            with started:
+                asking.append(i)
+                started.notify_all()
+            try:
+                return llm.chat([{"role": "user", "content": f"question {i}"}])
+            except CacheError:
+                release.set()  # the client has stopped calling: the held replies may come back now
+                raise
+        with pytest.raises(CacheError, match=f"cannot store answers any more: no further call is made.*{kind}") as e:
+            llm.map(ask, range(600))
+        assert llm.scheduler.workers == 256 and server.count <= 1 + 8  # the slow start's first 8 slots at most
+        in_flight = _in_flight_when_stopped(e.value)
+        assert server.count == 1 + in_flight  # the answer that failed and those in flight: nothing after
+        assert llm.stats["calls"] == server.count
+    assert len(ResponseCache(tmp_path / "c.sqlite")) == 0
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_a_command_at_the_default_concurrency_pays_for_at_most_what_was_in_flight(fault, tmp_path, capsys,
+                                                                                 monkeypatch):
+    """``trec-rag`` at the default concurrency (256): 20 answers are stored, then the cache cannot store the 21st
+    (a full disk; the cache made unwritable). The command stops in one line (exit 2) saying that no further call is
+    made, and it is true: the endpoint sees the 21 answered requests and at most those in flight when the client
+    stopped, never one of the hundreds waiting for a slot. The 21 first requests are answered at once, every later
+    one is held until the client has stopped (no clock)."""
+    from pyterrier_nuggets.llm import cache as cache_module
+    from pyterrier_nuggets.llm.rotation import Rotation
+    error, kind = FAULTS[fault]
+    answers, nuggets = _wide_job(tmp_path, runs=20, topics=20)  # 400 assignment calls
+    release, lock, arrived, stored, failed = threading.Event(), threading.Lock(), [], [], []
+    store, halt = cache_module.ResponseCache._write_responses, Rotation.halt
+
+    def responder(body):
+        with lock:
+            arrived.append(body)
+            held = len(arrived) > 21
+        if held:
+            release.wait(60)
+        return None
+
+    def failing_after_20(self, items):  # the write that would store a 21st answer fails, and every write after it
+        answers = sum(not hasattr(item, "owner") for item in items)  # the others: leases of requests about to be sent
+        with lock:
+            full = bool(failed) or len(stored) + answers > 20
+            if full:
+                failed.append(items)
+            else:
+                stored.extend(item for item in items if not hasattr(item, "owner"))
+        if full:
+            raise sqlite3.OperationalError(error)
+        return store(self, items)
+
+    def halted(self):  # the client stopped calling: let the held replies come back
+        in_flight = halt(self)
+        release.set()
+        return in_flight
+    monkeypatch.setattr(cache_module.ResponseCache, "_write_responses", failing_after_20)
+    monkeypatch.setattr(Rotation, "halt", halted)
+    cache = tmp_path / "c.sqlite"
+    with TestEndpoint(responder=responder) as server:
+        code = cli.main(["trec-rag", "--answers", answers, "--nuggets", nuggets, "--base-url", server.base_url,
+                         "--model", "m", "--llm-cache", str(cache), "--out", str(tmp_path / "o")])
+        err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: ")]
+        assert code == 2 and len(err) == 1, err
+        assert server.count < 21 + 256  # never every worker's request: those waiting for a slot are not sent
+        assert "cannot store answers any more: no further call is made" in err[0] and kind in err[0]
+        in_flight = _in_flight_when_stopped(err[0].removeprefix("error: "))
+        assert server.count <= 21 + in_flight < 21 + 256  # the answered, those in flight; none of those waiting
+    assert len(ResponseCache(cache)) <= 20 and not (tmp_path / "o").exists()
+
+
+def _wide_job(tmp_path, runs: int, topics: int) -> tuple[str, str]:
+    """``runs`` x ``topics`` answers of three nuggets each: one assignment call per answer, all independent."""
+    answers = tmp_path / "wide.jsonl"
+    answers.write_text("".join(json.dumps({
+        "metadata": {"team_id": "us", "run_id": f"R{r}", "type": "automatic", "narrative_id": f"t{t}"},
+        "references": ["d1"], "answer": [{"text": f"Paris run {r} topic {t}.", "citations": [0]}]}) + "\n"
+        for r in range(runs) for t in range(topics)))
+    nuggets = tmp_path / "wide-nuggets.jsonl"
+    nuggets.write_text("".join(json.dumps({"qid": f"t{t}", "query": f"topic {t}", "nuggets": [
+        {"text": "Paris capital", "importance": "vital"}, {"text": f"topic {t}", "importance": "okay"}]}) + "\n"
+        for t in range(topics)))
+    return str(answers), str(nuggets)

@@ -206,3 +206,41 @@ def test_dry_run_says_which_counts_are_estimates(tmp_path):
             in plan.to_text()
         judge(CitedGenerator(llm)(retrieved))  # now the answers are cached: the support count is exact
         assert llm.plan(lambda: judge(CitedGenerator(llm)(retrieved))).estimated() == {} and s.count == 3
+
+
+def test_an_endpoint_gone_mid_run_stops_the_command_saying_it_is_unreachable(tmp_path, capsys):
+    """The endpoint answers 5 assignment requests, then goes away for good (killed while the 6th is in flight): the
+    command ends in one line (exit 1) naming the endpoint, its address, that it answered before and stopped accepting
+    connections, and what to do; never "N of M items failed". The kill happens once the 6th request has arrived
+    (a barrier on what the endpoint saw, no clock)."""
+    import json
+    import threading
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text("".join(json.dumps({
+        "metadata": {"team_id": "us", "run_id": "R", "type": "automatic", "narrative_id": f"t{t}"},
+        "references": ["d1"], "answer": [{"text": f"Paris topic {t}.", "citations": [0]}]}) + "\n" for t in range(30)))
+    nuggets = tmp_path / "nuggets.jsonl"
+    nuggets.write_text("".join(json.dumps({"qid": f"t{t}", "query": f"topic {t}", "nuggets": [
+        {"text": "Paris capital", "importance": "vital"}]}) + "\n" for t in range(30)))
+    killed = threading.Event()
+
+    def sixth_held(body):
+        if endpoint.count > 5:  # the 6th waits for the kill, which cuts its connection
+            killed.wait(60)
+        return None
+    with TestEndpoint(responder=sixth_held) as endpoint:
+        def kill_at_the_sixth():
+            endpoint.wait_for(lambda stats: stats["accepted"] >= 6)
+            endpoint.kill()
+            killed.set()
+        threading.Thread(target=kill_at_the_sixth, daemon=True).start()
+        code = main(["trec-rag", "--answers", str(answers), "--nuggets", str(nuggets), "--base-url", endpoint.base_url,
+                     "--model", "judge-model", "--concurrency", "1", "--max-retry-time", "0.1", "--out",
+                     str(tmp_path / "out"), "--llm-cache", str(tmp_path / "cache.sqlite")])
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert code == 1 and len(lines) == 1, err
+    assert lines[0].startswith(f"error: the LLM endpoint {endpoint.base_url} (model 'judge-model') cannot be used: it "
+                               "answered 5 request(s), then stopped accepting connections")
+    assert "is the server still running at this address?" in lines[0] and "items failed" not in err
+    assert len(ResponseCache(tmp_path / "cache.sqlite")) == 5 and not (tmp_path / "out").exists()

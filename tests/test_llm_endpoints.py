@@ -223,18 +223,43 @@ def test_when_no_endpoint_can_serve_the_job_stops_naming_each(refused_port, tmp_
             llm.chat(questions(1, 1)[0])
 
 
-def test_all_endpoints_down_after_answering_is_a_reported_failure(two, tmp_path, capsys):
+def test_all_endpoints_gone_after_answering_stop_the_job_as_unreachable(two, tmp_path, capsys):
+    """Both endpoints answered, then went away for good: a request is retried as the policy says (each retry to the
+    endpoint tried least recently), and once it has used up its retries with neither accepting a connection, the job
+    stops saying so, naming both (not a failed item after another until too many failed)."""
     a, b = two
     llm = client([a.base_url, b.base_url], tmp_path / "cache.sqlite",
                  retry=quick_retry(max_retries=2, max_backoff=0.05))
     assert ask_all(llm, questions(4)) == expected(questions(4))
     a.kill()
     b.kill()
-    result = llm.chat(questions(1, 100)[0])
-    assert not result.ok and "gave up after 3 attempts" in result.error  # retried, then reported: never an answer
-    assert llm.stats["failures"] == 1
+    with pytest.raises(EndpointError, match="stopped accepting connections") as stopped:
+        llm.chat(questions(1, 100)[0])
+    assert f"{a.base_url} + {b.base_url}" in str(stopped.value) and "still running" in str(stopped.value)
+    assert "3 attempts" in str(stopped.value) and llm.stats["failures"] == 1
+    calls = llm.stats["calls"]
+    with pytest.raises(EndpointError, match="stopped accepting connections"):  # every later request, without a call
+        llm.chat(questions(1, 101)[0])
+    assert llm.stats["calls"] == calls
     err = capsys.readouterr().err
     assert "no endpoint is left in rotation" in err
+
+
+def test_an_endpoint_gone_after_answering_stops_the_job_as_unreachable(tmp_path):
+    """One endpoint answers 5 requests, then goes away for good: the first request that uses up its retries without a
+    connection stops the job, naming the endpoint, that it answered before, and what to do."""
+    with TestEndpoint(responder=echo) as gone:
+        llm = LLMClient(model="fake", base_url=gone.base_url, cache=tmp_path / "cache.sqlite", progress=False,
+                        options=quick_options(retry=quick_retry(max_retries=3, max_backoff=0.05)))
+        assert ask_all(llm, questions(5)) == expected(questions(5))
+        gone.kill()
+        with pytest.raises(EndpointError) as stopped:
+            llm.map(llm.chat, questions(20, 5))
+    message = str(stopped.value)
+    assert message.startswith(f"the LLM endpoint {gone.base_url} (model 'fake') cannot be used: it answered 5 "
+                              "request(s), then stopped accepting connections (")
+    assert "4 attempts" in message and "is the server still running at this address?" in message
+    assert "run the same command" in message and llm.stats["failures"] <= 20
 
 
 def test_the_list_travels_with_a_pickled_client(two, tmp_path):

@@ -22,6 +22,7 @@ from pyterrier_nuggets.llm.retry import (
     RETRY,
     cannot_connect,
     classify,
+    gone_away,
     next_wait,
     status_error,
     status_rule,
@@ -152,3 +153,11 @@ def test_cannot_connect_only_while_probing():
     assert not cannot_connect(True, PROBE_ATTEMPTS - 1, 0.1, unreachable)  # the probe is not over
     assert not cannot_connect(True, PROBE_ATTEMPTS, 0.1, reachable)  # another endpoint may still connect
     assert cannot_connect(True, PROBE_ATTEMPTS, 0.1, unreachable)
+
+
+def test_gone_away_only_once_a_request_used_up_its_retries_without_a_connection():
+    refusing, accepting = (lambda: True), (lambda: False)
+    assert gone_away(True, None, refusing)  # no connection, retries used up, no endpoint accepts one: stop the job
+    assert not gone_away(True, 0.5, refusing)  # the policy still waits (a server that restarts)
+    assert not gone_away(False, None, refusing)  # the last failure was no connection failure: a failed request
+    assert not gone_away(True, None, accepting)  # another endpoint (or another request) still gets through

@@ -73,18 +73,21 @@ def test_files_no_run_wrote_are_never_replaced(tmp_path, capsys):
 
 
 def test_the_response_cache_and_a_journal_in_the_folder_stay(tmp_path):
+    """The cache, its journal and its lock file (the locks of requests being asked, llm/cache.py) stay."""
     out = tmp_path / "out"
     out.mkdir()
     (out / "llm-cache.sqlite").write_text("answers")
     (out / "llm-cache.sqlite-wal").write_text("more")
+    (out / "llm-cache.sqlite-lock").write_text("")
+    kept = ["llm-cache.sqlite", "llm-cache.sqlite-lock", "llm-cache.sqlite-wal"]
     folder = OutputFolder(str(out), "test", keep=["llm-cache.sqlite"])
     folder.check()  # only kept files: no earlier outputs
     folder.write_all({str(out / "a.txt"): lambda p: Path(p).write_text("a")})
-    assert sorted(os.listdir(out)) == [MANIFEST, "a.txt", "llm-cache.sqlite", "llm-cache.sqlite-wal"]
+    assert sorted(os.listdir(out)) == [MANIFEST, "a.txt", *kept]
     folder = OutputFolder(str(out), "test", keep=["llm-cache.sqlite"], overwrite=True)
     folder.check()
     folder.write_all({str(out / "b.txt"): lambda p: Path(p).write_text("b")})
-    assert sorted(os.listdir(out)) == [MANIFEST, "b.txt", "llm-cache.sqlite", "llm-cache.sqlite-wal"]
+    assert sorted(os.listdir(out)) == [MANIFEST, "b.txt", *kept]
     assert (out / "llm-cache.sqlite").read_text() == "answers"
 
 

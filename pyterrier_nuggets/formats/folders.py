@@ -116,7 +116,7 @@ class OutputFolder:
 
     def _kept(self, name: str, keep: set[str] | None = None) -> bool:
         keep = self.keep if keep is None else keep
-        return name == MANIFEST or name in keep or any(name == k + s for k in keep for s in ("-wal", "-shm", "-journal"))
+        return name == MANIFEST or name in keep or any(name == k + s for k in keep for s in ("-wal", "-shm", "-journal", "-lock"))  # -lock: llm/cache.py
 
     def earlier_outputs(self) -> list[str]:
         """The entries of the folder that an earlier run left (all but the kept files)."""

@@ -28,7 +28,11 @@ indexes, and each worker applies its steps' failure policies to its own topics o
   raised by the calling process once every worker is done: the pool is never torn down under its workers (which
   left their semaphores behind);
 - the workers' LLM counts are added to the calling process's clients (``llm.usage()``); other warnings are shown
-  once.
+  once;
+- on this machine (``"joblib"``) the workers are joblib's process pool set up by :mod:`.workers`: a worker dies with
+  the process that started it (``kill -9`` of a command leaves no worker calling the endpoint), and Ctrl-C stops the
+  workers as it stops one process (no new request, those in flight waited for and cached), then interrupts the
+  caller. Ray's workers are Ray's.
 
 A dry run or Batch API mode needs every request in one process: such a client refuses to be pickled.
 """
@@ -102,8 +106,13 @@ class ParallelByTopic(pt.Transformer):
         groups = topic_groups(inp, self.n_jobs)
         if len(groups) < 2:  # one topic (or none): nothing to split
             return self.transformer(inp)
-        from pyterrier_alpha.parallel import parallel_lambda
-        results = parallel_lambda(_work, [(self.transformer, g) for g in groups], len(groups), self.backend)
+        tasks = [(self.transformer, g) for g in groups]
+        if self.backend == "joblib":  # processes that die with this one and stop as it does on Ctrl-C
+            from pyterrier_nuggets.judges import workers
+            results = workers.run(_work, tasks, len(groups))
+        else:
+            from pyterrier_alpha.parallel import parallel_lambda
+            results = parallel_lambda(_work, tasks, len(groups), self.backend)
         steps = list(failure_steps(self.transformer))
         for client, result, tested, causes in zip(llm_clients(self.transformer), zip(*(r.counts for r in results)),
                                                   zip(*(r.tested for r in results)), zip(*(r.causes for r in results))):

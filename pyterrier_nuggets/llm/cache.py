@@ -8,16 +8,20 @@ fresh one replaced (``rejected``, for inspection), and the Batch API batches thi
 Several processes on one machine may share one cache file (WAL); processes on other machines write shards of
 their own (:func:`shard_path`, ``LLMClient(worker_cache=...)``), which :func:`merge_caches` (``pyterrier-nuggets
 cache merge``) folds into one: SQLite on a network file system is not safe (docs/scale.md). Processes sharing a
-cache share its answers, not their work: two that ask the same request at the same time both pay for it
-(docs/llm.md, "One cache, several processes").
+cache share its answers and their work: a process asks a request only while it holds the request's lock
+(:meth:`ResponseCache.claim`: one byte of the lock file beside the cache, ``NAME.sqlite-lock``, a POSIX record lock,
+which the system releases when the process ends, however it ends); another process that wants the request meanwhile
+waits for its answer instead of paying for it again (docs/llm.md, "One cache, several processes").
 
 A cache is checked when it is opened, before any call: a file that is there must be a response cache
 (:data:`SIGNATURE`; the user's own SQLite database or any other file is refused and left as it is:
 :func:`~pyterrier_nuggets.formats.folders.check_database`), readable and undamaged (``PRAGMA quick_check``), and a
 write must go through; otherwise :class:`CacheError` names the file, what is wrong and the fix. A write that fails
-later (a full disk) raises it too, and the client stops calling: an answer that cannot be stored is never paid for
-again and again. A dry run opens its cache read-only (``read_only=True``): a missing one is an empty one, and
-nothing is written (no file, no folder, no ``-wal``/``-shm``).
+later (a full disk, a file made unwritable) raises it too, and the client stops calling at once: no request that is
+not sent yet is sent (those waiting for a slot included), so the run pays for the requests in flight then and nothing
+more, and an answer that cannot be stored is never paid for again and again. A dry run opens its cache read-only
+(``read_only=True``): a missing one is an empty one, and nothing is written (no file, no folder, no
+``-wal``/``-shm``, no lock file).
 """
 from __future__ import annotations
 
@@ -38,9 +42,18 @@ from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.formats.folders import ForeignDatabase, check_database, read_only_connection
 from pyterrier_nuggets.llm.config import ENV_CACHE
 
+try:  # POSIX record locks: the locks of requests between processes (none on Windows: no such coordination there)
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX
+    fcntl = None
+
 INVALID = "invalid"  # verdict of a response in an exchange that still failed validation after the re-asks
 # the table that makes an SQLite file a response cache, and its columns (any cache, of this version or another)
 SIGNATURE = ("responses", ("key", "request", "response", "created"))
+LOCK_SUFFIX = "-lock"  # the lock file beside a cache (as SQLite's -wal and -shm): one byte-range lock per request
+_LOCK_BASE = 1 << 40  # the first byte of the requests' locks (an empty file: locks may lie beyond its end)
+_LOCK_FILES: dict[str, int] = {}  # lock file -> its descriptor in this process, open until the process ends
+_LOCK_FILES_LOCK = threading.Lock()
 
 
 class CacheError(InvalidInput):
@@ -50,10 +63,13 @@ class CacheError(InvalidInput):
     :param error: what SQLite or the system said.
     :param when: ``"open"`` (checked before any call) or ``"write"`` (an answer could not be stored: the client
         stops calling).
+    :param in_flight: for ``"write"``, the requests in flight when the client stopped calling (paid for; their
+        answers cannot be stored either), when it is known.
     """
 
-    def __init__(self, path: str | os.PathLike, error: BaseException, when: str = "open"):
-        self.path, self.error, self.when = str(path), error, when
+    def __init__(self, path: str | os.PathLike, error: BaseException, when: str = "open",
+                 in_flight: int | None = None):
+        self.path, self.error, self.when, self.in_flight = str(path), error, when, in_flight
         text = str(error).strip() or type(error).__name__
         low = text.lower()
         if isinstance(error, ForeignDatabase):
@@ -82,12 +98,18 @@ class CacheError(InvalidInput):
                         "(cache= another file), whose answers are asked again", "move it away (sqlite3 FILE .recover "
                         "may save its answers) and run again with a new cache (--llm-cache NEW.sqlite), whose answers "
                         "are asked again")
+        lost = "" if in_flight is None else f" ({in_flight} request(s) in flight then: their answers are lost)"
         what = ("the LLM response cache" if when == "open" else
-                "the LLM response cache cannot store answers any more: no further call is made;")
+                f"the LLM response cache cannot store answers any more: no further call is made{lost};")
         message = f"{what} {self.path} is {kind} ({text}): {{}}"
         if when == "write":
             message = f"{what} {self.path} ({kind}: {text}); {{}}, then run again (what was stored is not asked again)"
         super().__init__(message.format(fix), cli=message.format(cli))
+
+
+def _lock_offset(key: str) -> int:
+    """The byte of the lock file that is the lock of the request ``key``: one of 2**48."""
+    return _LOCK_BASE + int.from_bytes(hashlib.blake2b(key.encode(), digest_size=6).digest(), "big")
 
 
 def default_cache_path() -> Path:
@@ -135,6 +157,7 @@ class ResponseCache:
         self.fallback = ResponseCache(fallback, read_only=read_only) if fallback is not None else None
         self._local = threading.local()
         self._writes = _GroupCommit(self._write_responses)
+        self._lock_handle: int | None = None  # the lock file's descriptor (_lock_file), once opened
         try:
             self._tables = check_database(self.path, *SIGNATURE)  # the user's own database is never opened
             if read_only:
@@ -253,6 +276,56 @@ class ResponseCache:
             yield
         except (sqlite3.Error, OSError) as e:
             raise CacheError(self.path, e, "write") from None
+
+    # ------------------------------------------------------------------------------ requests being asked
+
+    @property
+    def lock_path(self) -> Path:
+        """The lock file of this cache (``NAME.sqlite-lock``, beside it, empty): its byte-range locks are the requests
+        that processes are asking (:meth:`claim`)."""
+        return self.path.with_name(self.path.name + LOCK_SUFFIX)
+
+    def claim(self, key: str) -> bool:
+        """Take the lock of the request ``key`` for this process, without waiting: True when taken (this process asks
+        the request, then gives the lock back with :meth:`unclaim`), or where the system has no such locks; False while
+        another process holds it (it asks the request now: wait for its answer, then look in the cache). The lock is a
+        POSIX record lock on one byte of :attr:`lock_path`: the system releases it when its process ends, however it
+        ends (``kill -9`` included), so no lock outlives its owner. It is the process's: threads and clients of one
+        process do not exclude each other (a client's threads share one flight per request)."""
+        handle = self._lock_file()
+        if handle is None:
+            return True
+        try:
+            fcntl.lockf(handle, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, _lock_offset(key))
+        except OSError as e:
+            return e.errno not in (errno.EACCES, errno.EAGAIN)  # held by another process; else no locks here
+        return True
+
+    def unclaim(self, key: str) -> None:
+        """Give back the lock of the request ``key`` (:meth:`claim`): its answer is stored, or it failed."""
+        handle = self._lock_file()
+        if handle is not None:
+            with contextlib.suppress(OSError):
+                fcntl.lockf(handle, fcntl.LOCK_UN, 1, _lock_offset(key))
+
+    def _lock_file(self) -> int | None:
+        """This process's descriptor of :attr:`lock_path`, opened (the file made, empty, where missing) on first use and
+        never closed: closing any descriptor of a file drops every POSIX lock the process holds on it. The locks are on a
+        file of their own, never on the database, whose descriptors SQLite opens and closes itself. None where there are
+        no POSIX locks, or the file cannot be opened (no coordination: both processes pay, as without locks)."""
+        handle = self._lock_handle
+        if handle is not None or fcntl is None:
+            return handle
+        path = os.path.realpath(self.lock_path)
+        with _LOCK_FILES_LOCK:
+            handle = _LOCK_FILES.get(path)
+            if handle is None:
+                try:
+                    handle = _LOCK_FILES[path] = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+                except OSError:
+                    return None
+            self._lock_handle = handle
+            return handle
 
     def mark_invalid(self, keys: list[str], error: str) -> None:
         """Mark the responses of an exchange that failed validation: a re-run asks these requests again."""

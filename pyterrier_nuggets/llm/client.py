@@ -15,7 +15,9 @@ Every caller gets, without asking:
   threads and processes: a re-run makes zero calls for what succeeded and returns identical results;
   requests whose answers still failed validation after the re-asks are asked again by the next run
   (unless ``frozen``), their earlier answers kept for inspection (:mod:`.cache`); a request asked while the same
-  request is in flight in another thread waits for that answer (one call, counted as a cache hit);
+  request is in flight in another thread, or in another process on the same cache (the request's lock beside the
+  cache), waits for that answer (one call, counted as a cache hit); once an answer cannot be stored, or on Ctrl-C, no
+  request that is not sent yet is sent;
 - temperature 0 and a fixed seed by default, sent as the model takes them: what it refuses (a reasoning model's
   temperature 0, ``max_tokens``) is learned from the endpoint's 400, once, and remembered in the cache
   (:mod:`.profile`); its thinking read apart from the answer (:mod:`.reply`); a JSON schema of each reply where the
@@ -64,6 +66,7 @@ import os
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
@@ -101,8 +104,8 @@ from pyterrier_nuggets.llm.profile import (
 )
 from pyterrier_nuggets.llm.reply import cut_note, split_thinking
 from pyterrier_nuggets.llm.retry import EndpointError, Refusal
-from pyterrier_nuggets.llm.rotation import Rotation
-from pyterrier_nuggets.llm.scheduler import Deferred, Scheduler
+from pyterrier_nuggets.llm.rotation import Halted, Rotation
+from pyterrier_nuggets.llm.scheduler import Cancelled, Deferred, Scheduler
 from pyterrier_nuggets.llm.structured import PROBE_MESSAGES, PROBE_SCHEMA, PROBED, conforms, response_format
 from pyterrier_nuggets.llm.tokens import TokenCounter
 from pyterrier_nuggets.llm.usage import OTHER_STAGE, Cause, Plan, Prices, StageCounters, Usage
@@ -112,6 +115,8 @@ __all__ = ["LLMClient", "ChatResult", "Outcome", "endpoint_configured", "select_
 
 _DEFAULT_CACHE = object()
 EMBEDDED_MAX_TOKENS = 512  # bound the generation of a small model that may ramble
+LOCK_POLL = 0.005  # seconds before a request another process is asking looks at the cache again (doubling)
+LOCK_POLL_MAX = 0.25  # the longest of those waits
 
 T = TypeVar("T")
 
@@ -211,15 +216,19 @@ class LLMClient:
         self.tokens = TokenCounter(self.model)
         self._router = ModeRouter(options.batch, cache, self.endpoint, lambda: self._rotation.first.client,
                                   self.counters, self.tokens, lambda: self.scheduler.rounds, self._log)
-        # workers for as many requests in flight as every endpoint's ceiling allows
-        self.scheduler = Scheduler(self.concurrency * len(self.endpoints), self._router.flush)
+        # workers for as many requests in flight as every endpoint's ceiling allows; interrupted (Ctrl-C), no request
+        # not yet sent is sent, those waiting for a slot included
+        self.scheduler = Scheduler(self.concurrency * len(self.endpoints), self._router.flush,
+                                   on_interrupt=self._rotation.halt)
         self._lock = threading.Lock()
         self._local = threading.local()
         self._job_invalid: set[str] = set()  # marked invalid during this job (see new_job): replayed within it
         self.test_endpoint = False  # an answer came from the package's test endpoint (describe() says so)
         self._unstorable: CacheError | None = None  # the cache failed to store an answer: no call is made any more
+        # (set, with the rotation halted, under self._lock)
         self._flights = _Flights()  # requests being answered now, by key: an identical one waits for the answer
         self._lock_structured = threading.Lock()  # one probe of the structured output at a time
+        self._waiting_for_others = 0  # requests waiting for another process's answer now
 
     # ------------------------------------------------------------------------------------- what it is
 
@@ -489,11 +498,41 @@ class LLMClient:
             raise self._unstorable
         if self._router.defers:
             raise self._router.defer(key, body, stage, plan_reply, plan_note)
+        if self.cache is not None:
+            waited = self._claim(keys, stage)
+            if waited is not None:  # another process asked it while this one waited: its answer
+                return waited
+        try:
+            result = self._call(body, stage, built)
+            result.key, result.aliases = key, tuple(aliases)
+            if result.ok and self.cache is not None:
+                reply = {"text": result.text, "usage": result.usage, "finish_reason": result.finish_reason}
+                if result.reasoning:
+                    reply["reasoning"] = result.reasoning
+                if result.test_endpoint:
+                    reply["test_endpoint"] = True
+                try:
+                    for k in keys:
+                        self.cache.put(k, body, reply)
+                except CacheError as e:
+                    raise self._stop_calling(e) from None
+        finally:
+            if self.cache is not None:  # stored, or not answered: a process waiting for it goes on
+                self.cache.unclaim(min(keys))
+        return result
+
+    def _call(self, body: dict, stage: str | None, built: int | None = None) -> ChatResult:
+        """One request sent to the endpoints (the rotation's retries included), built with the profile's version
+        ``built``: :class:`_Resend` when the model refused one of its parameters (learned now) or the profile changed
+        while it waited for a slot."""
         tokens = 0
         if self._rotation.needs_tokens:
             tokens = self.tokens.count_messages(body["messages"]) + int(body.get("max_tokens") or 0)
         stale = None if built is None else (lambda: self._profiles.version != built)
-        result = self._rotation.call(body, stage, self.scheduler.current_priority(), tokens, stale)
+        try:
+            result = self._rotation.call(body, stage, self.scheduler.current_priority(), tokens, stale)
+        except Halted:  # not sent: interrupted, or the cache stopped storing answers, while this request waited
+            raise self._stopped_calling() from None
         if result is None:  # the profile changed while it waited for a slot: not sent
             raise _Resend()
         if result.refused is not None:
@@ -501,28 +540,77 @@ class LLMClient:
                 self.counters.count(stage, retries=1)
                 raise _Resend()
             self.counters.count(stage, failures=1)  # a refusal nothing is learned from: the request failed
-        result.key, result.aliases = key, tuple(aliases)
         if result.test_endpoint:
             self.test_endpoint = True
-        if result.ok and self.cache is not None:
-            reply = {"text": result.text, "usage": result.usage, "finish_reason": result.finish_reason}
-            if result.reasoning:
-                reply["reasoning"] = result.reasoning
-            if result.test_endpoint:
-                reply["test_endpoint"] = True
-            try:
-                for k in keys:
-                    self.cache.put(k, body, reply)
-            except CacheError as e:
-                self._unstorable = e  # every later request stops here, before any call
-                raise
         return result
 
+    def _claim(self, keys: list[str], stage: str | None) -> ChatResult | None:
+        """Before a call: the request's lock in the cache (:meth:`~.cache.ResponseCache.claim`), taken (None: this
+        client asks it; the cache is looked at once more, for an answer stored by a process that held the lock just
+        before), or, while another process holds it and asks the request, a wait for its answer, which is returned (a
+        cache hit, as a sequential run counts it). The cache is looked at again after :data:`LOCK_POLL` seconds,
+        doubling up to :data:`LOCK_POLL_MAX` (a process is not woken by another's write). A lock given back without an
+        answer (the request failed there) or dropped with its process (killed) is taken, and the request asked here;
+        after :attr:`lock_wait` seconds the request is asked here anyway (a process stopped while it held the lock)."""
+        lock = min(keys)  # the same lock whatever the order of several endpoints
+        pause, deadline = LOCK_POLL, None
+        try:
+            while True:
+                if self.cache.claim(lock):
+                    found = self._cached(keys, stage)
+                    if found is not None:
+                        self.cache.unclaim(lock)
+                    return found
+                found = self._cached(keys, stage)
+                if found is not None:
+                    return found
+                if self._rotation.halted:  # interrupted, or the cache failed, while this request waited
+                    raise self._stopped_calling()
+                if deadline is None:
+                    deadline = time.monotonic() + self.lock_wait
+                    with self._lock:
+                        self._waiting_for_others += 1
+                elif time.monotonic() >= deadline:
+                    return None
+                time.sleep(pause)
+                pause = min(2 * pause, LOCK_POLL_MAX)
+        finally:
+            if deadline is not None:
+                with self._lock:
+                    self._waiting_for_others -= 1
+
+    @property
+    def lock_wait(self) -> float:
+        """Seconds a request waits at most for another process that asks it: twice the longest a request may take once
+        sent (``max_retry_time`` and one more ``timeout``), so that a request that waits for a slot there is not taken
+        for stuck."""
+        return 2.0 * (self.options.retry.max_retry_time + self.options.retry.timeout)
+
+    def _stop_calling(self, error: CacheError) -> CacheError:
+        """An answer could not be stored: no request that is not sent yet is sent any more, from this moment (the
+        rotation is halted: those waiting for a slot or a retry give up, later ones stop before any call). The error
+        every request raises from now on names the requests in flight at that moment: what the run paid for and
+        cannot keep."""
+        with self._lock:
+            if self._unstorable is None:
+                in_flight = self._rotation.halt()
+                self._unstorable = CacheError(error.path, error.error, "write", in_flight=in_flight)
+            return self._unstorable
+
+    def _stopped_calling(self) -> Exception:
+        """The error of a request the halted rotation did not send: the cache's, which :meth:`_stop_calling` keeps (it
+        halts the rotation holding the same lock, so the error is there once this lock is had); else the run was
+        interrupted (:class:`~.scheduler.Cancelled`)."""
+        with self._lock:
+            return self._unstorable or Cancelled("interrupted before it was sent")
+
     def followers(self) -> int:
-        """Requests waiting at this moment for the answer to the same request, which another thread is asking (one call
-        for identical requests in flight at once): what a test observes to release a held reply only once every
-        thread has joined."""
-        return self._flights.followers()
+        """Requests waiting at this moment for the answer to the same request, which another thread, or another process
+        on the same cache, is asking (one call for identical requests in flight at once): what a test observes to
+        release a held reply only once every asker waits."""
+        with self._lock:
+            others = self._waiting_for_others
+        return self._flights.followers() + others
 
     def _follow(self, led: ChatResult, stage: str | None) -> ChatResult:
         """What a request gets that was asked while the same request was being answered: the same answer, counted
@@ -687,7 +775,10 @@ class LLMClient:
 
     def _mark_invalid(self, keys: list[str], error: str) -> None:
         if self.cache is not None and keys:
-            self.cache.mark_invalid(keys, error)
+            try:
+                self.cache.mark_invalid(keys, error)
+            except CacheError as e:
+                raise self._stop_calling(e) from None
             with self._lock:
                 self._job_invalid.update(keys)
 

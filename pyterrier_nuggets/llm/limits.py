@@ -231,11 +231,14 @@ class AdaptiveLimiter:
         heapq.heapify(self._waiters)
         self._wake_first()
 
-    def wake_all(self) -> None:
-        """Wake every waiter, so that each asks its ``cancel`` again (see :meth:`acquire`)."""
+    def wake_all(self) -> int:
+        """Wake every waiter, so that each asks its ``cancel`` again (see :meth:`acquire`); the requests in flight, as
+        counted under the lock (a request whose ``cancel`` said no before this is among them, none admitted after
+        ``cancel`` changed its mind is)."""
         with self._lock:
             for waiter in self._waiters:
                 waiter[2].notify()
+            return self.in_flight
 
     def _wake_first(self) -> None:
         """Wake the first waiter (lock held): the only one that may go."""

@@ -33,7 +33,9 @@ of one), and the loop holds none of its own:
 - **how long to wait** (:func:`next_wait`): the endpoint's ``Retry-After`` (:func:`retry_after`) or the exponential
   backoff, jittered (:func:`jittered`), bounded by the :class:`~.options.RetryPolicy` in count and in total time;
 - **when to stop the job because no server is there** (:func:`cannot_connect`): no endpoint has answered yet and
-  none can be reached after a short probe (:data:`PROBE_ATTEMPTS` attempts, waits of at most :data:`PROBE_WAIT`).
+  none can be reached after a short probe (:data:`PROBE_ATTEMPTS` attempts, waits of at most :data:`PROBE_WAIT`);
+  and **because the server went away** (:func:`gone_away`): endpoints that answered before accept no connection any
+  more, and a request has used up its retries on that.
 
 The HTTP transport raises the openai SDK's error class of each status (:func:`status_error`), as the SDK's own path
 does, so that both read alike here.
@@ -255,6 +257,15 @@ def cannot_connect(probing: bool, attempts: int, wait: float | None, unreachable
     :data:`PROBE_ATTEMPTS` ``attempts`` and ``unreachable()`` says that every endpoint failed to connect that often
     in a row."""
     return probing and (wait is None or (attempts >= PROBE_ATTEMPTS and unreachable()))
+
+
+def gone_away(connection: bool, wait: float | None, refusing: Callable[[], bool]) -> bool:
+    """The rule of a server that went away for good after it answered: the request's last attempt could not connect,
+    the retry policy gives up on it (``wait`` is None: it waited as long as the policy allows, e.g. for a server that
+    restarts), and ``refusing()`` says that no endpoint accepts a connection now (the last attempt sent to each could
+    not connect). The job stops then, naming the endpoint as unreachable, instead of failing item after item until too
+    many have failed."""
+    return connection and wait is None and refusing()
 
 
 def gave_up(error: BaseException, attempts: int) -> str:

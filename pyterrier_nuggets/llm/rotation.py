@@ -27,11 +27,17 @@ With several endpoints, failover:
 - with no endpoint left in rotation, a request is retried as with one endpoint, each retry sent to the endpoint
   tried least recently; the first answer brings that endpoint back.
 
-When no endpoint has answered yet and none can be reached (:func:`~.retry.cannot_connect`: a short probe), or none
-can be used at all, the job stops with :class:`~.retry.EndpointError`.
+When no endpoint has answered yet and none can be reached (:func:`~.retry.cannot_connect`: a short probe), when
+every endpoint that answered has stopped accepting connections for longer than the retry policy waits
+(:func:`~.retry.gone_away`), or when none can be used at all, the job stops with :class:`~.retry.EndpointError`.
+
+:meth:`Rotation.halt` stops every request not yet sent, at once (the client's cache can no longer store answers): the
+check is made where a request is admitted to a slot of its endpoint, under the lock of that endpoint's limiter, so
+that no request is sent after the halt, whether it was waiting for a slot, waiting to be retried or not yet asked.
 """
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -47,6 +53,7 @@ from pyterrier_nuggets.llm.retry import (
     cannot_connect,
     describe_error,
     gave_up,
+    gone_away,
     next_wait,
 )
 
@@ -56,6 +63,10 @@ MAX_REFUSALS = 6  # a probe sent again after a refused parameter at most this of
 
 def _either(first: Callable[[], bool], second: Callable[[], bool]) -> Callable[[], bool]:
     return lambda: first() or second()
+
+
+class Halted(Exception):
+    """The rotation was halted (:meth:`Rotation.halt`): this request was not sent, and no other will be."""
 
 
 @dataclass
@@ -102,6 +113,7 @@ class Rotation:
         self._members = [_Member(e) for e in self.endpoints]
         self._lock = threading.Lock()
         self._stopped: EndpointError | None = None  # none can be reached: every later call raises it
+        self._halted = False  # halt(): no request is sent any more (read without a lock where a request is admitted)
 
     # ------------------------------------------------------------------------------------- what it is
 
@@ -154,10 +166,11 @@ class Rotation:
             if stale is not None and stale():
                 return None
             member, probe = self._choose()
-            # a request waiting for a slot of an endpoint taken out of rotation goes elsewhere (several only)
-            cancel = member.is_out if self.several and not probe else None
+            # a request waiting for a slot gives it up once the rotation is halted, and goes elsewhere when its endpoint
+            # is taken out of rotation (several only) or when the request is stale (the model's profile changed)
+            cancel = functools.partial(self._gives_up, member, self.several and not probe)
             if stale is not None:
-                cancel = stale if cancel is None else _either(cancel, stale)
+                cancel = _either(cancel, stale)
             try:
                 sent = member.endpoint.attempt(body, stage, priority, tokens, cancel)
             except EndpointError as exc:
@@ -180,6 +193,9 @@ class Rotation:
             if cannot_connect(probing, attempt + 1, wait, self._unreachable):
                 self._count(stage, failures=1)
                 raise self._stop(sent, attempt + 1, started)
+            if gone_away(sent.rule.connection, wait, self._refusing):
+                self._count(stage, failures=1)
+                raise self._stop(sent, attempt + 1, started, gone=True)
             if wait is None:
                 self._count(stage, failures=1)
                 where = f"; last sent to {member.endpoint.url}" if self.several else ""
@@ -188,9 +204,33 @@ class Rotation:
             self._count(stage, retries=1)
             time.sleep(wait)
 
+    def _gives_up(self, member: _Member, moves: bool) -> bool:
+        """Whether a request waiting for a slot of ``member`` gives it up: always once the rotation is halted; with
+        several endpoints (``moves``), when ``member`` is taken out of rotation (it goes elsewhere). Asked under the
+        limiter's lock: takes no lock."""
+        return self._halted or (moves and member.is_out())
+
+    def halt(self) -> int:
+        """Send no request any more, from now on: a request waiting for a slot gives it up, one waiting to be retried
+        or not yet asked raises :class:`Halted` when it would be sent. The flag is read where a request is admitted,
+        under its limiter's lock, and each limiter's requests in flight are counted under that lock after the flag is
+        set: a request admitted before is counted, none is admitted after. Returns the requests in flight now (sent,
+        their replies not read yet)."""
+        self._halted = True
+        in_flight = 0
+        for endpoint in self.endpoints:
+            in_flight += endpoint.limiter.wake_all()
+        return in_flight
+
+    @property
+    def halted(self) -> bool:
+        return self._halted
+
     def _choose(self) -> tuple[_Member, bool]:
         """The endpoint for the next attempt, and whether it is a probe of one out of rotation."""
         with self._lock:
+            if self._halted:
+                raise Halted()
             if self._stopped is not None:
                 raise self._stopped
             live = [m for m in self._members if m.usable]
@@ -267,18 +307,37 @@ class Rotation:
             self._log(f"{error}; it is left out for the rest of the job ({left} endpoint(s) in rotation)")
         member.endpoint.limiter.wake_all()
 
-    def _unreachable(self) -> bool:
-        """Every usable endpoint failed to connect :data:`~.retry.PROBE_ATTEMPTS` times in a row."""
+    def _unreachable(self, times: int = PROBE_ATTEMPTS) -> bool:
+        """Every usable endpoint failed to connect ``times`` times in a row (:data:`~.retry.PROBE_ATTEMPTS` unless
+        given)."""
         with self._lock:
-            return all(m.refused >= PROBE_ATTEMPTS for m in self._members if m.usable)
+            return all(m.refused >= times for m in self._members if m.usable)
 
-    def _stop(self, sent: Attempt, attempts: int, started: float) -> EndpointError:
-        """The error that stops the job: no endpoint answered and none can be reached."""
-        how = f"({describe_error(sent.error)}, {attempts} attempts in {time.monotonic() - started:.1f} s)"
+    def _refusing(self) -> bool:
+        """No usable endpoint accepts a connection now: the last attempt sent to each could not connect."""
+        return self._unreachable(1)
+
+    def _stop(self, sent: Attempt, attempts: int, started: float, gone: bool = False) -> EndpointError:
+        """The error that stops the job: no endpoint answered and none can be reached, or (``gone``) the endpoints
+        answered and went away."""
+        how = (f"({describe_error(sent.error)}, {attempts} attempt{'s' if attempts != 1 else ''} in "
+               f"{time.monotonic() - started:.1f} s)")
+        kept = "and run the same command: every answer received so far is cached"
         if not self.several:
+            if gone:
+                return self.first.stop(f"it answered {self.first.tally['answered']} request(s), then stopped accepting "
+                                       f"connections {how}; is the server still running at this address? Start it "
+                                       f"again (or give the address where it runs now) {kept}")
             return self.first.stop(f"cannot connect {how}; is the server running at this address?")
-        error = EndpointError(f"the LLM endpoints {self.url} (model {self.first.model!r}) cannot be used: cannot "
-                              f"connect to any {how}; are the servers running at these addresses?")
+        if gone:
+            error = EndpointError(
+                f"the LLM endpoints {self.url} (model {self.first.model!r}) cannot be used: they answered "
+                f"{sum(e.tally['answered'] for e in self.endpoints)} request(s), then stopped accepting connections "
+                f"{how}; are the servers still running at these addresses? Start them again (or give the addresses "
+                f"where they run now) {kept}")
+        else:
+            error = EndpointError(f"the LLM endpoints {self.url} (model {self.first.model!r}) cannot be used: cannot "
+                                  f"connect to any {how}; are the servers running at these addresses?")
         with self._lock:
             if self._stopped is None:
                 self._stopped = error

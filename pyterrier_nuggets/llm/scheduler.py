@@ -12,9 +12,11 @@ task queued or running, every driver waiting), the scheduler *flushes*: the clie
 request at once (one Batch API round, or the dry run's placeholders), and the parked tasks run again from
 the start, now finding their answers in the cache. The number of flushes is the number of batch rounds.
 
-Interrupted (Ctrl-C): no queued task starts any more, and the requests in flight are given a grace period
-(:data:`GRACE` seconds; a second Ctrl-C ends it) to come back, so that their answers reach the response cache and a
-resumed run does not pay for them again (:meth:`Scheduler.interrupt`, :func:`interrupt_all`).
+Interrupted (Ctrl-C): no queued task starts any more, no request that is not sent yet is sent (``on_interrupt``:
+the client halts its endpoints, so that a task already running but waiting for a slot gives up), and the requests in
+flight are given a grace period (:data:`GRACE` seconds; a second Ctrl-C ends it) to come back, so that their answers
+reach the response cache and a resumed run does not pay for them again (:meth:`Scheduler.interrupt`,
+:func:`interrupt_all`).
 """
 from __future__ import annotations
 
@@ -83,11 +85,13 @@ class Scheduler:
     held, to answer every pending request. Threads (daemon threads) are started as queued tasks need them, never more
     than the tasks waiting for one, and a thread that finds no work for :data:`IDLE_EXIT` seconds ends: a client of a
     wide ceiling (256 by default) holds 256 threads only while it has that much work, and a process that makes many
-    clients does not pile up their threads."""
+    clients does not pile up their threads. ``on_interrupt`` is called first when the pool is interrupted: it stops
+    every request not sent yet and returns the requests in flight."""
 
-    def __init__(self, workers: int, flush: Callable[[], None]):
+    def __init__(self, workers: int, flush: Callable[[], None], on_interrupt: Callable[[], int] | None = None):
         self.workers = workers
         self._flush = flush
+        self._on_interrupt = on_interrupt
         # one lock; workers wait for work on ``_cond`` and are woken one per task queued, each driver waits on
         # its group's own condition: a finished task wakes one thread, not every thread of the pool (at 64
         # workers and 256 topic drivers, waking all of them cost milliseconds of CPU per request)
@@ -207,9 +211,13 @@ class Scheduler:
                     self._active += 1
 
     def interrupt(self, grace: float = GRACE) -> None:
-        """Stop: no queued or parked task starts any more (each ends with :class:`Cancelled`), and the tasks
-        running (their requests in flight) get up to ``grace`` seconds to finish, so that their answers are cached. A
-        second Ctrl-C ends the wait at once. Done once; later calls return at once."""
+        """Stop: no request that is not sent yet is sent any more (``on_interrupt``), no queued or parked task starts
+        any more (each ends with :class:`Cancelled`), and the tasks running with a request in flight get up to
+        ``grace`` seconds to finish, so that their answers are cached. A second Ctrl-C ends the wait at once. Done
+        once; later calls return at once. :attr:`interrupted` is set once no request can be sent any more."""
+        if self.interrupted.is_set():
+            return
+        in_flight = self._on_interrupt() if self._on_interrupt is not None else None
         with self._cond:
             if self.interrupted.is_set():
                 return
@@ -219,7 +227,7 @@ class Scheduler:
             for t in dropped:
                 t.error = Cancelled("interrupted before it started")
                 self._finish(t)
-            running = self._running
+            running = self._running if in_flight is None else in_flight
         if running:
             print(f"interrupted: waiting up to {grace:g} s for the {running} LLM request(s) in flight, so that their "
                   "answers are kept (Ctrl-C again to stop at once)", file=sys.stderr, flush=True)
