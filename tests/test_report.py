@@ -40,7 +40,8 @@ def _scores_tsv(path, rows):
 
 def test_scores_without_tests_are_tested_by_the_report_and_said_so(tmp_path):
     """trec-rag's scores.tsv states means and no test: the leaderboard shows the file's means, and the marks are the
-    joint table's paired t-test against the first system (or --baseline), said to be the report's own."""
+    joint table's paired t-test against the first system (or --baseline), Holm-corrected as the main job's, with the
+    direction, said to be the report's own."""
     folder = tmp_path / "trec"
     folder.mkdir()
     rows = [(r, f"q{i}", "V_strict", v) for i in range(8) for r, v in (("A", 0.2 + 0.01 * i), ("B", 0.6 + 0.02 * (i % 3)),
@@ -49,12 +50,13 @@ def test_scores_without_tests_are_tested_by_the_report_and_said_so(tmp_path):
     _scores_tsv(folder / "scores.tsv", rows + [(r, "all", "V_strict", means[r] + 1e-10) for r in "ABC"])
     report = pages.merge([folders.read_folder(str(folder))], folders.Texts())
     assert report.means.loc["A", "V_strict"] == means["A"] + 1e-10  # the file's mean as stated (its last digits)
-    expected = paired_pvalues(report.per_query, "A")
-    assert report.marks == {("B", "V_strict"): True, ("C", "V_strict"): False}  # the baseline has no test
+    expected = paired_pvalues(report.per_query, "A", correction="holm")
+    assert report.marks == {("B", "V_strict"): "↑"}  # the baseline has no test, C is no different
     assert report.pvalues[("B", "V_strict")] == pytest.approx(float(expected.loc["B", "V_strict"]))
     assert "computed by the report" in report.significance and "states no test" in report.significance
+    assert "holm-corrected over the table's 2 tests" in report.significance
     other = pages.merge([folders.read_folder(str(folder))], folders.Texts(), baseline="B")
-    assert other.marks[("A", "V_strict")] and ("B", "V_strict") not in other.marks
+    assert other.marks[("A", "V_strict")] == "↓" and ("B", "V_strict") not in other.marks
     with pytest.raises(ValueError, match="--baseline Z"):
         pages.merge([folders.read_folder(str(folder))], folders.Texts(), baseline="Z")
 
@@ -74,7 +76,7 @@ def test_a_joint_tables_marks_are_its_own(tmp_path, capsys):
                      "--label", "nuggets=<b>hand-made</b>"]) == 0
     capsys.readouterr()
     report = pages.merge([folders.read_folder(str(tmp_path / "out"))], folders.Texts())
-    assert report.marks[("good", "V_strict")] and "p < 0.1" in report.significance
+    assert report.marks[("good", "V_strict")] == "↑" and "p < 0.1" in report.significance
     assert ("nuggets", "<b>hand-made</b>") in report.labels  # as given; the pages escape it
     out = tmp_path / "report"
     build_report([str(tmp_path / "out")], str(out))

@@ -121,7 +121,7 @@ def _check_overview(driver, report, means_file, per_topic_file) -> list[str]:
     for a in cells:
         expected = means[a.get_attribute("data-system"), a.get_attribute("data-measure")]
         assert float(a.get_attribute("data-value")) == expected
-        shown = a.text.rstrip("†")
+        shown = a.text.rstrip("↑↓")
         assert shown == (f"{expected:.1f}" if a.get_attribute("data-measure") == "AnswerWords" else f"{expected:.4f}")
     per_topic = _per_topic(per_topic_file)
     measure = driver.find_element(By.ID, "measure").get_attribute("value")

@@ -225,7 +225,7 @@ def joint_table_scores(prefix: str) -> Scores:
     note, alpha, baseline = "", None, None
     if os.path.isfile(prefix + ".md"):
         note = _table_note(prefix + ".md")
-        found = re.search(r"significantly different from (.+?) \(.*?p < ([0-9.]+)", note)
+        found = re.search(r"significantly (?:higher/lower than|different from) (.+?) \(.*?p < ([0-9.]+)", note)
         if found:
             baseline, alpha = found.group(1), float(found.group(2))
     return Scores(per_query, table.means, table.pvalues if baseline else None, note, baseline, alpha,

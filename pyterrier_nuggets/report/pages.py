@@ -34,7 +34,14 @@ from datasets_ext.nugget_parser import sub_narrative_rows
 from ir_measures_ext import ids, scoring
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.evaluation.calibration import natural_key
-from pyterrier_nuggets.evaluation.table import arena_interval_text, arena_note, paired_pvalues
+from pyterrier_nuggets.evaluation.table import (
+    MARKS,
+    arena_interval_text,
+    arena_note,
+    paired_direction,
+    paired_pvalues,
+    significance_note,
+)
 from pyterrier_nuggets.formats import LeaderboardRow, shown_label, shown_path
 from pyterrier_nuggets.formats.folders import OutputFolder
 from pyterrier_nuggets.report.folders import Folder, Scores, Texts, segment_texts, support_label
@@ -42,6 +49,7 @@ from pyterrier_nuggets.report.folders import Folder, Scores, Texts, segment_text
 ASSETS = ("report.js", "report.css")
 PREFERRED = ("V_strict", "Recall_NtN", "Recall_NtR", "RubricScore", "nDCG@10")  # the heat map's first measure
 ALPHA = 0.05  # the level of the report's own paired tests (scores without p-values)
+CORRECTION = "holm"  # and their correction over the table, as the main job's (decisions.md, decision 18)
 # labels of judges whose numbers mean nothing as a judge's: shown with a warning in every page
 NOT_A_JUDGE = ("baseline", "embedded", "TEST ENDPOINT", "not a judge")
 
@@ -58,7 +66,7 @@ class Report:
     measures: list[str] = field(default_factory=list)
     per_query: pd.DataFrame | None = None
     means: pd.DataFrame | None = None
-    marks: dict[tuple[str, str], bool] = field(default_factory=dict)
+    marks: dict[tuple[str, str], str] = field(default_factory=dict)  # (system, measure) -> "↑" or "↓"
     pvalues: dict[tuple[str, str], float] = field(default_factory=dict)
     significance: str = ""
     note: str = ""
@@ -160,7 +168,7 @@ def _scores(report: Report, scores: Scores, baseline: str | None) -> None:
     systems = list(scores.means.index)
     if scores.pvalues is not None:
         alpha = scores.alpha if scores.alpha is not None else ALPHA
-        report.significance = (f"† = significantly different from {scores.baseline} (p < {alpha:g}), as "
+        report.significance = (f"↑/↓ = significantly higher/lower than {scores.baseline} (p < {alpha:g}), as "
                                f"{scores.source} states it")
         pvalues = scores.pvalues
     elif len(systems) > 1:
@@ -168,10 +176,11 @@ def _scores(report: Report, scores: Scores, baseline: str | None) -> None:
         if base not in systems:
             raise InvalidInput(f"--baseline {base}: not a system of the scores ({', '.join(systems)})")
         alpha = ALPHA
-        pvalues = paired_pvalues(scores.per_query, base)
-        report.significance = (f"† = significantly different from {base} (paired t-test on the topics both have, "
-                               f"p < {alpha:g}, not corrected), computed by the report from the per-topic scores of "
-                               f"{scores.source}, which states no test")
+        pvalues = paired_pvalues(scores.per_query, base, correction=CORRECTION, alpha=alpha)
+        tests = int(pvalues.notna().to_numpy().sum())
+        untested = [m for m in report.measures if pvalues[m].isna().all()] if tests else []
+        report.significance = significance_note(base, "t", alpha, CORRECTION, tests, untested).rstrip(".") + \
+            f", computed by the report from the per-topic scores of {scores.source}, which states no test"
         scores.baseline = base
     else:
         return
@@ -180,7 +189,8 @@ def _scores(report: Report, scores: Scores, baseline: str | None) -> None:
             p = float(pvalues.loc[s, m]) if s in pvalues.index and m in pvalues.columns else math.nan
             if not math.isnan(p):
                 report.pvalues[s, m] = p
-                report.marks[s, m] = s != scores.baseline and p < alpha
+                if s != scores.baseline and p < alpha:
+                    report.marks[s, m] = MARKS.get(paired_direction(scores.per_query, s, scores.baseline, m), "")
 
 
 def _labels(report: Report, folders: Sequence[Folder], texts: Texts) -> list[tuple[str, str]]:
@@ -388,7 +398,7 @@ def leaderboard_rows(report: Report) -> list[dict]:
             v = report.means.loc[s, m] if report.means is not None and s in report.means.index else math.nan
             cells.append({"measure": m, "value": None if math.isnan(v) else repr(float(v)),
                           "shown": "n/a" if math.isnan(v) else (f"{v:.1f}" if m == "AnswerWords" else f"{v:.4f}"),
-                          "mark": report.marks.get((s, m), False), "p": report.pvalues.get((s, m))})
+                          "mark": report.marks.get((s, m), ""), "p": report.pvalues.get((s, m))})
         r = arena.get(s)
         fought = next((q for q in report.topics for b in report.topic_battles.get(q, []) if s in b.pair), None)
         rows.append({"system": s, "cells": cells, "arena": None if r is None else {
