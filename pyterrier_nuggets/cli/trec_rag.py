@@ -87,12 +87,9 @@ def dataset_file(value: str, option: str) -> str:
 
 
 def topic_texts(value: str | None) -> dict[str, str]:
-    from pyterrier_nuggets import formats
-    if value is None:
-        return {}
-    if os.path.isfile(value):
-        return dict(formats.read_topics_tsv(value))
-    return {q.query_id: q.default_text() for q in _dataset(value, "--topics").queries_iter()}
+    """The texts of ``--topics`` (a TSV or an ir_datasets id), none without it."""
+    from pyterrier_nuggets.pipeline.collections import topic_texts as read
+    return read(value, "--topics") if value is not None else {}
 
 
 def _docstore(value: str | None):
