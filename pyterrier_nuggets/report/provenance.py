@@ -73,7 +73,7 @@ def judge_kind(label: str) -> str:
     if "the embedded " in label:
         return "embedded"
     text = label.strip().lower()
-    if text.startswith(("baseline", "offline baseline")) or ": baseline" in text:
+    if text.startswith(("baseline", "offline baseline")) or ": baseline" in text or "(baseline" in text:
         return "baseline"
     if text.startswith("people"):
         return "people"
@@ -84,7 +84,7 @@ def judge_kind(label: str) -> str:
     return "endpoint"
 
 
-_MODEL = re.compile(r"\bon (\S+?)(?: at |\s*\(|$)")
+_MODEL = re.compile(r"\b(?:on|LLM) (\S+?)(?: at |\s*\(|$)|\b(NLI \S+)")
 
 
 def judge(step: str, label: str, kind: str | None = None, model: str | None = None) -> Judge:
