@@ -469,7 +469,7 @@ def test_per_measure_topic_counts_and_unanswered_topics(tmp_path, capsys):
     from pyterrier_nuggets.testing import TestEndpoint
     from tests.report_folders import many_topics_trec_rag
     with TestEndpoint() as server:
-        folder = many_topics_trec_rag(tmp_path, server.base_url, ("A", "B"), 4)
+        many_topics_trec_rag(tmp_path, server.base_url, ("A", "B"), 4)
     # B did not answer t3: its nugget scores count 0 there (trec_eval's rule), it has no support score there
     answers = tmp_path / "many.answers.jsonl"
     rows = [json.loads(line) for line in answers.read_text().splitlines()]

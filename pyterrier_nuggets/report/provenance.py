@@ -91,7 +91,7 @@ def judge(step: str, label: str, kind: str | None = None, model: str | None = No
     """A measure's judge from its label (and the kind and model a judging manifest states)."""
     kind = kind or judge_kind(label)
     if kind == "endpoint":
-        found = model or next(iter(_MODEL.findall(shown_label(label))), None)
+        found = model or next((a or b for a, b in _MODEL.findall(shown_label(label))), None)
         who = found or "a model"
     elif step == "relevance" and kind == "given":
         who = "qrels"

@@ -128,12 +128,6 @@ var PNReport = (function () {
     return name.length <= 34 ? name : name.slice(0, 16) + "…" + name.slice(-16);
   }
 
-  /* A long system name cut in the middle (its start and its end kept: names often differ only at the end); the page
-     gives the whole name as the cell's title. */
-  function shortName(name) {
-    return name.length <= 34 ? name : name.slice(0, 16) + "…" + name.slice(-16);
-  }
-
   function measureInfo(name) {
     return data.index.measures.filter(function (m) { return m.name === name; })[0] || null;
   }
