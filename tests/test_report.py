@@ -547,18 +547,12 @@ def test_report_topics_gives_the_topics_their_text(many, tmp_path, capsys):
 def test_a_second_judge_is_compared_label_by_label(tmp_path, capsys):
     """Judge against judge: the same answers judged twice (the test endpoint as a judge that says 'support' where
     the other says otherwise): agreement per label kind and the disagreements per (topic, system), from the files."""
-    from pyterrier_nuggets.testing import TestEndpoint, first_prompt, stage_reply
-    from tests.report_folders import many_topics_trec_rag
-
-    def lenient(body):  # judge B: every nugget supported
-        if body.get("model") != "lenient" or "support" not in first_prompt(body).lower():
-            return None
-        reply = stage_reply(body, "assign").content
-        return reply.replace("not_support", "support").replace("partial_support", "support")
+    from pyterrier_nuggets.testing import TestEndpoint
+    from tests.report_folders import lenient_judge, many_topics_trec_rag
 
     with TestEndpoint() as server:
         first = many_topics_trec_rag(tmp_path, server.base_url, ("A", "B"), 3)
-        server.responder = lenient
+        server.responder = lenient_judge
         assert cli.main(["trec-rag", "--answers", str(tmp_path / "many.answers.jsonl"), "--nuggets",
                          str(tmp_path / "many.nuggets.jsonl"), "--out", str(tmp_path / "second"), "--base-url",
                          server.base_url, "--model", "lenient", "--llm-cache", str(tmp_path / "second.sqlite")]) == 0
