@@ -7,16 +7,12 @@ topics' difficulty are drawn by the pages from the topic and measure files they 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 from ir_measures_ext import ids
 from pyterrier_nuggets.evaluation.arena import pairwise_counts, position_bias
 from pyterrier_nuggets.evaluation.table import arena_interval_text
 from pyterrier_nuggets.formats import shown_label, shown_path
 from pyterrier_nuggets.report.folders import support_label
-
-if TYPE_CHECKING:
-    from pyterrier_nuggets.report.pages import Report
 
 
 def _number(v) -> float | None:
@@ -31,7 +27,7 @@ def _bound(v: float) -> float | str | None:
     return _number(v)
 
 
-def arena_data(report: Report) -> dict:
+def arena_data(report) -> dict:
     """``data/arena.js``: the leaderboard's ratings with their intervals and judge; from the battles the folders hold,
     the win-rate matrix (:func:`~pyterrier_nuggets.evaluation.arena.pairwise_counts`, the counts of
     ``pairwise.csv``), the judge's position bias (:func:`~pyterrier_nuggets.evaluation.arena.position_bias`) and each
@@ -77,7 +73,7 @@ def arena_data(report: Report) -> dict:
                 "text": bias.to_text(), "caveat": bias.caveat()}}
 
 
-def judges_data(report: Report) -> dict:
+def judges_data(report) -> dict:
     """``data/judges.js``: the report's folders' labels against the second judge's (``--second-judge``): per label
     kind (nugget assignment, citation support) the items both judged, exact agreement, Cohen's κ and the confusion
     matrix (:func:`~pyterrier_nuggets.evaluation.agreement.agreement`); per (system, topic) the disagreements."""
@@ -116,7 +112,7 @@ def judges_data(report: Report) -> dict:
     return {"a": names[0], "b": names[1], "kinds": kinds, "topics": topics}
 
 
-def answers_data(report: Report, system: str) -> dict:
+def answers_data(report, system: str) -> dict:
     """``data/answers-S.js``: one system's answer texts per topic, for the search (loaded only when searched)."""
     out = {}
     for f in report.folders:
