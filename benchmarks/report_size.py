@@ -100,7 +100,7 @@ def write_inputs(root: str, runs: int, topics: int, sentences: int, nuggets: int
         formats.write_assignments(os.path.join(trec, f"{name}.assignments.jsonl"), assigned)
         formats.write_rubric_verdicts(os.path.join(trec, f"{name}.verdicts.jsonl"), verdicts, rubric)
         formats.write_run(os.path.join(trec, f"{name}.eval.run"), formats.evaluation_rows(assigned, answers, judgments)
-                          + formats.rubric_rows(verdicts), name)
+                          + list(formats.rubric_rows(verdicts)), name)
     judge = JudgeRecord("a judge on a-model at https://example.invalid/v1", "endpoint", "a-model")
     write_judging(os.path.join(trec, "judging.json"), JudgingManifest("trec-rag", [
         StepRecord("assignment", MEASURES[1:9], judge, ["{run}.assignments.jsonl"]),

@@ -49,12 +49,13 @@ def arena_data(report) -> dict:
             row.append({"rate": _number(rates.loc[a, b]), "wins": int(mine), "losses": int(theirs),
                         "ties": int(c["ties"])})
         matrix.append(row)
-    lost: dict[str, list] = {s: [] for s in systems}
+    at = {s: i for i, s in enumerate(systems)}
+    lost: dict[str, list] = {s: [] for s in systems}  # each: topic, winner, A, B (indices of systems), orders agree
     for b in done:
         if b.winner is not None:
             loser = b.pair[0] if b.winner == b.pair[1] else b.pair[1]
-            lost.setdefault(loser, []).append([b.qid, b.winner, b.assistant_a, b.assistant_b,
-                                               b.orders_agree if len(b.verdicts) == 2 else None])
+            lost[loser].append([b.qid, at[b.winner], at[b.assistant_a], at[b.assistant_b],
+                                b.orders_agree if len(b.verdicts) == 2 else None])
     bias = position_bias(battles) if battles else None
     ratings = []
     for r in report.arena:

@@ -961,8 +961,10 @@ var PNReport = (function () {
       var losses = arena.lost[s] || [];
       show(list, losses.length ? [el("p", {}, s + " lost " + losses.length + " battle(s); each opens the topic with the " +
         "two answers side by side."), el("ul", {"class": "losses"}, losses.map(function (l) {
-        return el("li", {}, el("a", {href: topicLink(l[0], s, l[1])}, "topic " + l[0] + ": " + l[1] + " preferred"),
-          " (A: " + l[2] + ", B: " + l[3] + (l[4] === null ? "" : l[4] ? "; both orders agree" : "; orders disagree") + ")");
+        var name = function (i) { return arena.systems[i]; };
+        return el("li", {}, el("a", {href: topicLink(l[0], s, name(l[1]))}, "topic " + l[0] + ": " + name(l[1]) +
+          " preferred"), " (A: " + name(l[2]) + ", B: " + name(l[3]) + (l[4] === null ? "" : l[4] ?
+          "; both orders agree" : "; orders disagree") + ")");
       }))] : el("p", {}, s + " lost no battle."));
     }
     select.addEventListener("change", renderLost);
