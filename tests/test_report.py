@@ -100,6 +100,9 @@ def test_folders_of_ikat_and_of_an_annotation_export(tmp_path):
     labels = dict((k, v) for k, v, _ in index["labels"])
     assert labels["assignments"].startswith("people: ManualAssign") and "stage4: bob" in labels["annotators"]
     assert "computed by the report" in labels["scores"]
+    judges = _judges(out)
+    assert judges["V_strict"]["kind"] == "people" and judges["V_strict"]["who"] == "people"
+    assert judges["ArgueP"]["kind"] == "people" and not judges["ArgueP"]["warn"]
     per_measure = {m["name"]: _data(out / "data" / m["file"]) for m in index["measures"]}
     from tests.test_annotate import EXPECTED
     for run, expected in EXPECTED.items():
@@ -125,6 +128,9 @@ def test_ikat_folder(tmp_path, capsys):
     labels = {k: v for k, v, _ in _data(tmp_path / "report" / "data" / "index.js")["labels"]}
     assert labels["gold nuggets"] == "gold.json (3 nuggets)" and "cosine >= 0.66" in labels["matcher"]
     assert labels["matcher agreement with people"].startswith("NtR: held-out kappa 0.18-0.40")
+    judges = _judges(tmp_path / "report")
+    assert judges["Recall_NtR"]["kind"] == "baseline" and judges["Recall_NtR"]["warn"]  # the embedding matcher
+    assert "cosine >= 0.66" in judges["Recall_NtR"]["label"] and judges["nDCG@5"]["who"] == "qrels"
     topic = _data(tmp_path / "report" / "data" / "topic-0000.js")
     assert topic["turn"] == {"depth": 1, "personal": False} and topic["query"] == "What is the weather like in Glasgow?"
     ntr = topic["systems"]["runA"]["ikat"]["ntr"]
@@ -289,6 +295,8 @@ def test_a_shard_folder_is_reported_as_a_shard(many, tmp_path, capsys):
     assert [t["id"] for t in index["topics"]] == sorted(own, key=lambda q: int(q[1:]))
     html = (out / "index.html").read_text(encoding="utf-8")
     assert "shard 1/2" in html and "pyterrier-nuggets merge" in html and ", ".join(own[:3]) in html
+    judges = _judges(out)  # a shard's judging.json names its judge
+    assert judges["V_strict"]["kind"] == "test endpoint" and judges["SupportP"]["kind"] == "test endpoint"
 
 
 def test_a_shard_folder_whose_scores_are_not_its_topics_is_refused(many, tmp_path, capsys):
@@ -323,6 +331,7 @@ def test_an_arena_battles_folder_shows_its_leaderboard(tmp_path, capsys):
     assert sorted(index["systems"]) == ["r", "s", "u"] and index["topics"] == []
     html = (out / "index.html").read_text(encoding="utf-8")
     assert 'data-arena="r"' in html and "judged.jsonl" in html
+    assert _judges(out)["Arena"]["kind"] == "unknown"  # the verdicts name no judge: said, never guessed
 
 
 def test_a_folder_with_systems_and_no_topic_is_refused_for_that(tmp_path, capsys):

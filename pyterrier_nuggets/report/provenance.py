@@ -66,7 +66,7 @@ def judge_kind(label: str) -> str:
     """The kind of the judge a label names (a label of a file that states no kind: a joint table's, a leaderboard's):
     the test endpoint (it says so in capitals), the embedded model, a baseline, people, files given, a count, else a
     model at an endpoint; ``unknown`` for no label."""
-    if not label:
+    if not label or label.strip().lower().startswith("not recorded"):
         return "unknown"
     if TEST_ENDPOINT_LABEL in label or "TEST ENDPOINT" in label:
         return "test endpoint"
