@@ -328,8 +328,8 @@ def _judge_all(run: _Judging, frame) -> list:
     args = run.args
     journal = os.path.join(args.out, JOURNAL)
     _start_journal(journal, run.settings, list(run.kept.values()))
-    with open(journal, "a", encoding="utf-8") as f:
-        new = judge_battles(run.judge, frame, run.name, on_battle=lambda b: _append(f, b))
+    with open(journal, "a", encoding="utf-8") as f:  # each battle kept under the judge's name as its reply showed it
+        new = judge_battles(run.judge, frame, run.name, on_battle=lambda b: _append(f, _named(b, run)))
     judged = {**run.kept, **{b.key: b for b in new}}
     battles = [judged[(q, *sorted((a, b)))] for q, a, b in run.plan.battles]
     failed = [b for b in battles if not b.ok]
@@ -339,6 +339,15 @@ def _judge_all(run: _Judging, frame) -> list:
     check_failures(args, [Failure("pairwise", b.qid, f"battle {b.pair[0]} vs {b.pair[1]}", b.error or "failed",
                                   list(b.raw)) for b in failed], len(battles), "pairwise battle")
     return battles
+
+
+def _named(battle, run: _Judging):
+    """``battle`` under its judge's name as the judge now describes itself: a test endpoint says so in its replies, so
+    the name learned from the reply is kept in the journal, and an arena resumed from it (nothing asked again) still
+    names the test endpoint."""
+    from dataclasses import replace
+    now = run.judge.describe()
+    return replace(battle, judge=now) if battle.judge == run.name and now != run.name else battle
 
 
 def _queries(args, answers, narratives, nuggets, rubrics, topics: dict[str, str]) -> dict[str, str]:

@@ -105,6 +105,8 @@ def add_demo_arguments(p) -> None:
                    help="imported nugget/assignment files with invalid labels: refuse them (default) or drop those "
                         "nuggets, reported in the notes (as export --on-invalid), e.g. --on-invalid drop")
     g.add_argument("--no-plots", action="store_true", help="do not write the PNG plots")
+    g.add_argument("--no-plot-titles", action="store_true", help="no title inside the plots (papers put it in the "
+                   "caption): each plot's caption is written beside it, NAME.caption.txt")
     add_llm_options(p)
     p.add_argument("--strict", action=StrictAlias, dest="on_failure", command="demo")
     from pyterrier_nuggets.cli.shards import add_shard_option
@@ -226,7 +228,8 @@ def run_demo(args) -> int:
     def job(out_dir, log, plots=not args.no_plots, index_dir=args.index_dir):
         return run_main_job(collection, systems, out_dir, judges=JUDGES[judges.name](llm, judges.on_failure),
                             nuggets=source, options=MainJobOptions(index_dir, plots, log, args.on_invalid,
-                                                                   args.max_failed_share))
+                                                                   args.max_failed_share,
+                                                                   plot_titles=not args.no_plot_titles))
 
     if plan_first(args, llm, lambda: in_temporary_folder(lambda out_dir, log: job(
             os.path.join(out_dir, "out"), log, plots=False, index_dir=os.path.join(out_dir, "indexes"))),
@@ -267,8 +270,8 @@ def _client(args, mode: str):
 
 def _report(args, result, topics: int, llm) -> None:
     """The joint table, its notes, the LLM work and the files this run wrote, printed."""
-    print(f"\nJoint table ({result.condition}; {topics} topics; means, † = significantly different "
-          "from the first system)")
+    print(f"\nJoint table ({result.condition}; {topics} topics; means, ↑/↓ = significantly higher/lower than the "
+          "first system, Holm-corrected)")
     print(result.table.to_text())
     for note in result.notes:
         print(f"note: {note}")

@@ -1,10 +1,8 @@
 """``pyterrier-nuggets export``: nugget / assignment JSONL -> nugget qrels and an evaluation run."""
 from __future__ import annotations
 
-import sys
-
 from pyterrier_nuggets.cli.errors import ON_INVALID, UsageError, run_tag
-from pyterrier_nuggets.cli.paths import nonempty, nugget_file
+from pyterrier_nuggets.cli.paths import nonempty, nugget_file, report_dropped
 
 
 def add_parser(sub) -> None:
@@ -37,7 +35,6 @@ def run(args) -> int:
     if args.nuggets:
         nuggets = nugget_file(args.nuggets, args.on_invalid)
         formats.write_all({args.qrels: lambda p: formats.write_nugget_qrels(p, nuggets)})
-        _report_dropped(nuggets.invalid)
         print(f"{len(nuggets)} nuggets of {len(nuggets.by_topic())} topics -> {args.qrels}")
         return 0
     data = formats.read_assignments(args.assignments, on_invalid=args.on_invalid)
@@ -58,11 +55,7 @@ def run(args) -> int:
         tag = args.run_tag or run_id
         outputs[args.run] = lambda p: formats.write_run(p, rows, tag)
     formats.write_all(outputs)
-    _report_dropped(data.invalid)
+    report_dropped(data.invalid)
     print(f"{len(data.answers)} answers -> {args.qrels}" + (f", {args.run}" if args.run else ""))
     return 0
 
-
-def _report_dropped(report) -> None:
-    if report:
-        print("dropped: " + report.summary(), file=sys.stderr)

@@ -42,7 +42,7 @@ def add_parser(sub) -> None:
     p.add_argument("--baseline", help="system for the paired tests (default: the first), e.g. --baseline runA")
     p.add_argument("--test", choices=("t", "wilcoxon"), default="t", help="paired test against the baseline: t (default) or wilcoxon, e.g. --test wilcoxon")
     p.add_argument("--correction", help="multiple-testing correction (bonferroni, holm, ...), e.g. --correction holm")
-    p.add_argument("--alpha", type=probability, default=0.05, help="significance level of the † marks (default 0.05), e.g. --alpha 0.01")
+    p.add_argument("--alpha", type=probability, default=0.05, help="significance level of the ↑/↓ marks (default 0.05), e.g. --alpha 0.01")
     p.add_argument("--generate", choices=("resolved", "raw"), help="with --run: generate a cited answer per turn "
                    "from the run's passage ranking (CitedGenerator; --base-url / --model) and score it as a system "
                    "RUN+gen-MODE: 'resolved' shows the LLM the resolved utterance, 'raw' the utterance as typed with "

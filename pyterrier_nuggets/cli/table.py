@@ -27,8 +27,9 @@ def add_parser(sub) -> None:
                         "default: such a run scores 0 on every topic of the qrels, e.g. topic ids '105741' against "
                         "qrels of '2024-105741'); a warning says so")
     p.add_argument("--out", help="write PREFIX.csv, PREFIX.md, PREFIX.tex, PREFIX.perquery.csv, e.g. --out out/table (writes out/table.csv, ...)")
-    p.add_argument("--tex-digits", type=positive_int, default=3, metavar="N", help="decimals of the values in "
-                   "PREFIX.tex (default 3; the best value of each column is bold), e.g. --tex-digits 4")
+    p.add_argument("--tex-digits", type=positive_int, default=None, metavar="N", help="decimals of the values in "
+                   "PREFIX.tex (default: as PREFIX.md, 4; the best value of a column is bold when one system has it), "
+                   "e.g. --tex-digits 3")
     p.add_argument("--compare-to", metavar="OTHER.perquery.csv",
                    help="another evaluation of the same systems (per-query or run-level CSV, e.g. another table's "
                    "PREFIX.perquery.csv): the note gives the Kendall's τ-b between the two system orderings")
