@@ -2,7 +2,7 @@
 
 A subclass declares its ``step``, ``step_name``, ``default_prompt`` (a template with ``{query}`` and ``{answer}``),
 ``plan_assumption`` and ``test_reply`` (docs/architecture.md, "Adding a step"), and, for anything but yes / no, its
-``labels`` (label -> value) and :meth:`AnswerJudge.parse`. The base asks, re-asks, and hands each answer's outcome to
+``labels`` (label -> value), :meth:`AnswerJudge.parse`, ``json_schema`` and ``reask_prompt`` (``REASK_LABEL``). The base asks, re-asks, and hands each answer's outcome to
 the one failure mechanism; its output adds ``label`` and ``value`` to the answer frame. Its labels are scored by
 ``AnswerLabel(step=...)`` (:mod:`ir_measures_ext.measures`) once a step of the registry
 (:func:`pyterrier_nuggets.steps.answer_step`) writes them as ``{qid}:label:{step}`` rows.
