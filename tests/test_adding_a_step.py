@@ -115,6 +115,12 @@ def test_the_step_runs_in_trec_rag_its_table_judging_json_and_the_report(step, t
     run = ir_measures.read_trec_run(str(out / "A.eval.run"))
     assert ir_measures.calc_aggregate([M.AnswerLabel(step="conciseness")], list(ir_measures.read_trec_qrels(
         str(out / "qrels.txt"))), run) == {M.AnswerLabel(step="conciseness"): 0.5}
+    # the joint table of the runs (pyterrier-nuggets table), as of any measure
+    table = tmp_path / "table"
+    assert cli.main(["table", "--nugget-qrels", str(out / "qrels.txt"), "--system", "A", str(out / "A.eval.run"),
+                     "--system", "B", str(out / "B.eval.run"), "--measures", "V_strict", name, "--out",
+                     str(table)]) == 0, capsys.readouterr().err
+    assert pd.read_csv(f"{table}.csv", index_col=0)[name].tolist() == [0.5, 0.5]
     # judging.json names the step, its measure, its judge and its file
     record = read_judging(str(out / "judging.json")).judge_of(name)
     assert (record.step, record.measures, record.files) == ("conciseness", [name], ["{run}.conciseness.labels.jsonl"])
@@ -141,3 +147,31 @@ def _data(path: Path):
     kind_end = text.index(",", len("PNReport.receive("))
     key_end = text.index(",", kind_end + 1)
     return json.loads(text[key_end + 1:-3])
+
+
+def test_a_failed_judgment_of_the_step_leaves_its_topic_out_and_is_recorded(step, tmp_path, capsys):
+    """The step runs under the command's failure policy as the package's own: an answer the judge cannot label
+    (an unusable reply, re-asked) leaves its topic out for every run, named in judging.json; never a 'no'."""
+    from pyterrier_nuggets.testing import first_prompt
+    answers = _jsonl(tmp_path / "answers.jsonl", [_answer("A", "t1", SHORT), _answer("A", "t2", LONG),
+                                                  _answer("B", "t1", LONG), _answer("B", "t2", SHORT)])
+    nuggets = _jsonl(tmp_path / "nuggets.jsonl", [
+        {"qid": q, "query": f"the capital, {q}", "nuggets": [{"text": "Paris capital", "importance": "vital"}]}
+        for q in ("t1", "t2")])
+
+    def unusable_for_a_t2(body):
+        prompt = first_prompt(body)
+        return "perhaps" if "concise" in prompt and "the capital, t2" in prompt and "France, and" in prompt else None
+
+    out = tmp_path / "out"
+    with TestEndpoint(responder=unusable_for_a_t2) as server:
+        assert cli.main(["trec-rag", "--answers", answers, "--nuggets", nuggets, "--conciseness", "--base-url",
+                         server.base_url, "--model", "judge", "--max-failed-share", "0.5", "--out", str(out)]) == 0
+    assert "1 topic(s) left out" in capsys.readouterr().out
+    manifest = read_judging(str(out / "judging.json"))
+    assert manifest.left_out == {"t2": "conciseness"}
+    [failed] = manifest.judge_of("AnswerLabel(step='conciseness')").failed
+    assert failed["qid"] == "t2" and "perhaps" in failed["error"]
+    scores = pd.read_csv(out / "scores.tsv", sep="\t", dtype={"qid": str})
+    assert set(scores["qid"]) == {"t1", "all"}  # t2 scored for no run, by no measure
+    assert {a.qid for run in "AB" for a in read_answer_labels(str(out / f"{run}.conciseness.labels.jsonl"))} == {"t1"}
