@@ -54,6 +54,9 @@ def test_the_registry_refuses_a_second_name_option_or_file():
 
 
 def test_which_step_made_a_measure():
+    from pyterrier_nuggets.report.provenance import step_of_measure
+    assert step_of_measure("AnswerLabel(step='tone')") == "tone"  # not registered here: the step it names
+    assert step_of_measure("nDCG@10") == "relevance" and step_of_measure("Recall_NtR") == "matcher"
     assert steps.step_of("SupportP(cite='all_judged')") == "support"
     assert steps.step_of("V_strict") == "assignment" and steps.step_of("AnswerWords") == "length"
     assert steps.step_of("nDCG@10") is None and steps.step_of("AnswerLabel(step='tone')") is None

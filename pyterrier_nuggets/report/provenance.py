@@ -32,9 +32,13 @@ OTHER_STEPS = {
 
 def step_of_measure(measure: str) -> str:
     """The judging step of ``measure`` (as a scores file names it): a step of the registry
-    (:data:`pyterrier_nuggets.steps.STEPS`), ARGUE's support, CONE-RAG's matcher, the arena; else the segments'
-    relevance grades (nDCG@10 and its kin)."""
-    return steps.step_of(measure) or OTHER_STEPS.get(measure.split("(")[0], "relevance")
+    (:data:`pyterrier_nuggets.steps.STEPS`), the step an ``AnswerLabel`` names, ARGUE's support, CONE-RAG's matcher,
+    the arena; else the segments' relevance grades (nDCG@10 and its kin)."""
+    found = steps.step_of(measure)
+    if found is not None:
+        return found
+    label = re.fullmatch(r"AnswerLabel\(step='(\w+)'\)", measure)  # a step this process has not registered
+    return label.group(1) if label else OTHER_STEPS.get(measure.split("(")[0], "relevance")
 #: the provenance keys a folder may name a step's judge by (a joint table's columns, an export's manifest)
 KEYS_OF_STEP = {"assignment": ("assignment", "assignments"), "support": ("support",),
                 "rubric": ("rubric", "verdicts"), "matcher": ("matcher",), "arena": ("arena",)}
