@@ -89,6 +89,11 @@ EPILOG = "Each command has its own --help, e.g. pyterrier-nuggets trec-rag --hel
          "interrupted."
 
 
+#: the commands that may load a model of the model libraries (the embedding and NLI matchers, dense retrieval, the
+#: offline baseline judges; merge runs demo, ikat or arena again): the only ones with -v
+MODEL_COMMANDS = ("demo", "ikat", "calibrate", "arena", "merge")
+
+
 def verbose_help(command: str) -> str:
     """The help of ``-v`` on ``command``, with an example of that command."""
     return ("also show what the model libraries print while loading a model (their progress bars and warnings), e.g. "
@@ -106,13 +111,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="pyterrier-nuggets", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"pyterrier-nuggets {__version__}",
                         help="print the version and exit")
-    parser.add_argument("-v", "--verbose", action="count", default=0, help=verbose_help("pyterrier-nuggets demo"))
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help=verbose_help("pyterrier-nuggets demo") + " (for the commands that load a model: "
+                        + ", ".join(MODEL_COMMANDS) + ")")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in SUBCOMMANDS:
         command.add_parser(sub)
-    for name, subparser in sub.choices.items():
-        subparser.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
-                               help=verbose_help(f"pyterrier-nuggets {name}"))
+    for name in MODEL_COMMANDS:
+        sub.choices[name].add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
+                                       help=verbose_help(f"pyterrier-nuggets {name}"))
     return parser
 
 

@@ -106,7 +106,7 @@ def add_llm_options(parser) -> None:
                    "words): auto (default: where the endpoint is known to take one: the embedded model, an endpoint "
                    "check-endpoint probed), on (always: probed on first use; an endpoint that takes none stops the "
                    "run) or off, e.g. --structured on")
-    g.add_argument("--llm-cache", metavar="PATH", help="SQLite response cache (default: $PYTERRIER_NUGGETS_CACHE or "
+    g.add_argument("--llm-cache", metavar="FILE", help="SQLite response cache (default: $PYTERRIER_NUGGETS_CACHE or "
                    "~/.cache/pyterrier-nuggets/llm-cache.sqlite; a shard's: llm-cache.sqlite in its output folder), "
                    "e.g. --llm-cache out/cache.sqlite")
     g.add_argument("--frozen", action="store_true", help="replay every cached LLM answer, also those that failed "
