@@ -70,7 +70,7 @@ def closest(word: str, candidates: list[str]) -> list[str]:
     starting = [c for c in candidates if c.startswith(word) and c != word]
     if starting:
         return starting[:3]
-    return difflib.get_close_matches(word, candidates, n=2, cutoff=0.6)
+    return difflib.get_close_matches(word, candidates, n=1, cutoff=0.6)
 
 
 def _suggestion(message: str, parser: argparse.ArgumentParser) -> str:

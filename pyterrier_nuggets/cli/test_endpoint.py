@@ -82,11 +82,12 @@ def run(args) -> int:
                   file=sys.stderr)
             return 0
         # the endpoint: not the terminal's Ctrl-C (it would stop a server started in the background), and no hold
-        # on the command's output (a shell's $(...) waits until every writer of it has closed it)
+        # on the command's output (a shell's $(...), or a caller that captures stderr, waits until every writer of it
+        # has closed it); it serves without a word, as before
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         devnull = os.open(os.devnull, os.O_RDWR)
-        os.dup2(devnull, 0)
-        os.dup2(devnull, 1)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
         with endpoint:
             threading.Event().wait()
     with endpoint:

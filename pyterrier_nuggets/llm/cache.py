@@ -310,7 +310,8 @@ class ResponseCache:
     def learned_profile(self, endpoint: str) -> str | None:
         """What an earlier run learned of the model at ``endpoint`` (its address and model): the model's profile as
         :meth:`~.profile.ModelProfile.to_json` wrote it (what it refuses, its token limit, its structured output)."""
-        row = self._connection().execute("SELECT profile FROM profiles WHERE endpoint = ?", (endpoint,)).fetchone()
+        row = self._connection().execute("SELECT profile FROM profiles WHERE endpoint = ?", (endpoint,)).fetchone() \
+            if self._has("profiles") else None  # a cache of a dry run that does not exist yet, or of an older version
         if row is None:
             return self.fallback.learned_profile(endpoint) if self.fallback is not None else None
         return row[0]
