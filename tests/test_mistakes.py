@@ -183,3 +183,18 @@ def test_trec_rags_table_fits_the_terminal(endpoint, folder):
     table = done.stdout.split("Means over")[0]
     assert "SupportP(cite='all_judged')" in table and "bm25-rag" in table and "dense-rag" in table
     assert max(len(line) for line in table.splitlines()) <= 80, table
+
+
+# ------------------------------------------------------------------------------------------------ scripts
+
+@pytest.mark.parametrize("where", ["missing", "empty"])
+def test_the_conformance_script_without_its_data_fails_saying_what_it_needs(where, tmp_path):
+    """It printed "nothing to check" and exited 0: a check that checked nothing passed."""
+    folder = tmp_path / "runs"
+    if where == "empty":
+        folder.mkdir()
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "conformance_rag24.py"), str(folder)],
+                          capture_output=True, text=True, env=env(), timeout=120)
+    line = one_line_error(done, code=2)
+    assert str(folder) in line and "nothing was checked" in line, line
+    assert ".assignments.jsonl" in line and ".metrics.jsonl" in line, line
