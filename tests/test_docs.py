@@ -103,9 +103,10 @@ TWICE = {"api.md"}
 # documents whose examples run the main job or a large grid: over 20 s each, marked slow (-m "not slow" skips them)
 SLOW = {"getting-started.md", "meta-evaluation.md"}
 
-NOTE = re.compile(r"^> \*\*Examples:\*\* run them in order (?P<folder>in an empty folder|from the root of a checkout "
+NOTE = re.compile(r"^> \*\*Examples:\*\*.*(?:\n>.*)*", re.M)  # the note: a quote, its lines joined
+RULE = re.compile(r"^> \*\*Examples:\*\* run them in order (?P<folder>in an empty folder|from the root of a checkout "
                   r"of the repository), in one terminal(?:; (?P<python>the Python blocks are one session|each Python "
-                  r"block is a script of its own))?", re.M)
+                  r"block is a script of its own))?")
 
 
 @dataclass
@@ -138,12 +139,14 @@ class Convention:
 
 def convention(path: Path) -> Convention | None:
     text = path.read_text(encoding="utf-8")
-    m = NOTE.search(text)
-    if m is None:
+    note = NOTE.search(text)
+    if note is None:
         return None
+    m = RULE.match(re.sub(r"\s*\n>\s*", " ", note.group(0)))
+    assert m is not None, f"{path.name}: a note that does not say how its examples run: {note.group(0)}"
     return Convention(checkout=m.group("folder").startswith("from the root"),
                       one_session=m.group("python") != "each Python block is a script of its own",
-                      line=text[:m.start()].count("\n") + 1)
+                      line=text[:note.start()].count("\n") + 1)
 
 
 def newcomer(tmp: Path) -> dict:

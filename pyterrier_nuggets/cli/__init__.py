@@ -139,9 +139,10 @@ def main(argv=None) -> int:
         _print_warnings(caught)
         return code
     except KeyboardInterrupt:
-        _interrupt_llm_work()
-        print(f"interrupted (exit {EXIT_INTERRUPTED}): every LLM answer received so far is in the response cache; "
-              "run the same command again to go on (cached answers cost no call)", file=sys.stderr)
+        llm_work = _interrupt_llm_work()
+        print(f"interrupted (exit {EXIT_INTERRUPTED})" + (": every LLM answer received so far is in the response "
+              "cache; run the same command again to go on (cached answers cost no call)" if llm_work else ""),
+              file=sys.stderr)
         return EXIT_INTERRUPTED
     except (InvalidInput, SetupError, OSError) as e:  # our input, usage and set-up errors; a file not found
         print(f"error: {_one_line(e)}", file=sys.stderr)
@@ -164,15 +165,17 @@ def _llm_failure(e: Exception) -> bool:
     return isinstance(e, (LLMStepError, EndpointError, BatchError))
 
 
-def _interrupt_llm_work() -> None:
+def _interrupt_llm_work() -> bool:
     """Ctrl-C: no new LLM request starts, and those in flight get a grace period to come back (their answers are
-    cached); only where an LLM client was made (its module is loaded)."""
+    cached); only where an LLM client was made (its module is loaded). Whether there was LLM work to interrupt (the
+    only case where "run the same command again" resumes anything)."""
     scheduler = sys.modules.get("pyterrier_nuggets.llm.scheduler")
     if scheduler is not None:
         try:
             scheduler.interrupt_all()
         except KeyboardInterrupt:  # Ctrl-C again: stop at once
             pass
+    return scheduler is not None
 
 
 def _llm_failure_text(e: Exception) -> str:
