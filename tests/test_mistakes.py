@@ -1,4 +1,4 @@
-"""A newcomer's typical mistakes on the command line (issue 48): each ends in one line that names the problem and the
+"""A newcomer's typical mistakes on the command line: each ends in one line that names the problem and the
 fix, a non-zero exit code and no traceback. The commands run as a user runs them, in a subprocess from a working
 folder of their own, against the package's test endpoint started as the docs start it."""
 from __future__ import annotations
