@@ -568,7 +568,7 @@ def test_a_cache_of_another_version_is_a_cache(tmp_path):
     newer = tmp_path / "newer.sqlite"
     ResponseCache(newer).put("k", {"m": 1}, {"text": "kept"})
     with sqlite3.connect(newer) as con:
-        con.execute("CREATE TABLE profiles (endpoint TEXT PRIMARY KEY, profile TEXT)")
+        con.execute("CREATE TABLE later_version (endpoint TEXT PRIMARY KEY, value TEXT)")  # not of this version
     con.close()
     assert ResponseCache(newer).get("k") == {"text": "kept"}
     older = tmp_path / "older.sqlite"

@@ -91,13 +91,13 @@ def run(args) -> int:
         with endpoint:
             threading.Event().wait()
     with endpoint:
-        print(endpoint.base_url, flush=True)
-        print(f"the test endpoint of pyterrier-nuggets (no model: deterministic replies) serves {names} at "
-              f"{endpoint.base_url} until Ctrl-C; point the LLM commands at it (in another shell): export "
-              f"OPENAI_BASE_URL={endpoint.base_url} OPENAI_API_KEY=none PYTERRIER_NUGGETS_MODEL={models[0]}",
-              file=sys.stderr, flush=True)
-        try:
+        try:  # from its first line on, Ctrl-C is the way to stop it: no job to resume, nothing to report
+            print(endpoint.base_url, flush=True)
+            print(f"the test endpoint of pyterrier-nuggets (no model: deterministic replies) serves {names} at "
+                  f"{endpoint.base_url} until Ctrl-C; point the LLM commands at it (in another shell): export "
+                  f"OPENAI_BASE_URL={endpoint.base_url} OPENAI_API_KEY=none PYTERRIER_NUGGETS_MODEL={models[0]}",
+                  file=sys.stderr, flush=True)
             threading.Event().wait()
-        except KeyboardInterrupt:  # the way to stop it: no job to resume, nothing to report
+        except KeyboardInterrupt:
             print("the test endpoint stopped", file=sys.stderr)
     return 0
