@@ -38,7 +38,9 @@ def add_parser(sub) -> None:
                        "Elo-like scale (mean 1000, 400 points per base-10 log-odds) with bootstrap intervals over "
                        "battles and over topics; or (--battles) the leaderboard of battles judged already. Writes "
                        "battles.jsonl, leaderboard.csv, pairwise.csv, arena.json and ratings.png into --out, all or "
-                       "nothing; an interrupted arena resumes there.")
+                       "nothing; an interrupted arena resumes there. Example: pyterrier-nuggets arena --answers "
+                       "run1.jsonl --answers run2.jsonl --out out/arena --dry-run (then without --dry-run; "
+                       "docs/arena.md)")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--answers", action="append", metavar="FILE", help="answer JSONL of one or more runs; repeat, e.g. --answers run1.jsonl --answers run2.jsonl")
     src.add_argument("--battles", action="append", metavar="FILE", help="battles judged already (ours, the toolkit's "
@@ -57,12 +59,12 @@ def add_parser(sub) -> None:
     p.add_argument("--design", default="all", metavar="all|topics:N|appearances:K", help="which battles: every pair "
                    "on every shared topic (all, default), N sampled topics per pair, or K battles per system per "
                    "topic (the sparse, arena-like design), e.g. --design topics:20")
-    p.add_argument("--seed", type=int, default=0, help="starting value of the random A/B order and of the sampling (default 0: the same battles on every run), e.g. --seed 7")
+    p.add_argument("--seed", type=int, default=0, metavar="N", help="starting value of the random A/B order and of the sampling (default 0: the same battles on every run), e.g. --seed 7")
     p.add_argument("--both-orders", action="store_true", help="judge every battle in both A/B orders (twice the "
                    "calls); a disagreement counts as a tie")
-    p.add_argument("--resamples", type=non_negative_int, default=1000, help="bootstrap resamples of the intervals "
+    p.add_argument("--resamples", type=non_negative_int, default=1000, metavar="N", help="bootstrap resamples of the intervals "
                    "(default 1000; 0: none), e.g. --resamples 0")
-    p.add_argument("--confidence", type=probability, default=0.95, help="confidence level (default 0.95), e.g. --confidence 0.9")
+    p.add_argument("--confidence", type=probability, default=0.95, metavar="C", help="confidence level (default 0.95), e.g. --confidence 0.9")
     p.add_argument("--prior", type=float, default=0.0, metavar="N", help="N virtual ties between every two systems "
                    "that met (a regularised fit, when a system won all its battles); default 0: the plain maximum-"
                    "likelihood fit, refused when it does not exist, e.g. --prior 1")

@@ -7,13 +7,13 @@ from pyterrier_nuggets.cli.paths import nonempty, nugget_file, report_dropped
 
 def add_parser(sub) -> None:
     p = sub.add_parser("export", help="nugget / assignment JSONL -> nugget qrels and evaluation run", description="Convert a nugget JSONL (--nuggets) into nugget qrels, or an assignment JSONL (--assignments) into nugget qrels and an evaluation run (with the answers' length and the support rows when --answers and --support are given), the files the table command and the plain ir_measures command line score. Example: pyterrier-nuggets export --assignments a.jsonl --answers ans.jsonl --qrels out/n.qrels --run out/a.eval.run")
-    p.add_argument("--nuggets", help="a nugget JSONL to write as nugget qrels (vital 2, okay 1), e.g. --nuggets nuggets.jsonl")
-    p.add_argument("--assignments", help="a nuggetizer assignment JSONL: its nuggets as qrels and, with --run, its assignments as an evaluation run, e.g. --assignments mine.assignments.jsonl")
-    p.add_argument("--answers", help="answer JSONL (TREC RAG 2024/2025) for the answer-length rows, e.g. --answers mine.answers.jsonl")
-    p.add_argument("--support", help="support judgments JSONL for the support rows, e.g. --support mine.support.jsonl")
-    p.add_argument("--qrels", required=True, help="nugget qrels to write, e.g. --qrels out/nuggets.qrels")
-    p.add_argument("--run", help="evaluation run to write (with --assignments), e.g. --run out/mine.eval.run")
-    p.add_argument("--run-tag", type=run_tag, help="the run tag of the evaluation run (default: the assignment file's run id), e.g. --run-tag mine-v2")
+    p.add_argument("--nuggets", metavar="FILE", help="a nugget JSONL to write as nugget qrels (vital 2, okay 1), e.g. --nuggets nuggets.jsonl")
+    p.add_argument("--assignments", metavar="FILE", help="an assignment file (JSONL, one answer a line with its nuggets and their labels): its nuggets as qrels and, with --run, its assignments as an evaluation run, e.g. --assignments mine.assignments.jsonl")
+    p.add_argument("--answers", metavar="FILE", help="answer JSONL (TREC RAG 2024/2025) for the answer-length rows, e.g. --answers mine.answers.jsonl")
+    p.add_argument("--support", metavar="FILE", help="support judgments JSONL for the support rows, e.g. --support mine.support.jsonl")
+    p.add_argument("--qrels", required=True, metavar="FILE", help="nugget qrels to write, e.g. --qrels out/nuggets.qrels")
+    p.add_argument("--run", metavar="FILE", help="evaluation run to write (with --assignments), e.g. --run out/mine.eval.run")
+    p.add_argument("--run-tag", type=run_tag, metavar="TAG", help="the run tag of the evaluation run (default: the assignment file's run id), e.g. --run-tag mine-v2")
     p.add_argument("--on-invalid", choices=ON_INVALID, default="refuse",
                    help="nuggets with invalid labels: refuse (default) or drop them from their topic, e.g. --on-invalid drop")
     p.set_defaults(func=run)

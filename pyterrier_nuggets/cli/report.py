@@ -12,10 +12,10 @@ def add_parser(sub) -> None:
                        "relevance grades, arena battles and iKAT matches; two systems side by side. It opens from the "
                        "file system, without a server or network. Example: pyterrier-nuggets report out/demo "
                        "--collection $SAMPLE --out out/report (docs/report.md)")
-    p.add_argument("folders", nargs="+", metavar="IN_FOLDER", help="an output folder of demo, trec-rag, arena, ikat, "
+    p.add_argument("folders", nargs="+", metavar="DIR", help="an output folder of demo, trec-rag, arena, ikat, "
                    "table --out or annotate export; several (of the same systems): at most one with scores, e.g. "
                    "out/trec out/arena")
-    p.add_argument("--out", required=True, metavar="REPORT_FOLDER", help="the report's folder (new or empty), e.g. "
+    p.add_argument("--out", required=True, metavar="DIR", help="the report's folder (new or empty), e.g. "
                    "--out out/report; open REPORT_FOLDER/index.html")
     from pyterrier_nuggets.cli.options import add_overwrite
     add_overwrite(p)
@@ -46,7 +46,7 @@ def add_parser(sub) -> None:
                    "--segment-qrels qrels.txt")
     p.add_argument("--baseline", metavar="NAME", help="for scores that state no test (trec-rag's scores.tsv, an "
                    "export): the system the report's paired t-tests are against (default: the first), e.g. --baseline A")
-    p.add_argument("--title", help="the report's title, e.g. --title \"TREC RAG 2026 dev runs\"")
+    p.add_argument("--title", metavar="TEXT", help="the report's title, e.g. --title \"TREC RAG 2026 dev runs\"")
     p.set_defaults(func=run)
 
 

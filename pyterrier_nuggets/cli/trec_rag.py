@@ -6,6 +6,7 @@ evaluation files written beside the scores."""
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +23,30 @@ SUPPORT_TOOLKIT_NAMES = {  # our measure -> the 2026 toolkit's support metric na
 }
 
 
+def fitted(wide, width: int) -> str:
+    """The table of means (a run a row, a measure a column) as text no wider than ``width`` where it can be: as it is
+    when it fits, else transposed (a measure a row, a run a column), and cut into blocks of runs side by side that
+    fit; a single column wider than ``width`` is printed as it is."""
+    def text(frame) -> str:
+        return frame.to_string(float_format=lambda v: f"{v:.4f}")
+
+    def widest(block: str) -> int:
+        return max(len(line) for line in block.splitlines())
+
+    whole = text(wide)
+    if widest(whole) <= width:
+        return whole
+    measures = wide.T
+    blocks, runs = [], list(measures.columns)
+    while runs:
+        take = 1
+        while take < len(runs) and widest(text(measures[runs[:take + 1]])) <= width:
+            take += 1
+        blocks.append(text(measures[runs[:take]]))
+        runs = runs[take:]
+    return "\n\n".join(blocks)
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser("trec-rag", help="TREC RAG 2025/2026 answer files to the track's scores: nuggets, "
                        "sub-narrative coverage, citation support (2026 variants), rubrics",
@@ -30,7 +55,9 @@ def add_parser(sub) -> None:
                        "(--nuggets), citation support of every citation (--support, or the toolkit's support "
                        "assignments with --support-assignments), rubric grading (--rubrics). Writes the qrels, one "
                        "evaluation run per run, the judges' files, per-topic scores and the toolkit's support metric "
-                       "rows into --out, all or nothing.")
+                       "rows into --out, all or nothing. Example: pyterrier-nuggets trec-rag --answers myrun.jsonl "
+                       "--nuggets nuggets.jsonl --support --docs docs.jsonl --out out/trec-rag (answers in the 2024 "
+                       "form, as demo writes them: add --rules 2025; docs/trec-rag-2025-2026.md)")
     p.add_argument("--answers", action="append", required=True, metavar="FILE",
                    help="answer JSONL in the TREC RAG 2025/2026 form; repeat for several files, e.g. --answers run1.jsonl --answers run2.jsonl")
     p.add_argument("--rules", choices=("2026", "2025"), default="2026",
@@ -56,7 +83,7 @@ def add_parser(sub) -> None:
     p.add_argument("--on-invalid", choices=ON_INVALID, default="refuse",
                    help="a --nuggets file with invalid importance labels: refuse it (default) or drop those nuggets, "
                         "reported, e.g. --on-invalid drop")
-    p.add_argument("--out", required=True, help="output folder, e.g. --out out/trec-rag")
+    p.add_argument("--out", required=True, metavar="DIR", help="output folder, e.g. --out out/trec-rag")
     p.add_argument("--workers", type=positive_int, default=1, metavar="N",
                    help="spread the topics over N processes (PyTerrier's .parallel(), one response cache, the outputs "
                         "of one process), sharing --concurrency between them: for an endpoint wider than one process "
@@ -161,7 +188,7 @@ def run(args) -> int:
     job.manifest = judging_manifest(args, job, measures, qrels)
     folder.write_all(_writers(out_files, job, qrels, rows_by_run, table, means))
     wide = means.pivot(index="run", columns="measure", values="value").reindex(columns=[str(m) for m in measures])
-    print(wide.to_string(float_format=lambda v: f"{v:.4f}"))
+    print(fitted(wide, shutil.get_terminal_size().columns))
     print(_note(table, measures, args.unanswered))
     judge = f"judges: {job.llm.describe()}" if job.llm is not None else "judges: none (the labels were given)"
     print(f"{len(job.runs)} run(s), {len(job.answers)} answers; {judge}; written to {args.out}")
