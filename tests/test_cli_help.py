@@ -104,7 +104,7 @@ def test_verbose_only_where_a_model_is_loaded():
 PLACEHOLDERS = {"FILE", "DIR", "PREFIX", "FILE|ID", "NAME=FILE", "NAME", "N", "K", "P", "C", "X", "QID", "ID", "URL",
                 "MODEL", "SECONDS", "MEASURE", "METHOD", "TEXT", "TAG", "KEY=VALUE", "I/N", "F", "T|default",
                 "INPUT,OUTPUT", "HOST", "PORT", "IPS", "L1,L2,...", "STEP", "A", "B", "SET|FILE", "RUN.json",
-                "PAIRS.jsonl", "OUT.jsonl", "OTHER.perquery.csv", "leaderboard.csv", "PATH|none", "[NAME=]RUN",
+                "PAIRS.jsonl", "OUT.jsonl", "OTHER.perquery.csv", "leaderboard.csv", "PATH|none", "[NAME=]RUN", "[NAME=]FILE",
                 "[NAME=]RETRIEVER:K[:GENERATOR]", "NAME EVAL_RUN [SEGMENT_RUN]", "all|topics:N|appearances:K",
                 "alternate|none|G1,G2,...", "embedding[:T]|nli:PATH|llm", "embedding|nli:PATH|llm", "SHARD_DIR"}
 

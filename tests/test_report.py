@@ -535,7 +535,7 @@ def test_answers_whose_run_id_is_no_system_are_refused_or_mapped(many, tmp_path,
     assert cli.main(["report", str(many[0]), "--answers", str(other), "--out", str(tmp_path / "r1")]) == 2
     err = capsys.readouterr().err
     assert "other.jsonl: field 'run_id': run(s) gpt4o-run are no system of the folders (A, B)" in err, err
-    assert "--answers SYSTEM=FILE" in err and not (tmp_path / "r1").exists()
+    assert "--answers NAME=FILE" in err and not (tmp_path / "r1").exists()
     assert cli.main(["report", str(many[0]), "--answers", f"A={other}", "--out", str(tmp_path / "r2")]) == 0
     capsys.readouterr()
     index = _data(tmp_path / "r2" / "data" / "index.js")

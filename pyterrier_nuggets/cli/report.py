@@ -19,13 +19,13 @@ def add_parser(sub) -> None:
                    "--out out/report; open REPORT_FOLDER/index.html")
     from pyterrier_nuggets.cli.options import add_overwrite
     add_overwrite(p)
-    p.add_argument("--answers", action="append", default=[], metavar="[SYSTEM=]FILE", help="an answer file (TREC RAG "
+    p.add_argument("--answers", action="append", default=[], metavar="[NAME=]FILE", help="an answer file (TREC RAG "
                    "2024/2025/2026) of systems whose answers the folders do not keep (trec-rag without --support, "
-                   "arena); its run ids must be systems of the folders, else SYSTEM=FILE reads a file of one run as "
-                   "SYSTEM; repeat for several, e.g. --answers answers.jsonl --answers gpt4o=run.jsonl")
+                   "arena); its run ids must be systems of the folders, else NAME=FILE reads a file of one run as "
+                   "the system NAME; repeat for several, e.g. --answers answers.jsonl --answers gpt4o=run.jsonl")
     p.add_argument("--topics", metavar="FILE|ID", help="the topics' texts (TSV qid<TAB>text or an ir_datasets id), "
                    "e.g. the --topics given to trec-rag: --topics topics.tsv")
-    p.add_argument("--second-judge", metavar="FOLDER", help="an output folder of the same systems judged by another "
+    p.add_argument("--second-judge", metavar="DIR", help="an output folder of the same systems judged by another "
                    "judge (another trec-rag or demo run, an annotation export): its nugget assignments and support "
                    "labels are shown beside the folders', the disagreements marked (judges.html), e.g. "
                    "--second-judge out/trec-llama")

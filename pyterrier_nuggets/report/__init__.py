@@ -28,7 +28,7 @@ def build_report(folders: Sequence[str], out: str, *, answers: Sequence[str] = (
     :param out: the report folder (new or empty; ``overwrite`` replaces a report written before, never a folder
         holding anything else).
     :param answers: answer files of the systems whose answers the folders do not keep (``trec-rag``, ``arena``);
-        ``SYSTEM=FILE`` reads a file of one run as the system ``SYSTEM`` (a file whose run ids are no system of the
+        ``NAME=FILE`` reads a file of one run as the system ``NAME`` (a file whose run ids are no system of the
         folders is refused).
     :param collection: a collection folder (``docs.jsonl``, ``segments.qrels``, ``topics.tsv``; e.g. the shipped
         sample) for segment texts, relevance grades and topic texts.

@@ -589,8 +589,8 @@ def read_texts(collection: str | None = None, dataset: str | None = None, docs: 
     :param dataset: an ir_datasets id (its docs store, qrels and queries).
     :param docs: a document JSONL for the segment texts.
     :param segment_qrels: TREC qrels for the relevance grades.
-    :param answers: answer files (TREC RAG 2024/2025/2026); ``SYSTEM=FILE`` reads a file of one run as the system
-        ``SYSTEM`` (its run id differs from the name the folders give the system).
+    :param answers: answer files (TREC RAG 2024/2025/2026); ``NAME=FILE`` reads a file of one run as the system
+        ``NAME`` (its run id differs from the name the folders give the system).
     :param topics: the topics' texts: a TSV ``qid<TAB>text`` or an ir_datasets id (e.g. the ``--topics`` given to
         ``trec-rag``).
     """
@@ -626,7 +626,7 @@ def read_texts(collection: str | None = None, dataset: str | None = None, docs: 
 
 
 def answer_file(given: str) -> tuple[str | None, str]:
-    """``(system, path)`` of an ``--answers`` value: ``SYSTEM=FILE``, or a file (``None``: its run ids name the
+    """``(system, path)`` of an ``--answers`` value: ``NAME=FILE``, or a file (``None``: its run ids name the
     systems). A path that exists is a path, even with an ``=`` in it."""
     if "=" in given and not os.path.exists(given):
         system, path = given.split("=", 1)

@@ -114,7 +114,7 @@ def merge(folders: Sequence[Folder], texts: Texts, title: str | None = None, bas
     if len(scored) > 1:
         raise InvalidInput(f"{len(scored)} of the folders have scores ({', '.join(f.path for f in scored)}): give one "
                            "folder with scores; others may add answers, battles or judgments of the same systems (a "
-                           "second judge of the same answers: --second-judge FOLDER)")
+                           "second judge of the same answers: --second-judge DIR)")
     report = Report(title or _title(folders), folders=list(folders), texts=texts, second=second)
     report.notes = [note for f in folders for note in f.notes] + (second.notes if second is not None else [])
     report.sources = [{"path": shown_path(f.path), "kinds": f.kinds, "files": len(f.files)} for f in folders]
@@ -159,7 +159,7 @@ def _check_answer_files(texts: Texts, named: list[str]) -> None:
             raise InputError(path, None, "run_id", f"run(s) {', '.join(strangers[:5])} are no system of the folders "
                              f"({', '.join(named[:8])}{', ...' if len(named) > 8 else ''}): their answers would be a "
                              "system without scores beside the one the folders score",
-                             "give --answers SYSTEM=FILE to read a file of one run as that system")
+                             "give --answers NAME=FILE to read a file of one run as that system")
 
 
 def _check_second(report: Report, second: Folder) -> None:
