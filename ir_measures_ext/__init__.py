@@ -2,7 +2,7 @@
 A_strict, A), weighted citation support precision and recall (SupportP, SupportR), AnswerWords, ARGUE
 sentence precision and nugget recall (ArgueP, ArgueR); CONE-RAG nugget recall and precision (Recall_NtR,
 Recall_NtN, Precision_NtN); TREC RAG 2025 sub-narrative coverage (SubNarrativeCoverage); TREC RAG 2026 rubric scores (RubricScore,
-RubricFailedMandatory); and
+RubricFailedMandatory); the label a step judging whole answers gave each answer (AnswerLabel(step=...)); and
 Segments(measure=...), any retrieval measure on the segment rows of a run that also holds evaluation rows.
 
 Importing this package registers them with ir_measures. It imports nothing but ir_measures (no
@@ -13,12 +13,14 @@ from ir_measures_ext.measures import (
     ALL_MEASURES,
     ARGUE_MEASURES,
     CONE_MEASURES,
+    LABEL_MEASURES,
     NUGGET_MEASURES,
     RUBRIC_MEASURES,
     SUB_NARRATIVE_MEASURES,
     SUPPORT_MEASURES,
     A,
     A_strict,
+    AnswerLabel,
     AnswerWords,
     ArgueP,
     ArgueR,
@@ -60,5 +62,5 @@ __all__ = [
     "ArgueP", "ArgueR", "ARGUE_MEASURES", "argue_provider", "ArgueProvider",
     "Recall_NtR", "Recall_NtN", "Precision_NtN", "CONE_MEASURES", "cone_provider", "ConeProvider",
     "RubricScore", "RubricFailedMandatory", "RUBRIC_MEASURES", "rubric_provider", "RubricProvider",
-    "SubNarrativeCoverage", "SUB_NARRATIVE_MEASURES",
+    "SubNarrativeCoverage", "SUB_NARRATIVE_MEASURES", "AnswerLabel", "LABEL_MEASURES",
 ]

@@ -5,7 +5,7 @@ Inputs (decisions.md, decision 1; row ids in :mod:`ir_measures_ext.ids`):
 - qrels: nugget qrels ``qid 0 {qid}:n{i} REL`` (2 vital, 1 okay); they define the topics and their nuggets;
   sub-narrative rows ``qid 0 {qid}:n{i}:sn{k} 1`` map nuggets to the narrative's sub-narratives (TREC RAG 2025).
 - qrels of rubric scoring: ``qid 0 {qid}:r{i} WEIGHT`` and tier rows ``{qid}:r{i}:mandatory|optional``.
-- run: an evaluation run; rubric verdict rows ``{qid}:r{i}`` (1 / 0.5 / 0); CONE-RAG rows ``{qid}:ntr:n{i}``, ``{qid}:ntn:n{i}``, ``{qid}:ntn:x{j}`` (1 / 0); nugget rows ``{qid}:n{i}`` scored 1 / 0.5 / 0, support rows
+- run: an evaluation run; the labels of whole answers ``{qid}:label:{step}``; rubric verdict rows ``{qid}:r{i}`` (1 / 0.5 / 0); CONE-RAG rows ``{qid}:ntr:n{i}``, ``{qid}:ntn:n{i}``, ``{qid}:ntn:x{j}`` (1 / 0); nugget rows ``{qid}:n{i}`` scored 1 / 0.5 / 0, support rows
   ``{qid}:s{j}:c{k}:{docno}`` scored 1 / 0.5 / 0, ``{qid}:s{j}:uncited`` rows, and a ``{qid}:words`` row
   (or a ``qanswer`` column when the run is a DataFrame, as in pt.Experiment).
 
@@ -26,6 +26,7 @@ from ir_measures import measures
 from ir_measures.measures.base import Agg
 
 from ir_measures_ext.errors import InvalidInput
+from ir_measures_ext.ids import check_step_name
 
 _CITE = measures.ParamInfo(dtype=str, choices=("first", "all_judged", "all_pairs"), default="first",
                            desc="which citations of a sentence count: 'first' (TREC 2024, the 2026 toolkit's "
@@ -257,6 +258,34 @@ class _AnswerWords(_NuggetMeasure):
     SHORT_DESC = "Words in the answer (NFKC, whitespace split), as the TREC RAG validator counts."
 
 
+class _AnswerLabel(_NuggetMeasure):
+    """The label a step that judges whole answers gave each answer, as a number: a yes/no judge's 1 (yes) or 0 (no),
+    so that its run mean is the share of answers judged yes. ``step`` names the step (e.g. ``'conciseness'``); the
+    measure reads the ``{qid}:label:{step}`` rows of the evaluation run (:func:`ir_measures_ext.ids.label_id`). One
+    measure family for every such step, so that a new step needs no measure of its own and the plain ``ir_measures``
+    command line scores it. Mean over the answered topics; a topic the run answered without a row of the step is an
+    error (the step did not judge it), never 0."""
+
+    FAMILY = ANSWERED_TOPICS
+    __name__ = "AnswerLabel"
+    NAME = "AnswerLabel"
+    PRETTY_NAME = "Label of the whole answer"
+    SHORT_DESC = "The label a step judging whole answers gave the answer (a yes/no judge: 1 yes, 0 no)."
+    SUPPORTED_PARAMS = {"step": measures.ParamInfo(
+        dtype=str, required=True, desc="the step whose label it reads: its name, as its rows '{qid}:label:{step}' "
+                                       "have it, e.g. 'conciseness'")}
+
+    def __call__(self, **params):
+        if "step" in params:
+            check_step_name(params["step"])
+        return super().__call__(**params)
+
+    def validate_params(self):
+        if "step" not in self.params:
+            raise InvalidInput("AnswerLabel needs the step whose labels it reads, e.g. AnswerLabel(step='conciseness')")
+        super().validate_params()
+
+
 class _ArgueP(_NuggetMeasure):
     """ARGUE sentence precision ([nugget-annotation §3.4 Table 1]): valid / (valid + hallucinated) answer sentences.
 
@@ -420,6 +449,7 @@ A = _A()
 SupportP = _SupportP()
 SupportR = _SupportR()
 AnswerWords = _AnswerWords()
+AnswerLabel = _AnswerLabel()
 Segments = _Segments()
 ArgueP = _ArgueP()
 ArgueR = _ArgueR()
@@ -437,5 +467,6 @@ ARGUE_MEASURES = (ArgueP, ArgueR)  # need sentence content rows: not in ALL_MEAS
 CONE_MEASURES = (Recall_NtR, Recall_NtN, Precision_NtN)  # CONE-RAG ([cone-rag]): need gold nugget rows
 RUBRIC_MEASURES = (RubricScore, RubricFailedMandatory)  # TREC RAG 2026: need rubric qrels and verdict rows
 SUB_NARRATIVE_MEASURES = (SubNarrativeCoverage,)  # TREC RAG 2025: need sub-narrative rows in the nugget qrels
+LABEL_MEASURES = (AnswerLabel,)  # the labels of steps that judge whole answers: need '{qid}:label:{step}' rows
 REGISTERED = (ALL_MEASURES + (Segments,) + ARGUE_MEASURES + CONE_MEASURES + RUBRIC_MEASURES
-              + SUB_NARRATIVE_MEASURES)  # every name this package adds
+              + SUB_NARRATIVE_MEASURES + LABEL_MEASURES)  # every name this package adds

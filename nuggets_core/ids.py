@@ -29,6 +29,8 @@ row id                      what the row says                                   
 ``{qid}:r{i}``              verdict on rubric criterion i (0-based position in the    1.0 satisfied,
                             topic's rubric)                                           0.5 partially,
                                                                                       0.0 not satisfied
+``{qid}:label:{step}``      the label a step that judges whole answers gave the       its value (a yes/no
+                            answer (``step``: the step's name, e.g. ``conciseness``)  judge: 1.0 yes, 0.0 no)
 ==========================  ========================================================  =====================
 
 Rubric qrels (TREC RAG 2026): ``qid 0 {qid}:r{i} WEIGHT`` (the criterion's integer weight, negative for a
@@ -66,7 +68,8 @@ __all__ = [
     "PARTIALLY_SATISFIED", "NOT_SATISFIED", "VERDICT_TO_SCORE", "SCORE_TO_VERDICT", "MANDATORY", "OPTIONAL", "TIERS",
     "rubric_id", "rubric_tier_id", "parse_rubric_row", "SOME_NUGGETS", "IRRELEVANT", "NO_INFORMATION",
     "CONTENT_LABELS", "sentence_nugget_id", "sentence_content_id", "parse_content_row", "BATTLE_A", "BATTLE_B",
-    "BATTLE_TIE", "BATTLE_VERDICTS", "BATTLE_TIE_PATTERN", "BATTLE_TIE_SPELLINGS", "is_tie",
+    "BATTLE_TIE", "BATTLE_VERDICTS", "BATTLE_TIE_PATTERN", "BATTLE_TIE_SPELLINGS", "is_tie", "STEP_NAME",
+    "check_step_name", "label_id",
 ]
 
 _WHITESPACE = re.compile(r"\s")  # exactly the characters of str.isspace()
@@ -145,6 +148,33 @@ def sub_narrative_id(qid: str, index: int, sub: int) -> str:
     return f"{qid}:n{index}:sn{sub}"
 
 
+# ---------------------------------------------------------------------------------- labels of whole answers
+# A step that judges each answer as a whole (e.g. a yes/no judge of conciseness) writes one row per answer; the
+# measure AnswerLabel(step=...) reads it. The step's name is the grammar below: it is one field of a TREC file and part
+# of an output file's name.
+
+STEP_NAME = r"[a-z][a-z0-9_]*"
+_LABEL = re.compile(r"label:(" + STEP_NAME + ")")
+
+
+def check_step_name(step: str) -> str:
+    """``step`` when it is a step's name (lower-case letters, digits and ``_``, a letter first), else an
+    :class:`InvalidInput` saying so."""
+    if not isinstance(step, str) or re.fullmatch(STEP_NAME, step) is None:
+        raise InvalidInput(f"step {step!r}: a step's name is lower-case letters, digits and '_', a letter first "
+                           "(e.g. 'conciseness')")
+    return step
+
+
+def label_id(qid: str, step: str) -> str:
+    """Id of the row holding the label step ``step`` gave the answer of topic ``qid``: ``{qid}:label:{step}``.
+
+    :param qid: the topic id.
+    :param step: the step's name (:func:`check_step_name`).
+    """
+    return f"{qid}:label:{check_step_name(step)}"
+
+
 def words_id(qid: str) -> str:
     """Id of the answer-length row: ``{qid}:words``."""
     return f"{qid}:words"
@@ -157,7 +187,8 @@ class RowKind(NamedTuple):
     sentence: int = -1
     citation: int = -1
     docno: str = ""
-    content: str = ""  # "sentence_content" rows: IRRELEVANT or NO_INFORMATION; "rubric_tier": MANDATORY/OPTIONAL
+    content: str = ""  # "sentence_content" rows: IRRELEVANT or NO_INFORMATION; "rubric_tier": MANDATORY/OPTIONAL;
+    #                    "label": the step
     sub: int = -1  # "sub_narrative" rows: the sub-narrative's position k in its topic
 
 
@@ -194,6 +225,9 @@ def parse_row_id(qid: str, row_id: str) -> RowKind:
     rubric = parse_rubric_row(rest)
     if rubric is not None:
         return rubric
+    m = _LABEL.fullmatch(rest)
+    if m:
+        return RowKind("label", content=m.group(1))
     return parse_content_row(rest)
 
 

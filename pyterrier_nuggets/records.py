@@ -1,4 +1,4 @@
-"""Typed records of nugget evaluation: nuggets, assignments, RAG answers, support judgments.
+"""Typed records of nugget evaluation: nuggets, assignments, RAG answers, support judgments, verdicts, labels.
 
 Labels are validated on construction: an invalid label never becomes a record. Readers that meet invalid
 labels in real files report them through ``InvalidLabel`` (see :mod:`pyterrier_nuggets.formats`). This
@@ -6,6 +6,7 @@ module imports nothing of pyterrier or openai (decisions.md, decision 6).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from ir_measures_ext import ids
@@ -232,6 +233,35 @@ class RubricVerdict:
     @property
     def score(self) -> float:
         return ids.VERDICT_TO_SCORE[self.verdict]
+
+
+@dataclass(frozen=True)
+class LabelledAnswer:
+    """The label a step that judges whole answers gave one answer (e.g. ``conciseness``: ``yes`` / ``no``), and its
+    value in the evaluation run (a yes/no judge: 1 / 0), read by the measure ``AnswerLabel(step=...)``.
+
+    :param qid: the topic id.
+    :param step: the step's name (``ir_measures_ext.ids.check_step_name``).
+    :param label: the label, as the step names it.
+    :param value: its value (a finite number).
+    :param run_id: the run of the judged answer, when known.
+    """
+
+    qid: str
+    step: str
+    label: str
+    value: float
+    run_id: str | None = None
+
+    def __post_init__(self):
+        ids.check_step_name(self.step)
+        if not isinstance(self.value, (int, float)) or isinstance(self.value, bool) or not math.isfinite(self.value):
+            raise InvalidInput(f"topic {self.qid}, step {self.step}: the value of label {self.label!r} must be a finite "
+                               f"number, got {self.value!r}")
+
+    @property
+    def row_id(self) -> str:
+        return ids.label_id(self.qid, self.step)
 
 
 SPAN_EXACT = "exact"  # the extracted nugget is a span of the text, character for character

@@ -31,7 +31,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 SUBPACKAGES = ["pyterrier_nuggets"] + [f"pyterrier_nuggets.{name}" for name in
-                                       ("formats", "evaluation", "judges", "matchers", "llm", "pipeline", "report", "testing")]
+                                       ("formats", "evaluation", "judges", "matchers", "llm", "steps", "pipeline", "report",
+                                        "testing")]
 # the classes and functions of the two extensions that docs/measures.md or docs/datasets.md name, with
 # ir_measures_ext.register (what importing it runs), and the plots docs/api.md names
 NAMED_BY_DOCS = {

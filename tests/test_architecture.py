@@ -20,6 +20,7 @@ LAYERS = {
     "testing": 3,  # the test endpoint: judges' replies; never evaluation's
     "pipeline": 4,
     "annotate": 4,
+    "steps": 3,  # the registry of judging steps: makes judges, writes their files with formats
     "report": 4,  # the HTML report of output folders: reads them with formats and evaluation
     "cli": 5,
     "__init__": 6,  # the facade: re-exports the public names

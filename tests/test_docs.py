@@ -87,6 +87,16 @@ SKIP = {
     ("shards.md", "#!/bin/bash\n#SBATCH"): "a SLURM batch script (needs a cluster and the TREC RAG 2025 runs); the "
                                           "blocks after it run the same commands on one machine",
     ("shards.md", "array=$(sbatch"): "submits jobs to a SLURM cluster",
+    ("architecture.md", ".venv/bin/python scripts/reference_docs.py"): "rewrites docs/reference/ of the checkout: "
+                                                                      "tests/test_reference_docs.py checks the pages",
+    ("architecture.md", "# pyterrier_nuggets/judges/conciseness.py"): "a module of the package, not a script: "
+                                                                        "tests/test_adding_a_step.py puts it in "
+                                                                        "place and runs the step",
+    ("architecture.md", "# pyterrier_nuggets/steps.py"): "lines added to the package's registry: "
+                                                           "tests/test_adding_a_step.py runs them",
+    ("architecture.md", "# tests/test_conciseness.py"): "the test of the example step, whose module is not in the "
+                                                          "package: tests/test_adding_a_step.py runs it on the page's "
+                                                          "module",
 }
 
 # (document, start of the block's first line) -> (what runs instead, why)

@@ -1,7 +1,7 @@
 """The one failure mechanism of the package's steps (judges/failures.py): one vocabulary of ``on_failure`` policies
 for the library and the command line, and failures collected and policies applied in one place
 (``FailurePolicy.settle``), so that a new LLM judge is one class whose ``run`` only says what each unit of its
-output rests on (docs/architecture.md, "Writing an LLM step")."""
+output rests on (docs/architecture.md, "Adding a step")."""
 from __future__ import annotations
 
 import functools

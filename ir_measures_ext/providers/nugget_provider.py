@@ -1,5 +1,6 @@
 """The nugget provider: nugget scores ([autonuggetizer §3.5]), sub-narrative coverage, citation support precision
-and recall ([support24 §3.4]) and answer length, from nugget qrels and an evaluation run."""
+and recall ([support24 §3.4]), answer length and the labels of whole answers, from nugget qrels and an evaluation
+run."""
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -21,8 +22,9 @@ from ir_measures_ext.providers.rows import (
 
 
 class NuggetEvaluator(FamilyEvaluator):
-    """Nugget measures over the topics with nuggets (0 where the run did not answer); support and answer length
-    over the topics the run answered (any evaluation row, or a ``qanswer``), whether or not the qrels have them."""
+    """Nugget measures over the topics with nuggets (0 where the run did not answer); support, answer length and the
+    labels of whole answers over the topics the run answered (any evaluation row, or a ``qanswer``), whether or not
+    the qrels have them."""
 
     def __init__(self, measures, nuggets: dict[str, dict[str, int]], qids: set[str]):
         super().__init__(measures, set(nuggets), {q for q in qids if nuggets.get(q)})
@@ -32,10 +34,11 @@ class NuggetEvaluator(FamilyEvaluator):
         self.sub_narratives: dict[str, list[list[str]]] = {}  # topic -> sub-narrative -> its nugget ids
         self.want_support = bool(names & {x.NAME for x in m.SUPPORT_MEASURES})
         self.want_words = m.AnswerWords.NAME in names
+        self.labels = [x for x in measures if x.NAME == m.AnswerLabel.NAME]
 
     def _collect(self, run) -> dict[str, TopicRows]:
         nuggets = self.nuggets
-        answered = self.want_support or self.want_words  # measures of every answered topic, in the qrels or not
+        answered = self.want_support or self.want_words or bool(self.labels)  # measures of every answered topic, in the qrels or not
         # a topic not in the qrels: its nugget rows are not evaluated (as trec_eval does)
         topics = read_evaluation_rows(self.rows(run), lambda qid, kind: qid in nuggets or (
             answered and kind != "nugget"))
@@ -77,6 +80,13 @@ class NuggetEvaluator(FamilyEvaluator):
                         yield Metric(qid, measure, t.words)
             if self.want_support:
                 yield from self._support(qid, t)
+            for measure in self.labels:
+                step = measure["step"]
+                if step not in t.labels:
+                    raise InvalidInput(f"{measure}: the run has rows for topic {qid} but no '{ids.label_id(qid, step)}' "
+                                       f"row: step {step} did not judge its answer; run the step on every answer "
+                                       "(its rows in the evaluation run) or drop the measure")
+                yield Metric(qid, measure, t.labels[step])
 
     def _support(self, qid: str, t: TopicRows) -> Iterator[Metric]:
         if not t.citations and t.words != 0:
@@ -146,7 +156,8 @@ def read_sub_narrative_qrels(rows, nuggets: dict[str, dict[str, int]]) -> dict[s
 
 
 class NuggetProvider(providers.Provider):
-    """Nugget scores ([autonuggetizer §3.5]), support precision/recall ([support24 §3.4]) and answer length."""
+    """Nugget scores ([autonuggetizer §3.5]), support precision/recall ([support24 §3.4]), answer length and the
+    labels of whole answers."""
 
     NAME = "nuggets"
     SUPPORTED_MEASURES = [
@@ -154,6 +165,7 @@ class NuggetProvider(providers.Provider):
         m._SubNarrativeCoverage(credit=providers.base.Any()),
         m._SupportP(cite=providers.base.Any(), credit=providers.base.Any()),
         m._SupportR(cite=providers.base.Any(), credit=providers.base.Any()), m._AnswerWords(),
+        m._AnswerLabel(step=providers.base.Any()),
     ]
 
     def _evaluator(self, measures, qrels) -> NuggetEvaluator:

@@ -96,7 +96,7 @@ VALUES: dict[str, RowValues] = {
                         "1.0 satisfied, 0.5 partially satisfied, 0.0 not satisfied", "verdict"),
 }
 """Row kind (:func:`ids.parse_row_id`) -> the values its rows may carry. A ``{qid}:words`` row carries a whole
-number of words, 0 or more; sentence content rows and the qrels-only forms carry no value that is read."""
+number of words, 0 or more; a ``{qid}:label:{step}`` row any finite number (its step's scale); sentence content rows and the qrels-only forms carry no value that is read."""
 
 
 def row_value(qid: str, doc_id: str, score: float, values: RowValues) -> float:
@@ -105,6 +105,13 @@ def row_value(qid: str, doc_id: str, score: float, values: RowValues) -> float:
     if value not in values.valid:
         raise RowError("run", qid, doc_id, "score", f"{values.what} score {score!r} is not a valid value "
                        f"({values.names})")
+    return value
+
+
+def _label(qid: str, doc_id: str, score: float) -> float:
+    value = ids.row_value(score)
+    if not math.isfinite(value):
+        raise RowError("run", qid, doc_id, "score", f"score {score!r} is not a label's value (a finite number)")
     return value
 
 
@@ -122,7 +129,7 @@ class TopicRows:
     """The evaluation rows of one topic, by what they say (:mod:`ir_measures_ext.ids`), checked against each other."""
 
     __slots__ = ("seen", "assigned", "citations", "docnos", "uncited", "words", "content", "conveyed",
-                 "matches", "verdicts")
+                 "matches", "verdicts", "labels")
 
     def __init__(self):
         self.seen: set[str] = set()  # the row ids read so far
@@ -135,6 +142,7 @@ class TopicRows:
         self.conveyed: dict[int, set[int]] = {}  # sentence -> the nuggets it conveys (their index)
         self.matches: dict[str, dict[int, float]] = {}  # CONE-RAG kind -> nugget position -> decision
         self.verdicts: dict[int, float] = {}  # rubric criterion -> verdict value
+        self.labels: dict[str, float] = {}  # step -> the value of the label it gave the whole answer
 
     def add(self, qid: str, doc_id: str, score: float, kind: ids.RowKind) -> None:
         """One evaluation row of the topic, checked against the rows before it."""
@@ -168,6 +176,8 @@ class TopicRows:
             self.matches.setdefault(kind.kind, {})[position] = value
         elif kind.kind == "rubric":
             self.verdicts[kind.nugget] = value
+        elif kind.kind == "label":
+            self.labels[kind.content] = _label(qid, doc_id, score)
 
     def _content(self, qid: str, kind: ids.RowKind) -> None:
         j = kind.sentence

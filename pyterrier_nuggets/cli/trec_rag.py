@@ -63,13 +63,11 @@ def add_parser(sub) -> None:
     p.add_argument("--rules", choices=("2026", "2025"), default="2026",
                    help="2026 (default): at most 1,024 words and 0-3 citations per answer object are checked; "
                    "2025: the format only, e.g. --rules 2025")
-    p.add_argument("--nuggets", metavar="FILE|ID", help="nugget JSONL or an ir_datasets id whose docs are nuggets "
-                   "(e.g. msmarco-segment-v2.1/trec-rag-2025/dev-nuggets): assign them (V_strict ... A; "
-                   "SubNarrativeCoverage when they name sub-narratives)")
-    p.add_argument("--rubrics", metavar="FILE|ID", help="rubric JSONL (ResearchRubrics or the toolkit's form) or an "
-                   "ir_datasets id (e.g. trec-rag-2026/research-rubrics-dev): grade every criterion (RubricScore)")
-    p.add_argument("--support", action="store_true", help="judge every citation of every answer (SupportJudge, "
-                   "citations='all'); the cited texts come from --docs")
+    from pyterrier_nuggets import steps
+    for step in steps.STEPS.values():  # each step's option (pyterrier_nuggets/steps.py; docs/reference/steps.md)
+        if step.option is not None:
+            o = step.option
+            p.add_argument(o.flag, help=o.help, **({"metavar": o.metavar} if o.metavar else {"action": "store_true"}))
     p.add_argument("--support-assignments", action="append", default=[], metavar="FILE",
                    help="the toolkit's support assignment JSONL instead of judging (labels 2/1/0/-1), e.g. --support-assignments support.jsonl")
     p.add_argument("--docs", metavar="FILE|ID", help="texts of the cited documents or segments: JSONL {docno, text} "
@@ -126,43 +124,37 @@ def _docstore(value: str | None):
     return formats.read_docs(value) if os.path.isfile(value) else _dataset(value, "--docs")
 
 
-def _measures(nuggets, rubrics, support: bool) -> list:
-    import ir_measures_ext as M
-    measures = [M.AnswerWords]
-    if nuggets is not None:
-        measures += list(M.NUGGET_MEASURES)
-        from pyterrier_nuggets import formats
-        if formats.sub_narratives(nuggets):
-            measures += [M.SubNarrativeCoverage, M.SubNarrativeCoverage(credit="partial")]
-    if support:
-        measures += [M.SupportP, M.SupportR, M.SupportP(cite="all_judged"), M.SupportR(cite="all_judged"),
-                     M.SupportP(credit="hard"), M.SupportR(credit="hard")]
-    if rubrics is not None:
-        measures += [M.RubricScore, M.RubricScore(grading="binary")]
-        if all(c.tier is not None for c in rubrics.criteria):
-            measures.append(M.RubricFailedMandatory)
-    return measures
-
-
 @dataclass
 class _Job:
-    """What ``trec-rag`` reads, checks and judges, before anything is scored or written."""
+    """What ``trec-rag`` reads, checks and judges, before anything is scored or written: the steps' inputs
+    (``judging``) and, per step of the registry (pyterrier_nuggets/steps.py), its records and its judge."""
 
-    answers: list
+    judging: Any  # steps.Judging: the answers, nuggets, rubrics, docs, client, policy, labels given as files
     runs: list[str]
-    nuggets: Any
-    rubrics: Any
     topics: dict[str, str]
-    support: list
     inputs: dict[str, str]
-    docstore: Any = None
-    assigned: list = field(default_factory=list)
-    verdicts: list = field(default_factory=list)
-    llm: Any = None
+    steps: list = field(default_factory=list)  # the registry's steps this command runs
+    results: dict[str, list] = field(default_factory=dict)  # step -> its records (each with qid and run_id)
     only: set[str] | None = None  # a shard's topics: its qrels and scores are of those only
     left_out: dict[str, str] = field(default_factory=dict)  # topic -> the LLM step that failed on it (--on-failure)
     judges: dict[str, Any] = field(default_factory=dict)  # step -> the judge that ran it (judging.json)
     manifest: Any = None  # what judging.json says
+
+    @property
+    def answers(self) -> list:
+        return self.judging.answers
+
+    @property
+    def nuggets(self):
+        return self.judging.nuggets
+
+    @property
+    def rubrics(self):
+        return self.judging.rubrics
+
+    @property
+    def llm(self):
+        return self.judging.llm
 
 
 def run(args) -> int:
@@ -183,10 +175,11 @@ def run(args) -> int:
     out_files = _outputs(args, job)
     formats.check_outputs(out_files, job.inputs)
     frame = _frame(job)
-    if job.nuggets is not None or job.rubrics is not None or args.support:
+    if any(s.judge is not None and s.name not in job.judging.given for s in job.steps):
         if args.workers > 1 and args.batch:
             raise UsageError("--batch sends every request from one process: leave out --workers")
-        job.llm = llm_client(args, llm_mode(args))
+        job.judging.llm = llm_client(args, llm_mode(args))
+        job.judging.on_failure = step_policy(args)
     if plan_first(args, job.llm, lambda: _judge(args, job, frame), "these judgments"):
         return 0
     _judge(args, job, frame)
@@ -197,7 +190,7 @@ def run(args) -> int:
     wide = means.pivot(index="run", columns="measure", values="value").reindex(columns=[str(m) for m in measures])
     print(fitted(wide, shutil.get_terminal_size().columns))
     print(_note(table, measures, args.unanswered))
-    judge = f"judges: {job.llm.describe()}" if job.llm is not None else "judges: none (support assignments given)"
+    judge = f"judges: {job.llm.describe()}" if job.llm is not None else "judges: none (the labels were given)"
     print(f"{len(job.runs)} run(s), {len(job.answers)} answers; {judge}; written to {args.out}")
     if job.llm is not None:
         print("\nLLM work per stage:\n" + job.llm.usage().to_text())
@@ -210,11 +203,12 @@ def run(args) -> int:
 
 
 def _keep_topics(job: _Job, topics: set[str]) -> None:
-    """``job`` cut to the answers (and given support assignments) of ``topics``: a shard's."""
+    """``job`` cut to the answers (and the labels given as files) of ``topics``: a shard's."""
     job.only = topics
-    job.answers = [a for a in job.answers if a.qid in topics]
-    job.runs = list(dict.fromkeys(a.run_id for a in job.answers))
-    job.support = [j for j in job.support if j.qid in topics]
+    judging = job.judging
+    judging.answers = [a for a in judging.answers if a.qid in topics]
+    job.runs = list(dict.fromkeys(a.run_id for a in judging.answers))
+    judging.given = {step: [r for r in records if r.qid in topics] for step, records in judging.given.items()}
 
 
 def _read(args) -> _Job:
@@ -222,8 +216,10 @@ def _read(args) -> _Job:
     rules = formats.TREC_RAG_2026 if args.rules == "2026" else None
     inputs = {f"--answers {i + 1}": a for i, a in enumerate(args.answers)}
     inputs.update({f"--support-assignments {i + 1}": s for i, s in enumerate(args.support_assignments)})
-    for value, option in ((args.nuggets, "--nuggets"), (args.rubrics, "--rubrics"), (args.docs, "--docs"),
-                          (args.topics, "--topics")):
+    from pyterrier_nuggets import steps
+    options = [(getattr(args, s.option.dest), s.option.flag) for s in steps.STEPS.values()
+               if s.option is not None and s.option.metavar is not None]
+    for value, option in (*options, (args.docs, "--docs"), (args.topics, "--topics")):
         if value and os.path.isfile(value):
             inputs[option] = value
     answers = []
@@ -255,8 +251,12 @@ def _read(args) -> _Job:
                                  + (f" (nor of {len(unjudged) - 1} other run(s))" if len(unjudged) > 1 else "")
                                  + f"; they judge run(s) {', '.join(dict.fromkeys(j.run_id for j in support))}",
                                  "give the support assignments of every run of --answers")
-    return _Job(answers, list(dict.fromkeys(a.run_id for a in answers)), nuggets, rubrics, topic_texts(args.topics),
-                support, inputs, _docstore(args.docs))
+    judging = steps.Judging(answers, {s.name: getattr(args, s.option.dest) for s in steps.STEPS.values()
+                                      if s.option is not None}, nuggets, rubrics, _docstore(args.docs))
+    if args.support_assignments:
+        judging.given["support"], judging.given_files["support"] = support, list(args.support_assignments)
+    return _Job(judging, list(dict.fromkeys(a.run_id for a in answers)), topic_texts(args.topics), inputs,
+                steps.active(judging))
 
 
 def _check_topics(answers: list, files_of_run: dict[str, str], args, nuggets, rubrics) -> None:
@@ -288,79 +288,70 @@ def _check_topics(answers: list, files_of_run: dict[str, str], args, nuggets, ru
 
 def _outputs(args, job: _Job) -> dict[str, str]:
     """Every output file, by what it is (all are checked before any work and written all or none)."""
-    judged = bool(args.support or args.support_assignments)
+    names = [s.name for s in job.steps]
     out_files = {"scores": os.path.join(args.out, "scores.tsv"), "judging": os.path.join(args.out, JUDGING)}
     if args.unanswered == "zero":
         out_files["qrels"] = os.path.join(args.out, "qrels.txt")
-    if judged:
+    if "support" in names:
         out_files["metric rows"] = os.path.join(args.out, "support_metric_rows.txt")
     for run_id in job.runs:
         out_files[f"{run_id} run"] = os.path.join(args.out, f"{run_id}.eval.run")
         if args.unanswered == "omit":  # each run's own qrels: plain ir_measures on them leaves its unanswered out
             out_files[f"{run_id} qrels"] = os.path.join(args.out, f"{run_id}.qrels.txt")
-        if judged:
-            out_files[f"{run_id} support"] = os.path.join(args.out, f"{run_id}.support_assignments.jsonl")
-        if job.nuggets is not None:
-            out_files[f"{run_id} assignments"] = os.path.join(args.out, f"{run_id}.assignments.jsonl")
-        if job.rubrics is not None:
-            out_files[f"{run_id} verdicts"] = os.path.join(args.out, f"{run_id}.verdicts.jsonl")
+        for step in job.steps:
+            if step.file is not None:
+                out_files[f"{run_id} {step.name}"] = os.path.join(args.out, step.file.format(run=run_id))
     return out_files
 
 
 def _frame(job: _Job):
-    """The answers as the judges read them, with each topic's text (a rubric topic without one is refused)."""
+    """The answers as the judges read them, with each topic's text (refused where a step's judge needs one and a
+    topic it judges has none)."""
     from pyterrier_nuggets import formats
     frame = formats.answers_to_frame(job.answers)
     frame["query"] = [job.topics.get(a.qid) or a.query or (job.nuggets.queries.get(a.qid, "") if job.nuggets else "")
                       for a in job.answers]
-    if job.rubrics is not None:
-        textless = sorted({q for q, text in zip(frame["qid"], frame["query"])
-                           if q in job.rubrics.by_topic() and not text})
-        if textless:
-            raise UsageError(f"the rubric judge needs each topic's text: topic(s) {', '.join(textless[:5])} have none "
-                             "in the answers (metadata narrative); give --topics")
+    for step in job.steps:
+        if step.needs_query and step.name not in job.judging.given:
+            judged = step.answers(job.judging, frame) if step.answers is not None else frame
+            textless = sorted({q for q, text in zip(judged["qid"], judged["query"]) if not text})
+            if textless:
+                raise UsageError(f"the {step.name} judge needs each topic's text: topic(s) {', '.join(textless[:5])} "
+                                 "have none in the answers (metadata narrative); give --topics")
     return frame
 
 
 def _judge(args, job: _Job, frame) -> None:
-    """The LLM work: nugget assignment, support (``--support``), rubric grading. Under ``--on-failure leave-out``
-    an answer with failed work gives no rows and its topic is recorded in ``job.left_out``; ``stop`` raises once
-    every judgment ran; more failed than ``--max-failed-share`` stops the command."""
-    from pyterrier_nuggets import formats
-    from pyterrier_nuggets.judges import NuggetAssigner, RubricJudge, SupportJudge
+    """The LLM work: each step of the registry that has a judge, on the answers it judges (labels given as files
+    stand for their step's judge). Under ``--on-failure leave-out`` an answer with failed work gives no records and
+    its topic is recorded in ``job.left_out``; ``stop`` raises once every judgment ran; more failed than
+    ``--max-failed-share`` stops the command."""
     from pyterrier_nuggets.judges.failures import check_failed_share
-    policy = step_policy(args)
-    judges = job.judges
+    judging, judges = job.judging, job.judges
 
     def spread(judge):  # --workers: the topics over processes (a dry run or the Batch API plans in this one)
         return judge.parallel(args.workers) if args.workers > 1 and job.llm.mode == "online" else judge
 
-    if job.nuggets is not None:
-        topics_with_nuggets = {n.qid for n in job.nuggets.nuggets}
-        judges["assignment"] = NuggetAssigner(job.nuggets, job.llm, on_failure=policy)
-        assigned_frame = spread(judges["assignment"])(frame[frame["qid"].isin(topics_with_nuggets)])
-        job.assigned = formats.assignment_frame_to_answers(assigned_frame, job.nuggets)
-    if args.support:
-        judges["support"] = SupportJudge(job.llm, citations="all", docstore=job.docstore, on_failure=policy)
-        job.support = formats.frame_to_judgments(spread(judges["support"])(frame))
-    if job.rubrics is not None:
-        graded = frame[frame["qid"].isin(set(job.rubrics.by_topic()))]
-        judges["rubric"] = RubricJudge(job.rubrics, job.llm, on_failure=policy)
-        job.verdicts = formats.frame_to_verdicts(spread(judges["rubric"])(graded))
+    for step in job.steps:
+        if step.name in judging.given:
+            job.results[step.name] = list(judging.given[step.name])
+        elif step.judge is not None:
+            judges[step.name] = step.judge(judging)
+            judged = step.answers(judging, frame) if step.answers is not None else frame
+            job.results[step.name] = step.results(judging, spread(judges[step.name])(judged))
     if job.llm is not None and job.llm.mode != "plan":
         check_failed_share(job.llm, args.max_failed_share)
     job.left_out = {qid: step for judge in judges.values() for qid, step in judge.failed_topics().items()}
 
 
 def _leave_out(job: _Job) -> None:
-    """The topics of ``job.left_out`` out of every run: their answers, judgments and qrels (never scored)."""
+    """The topics of ``job.left_out`` out of every run: their answers, every step's records and the qrels (never
+    scored)."""
     if not job.left_out:
         return
     out = set(job.left_out)
-    job.answers = [a for a in job.answers if a.qid not in out]
-    job.assigned = [a for a in job.assigned if a.qid not in out]
-    job.support = [j for j in job.support if j.qid not in out]
-    job.verdicts = [v for v in job.verdicts if v.qid not in out]
+    job.judging.answers = [a for a in job.answers if a.qid not in out]
+    job.results = {step: [r for r in records if r.qid not in out] for step, records in job.results.items()}
 
 
 def _score(args, job: _Job):
@@ -376,14 +367,12 @@ def _score(args, job: _Job):
     if job.only is not None:
         qrels = qrels[qrels["qid"].isin(job.only)]
     qrels = qrels[~qrels["qid"].isin(set(job.left_out))]
-    measures = _measures(job.nuggets, job.rubrics, bool(args.support or args.support_assignments))
+    measures = [m for step in job.steps for m in step.measures(job.judging)]
     rows_by_run, scores = {}, []
     for run_id in job.runs:
-        rows = formats.evaluation_rows([a for a in job.assigned if a.run_id == run_id],
-                                       [a for a in job.answers if a.run_id == run_id],
-                                       [j for j in job.support if j.run_id == run_id])
-        rows += formats.rubric_rows(v for v in job.verdicts if v.run_id == run_id)
-        rows_by_run[run_id] = rows
+        answers = [a for a in job.answers if a.run_id == run_id]
+        rows_by_run[run_id] = rows = [row for step in job.steps for row in step.rows(
+            job.judging, [r for r in job.results.get(step.name, []) if r.run_id == run_id], answers)]
         scores.append(score(qrels, formats.run_frame(rows), measures).assign(run=run_id))
     table = pd.concat(scores, ignore_index=True)[["run", "qid", "measure", "value"]]
     if args.unanswered == "omit":  # the toolkit's cells: only the topics each run answered
@@ -404,68 +393,36 @@ def _note(table, measures, unanswered: str) -> str:
                                  "RUN.qrels.txt).")
 
 
-# the steps of trec-rag: what each decides, the measures it feeds (by name), the judge's name, its files
-STEPS = {
-    "assignment": (("V_strict", "V", "W_strict", "W", "A_strict", "A", "SubNarrativeCoverage"),
-                   "NuggetAssigner ([nugget-recall §4.2])", "{run}.assignments.jsonl"),
-    "support": (("SupportP", "SupportR"), "SupportJudge ([support24 §3.2] prompt, every citation)",
-                "{run}.support_assignments.jsonl"),
-    "rubric": (("RubricScore", "RubricFailedMandatory"), "RubricJudge", "{run}.verdicts.jsonl"),
-    "length": (("AnswerWords",), "counted: the answer's words (NFKC-normalised, as the TREC validator)", None),
-}
-
-
 def judging_manifest(args, job: _Job, measures, qrels):
-    """What ``judging.json`` says of this run (formats/judging_io.py): per step the measures it feeds, its judge
-    (model and kind: endpoint, embedded, test endpoint; support labels given as files), the nuggets and rubric judged
-    against with what ``--on-invalid drop`` dropped, the judgments that failed; per run the topics it did not
-    answer; the topics left out."""
+    """What ``judging.json`` says of this run (formats/judging_io.py), one record per step of the registry that fed a
+    measure: the measures it feeds, its judge (model and kind: endpoint, embedded, test endpoint; labels given as
+    files; a count), what it judged against with what ``--on-invalid drop`` dropped, the judgments that failed; per
+    run the topics it did not answer; the topics left out."""
     from pyterrier_nuggets.formats import shown_path
     from pyterrier_nuggets.formats.judging_io import JudgeRecord, JudgingManifest, StepRecord
-    names = [str(m) for m in measures]
-    steps = []
-    for step, (feeds, label, files) in STEPS.items():
-        fed = [n for n in names if n.split("(")[0] in feeds]
+    judging, records = job.judging, []
+    for step in job.steps:
+        fed = [str(m) for m in step.measures(judging)]
         if not fed:
             continue
-        judge = job.judges.get(step)
-        if step == "length":
-            record = JudgeRecord(label, "counted")
-        elif judge is None:  # the toolkit's support assignments, judged elsewhere
-            record = JudgeRecord(f"given: {', '.join(shown_path(p) for p in args.support_assignments)} (the "
-                                 "toolkit's support assignments, judged elsewhere)", "given")
+        judge = job.judges.get(step.name)
+        if step.name in judging.given:
+            files = ", ".join(shown_path(p) for p in judging.given_files.get(step.name, []))
+            record = JudgeRecord(f"given: {files} ({step.given or 'labels'}, judged elsewhere)", "given")
+        elif judge is None:
+            record = JudgeRecord(step.label, "counted")
         else:
-            record = JudgeRecord(f"{label} on {job.llm.describe()}", job.llm.kind, str(job.llm.model))
+            record = JudgeRecord(f"{step.label} on {job.llm.describe()}", job.llm.kind, str(job.llm.model))
         failed = [{"qid": f.qid, "what": f.what, "error": f.error} for f in getattr(judge, "failures", [])]
-        steps.append(StepRecord(step, fed, record, [files] if files else [], _source(args, job, step),
-                                _dropped(job, step), failed))
+        records.append(StepRecord(step.name, fed, record, [step.file] if step.file else [],
+                                  step.source(judging) if step.source else {},
+                                  step.dropped(judging) if step.dropped else [], failed))
     topics = set(qrels["qid"])
     runs = {}
     for run_id in job.runs:
         answered = {a.qid for a in job.answers if a.run_id == run_id}
         runs[run_id] = {"answers": len(answered), "unanswered": sorted(topics - answered)}
-    return JudgingManifest("trec-rag", steps, runs, args.unanswered, dict(job.left_out))
-
-
-def _source(args, job: _Job, step: str) -> dict:
-    from pyterrier_nuggets.formats import shown_path
-    if step == "assignment":
-        return {"file": shown_path(args.nuggets) if os.path.isfile(args.nuggets) else args.nuggets,
-                "items": len(job.nuggets.nuggets), "topics": len({n.qid for n in job.nuggets.nuggets})}
-    if step == "rubric":
-        return {"file": shown_path(args.rubrics) if os.path.isfile(args.rubrics) else args.rubrics,
-                "items": len(job.rubrics.criteria), "topics": len(job.rubrics.by_topic())}
-    return {}
-
-
-def _dropped(job: _Job, step: str) -> list[dict]:
-    """The nuggets ``--on-invalid drop`` left out of the nugget file, each with its file, line and label."""
-    if step != "assignment" or not job.nuggets.invalid:
-        return []
-    from pyterrier_nuggets.formats import shown_path
-    return [{"file": shown_path(i.path), "line": i.line, "qid": i.qid, "index": i.index, "field": i.field,
-             "value": i.value if isinstance(i.value, (str, int, float, bool)) or i.value is None else repr(i.value)}
-            for i in job.nuggets.invalid.items]
+    return JudgingManifest("trec-rag", records, runs, args.unanswered, dict(job.left_out))
 
 
 def _writers(out_files: dict[str, str], job: _Job, qrels, rows_by_run: dict, table, means) -> dict:
@@ -491,15 +448,11 @@ def _writers(out_files: dict[str, str], job: _Job, qrels, rows_by_run: dict, tab
             answered = {a.qid for a in run_answers}
             writers[out_files[f"{run_id} qrels"]] = (lambda p, t=answered: formats.write_qrels(
                 p, qrels[qrels["qid"].isin(t)].itertuples(index=False)))
-        if f"{run_id} support" in out_files:
-            writers[out_files[f"{run_id} support"]] = (lambda p, ra=run_answers, r=run_id: formats.write_support_assignments(
-                p, ra, [j for j in job.support if j.run_id == r]))
-        if f"{run_id} assignments" in out_files:
-            writers[out_files[f"{run_id} assignments"]] = (lambda p, r=run_id: formats.write_assignments(
-                p, [a for a in job.assigned if a.run_id == r]))
-        if f"{run_id} verdicts" in out_files:
-            writers[out_files[f"{run_id} verdicts"]] = (lambda p, r=run_id: formats.write_rubric_verdicts(
-                p, [v for v in job.verdicts if v.run_id == r], job.rubrics))
+        for step in job.steps:
+            if step.file is not None:
+                records = [r for r in job.results.get(step.name, []) if r.run_id == run_id]
+                writers[out_files[f"{run_id} {step.name}"]] = (
+                    lambda p, s=step, rs=records, ra=run_answers: s.write(job.judging, p, rs, ra))
     return writers
 
 

@@ -3,7 +3,8 @@ what was dropped or failed (docs/formats.md, "The judging manifest").
 
 ``trec-rag`` writes it beside its scores; the report reads it to name the judge of every measure. It is data, one
 record per judging step (the assignment of nuggets, the support of citations, the rubric's verdicts, the counted
-answer length), so that whatever runs the steps can write it (a command today; a registry of judging steps later).
+answer length, the labels of a judge of whole answers): ``trec-rag`` makes one for each step of the registry
+(:mod:`pyterrier_nuggets.steps`) it ran.
 
 A step's judge has a *kind*, what a reader must know before trusting its numbers (:data:`JUDGE_KINDS`):
 
@@ -48,7 +49,8 @@ class JudgeRecord:
 class StepRecord:
     """One judging step of a folder.
 
-    :param step: what it decides: ``assignment``, ``support``, ``rubric``, ``length``, ...
+    :param step: what it decides: ``assignment``, ``support``, ``rubric``, ``length``, or the name of another step of
+        the registry (e.g. ``conciseness``).
     :param measures: the measures it feeds, as the scores file names them.
     :param judge: who judged.
     :param files: the files of its labels, ``{run}`` standing for each run, e.g. ``{run}.assignments.jsonl``.

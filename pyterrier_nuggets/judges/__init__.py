@@ -4,6 +4,8 @@
 - :mod:`.failures`: the one failure mechanism of every step: :class:`Failure`, the ``on_failure`` policies
   (``raise``, ``exclude``, ``mark``), :class:`LLMStepError`, :class:`TooManyFailures`, :class:`FailureWarning`.
 - :mod:`.listwise`: :class:`ListwiseJudge`, answers judged against a topic's list of items (nuggets, criteria).
+- :mod:`.answer`: :class:`AnswerJudge`, the base of a judge of whole answers (one label per answer; a step of
+  :mod:`pyterrier_nuggets.steps` in one call, docs/architecture.md "Adding a step").
 - :mod:`.nuggets`: the AutoNuggetizer, :class:`NuggetCreator`, :class:`NuggetScorer`,
   :class:`NuggetAssigner` ([nugget-recall §4.1-4.2], [autonuggetizer §3.1-3.3]).
 - :mod:`.generation`: :class:`CitedGenerator` ([autonuggetizer §2]) and the parsing of cited answers.
@@ -21,6 +23,7 @@
 - :mod:`.cone`: :class:`NuggetExtractor`, CONE-RAG span nugget extraction ([cone-rag §4.1]).
 The CONE-RAG matching judge, :class:`~pyterrier_nuggets.matchers.LLMMatcher`, lives with the other matchers.
 """
+from pyterrier_nuggets.judges.answer import AnswerJudge
 from pyterrier_nuggets.judges.base import LLMJudge
 from pyterrier_nuggets.judges.biogen import BioGenJudge
 from pyterrier_nuggets.judges.cone import NuggetExtractor
@@ -44,7 +47,7 @@ from pyterrier_nuggets.judges.relevance import RelevanceJudge
 from pyterrier_nuggets.judges.rubrics import RubricJudge
 from pyterrier_nuggets.judges.support import SupportJudge
 
-__all__ = ["LLMJudge", "Failure", "LLMStepError", "TooManyFailures", "NuggetizationError", "failure_summary", "FAILED",
+__all__ = ["LLMJudge", "AnswerJudge", "Failure", "LLMStepError", "TooManyFailures", "NuggetizationError", "failure_summary", "FAILED",
            "POLICIES",
            "NuggetCreator", "NuggetScorer", "NuggetAssigner", "CitedGenerator", "SupportJudge", "BioGenJudge", "RelevanceJudge",
            "NuggetExtractor", "RubricJudge", "JudgeEnsemble", "PairwiseJudge",

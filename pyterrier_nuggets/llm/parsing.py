@@ -1,4 +1,4 @@
-"""Reading LLM output: Python or JSON lists, with or without code fences, checked strictly.
+"""Reading LLM output: Python or JSON lists, one label, yes or no; with or without code fences, checked strictly.
 
 The prompts of the AutoNuggetizer ([nugget-recall §4.1-4.2], [autonuggetizer §3.1-3.3]) ask for "a Pythonic list".
 Models answer with a Python list, a JSON list, either inside Markdown code fences or after some words,
@@ -11,6 +11,11 @@ import ast
 import json
 import re
 from collections.abc import Sequence
+
+_DECORATION = re.compile(r"^[\s\"'“”‘’*_`]+|[\s\"'“”‘’*_`.!]+$")
+#: the JSON schema of a yes/no reply, for a judge's ``json_schema`` (structured output)
+YES_NO_SCHEMA = {"type": "object", "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}},
+                 "required": ["answer"]}
 
 
 class OutputError(ValueError):
@@ -55,6 +60,20 @@ def reply_label(text: str | None, what: str = "a label") -> str:
     if not isinstance(value, str):
         raise OutputError(f"the answer is a {type(value).__name__}, not {what}")
     return value
+
+
+def parse_yes_no(text: str) -> bool:
+    """True for "yes", False for "no": case, surrounding quotes, Markdown emphasis and a final full stop ignored, JSON
+    ``{"answer": "yes"}`` accepted (JSON mode); anything else is an :class:`OutputError` (re-asked, then a failure:
+    never read as "no"). The parser of every yes/no judge (the CONE-RAG matcher, a judge of whole answers).
+
+    :param text: the model's reply.
+    """
+    value = reply_label(text, "yes or no")
+    word = _DECORATION.sub("", value).lower()
+    if word in ("yes", "no"):
+        return word == "yes"
+    raise OutputError(f"{value.strip()[:60]!r} is not \"yes\" or \"no\"")
 
 
 def _literal(text: str):

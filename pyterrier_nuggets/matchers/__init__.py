@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from pyterrier_nuggets.llm import LLMClient
+from pyterrier_nuggets.llm.parsing import parse_yes_no
 from pyterrier_nuggets.matchers.base import Match, Matcher, Pair
 from pyterrier_nuggets.matchers.embedding import (
     CALIBRATED,
@@ -25,7 +26,7 @@ from pyterrier_nuggets.matchers.embedding import (
     minilm_model_path,
     split_sentences,
 )
-from pyterrier_nuggets.matchers.llm import LLMMatcher, parse_yes_no
+from pyterrier_nuggets.matchers.llm import LLMMatcher
 from pyterrier_nuggets.matchers.nli import PAPER_MODEL, NLIMatcher, entailment_label
 
 

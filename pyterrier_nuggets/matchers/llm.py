@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 from collections.abc import Sequence
 
 import pandas as pd
@@ -22,25 +21,9 @@ from pyterrier_nuggets.judges import test_replies
 from pyterrier_nuggets.judges.base import EnsembleLabels, LLMJudge
 from pyterrier_nuggets.judges.failures import EXCLUDE, FAILED, MARK, Failure, Unit
 from pyterrier_nuggets.llm import LLMClient
-from pyterrier_nuggets.llm.parsing import OutputError, reply_label
+from pyterrier_nuggets.llm.parsing import YES_NO_SCHEMA, parse_yes_no
 from pyterrier_nuggets.matchers.base import Match, Matcher, Pair
 from pyterrier_nuggets.prompts import CONE_NTR, REASK_YESNO
-
-_DECORATION = re.compile(r"^[\s\"'“”‘’*_`]+|[\s\"'“”‘’*_`.!]+$")
-_SCHEMA = {"type": "object", "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}},
-           "required": ["answer"]}
-
-
-def parse_yes_no(text: str) -> bool:
-    """True for "yes", False for "no" (see the module docstring); anything else is an :class:`OutputError`.
-
-    :param text: the model's reply.
-    """
-    value = reply_label(text, "yes or no")
-    word = _DECORATION.sub("", value).lower()
-    if word in ("yes", "no"):
-        return word == "yes"
-    raise OutputError(f"{value.strip()[:60]!r} is not \"yes\" or \"no\"")
 
 
 class LLMMatcher(LLMJudge, Matcher):
@@ -79,7 +62,7 @@ class LLMMatcher(LLMJudge, Matcher):
     def _ask_pair(self, llm: LLMClient, pair: Pair):
         premise, hypothesis = pair
         messages = self.template.render(nugget=hypothesis, response=premise)
-        return self.ask(llm, messages, parse_yes_no, memo_key=pair, json_schema=_SCHEMA, plan_reply="yes")
+        return self.ask(llm, messages, parse_yes_no, memo_key=pair, json_schema=YES_NO_SCHEMA, plan_reply="yes")
 
     def ensemble_labels(self) -> EnsembleLabels:
         """The yes/no decision of each row (nominal: majority only); ``score`` follows it."""

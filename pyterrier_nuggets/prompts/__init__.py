@@ -102,5 +102,6 @@ REASK_BIOGEN = "reask_biogen.txt"
 REASK_RELEVANCE = "reask_relevance.txt"
 REASK_RELEVANCE_SUBNARRATIVES = "reask_relevance_subnarratives.txt"
 REASK_YESNO = "reask_yesno.txt"
+REASK_LABEL = "reask_label.txt"  # a judge of whole answers with labels other than yes / no
 REASK_EXTRACTION = "reask_extraction.txt"
 REASK_PAIRWISE = "reask_pairwise.txt"

@@ -36,7 +36,7 @@ import pandas as pd
 
 from ir_measures_ext import ids
 from ir_measures_ext.errors import InvalidInput
-from pyterrier_nuggets import formats
+from pyterrier_nuggets import formats, steps
 from pyterrier_nuggets.evaluation import correlation
 from pyterrier_nuggets.evaluation.table import read_table_csv
 from pyterrier_nuggets.formats import (
@@ -58,15 +58,13 @@ from pyterrier_nuggets.records import Answer, Battle, RubricVerdict, SupportJudg
 Key = tuple[str, str]  # (system, topic)
 
 SCORES_COLUMNS = ("run", "qid", "measure", "value")  # trec-rag's scores.tsv (docs/formats.md)
-# the per-run files of a trec-rag folder, and the measures of scores.tsv that say the run has one: scores of a
-# measure and no file of it leave that part of the run's drill-downs empty (docs/cli.md, trec-rag)
-TREC_RAG_RUN_FILES = {
-    ".eval.run": ("its evaluation run", None),
-    ".assignments.jsonl": ("its nugget assignments", ("V_strict", "V", "W_strict", "W", "A_strict", "A",
-                                                      "SubNarrativeCoverage")),
-    ".support_assignments.jsonl": ("its answers' sentences and support labels", ("SupportP", "SupportR")),
-    ".verdicts.jsonl": ("its rubric verdicts", ("RubricScore", "RubricFailedMandatory")),
-}
+
+
+def trec_rag_run_files() -> dict[str, tuple[str, tuple[str, ...] | None]]:
+    """The per-run files of a trec-rag folder (the evaluation run, and the file of each step of the registry,
+    :func:`pyterrier_nuggets.steps.run_files`), and the measures of scores.tsv that say the run has one: scores of a
+    measure and no file of it leave that part of the run's drill-downs empty (docs/cli.md, trec-rag)."""
+    return {".eval.run": ("its evaluation run", None), **steps.run_files()}
 
 
 class IncompleteFolderWarning(UserWarning):
@@ -412,16 +410,17 @@ def _trec_rag_files(folder: Folder) -> None:
         return
     tsv = os.path.join(folder.path, "scores.tsv")
     scored = list(folder.scores.means.index)
-    for suffix in TREC_RAG_RUN_FILES:
+    files = trec_rag_run_files()
+    for suffix in files:
         for file in _glob(folder.path, "*" + suffix):
             run = _system_of(file, suffix)
             if run not in scored:
                 raise InputError(tsv, None, "run", f"no score of run {run}, whose files ({os.path.basename(file)}, "
                                  f"...) are in {shown_path(folder.path)}; the scores have run(s) "
                                  f"{', '.join(scored)}", _REWRITE)
-    measures = {m.split("(")[0] for m in folder.scores.means.columns}
+    measures = set(folder.scores.means.columns) | {m.split("(")[0] for m in folder.scores.means.columns}
     for run in scored:
-        lacks = [f"{run}{suffix} ({what})" for suffix, (what, needed) in TREC_RAG_RUN_FILES.items()
+        lacks = [f"{run}{suffix} ({what})" for suffix, (what, needed) in files.items()
                  if (needed is None or measures & set(needed)) and not os.path.isfile(os.path.join(folder.path,
                                                                                                     run + suffix))]
         if lacks:

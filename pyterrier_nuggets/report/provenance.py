@@ -1,9 +1,9 @@
 """Who judged each measure of a report, and what a reader must know of that judge (docs/report.md, "Who judged").
 
-Each measure comes from a judging step: the nuggets' assignment (V_strict ... A, sub-narrative coverage), the
-citations' support (SupportP, SupportR, ARGUE), the rubric's verdicts (RubricScore, RubricFailedMandatory), the
-matcher of CONE-RAG (Recall_NtR, ...), the segments' relevance grades (nDCG@10, ...), the arena's battles, or no
-judgment at all (AnswerWords counts words). A folder says who ran each step: ``trec-rag``'s judging manifest
+Each measure comes from a judging step: a step of the registry (:mod:`pyterrier_nuggets.steps`: the nuggets'
+assignment, the citations' support, the rubric's verdicts, the counted answer length, the labels of a judge of whole
+answers), ARGUE's support (an annotation export), the matcher of CONE-RAG (Recall_NtR, ...), the segments' relevance
+grades (nDCG@10, ...) or the arena's battles. A folder says who ran each step: ``trec-rag``'s judging manifest
 (``judging.json``, per step its judge's model and kind), a joint table's provenance columns (``demo``, ``table
 --label``, ``ikat``), an annotation export's manifest (people), a leaderboard's judge column. Where a folder says
 nothing, the report says "not recorded", never a guess.
@@ -16,18 +16,29 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from pyterrier_nuggets import steps
 from pyterrier_nuggets.formats import shown_label
 from pyterrier_nuggets.formats.judging_io import NOT_A_JUDGE, JudgingManifest
 from pyterrier_nuggets.llm.config import TEST_ENDPOINT_LABEL
 
-#: the judging step of each measure, by its name without parameters
-STEP_OF_MEASURE = {
-    **{m: "assignment" for m in ("V_strict", "V", "W_strict", "W", "A_strict", "A", "SubNarrativeCoverage")},
-    **{m: "support" for m in ("SupportP", "SupportR", "ArgueP", "ArgueR")},
-    **{m: "rubric" for m in ("RubricScore", "RubricFailedMandatory")},
+#: the judging step of the measures no step of the registry makes (the registry's: :func:`steps.step_of`), by
+#: their name without parameters: ARGUE's from an annotation export's support, CONE-RAG's from iKAT's matcher
+OTHER_STEPS = {
+    **{m: "support" for m in ("ArgueP", "ArgueR")},
     **{m: "matcher" for m in ("Recall_NtR", "Recall_NtN", "Precision_NtN")},
-    "AnswerWords": "length", "Arena": "arena",
+    "Arena": "arena",
 }
+
+
+def step_of_measure(measure: str) -> str:
+    """The judging step of ``measure`` (as a scores file names it): a step of the registry
+    (:data:`pyterrier_nuggets.steps.STEPS`), the step an ``AnswerLabel`` names, ARGUE's support, CONE-RAG's matcher,
+    the arena; else the segments' relevance grades (nDCG@10 and its kin)."""
+    found = steps.step_of(measure)
+    if found is not None:
+        return found
+    label = re.fullmatch(r"AnswerLabel\(step='(\w+)'\)", measure)  # a step this process has not registered
+    return label.group(1) if label else OTHER_STEPS.get(measure.split("(")[0], "relevance")
 #: the provenance keys a folder may name a step's judge by (a joint table's columns, an export's manifest)
 KEYS_OF_STEP = {"assignment": ("assignment", "assignments"), "support": ("support",),
                 "rubric": ("rubric", "verdicts"), "matcher": ("matcher",), "arena": ("arena",)}
@@ -113,8 +124,7 @@ def measure_judges(measures: list[str], labels: dict[str, str], manifest: Judgin
     """
     out = {}
     for m in measures:
-        base = m.split("(")[0]
-        step = STEP_OF_MEASURE.get(base, "relevance")
+        step = step_of_measure(m)
         record = manifest.judge_of(m) if manifest is not None else None
         if record is not None:
             out[m] = judge(record.step, record.judge.label, record.judge.kind, record.judge.model)

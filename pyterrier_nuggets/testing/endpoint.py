@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import email.parser
 import email.policy
-import functools
 import json
 import math
 import re
@@ -147,12 +146,19 @@ def first_prompt(body: dict) -> str:
 PROBE_STAGE = "probe"  # check-endpoint's question (LLMClient.probe)
 
 
-@functools.cache
+_DECLARED: dict[str, Callable[[str], str]] = {}
+
+
 def declared_replies() -> dict[str, Callable[[str], str]]:
-    """stage -> the ``test_reply`` its judge declares (every judge of the package, and their subclasses)."""
+    """stage -> the ``test_reply`` its judge declares: every judge of the package, the judges of the steps of the
+    registry (:data:`pyterrier_nuggets.steps.STEPS`, imported for it), and their subclasses. Looked up again when a
+    stage is not there yet (a step registered, or a judge defined, after the first request)."""
     import pyterrier_nuggets.judges  # noqa: F401  (the judges, and the LLM matcher: their classes declare replies)
     import pyterrier_nuggets.matchers.llm  # noqa: F401
+    from pyterrier_nuggets import steps
     from pyterrier_nuggets.judges.base import LLMJudge
+    for step in list(steps.STEPS.values()):
+        steps.judge_class(step)
     out: dict[str, Callable[[str], str]] = {}
     todo = list(LLMJudge.__subclasses__())
     while todo:
@@ -160,6 +166,8 @@ def declared_replies() -> dict[str, Callable[[str], str]]:
         todo += cls.__subclasses__()
         if cls.test_reply is not None and cls.step:
             out.setdefault(cls.step, cls.test_reply)
+    _DECLARED.clear()
+    _DECLARED.update(out)
     return out
 
 
@@ -173,7 +181,7 @@ def stage_reply(body: dict, stage: str | None) -> Reply:
     """
     if stage is None or stage == PROBE_STAGE:
         return Reply("OK")
-    reply = declared_replies().get(stage)
+    reply = _DECLARED.get(stage) or declared_replies().get(stage)
     if reply is None:
         return Reply(status=400, message=f"the test endpoint has no reply for the stage {stage!r}: its judge declares "
                                          "no test_reply (pyterrier_nuggets/judges/test_replies.py)")
