@@ -347,13 +347,30 @@ def test_overlapped_interleaves_stages(tmp_path):
     long_judged, _ = workload(topics=1, segments=100)  # t0 with 10 windows, asked one after the other
     judged = pd.concat([long_judged, judged[judged["qid"] != "t0"]], ignore_index=True)
 
-    def kinds(requests):
-        return ["create" if "Updated Nugget List" in first_prompt(b) else
-                "score" if "vital or okay" in first_prompt(b) else "assign" for b in requests]
+    def kind(body):
+        prompt = first_prompt(body)
+        return "create" if "Updated Nugget List" in prompt else "score" if "vital or okay" in prompt else "assign"
 
-    with TestEndpoint(latency=0.05) as server:
+    def kinds(requests):
+        return [kind(b) for b in requests]
+
+    # t0's second creation window is answered only once an assignment has reached the server: without a barrier
+    # between stages that comes (the other topics go on in the other two slots); with one it never would
+    assigned, t0_windows, waited = threading.Event(), [], []
+
+    def responder(body):
+        if kind(body) == "assign":
+            assigned.set()
+        elif kind(body) == "create" and "place 0" in first_prompt(body):
+            t0_windows.append(body)
+            if len(t0_windows) == 2:
+                waited.append(assigned.wait(60))  # a bound on a failing test, not a measurement
+        return None  # the stage's reply
+
+    with TestEndpoint(responder=responder) as server:
         overlapped(client(server, tmp_path / "i.sqlite", limits=Limits(concurrency=3)), judged, answers)
         seen = kinds(server.requests)
+        assert waited == [True] and len(t0_windows) == 10
         last_create = max(i for i, k in enumerate(seen) if k == "create")
         assert seen.index("score") < last_create and seen.index("assign") < last_create
         calls = server.count
