@@ -254,17 +254,8 @@ def _nested_sizes(ax, points: dict[str, tuple[float, float]]) -> dict[str, float
     """Each system's marker size: :data:`MARKER_SIZE`, except where markers lie on one spot (closer than a marker):
     there the first is the largest and each next one smaller (:data:`NESTED_SIZES`), drawn on top, so that every one
     shows as a ring around the next."""
-    ax.figure.draw_without_rendering()
-    reach = 2 * 3.0 * ax.figure.dpi / 72
-    groups: list[tuple[tuple[float, float], list[str]]] = []
-    for name, (px, py) in zip(points, ax.transData.transform(list(points.values()))):
-        near = next((g for (gx, gy), g in groups if math.hypot(gx - px, gy - py) < reach), None)
-        if near is None:
-            groups.append(((px, py), [name]))
-        else:
-            near.append(name)
     sizes = {}
-    for _, names in groups:
+    for names in _on_one_spot(ax, points, 3.0):
         for k, name in enumerate(names):
             sizes[name] = MARKER_SIZE if len(names) == 1 else NESTED_SIZES[min(k, len(NESTED_SIZES) - 1)] * (
                 0.5 ** max(0, k - len(NESTED_SIZES) + 1))
@@ -324,6 +315,12 @@ def _together(ax, points: dict[str, tuple[float, float]], labels: dict[str, str]
               ) -> dict[str, tuple[float, float]]:
     """Label text -> point, systems whose markers lie on each other (closer than a marker) under one label
     ("bm25-k5, bm25-k3-smollm2"): two labels beside one spot would not say which marker is whose."""
+    return {", ".join(labels[n] for n in names): points[names[0]] for names in _on_one_spot(ax, points, marker)}
+
+
+def _on_one_spot(ax, points: dict[str, tuple[float, float]], marker: float) -> list[list[str]]:
+    """The systems in groups whose markers (``marker`` points wide) lie on each other where the figure draws them,
+    in the order of ``points``."""
     ax.figure.draw_without_rendering()
     reach = 2 * marker * ax.figure.dpi / 72
     groups: list[tuple[tuple[float, float], list[str]]] = []
@@ -333,7 +330,7 @@ def _together(ax, points: dict[str, tuple[float, float]], labels: dict[str, str]
             groups.append(((px, py), [name]))
         else:
             near.append(name)
-    return {", ".join(labels[n] for n in names): points[names[0]] for _, names in groups}
+    return [names for _, names in groups]
 
 
 def _key(fig, order: list[str], styles: dict[str, dict]) -> None:

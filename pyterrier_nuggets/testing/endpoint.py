@@ -394,25 +394,25 @@ class TestEndpoint:
         """
         return self.models is None or model in self.models
 
+    def _seen(self, body: dict, headers: dict, path: str) -> None:
+        """A chat request recorded as it arrived (under the endpoint's lock)."""
+        self.requests.append(body)
+        self.headers.append(headers)
+        self.paths.append(path)
+        self.in_flight_seen.append(self._in_flight)
+        self.stats["chat_requests"] += 1
+
     def _chat(self, handler, body: dict, headers: dict, path: str = "/v1/chat/completions") -> None:
         if not self.serves(body.get("model")):
             with self._lock:
-                self.requests.append(body)
-                self.headers.append(headers)
-                self.paths.append(path)
-                self.in_flight_seen.append(self._in_flight)
-                self.stats["chat_requests"] += 1
+                self._seen(body, headers, path)
                 self.stats["unknown_model"] += 1
                 self._changed.notify_all()
             handler._json(404, model_not_found(body.get("model")))
             return
         now = time.monotonic()
         with self._lock:
-            self.requests.append(body)
-            self.headers.append(headers)
-            self.paths.append(path)
-            self.in_flight_seen.append(self._in_flight)
-            self.stats["chat_requests"] += 1
+            self._seen(body, headers, path)
             rejected = self._limit(now)
             if rejected is None:
                 self._in_flight += 1
