@@ -707,6 +707,7 @@ def test_a_verdicts_reply_opens_in_place_as_text(browser, trec_rag, tmp_path):
         assert not text.find_elements(By.TAG_NAME, "b")
         assert item in reply.find_element(By.CSS_SELECTOR, "p.hint").text
     assert not panel.find_elements(By.CSS_SELECTOR, "p.replies-missing")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", reply)
     _shot(browser, tmp_path, "judge-reply")
     _no_console_errors(browser)
     old = tmp_path / "old"
