@@ -105,6 +105,9 @@ class Step:
     :param given: what its records are when given as files (``judging.json``), e.g. ``the toolkit's support
         assignments``.
     :param needs_query: its judge needs each topic's text (the command refuses answers without one).
+    :param replies: its judge's output frame carries the reply of each label (a listwise judge made with
+        ``keep_replies=True``): ``trec-rag`` writes them to ``RUN.replies.jsonl``
+        (:mod:`~pyterrier_nuggets.formats.reply_io`), the report shows them beside the verdicts.
     """
 
     name: str
@@ -124,6 +127,7 @@ class Step:
     dropped: Callable[[Judging], list] | None = None
     given: str = ""
     needs_query: bool = False
+    replies: bool = False
 
 
 #: every registered step, by name, in the order commands run them and write their rows
@@ -291,7 +295,7 @@ def _assignment_rows(judging: Judging, assigned: list, answers: list) -> Rows:
 
 def _assigner(judging: Judging):
     from pyterrier_nuggets.judges import NuggetAssigner
-    return NuggetAssigner(judging.nuggets, judging.llm, on_failure=judging.on_failure)
+    return NuggetAssigner(judging.nuggets, judging.llm, on_failure=judging.on_failure, keep_replies=True)
 
 
 def _assigned(judging: Judging, frame) -> list:
@@ -315,7 +319,7 @@ register(Step(
     file="{run}.assignments.jsonl", what="its nugget assignments", write=_write_assigned,
     source=lambda j: {"file": _source_file(j, "assignment"), "items": len(j.nuggets.nuggets),
                       "topics": len({n.qid for n in j.nuggets.nuggets})},
-    dropped=_dropped_nuggets))
+    dropped=_dropped_nuggets, replies=True))
 
 
 def _length_measures(judging: Judging) -> list:
@@ -383,7 +387,7 @@ def _rubric_rows(judging: Judging, verdicts: list, answers: list) -> Rows:
 
 def _rubric_judge(judging: Judging):
     from pyterrier_nuggets.judges import RubricJudge
-    return RubricJudge(judging.rubrics, judging.llm, on_failure=judging.on_failure)
+    return RubricJudge(judging.rubrics, judging.llm, on_failure=judging.on_failure, keep_replies=True)
 
 
 def _with_rubric(judging: Judging, frame):
@@ -409,4 +413,4 @@ register(Step(
     file="{run}.verdicts.jsonl", what="its rubric verdicts", write=_write_verdicts,
     source=lambda j: {"file": _source_file(j, "rubric"), "items": len(j.rubrics.criteria),
                       "topics": len(j.rubrics.by_topic())},
-    needs_query=True))
+    needs_query=True, replies=True))

@@ -169,3 +169,16 @@ def second_judge_folder(tmp: Path, base_url: str, answers: list[str], nuggets: s
         argv += ["--support", "--docs", docs]
     assert cli.main(argv) == 0
     return tmp / out
+
+
+# what the judges of replies_with_markup put before their verdicts: markup that must stay text on the topic page
+REPLY_MARKUP = "Verdicts, <b>x</b>: "
+
+
+def replies_with_markup(body):
+    """The test endpoint's nugget assignment and rubric verdicts with :data:`REPLY_MARKUP` before the list (the judges
+    parse the list out of the words around it); the other requests get the endpoint's own replies."""
+    from pyterrier_nuggets.testing import first_prompt, stage_reply
+    prompt = first_prompt(body)
+    stage = "assign" if "Nugget List:" in prompt else "rubric" if "\nCriteria: " in prompt else None
+    return None if stage is None else REPLY_MARKUP + stage_reply(body, stage).content

@@ -229,3 +229,29 @@ def test_the_score_command_writes_a_quoted_run_tag_as_it_is(tmp_path, capsys):
     assert cli.main(["score", "--assignments", str(path)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == '# run x"y' and out[1].startswith("qid\tV_strict") and out[2].startswith("t1\t1.0000")
+
+
+def test_replies_read_back_and_a_bad_line_is_named(tmp_path):
+    """RUN.replies.jsonl (formats/reply_io.py): written and read back as it was; a line that is not a reply of its
+    topic's items is refused naming file, line and field."""
+    from pyterrier_nuggets.formats import JudgeReply, read_replies, write_replies
+    replies = [JudgeReply("A", "t1", "assignment", ("t1:n0", "t1:n1"), 'Sure: ["support", "not_support"] <b>x</b>'),
+               JudgeReply("A", "t1", "rubric", ("t1:r0",), '["satisfied"]\u2028')]
+    path = str(tmp_path / "A.replies.jsonl")
+    write_replies(path, replies)
+    assert read_replies(path) == replies
+    good = (tmp_path / "A.replies.jsonl").read_text(encoding="utf-8").split("\n")[0]
+    for line, field, problem in (
+            ({"run_id": "A", "topic_id": "t1", "step": "support", "items": ["t1:n0"], "reply": "x"}, "step",
+             "not a step with replies"),
+            ({"run_id": "A", "topic_id": "t1", "step": "rubric", "items": ["t1:n0"], "reply": "x"}, "items[0]",
+             "not an id of topic t1's rubric criteria"),
+            ({"run_id": "A", "topic_id": "t1", "step": "assignment", "items": ["t1:n1"], "reply": "x"}, "items[0]",
+             "judged by the reply at line 1"),
+            ({"run_id": "A", "topic_id": "t1", "step": "assignment", "items": [], "reply": "x"}, "items", "empty"),
+            ({"run_id": "A", "topic_id": "t1", "step": "assignment", "items": ["t1:n5"]}, "reply", "missing")):
+        bad = tmp_path / "bad.jsonl"
+        bad.write_text(good + "\n" + json.dumps(line) + "\n", encoding="utf-8")
+        with pytest.raises(F.InputError) as e:
+            read_replies(str(bad))
+        assert (e.value.path, e.value.line, e.value.field) == (str(bad), 2, field) and problem in e.value.problem

@@ -217,6 +217,38 @@ def test_assigner_failure_policies(server, llm):
         assignment_frame_to_answers(out, nuggets)
 
 
+def test_assigner_keeps_the_reply_each_label_was_parsed_from(server, llm):
+    """keep_replies=True: each row carries the reply its label was parsed from and its batch; a reply that could not
+    be used and was re-asked is not it (the one re-asked is); a failed batch kept by "mark" has no reply; the
+    replies are records of one reply per answer and batch (formats.frame_to_replies)."""
+    def responder(body):
+        said = json.dumps(body["messages"])
+        if "nothing here" in said:
+            return '["supported", "no"]'  # never usable: runC fails
+        if not any(m["role"] == "assistant" for m in body["messages"]) and "runB-only" in said:
+            return "I cannot say."  # unusable at first: re-asked, and the second reply is the one used
+        return None
+
+    server.responder = responder
+    inp = pd.concat([answers(), pd.DataFrame([{"qid": "q1", "query": "what is the capital of france",
+                                               "run_id": "runD", "qanswer": "alpha0 runB-only"}])], ignore_index=True)
+    with pytest.warns(UserWarning):
+        out = NuggetAssigner(scored_nuggets(), llm, max_reasks=1, on_failure="mark", keep_replies=True)(inp)
+    assert list(out.columns[:6]) == ["qid", "docno", "score", "assignment", "reply", "reply_batch"]
+    a = out[out["run_id"] == "runA"]
+    assert list(a["reply_batch"]) == [0] * 10 + [10] * 2
+    for _, rows in a.groupby("reply_batch"):
+        assert json.loads(rows["reply"].iloc[0]) == list(rows["assignment"])  # the labels are the reply's
+    d = out[out["run_id"] == "runD"]
+    assert "I cannot say." not in set(d["reply"]) and json.loads(d["reply"].iloc[0]) == list(d["assignment"].iloc[:10])
+    assert out[out["run_id"] == "runC"]["reply"].isna().all()
+    replies = formats.frame_to_replies(out, "assignment")
+    assert [(r.run_id, len(r.items)) for r in replies] == [("runA", 10), ("runA", 2), ("runB", 10), ("runB", 2),
+                                                           ("runD", 10), ("runD", 2)]
+    assert replies[0].items == tuple(f"q1:n{i}" for i in range(10)) and replies[1].items == ("q1:n10", "q1:n11")
+    assert "reply" not in NuggetAssigner(scored_nuggets(), llm)(answers().iloc[:1]).columns  # off by default
+
+
 def test_assigner_empty_and_invalid(llm):
     out = NuggetAssigner(scored_nuggets(), llm)(answers().iloc[:0])
     assert out.empty and {"docno", "score", "run_id"} <= set(out.columns)

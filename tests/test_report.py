@@ -594,3 +594,60 @@ def test_the_report_folder_follows_the_umask(many, tmp_path):
     assert (tmp_path / "report").stat().st_mode & 0o777 == 0o777 & ~umask
     assert (tmp_path / "report" / "data").stat().st_mode & 0o777 == 0o777 & ~umask
     assert (tmp_path / "report" / "index.html").stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+# ------------------------------------------------------------------------------- the judges' replies
+
+def test_the_topic_page_has_the_judges_reply_beside_each_verdict(tmp_path, capsys):
+    """The judges' replies (assignment, rubric) beside their verdicts: trec-rag writes each run's replies
+    (RUN.replies.jsonl), and a topic's data gives every nugget's assignment and every criterion's verdict the reply
+    it was parsed from, the one reply of a batch shared by the items it judged."""
+    from pyterrier_nuggets import formats
+    from pyterrier_nuggets.testing import TestEndpoint
+    from tests.report_folders import REPLY_MARKUP, replies_with_markup, trec_rag_folders
+    with TestEndpoint(responder=replies_with_markup) as server:
+        trec, _, docs = trec_rag_folders(tmp_path, server.base_url)
+    report = tmp_path / "report"
+    assert cli.main(["report", str(trec), "--docs", docs, "--out", str(report)]) == 0
+    capsys.readouterr()
+    index = _data(report / "data" / "index.js")
+    t1 = _data(report / "data" / index["topics"][[t["id"] for t in index["topics"]].index("t1")]["file"])
+    for run in ("A", "B", "C"):
+        d = t1["systems"][run]
+        replies = d["replies"]
+        assert replies["recorded"]
+        assigned = {n["id"]: n["assignment"] for r in map(json.loads, (trec / f"{run}.assignments.jsonl").read_text(
+            encoding="utf-8").split("\n")[:-1]) if r["qid"] == "t1" for n in r["nuggets"]}  # U+2028: no line end
+        assert set(replies["assignment"]) == set(assigned) == set(d["assignment"])
+        for nugget, label in assigned.items():
+            reply = replies["replies"][replies["assignment"][nugget]]
+            assert reply["text"].startswith(REPLY_MARKUP)  # the text the endpoint gave, as it gave it
+            labels = json.loads(reply["text"][len(REPLY_MARKUP):])
+            assert labels[reply["items"].index(nugget)] == label  # the verdict shown is the one parsed from it
+        assert set(replies["rubric"]) == set(d["verdicts"]) == {"0", "1", "2"}
+        for index_, verdict in d["verdicts"].items():
+            reply = replies["replies"][replies["rubric"][index_]]
+            labels = json.loads(reply["text"][len(REPLY_MARKUP):])
+            assert reply["text"].startswith(REPLY_MARKUP) and labels[reply["items"].index(f"t1:r{index_}")] == verdict
+    written = formats.read_replies(str(trec / "A.replies.jsonl"))
+    assert {(r.qid, r.step) for r in written} == {("t1", "assignment"), ("t2", "assignment"), ("t1", "rubric"),
+                                                  ("t2", "rubric")}
+    assert all(r.run_id == "A" and r.text.startswith(REPLY_MARKUP) for r in written)
+
+
+def test_a_folder_without_replies_opens_and_says_they_are_not_recorded(many, tmp_path, capsys):
+    """A trec-rag folder written before RUN.replies.jsonl (its files and outputs manifest without them) still opens;
+    its topics' data say the replies are not recorded, never show another reply."""
+    old = _copy(many[0], tmp_path, "old")
+    replies = sorted(p.name for p in old.glob("*.replies.jsonl"))
+    assert replies == ["A.replies.jsonl", "B.replies.jsonl"]
+    for name in replies:
+        (old / name).unlink()
+    manifest = json.loads((old / ".pyterrier-nuggets-outputs.json").read_text())
+    manifest["files"] = [f for f in manifest["files"] if f not in replies]
+    (old / ".pyterrier-nuggets-outputs.json").write_text(json.dumps(manifest))
+    assert cli.main(["report", str(old), "--out", str(tmp_path / "r")]) == 0
+    assert "replies" not in capsys.readouterr().err  # nothing lacks: the folder is whole as it was written
+    topic = _data(tmp_path / "r" / "data" / "topic-0000.js")
+    assert topic["systems"]["A"]["assignment"]
+    assert topic["systems"]["A"]["replies"] == {"recorded": False}

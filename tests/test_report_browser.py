@@ -19,8 +19,10 @@ from pyterrier_nuggets import cli
 from pyterrier_nuggets.testing import TestEndpoint
 from tests.report_folders import (
     PAYLOAD,
+    REPLY_MARKUP,
     lenient_judge,
     main_job_folder,
+    replies_with_markup,
     second_judge_folder,
     trec_rag_folders,
 )
@@ -80,10 +82,11 @@ LONG_NAMES = {"A": "team-alpha.run-1-bm25-gpt4o-rerank", "B": "team-beta.run-2-s
 
 @pytest.fixture(scope="module")
 def trec_rag(tmp_path_factory):
-    """A TREC RAG 2026 folder (nuggets with sub-narratives, every citation's support, a rubric with a flaw) and an
-    arena of its runs under a track's long names, with a second judge of the same answers, and its report."""
+    """A TREC RAG 2026 folder (nuggets with sub-narratives, every citation's support, a rubric with a flaw; the judges'
+    replies with markup before their verdicts) and an arena of its runs under a track's long names, with a second judge
+    of the same answers, and its report."""
     tmp = tmp_path_factory.mktemp("trec-rag")
-    with TestEndpoint(responder=lenient_judge) as server:
+    with TestEndpoint(responder=lambda body: lenient_judge(body) or replies_with_markup(body)) as server:
         trec, arena, docs = trec_rag_folders(tmp, server.base_url, LONG_NAMES)
         second = second_judge_folder(tmp, server.base_url, [str(tmp / "answers.jsonl")], str(tmp / "nuggets.jsonl"),
                                      docs)
@@ -678,4 +681,46 @@ def test_search_the_answers(browser, main_job):
     expected = sum("waggle" in a.text.lower() for p in out.glob("*.answers.jsonl") for a in formats.read_answers(str(p)))
     assert browser.find_element(By.ID, "search-results").text.startswith(f"{expected} answer(s) contain")
     assert len(browser.find_elements(By.CSS_SELECTOR, "#search-results li")) == expected > 0
+    _no_console_errors(browser)
+
+
+def test_a_verdicts_reply_opens_in_place_as_text(browser, trec_rag, tmp_path):
+    """The judges' replies beside their verdicts: a nugget's assignment and a criterion's verdict each have the reply
+    they were parsed from, closed at first, opened from the keyboard in place; the reply's markup (<b>x</b>) is shown
+    as text. A folder without RUN.replies.jsonl (written before it) opens and says the replies are not recorded."""
+    from pyterrier_nuggets import formats
+    trec, report = trec_rag
+    a = LONG_NAMES["A"]
+    written = formats.read_replies(str(trec / f"{a}.replies.jsonl"))
+    _open(browser, (report / "topic.html").as_uri() + f"#topic=t1&system={a}", "#topic-title")
+    panel = browser.find_element(By.CSS_SELECTOR, "article.panel")
+    for table, step in (("table.nuggets", "assignment"), ("table.rubric", "rubric")):
+        row = panel.find_elements(By.CSS_SELECTOR, f"{table} tbody tr")[1]
+        item = row.find_element(By.CSS_SELECTOR, "td").text if step == "assignment" else "t1:r1"
+        [expected] = [r.text for r in written if r.qid == "t1" and r.step == step and item in r.items]
+        reply = row.find_element(By.CSS_SELECTOR, "td.reply-cell details.judge-reply")
+        text = reply.find_element(By.CSS_SELECTOR, "pre.reply")
+        assert not text.is_displayed()
+        reply.find_element(By.TAG_NAME, "summary").send_keys(Keys.ENTER)  # a summary is reached and opened by keys
+        WebDriverWait(browser, 5).until(lambda d, shown=text: shown.is_displayed())
+        assert text.text == expected and text.text.startswith(REPLY_MARKUP)  # <b>x</b> shown, as text
+        assert not text.find_elements(By.TAG_NAME, "b")
+        assert item in reply.find_element(By.CSS_SELECTOR, "p.hint").text
+    assert not panel.find_elements(By.CSS_SELECTOR, "p.replies-missing")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", reply)
+    _shot(browser, tmp_path, "judge-reply")
+    _no_console_errors(browser)
+    old = tmp_path / "old"
+    shutil.copytree(trec, old)
+    manifest = json.loads((old / ".pyterrier-nuggets-outputs.json").read_text())
+    for path in old.glob("*.replies.jsonl"):
+        path.unlink()
+        manifest["files"].remove(path.name)
+    (old / ".pyterrier-nuggets-outputs.json").write_text(json.dumps(manifest))
+    assert cli.main(["report", str(old), "--out", str(tmp_path / "r")]) == 0
+    _open(browser, (tmp_path / "r" / "topic.html").as_uri() + f"#topic=t1&system={a}", "#topic-title")
+    panel = browser.find_element(By.CSS_SELECTOR, "article.panel")
+    assert not panel.find_elements(By.CSS_SELECTOR, "details.judge-reply")
+    said = [p.text for p in panel.find_elements(By.CSS_SELECTOR, "p.replies-missing")]
+    assert len(said) == 2 and all("replies are not recorded" in t for t in said)  # under the nuggets and the rubric
     _no_console_errors(browser)

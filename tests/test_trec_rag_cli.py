@@ -247,6 +247,42 @@ def test_refusals_write_nothing(server, files, tmp_path):
     assert server.count > 0  # only the 2025-rules run asked the judge
 
 
+def test_the_judges_replies_are_written_with_the_other_outputs_or_none(server, files, tmp_path, monkeypatch, capsys):
+    """Each run's RUN.replies.jsonl holds the reply every assignment and rubric verdict was parsed from, taken from
+    what the judges received (no request of its own); it is one of the command's outputs, written all or none: a
+    writer that fails leaves no folder, and the same command then writes them all."""
+    out = tmp_path / "out"
+    argv = ["trec-rag", "--answers", files["answers"], "--nuggets", files["nuggets"], "--rubrics", files["rubrics"],
+            "--base-url", server.base_url, "--model", "fake", "--out", str(out)]
+
+    def full_disk(path, replies):
+        with open(path, "w") as f:
+            f.write("{")
+        raise OSError(28, "No space left on device", path)
+
+    write_replies = formats.write_replies
+    monkeypatch.setattr(formats, "write_replies", full_disk)
+    assert cli.main(argv) != 0
+    assert not out.exists()  # the replies could not be written: none of the outputs are
+    monkeypatch.setattr(formats, "write_replies", write_replies)
+    calls = server.count
+    assert cli.main(argv) == 0, capsys.readouterr().err
+    assert server.count == calls  # the second run asks nothing: its judges' replies come from the response cache
+    stages = [h.get("x-pyterrier-nuggets-stage") for h in server.headers]
+    assert sorted(stages) == ["assign", "assign", "rubric", "rubric"]  # one request per answer and step, no more
+    for run in ("A", "B"):
+        replies = {r.step: r for r in formats.read_replies(str(out / f"{run}.replies.jsonl"))}
+        assert set(replies) == {"assignment", "rubric"} and all(r.run_id == run for r in replies.values())
+        assert replies["assignment"].items == ("t1:n0", "t1:n1", "t1:n2")
+        [assigned] = formats.read_assignments(str(out / f"{run}.assignments.jsonl")).answers
+        assert json.loads(replies["assignment"].text) == [a.assignment for a in assigned.assignments]
+        assert replies["rubric"].items == ("t1:r0", "t1:r1", "t1:r2")
+        verdicts = formats.read_rubric_verdicts(str(out / f"{run}.verdicts.jsonl"), formats.read_rubrics(files["rubrics"]))
+        assert json.loads(replies["rubric"].text) == [v.verdict for v in verdicts]
+    manifest = json.loads((out / ".pyterrier-nuggets-outputs.json").read_text())
+    assert {"A.replies.jsonl", "B.replies.jsonl"} <= set(manifest["files"])
+
+
 def _wide_job(tmp_path, runs: int = 4, topics: int = 4):
     """``runs`` x ``topics`` answers of three nuggets each: one assignment call per answer, all independent."""
     answers = [{"metadata": {"team_id": "us", "run_id": f"R{r}", "type": "automatic", "narrative_id": f"t{t}"},

@@ -135,6 +135,7 @@ class _Job:
     inputs: dict[str, str]
     steps: list = field(default_factory=list)  # the registry's steps this command runs
     results: dict[str, list] = field(default_factory=dict)  # step -> its records (each with qid and run_id)
+    replies: dict[str, list] = field(default_factory=dict)  # step -> its judge's replies (formats.JudgeReply)
     only: set[str] | None = None  # a shard's topics: its qrels and scores are of those only
     left_out: dict[str, str] = field(default_factory=dict)  # topic -> the LLM step that failed on it (--on-failure)
     judges: dict[str, Any] = field(default_factory=dict)  # step -> the judge that ran it (judging.json)
@@ -301,7 +302,15 @@ def _outputs(args, job: _Job) -> dict[str, str]:
         for step in job.steps:
             if step.file is not None:
                 out_files[f"{run_id} {step.name}"] = os.path.join(args.out, step.file.format(run=run_id))
+        if _replying(job):  # the judges' replies of the run (formats/reply_io.py)
+            from pyterrier_nuggets.formats.reply_io import REPLIES_FILE
+            out_files[f"{run_id} replies"] = os.path.join(args.out, REPLIES_FILE.format(run=run_id))
     return out_files
+
+
+def _replying(job: _Job) -> list:
+    """The steps whose judges' replies this run keeps: those that record them and are judged here (not given)."""
+    return [s for s in job.steps if s.replies and s.judge is not None and s.name not in job.judging.given]
 
 
 def _frame(job: _Job):
@@ -338,7 +347,11 @@ def _judge(args, job: _Job, frame) -> None:
         elif step.judge is not None:
             judges[step.name] = step.judge(judging)
             judged = step.answers(judging, frame) if step.answers is not None else frame
-            job.results[step.name] = step.results(judging, spread(judges[step.name])(judged))
+            out = spread(judges[step.name])(judged)
+            job.results[step.name] = step.results(judging, out)
+            if step.replies:  # the replies the judge received, kept beside its labels (RUN.replies.jsonl)
+                from pyterrier_nuggets.formats import frame_to_replies
+                job.replies[step.name] = frame_to_replies(out, step.name)
     if job.llm is not None and job.llm.mode != "plan":
         check_failed_share(job.llm, args.max_failed_share)
     job.left_out = {qid: step for judge in judges.values() for qid, step in judge.failed_topics().items()}
@@ -352,6 +365,7 @@ def _leave_out(job: _Job) -> None:
     out = set(job.left_out)
     job.judging.answers = [a for a in job.answers if a.qid not in out]
     job.results = {step: [r for r in records if r.qid not in out] for step, records in job.results.items()}
+    job.replies = {step: [r for r in replies if r.qid not in out] for step, replies in job.replies.items()}
 
 
 def _score(args, job: _Job):
@@ -453,6 +467,9 @@ def _writers(out_files: dict[str, str], job: _Job, qrels, rows_by_run: dict, tab
                 records = [r for r in job.results.get(step.name, []) if r.run_id == run_id]
                 writers[out_files[f"{run_id} {step.name}"]] = (
                     lambda p, s=step, rs=records, ra=run_answers: s.write(job.judging, p, rs, ra))
+        if f"{run_id} replies" in out_files:
+            replies = [r for step in _replying(job) for r in job.replies.get(step.name, []) if r.run_id == run_id]
+            writers[out_files[f"{run_id} replies"]] = lambda p, rs=replies: formats.write_replies(p, rs)
     return writers
 
 

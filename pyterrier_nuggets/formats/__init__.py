@@ -17,6 +17,8 @@ module per format family, every name also available here (``formats.read_nuggets
   shards (read by ``merge`` and the report; ``formats.shard_io.NAME``).
 - :mod:`.judging_io`: the judging manifest ``judging.json`` (who judged each measure of a folder, on which nuggets and
   rubric, what was dropped or failed; written by ``trec-rag``, read by the report; ``formats.judging_io.NAME``).
+- :mod:`.reply_io`: the judges' replies ``RUN.replies.jsonl`` (the text each nugget assignment and rubric verdict
+  was parsed from; written by ``trec-rag``, read by the report).
 - :mod:`.frames`: the DataFrame forms and every frame <-> record conversion.
 - :mod:`.checks`: files checked against each other (support judgments ↔ answers ↔ assignments ↔ nuggets ↔
   run tag).
@@ -112,6 +114,7 @@ from pyterrier_nuggets.formats.frames import (
     frame_to_judgments,
     frame_to_nuggets,
     frame_to_relations,
+    frame_to_replies,
     frame_to_verdicts,
     judgments_to_frame,
     nugget_qrels,
@@ -143,6 +146,7 @@ from pyterrier_nuggets.formats.nugget_io import (
     write_nugget_qrels,
     write_nuggets,
 )
+from pyterrier_nuggets.formats.reply_io import JudgeReply, read_replies, write_replies
 from pyterrier_nuggets.formats.rubric_io import (
     RubricCriterion,
     RubricSet,
@@ -211,4 +215,5 @@ __all__ = [
     "read_cone_crowd_labels", "LabelledPair", "read_labelled_pairs", "write_labelled_pairs", "same_response",
     "read_battles", "write_battles", "battle_json", "battle_from_json", "read_leaderboard", "LeaderboardRow",
     "BATTLE_COLUMNS", "frame_to_battles",
+    "JudgeReply", "read_replies", "write_replies", "frame_to_replies",
 ]

@@ -251,6 +251,7 @@ MAX_FILE_NAME_BYTES = 255  # the longest file name of Linux and macOS file syste
 # every file name the package makes of a run tag (the annotation export, trec-rag, the main job); no file is named
 # after a topic id
 RUN_FILE_SUFFIXES = (".eval.run", ".segments.run", ".answers.jsonl", ".assignments.jsonl", ".support.jsonl",
+                     ".replies.jsonl",
                      ".support_assignments.jsonl", ".verdicts.jsonl")
 MAX_RUN_TAG_BYTES = MAX_FILE_NAME_BYTES - max(len(s) for s in RUN_FILE_SUFFIXES)  # 229
 

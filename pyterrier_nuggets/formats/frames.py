@@ -7,6 +7,7 @@
 | assignment frame | ``qid, docno, score, assignment`` (+ the answer's columns), NuggetAssigner's output |
 | support frame | ``qid, sentence, citation, docno, support, score`` (+ ``run_id``...), SupportJudge's output |
 | verdict frame | ``qid, docno, score, verdict`` (+ ``weight``, ``criterion`` and the answer's columns), RubricJudge's output |
+| replies | ``reply, reply_batch`` beside an assignment or verdict frame's columns (a judge made with ``keep_replies=True``) |
 | qrels | ``qid, docno, label`` (PyTerrier's qrels columns) |
 | evaluation run | ``qid, docno, score`` |
 
@@ -26,6 +27,7 @@ from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.formats.answer_io import answer_sentences
 from pyterrier_nuggets.formats.assignment_io import AssignedAnswer
 from pyterrier_nuggets.formats.nugget_io import NuggetSet, sub_narrative_qrels
+from pyterrier_nuggets.formats.reply_io import JudgeReply
 from pyterrier_nuggets.formats.support_io import write_support
 from pyterrier_nuggets.formats.trec_io import Row
 from pyterrier_nuggets.records import (
@@ -279,6 +281,28 @@ def write_support_frame(path: str, df: pd.DataFrame) -> None:
 
 
 # ------------------------------------------------------------------------------------------- rubrics
+
+def frame_to_replies(df: pd.DataFrame, step: str, run_id: str = "run") -> list[JudgeReply]:
+    """The replies of a listwise judge made with ``keep_replies=True`` (``NuggetAssigner``, ``RubricJudge``: columns
+    ``reply`` and ``reply_batch``) as :class:`~.reply_io.JudgeReply` records, one per reply: the rows of one answer
+    and batch are the items of one reply, in their order. Rows without a reply (a failed batch, kept by
+    ``on_failure="mark"``) give none.
+
+    :param df: the judge's output frame.
+    :param step: the judging step (``assignment`` or ``rubric``).
+    :param run_id: the run of rows without a ``run_id``.
+    """
+    for column in ("reply", "reply_batch"):
+        if column not in df.columns:
+            raise InvalidInput(f"the frame has no {column!r} column: make the judge with keep_replies=True")
+    batches: dict[tuple, tuple[list[str], str]] = {}
+    for r in df.to_dict("records"):
+        if not isinstance(r["reply"], str):
+            continue
+        key = (str(r.get("run_id") or run_id), str(r["qid"]), int(r["reply_batch"]))
+        batches.setdefault(key, ([], r["reply"]))[0].append(str(r["docno"]))
+    return [JudgeReply(run, qid, step, tuple(items), text) for (run, qid, _), (items, text) in batches.items()]
+
 
 def frame_to_verdicts(df: pd.DataFrame, run_id: str = "run") -> list[RubricVerdict]:
     """The output of ``RubricJudge`` as :class:`RubricVerdict` records.

@@ -6,6 +6,11 @@ Each answer is judged against its topic's items ``batch_size`` at a time, one la
 identical (topic, query, answer) triples are asked once. An answer is one unit of the failure mechanism
 (:meth:`~.failures.FailurePolicy.settle`): a failed batch is a failure of that answer, ``"exclude"`` leaves the
 answer's rows out, ``"mark"`` keeps them with the failed items labelled ``failed`` (score NaN).
+
+A judge made with ``keep_replies=True`` also gives each row the reply its label was parsed from (the LLM client's
+text, the model's thinking taken out): ``reply`` (None where the batch failed) and ``reply_batch`` (the position of
+the batch's first item: the rows of one answer and batch share one reply). ``formats.frame_to_replies`` makes the
+records of ``RUN.replies.jsonl`` of it (docs/formats.md, "Judges' replies"); nothing more is asked.
 """
 from __future__ import annotations
 
@@ -70,6 +75,9 @@ class ListwiseJudge(LLMJudge):
     owned_columns: ClassVar[tuple[str, ...]] = ()
     labels: tuple[str, ...]
     batch_size: int
+    keep_replies: bool = False
+    #: the columns a judge made with ``keep_replies=True`` adds (module docstring)
+    REPLY_COLUMNS: ClassVar[tuple[str, str]] = ("reply", "reply_batch")
 
     def items(self, qid: str) -> list[str]:
         raise NotImplementedError
@@ -85,7 +93,8 @@ class ListwiseJudge(LLMJudge):
 
     def run(self, inp: pd.DataFrame) -> tuple[pd.DataFrame, list[Failure]]:
         pt.validate.columns(inp, includes=["qid", "qanswer"], context=self)
-        passthrough, columns = passthrough_columns(inp, self.owned_columns, self.output_columns)
+        own = list(self.output_columns) + (list(self.REPLY_COLUMNS) if self.keep_replies else [])
+        passthrough, columns = passthrough_columns(inp, (*self.owned_columns, *self.REPLY_COLUMNS), own)
         if inp.empty:
             return self.empty(columns)
         records = inp[passthrough].to_dict("records")
@@ -109,9 +118,21 @@ class ListwiseJudge(LLMJudge):
         for r, key in zip(records, keys):
             mine = asked.get(key, [])
             labels = {start + i: label for start, _, o in mine if o.ok for i, label in enumerate(o.value)}
+            rows = self.item_rows(r, key, labels)
+            if self.keep_replies:
+                self._add_replies(rows, mine)
             units.append(Unit(key[0], [(self.describe_batch(r, key, start, batch), o) for start, batch, o in mine],
-                              self.item_rows(r, key, labels)))
+                              rows))
         return self.settle(units)
+
+    @staticmethod
+    def _add_replies(rows: list[dict], asked: list[tuple[int, tuple, Outcome]]) -> None:
+        """Give each of an answer's item rows (in the order of its topic's items) the reply its label was parsed
+        from, the last of its batch's raw replies (those before it were re-asked), and the batch's position."""
+        for start, batch, outcome in asked:
+            reply = outcome.raw[-1] if outcome.ok and outcome.raw and not outcome.planned else None
+            for row in rows[start:start + len(batch)]:
+                row["reply"], row["reply_batch"] = reply, start
 
     def _ask_batch(self, llm: LLMClient, task) -> Outcome:
         (qid, query, answer), start, batch = task

@@ -284,6 +284,8 @@ class NuggetAssigner(ListwiseJudge):
         the measures then treat the topic as unanswered by that run, and the exclusion is reported) or ``"mark"``
         (failed rows are kept with ``assignment="failed"`` and ``score`` NaN, for inspection; do not pass such a
         frame to the measures).
+    :param keep_replies: also give each row the reply its assignment was parsed from (columns ``reply``,
+        ``reply_batch``; :mod:`~pyterrier_nuggets.judges.listwise`), for ``formats.frame_to_replies``.
 
     Examples::
 
@@ -309,12 +311,13 @@ class NuggetAssigner(ListwiseJudge):
     owned_columns = ("docno", "score", "rank", "assignment")
 
     def __init__(self, nuggets, llm: LLMClient | None = None, *, grades: int = 3, batch_size: int = 10,
-                 prompt=None, max_reasks: int = 2, on_failure: str = "raise"):
+                 prompt=None, max_reasks: int = 2, on_failure: str = "raise", keep_replies: bool = False):
         if grades not in (2, 3):
             raise InvalidInput(f"grades must be 2 or 3, got {grades!r}")
         self.nuggets = nuggets
         self.grades = grades
         self.batch_size = batch_size
+        self.keep_replies = keep_replies
         self.labels = ((ids.SUPPORT, ids.PARTIAL_SUPPORT, ids.NOT_SUPPORT) if grades == 3
                        else (ids.SUPPORT, ids.NOT_SUPPORT))
         self.default_prompt = NUGGET_ASSIGNMENT if grades == 3 else NUGGET_ASSIGNMENT_2GRADE
@@ -325,7 +328,8 @@ class NuggetAssigner(ListwiseJudge):
         """A copy with the same settings and client that assigns ``nuggets`` (used per topic by
         :class:`~pyterrier_nuggets.judges.overlap.Overlapped`)."""
         return NuggetAssigner(nuggets, self.client(), grades=self.grades, batch_size=self.batch_size,
-                              prompt=self.prompt, max_reasks=self.max_reasks, on_failure=self.on_failure)
+                              prompt=self.prompt, max_reasks=self.max_reasks, on_failure=self.on_failure,
+                              keep_replies=self.keep_replies)
 
     def ensemble_labels(self) -> EnsembleLabels:
         """The assignment of each nugget (``docno``) to an answer; ``score`` follows it."""

@@ -59,6 +59,8 @@ class RubricJudge(ListwiseJudge):
     :param on_failure: ``"raise"`` (default), ``"exclude"`` (an answer with a failed verdict gives no rows:
         the measures then treat the topic as unanswered by that run, and the exclusion is reported) or ``"mark"``
         (failed rows kept with verdict ``failed`` and score NaN, for inspection only).
+    :param keep_replies: also give each row the reply its verdict was parsed from (columns ``reply``,
+        ``reply_batch``; :mod:`~pyterrier_nuggets.judges.listwise`), for ``formats.frame_to_replies``.
 
     Examples::
 
@@ -86,11 +88,12 @@ class RubricJudge(ListwiseJudge):
     owned_columns = ("docno", "score", "rank", "verdict", "weight", "criterion")
 
     def __init__(self, rubrics, llm: LLMClient | None = None, *, batch_size: int = 10, prompt=None,
-                 max_reasks: int = 2, on_failure: str = "raise"):
+                 max_reasks: int = 2, on_failure: str = "raise", keep_replies: bool = False):
         if batch_size < 1:
             raise InvalidInput(f"batch_size must be at least 1, got {batch_size}")
         self.rubrics = rubrics
         self.batch_size = batch_size
+        self.keep_replies = keep_replies
         self._set = as_rubric_set(rubrics)
         self._by_topic = self._set.by_topic()
         self.setup(llm, prompt, max_reasks, on_failure)

@@ -5,7 +5,8 @@ A folder is recognised by the files the commands write (docs/cli.md): the main j
 ``joint_table.*``, ``NAME.answers.jsonl``, ``NAME.assignments.jsonl``, ``NAME.support.jsonl``,
 ``NAME.segments.run``, ``nuggets.jsonl``, ``battles.jsonl``, ``leaderboard.csv``), ``table --out PREFIX``
 (``PREFIX.csv``, ``.md``, ``.perquery.csv``), ``trec-rag`` (``scores.tsv``, ``RUN.assignments.jsonl``,
-``RUN.support_assignments.jsonl``, ``RUN.verdicts.jsonl``), ``arena`` (``battles.jsonl``, ``leaderboard.csv``,
+``RUN.support_assignments.jsonl``, ``RUN.verdicts.jsonl``, ``judging.json`` and, optional, the judges' replies
+``RUN.replies.jsonl``), ``arena`` (``battles.jsonl``, ``leaderboard.csv``,
 ``arena.json``), ``ikat`` (``ikat.csv``, ``ikat.perquery.csv``, ``ikat.perturn.csv``, ``ikat.matches.jsonl``) and
 the annotation tool's export (``manifest.json``, ``nuggets.jsonl``, ``runs/RUN.eval.run``,
 ``runs/RUN.assignments.jsonl``, ``runs/RUN.support.jsonl``, ``relevance.qrels``).
@@ -52,6 +53,7 @@ from pyterrier_nuggets.formats.folders import MANIFEST as OUTPUTS_MANIFEST
 from pyterrier_nuggets.formats.folders import OutputFolder
 from pyterrier_nuggets.formats.judging_io import FILE as JUDGING
 from pyterrier_nuggets.formats.judging_io import JudgingManifest, read_judging
+from pyterrier_nuggets.formats.reply_io import JudgeReply, read_replies
 from pyterrier_nuggets.formats.shard_io import MANIFEST, Manifest, read_manifest
 from pyterrier_nuggets.records import Answer, Battle, RubricVerdict, SupportJudgment
 
@@ -113,6 +115,8 @@ class Folder:
     assigned: dict[Key, AssignedAnswer] = field(default_factory=dict)
     support: dict[Key, list[SupportJudgment]] = field(default_factory=dict)
     verdicts: dict[Key, list[RubricVerdict]] = field(default_factory=dict)
+    replies: dict[Key, list[JudgeReply]] = field(default_factory=dict)  # the judges' replies (RUN.replies.jsonl)
+    replied: set[str] = field(default_factory=set)  # the systems whose replies the folder records
     rubrics: dict[str, list] = field(default_factory=dict)  # topic -> its criteria (RubricCriterion)
     nuggets: NuggetSet | None = None
     retrieved: dict[Key, list[tuple[str, int, float]]] = field(default_factory=dict)  # (docno, rank, score)
@@ -399,6 +403,11 @@ def _judgments(folder: Folder) -> None:
             folder.rubrics.setdefault(qid, criteria)
         for v in formats.read_rubric_verdicts(file, rubrics):
             folder.verdicts.setdefault((v.run_id or _system_of(file, ".verdicts.jsonl"), v.qid), []).append(v)
+        folder.files.append(file)
+    for file in _glob(path, "*.replies.jsonl"):  # optional: folders written before it, or labels given as files
+        folder.replied.add(_system_of(file, ".replies.jsonl"))
+        for r in read_replies(file):
+            folder.replies.setdefault((r.run_id, r.qid), []).append(r)
         folder.files.append(file)
 
 

@@ -472,6 +472,8 @@ def _system_topic(report: Report, system: str, qid: str, nuggets: dict) -> dict:
                 out["answer"] = {"text": a.answer_text, "sentences": []}
         if key in f.verdicts:
             out["verdicts"] = {v.index: v.verdict for v in f.verdicts[key]}
+        if key in f.assigned or key in f.verdicts:
+            out["replies"] = _replies(f, system, qid)
         if key in f.retrieved:
             out["retrieved"] = [[d, r, _number(s)] for d, r, s in f.retrieved[key]]
         if key in f.matches:
@@ -492,6 +494,20 @@ def _system_topic(report: Report, system: str, qid: str, nuggets: dict) -> dict:
     missing = [m for f in report.folders for m in f.missing.get(system, [])]
     if missing:
         out["missing"] = missing
+    return out
+
+
+def _replies(folder: Folder, system: str, qid: str) -> dict:
+    """The judges' replies of (``system``, ``qid``) in ``folder``: each reply's text and the items it judged, and per
+    nugget id (``assignment``) and criterion index (``rubric``) the reply its verdict was parsed from; ``recorded``
+    False when the folder keeps no replies of the system (written before ``RUN.replies.jsonl``, or labels given)."""
+    if system not in folder.replied:
+        return {"recorded": False}
+    out: dict = {"recorded": True, "replies": [], "assignment": {}, "rubric": {}}
+    for r in folder.replies.get((system, qid), []):
+        for item in r.items:
+            out[r.step][item if r.step == "assignment" else item.rsplit(":r", 1)[1]] = len(out["replies"])
+        out["replies"].append({"step": r.step, "items": list(r.items), "text": r.text})
     return out
 
 

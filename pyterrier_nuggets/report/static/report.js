@@ -756,15 +756,42 @@ var PNReport = (function () {
         el("td", {}, el("span", {"class": "imp imp-" + n.importance}, n.importance || "not scored")),
         el("td", {"class": "text"}, n.text),
         el("td", {"class": label ? "assign-" + label : "assign-none"}, label ? MARK[label] + " " : "", text),
+        replied(d) ? el("td", {"class": "reply-cell"}, label ? judgeReply(d, "assignment", n.id) : null) : null,
         second ? el("td", {"class": other ? "assign-" + other : "assign-none"},
           other ? MARK[other] + " " + (ASSIGNMENT[other] || other) : "no label",
           other !== undefined && other !== label ? el("strong", {"class": "disagree"}, " ≠") : null) : null,
         topic.sub_narratives.length ? el("td", {}, n.sub_narrative === null ? "" : topic.sub_narratives[n.sub_narrative]) : null);
     });
-    return scroller("nuggets", el("table", {"class": "nuggets"}, el("thead", {}, el("tr", {}, el("th", {}, "id"),
+    return [scroller("nuggets", el("table", {"class": "nuggets"}, el("thead", {}, el("tr", {}, el("th", {}, "id"),
       el("th", {}, "importance"), el("th", {}, "nugget"), el("th", {}, "assignment"),
-      second ? el("th", {}, "second judge") : null,
-      topic.sub_narratives.length ? el("th", {}, "sub-narrative") : null)), el("tbody", {}, rows)));
+      replied(d) ? el("th", {}, "judge's reply") : null, second ? el("th", {}, "second judge") : null,
+      topic.sub_narratives.length ? el("th", {}, "sub-narrative") : null)), el("tbody", {}, rows))),
+      repliesNotRecorded(d)];
+  }
+
+  function replied(d) {
+    return Boolean(d.replies && d.replies.recorded);
+  }
+
+  /* The judge's reply a verdict was parsed from (RUN.replies.jsonl), expandable in place beside it: the text as the
+     LLM gave it (its thinking taken out), and the items that one reply judged (a batch). */
+  function judgeReply(d, step, key) {
+    var r = d.replies;
+    if (!replied(d) || r[step][key] === undefined) {
+      return "no reply recorded";
+    }
+    var reply = r.replies[r[step][key]];
+    var what = step === "assignment" ? " nugget(s): " : " criteria: ";
+    return el("details", {"class": "judge-reply", "data-step": step},
+      el("summary", {}, "reply", el("span", {"class": "visually-hidden"}, " of the judge on " + key)),
+      el("p", {"class": "hint"}, "This one reply judged " + reply.items.length + what + reply.items.join(", ") + "."),
+      el("pre", {"class": "reply"}, reply.text));
+  }
+
+  function repliesNotRecorded(d) {
+    return d.replies && !d.replies.recorded ? el("p", {"class": "note replies-missing"}, "The judges' replies are " +
+      "not recorded in this folder (trec-rag keeps them in RUN.replies.jsonl; a folder written before, by another " +
+      "command, or of labels judged elsewhere has none): the verdicts are shown without them.") : null;
   }
 
   function subNarratives(topic, credit) {
@@ -793,13 +820,15 @@ var PNReport = (function () {
         el("td", {}, c.tier || ""),
         el("td", {"class": v ? "verdict-" + v : ""}, v ? VERDICT[v] : d.unanswered ? "not answered" :
           "no verdict in the files"),
+        replied(d) ? el("td", {"class": "reply-cell"}, v ? judgeReply(d, "rubric", String(i)) : null) : null,
         el("td", {"class": "points"}, v ? p.text : ""));
     });
     var total = verdicts && possible ? el("p", {"class": "hint"}, "Points: " + gained + " of " + possible +
       " (the positive weights) = " + (gained / possible).toFixed(4) + ", the rubric score with partial credit.") : null;
     return [scroller("rubric", el("table", {"class": "rubric"}, el("thead", {}, el("tr", {}, el("th", {}, "criterion"),
       el("th", {}, "axis"), el("th", {}, "weight"), el("th", {}, "tier"), el("th", {}, "verdict"),
-      el("th", {}, "points"))), el("tbody", {}, rows))), total];
+      replied(d) ? el("th", {}, "judge's reply") : null,
+      el("th", {}, "points"))), el("tbody", {}, rows))), total, verdicts ? repliesNotRecorded(d) : null];
   }
 
   function segments(topic, d, k) {
