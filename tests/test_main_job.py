@@ -163,6 +163,13 @@ def test_main_job_end_to_end(llm, tmp_path, index_dir):
         assert any(n.startswith("arena: no ratings") for n in result.notes), result.notes
     answers = formats.read_answers(str(out / "bm25-k2.answers.jsonl"))
     assert sorted(a.qid for a in answers) == TOPICS and all(len(a.references) == 2 for a in answers)
+    # the LLM's replies beside its labels: every assigned nugget of every answer in exactly one reply of its topic
+    for system in ("bm25-k2", "dense-k3"):
+        replies = formats.read_replies(str(out / f"{system}.replies.jsonl"))
+        assigned = {(a.qid, n.nugget_id) for a in formats.read_assignments(str(out / f"{system}.assignments.jsonl")).answers
+                    for n in a.assignments}
+        replied = [(r.qid, item) for r in replies for item in r.items]
+        assert sorted(replied) == sorted(assigned) and all(r.step == "assignment" and r.text for r in replies)
     # the second run: indexes reused, every LLM request answered by the cache
     calls = llm.stats["calls"]
     again = run_main_job(collection, systems, str(tmp_path / "again"), judges=LLMJudges(llm), options=quiet(index_dir))

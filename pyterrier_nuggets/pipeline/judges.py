@@ -140,7 +140,8 @@ class LLMJudges(Judges):
         return self.writes_with_llm(systems) or any(not s.assignments or s.answers for s in systems)
 
     def assigner(self, nuggets: pd.DataFrame):
-        return NuggetAssigner(nuggets, need_llm(self.llm), on_failure=self.on_failure)
+        """The LLM assigner; it keeps the reply each label was parsed from (the job writes them, RUN.replies.jsonl)."""
+        return NuggetAssigner(nuggets, need_llm(self.llm), on_failure=self.on_failure, keep_replies=True)
 
     def support(self, collection: Collection):
         return SupportJudge(need_llm(self.llm), docstore=collection.docstore, on_failure=self.on_failure)

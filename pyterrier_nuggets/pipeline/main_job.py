@@ -37,6 +37,7 @@ from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets import formats
 from pyterrier_nuggets.evaluation import ANSWER_MEASURES, JointTable, System, evaluate_answers, joint_table
 from pyterrier_nuggets.formats.folders import OutputFolder
+from pyterrier_nuggets.formats.reply_io import REPLIES_FILE
 from pyterrier_nuggets.judges.failures import MAX_FAILED_SHARE, check_failed_share
 from pyterrier_nuggets.llm import LLMClient
 from pyterrier_nuggets.pipeline.arena import arena_step, write_arena
@@ -322,6 +323,9 @@ class MainJob:
                 result.notes.append(f"assignment: {len(assigner.failures)} failed step(s)")
             self._write(f"{spec.name}.assignments.jsonl", lambda p: formats.write_assignments(
                 p, formats.assignment_frame_to_answers(evaluated.assigned, nuggets.nugget_set, spec.name)))
+            if getattr(assigner, "keep_replies", False):  # the LLM's replies beside its labels (the report shows them)
+                self._write(REPLIES_FILE.format(run=spec.name), lambda p: formats.write_replies(
+                    p, formats.frame_to_replies(evaluated.assigned, "assignment", spec.name)))
         if judge.failures:
             result.failed.update(judge.failed_topics("support"))
             result.notes.append(f"support: {len(judge.failures)} failed judgment(s)")
