@@ -25,6 +25,7 @@ the ``APIStatusError`` subclass of each status (:func:`~.retry.status_error`: ``
 """
 from __future__ import annotations
 
+import http.client
 import json
 import re
 import socket
@@ -238,3 +239,74 @@ def _read_chunks(reader: BinaryIO) -> bytes:
     while _line(reader) not in (b"\r\n", b"\n", b""):  # trailers
         pass
     return b"".join(parts)
+
+
+class HttpClientTransport:
+    """The same job as :class:`KeepAliveTransport` with the standard library's ``http.client``: one keep-alive
+    connection per thread (the candidate of the A/B in docs/benchmarks.md)."""
+
+    def __init__(self, base_url: str, api_key: str, timeout: float, headers: dict[str, str] | None = None):
+        parts = urlsplit(base_url)
+        self.https = parts.scheme == "https"
+        self.host, self.port = parts.hostname, parts.port or (443 if self.https else 80)
+        self.prefix = parts.path.rstrip("/")
+        self.timeout = timeout
+        self.headers = {"Content-Type": "application/json", "Accept": "application/json",
+                        "Authorization": f"Bearer {api_key}", "User-Agent": "pyterrier-nuggets", **(headers or {})}
+        self._ssl = ssl.create_default_context() if self.https else None
+        self._local = threading.local()
+        self._request = _http.Request("POST", base_url)  # what the SDK's error classes carry
+
+    def _connection(self) -> http.client.HTTPConnection:
+        con = getattr(self._local, "con", None)
+        if con is None:
+            if self.https:
+                con = http.client.HTTPSConnection(self.host, self.port, timeout=self.timeout, context=self._ssl)
+            else:
+                con = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+            self._local.con = con
+        return con
+
+    def _drop(self) -> None:
+        con = getattr(self._local, "con", None)
+        if con is not None:
+            con.close()
+            self._local.con = None
+
+    def post(self, path: str, body: dict, headers: dict[str, str] | None = None) -> tuple[dict, int, dict[str, str]]:
+        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        sent = {**self.headers, **headers} if headers else self.headers
+        for attempt in (0, 1):
+            fresh = getattr(self._local, "con", None) is None
+            try:
+                con = self._connection()
+                con.request("POST", self.prefix + path, body=data, headers=sent)
+                reply = con.getresponse()
+                raw = reply.read()
+                break
+            except TimeoutError as exc:
+                self._drop()
+                raise openai.APITimeoutError(request=self._request) from exc
+            except (http.client.RemoteDisconnected, ConnectionError) as exc:
+                self._drop()
+                if attempt or fresh:  # a new connection that fails is the server's, not an idle close
+                    raise openai.APIConnectionError(message=f"Connection error ({exc}).", request=self._request) \
+                        from exc
+            except http.client.BadStatusLine as exc:
+                self._drop()
+                raise openai.APIConnectionError(message=f"Connection error (not an HTTP/1.x reply: {exc}).",
+                                                request=self._request) from exc
+            except (OSError, http.client.HTTPException) as exc:
+                self._drop()
+                raise openai.APIConnectionError(message=f"Connection error ({exc}).", request=self._request) from exc
+        headers = {k.lower(): v for k, v in reply.getheaders()}
+        if reply.will_close:
+            self._drop()
+        if reply.status >= 300:
+            raise self._status_error(reply.status, headers, raw)
+        return json.loads(raw), reply.status, headers
+
+    _status_error = KeepAliveTransport._status_error
+
+    def close(self) -> None:
+        self._drop()
