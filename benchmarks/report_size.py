@@ -4,10 +4,11 @@ output of 30 runs x 301 topics (TREC RAG 2024's topic count), its size on disk a
 The inputs are written with the package's own writers, shaped like a real track: per (run, topic) an answer of
 ``--sentences`` sentences (about 22 words each, 1-2 citations, 15% uncited) with the toolkit's support
 labels, ``--nuggets`` nuggets with assignments, a rubric of ``--criteria`` criteria with verdicts, 18 measures in
-``scores.tsv`` (those ``trec-rag`` writes), arena battles (about two per run and topic, both orders), segment
-texts (about 60 words) and relevance grades of every cited segment. Then the report is written (timed), its files counted
-and measured, and, when Debian's chromium and chromedriver are there, the overview and one topic page are opened
-from the file system in headless Chromium: the time from navigation to the drawn heat map / drill-down.
+``scores.tsv`` (those ``trec-rag`` writes), each run's evaluation run, the judging manifest, arena battles (about two
+per run and topic, both orders), segment texts (about 60 words) and relevance grades of every cited segment. Then the
+report is written (timed), its files counted and measured, and, when Debian's chromium and chromedriver are there, the
+overview, one topic page and the arena page are opened from the file system in headless Chromium: the time from
+navigation to the drawn heat map / drill-down / win-rate matrix; and a search of every answer's text.
 
     .venv/bin/python benchmarks/report_size.py [--runs 30] [--topics 301] [--out out/report-bench]
 
@@ -31,6 +32,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from pyterrier_nuggets import formats  # noqa: E402
 from pyterrier_nuggets.evaluation.arena import leaderboard  # noqa: E402
 from pyterrier_nuggets.formats.arena_io import LEADERBOARD_COLUMNS, LEADERBOARD_EXTRA, write_csv  # noqa: E402
+from pyterrier_nuggets.formats.judging_io import (  # noqa: E402
+    JudgeRecord,
+    JudgingManifest,
+    StepRecord,
+    write_judging,
+)
 from pyterrier_nuggets.records import Answer, Assignment, Battle, Nugget, RubricVerdict, Sentence, SupportJudgment  # noqa: E402
 from pyterrier_nuggets.report import build_report  # noqa: E402
 
@@ -92,6 +99,15 @@ def write_inputs(root: str, runs: int, topics: int, sentences: int, nuggets: int
         formats.write_support_assignments(os.path.join(trec, f"{name}.support_assignments.jsonl"), answers, judgments)
         formats.write_assignments(os.path.join(trec, f"{name}.assignments.jsonl"), assigned)
         formats.write_rubric_verdicts(os.path.join(trec, f"{name}.verdicts.jsonl"), verdicts, rubric)
+        formats.write_run(os.path.join(trec, f"{name}.eval.run"), formats.evaluation_rows(assigned, answers, judgments)
+                          + list(formats.rubric_rows(verdicts)), name)
+    judge = JudgeRecord("a judge on a-model at https://example.invalid/v1", "endpoint", "a-model")
+    write_judging(os.path.join(trec, "judging.json"), JudgingManifest("trec-rag", [
+        StepRecord("assignment", MEASURES[1:9], judge, ["{run}.assignments.jsonl"]),
+        StepRecord("support", MEASURES[9:15], judge, ["{run}.support_assignments.jsonl"]),
+        StepRecord("rubric", MEASURES[15:], judge, ["{run}.verdicts.jsonl"]),
+        StepRecord("length", MEASURES[:1], JudgeRecord("counted", "counted"))],
+        {n: {"answers": topics, "unanswered": []} for n in names}))
     means = {}
     for name, _, m, v in rows:
         means.setdefault((name, m), []).append(v)
@@ -140,16 +156,26 @@ def open_in_chromium(report: str) -> dict[str, float] | None:
         opts.add_argument(flag)
     driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=opts)
     out = {}
+    index = "file://" + os.path.abspath(os.path.join(report, "index.html"))
     try:
         for name, url, ready in (
-                ("overview", "file://" + os.path.abspath(os.path.join(report, "index.html")), "#heatmap table"),
+                ("overview", index, "#difficulty table"),
                 ("topic", "file://" + os.path.abspath(os.path.join(report, "topic.html")) + "#topic=2024-100037",
-                 "#topic-title")):
+                 "#topic-title"),
+                ("arena", "file://" + os.path.abspath(os.path.join(report, "arena.html")), "table.winrates")):
             start = time.perf_counter()
             driver.get(url)
             WebDriverWait(driver, 120).until(lambda d, ready=ready: d.find_elements(By.CSS_SELECTOR, ready))
             out[name] = time.perf_counter() - start
             out[name + " errors"] = len([e for e in driver.get_log("browser") if e["level"] == "SEVERE"])
+        driver.get(index)
+        WebDriverWait(driver, 120).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#search-form"))
+        driver.find_element(By.ID, "search-text").send_keys("nectar flowers")
+        start = time.perf_counter()
+        driver.find_element(By.CSS_SELECTOR, "#search-form button").click()
+        WebDriverWait(driver, 120).until(lambda d: "contain" in d.find_element(By.ID, "search-results").text)
+        out["search"] = time.perf_counter() - start
+        out["search errors"] = len([e for e in driver.get_log("browser") if e["level"] == "SEVERE"])
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
@@ -180,6 +206,7 @@ def main() -> None:
         sizes = {f: os.path.getsize(f) for f in files}
         topic = sorted(v for f, v in sizes.items() if os.path.basename(f).startswith("topic-"))
         measure = [v for f, v in sizes.items() if os.path.basename(f).startswith("measure-")]
+        answers = [v for f, v in sizes.items() if os.path.basename(f).startswith("answers-")]
         inputs = sum(os.path.getsize(os.path.join(d, f)) for d in (trec, arena) for f in os.listdir(d))
         print(f"Command: python benchmarks/report_size.py {' '.join(sys.argv[1:])}")
         print(f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores, Python {platform.python_version()}; "
@@ -193,6 +220,9 @@ def main() -> None:
         print(f"| one measure's file (loaded with the heat map) | {statistics.median(measure) / 1e3:.0f} kB |")
         print(f"| one topic's file (loaded with its drill-down), median / largest | {topic[len(topic) // 2] / 1e3:.0f} "
               f"/ {topic[-1] / 1e3:.0f} kB |")
+        print(f"| data/arena.js (loaded by the arena page) | {sizes[os.path.join(out, 'data', 'arena.js')] / 1e3:.0f} kB |")
+        print(f"| one system's answers for the search (loaded when searched), median; all {len(answers)} | "
+              f"{statistics.median(answers) / 1e3:.0f} kB; {sum(answers) / 1e6:.1f} MB |")
         opened = open_in_chromium(out)
         if opened is None:
             print("| opened in Chromium | not measured (no chromium / chromedriver) |")
@@ -200,6 +230,10 @@ def main() -> None:
             print(f"| overview drawn in headless Chromium (heat map of {args.runs * args.topics:,} cells) | "
                   f"{opened['overview']:.1f} s, {opened['overview errors']} console errors |")
             print(f"| a topic's drill-down drawn | {opened['topic']:.1f} s, {opened['topic errors']} console errors |")
+            print(f"| the arena page drawn (win-rate matrix of {args.runs} x {args.runs}) | {opened['arena']:.1f} s, "
+                  f"{opened['arena errors']} console errors |")
+            print(f"| a search of every answer (each system's answers-S.js loaded) | {opened['search']:.1f} s, "
+                  f"{opened['search errors']} console errors |")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -5,7 +5,8 @@ that the nuggetizer's own scorer computed for a real TREC RAG 2024 run (../share
 
 Topics whose file has invalid labels are read with the "drop" policy and reported apart: there the
 reference scorer counted the invalid nuggets in some denominators and not in others (see
-docs/conformance.md), so no exact agreement is expected. Exit status 1 if any valid topic disagrees.
+docs/conformance.md), so no exact agreement is expected. Exit status 1 if any valid topic disagrees, 2 (one line
+saying what data it needs) without the data: a check that checked nothing never passes.
 """
 from __future__ import annotations
 
@@ -59,17 +60,25 @@ def check(assignments_path: str, metrics_path: str) -> int:
     return bad
 
 
+NEEDS = ("it needs a TREC RAG 2024 run's nugget assignments (NAME.assignments.jsonl) and the per-topic scores the "
+         "nuggetizer's scorer computed for them (NAME.metrics.jsonl) in one folder: give that folder, e.g. "
+         "scripts/conformance_rag24.py ../shared/data/trec-rag-2024/runs")
+
+
 def main() -> int:
     directory = sys.argv[1] if len(sys.argv) > 1 else DEFAULT
     if not os.path.isdir(directory):
-        print(f"no data at {directory}: nothing to check")
-        return 0
-    bad = 0
-    for name in sorted(os.listdir(directory)):
-        if name.endswith(".assignments.jsonl"):
-            metrics = os.path.join(directory, name.replace(".assignments.jsonl", ".metrics.jsonl"))
-            if os.path.exists(metrics):
-                bad += check(os.path.join(directory, name), metrics)
+        print(f"error: no folder {directory}: nothing was checked; {NEEDS}", file=sys.stderr)
+        return 2
+    pairs = [(os.path.join(directory, name), os.path.join(directory, name.replace(".assignments.jsonl",
+                                                                                  ".metrics.jsonl")))
+             for name in sorted(os.listdir(directory)) if name.endswith(".assignments.jsonl")]
+    pairs = [(a, m) for a, m in pairs if os.path.exists(m)]
+    if not pairs:
+        print(f"error: {directory} holds no NAME.assignments.jsonl with its NAME.metrics.jsonl: nothing was checked; "
+              f"{NEEDS}", file=sys.stderr)
+        return 2
+    bad = sum(check(a, m) for a, m in pairs)
     print("OK: every valid topic agrees exactly" if bad == 0 else f"FAILED: {bad} disagreements")
     return 1 if bad else 0
 

@@ -102,11 +102,15 @@ TREC_RUBRICS = [{"qid": "t1", "criteria": [{"text": "Paris capital", "weight": 5
                 {"qid": "t2", "criteria": [{"text": "Marseille port", "weight": 4, "tier": "mandatory"}]}]
 
 
-def trec_rag_folders(tmp: Path, base_url: str) -> tuple[Path, Path, str]:
+def trec_rag_folders(tmp: Path, base_url: str, names: dict[str, str] | None = None) -> tuple[Path, Path, str]:
     """``trec-rag`` (nuggets, rubric, support judged) and ``arena`` (both orders) of three runs on the fake endpoint
-    at ``base_url``. Returns (trec-rag folder, arena folder, the segment texts file)."""
+    at ``base_url``; ``names``: the runs A, B, C renamed (e.g. to a track's long run names). Returns (trec-rag folder,
+    arena folder, the segment texts file)."""
     tmp.mkdir(parents=True, exist_ok=True)
-    answers = _jsonl(tmp / "answers.jsonl", TREC_ANSWERS)
+    rows = [{**a, "metadata": {**a["metadata"], "run_id": (names or {}).get(a["metadata"]["run_id"],
+                                                                          a["metadata"]["run_id"])}}
+            for a in TREC_ANSWERS]
+    answers = _jsonl(tmp / "answers.jsonl", rows)
     docs = _jsonl(tmp / "docs.jsonl", [{"docno": d, "text": t} for d, t in TREC_DOCS.items()])
     topics = tmp / "topics.tsv"
     topics.write_text("".join(f"{q}\t{t}\n" for q, t in TREC_TOPICS.items()))
@@ -137,3 +141,31 @@ def many_topics_trec_rag(tmp: Path, base_url: str, runs=("A", "B"), topics: int 
                      "--out", str(folder), "--base-url", base_url, "--model", "fake", "--llm-cache",
                      str(tmp / "many.cache.sqlite"), *options]) == 0
     return folder
+
+
+def lenient_judge(body):
+    """A second judge on the test endpoint (model ``lenient``): every nugget supported, every citation fully
+    supported; the other models get the endpoint's own replies."""
+    from pyterrier_nuggets.testing import first_prompt, stage_reply
+    if body.get("model") != "lenient":
+        return None
+    prompt = first_prompt(body)
+    if "Nugget List:" in prompt:
+        return stage_reply(body, "assign").content.replace("not_support", "support").replace("partial_support",
+                                                                                            "support")
+    if "Statement: " in prompt:
+        return "Full Support"
+    return None
+
+
+def second_judge_folder(tmp: Path, base_url: str, answers: list[str], nuggets: str, docs: str | None = None,
+                        out: str = "second") -> Path:
+    """``trec-rag`` of ``answers`` against ``nuggets`` (and every citation's support with ``docs``) by the second judge
+    of :func:`lenient_judge` (the endpoint at ``base_url`` must answer with it). Returns the folder."""
+    argv = ["trec-rag", *[x for a in answers for x in ("--answers", a)], "--nuggets", nuggets, "--rules", "2025",
+            "--out", str(tmp / out), "--base-url", base_url, "--model", "lenient", "--llm-cache",
+            str(tmp / f"{out}.sqlite")]
+    if docs:
+        argv += ["--support", "--docs", docs]
+    assert cli.main(argv) == 0
+    return tmp / out

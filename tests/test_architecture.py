@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # layer of each part of pyterrier_nuggets: a module may import its own layer and the layers below it
 LAYERS = {
-    "records": 0, "docstore": 0, "prompts": 0, "formats": 0, "lazy": 0,
+    "records": 0, "docstore": 0, "prompts": 0, "formats": 0, "lazy": 0, "ports": 0,
     "llm": 1,
     "judges": 2,
     "matchers": 2,  # the LLM matcher is a judge; judges never import matchers
@@ -24,7 +24,7 @@ LAYERS = {
     "cli": 5,
     "__init__": 6,  # the facade: re-exports the public names
 }
-NO_PYTERRIER_OR_OPENAI = {"records", "docstore", "prompts", "formats", "lazy"}
+NO_PYTERRIER_OR_OPENAI = {"records", "docstore", "prompts", "formats", "lazy", "ports"}
 # parts of one layer that must not import each other: (importer, imported)
 NOT_SIDEWAYS = {("judges", "matchers"),  # the LLM matcher is a judge; judges never import matchers
                 ("pipeline", "annotate"), ("annotate", "pipeline"),  # the main job and the annotation tool

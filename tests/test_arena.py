@@ -432,6 +432,29 @@ def test_arena_command_writes_every_output_and_dry_run_counts(server, tmp_path, 
     assert "18 LLM calls needed, more than --max-calls 5" in capsys.readouterr().err and len(server.requests) == before
 
 
+def test_a_resumed_arena_keeps_the_test_endpoints_label(server, tmp_path, capsys, monkeypatch):
+    """After an exit 2 (no plain fit), the same arena with --prior 1, as its message says, asks nothing again: its
+    leaderboard, battles and the report used to name the judge without 'TEST ENDPOINT'; a fresh run kept it."""
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    paths = _answer_files(tmp_path, RUNS4)
+    out, fresh = tmp_path / "out", tmp_path / "fresh"
+    assert _arena(server, paths, out, "--prior", "0", "--no-plot", cache=tmp_path / "c.sqlite") == 2
+    assert "--prior N asks nothing again" in capsys.readouterr().err
+    asked = len(server.requests)
+    assert _arena(server, paths, out, "--prior", "1", "--no-plot", cache=tmp_path / "c.sqlite") == 0
+    assert len(server.requests) == asked  # nothing asked again
+    assert _arena(server, paths, fresh, "--prior", "1", "--no-plot", cache=tmp_path / "c2.sqlite") == 0
+    capsys.readouterr()
+    for folder in (out, fresh):
+        judges = {r.judge for r in formats.read_leaderboard(str(folder / "leaderboard.csv"))}
+        assert len(judges) == 1 and "TEST ENDPOINT" in judges.pop(), folder
+        assert all("TEST ENDPOINT" in b.judge for b in formats.read_battles(str(folder / "battles.jsonl")))
+        assert "TEST ENDPOINT" in json.loads((folder / "arena.json").read_text())["judge"]
+    assert main(["report", str(out), "--out", str(tmp_path / "report")]) == 0
+    html = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
+    assert "TEST ENDPOINT" in html and "not a judge whose numbers mean anything" in html
+
+
 def test_an_interrupted_arena_resumes_and_changed_settings_refuse_to_mix(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "k")
     paths = _answer_files(tmp_path, RUNS4)

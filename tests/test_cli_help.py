@@ -79,3 +79,68 @@ def test_k_has_one_spelling(capsys):
     args = parser.parse_args(["ikat", "--run", "r.json", "--k", "5"])  # the old spelling: still read, with a warning
     assert args.k == 5 and "ikat --k is deprecated: give -k 5" in capsys.readouterr().err
     assert "--k " not in parser._subparsers._group_actions[0].choices["ikat"].format_help()
+
+
+# ------------------------------------------------------------------------------------------------ help that teaches
+
+def test_every_command_shows_an_example():
+    """trec-rag, arena, correlate and agree had none: the commands a newcomer needs one for most."""
+    for command, parser in parsers():
+        if command.count(" ") == 1:
+            assert re.search(r"Example: \S*.*pyterrier-nuggets " + command.split(" ")[1], parser.description), command
+
+
+def test_verbose_only_where_a_model_is_loaded():
+    """-v says "what the model libraries print while loading a model": only on the commands that may load one."""
+    for command, parser in parsers():
+        name = command.split(" ")[1] if " " in command else None
+        if name is None or command.count(" ") > 1:
+            continue
+        has = any("-v" in a.option_strings for a in parser._actions)
+        assert has is (name in cli.MODEL_COMMANDS), command
+
+
+# the placeholders of option values: one word for one kind of thing (files are FILE, folders DIR, ...)
+PLACEHOLDERS = {"FILE", "DIR", "PREFIX", "FILE|ID", "NAME=FILE", "NAME", "N", "K", "P", "C", "X", "QID", "ID", "URL",
+                "MODEL", "SECONDS", "MEASURE", "METHOD", "TEXT", "TAG", "KEY=VALUE", "I/N", "F", "T|default",
+                "INPUT,OUTPUT", "HOST", "PORT", "IPS", "L1,L2,...", "STEP", "A", "B", "SET|FILE", "RUN.json",
+                "PAIRS.jsonl", "OUT.jsonl", "OTHER.perquery.csv", "leaderboard.csv", "PATH|none", "[NAME=]RUN", "[NAME=]FILE",
+                "[NAME=]RETRIEVER:K[:GENERATOR]", "NAME EVAL_RUN [SEGMENT_RUN]", "all|topics:N|appearances:K",
+                "alternate|none|G1,G2,...", "embedding[:T]|nli:PATH|llm", "embedding|nli:PATH|llm", "SHARD_DIR"}
+
+
+def test_placeholders_are_one_vocabulary():
+    """`PATH` vs `NUGGETS`, `OUT` vs `DIR` vs `REPORT_FOLDER` said the same thing differently."""
+    odd = set()
+    for command, option, action in options():
+        if action.nargs == 0 or action.choices or action.help == argparse.SUPPRESS or option == "command" or \
+                option.endswith("_command"):
+            continue
+        shown = action.metavar or (action.dest.upper() if action.option_strings else action.dest.upper())
+        if shown not in PLACEHOLDERS:
+            odd.add(f"{command} {option}: {shown}")
+    assert not odd, sorted(odd)
+
+
+def test_table_system_is_shown_as_one_system_per_option():
+    usage = dict(parsers())["pyterrier-nuggets table"].format_usage()
+    assert "--system NAME EVAL_RUN [SEGMENT_RUN]" in usage and "[NAME EVAL_RUN" not in usage, usage
+
+
+def test_group_titles_are_titles():
+    for command, parser in parsers():
+        for group in parser._action_groups:
+            assert len(group.title or "") <= 40, f"{command}: {group.title}"
+
+
+def test_no_jargon_in_help():
+    """No citation keys ([nugget-annotation]), no other tool's vocabulary (nuggetizer assign JSONL), no "read off"."""
+    for command, parser in parsers():
+        texts = [parser.description or ""] + [a.help or "" for a in parser._actions]
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                texts += [a.help or "" for a in action._choices_actions]
+        for text in texts:
+            assert not re.search(r"\[[a-z0-9-]+( [^\]]*)?\]", text.replace("[NAME=]", "")), f"{command}: {text}"
+            for word in ("nuggetizer assign", "nuggetizer assignment", "read off", "ManualAssign"):
+                assert word not in text, f"{command}: {text}"

@@ -148,6 +148,7 @@ def test_a_forgotten_batch_is_said_and_submitted_again(tmp_path):
 
 
 def test_ctrl_c_says_what_is_kept_and_exits_130(monkeypatch, capsys):
+    import pyterrier_nuggets.llm.scheduler  # noqa: F401  (a command that made an LLM client: its work is resumable)
     from pyterrier_nuggets.cli import table
 
     def interrupted(args):

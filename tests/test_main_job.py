@@ -152,6 +152,9 @@ def test_main_job_end_to_end(llm, tmp_path, index_dir):
                  "dense-k3.support.jsonl", "dense-k3.eval.run"):
         assert (out / name).stat().st_size > 0, name
     assert (out / "ndcg_vs_vstrict.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the table's tests are Holm-corrected over the table (they were uncorrected over its 42 tests), none on length
+    assert result.table.correction == "holm" and "holm-corrected over the table's" in result.table.note()
+    assert result.table.pvalues["AnswerWords"].isna().all()
     # the arena step on the LLM pairwise judge: a rating column, or a note saying why there is none
     if "arena" in result.table.provenance:
         assert result.table.provenance["arena"].startswith("PairwiseJudge (naive prompt, one order, seed 0) on fake")

@@ -42,6 +42,12 @@ def _labels(ax) -> dict[str, tuple[float, float, float, float]]:
     return {t.get_text(): tuple(t.get_window_extent(renderer).extents) for t in ax.texts}
 
 
+def _scatters(ax) -> list:
+    """The scatters of the axes (markers; the error bars are line collections)."""
+    from matplotlib.collections import PathCollection
+    return [c for c in ax.collections if isinstance(c, PathCollection)]
+
+
 def _overlap(a, b) -> float:
     return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
 
@@ -75,9 +81,9 @@ def test_system_means_are_labelled_apart_and_axes_fit_the_data():
     assert all(b[0] >= frame[0] and b[2] <= frame[2] and b[1] >= frame[1] and b[3] <= frame[3] for b in boxes.values())
     low, high = ax.get_xlim()  # nDCG@10 means 0.76 and 0.93: fitted, not 0-1
     assert 0.6 < low < 0.76 and 0.93 < high < 1.01
-    assert len(ax.collections) == len(SYSTEMS)  # the means only: per-topic points are optional
+    assert len(_scatters(ax)) == len(SYSTEMS)  # the means only: per-topic points are optional
     with_topics = plots.joint_figure(_table(), "nDCG@10", "V_strict", topics=True)
-    assert len(with_topics.axes[0].collections) == 2 * len(SYSTEMS)
+    assert len(_scatters(with_topics.axes[0])) == 2 * len(SYSTEMS)
 
 
 def test_many_systems_are_numbered_with_a_key_and_nothing_overlaps():
@@ -140,7 +146,7 @@ def test_correlation_scatter_identity_line_only_for_one_measure_and_tau_outside_
         assert not any("τ" in t.get_text() for t in ax.texts)  # nothing inside the axes but the system labels
         assert sorted(", ".join(_labels(ax)).split(", ")) == sorted(SYSTEMS)
     means_only = plots.correlation_figure(_correlation("nDCG@10"), topics=False)
-    assert len(means_only.axes[0].collections) == len(SYSTEMS)
+    assert len(_scatters(means_only.axes[0])) == len(SYSTEMS)
 
 
 def test_titles_fit_and_say_no_internal_numbers(tmp_path):
@@ -166,3 +172,108 @@ def test_titles_fit_and_say_no_internal_numbers(tmp_path):
                 assert not re.search(r"\bseed\b", title.get_text(), re.I), title.get_text()
     with pytest.raises(Exception, match="ending in .png, .pdf or .svg"):
         plots.figure_paths(str(tmp_path / "table.csv"))
+
+
+DEMO_MEANS = {"bm25-k1": (20.4, 0.294), "bm25-k3": (65.4, 0.478), "bm25-k5": (105.7, 0.589),
+              "dense-k1": (22.6, 0.411), "dense-k3": (60.5, 0.589), "dense-k5": (107.0, 0.622),
+              "bm25-k3-smollm2": (101.1, 0.589)}
+
+
+def _means_table(means: dict[str, tuple[float, float]], spread: float = 0.0) -> JointTable:
+    """A table whose systems have these (AnswerWords, V_strict) means over 4 topics (``spread`` around them)."""
+    rows = [(s, f"q{q}", m, v + spread * (q - 1.5) * (10 if m == "AnswerWords" else 0.1))
+            for s, (w, vs) in means.items() for q in range(4) for m, v in (("AnswerWords", w), ("V_strict", vs))]
+    per_query = pd.DataFrame(rows, columns=["system", "qid", "measure", "value"])
+    table_means = per_query.pivot_table(index="system", columns="measure", values="value").loc[list(means)]
+    return JointTable(means=table_means, per_query=per_query, pvalues=table_means * np.nan, baseline=None)
+
+
+def _segments(ax):
+    """The display-coordinate segments of the lines drawn across the axes (the Pareto front, y = x)."""
+    out = []
+    for line in ax.lines:
+        if line.get_linestyle() in ("None", "none", "") or len(line.get_xdata()) < 2:
+            continue
+        xy = ax.transData.transform(np.column_stack([line.get_xdata(), line.get_ydata()]))
+        out += list(zip(xy[:-1], xy[1:]))
+    return out
+
+
+def _crosses(box, segment) -> bool:
+    """Whether the segment passes through the box (x0, y0, x1, y1): sampled finely along the segment."""
+    (x0, y0), (x1, y1) = segment
+    for t in np.linspace(0, 1, 400):
+        x, y = x0 + t * (x1 - x0), y0 + t * (y1 - y0)
+        if box[0] < x < box[2] and box[1] < y < box[3]:
+            return True
+    return False
+
+
+def test_the_pareto_line_crosses_no_label_and_each_label_is_by_its_point():
+    """The main job's length plot: the dashed Pareto front ran through two labels, and bm25-k3-smollm2's label stood
+    nearer to another system's marker than to its own."""
+    fig = plots.joint_figure(_means_table(DEMO_MEANS), "AnswerWords", "V_strict", front=True)
+    ax = fig.axes[0]
+    fig.draw_without_rendering()
+    boxes = _labels(ax)
+    segments = _segments(ax)
+    assert segments  # the front is drawn
+    for label, box in boxes.items():
+        assert not any(_crosses(box, s) for s in segments), label
+    points = {s: ax.transData.transform(xy) for s, xy in DEMO_MEANS.items()}
+    for label, box in boxes.items():
+        owners = label.split(", ")
+
+        def gap(p, box=box):  # the distance from a point to the label's box
+            return float(np.hypot(max(box[0] - p[0], 0, p[0] - box[2]), max(box[1] - p[1], 0, p[1] - box[3])))
+        mine = min(gap(points[o]) for o in owners)
+        others = min(gap(p) for s, p in points.items() if s not in owners)
+        joined = next(t for t in ax.texts if t.get_text() == label).arrow_patch is not None  # a line to its point
+        assert mine < others or joined, (label, mine, others)
+
+
+def test_markers_on_one_spot_stay_visible():
+    """Two systems with the same means: one marker used to hide the other; drawn nested, both colours show."""
+    means = {"a": (30.0, 0.3), "b": (60.0, 0.5), "b-copy": (60.0, 0.5), "c": (90.0, 0.6)}
+    fig = plots.joint_figure(_means_table(means), "AnswerWords", "V_strict", intervals=False)
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    image = np.asarray(fig.canvas.buffer_rgba())[..., :3].astype(int)
+    height = image.shape[0]
+    x, y = ax.transData.transform((60.0, 0.5))
+    r = int(8 * fig.dpi / 72)
+    window = image[int(height - y) - r:int(height - y) + r, int(x) - r:int(x) + r]
+    import matplotlib.colors
+    for name, colour in (("b", "C1"), ("b-copy", "C2")):
+        rgb = np.array(matplotlib.colors.to_rgb(colour)) * 255
+        shown = (np.abs(window - rgb).sum(axis=2) < 40).sum()
+        assert shown >= 6, (name, shown)
+
+
+def test_system_means_have_their_intervals():
+    """The means were drawn without any interval: each has its 95% t-interval over its topics on both axes."""
+    from scipy import stats
+    table = _means_table({"a": (30.0, 0.3), "b": (60.0, 0.5), "c": (90.0, 0.7)}, spread=1.0)
+    fig = plots.joint_figure(table, "AnswerWords", "V_strict")
+    ax = fig.axes[0]
+    bars = {c.get_label(): c for c in ax.containers if c.has_xerr and c.has_yerr}
+    assert sorted(bars) == ["a", "b", "c"]
+    values = table.per_query[(table.per_query.system == "b") & (table.per_query.measure == "V_strict")]["value"]
+    low, high = stats.t.interval(0.95, len(values) - 1, loc=values.mean(), scale=stats.sem(values))
+    segments = bars["b"].lines[2][1].get_segments()  # the y bar: from low to high at x = the mean
+    [(x0, y0), (x1, y1)] = segments[0]
+    assert (y0, y1) == pytest.approx((low, high)) and x0 == x1 == pytest.approx(60.0)
+
+
+def test_titles_are_optional_and_the_caption_is_written_beside(tmp_path):
+    """Papers put a figure's title in the caption: write_plots(titles=False) draws none and writes the caption."""
+    table = _table()
+    fig = plots.joint_figure(table, "nDCG@10", "V_strict", title="")
+    assert fig.axes[0].get_title() == ""
+    files = plots.write_plots(table, str(tmp_path), titles=False)
+    captions = sorted(p.rsplit("/", 1)[1] for p in files if p.endswith(".caption.txt"))
+    assert captions == ["ndcg_vs_vstrict.caption.txt", "vstrict_vs_words.caption.txt"]
+    text = (tmp_path / "vstrict_vs_words.caption.txt").read_text()
+    assert text.startswith("Nugget recall vs length: 7 systems (means), 6 topics") and "95%" in text
+    with_titles = plots.write_plots(table, str(tmp_path / "titled"))
+    assert not [p for p in with_titles if p.endswith(".caption.txt")]

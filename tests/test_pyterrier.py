@@ -60,11 +60,11 @@ def test_joint_table_outputs(tmp_path):
     assert table.means.loc["strong", "V_strict"] == pytest.approx(0.75)
     assert table.pvalues.loc["strong", "nDCG@10"] < 0.05  # same improvement on every topic
     text = table.to_text()
-    assert "strong" in text and "1.0000†" in text
+    assert "strong" in text and "1.0000↑" in text
     paths = table.write(str(tmp_path / "t"))
     assert [os.path.basename(p) for p in paths] == ["t.csv", "t.md", "t.tex", "t.perquery.csv"]
     assert (tmp_path / "t.md").read_text().startswith("| system | nDCG@10 | V_strict")
-    assert "V\\_strict" in (tmp_path / "t.tex").read_text() and "$^\\dagger$" in (tmp_path / "t.tex").read_text()
+    assert "V\\_strict" in (tmp_path / "t.tex").read_text() and "$^{\\uparrow}$" in (tmp_path / "t.tex").read_text()
     csv = pd.read_csv(tmp_path / "t.csv")
     assert list(csv.system) == ["weak", "strong"] and "V_strict p" in csv.columns
 

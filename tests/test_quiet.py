@@ -20,15 +20,15 @@ LOAD_A_MODEL = ("import sys\nfrom pyterrier_nuggets.cli import main\nmain(sys.ar
 
 def test_verbose_option_before_or_after_the_subcommand():
     parser = cli.build_parser()
-    assert parser.parse_args(["score", "--assignments", "x"]).verbose == 0
-    assert parser.parse_args(["-v", "score", "--assignments", "x"]).verbose == 1
-    assert parser.parse_args(["score", "--assignments", "x", "-vv"]).verbose == 2
+    assert parser.parse_args(["calibrate", "pairs.jsonl"]).verbose == 0
+    assert parser.parse_args(["-v", "calibrate", "pairs.jsonl"]).verbose == 1
+    assert parser.parse_args(["calibrate", "pairs.jsonl", "-vv"]).verbose == 2
 
 
 @pytest.mark.parametrize("verbose", [False, True])
 def test_model_loading_bars_only_with_verbose(verbose):
     env = {k: v for k, v in os.environ.items() if k not in cli.QUIET_LIBRARIES}
-    argv = ["score", "--assignments", str(ASSIGNMENTS)] + ["-v"] * verbose
+    argv = ["-v"] * verbose + ["score", "--assignments", str(ASSIGNMENTS)]  # the top level's -v (score has none)
     result = subprocess.run([sys.executable, "-c", LOAD_A_MODEL, *argv], capture_output=True, text=True, env=env,
                             check=True)
     assert ("Loading weights" in result.stderr) is verbose, result.stderr[-2000:]

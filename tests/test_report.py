@@ -40,7 +40,8 @@ def _scores_tsv(path, rows):
 
 def test_scores_without_tests_are_tested_by_the_report_and_said_so(tmp_path):
     """trec-rag's scores.tsv states means and no test: the leaderboard shows the file's means, and the marks are the
-    joint table's paired t-test against the first system (or --baseline), said to be the report's own."""
+    joint table's paired t-test against the first system (or --baseline), Holm-corrected as the main job's, with the
+    direction, said to be the report's own."""
     folder = tmp_path / "trec"
     folder.mkdir()
     rows = [(r, f"q{i}", "V_strict", v) for i in range(8) for r, v in (("A", 0.2 + 0.01 * i), ("B", 0.6 + 0.02 * (i % 3)),
@@ -49,12 +50,13 @@ def test_scores_without_tests_are_tested_by_the_report_and_said_so(tmp_path):
     _scores_tsv(folder / "scores.tsv", rows + [(r, "all", "V_strict", means[r] + 1e-10) for r in "ABC"])
     report = pages.merge([folders.read_folder(str(folder))], folders.Texts())
     assert report.means.loc["A", "V_strict"] == means["A"] + 1e-10  # the file's mean as stated (its last digits)
-    expected = paired_pvalues(report.per_query, "A")
-    assert report.marks == {("B", "V_strict"): True, ("C", "V_strict"): False}  # the baseline has no test
+    expected = paired_pvalues(report.per_query, "A", correction="holm")
+    assert report.marks == {("B", "V_strict"): "↑"}  # the baseline has no test, C is no different
     assert report.pvalues[("B", "V_strict")] == pytest.approx(float(expected.loc["B", "V_strict"]))
     assert "computed by the report" in report.significance and "states no test" in report.significance
+    assert "holm-corrected over the table's 2 tests" in report.significance
     other = pages.merge([folders.read_folder(str(folder))], folders.Texts(), baseline="B")
-    assert other.marks[("A", "V_strict")] and ("B", "V_strict") not in other.marks
+    assert other.marks[("A", "V_strict")] == "↓" and ("B", "V_strict") not in other.marks
     with pytest.raises(ValueError, match="--baseline Z"):
         pages.merge([folders.read_folder(str(folder))], folders.Texts(), baseline="Z")
 
@@ -74,7 +76,7 @@ def test_a_joint_tables_marks_are_its_own(tmp_path, capsys):
                      "--label", "nuggets=<b>hand-made</b>"]) == 0
     capsys.readouterr()
     report = pages.merge([folders.read_folder(str(tmp_path / "out"))], folders.Texts())
-    assert report.marks[("good", "V_strict")] and "p < 0.1" in report.significance
+    assert report.marks[("good", "V_strict")] == "↑" and "p < 0.1" in report.significance
     assert ("nuggets", "<b>hand-made</b>") in report.labels  # as given; the pages escape it
     out = tmp_path / "report"
     build_report([str(tmp_path / "out")], str(out))
@@ -98,6 +100,9 @@ def test_folders_of_ikat_and_of_an_annotation_export(tmp_path):
     labels = dict((k, v) for k, v, _ in index["labels"])
     assert labels["assignments"].startswith("people: ManualAssign") and "stage4: bob" in labels["annotators"]
     assert "computed by the report" in labels["scores"]
+    judges = _judges(out)
+    assert judges["V_strict"]["kind"] == "people" and judges["V_strict"]["who"] == "people"
+    assert judges["ArgueP"]["kind"] == "people" and not judges["ArgueP"]["warn"]
     per_measure = {m["name"]: _data(out / "data" / m["file"]) for m in index["measures"]}
     from tests.test_annotate import EXPECTED
     for run, expected in EXPECTED.items():
@@ -123,6 +128,9 @@ def test_ikat_folder(tmp_path, capsys):
     labels = {k: v for k, v, _ in _data(tmp_path / "report" / "data" / "index.js")["labels"]}
     assert labels["gold nuggets"] == "gold.json (3 nuggets)" and "cosine >= 0.66" in labels["matcher"]
     assert labels["matcher agreement with people"].startswith("NtR: held-out kappa 0.18-0.40")
+    judges = _judges(tmp_path / "report")
+    assert judges["Recall_NtR"]["kind"] == "baseline" and judges["Recall_NtR"]["warn"]  # the embedding matcher
+    assert "cosine >= 0.66" in judges["Recall_NtR"]["label"] and judges["nDCG@5"]["who"] == "qrels"
     topic = _data(tmp_path / "report" / "data" / "topic-0000.js")
     assert topic["turn"] == {"depth": 1, "personal": False} and topic["query"] == "What is the weather like in Glasgow?"
     ntr = topic["systems"]["runA"]["ikat"]["ntr"]
@@ -287,6 +295,8 @@ def test_a_shard_folder_is_reported_as_a_shard(many, tmp_path, capsys):
     assert [t["id"] for t in index["topics"]] == sorted(own, key=lambda q: int(q[1:]))
     html = (out / "index.html").read_text(encoding="utf-8")
     assert "shard 1/2" in html and "pyterrier-nuggets merge" in html and ", ".join(own[:3]) in html
+    judges = _judges(out)  # a shard's judging.json names its judge
+    assert judges["V_strict"]["kind"] == "test endpoint" and judges["SupportP"]["kind"] == "test endpoint"
 
 
 def test_a_shard_folder_whose_scores_are_not_its_topics_is_refused(many, tmp_path, capsys):
@@ -321,6 +331,7 @@ def test_an_arena_battles_folder_shows_its_leaderboard(tmp_path, capsys):
     assert sorted(index["systems"]) == ["r", "s", "u"] and index["topics"] == []
     html = (out / "index.html").read_text(encoding="utf-8")
     assert 'data-arena="r"' in html and "judged.jsonl" in html
+    assert _judges(out)["Arena"]["kind"] == "unknown"  # the verdicts name no judge: said, never guessed
 
 
 def test_a_folder_with_systems_and_no_topic_is_refused_for_that(tmp_path, capsys):
@@ -368,3 +379,218 @@ def test_battles_deleted_from_an_arena_folder_are_said(tmp_path, capsys):
     assert cli.main(["report", str(arena), "--out", str(tmp_path / "report")]) == 0
     err = capsys.readouterr().err
     assert "lacks battles.jsonl, which its command wrote there" in err and "judged elsewhere" not in err, err
+
+
+# ------------------------------------------------------------------- who judged, over which topics
+
+def _judges(report_dir) -> dict[str, dict]:
+    """Measure -> its judge, as the overview's data states it (the leaderboard's 'judged by' row shows it)."""
+    index = _data(report_dir / "data" / "index.js")
+    out = {m["name"]: m["judge"] for m in index["measures"]}
+    if index["arena_judge"]:
+        out["Arena"] = index["arena_judge"]
+    return out
+
+
+@pytest.fixture(scope="module")
+def main_job(tmp_path_factory):
+    from tests.report_folders import main_job_folder
+    return main_job_folder(tmp_path_factory.mktemp("main-job"))
+
+
+def test_the_main_jobs_report_names_the_judge_of_each_measure(main_job, tmp_path, capsys):
+    """The main job (offline): each measure's judge is the baseline it ran, AnswerWords a count, nDCG@10 the
+    collection's qrels; the generator is named but never badged 'not a judge' (a generator is not a judge)."""
+    out, coll = main_job
+    report = tmp_path / "report"
+    assert cli.main(["report", str(out), "--collection", str(coll), "--out", str(report)]) == 0
+    capsys.readouterr()
+    judges = _judges(report)
+    for m in ("V_strict", "A_strict", "W"):
+        assert judges[m]["kind"] == "baseline" and judges[m]["step"] == "assignment" and judges[m]["warn"], m
+    assert judges["SupportP"]["kind"] == "baseline" and judges["SupportP"]["step"] == "support"
+    assert judges["AnswerWords"] == {"step": "length", "label": "counted: the answer's words", "kind": "counted",
+                                     "who": "counted", "warn": False}
+    assert judges["nDCG@10"]["who"] == "qrels" and "collection" in judges["nDCG@10"]["label"]
+    assert judges["Arena"]["kind"] == "baseline"
+    labels = {k: (v, warn) for k, v, warn in _data(report / "data" / "index.js")["labels"]}
+    assert "extractive baseline" in labels["generation"][0] and labels["generation"][1] is False
+    assert labels["assignment"][1] is True
+    html = (report / "index.html").read_text(encoding="utf-8")
+    assert html.count('data-kind="baseline"') == 6  # V_strict A_strict W SupportP SupportR, Arena
+    # over how many topics each mean runs: every system answered every topic of the collection
+    index = _data(report / "data" / "index.js")
+    assert all(m["topics"] == [2] * len(index["systems"]) for m in index["measures"])
+    note = (out / "joint_table.md").read_text(encoding="utf-8")
+    assert "holm-corrected" in note and "AnswerWords: no test" in note
+
+
+def test_a_trec_rag_folders_report_names_its_judges_from_judging_json(tmp_path, capsys):
+    """trec-rag's report said 'judges: not recorded' and V_strict, support and RubricScore carried no test-endpoint
+    badge while the arena's row did: each measure's judge now comes from judging.json."""
+    from pyterrier_nuggets.testing import TestEndpoint
+    from tests.report_folders import trec_rag_folders
+    with TestEndpoint() as server:
+        trec, arena, docs = trec_rag_folders(tmp_path, server.base_url)
+    report = tmp_path / "report"
+    assert cli.main(["report", str(trec), str(arena), "--docs", docs, "--out", str(report)]) == 0
+    capsys.readouterr()
+    judges = _judges(report)
+    for m in ("V_strict", "SubNarrativeCoverage", "SupportP(cite='all_judged')", "RubricScore", "Arena"):
+        assert judges[m]["kind"] == "test endpoint" and judges[m]["warn"], (m, judges[m])
+        assert "127.0.0.1" not in judges[m]["label"] and "fake" in judges[m]["label"]
+    assert judges["AnswerWords"]["kind"] == "counted"
+    labels = dict((k, v) for k, v, _ in _data(report / "data" / "index.js")["labels"])
+    assert "judges" not in labels and "nuggets.jsonl: 4 items, 2 topics" in labels["assignment"]
+    html = (report / "index.html").read_text(encoding="utf-8")
+    assert "not recorded" not in html
+    # a folder written before judging.json: said, never guessed
+    old = _copy(trec, tmp_path, "old")
+    (old / "judging.json").unlink()
+    manifest = json.loads((old / ".pyterrier-nuggets-outputs.json").read_text())
+    manifest["files"] = [f for f in manifest["files"] if f != "judging.json"]
+    (old / ".pyterrier-nuggets-outputs.json").write_text(json.dumps(manifest))
+    assert cli.main(["report", str(old), "--out", str(tmp_path / "old-report")]) == 0
+    capsys.readouterr()
+    old_judges = _judges(tmp_path / "old-report")
+    assert old_judges["V_strict"]["kind"] == "unknown" and old_judges["V_strict"]["who"] == "not recorded"
+
+
+def test_a_table_folders_judges_come_from_its_labels(tmp_path, capsys):
+    qrels = tmp_path / "n.qrels"
+    qrels.write_text("".join(f"q{i} 0 q{i}:n0 2\n" for i in range(4)))
+    run = tmp_path / "a.run"
+    run.write_text("".join(f"q{i} Q0 q{i}:n0 1 1 a\n" for i in range(4)))
+    (tmp_path / "out").mkdir()
+    assert cli.main(["table", "--nugget-qrels", str(qrels), "--system", "a", str(run), "--system", "b", str(run),
+                     "--measures", "V_strict", "--out", str(tmp_path / "out" / "t"), "--label",
+                     "assignment=AutoAssign: NuggetAssigner on gpt-4o at http://10.0.0.5:8000/v1"]) == 0
+    assert cli.main(["report", str(tmp_path / "out"), "--out", str(tmp_path / "report")]) == 0
+    capsys.readouterr()
+    judge = _judges(tmp_path / "report")["V_strict"]
+    assert judge["kind"] == "endpoint" and judge["who"] == "gpt-4o" and not judge["warn"]
+    assert "10.0.0.5" not in judge["label"]
+
+
+def test_per_measure_topic_counts_and_unanswered_topics(tmp_path, capsys):
+    """Over how many topics each mean runs was nowhere on the page, and a topic a run did not answer looked like a
+    0.0000 score ('no verdict in the files' on every criterion, the heat-map cell not hatched)."""
+    from pyterrier_nuggets.testing import TestEndpoint
+    from tests.report_folders import many_topics_trec_rag
+    with TestEndpoint() as server:
+        many_topics_trec_rag(tmp_path, server.base_url, ("A", "B"), 4)
+    # B did not answer t3: its nugget scores count 0 there (trec_eval's rule), it has no support score there
+    answers = tmp_path / "many.answers.jsonl"
+    rows = [json.loads(line) for line in answers.read_text().splitlines()]
+    kept = [r for r in rows if not (r["metadata"]["run_id"] == "B" and r["metadata"]["narrative_id"] == "t3")]
+    answers.write_text("".join(json.dumps(r) + "\n" for r in kept))
+    with TestEndpoint() as server:
+        assert cli.main(["trec-rag", "--answers", str(answers), "--nuggets", str(tmp_path / "many.nuggets.jsonl"),
+                         "--support", "--docs", str(tmp_path / "many.docs.jsonl"), "--out", str(tmp_path / "gap"),
+                         "--base-url", server.base_url, "--model", "fake", "--llm-cache",
+                         str(tmp_path / "gap.sqlite")]) == 0
+    report = tmp_path / "report"
+    assert cli.main(["report", str(tmp_path / "gap"), "--out", str(report)]) == 0
+    capsys.readouterr()
+    index = _data(report / "data" / "index.js")
+    counts = {m["name"]: m["topics"] for m in index["measures"]}
+    assert counts["V_strict"] == [4, 4] and counts["SupportP"] == [4, 3]  # support over the answered topics only
+    b, t3 = index["systems"].index("B"), [t["id"] for t in index["topics"]].index("t3")
+    assert index["unanswered"] == {str(b): [t3]}
+    topic = _data(report / "data" / index["topics"][t3]["file"])
+    assert topic["systems"]["B"]["unanswered"] is True and "unanswered" not in topic["systems"]["A"]
+    assert topic["systems"]["B"]["scores"]["V_strict"] == 0.0
+    html = (report / "index.html").read_text(encoding="utf-8")
+    assert '<td data-measure="SupportP">3–4</td>' in html and '<td data-measure="V_strict">4</td>' in html
+    assert 'data-topics="3"' in html
+
+
+def test_report_on_invalid_drop_opens_real_kinds_of_invalid_labels(many, tmp_path, capsys):
+    """The real TREC RAG 2024 GPT-4o assignments (14 topics with importance 'failed' and free-text assignment labels)
+    were refused: report --on-invalid drop reads them without those nuggets and says what it dropped."""
+    folder = _copy(many[0], tmp_path)
+    path = folder / "A.assignments.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    lines[0]["nuggets"][0]["importance"] = "failed"
+    lines[1]["nuggets"][1]["assignment"] = "The answer mentions Paris, so it is supported."
+    path.write_text("".join(json.dumps(obj) + "\n" for obj in lines))
+    assert cli.main(["report", str(folder), "--out", str(tmp_path / "r1")]) == 2
+    err = capsys.readouterr().err
+    assert "2 nugget(s) with invalid labels in 2 topic(s)" in err and "--on-invalid drop" in err, err
+    assert not (tmp_path / "r1").exists()
+    assert cli.main(["report", str(folder), "--out", str(tmp_path / "r2"), "--on-invalid", "drop"]) == 0
+    err = capsys.readouterr().err
+    assert "A.assignments.jsonl: 2 nugget(s) with invalid labels in 2 topic(s) dropped" in err, err
+    html = (tmp_path / "r2" / "index.html").read_text(encoding="utf-8")
+    assert "importance &#39;failed&#39;" in html and "A.assignments.jsonl" in html
+    topic = _data(tmp_path / "r2" / "data" / "topic-0000.js")
+    assert lines[0]["qid"] == "t0" and "t0:n0" not in topic["systems"]["A"]["assignment"]
+
+
+def test_answers_whose_run_id_is_no_system_are_refused_or_mapped(many, tmp_path, capsys):
+    """An --answers file whose run id differs from the system's name silently added a system of n/a."""
+    from tests.report_folders import TREC_DOCS, _answer
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps(_answer("gpt4o-run", "t0", [("Paris is the capital.", [0])], ["d1"])) + "\n")
+    assert cli.main(["report", str(many[0]), "--answers", str(other), "--out", str(tmp_path / "r1")]) == 2
+    err = capsys.readouterr().err
+    assert "other.jsonl: field 'run_id': run(s) gpt4o-run are no system of the folders (A, B)" in err, err
+    assert "--answers NAME=FILE" in err and not (tmp_path / "r1").exists()
+    assert cli.main(["report", str(many[0]), "--answers", f"A={other}", "--out", str(tmp_path / "r2")]) == 0
+    capsys.readouterr()
+    index = _data(tmp_path / "r2" / "data" / "index.js")
+    assert index["systems"] == ["A", "B"]
+    assert TREC_DOCS["d1"]  # the file's answer is A's on t0 now (the folder's own answers of A win where both)
+
+
+def test_report_topics_gives_the_topics_their_text(many, tmp_path, capsys):
+    """Topics lost their text when trec-rag was given --topics: the report takes --topics too."""
+    topics = tmp_path / "topics.tsv"
+    topics.write_text("t0\tWhat is the capital of France?\nt1\tWhich cities are large?\n")
+    assert cli.main(["report", str(many[0]), "--topics", str(topics), "--out", str(tmp_path / "r")]) == 0
+    capsys.readouterr()
+    queries = {t["id"]: t["query"] for t in _data(tmp_path / "r" / "data" / "index.js")["topics"]}
+    assert queries["t0"] == "What is the capital of France?" and queries["t1"] == "Which cities are large?"
+
+
+def test_a_second_judge_is_compared_label_by_label(tmp_path, capsys):
+    """Judge against judge: the same answers judged twice (the test endpoint as a judge that says 'support' where
+    the other says otherwise): agreement per label kind and the disagreements per (topic, system), from the files."""
+    from pyterrier_nuggets.testing import TestEndpoint
+    from tests.report_folders import lenient_judge, many_topics_trec_rag
+
+    with TestEndpoint() as server:
+        first = many_topics_trec_rag(tmp_path, server.base_url, ("A", "B"), 3)
+        server.responder = lenient_judge
+        assert cli.main(["trec-rag", "--answers", str(tmp_path / "many.answers.jsonl"), "--nuggets",
+                         str(tmp_path / "many.nuggets.jsonl"), "--out", str(tmp_path / "second"), "--base-url",
+                         server.base_url, "--model", "lenient", "--llm-cache", str(tmp_path / "second.sqlite")]) == 0
+    report = tmp_path / "report"
+    assert cli.main(["report", str(first), "--second-judge", str(tmp_path / "second"), "--out", str(report)]) == 0
+    capsys.readouterr()
+    data = _data(report / "data" / "judges.js")
+    [assignment] = [k for k in data["kinds"] if k["kind"] == "assignment"]
+    mine = {(r["run_id"], r["qid"], n["id"]): n["assignment"] for run in ("A", "B") for r in map(
+        json.loads, (first / f"{run}.assignments.jsonl").read_text().splitlines()) for n in r["nuggets"]}
+    theirs = {(r["run_id"], r["qid"], n["id"]): n["assignment"] for run in ("A", "B") for r in map(
+        json.loads, (tmp_path / "second" / f"{run}.assignments.jsonl").read_text().splitlines()) for n in r["nuggets"]}
+    assert set(theirs.values()) == {"support"} and assignment["items"] == len(mine) == 12
+    differ = sum(mine[k] != theirs[k] for k in mine)
+    assert differ > 0 and assignment["exact"] == pytest.approx(1 - differ / len(mine))
+    assert sum(c["assignment"][1] for t in data["topics"] for c in t["systems"].values()) == differ
+    topic = _data(report / "data" / "topic-0000.js")
+    assert topic["systems"]["A"]["assignment_b"] == {n: "support" for n in topic["systems"]["A"]["assignment"]}
+    assert (report / "judges.html").exists()
+    labels = dict((k, v) for k, v, _ in _data(report / "data" / "index.js")["labels"])
+    assert "lenient" in labels["second judge"]
+
+
+def test_the_report_folder_follows_the_umask(many, tmp_path):
+    """The report's root folder was 0700 while its files were 0644: a web server refused it. Every folder gets what
+    mkdir gives under the process's umask, every file what open gives."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    build_report([str(many[0])], str(tmp_path / "report"))
+    assert (tmp_path / "report").stat().st_mode & 0o777 == 0o777 & ~umask
+    assert (tmp_path / "report" / "data").stat().st_mode & 0o777 == 0o777 & ~umask
+    assert (tmp_path / "report" / "index.html").stat().st_mode & 0o777 == 0o666 & ~umask

@@ -324,8 +324,8 @@ def test_trec_rag_shards_merge_byte_identical(tmp_path, rag_files, no_endpoint, 
         assert server.count == calls
     names = same_files("full", "merged")
     assert names == [OUTPUTS_MANIFEST, "A.assignments.jsonl", "A.eval.run", "A.support_assignments.jsonl",
-                     "B.assignments.jsonl", "B.eval.run", "B.support_assignments.jsonl", "qrels.txt", "scores.tsv",
-                     "support_metric_rows.txt"]
+                     "B.assignments.jsonl", "B.eval.run", "B.support_assignments.jsonl", "judging.json", "qrels.txt",
+                     "scores.tsv", "support_metric_rows.txt"]
     assert manifests[0].topics == list(TOPIC_TEXTS) and manifests[0].llm is None
     for m in manifests[1:]:  # each shard judged and scored only its own topics
         scored = {line.split()[0] for line in open(os.path.join(m.folder, "A.eval.run"))}

@@ -1,5 +1,6 @@
 """Tables and text a researcher publishes as they are: the LaTeX table compiles as it is, the correlate
 table's columns line up, counts read as written ("1 topic"), iKAT tables count turns."""
+import math
 import re
 import shutil
 import subprocess
@@ -35,7 +36,7 @@ def _text_checks(tex: str, columns: int) -> None:
     for line in body:
         assert line.isascii(), line  # no character pdfLaTeX's default fonts lack (τ, †, ...)
         plain = line
-        for good in (r"\textasciitilde{}", r"\textasciicircum{}", r"$^\dagger$"):
+        for good in (r"\textasciitilde{}", r"\textasciicircum{}", r"$^{\uparrow}$", r"$^{\downarrow}$"):
             plain = plain.replace(good, "")
         unescaped = re.findall(r"(?<!\\)[_#%&~^]", plain)
         if line.endswith(r"\\"):  # a row: its & are the column separators, columns - 1 of them
@@ -45,8 +46,9 @@ def _text_checks(tex: str, columns: int) -> None:
         assert "<" not in line.replace("$<$", ""), line  # text-mode < prints ¡ in OT1
     cells = "\n".join(line for line in body if line.endswith(r"\\"))
     footnote = body[-1]
-    if r"$^\dagger$" in cells:
-        assert footnote.startswith(r"{\footnotesize ") and r"$^\dagger$ = significantly different from" in footnote
+    if r"$^{\uparrow}$" in cells or r"$^{\downarrow}$" in cells:
+        assert footnote.startswith(r"{\footnotesize ") and \
+            r"$\uparrow$/$\downarrow$ = significantly higher/lower than" in footnote
 
 
 def test_latex_table_text():
@@ -54,31 +56,79 @@ def test_latex_table_text():
     tex = table.to_latex()
     _text_checks(tex, columns=3)
     assert r"dense\_k3 \& co" in tex and r"100\%\textasciitilde{}best\textasciicircum{}2 \#1" in tex
-    assert r"0.410$^\dagger$" in tex  # a marked cell, 3 decimals by default
-    # the best value of each column in bold (and marked), said in a comment; 4 decimals on request
-    assert r"\textbf{0.610}$^\dagger$ & \textbf{0.600}$^\dagger$ \\" in tex
-    assert "% bold: the best value of each column as shown (V_strict: highest, nDCG@10: highest)" in tex
-    assert r"\textbf{0.6100}$^\dagger$" in table.to_latex(digits=4)
+    assert r"0.4100$^{\uparrow}$" in tex  # a marked cell, as many decimals as the Markdown
+    # the best value of each column in bold (and marked), said in a comment; 3 decimals on request
+    assert r"\textbf{0.6100}$^{\uparrow}$ & \textbf{0.6000}$^{\uparrow}$ \\" in tex
+    assert "% bold: the best value of each column as shown, when one system has it (V_strict: highest, nDCG@10: " \
+           "highest)" in tex
+    assert r"\textbf{0.610}$^{\uparrow}$" in table.to_latex(digits=3)
     assert tex.count(r"\textbf") == 2
     assert "Means over 3 topics." in tex and r"Kendall's $\tau$-b" in tex  # the note, escaped, as a footnote
     assert tex.splitlines()[0].startswith(r"% needs \usepackage{booktabs}")
     _text_checks(_table(baseline=False).to_latex(), columns=3)
 
 
-def test_latex_bold_ties_directions_and_its_own_file_name():
+def test_markdown_and_latex_show_the_same_decimals():
+    """The Markdown had 4 decimals and the LaTeX 3: the same table read two ways gave two numbers."""
+    table = _table()
+    markdown = table.to_markdown()
+    tex = table.to_latex()
+    for value in ("0.2100", "0.4100", "0.6100", "0.2000"):
+        assert value in markdown and value in tex
+
+
+def test_latex_bold_only_a_unique_best_and_directions():
+    """Six systems sharing 1.000 were all bold: a tie for the best is bold nowhere (the comment says so)."""
     table = _table(names=("a", "b"))
-    table.means.loc["b", "nDCG@10"] = table.means.loc["a", "nDCG@10"] + 0.0001  # equal at 3 decimals: both bold
+    table.means.loc["b", "nDCG@10"] = table.means.loc["a", "nDCG@10"] + 0.00001  # equal as shown: a tie, no bold
     table.means["RubricFailedMandatory"] = [0.5, 0.25]  # less is better
     table.means["AnswerWords"] = [10.0, 90.0]  # no better direction: never bold
     table.pvalues = table.means * 0 + 0.5
     tex = table.to_latex("ikat")
     rows = [line for line in tex.splitlines() if line.endswith(r"\\") and not line.startswith("System")]
-    assert rows == [r"a & 0.210 & \textbf{0.200} & 0.500 & 10.0 \\",
-                    r"b & \textbf{0.410} & \textbf{0.200} & \textbf{0.250} & 90.0 \\"]
+    assert rows == [r"a & 0.2100 & 0.2000 & 0.5000 & 10.0 \\",
+                    r"b & \textbf{0.4100} & 0.2000 & \textbf{0.2500} & 90.0 \\"]
     assert r"\input{ikat.tex}" in tex.splitlines()[0]
-    assert "RubricFailedMandatory: lowest" in tex
+    assert "RubricFailedMandatory: lowest" in tex and "nDCG@10: tied, none bold" in tex
     one = _table(names=("only",), baseline=False)
     assert r"\textbf" not in one.to_latex()  # one system: nothing is best
+
+
+def test_significance_marks_say_the_direction_and_skip_answer_length():
+    """† said 'different' without saying better or worse, and marked AnswerWords, which has no better direction."""
+    from pyterrier_nuggets.evaluation import System
+    from pyterrier_nuggets.evaluation.table import joint_table
+    qrels = pd.DataFrame([(f"q{q}", f"q{q}:n0", 2) for q in range(8)], columns=["qid", "docno", "label"])
+    systems = [System(name, pd.DataFrame(_rows(name), columns=["qid", "docno", "score"]))
+               for name in ("base", "up", "down")]
+    table = joint_table(systems, qrels, answer_measures=["V", "AnswerWords"], correction="holm")
+    text = table.to_text()
+    up, down = (next(line for line in text.splitlines() if line.startswith(n + " ")) for n in ("up", "down"))
+    assert "↑" in up and "↓" not in up and "↓" in down and "↑" not in down
+    assert math.isnan(table.pvalues.loc["up", "AnswerWords"]) and "↑" not in up.split()[-1]
+    note = table.note()
+    assert "↑/↓ = significantly higher/lower than base (paired t-test, p < 0.05, holm-corrected over the " \
+           "table's 2 tests; AnswerWords: no test, it has no better direction)" in note, note
+    assert table.to_latex().count(r"$^{\downarrow}$") == 1
+
+
+def _rows(name):
+    """Evaluation rows of one system: a nugget supported in proportion to its score, and the answer's length."""
+    out = []
+    for q in range(8):
+        v = {"base": 0.5, "up": 1.0, "down": 0.0}[name] if q % 4 else {"base": 0.0, "up": 1.0, "down": 0.0}[name]
+        words = {"base": 10, "up": 90, "down": 50}[name] + q
+        out += [(f"q{q}", f"q{q}:n0", v), (f"q{q}", f"q{q}:words", float(words))]
+    return out
+
+
+def test_the_latex_note_has_no_text_mode_comparisons():
+    """'support >= 0.63' in a judge's label became '$>$=' in the LaTeX note."""
+    table = _table()
+    table.compare_label = "a judge with support >= 0.63 and length <= 5"
+    tex = table.to_latex()
+    assert "$>$=" not in tex and "$<$=" not in tex
+    assert r"support $\geq$ 0.63" in tex and r"length $\leq$ 5" in tex
 
 
 @pytest.mark.skipif(not ENGINES, reason="no TeX engine (pdflatex, lualatex, tectonic) on this machine: "
@@ -166,12 +216,14 @@ def test_table_command_tex_digits_and_its_own_name(tmp_path, capsys):
                                                       for i in range(3) for j in range(k)))
     args = ["table", "--nugget-qrels", str(qrels), "--system", "a", str(tmp_path / "a.run"), "--system", "b",
             str(tmp_path / "b.run"), "--measures", "V_strict", "--label", "nuggets=hand-made"]
-    assert main(args + ["--out", str(tmp_path / "three")]) == 0
+    assert main(args + ["--out", str(tmp_path / "three"), "--tex-digits", "3"]) == 0
     assert main(args + ["--out", str(tmp_path / "four"), "--tex-digits", "4"]) == 0
     capsys.readouterr()
     three, four = (tmp_path / "three.tex").read_text(), (tmp_path / "four.tex").read_text()
     assert r"\input{three.tex}" in three and r"\textbf{0.667}" in three and "0.333 " in three
     assert r"\textbf{0.6667}" in four and "0.3333 " in four
+    assert main(args + ["--out", str(tmp_path / "default")]) == 0  # default: the Markdown's 4 decimals
+    assert r"\textbf{0.6667}" in (tmp_path / "default.tex").read_text()
     with pytest.raises(SystemExit):  # refused where it is parsed
         main(args + ["--out", str(tmp_path / "x"), "--tex-digits", "0"])
     assert "must be 1 or more" in capsys.readouterr().err

@@ -124,6 +124,73 @@ def test_support_from_the_toolkit_files(server, files, tmp_path):
         '"topic_id": "t1", "run_id"', '"topic_id": "t1", "narrative_id": "t1", "run_id"')
 
 
+def test_the_judging_manifest_names_who_judged_each_measure(server, files, tmp_path, capsys):
+    """trec-rag wrote no file of who judged (the report said "judges: not recorded"): judging.json names per step the
+    measures, the judge's model and kind, the nuggets and rubric it judged against, what failed; per run the topics
+    it did not answer."""
+    from pyterrier_nuggets.formats.judging_io import read_judging
+    answers = _jsonl(tmp_path / "answers2.jsonl", ANSWERS + [
+        {"metadata": {"team_id": "us", "run_id": "A", "type": "automatic", "narrative_id": "t2"},
+         "references": ["d1"], "answer": [{"text": "Paris.", "citations": [0]}]}])
+    nuggets = _jsonl(tmp_path / "nuggets2.jsonl", [NUGGETS, {**NUGGETS, "qid": "t2"}])
+    out = tmp_path / "out"
+    assert cli.main(["trec-rag", "--answers", answers, "--nuggets", nuggets, "--rubrics", files["rubrics"],
+                     "--support", "--docs", files["docs"], "--base-url", server.base_url, "--model", "fake", "--out",
+                     str(out)]) == 0
+    capsys.readouterr()
+    manifest = read_judging(str(out / "judging.json"))
+    steps = {s.step: s for s in manifest.steps}
+    assert list(steps) == ["assignment", "support", "rubric", "length"]
+    assert steps["assignment"].measures[:2] == ["V_strict", "V"] and "SubNarrativeCoverage" in steps["assignment"].measures
+    assert "SupportP(cite='all_judged')" in steps["support"].measures and steps["length"].measures == ["AnswerWords"]
+    for step in ("assignment", "support", "rubric"):
+        judge = steps[step].judge
+        assert judge.kind == "test endpoint" and judge.model == "fake" and "TEST ENDPOINT" in judge.label, judge
+    assert steps["length"].judge.kind == "counted"
+    assert steps["assignment"].source == {"file": nuggets, "items": 6, "topics": 2}
+    assert steps["assignment"].files == ["{run}.assignments.jsonl"] and steps["assignment"].failed == []
+    assert manifest.runs == {"A": {"answers": 2, "unanswered": []}, "B": {"answers": 1, "unanswered": ["t2"]}}
+    assert manifest.unanswered == "zero" and manifest.judge_of("RubricScore").step == "rubric"
+    assert "judging.json" in json.loads((out / ".pyterrier-nuggets-outputs.json").read_text())["files"]
+
+
+def test_on_invalid_drop_says_what_it_dropped(server, files, tmp_path, capsys):
+    """--on-invalid drop dropped about 40 of the Mistral nuggets without a word, though its help says 'reported': it
+    is said on stderr and in judging.json."""
+    from pyterrier_nuggets.formats.judging_io import read_judging
+    bad = {**NUGGETS, "nuggets": NUGGETS["nuggets"] + [{"text": "Marseille", "importance": "failed"}]}
+    nuggets = _jsonl(tmp_path / "bad.jsonl", [bad])
+    out = tmp_path / "out"
+    args = ["trec-rag", "--answers", files["answers"], "--nuggets", nuggets, "--base-url", server.base_url, "--model",
+            "fake", "--out", str(out)]
+    assert cli.main(args) == 2 and "--on-invalid drop" in capsys.readouterr().err
+    assert cli.main(args + ["--on-invalid", "drop"]) == 0
+    err = capsys.readouterr().err
+    assert "dropped: 1 nugget(s) with invalid labels in 1 topic(s)" in err and "importance='failed'" in err, err
+    [step] = [s for s in read_judging(str(out / "judging.json")).steps if s.step == "assignment"]
+    assert step.dropped == [{"file": nuggets, "line": 1, "qid": "t1", "index": 3, "field": "importance",
+                             "value": "failed"}]
+    assert step.source["items"] == 3
+
+
+def test_support_given_as_files_is_named_as_given(server, files, tmp_path, capsys):
+    from pyterrier_nuggets.formats.judging_io import read_judging
+    support = _jsonl(tmp_path / "support.jsonl", [{"topic_id": "t1", "run_id": "A", "sentences": [
+        {"sentenceID": 0, "text": "Paris is the capital.", "citations": [
+            {"citationID": 0, "reference": "d1", "support": "2"}, {"citationID": 1, "reference": "d2", "support": "0"}]},
+        {"sentenceID": 1, "text": "## Summary", "citations": []},
+        {"sentenceID": 2, "text": "Bananas are yellow.", "citations": [
+            {"citationID": 0, "reference": "d3", "support": "1"}]}]}])
+    out = tmp_path / "out"
+    assert cli.main(["trec-rag", "--answers", _jsonl(tmp_path / "a.jsonl", ANSWERS[:1]), "--nuggets", files["nuggets"],
+                     "--support-assignments", support, "--base-url", server.base_url, "--model", "fake", "--out",
+                     str(out)]) == 0
+    capsys.readouterr()
+    steps = {s.step: s for s in read_judging(str(out / "judging.json")).steps}
+    assert steps["support"].judge.kind == "given" and support in steps["support"].judge.label
+    assert steps["assignment"].judge.kind == "test endpoint"
+
+
 def test_support_assemble_output_of_an_answer_that_repeats_a_reference(server, files, tmp_path, capsys):
     """The toolkit's ``support assemble`` writes one citation per citation of the answer object, a repeat included
     (the real 2024 GPT-4o baseline has 5 such objects); the answer file keeps the repeat once with a warning, and the

@@ -929,9 +929,24 @@ def server_config(app, host: str, port: int, log_level: str = "info"):
 
 def serve(directories: list[str], host: str = "127.0.0.1", port: int = 8000, secure_cookies: bool = False,
           forwarded_allow_ips: str | None = None) -> None:
-    """Serve the projects with uvicorn (one process; SQLite in WAL mode serialises the writes)."""
+    """Serve the projects with uvicorn (one process; SQLite in WAL mode serialises the writes), on a socket bound here:
+    a port in use is one line naming it (:class:`~pyterrier_nuggets.ports.PortInUse`), and ``port`` 0 takes any free
+    one; the address is printed first."""
     import uvicorn
+
+    from pyterrier_nuggets.ports import listening_socket
     for d in directories:
         if not os.path.isdir(d):
             raise FileNotFoundError(f"{d} is not a directory")
-    uvicorn.Server(server_config(make_app(directories, secure_cookies, forwarded_allow_ips), host, port)).run()
+    sock = listening_socket(host, port, "annotate serve")
+    try:
+        app = make_app(directories, secure_cookies, forwarded_allow_ips)
+        bound = sock.getsockname()[1]
+        shown = f"[{host}]" if ":" in host else host
+        print(f"annotate serve: http://{shown}:{bound}/ (each project at /p/NAME/; Ctrl-C stops it)", flush=True)
+        try:
+            uvicorn.Server(server_config(app, host, bound)).run(sockets=[sock])
+        except KeyboardInterrupt:  # uvicorn hands Ctrl-C on once it has shut down: the way to stop it, not a failure
+            print("annotate serve stopped", flush=True)
+    finally:
+        sock.close()

@@ -89,6 +89,11 @@ EPILOG = "Each command has its own --help, e.g. pyterrier-nuggets trec-rag --hel
          "interrupted."
 
 
+#: the commands that may load a model of the model libraries (the embedding and NLI matchers, dense retrieval, the
+#: offline baseline judges; merge runs demo, ikat or arena again): the only ones with -v
+MODEL_COMMANDS = ("demo", "ikat", "calibrate", "arena", "merge")
+
+
 def verbose_help(command: str) -> str:
     """The help of ``-v`` on ``command``, with an example of that command."""
     return ("also show what the model libraries print while loading a model (their progress bars and warnings), e.g. "
@@ -106,13 +111,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="pyterrier-nuggets", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"pyterrier-nuggets {__version__}",
                         help="print the version and exit")
-    parser.add_argument("-v", "--verbose", action="count", default=0, help=verbose_help("pyterrier-nuggets demo"))
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help=verbose_help("pyterrier-nuggets demo") + " (for the commands that load a model: "
+                        + ", ".join(MODEL_COMMANDS) + ")")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in SUBCOMMANDS:
         command.add_parser(sub)
-    for name, subparser in sub.choices.items():
-        subparser.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
-                               help=verbose_help(f"pyterrier-nuggets {name}"))
+    for name in MODEL_COMMANDS:
+        sub.choices[name].add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
+                                       help=verbose_help(f"pyterrier-nuggets {name}"))
     return parser
 
 
@@ -145,9 +152,10 @@ def main(argv=None) -> int:
     except BaseException as e:  # Ctrl-C, or the LLM work it cancelled
         if not _interrupted(e):
             raise
-        _interrupt_llm_work()
-        print(f"interrupted (exit {EXIT_INTERRUPTED}): every LLM answer received so far is in the response cache; "
-              "run the same command again to go on (cached answers cost no call)", file=sys.stderr)
+        llm_work = _interrupt_llm_work()
+        print(f"interrupted (exit {EXIT_INTERRUPTED})" + (": every LLM answer received so far is in the response "
+              "cache; run the same command again to go on (cached answers cost no call)" if llm_work else ""),
+              file=sys.stderr)
         return EXIT_INTERRUPTED
 
 
@@ -166,15 +174,17 @@ def _interrupted(e: BaseException) -> bool:
     return isinstance(e, KeyboardInterrupt) or (scheduler is not None and isinstance(e, scheduler.Cancelled))
 
 
-def _interrupt_llm_work() -> None:
+def _interrupt_llm_work() -> bool:
     """Ctrl-C: no new LLM request starts, and those in flight get a grace period to come back (their answers are
-    cached); only where an LLM client was made (its module is loaded)."""
+    cached); only where an LLM client was made (its module is loaded). Whether there was LLM work to interrupt (the
+    only case where "run the same command again" resumes anything)."""
     scheduler = sys.modules.get("pyterrier_nuggets.llm.scheduler")
     if scheduler is not None:
         try:
             scheduler.interrupt_all()
         except KeyboardInterrupt:  # Ctrl-C again: stop at once
             pass
+    return scheduler is not None
 
 
 def _llm_failure_text(e: Exception) -> str:

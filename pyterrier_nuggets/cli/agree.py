@@ -21,7 +21,8 @@ def add_parser(sub) -> None:
         "in counts and percent, each judge's label distribution; with three or more judges also Krippendorff's α "
         "(nominal, ordinal, interval for grades) over all of them. Items only some judges have are listed, not "
         "compared. --consensus writes one qrels of the judges' qrels (majority, mean or median grade, ties broken "
-        "by --ties and counted).")
+        "by --ties and counted). Example: pyterrier-nuggets agree human.assignments.jsonl llm.assignments.jsonl "
+        "--name human --name llm (docs/meta-evaluation.md)")
     p.add_argument("files", nargs="+", metavar="FILE",
                    help="each judge's labels, files of one type: assignment JSONL, nugget JSONL, support JSONL or the "
                    "TREC RAG 2026 toolkit's support assignments, TREC qrels, arena battle files (battles.jsonl, the "
@@ -31,24 +32,24 @@ def add_parser(sub) -> None:
                    help="which labels (default from the file: assignment, importance for nugget files, support, "
                    "relevance for qrels, generic); assignment files also give importance or assignment-2grade; "
                    "generic label files give match (CONE-RAG yes/no) or generic, e.g. --kind importance")
-    p.add_argument("--labels", help="generic labels in order, lowest first, comma-separated (e.g. low,mid,high)")
+    p.add_argument("--labels", metavar="L1,L2,...", help="generic labels in order, lowest first, comma-separated (e.g. low,mid,high)")
     p.add_argument("--ordinal", action="store_true", help="generic labels are ordinal (needs --labels): adds "
                    "weighted κ")
     p.add_argument("--on-invalid", choices=ON_INVALID, default="refuse",
                    help="nuggets with invalid labels in nugget/assignment files: refuse (default) or drop (counted), e.g. --on-invalid drop")
     p.add_argument("--name", action="append", metavar="NAME",
                    help="a judge's name in the output, once per file in order (default: the file names), e.g. --name NIST --name GPT-4o")
-    p.add_argument("--label-a", help="name of the first judge (same as the first --name), e.g. --label-a NIST")
-    p.add_argument("--label-b", help="name of the second judge (same as the second --name), e.g. --label-b GPT-4o")
+    p.add_argument("--label-a", metavar="NAME", help="name of the first judge (same as the first --name), e.g. --label-a NIST")
+    p.add_argument("--label-b", metavar="NAME", help="name of the second judge (same as the second --name), e.g. --label-b GPT-4o")
     p.add_argument("--consensus", choices=("majority", "mean", "median"),
                    help="write the judges' consensus to --out (qrels files): the most frequent grade, the mean grade "
                    "rounded, or the median grade, of the items every judge labelled, e.g. --consensus median")
     p.add_argument("--ties", choices=("low", "high"), default="low",
                    help="a tie (several most frequent grades, a mean or median half-way between two grades) goes to "
                    "the lower (default) or the higher grade; ties are counted in the output, e.g. --ties high")
-    p.add_argument("--out", metavar="QRELS", help="the consensus qrels to write (with --consensus), e.g. --out out/consensus.qrels")
+    p.add_argument("--out", metavar="FILE", help="the consensus qrels to write (with --consensus), e.g. --out out/consensus.qrels")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the text report")
-    p.add_argument("--plot", metavar="PNG", help="write the confusion-matrix heat map ([support24 Figure 3]) of two judges as PATH's .png, .pdf and .svg, e.g. --plot out/confusion.png")
+    p.add_argument("--plot", metavar="FILE", help="write the confusion-matrix heat map of two judges as FILE's .png, .pdf and .svg, e.g. --plot out/confusion.png")
     p.set_defaults(func=run)
 
 

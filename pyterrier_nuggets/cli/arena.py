@@ -38,7 +38,9 @@ def add_parser(sub) -> None:
                        "Elo-like scale (mean 1000, 400 points per base-10 log-odds) with bootstrap intervals over "
                        "battles and over topics; or (--battles) the leaderboard of battles judged already. Writes "
                        "battles.jsonl, leaderboard.csv, pairwise.csv, arena.json and ratings.png into --out, all or "
-                       "nothing; an interrupted arena resumes there.")
+                       "nothing; an interrupted arena resumes there. Example: pyterrier-nuggets arena --answers "
+                       "run1.jsonl --answers run2.jsonl --out out/arena --dry-run (then without --dry-run; "
+                       "docs/arena.md)")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--answers", action="append", metavar="FILE", help="answer JSONL of one or more runs; repeat, e.g. --answers run1.jsonl --answers run2.jsonl")
     src.add_argument("--battles", action="append", metavar="FILE", help="battles judged already (ours, the toolkit's "
@@ -57,12 +59,12 @@ def add_parser(sub) -> None:
     p.add_argument("--design", default="all", metavar="all|topics:N|appearances:K", help="which battles: every pair "
                    "on every shared topic (all, default), N sampled topics per pair, or K battles per system per "
                    "topic (the sparse, arena-like design), e.g. --design topics:20")
-    p.add_argument("--seed", type=int, default=0, help="starting value of the random A/B order and of the sampling (default 0: the same battles on every run), e.g. --seed 7")
+    p.add_argument("--seed", type=int, default=0, metavar="N", help="starting value of the random A/B order and of the sampling (default 0: the same battles on every run), e.g. --seed 7")
     p.add_argument("--both-orders", action="store_true", help="judge every battle in both A/B orders (twice the "
                    "calls); a disagreement counts as a tie")
-    p.add_argument("--resamples", type=non_negative_int, default=1000, help="bootstrap resamples of the intervals "
+    p.add_argument("--resamples", type=non_negative_int, default=1000, metavar="N", help="bootstrap resamples of the intervals "
                    "(default 1000; 0: none), e.g. --resamples 0")
-    p.add_argument("--confidence", type=probability, default=0.95, help="confidence level (default 0.95), e.g. --confidence 0.9")
+    p.add_argument("--confidence", type=probability, default=0.95, metavar="C", help="confidence level (default 0.95), e.g. --confidence 0.9")
     p.add_argument("--prior", type=float, default=0.0, metavar="N", help="N virtual ties between every two systems "
                    "that met (a regularised fit, when a system won all its battles); default 0: the plain maximum-"
                    "likelihood fit, refused when it does not exist, e.g. --prior 1")
@@ -328,8 +330,8 @@ def _judge_all(run: _Judging, frame) -> list:
     args = run.args
     journal = os.path.join(args.out, JOURNAL)
     _start_journal(journal, run.settings, list(run.kept.values()))
-    with open(journal, "a", encoding="utf-8") as f:
-        new = judge_battles(run.judge, frame, run.name, on_battle=lambda b: _append(f, b))
+    with open(journal, "a", encoding="utf-8") as f:  # each battle kept under the judge's name as its reply showed it
+        new = judge_battles(run.judge, frame, run.name, on_battle=lambda b: _append(f, _named(b, run)))
     judged = {**run.kept, **{b.key: b for b in new}}
     battles = [judged[(q, *sorted((a, b)))] for q, a, b in run.plan.battles]
     failed = [b for b in battles if not b.ok]
@@ -339,6 +341,15 @@ def _judge_all(run: _Judging, frame) -> list:
     check_failures(args, [Failure("pairwise", b.qid, f"battle {b.pair[0]} vs {b.pair[1]}", b.error or "failed",
                                   list(b.raw)) for b in failed], len(battles), "pairwise battle")
     return battles
+
+
+def _named(battle, run: _Judging):
+    """``battle`` under its judge's name as the judge now describes itself: a test endpoint says so in its replies, so
+    the name learned from the reply is kept in the journal, and an arena resumed from it (nothing asked again) still
+    names the test endpoint."""
+    from dataclasses import replace
+    now = run.judge.describe()
+    return replace(battle, judge=now) if battle.judge == run.name and now != run.name else battle
 
 
 def _queries(args, answers, narratives, nuggets, rubrics, topics: dict[str, str]) -> dict[str, str]:

@@ -24,9 +24,9 @@ def add_parser(sub) -> None:
                            "deterministic) are named, the first answer kept (TARGET's, then the sources' in order). "
                            "The sources are only read. Example: pyterrier-nuggets cache merge a.sqlite b.sqlite "
                            "--into merged.sqlite")
-    m.add_argument("sources", nargs="+", metavar="SOURCE", help="a response cache to fold in (SQLite file); several, "
+    m.add_argument("sources", nargs="+", metavar="FILE", help="a response cache to fold in (SQLite file); several, "
                    "e.g. shards/1/llm-cache.sqlite shards/2/llm-cache.sqlite")
-    m.add_argument("--into", required=True, metavar="TARGET", help="the cache merged into (created when missing; "
+    m.add_argument("--into", required=True, metavar="FILE", help="the cache merged into (created when missing; "
                    "never one of the sources), e.g. --into ~/.cache/pyterrier-nuggets/llm-cache.sqlite")
     m.set_defaults(func=run)
 

@@ -36,10 +36,10 @@ def add_parser(sub) -> None:
     p.add_argument("--split", default="alternate", metavar="alternate|none|G1,G2,...",
                    help="which groups the threshold is fitted on: alternate (default: the sorted groups alternate, the "
                    "first fitted, the others held out), none (fit and report on all: in-sample), or a list of groups, e.g. --split none")
-    p.add_argument("--step", type=float, default=0.01, help="distance between candidate thresholds (default 0.01), e.g. --step 0.005")
-    p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000; 0: no intervals), e.g. --resamples 0")
-    p.add_argument("--confidence", type=probability, default=0.95, help="confidence level of the intervals (default 0.95), e.g. --confidence 0.9")
-    p.add_argument("--seed", type=int, default=0, help="starting value of the bootstrap's random numbers (default 0: the same intervals on every run), e.g. --seed 7")
+    p.add_argument("--step", type=float, default=0.01, metavar="X", help="distance between candidate thresholds (default 0.01), e.g. --step 0.005")
+    p.add_argument("--resamples", type=int, default=2000, metavar="N", help="bootstrap resamples (default 2000; 0: no intervals), e.g. --resamples 0")
+    p.add_argument("--confidence", type=probability, default=0.95, metavar="C", help="confidence level of the intervals (default 0.95), e.g. --confidence 0.9")
+    p.add_argument("--seed", type=int, default=0, metavar="N", help="starting value of the bootstrap's random numbers (default 0: the same intervals on every run), e.g. --seed 7")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     add_llm_options(p)
     p.set_defaults(func=run)

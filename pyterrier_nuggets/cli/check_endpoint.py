@@ -19,10 +19,11 @@ def add_parser(sub) -> None:
                                    "is probed; both are remembered in the response cache for every later command. "
                                    "Example: pyterrier-nuggets check-endpoint --base-url http://localhost:8000/v1 "
                                    "--model Qwen/Qwen2.5-7B-Instruct")
-    g = p.add_argument_group("endpoint (as on every command that calls an LLM; each of several --base-url is checked)")
+    g = p.add_argument_group("endpoint", "as on every command that calls an LLM; each of several --base-url is "
+                             "checked")
     add_endpoint_options(g)
     add_request_options(g)
-    g.add_argument("--llm-cache", metavar="PATH", help="the response cache where what is learned of the model is kept "
+    g.add_argument("--llm-cache", metavar="FILE", help="the response cache where what is learned of the model is kept "
                    "(default: $PYTERRIER_NUGGETS_CACHE or ~/.cache/pyterrier-nuggets/llm-cache.sqlite: give the cache "
                    "your commands use), e.g. --llm-cache out/cache.sqlite")
     p.set_defaults(func=run)

@@ -24,34 +24,35 @@ def add_parser(sub) -> None:
         description="Rank correlation of one measure between evaluation A (the reference, e.g. manual) and "
         "evaluation B (e.g. automatic) of the same systems: Kendall's τ-b, Spearman's ρ and τ_AP at the run "
         "level (system means over the topics both have, with bootstrap confidence intervals over topics and "
-        "the swapped system pairs), per topic averaged, and over all topic/system pairs.")
+        "the swapped system pairs), per topic averaged, and over all topic/system pairs. Example: pyterrier-nuggets "
+        "correlate manual.perquery.csv auto.perquery.csv --measure V_strict (docs/meta-evaluation.md)")
     p.add_argument("a", metavar="A", help="reference evaluation: a per-query CSV (system,qid,measure,value, e.g. "
                    "the table command's PREFIX.perquery.csv), a run-level CSV (system,measure,value or "
                    "system,M1,M2,...: run level only; an arena leaderboard.csv, measure arena_score), an arena's "
                    "battles.jsonl (measure arena_score: the ratings refitted per topic resample, with intervals), "
                    "or a qrels file with --runs-a")
     p.add_argument("b", metavar="B", help="the other evaluation, in any form A takes (qrels with --runs-b), e.g. automatic.perquery.csv")
-    p.add_argument("--measure", required=True, help="the measure to correlate, e.g. V_strict")
-    p.add_argument("--measure-b", help="the measure in B when it differs (e.g. correlate V_strict with nDCG@10)")
+    p.add_argument("--measure", required=True, metavar="MEASURE", help="the measure to correlate, e.g. V_strict")
+    p.add_argument("--measure-b", metavar="MEASURE", help="the measure in B when it differs (e.g. correlate V_strict with nDCG@10)")
     p.add_argument("--level", choices=("run", "topic", "all"),
                    help="the level at the top of --json (default run, or all for a single system); every level "
                    "the inputs allow is computed and printed, e.g. --level topic")
-    p.add_argument("--runs-a", nargs="+", type=_run_spec, metavar="NAME=RUN",
+    p.add_argument("--runs-a", nargs="+", type=_run_spec, metavar="NAME=FILE",
                    help="A is a qrels file: score these systems' evaluation runs against it, e.g. --runs-a bm25=bm25.eval.run dense=dense.eval.run")
-    p.add_argument("--runs-b", nargs="+", type=_run_spec, metavar="NAME=RUN",
+    p.add_argument("--runs-b", nargs="+", type=_run_spec, metavar="NAME=FILE",
                    help="B is a qrels file: score these systems' evaluation runs against it, e.g. --runs-b bm25=bm25.eval.run dense=dense.eval.run")
-    p.add_argument("--label-a", help="name of A in the output (default: its file name), e.g. --label-a manual")
-    p.add_argument("--label-b", help="name of B in the output (default: its file name), e.g. --label-b automatic")
-    p.add_argument("--resamples", type=non_negative_int, default=2000,
+    p.add_argument("--label-a", metavar="NAME", help="name of A in the output (default: its file name), e.g. --label-a manual")
+    p.add_argument("--label-b", metavar="NAME", help="name of B in the output (default: its file name), e.g. --label-b automatic")
+    p.add_argument("--resamples", type=non_negative_int, default=2000, metavar="N",
                    help="bootstrap resamples of the topics for the run-level intervals (default 2000; 0: none), e.g. --resamples 10000")
-    p.add_argument("--confidence", type=probability, default=0.95, help="confidence level (default 0.95), e.g. --confidence 0.9")
+    p.add_argument("--confidence", type=probability, default=0.95, metavar="C", help="confidence level (default 0.95), e.g. --confidence 0.9")
     p.add_argument("--ci-method", choices=("BCa", "percentile"), default="BCa",
                    help="bootstrap interval method of scipy.stats.bootstrap (default BCa), e.g. --ci-method percentile")
-    p.add_argument("--seed", type=int, default=0, help="starting value of the bootstrap's random numbers (default 0: the same intervals on every run), e.g. --seed 7")
+    p.add_argument("--seed", type=int, default=0, metavar="N", help="starting value of the bootstrap's random numbers (default 0: the same intervals on every run), e.g. --seed 7")
     p.add_argument("--prior", type=float, default=0.0, metavar="N", help="an arena side (battles.jsonl): N virtual ties "
                    "per pair of systems that met, as arena --prior (default 0), e.g. --prior 1")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the text table")
-    p.add_argument("--plot", metavar="PATH", help="write the [autonuggetizer Figure 6] scatter plot (B on x, A on y, "
+    p.add_argument("--plot", metavar="FILE", help="write the scatter plot of the two evaluations, as in the AutoNuggetizer paper's Figure 6 (B on x, A on y, "
                    "the systems labelled, τ in the title) as PATH's .png, .pdf and .svg, e.g. --plot out/fig6.png")
     p.add_argument("--plot-means-only", action="store_true", help="with --plot: draw the systems' run-level scores "
                    "only, not every topic/system pair")

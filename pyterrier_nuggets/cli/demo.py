@@ -62,7 +62,7 @@ def add_demo_arguments(p) -> None:
     from pyterrier_nuggets.cli.errors import positive_int
     from pyterrier_nuggets.cli.options import StrictAlias, add_llm_options, add_overwrite
     from pyterrier_nuggets.pipeline.systems import DEFAULT_SYSTEMS
-    p.add_argument("--out", default="out/demo", help="output directory (default: out/demo), e.g. --out out/bm25-vs-dense")
+    p.add_argument("--out", default="out/demo", metavar="DIR", help="output directory (default: out/demo), e.g. --out out/bm25-vs-dense")
     add_overwrite(p)
     p.add_argument("--sample-only", action="store_true",
                    help="only score the small hand-made sample (rag_mini: files of answers, assignments and "
@@ -74,20 +74,20 @@ def add_demo_arguments(p) -> None:
                    "segments.qrels), e.g. --collection my_collection/")
     g.add_argument("--topics", nargs="+", metavar="QID", help="evaluate only these topics, e.g. --topics t01 t02 t03")
     g.add_argument("--max-topics", type=positive_int, metavar="N", help="evaluate only the first N topics, e.g. --max-topics 5")
-    g = p.add_argument_group("systems (default offline: " + ", ".join(DEFAULT_SYSTEMS["offline"]) + "; with an "
+    g = p.add_argument_group("systems", "default offline: " + ", ".join(DEFAULT_SYSTEMS["offline"]) + "; with an "
                              "endpoint: " + ", ".join(DEFAULT_SYSTEMS["endpoint"]) + "; --llm embedded: "
-                             + ", ".join(DEFAULT_SYSTEMS["embedded"]) + ")")
+                             + ", ".join(DEFAULT_SYSTEMS["embedded"]))
     g.add_argument("--system", action="append", default=[], metavar="[NAME=]RETRIEVER:K[:GENERATOR]",
                    help="a system: RETRIEVER bm25 (PISA) or dense (all-MiniLM-L6-v2), K segments to the generator, "
                         "GENERATOR extractive (the offline baseline) or llm (default: extractive offline, else llm); "
                         "e.g. bm25:5, bm25-k3=bm25:3, dense:5:llm; repeat for several")
-    g.add_argument("--run", action="append", default=[], metavar="NAME=PATH",
+    g.add_argument("--run", action="append", default=[], metavar="NAME=FILE",
                    help="a system's retrieved segments from a TREC run file (instead of retrieving), e.g. --run bm25=runs/bm25.run (repeat for several)")
-    g.add_argument("--answers", action="append", default=[], metavar="NAME=PATH",
+    g.add_argument("--answers", action="append", default=[], metavar="NAME=FILE",
                    help="a system's answers from a TREC RAG 2024/2025 answer file (instead of generating), e.g. --answers mine=mine.answers.jsonl")
-    g.add_argument("--assignments", action="append", default=[], metavar="NAME=PATH",
-                   help="a system's nugget assignments from a nuggetizer assign JSONL (ManualAssign: instead of "
-                        "the LLM); its nuggets are used unless --nuggets is given, e.g. --assignments mine=mine.assignments.jsonl")
+    g.add_argument("--assignments", action="append", default=[], metavar="NAME=FILE",
+                   help="a system's nugget assignments from an assignment file (JSONL, one answer a line with its nuggets and "
+                        "their labels, as castorini/nuggetizer writes it: imported instead of judged by the LLM); its nuggets are used unless --nuggets is given, e.g. --assignments mine=mine.assignments.jsonl")
     g.add_argument("-k", type=positive_int, help="segments given to the generator for systems of --run (default 5; "
                    "with --dataset trec-ikat/2024 --generate: passages, default and maximum 20), e.g. -k 3")
     g.add_argument("--generate", choices=("resolved", "raw"), help="with --dataset trec-ikat/2024 and an endpoint: "
@@ -95,7 +95,7 @@ def add_demo_arguments(p) -> None:
                    "RUN+gen-MODE (the licensed passages must be placed; resolved: the resolved utterance, raw: the "
                    "utterance as typed with the history and the PTKB; docs/ikat.md), e.g. --generate resolved")
     g = p.add_argument_group("evaluation condition")
-    g.add_argument("--nuggets", metavar="PATH", help="imported nuggets (nugget JSONL, e.g. post-edited or manual) "
+    g.add_argument("--nuggets", metavar="FILE", help="imported nuggets (nugget JSONL, e.g. post-edited or manual) "
                    "instead of creating them from the qrels (AutoNuggets), e.g. --nuggets nuggets.jsonl")
     g.add_argument("--index-dir", metavar="DIR", help="where indexes are built and reused (default: "
                    "~/.cache/pyterrier-nuggets/indexes), e.g. --index-dir /data/indexes")
@@ -105,6 +105,8 @@ def add_demo_arguments(p) -> None:
                    help="imported nugget/assignment files with invalid labels: refuse them (default) or drop those "
                         "nuggets, reported in the notes (as export --on-invalid), e.g. --on-invalid drop")
     g.add_argument("--no-plots", action="store_true", help="do not write the PNG plots")
+    g.add_argument("--no-plot-titles", action="store_true", help="no title inside the plots (papers put it in the "
+                   "caption): each plot's caption is written beside it, NAME.caption.txt")
     add_llm_options(p)
     p.add_argument("--strict", action=StrictAlias, dest="on_failure", command="demo")
     from pyterrier_nuggets.cli.shards import add_shard_option
@@ -226,7 +228,8 @@ def run_demo(args) -> int:
     def job(out_dir, log, plots=not args.no_plots, index_dir=args.index_dir):
         return run_main_job(collection, systems, out_dir, judges=JUDGES[judges.name](llm, judges.on_failure),
                             nuggets=source, options=MainJobOptions(index_dir, plots, log, args.on_invalid,
-                                                                   args.max_failed_share))
+                                                                   args.max_failed_share,
+                                                                   plot_titles=not args.no_plot_titles))
 
     if plan_first(args, llm, lambda: in_temporary_folder(lambda out_dir, log: job(
             os.path.join(out_dir, "out"), log, plots=False, index_dir=os.path.join(out_dir, "indexes"))),
@@ -267,8 +270,8 @@ def _client(args, mode: str):
 
 def _report(args, result, topics: int, llm) -> None:
     """The joint table, its notes, the LLM work and the files this run wrote, printed."""
-    print(f"\nJoint table ({result.condition}; {topics} topics; means, † = significantly different "
-          "from the first system)")
+    print(f"\nJoint table ({result.condition}; {topics} topics; means, ↑/↓ = significantly higher/lower than the "
+          "first system, Holm-corrected)")
     print(result.table.to_text())
     for note in result.notes:
         print(f"note: {note}")

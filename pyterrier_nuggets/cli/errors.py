@@ -12,11 +12,87 @@ class UsageError(InvalidInput):
 
 
 class Parser(argparse.ArgumentParser):
-    """The parsers of the command line: an option is given in full (``--llm`` is never read as ``--llm-cache``)."""
+    """The parsers of the command line: an option is given in full (``--llm`` is never read as ``--llm-cache``); a
+    mistyped option or choice is answered with the closest one (as git and pip do), and a subcommand's unknown option
+    under the subcommand's own usage (:class:`SubcommandParser`), not the top-level one."""
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("allow_abbrev", False)
+        kwargs.setdefault("formatter_class", Formatter)
         super().__init__(*args, **kwargs)
+
+    def add_subparsers(self, **kwargs):
+        kwargs.setdefault("parser_class", SubcommandParser)
+        return super().add_subparsers(**kwargs)
+
+    def error(self, message: str):
+        super().error(message + _suggestion(message, self))
+
+
+class Group(argparse._AppendAction):
+    """A repeatable option that takes a group of values each time, shown as one group (``--system NAME EVAL_RUN
+    [SEGMENT_RUN]``, repeated for several systems) instead of argparse's ``--system X [X ...]``, which reads as if one
+    option took several systems.
+
+    :param shown: the group as the usage shows it, e.g. ``"NAME EVAL_RUN [SEGMENT_RUN]"``.
+    """
+
+    def __init__(self, option_strings, dest, shown: str, **kwargs):
+        kwargs.setdefault("nargs", "+")
+        super().__init__(option_strings, dest, metavar=shown, **kwargs)
+        self.shown = shown
+
+
+class Formatter(argparse.HelpFormatter):
+    """argparse's help, with :class:`Group` options shown as one group of values."""
+
+    def _format_args(self, action, default_metavar):
+        if isinstance(action, Group):
+            return action.shown
+        return super()._format_args(action, default_metavar)
+
+
+class SubcommandParser(Parser):
+    """The parser of a subcommand: it refuses what it does not know itself (argparse hands a subcommand's leftovers
+    up to the top-level parser, which prints its own usage and no hint)."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
+
+
+def closest(word: str, candidates: list[str]) -> list[str]:
+    """The candidates a mistyped ``word`` most likely meant: those it begins (``--over`` -> ``--overwrite``), else the
+    most similar ones (``--topic`` -> ``--topics``, ``V_strct`` -> ``V_strict``)."""
+    import difflib
+    starting = [c for c in candidates if c.startswith(word) and c != word]
+    if starting:
+        return starting[:3]
+    return difflib.get_close_matches(word, candidates, n=1, cutoff=0.6)
+
+
+def _suggestion(message: str, parser: argparse.ArgumentParser) -> str:
+    """'; did you mean ...?' for the unknown options or the invalid choice an argparse error names, or ''."""
+    import re
+    choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+    if choice:
+        options = re.findall(r"'([^']*)'", choice.group(2)) or [c.strip() for c in choice.group(2).split(",")]
+        near = closest(choice.group(1), options)
+        return f"; did you mean {' or '.join(near)}?" if near else ""
+    unknown = re.match(r"unrecognized arguments: (.*)$", message)
+    if not unknown:
+        return ""
+    options = [o for action in parser._actions for o in action.option_strings if o.startswith("--")]
+    hints = {}
+    for word in unknown.group(1).split():
+        word = word.split("=", 1)[0]
+        near = closest(word, options) if word.startswith("-") else []
+        if near:
+            hints[word] = f"did you mean {' or '.join(near)}?"
+    said = f"; {next(iter(hints.values()))}" if len(hints) == 1 else "".join(f"; {w}: {h}" for w, h in hints.items())
+    return f"{said} ({parser.prog} --help lists its options)"
 
 
 def whole_number(minimum: int):

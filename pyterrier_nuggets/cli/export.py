@@ -1,21 +1,19 @@
 """``pyterrier-nuggets export``: nugget / assignment JSONL -> nugget qrels and an evaluation run."""
 from __future__ import annotations
 
-import sys
-
 from pyterrier_nuggets.cli.errors import ON_INVALID, UsageError, run_tag
-from pyterrier_nuggets.cli.paths import nonempty, nugget_file
+from pyterrier_nuggets.cli.paths import nonempty, nugget_file, report_dropped
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("export", help="nugget / assignment JSONL -> nugget qrels and evaluation run", description="Convert a nugget JSONL (--nuggets) into nugget qrels, or an assignment JSONL (--assignments) into nugget qrels and an evaluation run (with the answers' length and the support rows when --answers and --support are given), the files the table command and the plain ir_measures command line score. Example: pyterrier-nuggets export --assignments a.jsonl --answers ans.jsonl --qrels out/n.qrels --run out/a.eval.run")
-    p.add_argument("--nuggets", help="a nugget JSONL to write as nugget qrels (vital 2, okay 1), e.g. --nuggets nuggets.jsonl")
-    p.add_argument("--assignments", help="a nuggetizer assignment JSONL: its nuggets as qrels and, with --run, its assignments as an evaluation run, e.g. --assignments mine.assignments.jsonl")
-    p.add_argument("--answers", help="answer JSONL (TREC RAG 2024/2025) for the answer-length rows, e.g. --answers mine.answers.jsonl")
-    p.add_argument("--support", help="support judgments JSONL for the support rows, e.g. --support mine.support.jsonl")
-    p.add_argument("--qrels", required=True, help="nugget qrels to write, e.g. --qrels out/nuggets.qrels")
-    p.add_argument("--run", help="evaluation run to write (with --assignments), e.g. --run out/mine.eval.run")
-    p.add_argument("--run-tag", type=run_tag, help="the run tag of the evaluation run (default: the assignment file's run id), e.g. --run-tag mine-v2")
+    p.add_argument("--nuggets", metavar="FILE", help="a nugget JSONL to write as nugget qrels (vital 2, okay 1), e.g. --nuggets nuggets.jsonl")
+    p.add_argument("--assignments", metavar="FILE", help="an assignment file (JSONL, one answer a line with its nuggets and their labels): its nuggets as qrels and, with --run, its assignments as an evaluation run, e.g. --assignments mine.assignments.jsonl")
+    p.add_argument("--answers", metavar="FILE", help="answer JSONL (TREC RAG 2024/2025) for the answer-length rows, e.g. --answers mine.answers.jsonl")
+    p.add_argument("--support", metavar="FILE", help="support judgments JSONL for the support rows, e.g. --support mine.support.jsonl")
+    p.add_argument("--qrels", required=True, metavar="FILE", help="nugget qrels to write, e.g. --qrels out/nuggets.qrels")
+    p.add_argument("--run", metavar="FILE", help="evaluation run to write (with --assignments), e.g. --run out/mine.eval.run")
+    p.add_argument("--run-tag", type=run_tag, metavar="TAG", help="the run tag of the evaluation run (default: the assignment file's run id), e.g. --run-tag mine-v2")
     p.add_argument("--on-invalid", choices=ON_INVALID, default="refuse",
                    help="nuggets with invalid labels: refuse (default) or drop them from their topic, e.g. --on-invalid drop")
     p.set_defaults(func=run)
@@ -37,7 +35,6 @@ def run(args) -> int:
     if args.nuggets:
         nuggets = nugget_file(args.nuggets, args.on_invalid)
         formats.write_all({args.qrels: lambda p: formats.write_nugget_qrels(p, nuggets)})
-        _report_dropped(nuggets.invalid)
         print(f"{len(nuggets)} nuggets of {len(nuggets.by_topic())} topics -> {args.qrels}")
         return 0
     data = formats.read_assignments(args.assignments, on_invalid=args.on_invalid)
@@ -58,11 +55,7 @@ def run(args) -> int:
         tag = args.run_tag or run_id
         outputs[args.run] = lambda p: formats.write_run(p, rows, tag)
     formats.write_all(outputs)
-    _report_dropped(data.invalid)
+    report_dropped(data.invalid)
     print(f"{len(data.answers)} answers -> {args.qrels}" + (f", {args.run}" if args.run else ""))
     return 0
 
-
-def _report_dropped(report) -> None:
-    if report:
-        print("dropped: " + report.summary(), file=sys.stderr)

@@ -24,8 +24,8 @@ def add_parser(sub) -> None:
     p.add_argument("--gold-nuggets", default="human", metavar="SET|FILE",
                    help=f"gold nuggets: {', '.join(GOLD_SETS)} (dataset trec-ikat/2024/gold-nuggets-SET) or a "
                    "CONE-RAG gold nugget file (default human), e.g. --gold-nuggets human-dedup")
-    p.add_argument("--qrels", help="passage qrels (default: those of trec-ikat/2024 when a run has a ranking), e.g. --qrels ikat24.qrels")
-    p.add_argument("--topics", help="iKAT topics JSON (default: the trec-ikat/2024 turns), for the breakdowns, e.g. --topics 2024_test_topics.json")
+    p.add_argument("--qrels", metavar="FILE", help="passage qrels (default: those of trec-ikat/2024 when a run has a ranking), e.g. --qrels ikat24.qrels")
+    p.add_argument("--topics", metavar="FILE", help="iKAT topics JSON (default: the trec-ikat/2024 turns), for the breakdowns, e.g. --topics 2024_test_topics.json")
     p.add_argument("--matcher", default="embedding", metavar="embedding[:T]|nli:PATH|llm",
                    help="NtR / NtN matcher: embedding (offline baseline, default: the thresholds calibrated on the "
                    "crowd labels for NtR and NtN; embedding:T one threshold T for both, agreement not measured), "
@@ -38,11 +38,11 @@ def add_parser(sub) -> None:
     p.add_argument("--unanswered-turns", choices=("refuse", "leave-out"), default="refuse",
                    help="gold nugget turns no system answered: refuse (default: a turn id form that differs, or runs "
                    "of other turns) or leave them out (the header says how many), e.g. --unanswered-turns leave-out")
-    p.add_argument("--only", nargs="+", metavar="RUN", help="only these runs of --responses, e.g. --only run1 run2")
-    p.add_argument("--baseline", help="system for the paired tests (default: the first), e.g. --baseline runA")
+    p.add_argument("--only", nargs="+", metavar="NAME", help="only these runs of --responses, e.g. --only run1 run2")
+    p.add_argument("--baseline", metavar="NAME", help="system for the paired tests (default: the first), e.g. --baseline runA")
     p.add_argument("--test", choices=("t", "wilcoxon"), default="t", help="paired test against the baseline: t (default) or wilcoxon, e.g. --test wilcoxon")
-    p.add_argument("--correction", help="multiple-testing correction (bonferroni, holm, ...), e.g. --correction holm")
-    p.add_argument("--alpha", type=probability, default=0.05, help="significance level of the † marks (default 0.05), e.g. --alpha 0.01")
+    p.add_argument("--correction", metavar="METHOD", help="multiple-testing correction (bonferroni, holm, ...), e.g. --correction holm")
+    p.add_argument("--alpha", type=probability, default=0.05, metavar="P", help="significance level of the ↑/↓ marks (default 0.05), e.g. --alpha 0.01")
     p.add_argument("--generate", choices=("resolved", "raw"), help="with --run: generate a cited answer per turn "
                    "from the run's passage ranking (CitedGenerator; --base-url / --model) and score it as a system "
                    "RUN+gen-MODE: 'resolved' shows the LLM the resolved utterance, 'raw' the utterance as typed with "
@@ -50,7 +50,7 @@ def add_parser(sub) -> None:
                    "ClueWeb22-B passages (licensed, placed by the user; docs/datasets.md). The generated runs are "
                    "written to OUT/RUN+gen-MODE.json in the official iKAT format, e.g. --generate resolved")
     p.add_argument("--extract", action="store_true", help="extract nuggets from every system's responses with the "
-                   "CONE-RAG extractor (NuggetExtractor, [cone-rag §4.1 Table 3] prompt; --base-url / --model), given the "
+                   "CONE-RAG extractor (NuggetExtractor, the CONE-RAG paper's prompt; --base-url / --model), given the "
                    "resolved utterance, for Recall_NtN / Precision_NtN (instead of --response-nuggets)")
     p.add_argument("-k", type=positive_int, default=20, help="with --generate: passages shown to the LLM per turn "
                    "(default and maximum 20), e.g. -k 10")
@@ -59,9 +59,9 @@ def add_parser(sub) -> None:
                    help="PTKB statement ranking (TREC run: turn Q0 statement_id rank score tag), evaluated with "
                    "nDCG@3, P@3, R@3, AP against the PTKB qrels; repeat for several runs (NAME: default the file "
                    "name). Statement ids must be the keys of the conversation's ptkb in the topics, e.g. --ptkb-run mine=ptkb.run")
-    p.add_argument("--ptkb-qrels", metavar="QRELS", help="PTKB qrels (default: those of trec-ikat/2023/ptkb, the "
+    p.add_argument("--ptkb-qrels", metavar="FILE", help="PTKB qrels (default: those of trec-ikat/2023/ptkb, the "
                    "NIST PTKB assessments); --topics then defaults to the trec-ikat/2023 turns, e.g. --ptkb-qrels ptkb.qrels")
-    p.add_argument("--out", default="out/ikat", help="output folder (default out/ikat), e.g. --out out/ikat")
+    p.add_argument("--out", default="out/ikat", metavar="DIR", help="output folder (default out/ikat), e.g. --out out/ikat")
     p.add_argument("--no-plots", action="store_true", help="do not write the scatter plot (ikat.scatter.png, .pdf, .svg)")
     add_overwrite(p)
     add_llm_options(p)

@@ -23,7 +23,7 @@ def add_parser(sub) -> None:
                    "shard.json), e.g. shards/1 shards/2 or shards/*")
     p.add_argument("--out", required=True, metavar="DIR", help="the folder of the merged run (not a shard's), e.g. "
                    "--out merged")
-    p.add_argument("--llm-cache", metavar="PATH", help="the merged response cache (default DIR/llm-cache.sqlite; "
+    p.add_argument("--llm-cache", metavar="FILE", help="the merged response cache (default DIR/llm-cache.sqlite; "
                    "answers already there are kept), e.g. --llm-cache ~/.cache/pyterrier-nuggets/llm-cache.sqlite")
     from pyterrier_nuggets.cli.options import add_overwrite
     add_overwrite(p)

@@ -38,7 +38,8 @@ STRUCTURED = {"auto": "auto", "on": True, "off": False}
 #: vocabulary of judges/failures.py): ``leave-out`` is ``"exclude"`` (and the command leaves the topics the failures
 #: touch out for every system), ``stop`` is ``"raise"``
 ON_FAILURE = {"leave-out": "exclude", "stop": "raise"}
-LLM_GROUP = "LLM (the same options on every command that calls an LLM; docs/llm.md)"
+LLM_GROUP = "LLM"  # the group of the options below, the same on every command that calls an LLM
+LLM_GROUP_TEXT = "the same options on every command that calls an LLM (docs/llm.md)"
 DRY_RUN_KEY = "dry-run: no key needed"  # the key of a dry run's client: never sent (a dry run makes no call)
 DRY_RUN_MODEL = "(no model given)"  # the model a dry run without --model plans for (tokens counted as GPT-4o's)
 
@@ -93,7 +94,7 @@ def add_request_options(group) -> None:
 
 def add_llm_options(parser) -> None:
     """The LLM option group (documented in docs/cli.md, "The LLM options")."""
-    g = parser.add_argument_group(LLM_GROUP)
+    g = parser.add_argument_group(LLM_GROUP, LLM_GROUP_TEXT)
     g.add_argument("--llm", choices=LLM_MODES, help="who answers the LLM steps: endpoint (--base-url/--model or "
                    "$OPENAI_BASE_URL, $PYTERRIER_NUGGETS_MODEL; the default when one is configured), embedded (every "
                    "LLM step on the embedded SmolLM2-135M on CPU: a check of the code path, its numbers mean nothing) "
@@ -106,7 +107,7 @@ def add_llm_options(parser) -> None:
                    "words): auto (default: where the endpoint is known to take one: the embedded model, an endpoint "
                    "check-endpoint probed), on (always: probed on first use; an endpoint that takes none stops the "
                    "run) or off, e.g. --structured on")
-    g.add_argument("--llm-cache", metavar="PATH", help="SQLite response cache (default: $PYTERRIER_NUGGETS_CACHE or "
+    g.add_argument("--llm-cache", metavar="FILE", help="SQLite response cache (default: $PYTERRIER_NUGGETS_CACHE or "
                    "~/.cache/pyterrier-nuggets/llm-cache.sqlite; a shard's: llm-cache.sqlite in its output folder), "
                    "e.g. --llm-cache out/cache.sqlite")
     g.add_argument("--frozen", action="store_true", help="replay every cached LLM answer, also those that failed "

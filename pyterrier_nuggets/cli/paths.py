@@ -3,6 +3,7 @@ file; an output is not an input, not a folder, and its folder can be created."""
 from __future__ import annotations
 
 import os
+import sys
 
 
 def check_inputs(*paths: str) -> None:
@@ -30,13 +31,22 @@ def nonempty(path: str, items: list, what: str = "answer", otherwise: str = "") 
 
 def nugget_file(path: str, on_invalid: str):
     """The nuggets of ``path`` (:func:`~pyterrier_nuggets.formats.read_nuggets`), refused when it holds none (an empty
-    file, every topic's list empty or dropped): nothing would be scored. A topic with an empty list among others is a
+    file, every topic's list empty or dropped): nothing would be scored. What ``on_invalid="drop"`` dropped is said
+    (:func:`report_dropped`). A topic with an empty list among others is a
     warning (:class:`~datasets_ext.nugget_parser.EmptyTopicWarning`)."""
     from pyterrier_nuggets import formats
     nuggets = formats.read_nuggets(path, on_invalid=on_invalid)
+    report_dropped(nuggets.invalid)
     nonempty(path, nuggets.nuggets, "nugget", "every topic's list is empty" + (
         ", or its nuggets were dropped as invalid" if nuggets.invalid else ""))
     return nuggets
+
+
+def report_dropped(report) -> None:
+    """What ``--on-invalid drop`` left out of a file (an :class:`~pyterrier_nuggets.formats.InvalidLabelReport`),
+    said once on stderr: per topic, the labels, where the first is (the command line leaves the warnings out)."""
+    if report:
+        print("dropped: " + report.summary(), file=sys.stderr)
 
 
 def check_output(path: str, inputs: list[str], option: str) -> None:

@@ -9,7 +9,7 @@ from pyterrier_nuggets.cli.paths import nonempty
 
 def add_parser(sub) -> None:
     p = sub.add_parser("score", help="per-topic nugget scores of an assignment JSONL", description="Per-topic nugget scores (V_strict, V, W_strict, W, A_strict, A) of each run of an assignment JSONL, tab-separated, with the mean over the topics. Example: pyterrier-nuggets score --assignments mine.assignments.jsonl")
-    p.add_argument("--assignments", required=True, help="a nuggetizer assignment JSONL (one answer a line, its nuggets and their assignment), e.g. --assignments mine.assignments.jsonl")
+    p.add_argument("--assignments", required=True, metavar="FILE", help="an assignment file (JSONL, one answer a line with its nuggets and their labels), e.g. --assignments mine.assignments.jsonl")
     p.add_argument("--on-invalid", choices=ON_INVALID, default="refuse", help="nuggets with invalid labels: refuse the file (default) or drop those nuggets, reported on stderr, e.g. --on-invalid drop")
     p.set_defaults(func=run)
 

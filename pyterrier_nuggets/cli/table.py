@@ -2,22 +2,22 @@
 from __future__ import annotations
 
 from ir_measures_ext.errors import InvalidInput
-from pyterrier_nuggets.cli.errors import UsageError, positive_int, probability
+from pyterrier_nuggets.cli.errors import Group, UsageError, positive_int, probability
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("table", help="joint table of retrieval and answer measures for several systems", description="The joint table of several systems from files, no LLM: the answer measures of each system's evaluation run against the nugget qrels next to the retrieval measures of its segment run against the segment qrels, with paired tests against a baseline; printed, and written as CSV, Markdown and LaTeX with --out. Example: pyterrier-nuggets table --nugget-qrels out/demo/nuggets.qrels --system bm25 out/demo/bm25-k5.eval.run --out out/table")
-    p.add_argument("--nugget-qrels", required=True, help="nugget qrels (file or ir_datasets id), e.g. --nugget-qrels out/demo/nuggets.qrels")
-    p.add_argument("--segment-qrels", help="segment qrels for the retrieval measures, e.g. --segment-qrels segments.qrels")
-    p.add_argument("--system", nargs="+", action="append", required=True, metavar="NAME EVAL_RUN [SEGMENT_RUN]", help="a system: its name, its evaluation run (answer measures) and optionally its segment run (retrieval measures); repeat for several, e.g. --system bm25 out/demo/bm25-k5.eval.run out/demo/bm25-k5.segments.run")
-    p.add_argument("--measures", nargs="+", help="answer measures (default: V_strict A_strict W SupportP SupportR "
+    p.add_argument("--nugget-qrels", required=True, metavar="FILE", help="nugget qrels (file or ir_datasets id), e.g. --nugget-qrels out/demo/nuggets.qrels")
+    p.add_argument("--segment-qrels", metavar="FILE", help="segment qrels for the retrieval measures, e.g. --segment-qrels segments.qrels")
+    p.add_argument("--system", action=Group, shown="NAME EVAL_RUN [SEGMENT_RUN]", required=True, help="a system: its name, its evaluation run (answer measures) and optionally its segment run (retrieval measures); once per system, e.g. --system bm25 out/demo/bm25-k5.eval.run out/demo/bm25-k5.segments.run")
+    p.add_argument("--measures", nargs="+", metavar="MEASURE", help="answer measures (default: V_strict A_strict W SupportP SupportR "
                    "AnswerWords), e.g. --measures V_strict V A_strict")
-    p.add_argument("--retrieval-measures", nargs="+", help="retrieval measures (default: nDCG@10), e.g. --retrieval-measures nDCG@10 R@100")
-    p.add_argument("--baseline", help="system for the paired tests (default: the first), e.g. --baseline bm25")
-    p.add_argument("--alpha", type=probability, default=0.05, help="significance level (default 0.05), e.g. --alpha 0.01")
+    p.add_argument("--retrieval-measures", nargs="+", metavar="MEASURE", help="retrieval measures (default: nDCG@10), e.g. --retrieval-measures nDCG@10 R@100")
+    p.add_argument("--baseline", metavar="NAME", help="system for the paired tests (default: the first), e.g. --baseline bm25")
+    p.add_argument("--alpha", type=probability, default=0.05, metavar="P", help="significance level (default 0.05), e.g. --alpha 0.01")
     p.add_argument("--test", choices=("t", "wilcoxon"), default="t",
                    help="paired test against the baseline: t (default) or wilcoxon, e.g. --test wilcoxon")
-    p.add_argument("--correction", help="multiple-testing correction over the table's tests, as pt.Experiment "
+    p.add_argument("--correction", metavar="METHOD", help="multiple-testing correction over the table's tests, as pt.Experiment "
                    "(statsmodels): bonferroni, holm, fdr_bh, ... (default: none), e.g. --correction holm")
     p.add_argument("--label", action="append", default=[], metavar="KEY=VALUE",
                    help="what produced the evaluation runs, printed above the table and written as a CSV column, "
@@ -26,15 +26,16 @@ def add_parser(sub) -> None:
                    help="score a run even when fewer than half of its topics are topics of its qrels (refused by "
                         "default: such a run scores 0 on every topic of the qrels, e.g. topic ids '105741' against "
                         "qrels of '2024-105741'); a warning says so")
-    p.add_argument("--out", help="write PREFIX.csv, PREFIX.md, PREFIX.tex, PREFIX.perquery.csv, e.g. --out out/table (writes out/table.csv, ...)")
-    p.add_argument("--tex-digits", type=positive_int, default=3, metavar="N", help="decimals of the values in "
-                   "PREFIX.tex (default 3; the best value of each column is bold), e.g. --tex-digits 4")
+    p.add_argument("--out", metavar="PREFIX", help="write PREFIX.csv, PREFIX.md, PREFIX.tex, PREFIX.perquery.csv, e.g. --out out/table (writes out/table.csv, ...)")
+    p.add_argument("--tex-digits", type=positive_int, default=None, metavar="N", help="decimals of the values in "
+                   "PREFIX.tex (default: as PREFIX.md, 4; the best value of a column is bold when one system has it), "
+                   "e.g. --tex-digits 3")
     p.add_argument("--compare-to", metavar="OTHER.perquery.csv",
                    help="another evaluation of the same systems (per-query or run-level CSV, e.g. another table's "
                    "PREFIX.perquery.csv): the note gives the Kendall's τ-b between the two system orderings")
     p.add_argument("--arena", metavar="leaderboard.csv", help="an arena leaderboard of the same systems (pyterrier-nuggets "
                    "arena, or the TREC RAG 2026 toolkit's): its rating and interval as the Arena column, e.g. --arena out/arena/leaderboard.csv")
-    p.add_argument("--compare-label", help="name of the --compare-to evaluation in the note (default: its file name), e.g. --compare-label manual")
+    p.add_argument("--compare-label", metavar="NAME", help="name of the --compare-to evaluation in the note (default: its file name), e.g. --compare-label manual")
     p.set_defaults(func=run)
 
 

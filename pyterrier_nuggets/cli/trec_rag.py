@@ -6,6 +6,7 @@ evaluation files written beside the scores."""
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,12 +14,37 @@ from pyterrier_nuggets.cli.errors import ON_INVALID, UsageError, positive_int
 from pyterrier_nuggets.cli.options import add_llm_options, add_overwrite, llm_client, llm_mode, plan_first, step_policy
 from pyterrier_nuggets.cli.paths import nonempty, nugget_file, output_folder
 
+JUDGING = "judging.json"  # who judged each measure (formats/judging_io.py)
 SUPPORT_TOOLKIT_NAMES = {  # our measure -> the 2026 toolkit's support metric name (castorini/RAGDoll), its order
     "SupportP": "weighted_precision_first_citation", "SupportR": "weighted_recall_first_citation",
     "SupportP(cite='all_judged')": "weighted_precision_all_judged_citations",
     "SupportR(cite='all_judged')": "weighted_recall_all_judged_citations",
     "SupportP(credit='hard')": "hard_precision", "SupportR(credit='hard')": "hard_recall",
 }
+
+
+def fitted(wide, width: int) -> str:
+    """The table of means (a run a row, a measure a column) as text no wider than ``width`` where it can be: as it is
+    when it fits, else transposed (a measure a row, a run a column), and cut into blocks of runs side by side that
+    fit; a single column wider than ``width`` is printed as it is."""
+    def text(frame) -> str:
+        return frame.to_string(float_format=lambda v: f"{v:.4f}")
+
+    def widest(block: str) -> int:
+        return max(len(line) for line in block.splitlines())
+
+    whole = text(wide)
+    if widest(whole) <= width:
+        return whole
+    measures = wide.T
+    blocks, runs = [], list(measures.columns)
+    while runs:
+        take = 1
+        while take < len(runs) and widest(text(measures[runs[:take + 1]])) <= width:
+            take += 1
+        blocks.append(text(measures[runs[:take]]))
+        runs = runs[take:]
+    return "\n\n".join(blocks)
 
 
 def add_parser(sub) -> None:
@@ -29,7 +55,9 @@ def add_parser(sub) -> None:
                        "(--nuggets), citation support of every citation (--support, or the toolkit's support "
                        "assignments with --support-assignments), rubric grading (--rubrics). Writes the qrels, one "
                        "evaluation run per run, the judges' files, per-topic scores and the toolkit's support metric "
-                       "rows into --out, all or nothing.")
+                       "rows into --out, all or nothing. Example: pyterrier-nuggets trec-rag --answers myrun.jsonl "
+                       "--nuggets nuggets.jsonl --support --docs docs.jsonl --out out/trec-rag (answers in the 2024 "
+                       "form, as demo writes them: add --rules 2025; docs/trec-rag-2025-2026.md)")
     p.add_argument("--answers", action="append", required=True, metavar="FILE",
                    help="answer JSONL in the TREC RAG 2025/2026 form; repeat for several files, e.g. --answers run1.jsonl --answers run2.jsonl")
     p.add_argument("--rules", choices=("2026", "2025"), default="2026",
@@ -57,7 +85,7 @@ def add_parser(sub) -> None:
     p.add_argument("--on-invalid", choices=ON_INVALID, default="refuse",
                    help="a --nuggets file with invalid importance labels: refuse it (default) or drop those nuggets, "
                         "reported, e.g. --on-invalid drop")
-    p.add_argument("--out", required=True, help="output folder, e.g. --out out/trec-rag")
+    p.add_argument("--out", required=True, metavar="DIR", help="output folder, e.g. --out out/trec-rag")
     p.add_argument("--workers", type=positive_int, default=1, metavar="N",
                    help="spread the topics over N processes (PyTerrier's .parallel(), one response cache, the outputs "
                         "of one process), sharing --concurrency between them: for an endpoint wider than one process "
@@ -86,12 +114,9 @@ def dataset_file(value: str, option: str) -> str:
 
 
 def topic_texts(value: str | None) -> dict[str, str]:
-    from pyterrier_nuggets import formats
-    if value is None:
-        return {}
-    if os.path.isfile(value):
-        return dict(formats.read_topics_tsv(value))
-    return {q.query_id: q.default_text() for q in _dataset(value, "--topics").queries_iter()}
+    """The texts of ``--topics`` (a TSV or an ir_datasets id), none without it."""
+    from pyterrier_nuggets.pipeline.collections import topic_texts as read
+    return read(value, "--topics") if value is not None else {}
 
 
 def _docstore(value: str | None):
@@ -136,6 +161,8 @@ class _Job:
     llm: Any = None
     only: set[str] | None = None  # a shard's topics: its qrels and scores are of those only
     left_out: dict[str, str] = field(default_factory=dict)  # topic -> the LLM step that failed on it (--on-failure)
+    judges: dict[str, Any] = field(default_factory=dict)  # step -> the judge that ran it (judging.json)
+    manifest: Any = None  # what judging.json says
 
 
 def run(args) -> int:
@@ -165,9 +192,10 @@ def run(args) -> int:
     _judge(args, job, frame)
     _leave_out(job)
     qrels, measures, rows_by_run, table, means = _score(args, job)
+    job.manifest = judging_manifest(args, job, measures, qrels)
     folder.write_all(_writers(out_files, job, qrels, rows_by_run, table, means))
     wide = means.pivot(index="run", columns="measure", values="value").reindex(columns=[str(m) for m in measures])
-    print(wide.to_string(float_format=lambda v: f"{v:.4f}"))
+    print(fitted(wide, shutil.get_terminal_size().columns))
     print(_note(table, measures, args.unanswered))
     judge = f"judges: {job.llm.describe()}" if job.llm is not None else "judges: none (support assignments given)"
     print(f"{len(job.runs)} run(s), {len(job.answers)} answers; {judge}; written to {args.out}")
@@ -261,7 +289,7 @@ def _check_topics(answers: list, files_of_run: dict[str, str], args, nuggets, ru
 def _outputs(args, job: _Job) -> dict[str, str]:
     """Every output file, by what it is (all are checked before any work and written all or none)."""
     judged = bool(args.support or args.support_assignments)
-    out_files = {"scores": os.path.join(args.out, "scores.tsv")}
+    out_files = {"scores": os.path.join(args.out, "scores.tsv"), "judging": os.path.join(args.out, JUDGING)}
     if args.unanswered == "zero":
         out_files["qrels"] = os.path.join(args.out, "qrels.txt")
     if judged:
@@ -302,26 +330,26 @@ def _judge(args, job: _Job, frame) -> None:
     from pyterrier_nuggets.judges import NuggetAssigner, RubricJudge, SupportJudge
     from pyterrier_nuggets.judges.failures import check_failed_share
     policy = step_policy(args)
-    judges = []
+    judges = job.judges
 
     def spread(judge):  # --workers: the topics over processes (a dry run or the Batch API plans in this one)
         return judge.parallel(args.workers) if args.workers > 1 and job.llm.mode == "online" else judge
 
     if job.nuggets is not None:
         topics_with_nuggets = {n.qid for n in job.nuggets.nuggets}
-        judges.append(NuggetAssigner(job.nuggets, job.llm, on_failure=policy))
-        assigned_frame = spread(judges[-1])(frame[frame["qid"].isin(topics_with_nuggets)])
+        judges["assignment"] = NuggetAssigner(job.nuggets, job.llm, on_failure=policy)
+        assigned_frame = spread(judges["assignment"])(frame[frame["qid"].isin(topics_with_nuggets)])
         job.assigned = formats.assignment_frame_to_answers(assigned_frame, job.nuggets)
     if args.support:
-        judges.append(SupportJudge(job.llm, citations="all", docstore=job.docstore, on_failure=policy))
-        job.support = formats.frame_to_judgments(spread(judges[-1])(frame))
+        judges["support"] = SupportJudge(job.llm, citations="all", docstore=job.docstore, on_failure=policy)
+        job.support = formats.frame_to_judgments(spread(judges["support"])(frame))
     if job.rubrics is not None:
         graded = frame[frame["qid"].isin(set(job.rubrics.by_topic()))]
-        judges.append(RubricJudge(job.rubrics, job.llm, on_failure=policy))
-        job.verdicts = formats.frame_to_verdicts(spread(judges[-1])(graded))
+        judges["rubric"] = RubricJudge(job.rubrics, job.llm, on_failure=policy)
+        job.verdicts = formats.frame_to_verdicts(spread(judges["rubric"])(graded))
     if job.llm is not None and job.llm.mode != "plan":
         check_failed_share(job.llm, args.max_failed_share)
-    job.left_out = {qid: step for judge in judges for qid, step in judge.failed_topics().items()}
+    job.left_out = {qid: step for judge in judges.values() for qid, step in judge.failed_topics().items()}
 
 
 def _leave_out(job: _Job) -> None:
@@ -376,15 +404,82 @@ def _note(table, measures, unanswered: str) -> str:
                                  "RUN.qrels.txt).")
 
 
+# the steps of trec-rag: what each decides, the measures it feeds (by name), the judge's name, its files
+STEPS = {
+    "assignment": (("V_strict", "V", "W_strict", "W", "A_strict", "A", "SubNarrativeCoverage"),
+                   "NuggetAssigner ([nugget-recall §4.2])", "{run}.assignments.jsonl"),
+    "support": (("SupportP", "SupportR"), "SupportJudge ([support24 §3.2] prompt, every citation)",
+                "{run}.support_assignments.jsonl"),
+    "rubric": (("RubricScore", "RubricFailedMandatory"), "RubricJudge", "{run}.verdicts.jsonl"),
+    "length": (("AnswerWords",), "counted: the answer's words (NFKC-normalised, as the TREC validator)", None),
+}
+
+
+def judging_manifest(args, job: _Job, measures, qrels):
+    """What ``judging.json`` says of this run (formats/judging_io.py): per step the measures it feeds, its judge
+    (model and kind: endpoint, embedded, test endpoint; support labels given as files), the nuggets and rubric judged
+    against with what ``--on-invalid drop`` dropped, the judgments that failed; per run the topics it did not
+    answer; the topics left out."""
+    from pyterrier_nuggets.formats import shown_path
+    from pyterrier_nuggets.formats.judging_io import JudgeRecord, JudgingManifest, StepRecord
+    names = [str(m) for m in measures]
+    steps = []
+    for step, (feeds, label, files) in STEPS.items():
+        fed = [n for n in names if n.split("(")[0] in feeds]
+        if not fed:
+            continue
+        judge = job.judges.get(step)
+        if step == "length":
+            record = JudgeRecord(label, "counted")
+        elif judge is None:  # the toolkit's support assignments, judged elsewhere
+            record = JudgeRecord(f"given: {', '.join(shown_path(p) for p in args.support_assignments)} (the "
+                                 "toolkit's support assignments, judged elsewhere)", "given")
+        else:
+            record = JudgeRecord(f"{label} on {job.llm.describe()}", job.llm.kind, str(job.llm.model))
+        failed = [{"qid": f.qid, "what": f.what, "error": f.error} for f in getattr(judge, "failures", [])]
+        steps.append(StepRecord(step, fed, record, [files] if files else [], _source(args, job, step),
+                                _dropped(job, step), failed))
+    topics = set(qrels["qid"])
+    runs = {}
+    for run_id in job.runs:
+        answered = {a.qid for a in job.answers if a.run_id == run_id}
+        runs[run_id] = {"answers": len(answered), "unanswered": sorted(topics - answered)}
+    return JudgingManifest("trec-rag", steps, runs, args.unanswered, dict(job.left_out))
+
+
+def _source(args, job: _Job, step: str) -> dict:
+    from pyterrier_nuggets.formats import shown_path
+    if step == "assignment":
+        return {"file": shown_path(args.nuggets) if os.path.isfile(args.nuggets) else args.nuggets,
+                "items": len(job.nuggets.nuggets), "topics": len({n.qid for n in job.nuggets.nuggets})}
+    if step == "rubric":
+        return {"file": shown_path(args.rubrics) if os.path.isfile(args.rubrics) else args.rubrics,
+                "items": len(job.rubrics.criteria), "topics": len(job.rubrics.by_topic())}
+    return {}
+
+
+def _dropped(job: _Job, step: str) -> list[dict]:
+    """The nuggets ``--on-invalid drop`` left out of the nugget file, each with its file, line and label."""
+    if step != "assignment" or not job.nuggets.invalid:
+        return []
+    from pyterrier_nuggets.formats import shown_path
+    return [{"file": shown_path(i.path), "line": i.line, "qid": i.qid, "index": i.index, "field": i.field,
+             "value": i.value if isinstance(i.value, (str, int, float, bool)) or i.value is None else repr(i.value)}
+            for i in job.nuggets.invalid.items]
+
+
 def _writers(out_files: dict[str, str], job: _Job, qrels, rows_by_run: dict, table, means) -> dict:
     import pandas as pd
 
     from pyterrier_nuggets import formats
     from pyterrier_nuggets.formats.files import write_tsv
+    from pyterrier_nuggets.formats.judging_io import write_judging
+    manifest = job.manifest
     scores_tsv = pd.concat([table, means[["run", "qid", "measure", "value"]]], ignore_index=True)
     rows = [(run, qid, measure, f"{value:.10g}") for run, qid, measure, value in
             zip(scores_tsv["run"], scores_tsv["qid"], scores_tsv["measure"], scores_tsv["value"])]
-    writers = {out_files["scores"]: lambda p: write_tsv(p, ("run", "qid", "measure", "value"), rows)}
+    writers = {out_files["scores"]: lambda p: write_tsv(p, ("run", "qid", "measure", "value"), rows),
+               out_files["judging"]: lambda p: write_judging(p, manifest)}
     if "qrels" in out_files:
         writers[out_files["qrels"]] = lambda p: formats.write_qrels(p, qrels.itertuples(index=False))
     if "metric rows" in out_files:

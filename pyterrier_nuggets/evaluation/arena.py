@@ -403,7 +403,7 @@ def leaderboard(battles: Sequence[Battle], systems: Sequence[str] | None = None,
     for rank, row in enumerate(rows, 1):
         row["rank"] = rank
     ratings = pd.DataFrame(rows, columns=[c for c in LEADERBOARD_COLUMNS + LEADERBOARD_EXTRA if c in rows[0]])
-    pairwise, win_rates = _pairwise(done, systems, shared_topics)
+    pairwise, win_rates = pairwise_counts(done, systems, shared_topics)
     notes = []
     if len({b.qid for b in done}) < 2 and resamples:
         notes.append("Note: one topic: the interval over topics is that of a single topic and means nothing.")
@@ -411,7 +411,17 @@ def leaderboard(battles: Sequence[Battle], systems: Sequence[str] | None = None,
                  resamples, prior, undefined, notes)
 
 
-def _pairwise(done: Sequence[Battle], systems: Sequence[str], shared: Mapping[tuple[str, str], int] | None):
+def pairwise_counts(done: Sequence[Battle], systems: Sequence[str],
+                    shared: Mapping[tuple[str, str], int] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The wins, losses and ties of every pair of systems in the judged battles ``done`` (``pairwise.csv``'s rows,
+    :data:`~pyterrier_nuggets.formats.arena_io.PAIRWISE_COLUMNS`), and the win-rate matrix: row system's preference
+    rate against the column system (a tie half a win each way; NaN for a pair that never met).
+
+    :param done: the battles with a verdict.
+    :param systems: the systems, in the order of the matrix.
+    :param shared: (system, system) -> the topics both answered (every pair listed then, met or not); None: the pairs
+        that met.
+    """
     by_pair: dict[tuple[str, str], list[Battle]] = {}
     for b in done:
         by_pair.setdefault(tuple(sorted(b.pair)), []).append(b)

@@ -199,25 +199,23 @@ def _styles(systems: list[str]) -> dict[str, dict]:
 
 
 def _scatter(ax, means: pd.DataFrame, topics: pd.DataFrame | None, *, min_span: float, same_measure: bool = False,
-             front: Sequence[str] = ()) -> None:
+             front: Sequence[str] = (), intervals: pd.DataFrame | None = None) -> None:
     """The systems scatter every plot of systems shares. ``means``: index system, columns ``x``, ``y``;
     ``topics``: columns ``system``, ``x``, ``y`` (None: not drawn); ``front``: systems joined by a dashed line
-    (a Pareto front); ``same_measure``: both axes show one measure (one scale, and the y = x line)."""
+    (a Pareto front); ``same_measure``: both axes show one measure (one scale, and the y = x line); ``intervals``:
+    index system, columns ``x_low``, ``x_high``, ``y_low``, ``y_high`` (each mean's interval, drawn as error bars;
+    None: none). Markers on one spot are drawn nested, the first largest, so that none hides another."""
     styles = _styles(list(means.index))
     if topics is not None:
         for s in means.index:
             part = topics[topics["system"] == s]
             ax.scatter(part["x"], part["y"], s=7, alpha=0.35, color=styles[s]["color"], marker=styles[s]["marker"],
                        edgecolor="none", zorder=2)
-    for s in means.index:
-        ax.scatter([means.loc[s, "x"]], [means.loc[s, "y"]], s=30, **styles[s], edgecolor="black", linewidth=0.5,
-                   zorder=4)
-    if len(front) > 1:
-        ax.plot([means.loc[s, "x"] for s in front], [means.loc[s, "y"] for s in front], "k--", lw=0.7, zorder=3,
-                label="Pareto front of the means")
-        ax.legend(loc="lower right", frameon=False, handlelength=1.6)
     xs = list(means["x"]) + (list(topics["x"]) if topics is not None else [])
     ys = list(means["y"]) + (list(topics["y"]) if topics is not None else [])
+    if intervals is not None:
+        xs += [v for c in ("x_low", "x_high") for v in intervals[c] if math.isfinite(v)]
+        ys += [v for c in ("y_low", "y_high") for v in intervals[c] if math.isfinite(v)]
     if same_measure:  # one scale on both axes, and the line where the two evaluations agree
         bounds, floor = _score_axis(xs + ys, min_span)
         limits = fit_limits(xs + ys, bounds, floor)
@@ -227,9 +225,72 @@ def _scatter(ax, means: pd.DataFrame, topics: pd.DataFrame | None, *, min_span: 
         for values, setter in ((xs, ax.set_xlim), (ys, ax.set_ylim)):
             bounds, floor = _score_axis(values, min_span)
             setter(fit_limits(values, bounds, floor, pad=0.08))
+    if intervals is not None:
+        for s in means.index:
+            x, y = means.loc[s, "x"], means.loc[s, "y"]
+            row = intervals.loc[s]
+            ax.errorbar([x], [y], xerr=[[max(0.0, x - row["x_low"])], [max(0.0, row["x_high"] - x)]],
+                        yerr=[[max(0.0, y - row["y_low"])], [max(0.0, row["y_high"] - y)]], fmt="none", ecolor=styles[s]["color"],
+                        elinewidth=0.6, capsize=1.5, capthick=0.6, alpha=0.8, zorder=3, label=str(s))
+    sizes = _nested_sizes(ax, {s: (means.loc[s, "x"], means.loc[s, "y"]) for s in means.index})
+    for s in means.index:
+        ax.scatter([means.loc[s, "x"]], [means.loc[s, "y"]], s=sizes[s], **styles[s], edgecolor="black", linewidth=0.5,
+                   zorder=4 + 0.01 * list(means.index).index(s))
+    if len(front) > 1:
+        ax.plot([means.loc[s, "x"] for s in front], [means.loc[s, "y"] for s in front], "k--", lw=0.7, zorder=3,
+                label="Pareto front of the means")
+        ax.legend(handles=[ax.lines[-1]], loc="lower right", frameon=False, handlelength=1.6)
     ax.locator_params(nbins=6)
     ax.grid(alpha=0.3)
     label_systems(ax, {str(name): (means.loc[name, "x"], means.loc[name, "y"]) for name in means.index}, styles)
+
+
+#: the area (points squared) of a system mean's marker, and of each further marker on the same spot (nested)
+MARKER_SIZE = 30
+NESTED_SIZES = (44, 18, 7)
+
+
+def _nested_sizes(ax, points: dict[str, tuple[float, float]]) -> dict[str, float]:
+    """Each system's marker size: :data:`MARKER_SIZE`, except where markers lie on one spot (closer than a marker):
+    there the first is the largest and each next one smaller (:data:`NESTED_SIZES`), drawn on top, so that every one
+    shows as a ring around the next."""
+    ax.figure.draw_without_rendering()
+    reach = 2 * 3.0 * ax.figure.dpi / 72
+    groups: list[tuple[tuple[float, float], list[str]]] = []
+    for name, (px, py) in zip(points, ax.transData.transform(list(points.values()))):
+        near = next((g for (gx, gy), g in groups if math.hypot(gx - px, gy - py) < reach), None)
+        if near is None:
+            groups.append(((px, py), [name]))
+        else:
+            near.append(name)
+    sizes = {}
+    for _, names in groups:
+        for k, name in enumerate(names):
+            sizes[name] = MARKER_SIZE if len(names) == 1 else NESTED_SIZES[min(k, len(NESTED_SIZES) - 1)] * (
+                0.5 ** max(0, k - len(NESTED_SIZES) + 1))
+    return sizes
+
+
+def mean_intervals(table: JointTable, x: str, y: str, confidence: float = 0.95) -> pd.DataFrame:
+    """Each system's interval of its mean of ``x`` and of ``y`` over its topics (Student's t,
+    :func:`~pyterrier_nuggets.evaluation.statistics.mean_interval`): index system, columns ``x_low``, ``x_high``,
+    ``y_low``, ``y_high``.
+
+    :param table: the joint table (its per-topic scores).
+    :param x: the measure on the x axis.
+    :param y: the measure on the y axis.
+    :param confidence: the level (default 0.95).
+    """
+    from pyterrier_nuggets.evaluation.statistics import mean_interval
+    rows = {}
+    for system in table.means.index:
+        mine = table.per_query[table.per_query["system"] == system]
+        row = {}
+        for axis, measure in (("x", x), ("y", y)):
+            low, high = mean_interval(mine.loc[mine["measure"] == measure, "value"].tolist(), confidence)
+            row[f"{axis}_low"], row[f"{axis}_high"] = low, high
+        rows[system] = row
+    return pd.DataFrame.from_dict(rows, orient="index")[["x_low", "x_high", "y_low", "y_high"]]
 
 
 #: more systems than this are numbered with a key, whether their names would fit or not
@@ -292,7 +353,8 @@ def _key(fig, order: list[str], styles: dict[str, dict]) -> None:
 
 
 #: where a label may go around its point: (dx, dy) directions, tried in this order at each distance
-LABEL_DIRECTIONS = ((1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (-1, 1), (1, -1), (-1, -1))
+LABEL_DIRECTIONS = ((1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (-1, 1), (1, -1), (-1, -1),
+                    (-1, 0.5), (1, 0.5), (-1, -0.5), (1, -0.5))  # beside, raised or lowered clear of a line
 LABEL_DISTANCES = (4, 11, 18)  # points from the point; beyond the first, a thin line joins label and point
 _ALIGN = {-1: ("right", "top"), 0: ("center", "center"), 1: ("left", "bottom")}
 
@@ -300,36 +362,47 @@ _ALIGN = {-1: ("right", "top"), 0: ("center", "center"), 1: ("left", "bottom")}
 def place_labels(ax, points: dict[str, tuple[float, float]], fontsize: float = 6.5, marker: float = 3.0
                  ) -> tuple[list, float]:
     """Label each point with its name, next to it: the first place around it (:data:`LABEL_DIRECTIONS`, at each of
-    :data:`LABEL_DISTANCES` in turn) where the label overlaps no other label and no point and stays inside the axes,
-    else the place with the least overlap. Deterministic: the same points give the same picture.
+    :data:`LABEL_DISTANCES` in turn) where the label overlaps no other label and no point, no line drawn across the
+    axes passes through it (a Pareto front, y = x), it is nearer its own point than any other (or joined to it by a
+    thin line), and it stays inside the axes; else the place with the least of these. Deterministic: the same points give the same picture.
 
     :param ax: the axes, with their limits set (the figure's layout is computed first).
     :param points: name -> (x, y) in data coordinates, labelled in this order.
     :param fontsize: the labels' size in points.
     :param marker: the half-size of a point's marker in points (what a label keeps clear of).
-    :returns: the labels (matplotlib ``Annotation``) and their total overlap with each other, the points and the
-        axes' edges (0: every label stands clear).
+    :returns: the labels (matplotlib ``Annotation``) and their total overlap with each other, the points, the lines
+        and the axes' edges (0: every label stands clear).
     """
+    from matplotlib.text import Text
     fig = ax.figure
     fig.draw_without_rendering()  # the final layout, before the labels are placed in it
     renderer = fig.canvas.get_renderer()
     half = marker * fig.dpi / 72
-    occupied = [(cx - half, cy - half, cx + half, cy + half) for cx, cy in ax.transData.transform(list(points.values()))]
+    centres = [tuple(c) for c in ax.transData.transform(list(points.values()))]
+    occupied = [(cx - half, cy - half, cx + half, cy + half) for cx, cy in centres]
+    segments = _line_segments(ax)
     frame = ax.get_window_extent(renderer).extents
     placed, total = [], 0.0
-    for name, xy in points.items():
+    for k, (name, xy) in enumerate(points.items()):
         best = None
         for distance in LABEL_DISTANCES:
             for dx, dy in LABEL_DIRECTIONS:
                 line = {"arrowprops": {"arrowstyle": "-", "color": "0.45", "lw": 0.4, "shrinkA": 0, "shrinkB": marker}} \
                     if distance > LABEL_DISTANCES[0] else {}
                 text = ax.annotate(name, xy, xytext=(dx * distance, dy * distance), textcoords="offset points",
-                                   ha=_ALIGN[dx][0], va=_ALIGN[dy][1] if dy else "center", fontsize=fontsize, zorder=5,
+                                   ha=_ALIGN[dx][0], va=_ALIGN[_sign(dy)][1] if dy else "center", fontsize=fontsize,
+                                   zorder=5,
                                    bbox={"boxstyle": "square,pad=0.05", "facecolor": "white", "edgecolor": "none",
                                          "alpha": 0.75}, **line)
-                box = text.get_window_extent(renderer).extents
+                text.set_in_layout(False)  # placed in the final layout, which it must not change
+                text.update_positions(renderer)
+                box = Text.get_window_extent(text, renderer).extents  # the label itself, not its line
                 area = (box[2] - box[0]) * (box[3] - box[1])
                 cost = sum(_overlap(box, other) for other in occupied) + 10 * (area - _overlap(box, frame))
+                cost += area * sum(_crosses(box, segment) for segment in segments)
+                own = _gap(box, centres[k])
+                if not line and any(_gap(box, c) <= own for j, c in enumerate(centres) if j != k):
+                    cost += area / 2  # nearer another point than its own, no line to its own: taken for the other's
                 if best is None or cost < best[0]:
                     if best is not None:
                         best[1].remove()
@@ -344,6 +417,46 @@ def place_labels(ax, points: dict[str, tuple[float, float]], fontsize: float = 6
         placed.append(best[1])
         total += best[0]
     return placed, total
+
+
+def _sign(v: float) -> int:
+    return (v > 0) - (v < 0)
+
+
+def _line_segments(ax) -> list[tuple[tuple[float, float], tuple[float, float]]]:
+    """The segments, in display coordinates, of the lines drawn across the axes (a Pareto front, y = x): not the
+    markers nor the error bars' caps."""
+    out = []
+    for line in ax.lines:
+        if line.get_linestyle() in ("None", "none", " ", "") or len(line.get_xdata()) < 2:
+            continue
+        xy = ax.transData.transform(list(zip(line.get_xdata(), line.get_ydata())))
+        out += [(tuple(a), tuple(b)) for a, b in zip(xy[:-1], xy[1:])]
+    return out
+
+
+def _crosses(box, segment) -> bool:
+    """Whether the segment passes through the box (x0, y0, x1, y1) (Liang-Barsky clipping)."""
+    (x0, y0), (x1, y1) = segment
+    low, high = 0.0, 1.0
+    for p, q in ((x0 - x1, x0 - box[0]), (x1 - x0, box[2] - x0), (y0 - y1, y0 - box[1]), (y1 - y0, box[3] - y0)):
+        if p == 0:
+            if q < 0:
+                return False
+            continue
+        t = q / p
+        if p < 0:
+            low = max(low, t)
+        else:
+            high = min(high, t)
+        if low > high:
+            return False
+    return True
+
+
+def _gap(box, point) -> float:
+    """The distance from a point to a box (0 inside it)."""
+    return math.hypot(max(box[0] - point[0], 0.0, point[0] - box[2]), max(box[1] - point[1], 0.0, point[1] - box[3]))
 
 
 def _overlap(a, b) -> float:
@@ -362,9 +475,11 @@ def _means_and_topics(table: JointTable, x: str, y: str) -> tuple[pd.DataFrame, 
 @_styled
 def joint_figure(table: JointTable, x: str, y: str, *, topics: bool = False, front: bool = False,
                  title: str | None = None, xlabel: str | None = None, ylabel: str | None = None,
-                 min_span: float = MIN_SPAN, unit: str | None = None) -> Figure:
-    """The systems of a joint table, measure ``x`` against measure ``y``: each system's mean a labelled marker,
-    optionally its per-topic values as small points of its colour (module docstring: axes, labels).
+                 min_span: float = MIN_SPAN, unit: str | None = None, intervals: bool = True,
+                 confidence: float = 0.95) -> Figure:
+    """The systems of a joint table, measure ``x`` against measure ``y``: each system's mean a labelled marker with
+    its interval on both axes, optionally its per-topic values as small points of its colour (module docstring: axes,
+    labels).
 
     :param table: the joint table (:func:`~pyterrier_nuggets.evaluation.joint_table`, or an iKAT table's
         ``.table``).
@@ -372,11 +487,13 @@ def joint_figure(table: JointTable, x: str, y: str, *, topics: bool = False, fro
     :param y: the measure on the y axis, e.g. ``"V_strict"``.
     :param topics: also draw every system's per-topic values (default False: the means only).
     :param front: join the Pareto front of the means (the best ``y`` for at most that ``x``).
-    :param title: the title (default: the two measures, the number of systems and of ``unit``).
+    :param title: the title (default: :func:`joint_caption`); ``""``: none (a paper's caption says it).
     :param xlabel: the x label (default ``x``).
     :param ylabel: the y label (default ``y``).
     :param min_span: the smallest span of a score axis (:func:`fit_limits`).
     :param unit: what a per-query row is, in the singular, for the title: ``"topic"`` or ``"turn"`` (default: the table's ``unit``).
+    :param intervals: draw each mean's interval over its topics (Student's t, :func:`mean_intervals`; default True).
+    :param confidence: the level of the intervals (default 0.95).
     """
     unit = unit or table.unit
     means, per_topic = _means_and_topics(table, x, y)
@@ -384,11 +501,14 @@ def joint_figure(table: JointTable, x: str, y: str, *, topics: bool = False, fro
     fig = _figure(2.9)
     ax = fig.add_subplot()
     with_front = pareto_front({s: (means.loc[s, "x"], means.loc[s, "y"]) for s in means.index}) if front else []
-    _scatter(ax, means, per_topic if topics else None, min_span=min_span, front=with_front)
     what = "system means" + (f" and their {unit}s" if topics else "")
-    ax.set(xlabel=xlabel or x, ylabel=ylabel or y)
-    ax.set_title(_title(title if title is not None else
-                        f"{y} vs {x}: {counted(len(means), 'system')}, {counted(n, unit)} ({what})"))
+    ax.set(xlabel=xlabel or x, ylabel=ylabel or y)  # the layout first: the labels are placed in it
+    if title is None:
+        title = f"{y} vs {x}: {counted(len(means), 'system')}, {counted(n, unit)} ({what})"
+    if title:
+        ax.set_title(_title(title))
+    _scatter(ax, means, per_topic if topics else None, min_span=min_span, front=with_front,
+             intervals=mean_intervals(table, x, y, confidence).loc[list(means.index)] if intervals else None)
     return fig
 
 
@@ -423,19 +543,21 @@ def pareto_front(points: dict[str, tuple[float, float]]) -> list[str]:
 
 
 def write_plots(table: JointTable, out_dir: str, *, topics: bool = False, formats: Sequence[str] = FORMATS,
-                min_span: float = MIN_SPAN) -> list[str]:
+                min_span: float = MIN_SPAN, titles: bool = True) -> list[str]:
     """Write the plots of a joint table whose measures it has, each in every format.
 
     ``ndcg_vs_vstrict`` (nDCG@10 of the segments against V_strict of the answer) needs both measures;
     ``vstrict_vs_words`` (V_strict against answer length with the Pareto front of the means, cf. [autonuggetizer
-    Figure 7]) needs ``AnswerWords`` and V_strict. A table of one system gets no plot (a scatter of one point
-    compares nothing).
+    Figure 7]) needs ``AnswerWords`` and V_strict. Each mean carries its 95% interval over its topics. A table of one
+    system gets no plot (a scatter of one point compares nothing).
 
     :param table: the joint table (:func:`~pyterrier_nuggets.evaluation.joint_table`).
     :param out_dir: the folder to write them to.
     :param topics: also draw every system's per-topic values (default False: the means only).
     :param formats: the formats (default PNG, PDF, SVG).
     :param min_span: the smallest span of a score axis (:func:`fit_limits`).
+    :param titles: a title inside each figure (default); ``False``: none, and what it says is written beside the plot
+        as its caption, ``NAME.caption.txt`` (papers put it in the caption).
     :returns: the files written.
 
     Examples::
@@ -444,25 +566,42 @@ def write_plots(table: JointTable, out_dir: str, *, topics: bool = False, format
         write_plots(table, "out/plots", topics=True)   # out/plots/ndcg_vs_vstrict.png, .pdf, .svg, ...
     """
     have = set(table.means.columns)
-    paths: list[str] = []
+    writers: dict[str, Callable[[str], None]] = {}
     if len(table.means) < 2:  # a scatter of one system shows nothing to compare
-        return paths
+        return []
+    plots = []
     if {NDCG, VSTRICT} <= have:
-        paths += joint_scatter(table, NDCG, VSTRICT, os.path.join(out_dir, "ndcg_vs_vstrict.png"), formats=formats,
-                               topics=topics, min_span=min_span, xlabel="nDCG@10 (retrieved segments)",
-                               ylabel="V_strict (answer)", title=_joint_title(table, "Retrieval vs answer", topics))
+        plots.append(("ndcg_vs_vstrict", NDCG, "nDCG@10 (retrieved segments)", "Retrieval vs answer", False))
     if {WORDS, VSTRICT} <= have:
-        paths += joint_scatter(table, WORDS, VSTRICT, os.path.join(out_dir, "vstrict_vs_words.png"), formats=formats,
-                               topics=topics, front=True, min_span=min_span, xlabel="AnswerWords (answer length, words)",
-                               ylabel="V_strict (answer)",
-                               title=_joint_title(table, "Nugget recall vs length", topics))
-    return paths
+        plots.append(("vstrict_vs_words", WORDS, "AnswerWords (answer length, words)", "Nugget recall vs length", True))
+    for name, x, xlabel, what, front in plots:
+        caption = _joint_title(table, what, topics) + ". " + _interval_caption(front)
+        options = {"topics": topics, "front": front, "min_span": min_span, "xlabel": xlabel,
+                   "ylabel": "V_strict (answer)", "title": _joint_title(table, what, topics) if titles else ""}
+        writers.update(figure_writers(lambda x=x, o=options: joint_figure(table, x, VSTRICT, **o),
+                                      os.path.join(out_dir, f"{name}.png"), formats))
+        if not titles:
+            writers[os.path.join(out_dir, f"{name}.caption.txt")] = _text_writer(caption + "\n")
+    return write_all(writers)
 
 
 def _joint_title(table: JointTable, what: str, topics: bool) -> str:
     n = table.per_query["qid"].nunique() if len(table.per_query) else 0
     return (f"{what}: {counted(len(table.means), 'system')} (means), {counted(n, table.unit)}"
             + (f"; small: one {table.unit}" if topics else ""))
+
+
+def _interval_caption(front: bool) -> str:
+    return ("Each marker is a system's mean, its bars the 95% Student-t interval of the mean over its topics"
+            + ("; the dashed line joins the Pareto front of the means (the best V_strict for at most that length)."
+               if front else "."))
+
+
+def _text_writer(text: str) -> Callable[[str], None]:
+    def write(path: str) -> None:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    return write
 
 
 @_styled
@@ -487,14 +626,13 @@ def correlation_figure(result: Correlation, *, topics: bool = True, title: str |
     fig = _figure(3.3)
     ax = fig.add_subplot()
     same = result.measure_a == result.measure_b
-    _scatter(ax, means, per_topic, min_span=min_span, same_measure=same)
     ax.set(xlabel=f"B: {result.label_b}, {result.measure_b}", ylabel=f"A: {result.label_a}, {result.measure_a}")
     taus = "Kendall's τ-b: " + ", ".join(f"{k} {_fmt(lv.kendall_tau)}" for k, lv in result.levels.items())
     head = title if title is not None else (
         f"{result.measure}: {counted(len(result.systems), 'system')}"
-        + (f", {counted(len(result.topics), 'topic')}" if result.topics else "")
-)
-    ax.set_title(_title(head) + "\n" + _title(taus))
+        + (f", {counted(len(result.topics), 'topic')}" if result.topics else ""))
+    ax.set_title(_title(head) + "\n" + _title(taus))  # the layout first: the labels are placed in it
+    _scatter(ax, means, per_topic, min_span=min_span, same_measure=same)
     return fig
 
 
@@ -616,5 +754,5 @@ def arena_plot(arena, path: str, title: str | None = None, *, formats: Sequence[
 
 
 __all__ = ["FORMATS", "WIDTH", "DPI", "MIN_SPAN", "figure_paths", "figure_writers", "save_figure", "fit_limits",
-           "place_labels", "label_systems", "joint_figure", "joint_scatter", "write_plots", "pareto_front", "correlation_figure", "correlation_scatter",
+           "place_labels", "label_systems", "mean_intervals", "joint_figure", "joint_scatter", "write_plots", "pareto_front", "correlation_figure", "correlation_scatter",
            "confusion_figure", "confusion_heatmap", "arena_figure", "arena_plot"]

@@ -36,6 +36,26 @@ def paired_test(a: Sequence[float], b: Sequence[float], test: str = "t") -> floa
     return 1.0 if p is None or math.isnan(p) else float(p)
 
 
+def mean_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """The Student-t confidence interval of the mean of ``values`` (per-topic scores of one system:
+    ``scipy.stats.t.interval`` around the mean with its standard error); ``(mean, mean)`` for fewer than two values
+    or no spread.
+
+    :param values: the values.
+    :param confidence: the level, e.g. 0.95.
+    """
+    from scipy import stats
+    finite = [float(v) for v in values if math.isfinite(v)]
+    if not finite:
+        return math.nan, math.nan
+    mean = sum(finite) / len(finite)
+    spread = stats.sem(finite) if len(finite) > 1 else 0.0
+    if not spread or math.isnan(spread):
+        return mean, mean
+    low, high = stats.t.interval(confidence, len(finite) - 1, loc=mean, scale=spread)
+    return float(low), float(high)
+
+
 def correct(pvalues: Sequence[float], method: str | None, alpha: float = 0.05) -> list[float]:
     """``pvalues`` adjusted for multiple comparisons by ``method`` (one of :data:`CORRECTIONS`, through
     ``statsmodels.stats.multitest.multipletests``, as pt.Experiment does); ``None`` leaves them as they are.

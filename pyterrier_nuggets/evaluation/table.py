@@ -154,7 +154,7 @@ class JointTable:
     :param per_query: the per-topic values: system, qid, measure, value.
     :param pvalues: the p-values of the paired test against the baseline, after ``correction``.
     :param baseline: the baseline system (``None``: no tests).
-    :param alpha: the significance level of the † marks.
+    :param alpha: the significance level of the ↑/↓ marks.
     :param test: ``"t"`` (paired t-test) or ``"wilcoxon"``.
     :param correction: the multiple-testing correction applied over the table, or ``None``.
     :param retrieval_measures: the names of the retrieval measures among the columns.
@@ -167,7 +167,7 @@ class JointTable:
     :param system_provenance: per-system labels, e.g. ``{"bm25-k3": {"generation": ...}}``.
     :param unit: what a ``qid`` of ``per_query`` is, in the singular, for the notes: ``"topic"`` (default) or
         ``"turn"`` (iKAT: "Means over 205 turns").
-    :param tex_digits: decimals of the LaTeX table (default 3; :meth:`to_latex`).
+    :param tex_digits: decimals of the LaTeX table (default ``None``: ``digits``, as the Markdown; :meth:`to_latex`).
     :param arena: the arena leaderboard's rows (:class:`~pyterrier_nuggets.formats.LeaderboardRow`) shown as the
         ``Arena`` column with their intervals, or ``None`` (:meth:`set_arena`).
     """
@@ -193,7 +193,7 @@ class JointTable:
     # topics, so no paired test
     arena: dict[str, LeaderboardRow] = field(default_factory=dict)
     unit: str = "topic"
-    tex_digits: int = 3  # decimals in the .tex (to_latex); text, Markdown and CSV keep ``digits``
+    tex_digits: int | None = None  # decimals in the .tex (to_latex); None: ``digits``, as text and Markdown
 
     def set_arena(self, rows: Sequence[LeaderboardRow] | str) -> None:
         """Show an arena leaderboard (rows, or a ``leaderboard.csv`` path) as the table's ``Arena`` column: the
@@ -226,16 +226,19 @@ class JointTable:
     def _value(self, m: str, v: float, digits: int) -> str:
         return f"{v:.1f}" if m == "AnswerWords" else f"{v:.{digits}f}"
 
-    def _marked(self, name: str, m: str) -> bool:
-        """Whether the cell of system ``name`` and measure ``m`` differs significantly from the baseline."""
-        p = self.pvalues.loc[name, m] if name in self.pvalues.index else float("nan")
-        return bool(self.baseline and name != self.baseline and not math.isnan(p) and p < self.alpha)
+    def mark(self, name: str, m: str) -> str:
+        """The significance mark of the cell of system ``name`` and measure ``m``: ``↑`` (significantly higher than
+        the baseline), ``↓`` (significantly lower) or ``""`` (not significant, the baseline itself, no test)."""
+        p = self.pvalues.loc[name, m] if name in self.pvalues.index and m in self.pvalues.columns else float("nan")
+        if not (self.baseline and name != self.baseline and not math.isnan(p) and p < self.alpha):
+            return ""
+        return MARKS.get(paired_direction(self.per_query, name, self.baseline, m), "")
 
     def _cells(self, digits: int | None = None) -> list[list[str]]:
         digits = self.digits if digits is None else digits
         rows = []
         for name in self.means.index:
-            cells = [name] + [self._value(m, self.means.loc[name, m], digits) + ("†" if self._marked(name, m) else "")
+            cells = [name] + [self._value(m, self.means.loc[name, m], digits) + self.mark(name, m)
                               for m in self.means.columns]
             if self.arena:
                 cells.append(self._arena_cell(name))
@@ -243,9 +246,10 @@ class JointTable:
         return rows
 
     def best(self, digits: int | None = None) -> dict[str, set[str]]:
-        """Measure (and ``Arena``) -> the systems with the best value as shown at ``digits`` (ties: all of them):
-        the highest, or the lowest for a measure where less is better (:data:`.measures.LOWER_IS_BETTER`); none
-        for a measure without a better direction (answer length, :data:`.measures.NO_BEST`) or with one system."""
+        """Measure (and ``Arena``) -> the systems with the best value as shown at ``digits`` (a tie: all of them;
+        :meth:`to_latex` bolds a best value only when one system has it): the highest, or the lowest for a measure
+        where less is better (:data:`.measures.LOWER_IS_BETTER`); none for a measure without a better direction
+        (answer length, :data:`.measures.NO_BEST`) or with one system."""
         digits = self.digits if digits is None else digits
         out: dict[str, set[str]] = {}
         if len(self.means.index) < 2:
@@ -268,9 +272,9 @@ class JointTable:
                   for m in self.means.columns}
         note = means_note(counts, self.unit)
         if self.baseline:
-            test = "paired t-test" if self.test == "t" else "Wilcoxon signed-rank test"
-            corrected = f", {self.correction}-corrected over the table" if self.correction else ""
-            note += f" † = significantly different from {self.baseline} ({test}, p < {self.alpha}{corrected})."
+            note += " " + significance_note(self.baseline, self.test, self.alpha, self.correction,
+                                            int(self.pvalues.notna().to_numpy().sum()),
+                                            [m for m in self.means.columns if _untested(m)])
         if self.arena:
             note += " " + arena_note(list(self.arena.values()), [n for n in self.means.index if n not in self.arena])
         if self.compare_label:
@@ -303,29 +307,33 @@ class JointTable:
 
     def to_latex(self, name: str = "joint_table", digits: int | None = None) -> str:
         """The table as LaTeX that compiles as it is: ``\\input`` it (e.g. in a ``table`` float) in a document
-        that loads booktabs. Values with ``digits`` decimals (default :attr:`tex_digits`, 3), the best value of each
-        column in bold (:meth:`best`); names are escaped, † is ``$^\\dagger$`` and the note (topics, test,
+        that loads booktabs. Values with ``digits`` decimals (default: as the Markdown), the best value of a column in
+        bold when one system has it (:meth:`best`; a tie is bold nowhere); names are escaped, the marks ↑ and ↓ are
+        ``$^{\\uparrow}$`` and ``$^{\\downarrow}$``, and the note (topics, test,
         comparison) follows the tabular as a footnote-sized paragraph; the provenance is in comments above it.
 
         :param name: the file's name without ``.tex``, for the comment that shows how to ``\\input`` it.
-        :param digits: decimals of the values (AnswerWords: 1).
+        :param digits: decimals of the values (AnswerWords: 1); default :attr:`tex_digits`, else :attr:`digits`, as
+            the Markdown.
         """
-        digits = self.tex_digits if digits is None else digits
+        digits = (self.tex_digits or self.digits) if digits is None else digits
         header = ["System"] + self._columns()
         best = self.best(digits)
+        unique = {m: names for m, names in best.items() if len(names) == 1}
         lines = [r"% needs \usepackage{booktabs}; e.g. \begin{table}\centering\input{" + name + r".tex}\end{table}"]
         lines += [f"% {line}" for line in self.provenance_lines()]
         if best:
-            lines.append("% bold: the best value of each column as shown (" + ", ".join(
-                f"{m}: {'lowest' if m in LOWER_IS_BETTER else 'highest'}" for m in best) + ")")
+            lines.append("% bold: the best value of each column as shown, when one system has it (" + ", ".join(
+                f"{m}: {'tied, none bold' if m not in unique else 'lowest' if m in LOWER_IS_BETTER else 'highest'}"
+                for m in best) + ")")
         lines += [r"\begin{tabular}{l" + "r" * (len(header) - 1) + "}", r"\toprule",
                   " & ".join(_latex(h) for h in header) + r" \\", r"\midrule"]
         for system, cells in zip(self.means.index, self._cells(digits)):
             row = [_latex(cells[0])]
             for column, cell in zip(self._columns(), cells[1:]):
-                value, mark = (cell[:-1], "†") if cell.endswith("†") else (cell, "")
-                bold = system in best.get(column, ())
-                row.append((r"\textbf{" + _latex(value) + "}" if bold else _latex(value)) + _latex(mark))
+                value, mark = (cell[:-1], cell[-1]) if cell[-1:] in MARKS.values() else (cell, "")
+                bold = system in unique.get(column, ())
+                row.append((r"\textbf{" + _latex(value) + "}" if bold else _latex(value)) + _LATEX_MARKS.get(mark, ""))
             lines.append(" & ".join(row) + r" \\")
         lines += [r"\bottomrule", r"\end{tabular}", r"\par\smallskip",
                   r"{\footnotesize " + _latex(self._note()) + r"\par}"]
@@ -394,6 +402,51 @@ def read_table_csv(path: str, measures: Sequence[str]) -> TableFile:
     return TableFile(means, pvalues, shared, {n: d for n, d in per_system.items() if d})
 
 
+#: the marks of a cell significantly different from the baseline, by the direction of the paired differences
+MARKS = {1: "↑", -1: "↓"}
+
+
+def _untested(measure: str) -> bool:
+    """A measure without a better direction (answer length, :data:`.measures.NO_BEST`) gets no significance test: a
+    longer answer is neither better nor worse."""
+    return measure.split("(")[0] in NO_BEST
+
+
+def paired_direction(per_query: pd.DataFrame, system: str, baseline: str, measure: str) -> int:
+    """1 when ``system`` is higher than ``baseline`` on ``measure`` over the topics both have (the mean of the paired
+    differences the test is on), -1 when lower, 0 when equal or without common topics.
+
+    :param per_query: ``system, qid, measure, value``.
+    :param system: the system.
+    :param baseline: the system it was tested against.
+    :param measure: the measure.
+    """
+    part = per_query[per_query["measure"] == measure]
+    mine = dict(zip(part.loc[part["system"] == system, "qid"], part.loc[part["system"] == system, "value"]))
+    base = dict(zip(part.loc[part["system"] == baseline, "qid"], part.loc[part["system"] == baseline, "value"]))
+    diff = sum(mine[q] - base[q] for q in set(mine) & set(base))
+    return 0 if diff == 0 or math.isnan(diff) else (1 if diff > 0 else -1)
+
+
+def significance_note(baseline: str, test: str, alpha: float, correction: str | None, tests: int,
+                      untested: Sequence[str] = ()) -> str:
+    """What the marks of a table mean: ↑/↓, the baseline, the test, the level, the correction and over how many
+    tests, and the measures that have none (decisions.md, decision 18).
+
+    :param baseline: the system tested against.
+    :param test: ``"t"`` or ``"wilcoxon"``.
+    :param alpha: the level.
+    :param correction: the multiple-testing correction, or None.
+    :param tests: how many tests the table made (what a correction is over).
+    :param untested: the measures without a test (no better direction).
+    """
+    name = "paired t-test" if test == "t" else "Wilcoxon signed-rank test"
+    corrected = (f", {correction}-corrected over the table's {tests} tests" if correction else
+                 f", not corrected for the table's {tests} tests")
+    skipped = f"; {', '.join(untested)}: no test, it has no better direction" if untested else ""
+    return f"↑/↓ = significantly higher/lower than {baseline} ({name}, p < {alpha:g}{corrected}{skipped})."
+
+
 def means_note(counts: Mapping[str, Sequence[int]], unit: str = "topic") -> str:
     """How many topics each mean runs over, with the family of each (decisions.md, decision 13), e.g. "Means over the
     topics each measure is defined on: V_strict, W: 22 topics with nuggets; SupportP: 52 topics answered." (one
@@ -459,7 +512,7 @@ def joint_table(systems: Sequence[System], nugget_qrels, segment_qrels=None,
     :param answer_measures: the answer measures (names or ir_measures measures).
     :param retrieval_measures: the retrieval measures.
     :param baseline: the system the others are tested against (default: the first).
-    :param alpha: the significance level of the † marks.
+    :param alpha: the significance level of the ↑/↓ marks.
     :param test: ``"t"`` (paired t-test) or ``"wilcoxon"``.
     :param correction: a multiple-testing correction of :data:`.statistics.CORRECTIONS` (e.g. ``"bonferroni"``,
         ``"holm"``) over all tests of the table; ``None``: none.
@@ -480,7 +533,7 @@ def joint_table(systems: Sequence[System], nugget_qrels, segment_qrels=None,
         systems = [System("bm25-rag", "runs/bm25-rag.eval.run", "runs/bm25.run"),
                    System("dense-rag", "runs/dense-rag.eval.run", "runs/dense.run")]
         table = joint_table(systems, "nuggets.qrels", "segments.qrels", correction="holm")
-        print(table)                       # means, † against bm25-rag, the note and the provenance
+        print(table)                       # means, ↑/↓ against bm25-rag, the note and the provenance
         latex = table.to_latex()
     """
     if not systems:
@@ -564,7 +617,7 @@ def _pvalues(per: dict, names: list[str], columns: list[str], baseline: str | No
         for m in columns:
             base, other = per[baseline].get(m, {}), per[n].get(m, {})
             qids = sorted(set(base) & set(other))
-            pvalues.loc[n, m] = float("nan") if n == baseline else statistics.paired_test(
+            pvalues.loc[n, m] = float("nan") if n == baseline or _untested(m) else statistics.paired_test(
                 [other[q] for q in qids], [base[q] for q in qids], test)
     flat = statistics.correct(pvalues.to_numpy().ravel().tolist(), correction, alpha)
     return pd.DataFrame(pd.Series(flat).to_numpy().reshape(pvalues.shape), index=names, columns=columns)
@@ -615,11 +668,15 @@ def _compare(table: JointTable, other, label: str | None) -> None:
 _LATEX = {"\\": r"\textbackslash{}", "_": r"\_", "&": r"\&", "%": r"\%", "#": r"\#", "$": r"\$",
           "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "<": r"$<$", ">": r"$>$",
           "†": r"$^\dagger$", "τ": r"$\tau$", "ρ": r"$\rho$", "κ": r"$\kappa$", "α": r"$\alpha$", "≥": r"$\geq$",
-          "≤": r"$\leq$", "×": r"$\times$", "–": "--", "—": "---", "…": r"\ldots{}", "“": "``", "”": "''",
+          "≤": r"$\leq$", "×": r"$\times$", "↑": r"$\uparrow$", "↓": r"$\downarrow$", "–": "--", "—": "---", "…": r"\ldots{}", "“": "``", "”": "''",
           "’": "'", "\u00a0": "~"}
 
 
+_LATEX_MARKS = {"↑": r"$^{\uparrow}$", "↓": r"$^{\downarrow}$"}
+
+
 def _latex(text: str) -> str:
+    text = text.replace(">=", "≥").replace("<=", "≤")  # a comparison in a label, never "$>$=" in the output
     return "".join(_LATEX.get(c, c) for c in text)
 
 

@@ -15,6 +15,8 @@ module per format family, every name also available here (``formats.read_nuggets
 - :mod:`.trec_io`: TREC runs and qrels, the rows of an evaluation run (decisions.md, decision 1).
 - :mod:`.shard_io`: the manifest ``shard.json`` of a finished ``--shard I/N`` run, and the split of the topics into
   shards (read by ``merge`` and the report; ``formats.shard_io.NAME``).
+- :mod:`.judging_io`: the judging manifest ``judging.json`` (who judged each measure of a folder, on which nuggets and
+  rubric, what was dropped or failed; written by ``trec-rag``, read by the report; ``formats.judging_io.NAME``).
 - :mod:`.frames`: the DataFrame forms and every frame <-> record conversion.
 - :mod:`.checks`: files checked against each other (support judgments ↔ answers ↔ assignments ↔ nuggets ↔
   run tag).

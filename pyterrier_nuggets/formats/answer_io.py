@@ -189,8 +189,11 @@ def read_answers(path: str, run_id: str | None = None, rules: AnswerRules | None
     repeats: list[str] = []
     for line, obj in read_jsonl(path):
         if rules is not None and rules.metadata_form and "metadata" not in obj:
+            older = "topic_id" in obj or "run_id" in obj
             raise InputError(path, line, "metadata", f"missing: {rules.name} answers have the form {{\"metadata\": "
-                             "{\"team_id\", \"run_id\", \"type\", \"narrative_id\"}, \"references\", \"answer\"}")
+                             "{\"team_id\", \"run_id\", \"type\", \"narrative_id\"}, \"references\", \"answer\"}",
+                             "this line has the TREC RAG 2024/2025 form (run_id, topic_id, the form pyterrier-nuggets "
+                             "demo writes): score it under the 2025 rules, trec-rag --rules 2025" if older else "")
         a = _parse_answer(path, line, obj, run_default)
         for field_name, problem in (rule_problems(a, rules, repeats=False) if rules is not None else ()):
             raise InputError(path, line, field_name, f"topic {a.qid}: {problem}")

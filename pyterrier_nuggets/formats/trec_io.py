@@ -12,7 +12,14 @@ from ir_measures_ext import ids
 from ir_measures_ext.errors import InvalidInput
 from ir_measures_ext.scoring import answer_words
 from pyterrier_nuggets.formats.assignment_io import AssignedAnswer
-from pyterrier_nuggets.formats.files import InputError, atomic_write, check_run_tag, check_topic_id, read_columns
+from pyterrier_nuggets.formats.files import (
+    InputError,
+    atomic_write,
+    check_run_tag,
+    check_topic_id,
+    read_columns,
+    read_lines,
+)
 from pyterrier_nuggets.formats.nugget_io import NuggetSet
 from pyterrier_nuggets.records import Answer, Assignment, SupportJudgment
 
@@ -107,7 +114,7 @@ def read_run_rows(path: str, check: Callable[[int, str, str], None] | None = Non
     """
     rows: list[Row] = []
     seen: dict[tuple[str, str], int] = {}
-    for line, (qid, _, docno, _, score, _) in read_columns(path, "qid Q0 docno rank score tag"):
+    for line, (qid, _, docno, _, score, _) in _run_columns(path):
         if check is not None:
             check(line, qid, docno)
         if (qid, docno) in seen:
@@ -122,6 +129,27 @@ def read_run_rows(path: str, check: Callable[[int, str, str], None] | None = Non
             raise InputError(path, line, "score", f"{score!r} is not a finite number (NaN or infinite)")
         rows.append((qid, docno, value))
     return rows
+
+
+RUN_COLUMNS = "qid Q0 docno rank score tag"
+
+
+def _run_columns(path: str) -> Iterator[tuple[int, list[str]]]:
+    """The fields of each line of a TREC run; a line of another form is an InputError that says what the file looks
+    like (a JSON lines file given as a run: answers, assignments, ...; a row without its run tag)."""
+    for line, text in read_lines(path):
+        parts = text.split()
+        if not parts:
+            continue
+        if text.lstrip().startswith("{"):
+            raise InputError(path, line, None, f"a JSON object, not a TREC run line '{RUN_COLUMNS}'",
+                             "this looks like a JSON lines file (answers, assignments, nuggets): give answer files as "
+                             "answers (--answers NAME=FILE), not as runs")
+        if len(parts) != 6:
+            raise InputError(path, line, None, f"expected 6 columns '{RUN_COLUMNS}', got {len(parts)}",
+                             "is the run tag, the 6th column, missing? every line of a TREC run has all six"
+                             if len(parts) == 5 else "")
+        yield line, parts
 
 
 def read_qrels_rows(path: str) -> list[tuple[str, str, int]]:

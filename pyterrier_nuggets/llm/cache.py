@@ -384,7 +384,7 @@ class ResponseCache:
         """What an earlier run learned of the model at ``endpoint`` (its address and model): the model's profile as
         :meth:`~.profile.ModelProfile.to_json` wrote it (what it refuses, its token limit, its structured output)."""
         row = self._connection().execute("SELECT profile FROM profiles WHERE endpoint = ?", (endpoint,)).fetchone() \
-            if self._has("profiles") else None
+            if self._has("profiles") else None  # a dry run's read-only cache may have no such table yet
         if row is None:
             return self.fallback.learned_profile(endpoint) if self.fallback is not None else None
         return row[0]

@@ -334,6 +334,13 @@ class LLMClient:
         return name
 
     @property
+    def kind(self) -> str:
+        """What answered, in the words of a judging manifest (:data:`~pyterrier_nuggets.formats.judging_io.
+        JUDGE_KINDS`): ``embedded`` (the embedded tiny model), ``test endpoint`` (an answer came from the package's
+        test endpoint) or ``endpoint`` (a model at an endpoint)."""
+        return "embedded" if self.embedded else "test endpoint" if self.test_endpoint else "endpoint"
+
+    @property
     def endpoints(self) -> list[str]:
         """Every endpoint's address, in the order given (one for a single endpoint)."""
         return list(self._rotation.urls)

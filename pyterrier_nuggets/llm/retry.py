@@ -126,6 +126,10 @@ STATUS: dict[int, Rule] = {
     503: Rule(CONGESTED, endpoint_failed=True, error=openai.InternalServerError),
     504: Rule(CONGESTED, endpoint_failed=True, error=openai.InternalServerError),
 }
+# HTTP 404 whose body says the model is unknown (OpenAI's code; the test endpoint's): the name, not the address
+MODEL_NOT_FOUND = _fatal(openai.NotFoundError, "the endpoint serves no model of that name",
+                         "check the model name ($PYTERRIER_NUGGETS_MODEL, --model): GET <base URL>/models lists the "
+                         "names an endpoint serves")
 SERVER_ERROR = Rule(RETRY, endpoint_failed=True, error=openai.InternalServerError)  # any other 5xx
 OTHER_STATUS = Rule(FAILED)  # any other status (a 3xx, a 4xx not above)
 # by exception kind
@@ -188,7 +192,11 @@ def classify(error: BaseException) -> Rule:
     if isinstance(error, openai.APIConnectionError):
         return NO_CONNECTION
     if isinstance(error, openai.APIStatusError):
-        return REFUSED_PARAMETER if refusal(error) is not None else status_rule(error.status_code)
+        if refusal(error) is not None:
+            return REFUSED_PARAMETER
+        if error.status_code == 404 and _code(error) == "model_not_found":
+            return MODEL_NOT_FOUND
+        return status_rule(error.status_code)
     if isinstance(error, (ValueError, TypeError)):
         return MALFORMED
     return OTHER_ERROR
@@ -203,6 +211,14 @@ def fatal_cause(rule: Rule, error: BaseException) -> str:
     """What a fatal row says of ``error``: the status, the endpoint's own words, the fix."""
     return rule.cause.format(status=getattr(error, "status_code", None), message=_message(error),
                              error=f"{type(error).__name__}: {error}")
+
+
+def _code(error: BaseException) -> object:
+    """The ``code`` of an OpenAI error body (``model_not_found``, ...), or None."""
+    body = getattr(error, "body", None)
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        body = body["error"]
+    return body.get("code") if isinstance(body, dict) else None
 
 
 def _message(error: BaseException) -> str:

@@ -113,3 +113,22 @@ def dataset_collection(dataset_id: str, qids: Sequence[str] | None = None,
 
     key = "ds-" + dataset_id.split("/")[0].replace("/", "_")
     return Collection(dataset_id, topics, qrels, ds.docs_store(), docs, key)
+
+
+def topic_texts(value: str, option: str = "--topics") -> dict[str, str]:
+    """The topics' texts of a TSV file (``qid<TAB>text``) or of an ir_datasets id's queries (``--topics`` of
+    ``trec-rag``, ``arena`` and ``report``).
+
+    :param value: the file or the id.
+    :param option: how the command line names it, for the error.
+    """
+    if os.path.isfile(value):
+        return dict(formats.read_topics_tsv(value))
+    import ir_datasets
+
+    import datasets_ext  # noqa: F401  (registers the ids)
+    try:
+        dataset = ir_datasets.load(value)
+    except KeyError:
+        raise InvalidInput(f"{option} {value!r} is neither a file nor an ir_datasets id") from None
+    return {q.query_id: q.default_text() for q in dataset.queries_iter()}

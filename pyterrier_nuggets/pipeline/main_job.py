@@ -46,6 +46,10 @@ from pyterrier_nuggets.pipeline.nuggets import JobNuggets, NuggetSource, nugget_
 from pyterrier_nuggets.pipeline.retrievers import VECTOR_CACHE, default_index_dir, retrieve
 from pyterrier_nuggets.pipeline.systems import SystemSpec
 
+#: the multiple-testing correction of the joint table's tests (every system against the first, on every measure with a
+#: better direction): Holm's, as ``table --correction holm`` (decisions.md, decision 18)
+CORRECTION = "holm"
+
 
 @dataclass
 class SystemResult:
@@ -106,6 +110,8 @@ class MainJobOptions:
         :class:`~pyterrier_nuggets.judges.failures.TooManyFailures` instead of making a table.
     :param overwrite: replace the outputs of an earlier run in the output folder (a folder holding anything else
         is refused all the same: :class:`~pyterrier_nuggets.formats.folders.OutputFolder`).
+    :param plot_titles: a title inside each plot (default); ``False``: none, each plot's caption written beside it
+        (``NAME.caption.txt``), as papers put it in the caption.
     """
     index_dir: str | os.PathLike | None = None
     plots: bool = True
@@ -113,6 +119,7 @@ class MainJobOptions:
     on_invalid: str = "refuse"
     max_failed_share: float = MAX_FAILED_SHARE
     overwrite: bool = False
+    plot_titles: bool = True
 
 
 def evaluation_condition(nuggets: NuggetSource, systems: Sequence[SystemSpec], judges: Judges) -> str:
@@ -205,7 +212,7 @@ class MainJob:
         table = self._table(results, nuggets, failed)
         if options.plots:
             from pyterrier_nuggets.evaluation.plots import write_plots
-            self.files += write_plots(table, self.out_dir)
+            self.files += write_plots(table, self.out_dir, titles=options.plot_titles)
         return MainJobResult(table, results, nuggets.frame, evaluation_condition(self.nuggets, self.systems, judges),
                              self.files, dict(llm.stats) if llm is not None else {}, time.time() - start, self.notes,
                              failed)
@@ -355,7 +362,8 @@ class MainJob:
             log("nDCG@10 left out: a system has no retrieved segments (give --run NAME=PATH) or there are no qrels")
         table = joint_table([System(r.spec.name, r.evaluation, r.retrieved if has_retrieval else None)
                              for r in results], formats.nugget_qrels(nuggets.frame),
-                            segment_qrels if has_retrieval else None, answer_measures=measures)
+                            segment_qrels if has_retrieval else None, answer_measures=measures,
+                            correction=CORRECTION)
         table.provenance = {"nuggets": self.nuggets.describe(self.llm)}
         if any(not s.assignments for s in self.systems):
             table.provenance["assignment"] = self.judges.describe_assignment()

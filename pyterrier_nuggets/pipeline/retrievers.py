@@ -135,10 +135,10 @@ def retrieve(system: SystemSpec, collection: Collection, index_dir, cache: dict)
     :param cache: retriever name -> its results, shared by the systems of a job (each retriever runs once).
     """
     topics = collection.topics
-    if system.run:
-        run = pt.io.read_results(system.run)
-        run = run.astype({"qid": str, "docno": str})
-        run = run[run["qid"].isin(topics["qid"])].drop(columns=["query"], errors="ignore")
+    if system.run:  # the package's one reader of runs (a file of another form is one line naming it)
+        run = pd.DataFrame(formats.read_run_rows(system.run), columns=["qid", "docno", "score"])
+        run["rank"] = run.groupby("qid", sort=False)["score"].rank(method="first", ascending=False).astype(int)
+        run = run[run["qid"].isin(topics["qid"])]
         return run.merge(topics, on="qid")
     if system.retriever is None:
         return None

@@ -50,6 +50,8 @@ from pyterrier_nuggets.formats import (
 from pyterrier_nuggets.formats.files import RUN_FILE_SUFFIXES, read_tsv
 from pyterrier_nuggets.formats.folders import MANIFEST as OUTPUTS_MANIFEST
 from pyterrier_nuggets.formats.folders import OutputFolder
+from pyterrier_nuggets.formats.judging_io import FILE as JUDGING
+from pyterrier_nuggets.formats.judging_io import JudgingManifest, read_judging
 from pyterrier_nuggets.formats.shard_io import MANIFEST, Manifest, read_manifest
 from pyterrier_nuggets.records import Answer, Battle, RubricVerdict, SupportJudgment
 
@@ -125,6 +127,8 @@ class Folder:
     queries: dict[str, str] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)  # who judged, named by the files
     shard: Manifest | None = None  # the manifest of a --shard I/N run's folder
+    judging: JudgingManifest | None = None  # who judged each measure (trec-rag's judging.json)
+    on_invalid: str = "refuse"  # what the report does with invalid labels (report --on-invalid)
     notes: list[str] = field(default_factory=list)  # what the folder lacks of its command's output, said in the report
     missing: dict[str, list[str]] = field(default_factory=dict)  # system -> its files the folder lacks, and what
 
@@ -145,20 +149,26 @@ def _system_of(file: str, suffix: str) -> str:
     return os.path.basename(file)[: -len(suffix)]
 
 
-def read_folder(path: str) -> Folder:
+def read_folder(path: str, on_invalid: str = "refuse") -> Folder:
     """Read every file of the package's output folder ``path`` that the report shows (module docstring).
 
     :param path: an output folder of ``demo``, ``table --out``, ``trec-rag``, ``arena``, ``ikat`` or the annotation
         tool's ``export``.
+    :param on_invalid: a nugget or assignment file with invalid labels (real files have importance ``failed`` and
+        free-text assignments) is refused (``"refuse"``, default) or read without those nuggets (``"drop"``): the
+        report then says what it dropped, per file and topic.
     :raises InvalidInput: a folder that holds none of them, or a file its reader refuses (file, line, field).
     """
     if not os.path.isdir(path):
         raise InvalidInput(f"{path}: not a folder; give an output folder of demo, trec-rag, arena, ikat, table --out "
                            "or annotate export")
-    folder = Folder(path)
+    folder = Folder(path, on_invalid=on_invalid)
     lost = _lost_outputs(path)
     if os.path.isfile(os.path.join(path, MANIFEST)):
         folder.shard = read_manifest(path)
+    if os.path.isfile(os.path.join(path, JUDGING)):
+        folder.judging = read_judging(os.path.join(path, JUDGING))
+        folder.files.append(os.path.join(path, JUDGING))
     _scores(folder)
     _answers(folder)
     _judgments(folder)
@@ -173,6 +183,7 @@ def read_folder(path: str) -> Folder:
                            "battles.jsonl, ikat.csv, manifest.json of an annotation export): give the folder a "
                            "command wrote (docs/report.md)")
     _trec_rag_files(folder)
+    _judging_notes(folder)
     _shard(folder)
     _note_lost(folder, lost)
     for note in folder.notes:
@@ -225,7 +236,7 @@ def joint_table_scores(prefix: str) -> Scores:
     note, alpha, baseline = "", None, None
     if os.path.isfile(prefix + ".md"):
         note = _table_note(prefix + ".md")
-        found = re.search(r"significantly different from (.+?) \(.*?p < ([0-9.]+)", note)
+        found = re.search(r"significantly (?:higher/lower than|different from) (.+?) \(.*?p < ([0-9.]+)", note)
         if found:
             baseline, alpha = found.group(1), float(found.group(2))
     return Scores(per_query, table.means, table.pvalues if baseline else None, note, baseline, alpha,
@@ -319,10 +330,13 @@ def _answers(folder: Folder) -> None:
     for file in _glob(path, "*.assignments.jsonl") + _glob(os.path.join(path, "runs"), "*.assignments.jsonl"):
         if os.path.basename(file) == "assignments.jsonl":
             continue  # the export's file of all runs: runs/RUN.assignments.jsonl has the same, by run
-        _keep(folder, folder.assigned, formats.read_assignments(file).answers, file)
+        data = formats.read_assignments(file, on_invalid=folder.on_invalid)
+        _dropped(folder, file, data.invalid)
+        _keep(folder, folder.assigned, data.answers, file)
     nuggets = os.path.join(path, "nuggets.jsonl")
     if os.path.isfile(nuggets):
-        folder.nuggets = formats.read_nuggets(nuggets)
+        folder.nuggets = formats.read_nuggets(nuggets, on_invalid=folder.on_invalid)
+        _dropped(folder, nuggets, folder.nuggets.invalid)
         for qid, query in folder.nuggets.queries.items():
             if query:
                 folder.queries.setdefault(qid, query)
@@ -336,6 +350,19 @@ def _answers(folder: Folder) -> None:
     if os.path.isfile(relevance):
         folder.grades = {(q, d): g for q, d, g in formats.read_qrels_rows(relevance)}
         folder.grades_source = shown_path(relevance)
+
+
+def _dropped(folder: Folder, file: str, report) -> None:
+    """What ``--on-invalid drop`` left out of one file, in a note of the report (per topic, the labels)."""
+    if not report:
+        return
+    topics = report.per_topic()
+    values = sorted({f"{i.field} {i.value!r}" for i in report.items})
+    folder.notes.append(f"{shown_path(file)}: {len(report.items)} nugget(s) with invalid labels in {len(topics)} "
+                        f"topic(s) dropped (report --on-invalid drop): {', '.join(values[:6])}"
+                        + (" ..." if len(values) > 6 else "") + "; topics " + ", ".join(
+                            f"{q} ({n})" for q, n in list(topics.items())[:12]) + (" ..." if len(topics) > 12 else "")
+                        + ". Those nuggets are left out of the drill-downs; the scores are the file's as written")
 
 
 def _keep(folder: Folder, mapping: dict, records: Iterable, file: str) -> None:
@@ -402,6 +429,27 @@ def _trec_rag_files(folder: Folder) -> None:
             folder.notes.append(f"{shown_path(folder.path)} lacks {'; '.join(lacks)}: the scores of run {run} are "
                                 "shown, but its drill-downs lack what those files hold (they were deleted or not "
                                 "copied; the same trec-rag command with --overwrite writes them again)")
+
+
+def _judging_notes(folder: Folder) -> None:
+    """What the folder's judging manifest says was dropped, failed or left out, in notes of the report."""
+    m = folder.judging
+    if m is None:
+        return
+    for step in m.steps:
+        if step.dropped:
+            topics = list(dict.fromkeys(str(d.get("qid")) for d in step.dropped))
+            folder.notes.append(f"{m.command} dropped {len(step.dropped)} item(s) with invalid labels of "
+                                f"{step.source.get('file', 'its input')} (--on-invalid drop) in {len(topics)} topic(s): "
+                                + ", ".join(topics[:10]) + (" ..." if len(topics) > 10 else "")
+                                + f"; the {step.step} and its measures are without them")
+        if step.failed:
+            folder.notes.append(f"{len(step.failed)} {step.step} judgment(s) failed in {shown_path(folder.path)} "
+                                f"(first: topic {step.failed[0].get('qid')}, {step.failed[0].get('error')}): never "
+                                "scored; the same command again completes them")
+    if m.left_out:
+        folder.notes.append(f"{len(m.left_out)} topic(s) left out of every run's scores in {shown_path(folder.path)} "
+                            "(a judge failed on them): " + ", ".join(f"{q} ({s})" for q, s in list(m.left_out.items())[:8]))
 
 
 def _lost_outputs(path: str) -> list[str]:
@@ -523,7 +571,7 @@ def _ikat(folder: Folder) -> None:
 @dataclass
 class Texts:
     """Segment texts and relevance grades the folders do not hold (``--collection``, ``--dataset``, ``--docs``,
-    ``--segment-qrels``), and answers given beside them (``--answers``)."""
+    ``--segment-qrels``), topic texts (``--topics``), and answers given beside them (``--answers``)."""
 
     docstore: object = None
     grades: dict[Key, int] = field(default_factory=dict)
@@ -531,19 +579,23 @@ class Texts:
     grades_source: str = ""
     queries: dict[str, str] = field(default_factory=dict)
     answers: list[Answer] = field(default_factory=list)
+    answer_files: dict[str, list[str]] = field(default_factory=dict)  # file -> its runs (as named in the report)
 
 
 def read_texts(collection: str | None = None, dataset: str | None = None, docs: str | None = None,
-               segment_qrels: str | None = None, answers: Sequence[str] = ()) -> Texts:
+               segment_qrels: str | None = None, answers: Sequence[str] = (), topics: str | None = None) -> Texts:
     """The texts, grades and answers the report adds to the folders (each optional).
 
     :param collection: a collection folder in the sample's form (its docs, qrels and topics).
     :param dataset: an ir_datasets id (its docs store, qrels and queries).
     :param docs: a document JSONL for the segment texts.
     :param segment_qrels: TREC qrels for the relevance grades.
-    :param answers: answer files (TREC RAG 2024/2025/2026).
+    :param answers: answer files (TREC RAG 2024/2025/2026); ``NAME=FILE`` reads a file of one run as the system
+        ``NAME`` (its run id differs from the name the folders give the system).
+    :param topics: the topics' texts: a TSV ``qid<TAB>text`` or an ir_datasets id (e.g. the ``--topics`` given to
+        ``trec-rag``).
     """
-    from pyterrier_nuggets.pipeline.collections import dataset_collection, sample_collection
+    from pyterrier_nuggets.pipeline.collections import dataset_collection, sample_collection, topic_texts
     out = Texts()
     if collection is not None or dataset is not None:
         c = sample_collection(collection) if collection is not None else dataset_collection(dataset)
@@ -556,9 +608,32 @@ def read_texts(collection: str | None = None, dataset: str | None = None, docs: 
     if segment_qrels is not None:
         out.grades = {(q, d): g for q, d, g in formats.read_qrels_rows(segment_qrels)}
         out.grades_source = shown_path(segment_qrels)
-    for path in answers:
-        out.answers += formats.read_answers(path)
+    if topics is not None:
+        out.queries.update(topic_texts(topics))
+    for given in answers:
+        system, path = answer_file(given)
+        read = formats.read_answers(path)
+        if system is not None:
+            runs = list(dict.fromkeys(a.run_id for a in read))
+            if len(runs) > 1:
+                raise InputError(path, None, "run_id", f"holds {len(runs)} runs ({', '.join(runs[:5])}): --answers "
+                                 f"{system}=FILE names the system of a file of one run",
+                                 "give each run's answers in a file of their own, or the file without SYSTEM=")
+            from dataclasses import replace
+            read = [replace(a, run_id=system) for a in read]
+        out.answers += read
+        out.answer_files[path] = list(dict.fromkeys(a.run_id for a in read))
     return out
+
+
+def answer_file(given: str) -> tuple[str | None, str]:
+    """``(system, path)`` of an ``--answers`` value: ``NAME=FILE``, or a file (``None``: its run ids name the
+    systems). A path that exists is a path, even with an ``=`` in it."""
+    if "=" in given and not os.path.exists(given):
+        system, path = given.split("=", 1)
+        if system and path:
+            return system, path
+    return None, given
 
 
 def segment_texts(docstore: object, docnos: Sequence[str]) -> dict[str, str]:

@@ -6,11 +6,18 @@ A report folder::
     index.html          the overview: the leaderboard of every measure (significance marks, the arena rating with
                         its interval), who judged, the per-topic heat map and the topic table (sort, filter, the
                         difference of two systems); every number links to its drill-down
-    topic.html          the drill-down of a (system, topic), or two systems side by side (topic.html#topic=...)
+    topic.html          the drill-down of a (system, topic), or two systems side by side (topic.html#topic=...),
+                        and the topic's nuggets and rubric criteria against every system
+    arena.html          the arena: ratings with intervals, the win-rate matrix, position bias, each system's losses
+                        (when the folders have battles or a leaderboard)
+    judges.html         two judges' labels side by side (``--second-judge``): agreement, the disagreements per topic
     assets/report.js, report.css
-    data/index.js       systems, topics, measures, labels (small: every page loads it)
+    data/index.js       systems, topics, measures with their judges and topic counts, labels (small: every page
+                        loads it)
     data/measure-K.js   one measure's systems x topics values, loaded when the measure is shown
     data/topic-K.js     everything about one topic, loaded when it is opened
+    data/arena.js, data/judges.js   the arena and the judges' comparison, loaded by their pages
+    data/answers-S.js   one system's answer texts, loaded when the answers are searched
 
 The pages open from the file system (``file://``): Chromium refuses ``fetch()`` of local files there, so each data
 file is a script that hands its JSON to ``PNReport.receive(kind, key, data)``, loaded on demand. The JSON in these
@@ -23,6 +30,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -34,16 +42,26 @@ from datasets_ext.nugget_parser import sub_narrative_rows
 from ir_measures_ext import ids, scoring
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.evaluation.calibration import natural_key
-from pyterrier_nuggets.evaluation.table import arena_interval_text, arena_note, paired_pvalues
-from pyterrier_nuggets.formats import LeaderboardRow, shown_label, shown_path
+from pyterrier_nuggets.evaluation.table import (
+    MARKS,
+    arena_interval_text,
+    arena_note,
+    paired_direction,
+    paired_pvalues,
+    significance_note,
+)
+from pyterrier_nuggets.formats import InputError, LeaderboardRow, shown_label, shown_path
 from pyterrier_nuggets.formats.folders import OutputFolder
 from pyterrier_nuggets.report.folders import Folder, Scores, Texts, segment_texts, support_label
+from pyterrier_nuggets.report.provenance import Judge, judge_kind, measure_judges
 
 ASSETS = ("report.js", "report.css")
 PREFERRED = ("V_strict", "Recall_NtN", "Recall_NtR", "RubricScore", "nDCG@10")  # the heat map's first measure
 ALPHA = 0.05  # the level of the report's own paired tests (scores without p-values)
-# labels of judges whose numbers mean nothing as a judge's: shown with a warning in every page
-NOT_A_JUDGE = ("baseline", "embedded", "TEST ENDPOINT", "not a judge")
+CORRECTION = "holm"  # and their correction over the table, as the main job's (decisions.md, decision 18)
+# the provenance keys that name a judge (a label of another key, e.g. the generator or the segment texts, is never
+# marked "not a judge": a generator is not a judge)
+JUDGE_KEYS = ("nuggets", "assignment", "assignments", "support", "rubric", "verdicts", "arena", "matcher", "judges")
 
 
 @dataclass
@@ -58,11 +76,15 @@ class Report:
     measures: list[str] = field(default_factory=list)
     per_query: pd.DataFrame | None = None
     means: pd.DataFrame | None = None
-    marks: dict[tuple[str, str], bool] = field(default_factory=dict)
+    marks: dict[tuple[str, str], str] = field(default_factory=dict)  # (system, measure) -> "↑" or "↓"
     pvalues: dict[tuple[str, str], float] = field(default_factory=dict)
     significance: str = ""
     note: str = ""
     labels: list[tuple[str, str]] = field(default_factory=list)
+    judges: dict[str, Judge] = field(default_factory=dict)  # measure (and "Arena") -> who judged it
+    counts: dict[tuple[str, str], int] = field(default_factory=dict)  # (system, measure) -> topics of its mean
+    unanswered: dict[str, set[str]] = field(default_factory=dict)  # system -> the topics it did not answer
+    second: Folder | None = None  # a second judge's labels of the same systems (--second-judge)
     notes: list[str] = field(default_factory=list)  # what the folders lack (a shard, a run's files, the battles)
     arena: list[LeaderboardRow] = field(default_factory=list)
     folders: list[Folder] = field(default_factory=list)
@@ -76,7 +98,8 @@ class Report:
 
 # ------------------------------------------------------------------------------------------------- merging
 
-def merge(folders: Sequence[Folder], texts: Texts, title: str | None = None, baseline: str | None = None) -> Report:
+def merge(folders: Sequence[Folder], texts: Texts, title: str | None = None, baseline: str | None = None,
+          second: Folder | None = None) -> Report:
     """The report of ``folders`` (at most one with scores) and the texts, grades and answers given beside them.
 
     :param folders: what the output folders hold (:func:`~pyterrier_nuggets.report.folders.read_folder`).
@@ -84,23 +107,30 @@ def merge(folders: Sequence[Folder], texts: Texts, title: str | None = None, bas
     :param title: the report's title (default: what the folders are).
     :param baseline: for scores without tests, the system the report's paired t-tests are against (default: the
         first).
+    :param second: a folder of the same systems whose labels came from another judge (``--second-judge``): its
+        nugget assignments and support labels are shown beside the folders', the disagreements marked.
     """
     scored = [f for f in folders if f.scores is not None]
     if len(scored) > 1:
         raise InvalidInput(f"{len(scored)} of the folders have scores ({', '.join(f.path for f in scored)}): give one "
-                           "folder with scores; others may add answers, battles or judgments of the same systems")
-    report = Report(title or _title(folders), folders=list(folders), texts=texts)
-    report.notes = [note for f in folders for note in f.notes]
+                           "folder with scores; others may add answers, battles or judgments of the same systems (a "
+                           "second judge of the same answers: --second-judge DIR)")
+    report = Report(title or _title(folders), folders=list(folders), texts=texts, second=second)
+    report.notes = [note for f in folders for note in f.notes] + (second.notes if second is not None else [])
     report.sources = [{"path": shown_path(f.path), "kinds": f.kinds, "files": len(f.files)} for f in folders]
+    named = list(dict.fromkeys(s for f in folders for s in f.systems()))
+    _check_answer_files(texts, named)
     for f in folders:
         for a in texts.answers:
             f.answers.setdefault((a.run_id, a.qid), a)
     scores = scored[0].scores if scored else None
-    systems = [s for f in folders for s in f.systems()] + [a.run_id for a in texts.answers]
+    systems = named + [a.run_id for a in texts.answers]
     report.systems = list(dict.fromkeys(systems))
+    if second is not None:
+        _check_second(report, second)
     if scores is not None:
         _scores(report, scores, baseline)
-    report.queries = {**texts.queries, **{q: t for f in folders for q, t in f.queries.items()}}
+    report.queries = {**{q: t for f in folders for q, t in f.queries.items()}, **texts.queries}
     topics = _topics_with_data(folders)
     if report.per_query is not None:
         topics |= set(report.per_query["qid"])
@@ -113,7 +143,70 @@ def merge(folders: Sequence[Folder], texts: Texts, title: str | None = None, bas
         raise InvalidInput(f"the folders name system(s) ({', '.join(report.systems[:5])}) but no topic: nothing to "
                            "report")
     _index(report)
+    _counts_and_unanswered(report)
+    report.judges = _judges(report)
     return report
+
+
+def _check_answer_files(texts: Texts, named: list[str]) -> None:
+    """An ``--answers`` file whose run ids are no system of the folders is refused: it would add a system of n/a
+    beside the one the folders score (a run id that differs from the system's name)."""
+    if not named:
+        return
+    for path, runs in texts.answer_files.items():
+        strangers = [r for r in runs if r not in named]
+        if strangers:
+            raise InputError(path, None, "run_id", f"run(s) {', '.join(strangers[:5])} are no system of the folders "
+                             f"({', '.join(named[:8])}{', ...' if len(named) > 8 else ''}): their answers would be a "
+                             "system without scores beside the one the folders score",
+                             "give --answers NAME=FILE to read a file of one run as that system")
+
+
+def _check_second(report: Report, second: Folder) -> None:
+    """The second judge's folder must judge systems of the report, with labels the report compares."""
+    mine = set(report.systems)
+    theirs = {s for s, _ in (*second.assigned, *second.support)}
+    if not theirs:
+        raise InvalidInput(f"--second-judge {second.path}: holds no nugget assignments or support labels to compare")
+    if not theirs & mine:
+        raise InvalidInput(f"--second-judge {second.path}: judges system(s) {', '.join(sorted(theirs)[:5])}, none of "
+                           f"the report's ({', '.join(report.systems[:5])})")
+
+
+def _counts_and_unanswered(report: Report) -> None:
+    """Over how many topics each mean runs (its per-topic values, decisions.md, decision 13), and the topics each
+    system did not answer: as the judging manifest says, else from the answers the folders hold (a system the folders
+    have no answer of is not said to have left any unanswered: the report cannot know)."""
+    if report.per_query is not None and len(report.per_query):
+        defined = report.per_query[report.per_query["value"].notna()]
+        for (system, measure), n in defined.groupby(["system", "measure"])["qid"].nunique().items():
+            report.counts[system, measure] = int(n)
+    manifests = [f.judging for f in report.folders if f.judging is not None]
+    if manifests:
+        for run, info in manifests[0].runs.items():
+            report.unanswered[run] = {str(q) for q in info.get("unanswered", [])}
+        return
+    scored: dict[str, set[str]] = {}
+    for system, qid in report.topic_scores:
+        scored.setdefault(system, set()).add(qid)
+    for system in report.systems:
+        answered = {q for f in report.folders for mapping in (f.answers, f.support, f.matches)
+                    for s, q in mapping if s == system}
+        answered |= {q for f in report.folders for (s, q), a in f.assigned.items()
+                     if s == system and a.answer_text is not None}
+        if answered:
+            report.unanswered[system] = scored.get(system, set()) - answered
+
+
+def _judges(report: Report) -> dict[str, Judge]:
+    labels = dict(report.labels)
+    manifest = next((f.judging for f in report.folders if f.judging is not None), None)
+    arena_judge = "; ".join(sorted({r.judge for r in report.arena if r.judge}))
+    kinds = {k for f in report.folders for k in f.kinds}
+    grades = ("the main job's collection (its segment qrels)" if "main job" in kinds else
+              "the qrels given to ikat" if "iKAT" in kinds or "PTKB" in kinds else "")
+    return measure_judges(report.measures + (["Arena"] if report.arena else []), labels, manifest, arena_judge,
+                          grades)
 
 
 def _title(folders: Sequence[Folder]) -> str:
@@ -160,7 +253,7 @@ def _scores(report: Report, scores: Scores, baseline: str | None) -> None:
     systems = list(scores.means.index)
     if scores.pvalues is not None:
         alpha = scores.alpha if scores.alpha is not None else ALPHA
-        report.significance = (f"† = significantly different from {scores.baseline} (p < {alpha:g}), as "
+        report.significance = (f"↑/↓ = significantly higher/lower than {scores.baseline} (p < {alpha:g}), as "
                                f"{scores.source} states it")
         pvalues = scores.pvalues
     elif len(systems) > 1:
@@ -168,10 +261,11 @@ def _scores(report: Report, scores: Scores, baseline: str | None) -> None:
         if base not in systems:
             raise InvalidInput(f"--baseline {base}: not a system of the scores ({', '.join(systems)})")
         alpha = ALPHA
-        pvalues = paired_pvalues(scores.per_query, base)
-        report.significance = (f"† = significantly different from {base} (paired t-test on the topics both have, "
-                               f"p < {alpha:g}, not corrected), computed by the report from the per-topic scores of "
-                               f"{scores.source}, which states no test")
+        pvalues = paired_pvalues(scores.per_query, base, correction=CORRECTION, alpha=alpha)
+        tests = int(pvalues.notna().to_numpy().sum())
+        untested = [m for m in report.measures if pvalues[m].isna().all()] if tests else []
+        report.significance = significance_note(base, "t", alpha, CORRECTION, tests, untested).rstrip(".") + \
+            f", computed by the report from the per-topic scores of {scores.source}, which states no test"
         scores.baseline = base
     else:
         return
@@ -180,12 +274,13 @@ def _scores(report: Report, scores: Scores, baseline: str | None) -> None:
             p = float(pvalues.loc[s, m]) if s in pvalues.index and m in pvalues.columns else math.nan
             if not math.isnan(p):
                 report.pvalues[s, m] = p
-                report.marks[s, m] = s != scores.baseline and p < alpha
+                if s != scores.baseline and p < alpha and _better(m) is not None:  # never a mark on a length
+                    report.marks[s, m] = MARKS.get(paired_direction(scores.per_query, s, scores.baseline, m), "")
 
 
 def _labels(report: Report, folders: Sequence[Folder], texts: Texts) -> list[tuple[str, str]]:
-    """Who made each number: the scores' provenance, the judges the files name, the texts given; no endpoint
-    address (:func:`~pyterrier_nuggets.formats.shown_label`)."""
+    """Who made each number: the scores' provenance, the judges the files name, the texts given; the endpoint's
+    address left out where it is shown (:func:`~pyterrier_nuggets.formats.shown_label`)."""
     labels: dict[str, str] = {}
     for f in folders:
         if f.scores is not None:
@@ -199,11 +294,25 @@ def _labels(report: Report, folders: Sequence[Folder], texts: Texts) -> list[tup
                 labels[key] = "; ".join(f"{', '.join(names)}: {v}" for v, names in groups.items())
         for key, value in f.labels.items():
             labels.setdefault(key, value)
-        if "trec-rag" in f.kinds:
-            labels.setdefault("judges", f"not recorded in {shown_path(f.path)} (trec-rag writes the judges' model "
-                                        "into no file: it printed them; say it in --title)")
+        if f.judging is not None:
+            for step in f.judging.steps:
+                if step.judge.kind != "counted":
+                    labels.setdefault(step.step, step.judge.label + (
+                        f" (on {step.source['file']}: {step.source.get('items')} items, {step.source.get('topics')} "
+                        "topics)" if step.source.get("file") else ""))
+        elif "trec-rag" in f.kinds:
+            labels.setdefault("judges", f"not recorded in {shown_path(f.path)} (written before trec-rag recorded its "
+                                        "judges in judging.json: the same command with --overwrite writes it)")
         if f.matches:
             labels.setdefault("matches", f"{shown_path(f.path)}/ikat.matches.jsonl (the matcher's decisions)")
+    if report.second is not None:
+        second = report.second
+        named = [v for k, v in second.labels.items() if k in JUDGE_KEYS]
+        if second.judging is not None:
+            named = [f"{s.step}: {s.judge.label}" for s in second.judging.steps if s.judge.kind != "counted"]
+        elif second.scores is not None:
+            named = [f"{k}: {v}" for k, v in second.scores.provenance.items() if k in JUDGE_KEYS]
+        labels["second judge"] = f"{shown_path(second.path)}: " + ("; ".join(named) or "not recorded")
     if texts.source:
         labels["segment texts"] = texts.source
     grades = texts.grades_source or next((f.grades_source for f in folders if f.grades_source), "")
@@ -211,9 +320,13 @@ def _labels(report: Report, folders: Sequence[Folder], texts: Texts) -> list[tup
     return [(k, shown_label(str(v))) for k, v in labels.items()]
 
 
-def not_a_judge(label: str) -> bool:
-    """A label of a baseline, the embedded tiny model or the test endpoint: its numbers mean nothing as a judge's."""
-    return any(word.lower() in label.lower() for word in NOT_A_JUDGE)
+def not_a_judge(key: str, label: str) -> bool:
+    """A judge's label (not the generator's, nor a text's source) of a baseline, the embedded tiny model or the test
+    endpoint: its numbers mean nothing as a judge's."""
+    from pyterrier_nuggets.formats.judging_io import NOT_A_JUDGE
+    if key not in JUDGE_KEYS and key != "second judge":
+        return False
+    return judge_kind(label) in NOT_A_JUDGE or any(judge_kind(part) in NOT_A_JUDGE for part in label.split("; "))
 
 
 # ---------------------------------------------------------------------------------------------- the data
@@ -236,15 +349,58 @@ def _number(v) -> float | None:
 
 
 def index_data(report: Report) -> dict:
-    """``data/index.js``: what every page needs (systems, topics, measures, labels)."""
+    """``data/index.js``: what every page needs (systems, topics, measures with their judges and topic counts,
+    labels, the topics each system did not answer)."""
+    topic_index = {q: i for i, q in enumerate(report.topics)}
     return {"title": report.title, "systems": report.systems,
             "topics": [{"id": q, "query": report.queries.get(q, ""), "file": topic_file(i)}
                        for i, q in enumerate(report.topics)],
-            "measures": [{"name": m, "file": measure_file(i)} for i, m in enumerate(report.measures)],
+            "measures": [{"name": m, "file": measure_file(i), "judge": report.judges[m].to_json(),
+                          "topics": _topic_counts(report, m), "definition": definition(m), "better": _better(m)}
+                         for i, m in enumerate(report.measures)],
+            "arena_judge": report.judges["Arena"].to_json() if "Arena" in report.judges else None,
             "default_measure": next((m for m in PREFERRED if m in report.measures),
                                     next((m for m in report.measures if m != "AnswerWords"), None)),
-            "labels": [[k, v, not_a_judge(v)] for k, v in report.labels],
+            "labels": [[k, v, not_a_judge(k, v)] for k, v in report.labels],
+            "unanswered": {str(report.systems.index(s)): sorted(topic_index[q] for q in qs if q in topic_index)
+                           for s, qs in report.unanswered.items() if s in report.systems and qs},
+            "answers": [s for s in report.systems if _has_answers(report, s)],
+            "pages": {"arena": bool(report.arena or any(f.battles for f in report.folders)),
+                      "judges": report.second is not None},
             "significance": report.significance, "note": report.note, "notes": report.notes}
+
+
+def _better(measure: str) -> str | None:
+    """Which way a measure is better: ``higher``, ``lower`` (:data:`~pyterrier_nuggets.evaluation.measures.
+    LOWER_IS_BETTER`), or None (no better direction: answer length)."""
+    from pyterrier_nuggets.evaluation.measures import LOWER_IS_BETTER, NO_BEST
+    base = measure.split("(")[0]
+    return None if base in NO_BEST else "lower" if base in LOWER_IS_BETTER else "higher"
+
+
+def _topic_counts(report: Report, measure: str) -> list[int]:
+    """The topics each system's mean of ``measure`` runs over, one count per system (0: no mean)."""
+    return [report.counts.get((s, measure), 0) for s in report.systems]
+
+
+def definition(measure: str) -> str:
+    """What a measure is, for the page's hover: the first paragraph of its declaration (ir_measures_ext's or
+    ir_measures'), with its parameters; "" when ir_measures does not know it."""
+    import ir_measures
+    try:
+        parsed = ir_measures.parse_measure(measure)
+    except (ValueError, NameError, TypeError, SyntaxError):
+        return ""
+    doc = (type(parsed).__doc__ or "").strip().split("\n\n")[0]
+    text = " ".join(line.strip() for line in doc.splitlines())
+    params = getattr(parsed, "params", None) or {}
+    if params:
+        text += " Parameters: " + ", ".join(f"{k}={v!r}" for k, v in params.items()) + "."
+    return text
+
+
+def _has_answers(report: Report, system: str) -> bool:
+    return any(s == system for f in report.folders for s, _ in f.answers)
 
 
 def measure_file(i: int) -> str:
@@ -256,12 +412,15 @@ def topic_file(i: int) -> str:
 
 
 def measure_data(report: Report, measure: str) -> dict:
-    """``data/measure-K.js``: the systems x topics values of one measure (null: no score), and the means."""
+    """``data/measure-K.js``: the systems x topics values of one measure (null: no score), the means, and the range of
+    the values (the heat map's colour scale is this measure's range, stated in its caption)."""
     part = report.per_query[report.per_query["measure"] == measure]
     values = {(s, q): v for s, q, v in zip(part["system"], part["qid"], part["value"])}
+    finite = [float(v) for v in part["value"] if v is not None and math.isfinite(v)]
     return {"values": [[_number(values.get((s, q))) for q in report.topics] for s in report.systems],
             "means": [_number(report.means.loc[s, measure]) if s in report.means.index else None
-                      for s in report.systems]}
+                      for s in report.systems],
+            "range": [min(finite), max(finite)] if finite else None}
 
 
 def topic_data(report: Report, qid: str) -> dict:
@@ -282,7 +441,7 @@ def topic_data(report: Report, qid: str) -> dict:
     turn = next((f.turns[qid] for f in folders if qid in f.turns), None)
     return {"id": qid, "query": report.queries.get(qid, ""),
             "nuggets": nuggets["list"], "sub_narratives": nuggets["sub_narratives"],
-            "rubric": [{"text": c.text, "weight": c.weight, "tier": c.tier} for c in criteria],
+            "rubric": [{"text": c.text, "weight": c.weight, "tier": c.tier, "axis": c.axis} for c in criteria],
             "segments": {d: {"text": texts.get(d), "grade": grades.get(d)} for d in docnos},
             "systems": systems, "battles": _battles(report, qid), "turn": turn}
 
@@ -301,6 +460,8 @@ def _system_topic(report: Report, system: str, qid: str, nuggets: dict) -> dict:
     out: dict = {}
     if key in report.topic_scores:
         out["scores"] = {m: _number(v) for m, v in report.topic_scores[key].items()}
+    if qid in report.unanswered.get(system, ()):
+        out["unanswered"] = True
     for f in report.folders:
         if key in f.answers and "answer" not in out:
             out["answer"] = _answer(f.answers[key], f.support.get(key, []))
@@ -318,6 +479,14 @@ def _system_topic(report: Report, system: str, qid: str, nuggets: dict) -> dict:
             out["ikat"] = {"response": m.response, **{k: [{"id": d.id, "text": d.text, "matched": d.matched,
                                                            "score": _number(d.score)} for d in getattr(m, k)]
                                                      for k in ("ntr", "ntn_recall", "ntn_precision")}}
+    second = report.second
+    if second is not None:
+        if key in second.assigned:
+            a = second.assigned[key]
+            out["assignment_b"] = {n.id: x.assignment for n, x in zip(a.nuggets, a.assignments)}
+        if key in second.support:
+            out["support_b"] = {f"{j.sentence}:{j.citation}": support_label(j) for j in second.support[key]
+                                if j.citation is not None}
     if "assignment" in out and nuggets["sub_narratives"]:
         out["sub_narratives"] = _coverage(nuggets, out["assignment"])
     missing = [m for f in report.folders for m in f.missing.get(system, [])]
@@ -327,10 +496,12 @@ def _system_topic(report: Report, system: str, qid: str, nuggets: dict) -> dict:
 
 
 def _answer(answer, judgments) -> dict:
-    """The answer's sentences, each citation with the support label of its judgment (``unjudged`` without one)."""
+    """The answer's sentences, each citation with its reference number (``[n]``: the position of the cited segment in
+    the answer's references, 1-based) and the support label of its judgment (``unjudged`` without one)."""
     labels = {(j.sentence, j.citation): support_label(j) for j in judgments if j.citation is not None}
     return {"sentences": [{"text": s.text, "citations": [
-        {"docno": answer.references[c], "support": labels.get((j, k), ids.UNJUDGED) if judgments else None}
+        {"docno": answer.references[c], "n": c + 1,
+         "support": labels.get((j, k), ids.UNJUDGED) if judgments else None}
         for k, c in enumerate(s.citations)]} for j, s in enumerate(answer.sentences)],
         "judged": bool(judgments)}
 
@@ -352,8 +523,10 @@ def topic_link(qid: str, system: str) -> str:
 
 
 def _battles(report: Report, qid: str) -> list[dict]:
+    """The topic's battles; ``agree``: judged in both orders, whether the two orders named the same winner."""
     return [{"a": b.assistant_a, "b": b.assistant_b, "verdict": b.verdict, "winner": b.winner,
-             "verdicts": list(b.verdicts), "raw": list(b.raw), "error": b.error, "judge": shown_label(b.judge)}
+             "verdicts": list(b.verdicts), "agree": b.orders_agree, "raw": list(b.raw), "error": b.error,
+             "judge": shown_label(b.judge)}
             for b in report.topic_battles.get(qid, [])]
 
 
@@ -362,25 +535,57 @@ def _battles(report: Report, qid: str) -> list[dict]:
 def render(report: Report) -> dict[str, str]:
     """File (relative to the report folder) -> its text, for every page and data file."""
     import jinja2
+
+    from pyterrier_nuggets.report.views import answers_data, arena_data, judges_data
     env = jinja2.Environment(loader=jinja2.PackageLoader("pyterrier_nuggets.report", "templates"),
                              autoescape=True, undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
-    files = {"data/index.js": script_json("index", "", index_data(report))}
+    env.filters["definition"] = definition
+    env.filters["breakable"] = breakable
+    index = index_data(report)
+    files = {"data/index.js": script_json("index", "", index)}
     for i, m in enumerate(report.measures):
         files[f"data/{measure_file(i)}"] = script_json("measure", m, measure_data(report, m))
     for i, q in enumerate(report.topics):
         files[f"data/{topic_file(i)}"] = script_json("topic", q, topic_data(report, q))
+    for system in index["answers"]:
+        files[f"data/{answers_file(report.systems.index(system))}"] = script_json(
+            "answers", system, answers_data(report, system))
     context = {"report": report, "rows": leaderboard_rows(report), "not_a_judge": not_a_judge,
+               "pages": index["pages"], "judges": report.judges, "topic_ranges": topic_ranges(report),
                "arena_note": arena_note(report.arena) if report.arena and "Arena:" not in report.note else ""}
-    files["index.html"] = env.get_template("index.html").render(**context)
-    files["topic.html"] = env.get_template("topic.html").render(**context)
+    pages = ["index.html", "topic.html"]
+    if index["pages"]["arena"]:
+        files["data/arena.js"] = script_json("arena", "", arena_data(report))
+        pages.append("arena.html")
+    if index["pages"]["judges"]:
+        files["data/judges.js"] = script_json("judges", "", judges_data(report))
+        pages.append("judges.html")
+    for page in pages:
+        files[page] = env.get_template(page).render(**context)
     for name in ASSETS:
         files[f"assets/{name}"] = (resources.files("pyterrier_nuggets.report") / "static" / name).read_text("utf-8")
     return files
 
 
+def breakable(name: str) -> list[str]:
+    """A measure's name in the pieces a header may wrap between (before a capital, after ``(``, ``,``, ``=``, ``_``):
+    ``SupportP(cite='all_judged')`` wraps as ``Support|P(|cite=|'all_|judged')``, so that 19 measures fit a window."""
+    return [p for p in re.split(r"(?<=[(,=_])|(?<=[a-z])(?=[A-Z])", name) if p]
+
+
+def answers_file(i: int) -> str:
+    return f"answers-{i:03d}.js"
+
+
 def leaderboard_rows(report: Report) -> list[dict]:
-    """One row per system: its means (4 decimals shown, the full value kept), marks, arena rating."""
+    """One row per system: its means (4 decimals shown, the full value kept), marks, the topics of each mean, the
+    arena rating."""
     arena = {r.run_id: r for r in report.arena}
+    fought: dict[str, str] = {}
+    for q in report.topics:
+        for b in report.topic_battles.get(q, []):
+            for s in b.pair:
+                fought.setdefault(s, q)
     rows = []
     for s in report.systems:
         cells = []
@@ -388,13 +593,23 @@ def leaderboard_rows(report: Report) -> list[dict]:
             v = report.means.loc[s, m] if report.means is not None and s in report.means.index else math.nan
             cells.append({"measure": m, "value": None if math.isnan(v) else repr(float(v)),
                           "shown": "n/a" if math.isnan(v) else (f"{v:.1f}" if m == "AnswerWords" else f"{v:.4f}"),
-                          "mark": report.marks.get((s, m), False), "p": report.pvalues.get((s, m))})
+                          "mark": report.marks.get((s, m), ""), "p": report.pvalues.get((s, m)),
+                          "topics": report.counts.get((s, m), 0)})
         r = arena.get(s)
-        fought = next((q for q in report.topics for b in report.topic_battles.get(q, []) if s in b.pair), None)
         rows.append({"system": s, "cells": cells, "arena": None if r is None else {
             "score": f"{r.arena_score:.0f}", "value": repr(r.arena_score), "interval": arena_interval_text(r),
-            "link": topic_link(fought, s) if fought is not None else "#topics"}})
+            "link": topic_link(fought[s], s) if s in fought else "arena.html"}})
     return rows
+
+
+def topic_ranges(report: Report) -> dict[str, str]:
+    """Measure -> over how many topics its means run, as the leaderboard's second header row shows it: ``301``, or
+    ``289–301`` where the systems' differ."""
+    out = {}
+    for m in report.measures:
+        ns = sorted({n for (s, mm), n in report.counts.items() if mm == m and s in report.systems})
+        out[m] = "" if not ns else str(ns[0]) if len(ns) == 1 else f"{ns[0]}–{ns[-1]}"
+    return out
 
 
 def report_folder(out: str, inputs: Sequence[str], overwrite: bool = False) -> OutputFolder:

@@ -6,8 +6,10 @@ request (the header ``X-Pyterrier-Nuggets-Stage``, :data:`~pyterrier_nuggets.llm
 the request body or its cache key). It names itself in every reply (``system_fingerprint``), so every table made
 with it says that it is a test endpoint.
 
-Standard library only (``http.server`` in a thread). It answers ``POST /v1/chat/completions`` with, in order of
-precedence:
+Standard library only (``http.server`` in a thread). As a real server does, it answers only under ``/v1`` (a base
+URL without it gets HTTP 404, OpenAI's "Invalid URL" body) and, when given ``models``, only those model names (another
+gets HTTP 404 with OpenAI's ``model_not_found`` body; ``GET /v1/models`` lists them): so a wrong address or model
+name can be rehearsed. It answers ``POST /v1/chat/completions`` with, in order of precedence:
 
 1. the next scripted :class:`Reply` of ``script`` (a queue; e.g. a 429 with Retry-After, then a 500, or a reply
    held until the test sets an event), sent as it is;
@@ -63,10 +65,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from ir_measures_ext.errors import InvalidInput
 from pyterrier_nuggets.llm.config import STAGE_HEADER, TEST_ENDPOINT_FINGERPRINT
+from pyterrier_nuggets.ports import PortInUse, in_use
 from pyterrier_nuggets.testing.profiles import PROFILES, ServerProfile
 
 INVALID = "I am not sure what you mean."  # an answer no parser of the package accepts
 BACKLOG = 2048  # connections waiting to be accepted: above the widest client (256 in flight per process, several)
+API_PREFIX = "/v1"  # the paths a real OpenAI-compatible server answers under (Azure's end in /openai/v1)
 
 
 @dataclass
@@ -112,6 +116,25 @@ def completion(content: str, model: str = "fake", prompt_tokens: int = 10, compl
         "usage": usage or {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                            "total_tokens": prompt_tokens + completion_tokens},
     }
+
+
+def invalid_url(method: str, path: str) -> dict:
+    """OpenAI's error body for a path it does not serve (HTTP 404), e.g. a base URL without ``/v1``.
+
+    :param method: ``POST`` or ``GET``.
+    :param path: the path asked for.
+    """
+    return {"error": {"message": f"Invalid URL ({method} {path})", "type": "invalid_request_error", "param": None,
+                      "code": None}}
+
+
+def model_not_found(model: object) -> dict:
+    """OpenAI's error body for a model name it does not serve (HTTP 404).
+
+    :param model: the name asked for.
+    """
+    return {"error": {"message": f"The model `{model}` does not exist or you do not have access to it.",
+                      "type": "invalid_request_error", "param": None, "code": "model_not_found"}}
 
 
 def first_prompt(body: dict) -> str:
@@ -212,7 +235,10 @@ class TestEndpoint:
         ``stats["hold_timeouts"]`` counts replies let go after ``hold_timeout`` seconds without their barrier being
         reached (a client that never had that many in flight).
     :param hold_timeout: the longest a reply is held (a bound on a failing test, not a measurement).
-    :param port: the port on 127.0.0.1 (0: any free one).
+    :param port: the port on 127.0.0.1 (0: any free one); a port in use is refused (:class:`~pyterrier_nuggets.ports.
+        PortInUse`).
+    :param models: the model names it serves (another gets HTTP 404, ``model_not_found``, as from a real server);
+        ``None`` (the default): any name.
     :param profile: a server to emulate (:data:`~.profiles.PROFILES`: ``"openai-reasoning"``, ``"think"``, ...; or a
         :class:`~.profiles.ServerProfile`): the parameters it refuses, with its error body, where the thinking goes,
         the structured output it takes, its usage. Scripted replies are sent as they are.
@@ -232,7 +258,8 @@ class TestEndpoint:
                  invalid_when: Callable[[dict], bool] | None = None, batch_polls: int = 2,
                  batch_error: Callable[[dict], int | None] | None = None, batch_script: list[Reply] | None = None,
                  hold_until: int | Sequence[int] = (),
-                 hold_timeout: float = 60.0, port: int = 0, profile: str | ServerProfile | None = None):
+                 hold_timeout: float = 60.0, port: int = 0, profile: str | ServerProfile | None = None,
+                 models: Sequence[str] | None = None):
         _check_options(latency=latency, retry_after=retry_after, quota_window=quota_window, port=port,
                        max_in_flight=max_in_flight, quota=quota)
         if isinstance(profile, str):
@@ -240,6 +267,9 @@ class TestEndpoint:
                 raise InvalidInput(f"no test endpoint profile {profile!r}: one of {', '.join(PROFILES)}")
             profile = PROFILES[profile]
         self.profile = profile
+        if isinstance(models, str) or (models is not None and not all(isinstance(m, str) and m for m in models)):
+            raise InvalidInput(f"TestEndpoint(models={models!r}): a list of model names, or None for any name")
+        self.models = None if models is None else tuple(models)
         self.latency = latency
         self.responder = responder
         self.script: deque[Reply] = deque(script or [])
@@ -261,7 +291,7 @@ class TestEndpoint:
         self.in_flight_seen: list[int] = []  # requests in flight when each chat request arrived
         self.stats = dict(chat_requests=0, accepted=0, rejected=0, quota_rejected=0, injected_errors=0,
                           invalid_replies=0, peak_in_flight=0, uploads=0, batches=0, polls=0, batch_requests=0,
-                          batch_errors=0, batch_scripted=0, hold_timeouts=0)
+                          batch_errors=0, batch_scripted=0, hold_timeouts=0, unknown_model=0)
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict] = {}
         self._in_flight = 0
@@ -294,16 +324,16 @@ class TestEndpoint:
                 data = self.rfile.read(length)
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 path = self.path.split("?")[0]
-                if path.endswith("/chat/completions"):
+                if path.endswith(API_PREFIX + "/chat/completions"):
                     server._chat(self, json.loads(data or b"{}"), headers, path)
-                elif path.endswith(("/files", "/batches")) and self._scripted():
+                elif path.endswith((API_PREFIX + "/files", API_PREFIX + "/batches")) and self._scripted():
                     pass
-                elif path.endswith("/files"):
+                elif path.endswith(API_PREFIX + "/files"):
                     self._json(200, server._upload(headers.get("content-type", ""), data))
-                elif path.endswith("/batches"):
+                elif path.endswith(API_PREFIX + "/batches"):
                     self._json(200, server._create_batch(json.loads(data or b"{}")))
                 else:
-                    self._json(404, {"error": {"message": f"not found: POST {path}"}})
+                    self._json(404, invalid_url("POST", path))
 
             def do_GET(self):
                 path = self.path.split("?")[0]
@@ -318,8 +348,12 @@ class TestEndpoint:
                 elif path == "/_fake/stats":
                     with server._lock:
                         self._json(200, dict(server.stats, in_flight=server._in_flight))
+                elif path.endswith(API_PREFIX + "/models"):
+                    self._json(200, {"object": "list", "data": [{"id": m, "object": "model", "created": 0,
+                                                                 "owned_by": "pyterrier-nuggets-test-endpoint"}
+                                                                for m in server.models or ()]})
                 else:
-                    self._json(404, {"error": {"message": f"not found: GET {path}"}})
+                    self._json(404, invalid_url("GET", path))
 
             def _scripted(self) -> bool:
                 """The next reply of ``batch_script`` sent to this Batch API request, if there is one."""
@@ -357,13 +391,36 @@ class TestEndpoint:
                 if not isinstance(sys.exc_info()[1], ConnectionError):  # a client that went away: nothing to say
                     super().handle_error(request, client_address)
 
-        self._httpd = Server(("127.0.0.1", port), Handler)
+        try:
+            self._httpd = Server(("127.0.0.1", port), Handler)
+        except OSError as e:
+            if in_use(e):
+                raise PortInUse("127.0.0.1", port, "the test endpoint") from None
+            raise
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
                                         daemon=True)
 
     # ------------------------------------------------------------------------------------ chat
 
+    def serves(self, model: object) -> bool:
+        """Whether the endpoint serves ``model`` (any name without ``models``).
+
+        :param model: the ``model`` of a request.
+        """
+        return self.models is None or model in self.models
+
     def _chat(self, handler, body: dict, headers: dict, path: str = "/v1/chat/completions") -> None:
+        if not self.serves(body.get("model")):
+            with self._lock:
+                self.requests.append(body)
+                self.headers.append(headers)
+                self.paths.append(path)
+                self.in_flight_seen.append(self._in_flight)
+                self.stats["chat_requests"] += 1
+                self.stats["unknown_model"] += 1
+                self._changed.notify_all()
+            handler._json(404, model_not_found(body.get("model")))
+            return
         now = time.monotonic()
         with self._lock:
             self.requests.append(body)
@@ -514,6 +571,8 @@ class TestEndpoint:
             request = json.loads(line)
             status = self.batch_error(request["body"]) if self.batch_error else None
             refused = self.profile.refusal(request["body"]) if self.profile is not None else None
+            if not self.serves(request["body"].get("model")):
+                refused = 404, model_not_found(request["body"].get("model"))
             if refused is not None:
                 errors.append({"id": f"batch_req_{i}", "custom_id": request["custom_id"], "error": None,
                                "response": {"status_code": refused[0], "request_id": f"req_{i}", "body": refused[1]}})
