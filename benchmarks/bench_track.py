@@ -25,13 +25,13 @@ For each number of runs (``--runs``, default 3 10 30), from a fresh cache and ou
 Before each timed command the script waits (in steps of 30 s, at most ``--max-wait`` seconds in all) while the
 machine's 1-minute load is above ``--quiet-load`` (other users' work), and prints the load it ran at.
 
-``--transports`` runs the command on each HTTP transport named (``transports.py``: ``package``, ``hand-written``,
-``http.client``, ``sdk``), taking turns, ``--repeat`` times each, every time from a fresh cache and output folder, on
-the same server and beside the same practical floor: an A/B in one run.
+``--transports`` runs the command on each HTTP transport named (``transports.py``: ``package``, ``http.client``,
+``sdk``), taking turns, ``--repeat`` times each, every time from a fresh cache and output folder, on the same server
+and beside the same practical floor: an A/B in one run.
 
     .venv/bin/python benchmarks/bench_track.py                     # the figures of docs/benchmarks.md
     .venv/bin/python benchmarks/bench_track.py --runs 1 --latency 0.2   # a quick look
-    .venv/bin/python benchmarks/bench_track.py --runs 3 --kill-runs 0 --transports hand-written http.client sdk \
+    .venv/bin/python benchmarks/bench_track.py --runs 3 --kill-runs 0 --transports package http.client sdk \
         --repeat 2                                                  # which HTTP client under the LLM client
 """
 from __future__ import annotations

@@ -11,12 +11,15 @@ it: a POST of a JSON body with a few headers. :class:`KeepAliveTransport` sends 
 The request goes out in one write: the head, made once per client, and the body. The reply is read from a buffered
 reader made once per connection: the status line, the headers and a body of ``Content-Length`` bytes, of chunks
 (``Transfer-Encoding: chunked``) or up to the end of the connection; 1xx replies are skipped. That is what the
-standard library's ``http.client`` does for such a request, at 0.06 instead of 0.15 ms of CPU per request (it
+standard library's ``http.client`` does for such a request, at 0.07 instead of 0.15 ms of CPU per request (it
 parses each reply's headers with the ``email`` package, makes a reader per reply and writes the head and the body
-separately: docs/benchmarks.md, "A whole track from the command line"); its limits are kept (a line of at most 64 KiB,
-at most 100 headers). It is written here because no maintained library does this job at that cost: ``h11``, the
-sans-I/O HTTP/1.1 library under httpx, takes as much CPU per request as ``http.client`` (``benchmarks/
-bench_transport.py``).
+separately); its limits are kept (a line of at most 64 KiB, at most 100 headers). It is written here because no
+maintained library does this job at that cost, and because the cost shows at track level: in an A/B of whole
+``trec-rag`` commands taking turns (docs/benchmarks.md, "Which HTTP client under the LLM client"), the same job on
+``http.client`` took 0.11 ms more CPU per call at 256 in flight and 0.19 ms more at 64, in every turn, for the same
+wall time; ``h11``, the sans-I/O HTTP/1.1 library under httpx, takes as much CPU per request as ``http.client``, and
+the SDK's own path (httpx's pool) 2.5-2.9 ms per call (``benchmarks/bench_transport.py``, ``bench_track.py
+--transports``).
 
 Its errors are the SDK's classes, so that the classification table (:mod:`.retry`) reads them as it reads the
 SDK's: ``openai.APIConnectionError`` (no connection, or a reply that is not HTTP), ``openai.APITimeoutError``, and
@@ -25,7 +28,6 @@ the ``APIStatusError`` subclass of each status (:func:`~.retry.status_error`: ``
 """
 from __future__ import annotations
 
-import http.client
 import json
 import re
 import socket
@@ -43,6 +45,7 @@ try:  # the HTTP library of the openai SDK: httpx2 from openai 3, httpx before
     import httpx2 as _http
 except ImportError:  # pragma: no cover - depends on the installed SDK
     import httpx as _http
+
 
 def keep_alive_possible(base_url: str | None) -> bool:
     """Whether :class:`KeepAliveTransport` can serve this endpoint: http(s), and no proxy configured for it."""
@@ -239,74 +242,3 @@ def _read_chunks(reader: BinaryIO) -> bytes:
     while _line(reader) not in (b"\r\n", b"\n", b""):  # trailers
         pass
     return b"".join(parts)
-
-
-class HttpClientTransport:
-    """The same job as :class:`KeepAliveTransport` with the standard library's ``http.client``: one keep-alive
-    connection per thread (the candidate of the A/B in docs/benchmarks.md)."""
-
-    def __init__(self, base_url: str, api_key: str, timeout: float, headers: dict[str, str] | None = None):
-        parts = urlsplit(base_url)
-        self.https = parts.scheme == "https"
-        self.host, self.port = parts.hostname, parts.port or (443 if self.https else 80)
-        self.prefix = parts.path.rstrip("/")
-        self.timeout = timeout
-        self.headers = {"Content-Type": "application/json", "Accept": "application/json",
-                        "Authorization": f"Bearer {api_key}", "User-Agent": "pyterrier-nuggets", **(headers or {})}
-        self._ssl = ssl.create_default_context() if self.https else None
-        self._local = threading.local()
-        self._request = _http.Request("POST", base_url)  # what the SDK's error classes carry
-
-    def _connection(self) -> http.client.HTTPConnection:
-        con = getattr(self._local, "con", None)
-        if con is None:
-            if self.https:
-                con = http.client.HTTPSConnection(self.host, self.port, timeout=self.timeout, context=self._ssl)
-            else:
-                con = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
-            self._local.con = con
-        return con
-
-    def _drop(self) -> None:
-        con = getattr(self._local, "con", None)
-        if con is not None:
-            con.close()
-            self._local.con = None
-
-    def post(self, path: str, body: dict, headers: dict[str, str] | None = None) -> tuple[dict, int, dict[str, str]]:
-        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
-        sent = {**self.headers, **headers} if headers else self.headers
-        for attempt in (0, 1):
-            fresh = getattr(self._local, "con", None) is None
-            try:
-                con = self._connection()
-                con.request("POST", self.prefix + path, body=data, headers=sent)
-                reply = con.getresponse()
-                raw = reply.read()
-                break
-            except TimeoutError as exc:
-                self._drop()
-                raise openai.APITimeoutError(request=self._request) from exc
-            except (http.client.RemoteDisconnected, ConnectionError) as exc:
-                self._drop()
-                if attempt or fresh:  # a new connection that fails is the server's, not an idle close
-                    raise openai.APIConnectionError(message=f"Connection error ({exc}).", request=self._request) \
-                        from exc
-            except http.client.BadStatusLine as exc:
-                self._drop()
-                raise openai.APIConnectionError(message=f"Connection error (not an HTTP/1.x reply: {exc}).",
-                                                request=self._request) from exc
-            except (OSError, http.client.HTTPException) as exc:
-                self._drop()
-                raise openai.APIConnectionError(message=f"Connection error ({exc}).", request=self._request) from exc
-        headers = {k.lower(): v for k, v in reply.getheaders()}
-        if reply.will_close:
-            self._drop()
-        if reply.status >= 300:
-            raise self._status_error(reply.status, headers, raw)
-        return json.loads(raw), reply.status, headers
-
-    _status_error = KeepAliveTransport._status_error
-
-    def close(self) -> None:
-        self._drop()
