@@ -25,8 +25,14 @@ For each number of runs (``--runs``, default 3 10 30), from a fresh cache and ou
 Before each timed command the script waits (in steps of 30 s, at most ``--max-wait`` seconds in all) while the
 machine's 1-minute load is above ``--quiet-load`` (other users' work), and prints the load it ran at.
 
+``--transports`` runs the command on each HTTP transport named (``transports.py``: ``package``, ``http.client``,
+``sdk``), taking turns, ``--repeat`` times each, every time from a fresh cache and output folder, on the same server
+and beside the same practical floor: an A/B in one run.
+
     .venv/bin/python benchmarks/bench_track.py                     # the figures of docs/benchmarks.md
     .venv/bin/python benchmarks/bench_track.py --runs 1 --latency 0.2   # a quick look
+    .venv/bin/python benchmarks/bench_track.py --runs 3 --kill-runs 0 --transports package http.client sdk \
+        --repeat 2                                                  # which HTTP client under the LLM client
 """
 from __future__ import annotations
 
@@ -38,6 +44,7 @@ import os
 import platform
 import random
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -50,10 +57,11 @@ sys.path.insert(0, HERE)
 
 from bench_llm import ServerProcess  # noqa: E402
 from floor import practical_floor  # noqa: E402
+from transports import TRANSPORTS  # noqa: E402
 
-REAL = os.path.join(ROOT, "..", "shared", "data", "trec-rag-2024")
-REAL_RUN = os.path.join(REAL, "runs", "baseline_rag24.test_gpt-4o_top20.answers.jsonl")
-REAL_NUGGETS = os.path.join(REAL, "nuggets.rag24.llm-mistral.jsonl")
+DATA = os.path.join(ROOT, "..", "shared", "data")  # beside the repository (--data: elsewhere)
+RUN_FILE = os.path.join("trec-rag-2024", "runs", "baseline_rag24.test_gpt-4o_top20.answers.jsonl")
+NUGGETS_FILE = os.path.join("trec-rag-2024", "nuggets.rag24.llm-mistral.jsonl")
 CITATIONS = (0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3)  # the real run's shares: 42/26/19/13%
 
 
@@ -61,14 +69,15 @@ def words(rng: random.Random, vocabulary: list[str], n: int) -> str:
     return " ".join(rng.choice(vocabulary) for _ in range(n))
 
 
-def write_inputs(folder: str, runs: int, real: bool) -> dict[str, object]:
-    """The answer files (one per run), the nuggets and the cited segments' texts; what they hold."""
+def write_inputs(folder: str, runs: int, data: str | None) -> dict[str, object]:
+    """The answer files (one per run), the nuggets and the cited segments' texts (the real run's of ``data``, or
+    synthetic ones when it is None); what they hold."""
     rng = random.Random(0)
     vocabulary = [f"w{i}" for i in range(5000)]
-    if real:
-        base = [json.loads(line) for line in open(REAL_RUN, encoding="utf-8")]
+    if data is not None:
+        base = [json.loads(line) for line in open(os.path.join(data, RUN_FILE), encoding="utf-8")]
         topics = [(a["topic_id"], a["topic"], a["references"], a["answer"]) for a in base]
-        nuggets = [json.loads(line) for line in open(REAL_NUGGETS, encoding="utf-8")]
+        nuggets = [json.loads(line) for line in open(os.path.join(data, NUGGETS_FILE), encoding="utf-8")]
     else:
         topics, nuggets = [], []
         for t in range(301):
@@ -112,8 +121,13 @@ def wait_for_quiet(args, budget: list[float]) -> float:
     return os.getloadavg()[0]
 
 
-def command(inputs: dict, base_url: str, cache: str, out: str, extra=()) -> list[str]:
-    argv = [sys.executable, "-c", "import sys; from pyterrier_nuggets.cli import main; sys.exit(main())", "trec-rag"]
+def command(inputs: dict, base_url: str, cache: str, out: str, extra=(), transport: str = "package") -> list[str]:
+    """The ``trec-rag`` command line, on the HTTP ``transport`` named (``transports.py``)."""
+    if transport == "package":
+        argv = [sys.executable, "-c", "import sys; from pyterrier_nuggets.cli import main; sys.exit(main())"]
+    else:
+        argv = [sys.executable, os.path.join(HERE, "transports.py"), transport]
+    argv.append("trec-rag")
     for path in inputs["answers"]:
         argv += ["--answers", path]
     return argv + ["--nuggets", inputs["nuggets"], "--on-invalid", "drop", "--support", "--docs", inputs["docs"],
@@ -159,14 +173,20 @@ def main() -> None:
     parser.add_argument("--width", type=int, default=256, help="requests the server takes in flight (default 256)")
     parser.add_argument("--latency", type=float, default=1.0, help="seconds per reply (default 1)")
     parser.add_argument("--synthetic", action="store_true", help="synthetic answers even where the real run is")
+    parser.add_argument("--data", default=DATA, help="the folder of the real data (default ../shared/data)")
     parser.add_argument("--extra", default="", help="more options of the command, e.g. --extra '--concurrency 256'")
+    parser.add_argument("--transports", nargs="+", default=["package"], choices=TRANSPORTS,
+                        help="the HTTP transports to run the command on, taking turns (transports.py)")
+    parser.add_argument("--repeat", type=int, default=1, help="times each transport runs each number of runs")
     parser.add_argument("--quiet-load", type=float, default=1.0)
     parser.add_argument("--max-wait", type=float, default=1200.0)
     args = parser.parse_args()
-    real = not args.synthetic and os.path.exists(REAL_RUN) and os.path.exists(REAL_NUGGETS)
+    real = not args.synthetic and all(os.path.exists(os.path.join(args.data, f)) for f in (RUN_FILE, NUGGETS_FILE))
+    data = args.data if real else None
     print(f"{datetime.date.today().isoformat()}, {os.cpu_count()} cores, {platform.processor() or platform.machine()}, "
           f"Python {platform.python_version()}; server: {args.width} in flight, {args.latency:g} s per reply; answers: "
-          f"{'the real TREC RAG 2024 GPT-4o baseline run' if real else 'synthetic'}", flush=True)
+          f"{'the real TREC RAG 2024 GPT-4o baseline run' if real else 'synthetic'}; transports: "
+          f"{', '.join(args.transports)} x {args.repeat}", flush=True)
     budget = [args.max_wait]
     rows = []
     with tempfile.TemporaryDirectory() as tmp, \
@@ -174,55 +194,60 @@ def main() -> None:
         for runs in args.runs:
             folder = os.path.join(tmp, f"r{runs}")
             os.makedirs(folder)
-            inputs = write_inputs(folder, runs, real)
+            inputs = write_inputs(folder, runs, data)
             print(f"{runs} runs x {inputs['topics']} topics: {inputs['objects']:.1f} answer objects and "
                   f"{inputs['citations']:.1f} citations per answer, {inputs['nuggets per topic']:.1f} nuggets per topic",
                   flush=True)
-            cache, out = os.path.join(folder, "cache.sqlite"), os.path.join(folder, "out")
-            argv = command(inputs, server.base_url, cache, out, args.extra.split())
-            load = wait_for_quiet(args, budget)
-            first = run(argv, server, os.path.join(folder, "first.log"))
-            if first["status"] != 0:
-                sys.exit(f"the command failed ({first['status']}): see {folder}/first.log\n"
-                         + open(os.path.join(folder, "first.log")).read()[-3000:])
-            floor = practical_floor(server.base_url, first["calls"], args.width)
-            again_out = os.path.join(folder, "again")
-            again = run(command(inputs, server.base_url, cache, again_out, args.extra.split()), server,
-                        os.path.join(folder, "again.log"))
-            nominal = first["calls"] * args.latency / args.width
-            row = {"runs": runs, "load": load, **first, "nominal": nominal, "floor": floor, "cache": size_mb(cache),
-                   "again": again, "again same": same_outputs(out, again_out)}
-            print(f"  {first['calls']} calls ({first['rejected']} rejected), wall {first['wall']:.1f} s, nominal floor "
-                  f"{nominal:.1f} s, practical floor {floor:.1f} s: {first['wall'] / floor:.2f} x; CPU "
-                  f"{1000 * first['cpu'] / first['calls']:.2f} ms per call in all, "
-                  f"{1000 * (first['cpu'] - again['cpu']) / first['calls']:.2f} ms per LLM call; RSS "
-                  f"{first['rss']:.0f} MB; cache {row['cache']:.0f} MB; re-run {again['calls']} calls, "
-                  f"{again['wall']:.1f} s, outputs identical: {row['again same']} (load {load:.2f})", flush=True)
+            floor = None
+            reference = None  # the first run's outputs: every transport's must be byte-identical
+            for turn in range(args.repeat):
+                for transport in args.transports:
+                    here = os.path.join(folder, f"{transport}-{turn}")
+                    os.makedirs(here)
+                    row = one_run(args, server, inputs, here, budget, transport)
+                    if floor is None:
+                        floor = practical_floor(server.base_url, row["calls"], args.width)
+                    reference = reference or os.path.join(here, "out")
+                    row.update(runs=runs, floor=floor, transport=transport,
+                               same=same_outputs(reference, os.path.join(here, "out")))
+                    print(f"  [{transport}] {row['calls']} calls ({row['rejected']} rejected), wall {row['wall']:.1f} s, "
+                          f"nominal floor {row['nominal']:.1f} s, practical floor {floor:.1f} s: "
+                          f"{row['wall'] / floor:.2f} x; CPU {1000 * row['cpu'] / row['calls']:.2f} ms per call in all, "
+                          f"{1000 * (row['cpu'] - row['again']['cpu']) / row['calls']:.2f} ms per LLM call; RSS "
+                          f"{row['rss']:.0f} MB; cache {row['cache']:.0f} MB; re-run {row['again']['calls']} calls, "
+                          f"{row['again']['wall']:.1f} s, outputs identical: {row['again same']}, identical to the "
+                          f"first transport's: {row['same']} (load {row['load']:.2f})", flush=True)
+                    rows.append(row)
             if runs == args.kill_runs:
-                killed_cache = os.path.join(folder, "killed.sqlite")
-                resumed_out = os.path.join(folder, "resumed")
-                argv = command(inputs, server.base_url, killed_cache, resumed_out, args.extra.split())
-                killed = run(argv, server, os.path.join(folder, "killed.log"), kill_at=first["calls"] // 2)
-                resumed = run(argv, server, os.path.join(folder, "resumed.log"))
-                row["kill"] = {"killed at": killed["calls"], "resumed": resumed["calls"],
-                               "repeated": killed["calls"] + resumed["calls"] - first["calls"],
-                               "in flight": killed["in flight at the kill"],
-                               "status": resumed["status"], "same": same_outputs(out, resumed_out)}
-                print(f"  killed after {killed['calls']} calls ({killed['in flight at the kill']} in flight at the "
-                      f"server, unanswered), then the same command: {resumed['calls']} calls, "
-                      f"{row['kill']['repeated']} asked again; exit {resumed['status']}, outputs identical to the "
-                      f"uninterrupted run's: {row['kill']['same']}", flush=True)
-            rows.append(row)
+                rows[-1]["kill"] = killed_and_resumed(server, inputs, folder, reference, args.extra.split(),
+                                                      rows[-1]["calls"])
+                k = rows[-1]["kill"]
+                print(f"  killed after {k['killed at']} calls ({k['in flight']} in flight at the server, "
+                      f"unanswered), then the same command: {k['resumed']} calls, {k['repeated']} asked again; exit "
+                      f"{k['status']}, outputs identical to the uninterrupted run's: {k['same']}", flush=True)
     print()
-    print("| runs | calls | wall (s) | nominal floor (s) | practical floor (s) | **× practical floor** | CPU per call, "
-          "all (ms) | CPU per LLM call (ms) | peak RSS (MB) | cache (MB) | re-run: calls, wall (s) | load |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
+    several = len(args.transports) > 1
+    print(("| transport " if several else "") + "| runs | calls | wall (s) | nominal floor (s) | practical floor (s) | "
+          "**× practical floor** | CPU per call, all (ms) | CPU per LLM call (ms) | peak RSS (MB) | cache (MB) | "
+          "re-run: calls, wall (s) | load |")
+    print(("|---" if several else "") + "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
     for r in rows:
-        print(f"| {r['runs']} | {r['calls']:,} | {r['wall']:.1f} | {r['nominal']:.1f} | {r['floor']:.1f} | "
+        print((f"| {r['transport']} " if several else "") +
+              f"| {r['runs']} | {r['calls']:,} | {r['wall']:.1f} | {r['nominal']:.1f} | {r['floor']:.1f} | "
               f"**{r['wall'] / r['floor']:.2f}** | {1000 * r['cpu'] / r['calls']:.2f} | "
               f"{1000 * (r['cpu'] - r['again']['cpu']) / r['calls']:.2f} | {r['rss']:.0f} | {r['cache']:.0f} | "
               f"{r['again']['calls']}, {r['again']['wall']:.1f} (outputs identical: {r['again same']}) | "
               f"{r['load']:.2f} |")
+    if several:
+        print("\n| transport | runs | × practical floor, median | CPU per call, all (ms), median | CPU per LLM call (ms), "
+              "median | outputs identical to the first transport's |\n|---|---:|---:|---:|---:|---|")
+        for runs in args.runs:
+            for transport in args.transports:
+                mine = [r for r in rows if r["runs"] == runs and r["transport"] == transport]
+                print(f"| {transport} | {runs} | {statistics.median(r['wall'] / r['floor'] for r in mine):.2f} | "
+                      f"{statistics.median(1000 * r['cpu'] / r['calls'] for r in mine):.2f} | "
+                      f"{statistics.median(1000 * (r['cpu'] - r['again']['cpu']) / r['calls'] for r in mine):.2f} | "
+                      f"{all(r['same'] for r in mine)} |")
     for r in rows:
         if "kill" in r:
             k = r["kill"]
@@ -232,6 +257,36 @@ def main() -> None:
                   f"those {k['in flight']} and {k['repeated'] - k['in flight']} whose replies left the server in the "
                   f"instant of the kill, never read; exit {k['status']}, every output file "
                   f"identical to the uninterrupted run's: {k['same']}")
+
+
+def one_run(args, server: ServerProcess, inputs: dict, folder: str, budget: list[float], transport: str) -> dict:
+    """The command from a fresh cache and output folder, then again on its cache; what each took."""
+    cache, out = os.path.join(folder, "cache.sqlite"), os.path.join(folder, "out")
+    argv = command(inputs, server.base_url, cache, out, args.extra.split(), transport)
+    load = wait_for_quiet(args, budget)
+    first = run(argv, server, os.path.join(folder, "first.log"))
+    if first["status"] != 0:
+        sys.exit(f"the command failed ({first['status']}): see {folder}/first.log\n"
+                 + open(os.path.join(folder, "first.log")).read()[-3000:])
+    again_out = os.path.join(folder, "again")
+    again = run(command(inputs, server.base_url, cache, again_out, args.extra.split(), transport), server,
+                os.path.join(folder, "again.log"))
+    return {"load": load, **first, "nominal": first["calls"] * args.latency / args.width, "cache": size_mb(cache),
+            "again": again, "again same": same_outputs(out, again_out)}
+
+
+def killed_and_resumed(server: ServerProcess, inputs: dict, folder: str, reference: str, extra: list[str],
+                       calls: int) -> dict:
+    """The command killed (SIGKILL) once the server has taken half its ``calls``, then run again: what it asked again
+    and whether its outputs are those of the uninterrupted run (``reference``)."""
+    killed_cache = os.path.join(folder, "killed.sqlite")
+    resumed_out = os.path.join(folder, "resumed")
+    argv = command(inputs, server.base_url, killed_cache, resumed_out, extra)
+    killed = run(argv, server, os.path.join(folder, "killed.log"), kill_at=calls // 2)
+    resumed = run(argv, server, os.path.join(folder, "resumed.log"))
+    return {"killed at": killed["calls"], "resumed": resumed["calls"],
+            "repeated": killed["calls"] + resumed["calls"] - calls, "in flight": killed["in flight at the kill"],
+            "status": resumed["status"], "same": same_outputs(reference, resumed_out)}
 
 
 if __name__ == "__main__":

@@ -1,10 +1,12 @@
 """CPU per request of the HTTP/1.1 client under the LLM client's keep-alive transport, beside the maintained
 libraries that could do its job: the package's transport (``llm/transport.py``: one write per request, one buffered
-reader per connection), the standard library's ``http.client`` (what the transport used before) and ``h11`` (the
-sans-I/O HTTP/1.1 library under httpx's connection pool), each sending the same chat request on one keep-alive
-connection to the test endpoint in a process of its own and reading the reply as JSON, one thread, one request at
-a time. The figure is the sending thread's CPU (``time.thread_time``) per request, the median of ``--repeat``
-rounds of ``--requests`` requests, the three clients taking turns.
+reader per connection, the reply parsed by hand), the same job done by the standard library's ``http.client``
+(``transports.py``'s ``HttpClientTransport``, the candidate of the track-level A/B, ``bench_track.py --transports``)
+and the bare ``http.client`` calls under it, and ``h11`` (the sans-I/O HTTP/1.1 library under httpx's connection
+pool), each sending the same chat request on one keep-alive connection to the test endpoint in a process of its own
+and reading the reply as JSON, one thread, one request at a time. The figure is the sending thread's CPU
+(``time.thread_time``) per request, the median of ``--repeat`` rounds of ``--requests`` requests, the clients taking
+turns.
 
     .venv/bin/python benchmarks/bench_transport.py        # the figures of docs/benchmarks.md
 """
@@ -29,6 +31,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 from bench_llm import ServerProcess  # noqa: E402
+from transports import HttpClientTransport  # noqa: E402
 
 from pyterrier_nuggets.llm.config import STAGE_HEADER  # noqa: E402
 from pyterrier_nuggets.llm.transport import KeepAliveTransport  # noqa: E402
@@ -40,6 +43,11 @@ HEADERS = {"Content-Type": "application/json", "Accept": "application/json", "Au
 
 def package(base_url: str):
     transport = KeepAliveTransport(base_url, "EMPTY", 60)
+    return lambda: transport.post("/chat/completions", BODY, {STAGE_HEADER: "support"})
+
+
+def http_client_transport(base_url: str):
+    transport = HttpClientTransport(base_url, "EMPTY", 60)
     return lambda: transport.post("/chat/completions", BODY, {STAGE_HEADER: "support"})
 
 
@@ -84,7 +92,9 @@ def sans_io(base_url: str):
     return one
 
 
-CLIENTS = {"package transport (llm/transport.py)": package, "http.client (standard library)": standard_library,
+CLIENTS = {"package transport (llm/transport.py)": package,
+           "http.client transport (transports.py, the A/B's candidate)": http_client_transport,
+           "http.client (standard library, bare)": standard_library,
            f"h11 {h11.__version__} (sans-I/O, under httpx)": sans_io}
 
 

@@ -9,7 +9,8 @@ import time
 import openai
 import pytest
 
-from pyterrier_nuggets.llm import EndpointError, LLMClient
+from pyterrier_nuggets.llm import BatchOptions, EndpointError, LLMClient
+from pyterrier_nuggets.llm.batch import BatchError
 from pyterrier_nuggets.llm.options import RetryPolicy
 from pyterrier_nuggets.llm.retry import (
     CONGESTED,
@@ -23,6 +24,7 @@ from pyterrier_nuggets.llm.retry import (
     cannot_connect,
     classify,
     gone_away,
+    kind_of,
     next_wait,
     status_error,
     status_rule,
@@ -38,7 +40,7 @@ except ImportError:  # pragma: no cover - depends on the installed SDK
 # the table of the module docstring, written out: status -> (kind, the endpoint failed)
 TABLE = {
     302: (FAILED, False), 400: (FAILED, False), 401: (FATAL, False), 403: (FATAL, False), 404: (FATAL, False),
-    408: (FAILED, False), 409: (FAILED, False), 418: (FAILED, False), 422: (FAILED, False),
+    408: (CONGESTED, True), 409: (RETRY, False), 418: (FAILED, False), 422: (FAILED, False),
     429: (CONGESTED, False), 500: (RETRY, True), 502: (RETRY, True), 503: (CONGESTED, True), 504: (CONGESTED, True),
     599: (RETRY, True),
 }
@@ -139,7 +141,8 @@ def test_next_wait_honours_retry_after_within_the_bounds():
     policy = RetryPolicy(max_retries=3, backoff=1.0, max_backoff=5.0, max_retry_time=60.0)
     now = time.monotonic()
     assert 2.0 <= next_wait(policy, 2.0, 0, now) <= 2.4  # Retry-After, stretched by at most 20%
-    assert next_wait(policy, 30.0, 0, now) == 5.0  # capped at max_backoff
+    assert 30.0 <= next_wait(policy, 30.0, 0, now) <= 36.0  # never shortened: max_backoff bounds our backoff only
+    assert next_wait(RetryPolicy(max_retries=9, backoff=1.0, max_backoff=5.0), None, 6, now) == 5.0  # capped
     assert 2.0 <= next_wait(policy, None, 2, now) <= 4.0  # backoff 1 s doubling, drawn from its upper half
     assert next_wait(policy, None, 2, now, probing=True) <= PROBE_WAIT  # a connection probe waits briefly
     assert next_wait(policy, None, 3, now) is None  # max_retries asked again: it gives up
@@ -161,3 +164,95 @@ def test_gone_away_only_once_a_request_used_up_its_retries_without_a_connection(
     assert not gone_away(True, 0.5, refusing)  # the policy still waits (a server that restarts)
     assert not gone_away(False, None, refusing)  # the last failure was no connection failure: a failed request
     assert not gone_away(True, None, accepting)  # another endpoint (or another request) still gets through
+
+
+# ------------------------------------------------------------------ openai-python's rules, and where ours differ
+
+@pytest.fixture
+def waits(monkeypatch):
+    """Every wait of the client's retry loops, recorded instead of slept (the test endpoint has no latency: nothing
+    else of a test sleeps), so that a test reads how long a retry would wait without a clock."""
+    asked: list[float] = []
+    monkeypatch.setattr(time, "sleep", asked.append)
+    return asked
+
+
+@pytest.mark.parametrize("status, header, kind", [
+    (400, "true", RETRY), (422, "true", RETRY),  # a failed row the server says to retry: retried
+    (500, "false", FAILED), (429, "false", FAILED), (503, "false", FAILED),  # a retried row it says not to: failed
+    (429, "true", CONGESTED), (500, "true", RETRY), (400, "false", FAILED),  # the header agrees with the row
+    (401, "true", FATAL), (404, "true", FATAL),  # on purpose unlike openai-python: a wrong key stops the job
+    (500, "maybe", RETRY),  # only "true" and "false" count, as in openai-python
+])
+def test_x_should_retry_decides_whether_a_request_is_asked_again(status, header, kind):
+    error = status_error(status, "m", response(status, {"x-should-retry": header}), None)
+    assert kind_of(classify(error), error, answered=True) == kind
+    assert classify(error) is status_rule(status)  # the row itself stays (the adaptive limit reads it)
+
+
+@pytest.mark.parametrize("status, header, retried", [(400, "true", True), (500, "false", False),
+                                                     (429, "false", False)])
+def test_the_loop_obeys_x_should_retry(status, header, retried):
+    script = [Reply("first"), Reply(status=status, headers={"x-should-retry": header})]
+    with TestEndpoint(script=script, responder=lambda body: "again") as server:
+        llm = LLMClient(model="m", base_url=server.base_url, api_key="k", cache=None, progress=False,
+                        options=quick_options())
+        llm.chat([{"role": "user", "content": "first"}])
+        result = llm.chat(MESSAGES)
+        assert result.ok == retried and server.count == 2 + retried
+        assert llm.stats["retries"] == retried and llm.stats["failures"] == (not retried)
+        assert llm.limiter.stats["pushbacks"] == (status == 429)  # a 429 pushes back, retried or not
+
+
+def test_a_long_retry_after_is_honoured_not_cut_to_max_backoff(waits):
+    """A Retry-After of 120 s is waited for in full (openai-python: up to 120 s), though ``max_backoff`` is 60 s:
+    ``max_backoff`` bounds the client's own backoff; the server's word is bounded by ``max_retry_time`` only."""
+    script = [Reply(status=429, headers={"retry-after": "120"})]
+    with TestEndpoint(script=script, responder=lambda body: "again") as server:
+        llm = LLMClient(model="m", base_url=server.base_url, api_key="k", cache=None, progress=False)
+        assert llm.options.retry.max_backoff == 60.0
+        assert llm.chat(MESSAGES).text == "again" and server.count == 2
+    assert [w for w in waits if w >= 1] and 120.0 <= max(waits) <= 144.0
+
+
+def test_a_retry_after_beyond_max_retry_time_fails_the_request_at_once(waits):
+    script = [Reply(status=429, headers={"retry-after": "700"})]
+    with TestEndpoint(script=script, responder=lambda body: "again") as server:
+        llm = LLMClient(model="m", base_url=server.base_url, api_key="k", cache=None, progress=False)
+        result = llm.chat(MESSAGES)
+        assert not result.ok and "429" in result.error and server.count == 1
+    assert not [w for w in waits if w >= 1]  # no wait that could not end in an answer
+
+
+def batch_client(server, tmp_path, **retry):
+    return LLMClient(model="m", base_url=server.base_url, api_key="k", cache=tmp_path / "c.sqlite", progress=False,
+                     options=quick_options(retry=quick_retry(**retry), batch=BatchOptions(enabled=True, poll=0.01)))
+
+
+def test_a_batch_api_call_follows_the_one_retry_policy(tmp_path, waits):
+    """The Batch API's own calls (upload, creation, polls, download) are retried by the table and the waits of the chat
+    requests: a 429's Retry-After (here 7 s, longer than the old loop's 1 s) waited for in full, a 500 after the
+    policy's backoff (0.01 s), a 408 and a 409 retried too."""
+    script = [Reply(status=429, headers={"retry-after": "7"}), Reply(status=500), Reply(status=408),
+              Reply(status=409)]
+    with TestEndpoint(batch_script=script, responder=lambda body: "answered") as server:
+        llm = batch_client(server, tmp_path)
+        assert llm.map(llm.chat, [MESSAGES])[0].text == "answered"
+        assert server.stats["batch_scripted"] == 4 and server.stats["batches"] == 1 and server.count == 0
+    # the 429's Retry-After in full (the old loop waited 1 s), then the backoff (0.01 s doubling), then the polls
+    assert 7.0 <= waits[0] <= 8.4 and len(waits) >= 4 and all(w <= 0.08 for w in waits[1:]), waits
+
+
+def test_a_batch_api_call_is_not_retried_when_the_server_says_so_or_past_the_policy(tmp_path, waits):
+    with TestEndpoint(batch_script=[Reply(status=500, headers={"x-should-retry": "false"})]) as server:
+        with pytest.raises(BatchError, match="HTTP 500"):
+            batch_client(server, tmp_path).chat(MESSAGES)
+        assert server.stats["batch_scripted"] == 1
+    with TestEndpoint(batch_script=[Reply(status=503)] * 3) as server:
+        with pytest.raises(BatchError, match=r"HTTP 503.*gave up after 3 attempts"):
+            batch_client(server, tmp_path / "b", max_retries=2).chat(MESSAGES)
+        assert server.stats["batch_scripted"] == 3 and server.stats["uploads"] == 0
+    with TestEndpoint(batch_script=[Reply(status=401)]) as server:  # fatal: at once
+        with pytest.raises(BatchError, match="HTTP 401"):
+            batch_client(server, tmp_path / "c").chat(MESSAGES)
+        assert server.stats["batch_scripted"] == 1

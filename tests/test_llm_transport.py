@@ -1,7 +1,9 @@
 """The keep-alive transport (llm/transport.py) reads the replies HTTP/1.1 allows: a body of Content-Length bytes, of
 chunks or up to the end of the connection, 1xx replies before the real one, a connection the server closes while idle
-or after a reply; and it sends each request in one piece, with its headers. Against a server on 127.0.0.1 (a free
-port) that sends scripted bytes, one scripted reply per request it reads."""
+or after a reply; it keeps http.client's limits and raises the SDK's error classes (a status, no HTTP, a timeout, a
+new connection failing); and it sends each request in one piece, with its headers. Against a server on 127.0.0.1 (a
+free port) that sends scripted bytes, one scripted reply per request it reads. The same tests pass against the
+http.client transport of benchmarks/transports.py (the A/B of docs/benchmarks.md), but the 103 Early Hints."""
 from __future__ import annotations
 
 import json
@@ -99,6 +101,19 @@ def test_each_form_of_body_on_one_connection():
         assert json.loads(body) == {"model": "m", "messages": [{"role": "user", "content": "é"}]}
 
 
+def test_an_early_hints_reply_before_the_reply_is_skipped():
+    """A 103 Early Hints (a proxy's, with its Link header) before the reply is skipped like 100 Continue: the reply read
+    is the request's own, and the next request's reply is its own too (nothing left unread on the connection)."""
+    early = b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n"
+    second = json.dumps({"choices": [{"message": {"content": "second"}}]}).encode()
+    with ScriptedServer([early + reply(headers="X-Seen: first\r\n"), reply(body=second)]) as server:
+        transport = KeepAliveTransport(server.base_url, "key", timeout=10)
+        completion, status, headers = post(transport)
+        assert (completion, status, headers["x-seen"], "link" in headers) == (COMPLETION, 200, "first", False)
+        assert post(transport)[0]["choices"][0]["message"]["content"] == "second"
+        assert server.connections == 1
+
+
 def test_a_body_to_the_end_of_the_connection_and_connection_close():
     """A reply without length is read to the end of the connection, a ``Connection: close`` reply closes it, and the
     next request opens a new one."""
@@ -128,6 +143,46 @@ def test_an_idle_close_is_opened_again_once_and_a_status_is_the_sdks_error():
 
 
 def test_a_header_with_a_line_break_is_refused_before_anything_is_sent():
-    transport = KeepAliveTransport("http://127.0.0.1:9/v1", "key", timeout=10)
-    with pytest.raises(ValueError, match="invalid HTTP header"):
-        transport.post("/chat/completions", {}, {"X-Stage": "a\r\nInjected: yes"})
+    """A header value with a line break (a header injected) is refused before anything is sent, and the transport
+    sends the next request as if nothing happened."""
+    with ScriptedServer([reply()]) as server:
+        transport = KeepAliveTransport(server.base_url, "key", timeout=10)
+        with pytest.raises(ValueError, match="invalid HTTP header"):
+            transport.post("/chat/completions", {}, {"X-Stage": "a\r\nInjected: yes"})
+        assert post(transport)[0] == COMPLETION
+        assert len(server.requests) == 1 and b"Injected" not in server.requests[0][0]
+
+
+def test_a_new_connection_that_fails_is_the_servers_failure_not_an_idle_close():
+    """A connection just opened that the server closes without a reply is a connection error at once (not asked again
+    on another connection, as a kept connection closed while idle is)."""
+    with ScriptedServer([b"", ScriptedServer.CLOSE, reply()]) as server:
+        transport = KeepAliveTransport(server.base_url, "key", timeout=10)
+        with pytest.raises(openai.APIConnectionError):
+            post(transport)
+        assert post(transport)[0] == COMPLETION
+        assert server.connections == 2 and len(server.requests) == 2
+
+
+def test_a_reply_past_the_limits_is_a_connection_error_and_the_next_request_goes_on_a_new_connection():
+    """A line of more than 64 KiB and more than 100 headers (http.client's limits) are connection errors; the
+    connection is dropped and the next request opens a new one."""
+    long_line = reply(headers="X-Long: " + "a" * 65536 + "\r\n")
+    many = reply(headers="".join(f"X-H{i}: {i}\r\n" for i in range(101)))
+    with ScriptedServer([long_line, many, reply(headers="".join(f"X-H{i}: {i}\r\n" for i in range(90)))]) as server:
+        transport = KeepAliveTransport(server.base_url, "key", timeout=10)
+        for _ in range(2):
+            with pytest.raises(openai.APIConnectionError):
+                post(transport)
+        completion, status, headers = post(transport)
+        assert (completion, status, len(headers)) == (COMPLETION, 200, 91)
+        assert server.connections == 3
+
+
+def test_a_server_that_never_replies_is_the_sdks_timeout():
+    """A request sent to a server that takes it and never answers ends, after the client's timeout, in the SDK's
+    APITimeoutError (the table retries it), not a hang."""
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # listens (the connection is made) and never reads
+        transport = KeepAliveTransport(f"http://127.0.0.1:{silent.getsockname()[1]}/v1", "key", timeout=0.2)
+        with pytest.raises(openai.APITimeoutError):
+            post(transport)

@@ -138,12 +138,6 @@ def main(argv=None) -> int:
             code = args.func(args)
         _print_warnings(caught)
         return code
-    except KeyboardInterrupt:
-        llm_work = _interrupt_llm_work()
-        print(f"interrupted (exit {EXIT_INTERRUPTED})" + (": every LLM answer received so far is in the response "
-              "cache; run the same command again to go on (cached answers cost no call)" if llm_work else ""),
-              file=sys.stderr)
-        return EXIT_INTERRUPTED
     except (InvalidInput, SetupError, OSError) as e:  # our input, usage and set-up errors; a file not found
         print(f"error: {_one_line(e)}", file=sys.stderr)
         return EXIT_INPUT
@@ -155,6 +149,14 @@ def main(argv=None) -> int:
         print(f"pyterrier-nuggets: internal error (exit {EXIT_BUG}): this is a bug of pyterrier-nuggets, not of your "
               "input; please report it with the traceback above and the command line", file=sys.stderr)
         return EXIT_BUG
+    except BaseException as e:  # Ctrl-C, or the LLM work it cancelled
+        if not _interrupted(e):
+            raise
+        llm_work = _interrupt_llm_work()
+        print(f"interrupted (exit {EXIT_INTERRUPTED})" + (": every LLM answer received so far is in the response "
+              "cache; run the same command again to go on (cached answers cost no call)" if llm_work else ""),
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 def _llm_failure(e: Exception) -> bool:
@@ -163,6 +165,13 @@ def _llm_failure(e: Exception) -> bool:
     from pyterrier_nuggets.llm.batch import BatchError
     from pyterrier_nuggets.llm.retry import EndpointError
     return isinstance(e, (LLMStepError, EndpointError, BatchError))
+
+
+def _interrupted(e: BaseException) -> bool:
+    """Ctrl-C, or LLM work it cancelled (:class:`~pyterrier_nuggets.llm.scheduler.Cancelled`, where an LLM client was
+    made: its module is loaded)."""
+    scheduler = sys.modules.get("pyterrier_nuggets.llm.scheduler")
+    return isinstance(e, KeyboardInterrupt) or (scheduler is not None and isinstance(e, scheduler.Cancelled))
 
 
 def _interrupt_llm_work() -> bool:

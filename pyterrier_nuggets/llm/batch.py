@@ -12,10 +12,16 @@ as an error; it is not cached, so a later run asks it again.
 
 At most 50,000 requests and 190 MB go into one batch (OpenAI's limits are 50,000 and 200 MB); more are
 split over several batches of the same round.
+
+Each call of the workflow (upload, creation, poll, download) that fails is asked again as a chat request is: by the
+classification table and the waits of :mod:`.retry` (``Retry-After`` in full, ``x-should-retry``, the backoff) and the
+client's :class:`~.options.RetryPolicy` (``max_retries``, ``max_retry_time``); what is not retried, or still fails,
+stops the round with a :class:`BatchError`.
 """
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import time
 from collections.abc import Callable
@@ -23,8 +29,19 @@ from collections.abc import Callable
 import openai
 
 from pyterrier_nuggets.llm.cache import ResponseCache
+from pyterrier_nuggets.llm.options import RetryPolicy
 from pyterrier_nuggets.llm.reply import read_completion
-from pyterrier_nuggets.llm.retry import classify, describe_error
+from pyterrier_nuggets.llm.retry import (
+    FAILED,
+    FATAL,
+    REFUSED,
+    classify,
+    describe_error,
+    gave_up,
+    kind_of,
+    next_wait,
+    retry_after,
+)
 
 MAX_REQUESTS = 50_000
 MAX_BYTES = 190 * 1024 * 1024
@@ -48,11 +65,14 @@ def reply_of(body: dict) -> dict:
 class BatchRunner:
     """Answers pending requests through the Batch API of ``client`` (an ``openai.OpenAI``), with ``cache``
     as the place for answers and batch ids. ``poll_interval`` seconds between polls; ``timeout`` (None: no
-    limit) bounds the wait for one batch; ``log`` receives progress lines."""
+    limit) bounds the wait for one batch; ``retry``: the client's retry policy, for each call of the workflow;
+    ``log`` receives progress lines."""
 
     def __init__(self, client: openai.OpenAI, cache: ResponseCache, endpoint: str, *, poll_interval: float = 30.0,
-                 timeout: float | None = None, log: Callable[[str], None] | None = None):
+                 timeout: float | None = None, retry: RetryPolicy | None = None,
+                 log: Callable[[str], None] | None = None):
         self.client = client
+        self.retry = retry or RetryPolicy()
         self.cache = cache
         self.endpoint = endpoint
         self.poll_interval = poll_interval
@@ -104,19 +124,24 @@ class BatchRunner:
         return chunks
 
     def _api(self, what: str, fn: Callable, *args, missing_ok: bool = False, **kwargs):
-        """One API call of the batch workflow, retried a few times on transient errors; with ``missing_ok``, None
-        when the endpoint does not know the object (HTTP 404)."""
-        for attempt in range(5):
+        """One API call of the batch workflow, asked again as the classification table, its waits and the retry policy
+        say (:mod:`.retry`, as a chat request); with ``missing_ok``, None when the endpoint does not know the object
+        (HTTP 404)."""
+        started = time.monotonic()
+        for attempt in itertools.count():
             try:
                 return fn(*args, **kwargs)
             except openai.NotFoundError as exc:
                 if missing_ok:
                     return None
                 raise BatchError(f"Batch API: {what} failed: {describe_error(exc)}") from exc
-            except openai.OpenAIError as exc:  # retried as the classification table says (llm/retry.py)
-                if not classify(exc).retried or attempt == 4:
+            except openai.OpenAIError as exc:
+                if kind_of(classify(exc), exc) in (FAILED, FATAL, REFUSED):
                     raise BatchError(f"Batch API: {what} failed: {describe_error(exc)}") from exc
-                time.sleep(min(30.0, 2.0 ** attempt))
+                wait = next_wait(self.retry, retry_after(exc), attempt, started)
+                if wait is None:
+                    raise BatchError(f"Batch API: {what} failed: {gave_up(exc, attempt + 1)}") from exc
+                time.sleep(wait)
 
     def _submit(self, requests: dict[str, dict]) -> str:
         data = b"".join(self._line(k, b) for k, b in requests.items())

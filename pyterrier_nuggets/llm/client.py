@@ -7,9 +7,9 @@ Every caller gets, without asking:
   honours the endpoint's rate-limit headers and optional per-minute quotas (:mod:`.limits`);
 - one pool of ``concurrency`` workers per client, by priority, shared by every stage and topic that uses
   the client (:mod:`.scheduler`), so stage-overlapped work keeps it busy;
-- retries with backoff and jitter that honour ``Retry-After`` on 429, 5xx, timeouts and connection
-  errors, bounded in count (``max_retries``) and in total time (``max_retry_time``), as one table says
-  (:mod:`.retry`);
+- retries with backoff and jitter that honour ``Retry-After`` (in full) and ``x-should-retry`` on 429, 408, 409, 5xx,
+  timeouts and connection errors, bounded in count (``max_retries``) and in total time (``max_retry_time``), as one
+  table says (:mod:`.retry`), for the Batch API's calls too;
 - a persistent SQLite response cache keyed by a hash of the full request (endpoint, model, messages and
   every parameter, never the API key), written the moment each answer arrives, safe under concurrent
   threads and processes: a re-run makes zero calls for what succeeded and returns identical results;
@@ -214,7 +214,7 @@ class LLMClient:
                                    f"{len(self.endpoints)} times: give one --base-url with --batch")
         self.progress = progress
         self.tokens = TokenCounter(self.model)
-        self._router = ModeRouter(options.batch, cache, self.endpoint, lambda: self._rotation.first.client,
+        self._router = ModeRouter(options.batch, options.retry, cache, self.endpoint, lambda: self._rotation.first.client,
                                   self.counters, self.tokens, lambda: self.scheduler.rounds, self._log)
         # workers for as many requests in flight as every endpoint's ceiling allows; interrupted (Ctrl-C), no request
         # not yet sent is sent, those waiting for a slot included

@@ -49,6 +49,7 @@ from pyterrier_nuggets.llm.retry import (
     classify,
     describe_error,
     fatal_cause,
+    kind_of,
     refusal,
     retried_error,
     retry_after,
@@ -262,7 +263,9 @@ class Endpoint:
         asked = retry_after(error)
         self.limiter.release(ticket, status=status, congested=rule.kind == CONGESTED, retry_after=asked,
                              headers=response.headers if response is not None else None)
-        kind = rule.kind_for(self._answered)
+        if rule.kind == CONGESTED and status is not None:  # 429, 503, 504, 408 received (a timeout is no reply)
+            self._count(stage, throttled=1)
+        kind = kind_of(rule, error, self._answered)  # the row's kind, then the server's x-should-retry
         if kind == REFUSED:  # the model refuses a parameter: the client learns from it and sends the request again
             return Attempt(ChatResult(None, error=describe_error(error), refused=refusal(error)))
         if kind == FATAL:  # the same for every request: stop the job, do not fail each item
@@ -272,8 +275,6 @@ class Endpoint:
             self._count(stage, failures=1)
             return Attempt(ChatResult(None, error=describe_error(error)))
         self._tally("errors")
-        if rule.kind == CONGESTED and status is not None:  # 429, 503, 504 received (a timeout is no reply)
-            self._count(stage, throttled=1)
         return Attempt(error=retried_error(rule, error), rule=rule, asked=asked)
 
     def _tally(self, what: str) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from pyterrier_nuggets.llm.batch import BatchRunner
 from pyterrier_nuggets.llm.cache import ResponseCache
-from pyterrier_nuggets.llm.options import BatchOptions
+from pyterrier_nuggets.llm.options import BatchOptions, RetryPolicy
 from pyterrier_nuggets.llm.scheduler import Deferred
 from pyterrier_nuggets.llm.tokens import TokenCounter
 from pyterrier_nuggets.llm.usage import COUNTERS, OTHER_STAGE, Plan, Prices, StageCounters
@@ -28,10 +28,10 @@ NO_BATCH = dict(rounds=0, batches=0, resumed=0, forgotten=0, polls=0, requests=0
 class ModeRouter:
     """Parks and answers the requests of Batch API mode and dry runs (module docstring)."""
 
-    def __init__(self, batch: BatchOptions, cache: ResponseCache | None, url: str, client_of: Callable[[], object],
-                 counters: StageCounters, tokens: TokenCounter, rounds: Callable[[], int],
-                 log: Callable[[str], None]):
-        self.options = batch
+    def __init__(self, batch: BatchOptions, retry: RetryPolicy, cache: ResponseCache | None, url: str,
+                 client_of: Callable[[], object], counters: StageCounters, tokens: TokenCounter,
+                 rounds: Callable[[], int], log: Callable[[str], None]):
+        self.options, self.retry = batch, retry
         self.mode = BATCH if batch.enabled else ONLINE
         self.cache, self.url, self._client_of = cache, url, client_of
         self.counters, self.tokens, self._rounds, self._log = counters, tokens, rounds, log
@@ -85,7 +85,7 @@ class ModeRouter:
     def _answer_by_batch(self, pending: dict[str, tuple]) -> None:
         if self._runner is None:
             self._runner = BatchRunner(self._client_of(), self.cache, self.url, poll_interval=self.options.poll,
-                                       timeout=self.options.timeout, log=self._log)
+                                       timeout=self.options.timeout, retry=self.retry, log=self._log)
         answers, errors = self._runner.run({k: v[0] for k, v in pending.items()},
                                            {k: v[1] for k, v in pending.items() if v[1] != OTHER_STAGE})
         by_stage: dict[str, dict] = {}

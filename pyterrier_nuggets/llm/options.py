@@ -17,13 +17,14 @@ if TYPE_CHECKING:  # usage.py loads pandas: not at import
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """How a request is asked again (429, 5xx, timeouts, connection errors).
+    """How a request is asked again (429, 408, 409, 5xx, timeouts, connection errors: the table of :mod:`.retry`): the
+    chat requests and the Batch API's own calls alike.
 
     :param timeout: seconds to wait for one reply.
     :param max_retries: how often a request is asked again.
-    :param max_retry_time: how long in all, in seconds.
+    :param max_retry_time: how long in all, in seconds (a ``Retry-After`` that would pass it fails the request).
     :param backoff: the first wait, in seconds, doubling per retry (a ``Retry-After`` of the endpoint wins).
-    :param max_backoff: the longest wait.
+    :param max_backoff: the longest wait of that backoff (a ``Retry-After`` is waited for in full).
     """
 
     timeout: float = 120.0

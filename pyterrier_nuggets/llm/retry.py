@@ -12,8 +12,9 @@ of one), and the loop holds none of its own:
   ==================================  ===========  ================  ====================================
   HTTP 429                            congested    no
   HTTP 503, 504                       congested    yes
+  HTTP 408; a timeout                 congested    yes
+  HTTP 409                            retry        no
   HTTP 500, 502 and any other 5xx     retry        yes
-  a timeout                           congested    yes
   no connection (refused, reset)      retry        yes               a short probe, then fatal
   a body that is not JSON             retry        yes               fatal
   HTTP 401, 403, 404                  fatal
@@ -30,15 +31,29 @@ of one), and the loop holds none of its own:
   ``unsupported_parameter``): the client learns what the model takes (:mod:`.profile`) and sends the request again
   without it, at once (no wait, not counted as a retry). *Endpoint failed*:
   the failure counts toward taking an endpoint out of rotation (a 429 only asks for fewer requests);
-- **how long to wait** (:func:`next_wait`): the endpoint's ``Retry-After`` (:func:`retry_after`) or the exponential
-  backoff, jittered (:func:`jittered`), bounded by the :class:`~.options.RetryPolicy` in count and in total time;
+- **what the server says** (:func:`kind_of`): an HTTP error with ``x-should-retry: true`` is asked again even where
+  its row fails it, one with ``x-should-retry: false`` is not asked again even where its row retries it (the header
+  openai-python's ``_should_retry`` obeys); a *fatal* or *refused* row stays what it is (a wrong key does not become
+  right by asking again; a refused parameter is left out, which is a new request, not a retry). The row itself
+  still tells the adaptive limit (a 429 asks for fewer requests, retried or not);
+- **how long to wait** (:func:`next_wait`): the endpoint's ``Retry-After`` (:func:`retry_after`), in full (stretched
+  by up to 20%, never shortened, :func:`jittered`), or the exponential backoff, jittered, at most ``max_backoff``;
+  bounded by the :class:`~.options.RetryPolicy` in count (``max_retries``) and in total time (``max_retry_time``: a
+  ``Retry-After`` that would pass it fails the request at once);
 - **when to stop the job because no server is there** (:func:`cannot_connect`): no endpoint has answered yet and
   none can be reached after a short probe (:data:`PROBE_ATTEMPTS` attempts, waits of at most :data:`PROBE_WAIT`);
   and **because the server went away** (:func:`gone_away`): endpoints that answered before accept no connection any
   more, and a request has used up its retries on that.
 
-The HTTP transport raises the openai SDK's error class of each status (:func:`status_error`), as the SDK's own path
-does, so that both read alike here.
+The same rules serve the chat requests (:meth:`.rotation.Rotation.call`) and the Batch API's own calls (uploads,
+batch creations, polls, downloads: :mod:`.batch`). The HTTP transport raises the openai SDK's error class of each status
+(:func:`status_error`), as the SDK's own path does, so that both read alike here.
+
+Where openai-python's rules (``_should_retry``, ``_calculate_retry_timeout``) differ, on purpose (docs/decisions.md,
+decision 3): it retries 2 times after 0.5 s doubling up to 8 s, ours 6 times in at most 600 s after 1 s doubling up to
+60 s (a judging job of hours against a rate-limited endpoint would rather wait than fail items); it does not retry at
+all after a ``Retry-After`` above 120 s, ours waits for it while ``max_retry_time`` allows; it retries a 401, 403 or 404
+that carries ``x-should-retry: true``, ours stops the job.
 """
 from __future__ import annotations
 
@@ -104,7 +119,8 @@ STATUS: dict[int, Rule] = {
     404: _fatal(openai.NotFoundError, "not found (no such model, or not a chat completions endpoint)",
                 "check the model name ($PYTERRIER_NUGGETS_MODEL, --model) and the endpoint's address "
                 "($OPENAI_BASE_URL, --base-url: most servers' addresses end in /v1)"),
-    409: Rule(FAILED, error=openai.ConflictError),
+    408: Rule(CONGESTED, endpoint_failed=True),  # the server timed out waiting: as a timeout of ours
+    409: Rule(RETRY, error=openai.ConflictError),  # a conflict, e.g. a lock timeout: openai-python retries it
     422: Rule(FAILED, error=openai.UnprocessableEntityError),
     429: Rule(CONGESTED, error=openai.RateLimitError),  # the endpoint says: fewer requests, please
     503: Rule(CONGESTED, endpoint_failed=True, error=openai.InternalServerError),
@@ -215,6 +231,23 @@ def _message(error: BaseException) -> str:
     return " ".join(str(message or error).split())[:200]
 
 
+SHOULD_RETRY = "x-should-retry"  # a server's word on whether to ask again: "true" or "false" (openai-python obeys it)
+
+
+def kind_of(rule: Rule, error: BaseException, answered: bool = True) -> str:
+    """What a failed attempt comes to: its row's kind (:meth:`Rule.kind_for` an endpoint that has or has not
+    ``answered``), then the server's ``x-should-retry`` header of an HTTP error: ``true`` asks a *failed* request again
+    (:data:`RETRY`), ``false`` fails a *retry* or *congested* one (:data:`FAILED`); *fatal* and *refused* stay."""
+    kind = rule.kind_for(answered)
+    response = getattr(error, "response", None)
+    told = response.headers.get(SHOULD_RETRY) if isinstance(error, openai.APIStatusError) else None
+    if told == "true" and kind == FAILED:
+        return RETRY
+    if told == "false" and kind in (RETRY, CONGESTED):
+        return FAILED
+    return kind
+
+
 def retried_error(rule: Rule, error: BaseException) -> BaseException:
     """The error a retried attempt reports: the SDK's own, or for a malformed body what it was."""
     if rule is MALFORMED:
@@ -256,12 +289,16 @@ def retry_after(exc: BaseException) -> float | None:
 
 def next_wait(policy, asked: float | None, attempt: int, started: float, probing: bool = False) -> float | None:
     """Seconds to wait before asking again after failed attempt number ``attempt`` (0 for the first) of a request
-    first sent at ``started`` (``time.monotonic()``): the ``Retry-After`` the endpoint ``asked`` for, else the
-    exponential backoff, jittered, at most ``policy.max_backoff`` (and :data:`PROBE_WAIT` while ``probing`` for a
-    server that has not answered yet); ``None`` when the :class:`~.options.RetryPolicy` gives up (``max_retries``
-    asked again, or ``max_retry_time`` would pass)."""
-    wait = jittered(asked if asked is not None else policy.backoff * (2 ** attempt), asked is not None)
-    wait = min(wait, policy.max_backoff, PROBE_WAIT if probing else math.inf)
+    first sent at ``started`` (``time.monotonic()``): the ``Retry-After`` the endpoint ``asked`` for, in full (never
+    shortened: ``max_backoff`` does not cut it), else the exponential backoff, jittered, at most
+    ``policy.max_backoff`` (and :data:`PROBE_WAIT` while ``probing`` for a server that has not answered yet); ``None``
+    when the :class:`~.options.RetryPolicy` gives up (``max_retries`` asked again, or ``max_retry_time`` would pass:
+    a ``Retry-After`` longer than the time left fails the request at once, since no answer could come in time)."""
+    if asked is not None:
+        wait = jittered(asked, True)
+    else:
+        wait = min(jittered(policy.backoff * (2 ** min(attempt, 64)), False), policy.max_backoff)
+    wait = min(wait, PROBE_WAIT if probing else math.inf)
     if attempt >= policy.max_retries or time.monotonic() - started + wait > policy.max_retry_time:
         return None
     return wait
@@ -295,3 +332,4 @@ def jittered(wait: float, asked: bool) -> float:
     asked for (``Retry-After``) is stretched by up to 20% (never shortened); our own exponential backoff
     is drawn from its upper half ("equal jitter")."""
     return wait * random.uniform(1.0, 1.2) if asked else wait * random.uniform(0.5, 1.0)
+

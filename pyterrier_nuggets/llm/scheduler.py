@@ -36,12 +36,18 @@ IDLE_EXIT = 10.0  # seconds a worker waits for work before it ends (a client's t
 _SCHEDULERS: weakref.WeakSet = weakref.WeakSet()  # every scheduler of this process (interrupt_all)
 
 
-class Deferred(Exception):
-    """A request has no answer yet (Batch API mode, dry run): the task is parked until the next flush."""
+class Deferred(BaseException):
+    """A request has no answer yet (Batch API mode, dry run): the task is parked until the next flush, then runs again
+    from the start.
+
+    Control flow, not an error: a ``BaseException``, as asyncio's ``CancelledError`` is, so that the ``except
+    Exception`` of a judge (or of any code between the request and the scheduler) lets it through to the scheduler
+    instead of turning a request still to be asked into a failed item (docs/architecture.md, "Writing an LLM step")."""
 
 
-class Cancelled(Exception):
-    """A task that never started: the run was interrupted."""
+class Cancelled(BaseException):
+    """The run was interrupted (Ctrl-C): a task that never started, or a request not sent. A ``BaseException`` for the
+    reason :class:`Deferred` is one: an interrupted run stops, it does not go on with failed items."""
 
 
 def interrupt_all(grace: float = GRACE) -> None:

@@ -11,12 +11,15 @@ it: a POST of a JSON body with a few headers. :class:`KeepAliveTransport` sends 
 The request goes out in one write: the head, made once per client, and the body. The reply is read from a buffered
 reader made once per connection: the status line, the headers and a body of ``Content-Length`` bytes, of chunks
 (``Transfer-Encoding: chunked``) or up to the end of the connection; 1xx replies are skipped. That is what the
-standard library's ``http.client`` does for such a request, at 0.06 instead of 0.15 ms of CPU per request (it
+standard library's ``http.client`` does for such a request, at 0.07 instead of 0.15 ms of CPU per request (it
 parses each reply's headers with the ``email`` package, makes a reader per reply and writes the head and the body
-separately: docs/benchmarks.md, "A whole track from the command line"); its limits are kept (a line of at most 64 KiB,
-at most 100 headers). It is written here because no maintained library does this job at that cost: ``h11``, the
-sans-I/O HTTP/1.1 library under httpx, takes as much CPU per request as ``http.client`` (``benchmarks/
-bench_transport.py``).
+separately); its limits are kept (a line of at most 64 KiB, at most 100 headers). It is written here because no
+maintained library does this job at that cost, and because the cost shows at track level: in an A/B of whole
+``trec-rag`` commands taking turns (docs/benchmarks.md, "Which HTTP client under the LLM client"), the same job on
+``http.client`` took 0.11 ms more CPU per call at 256 in flight and 0.19 ms more at 64, in every turn, for the same
+wall time; ``h11``, the sans-I/O HTTP/1.1 library under httpx, takes as much CPU per request as ``http.client``, and
+the SDK's own path (httpx's pool) 2.5-2.9 ms per call (``benchmarks/bench_transport.py``, ``bench_track.py
+--transports``).
 
 Its errors are the SDK's classes, so that the classification table (:mod:`.retry`) reads them as it reads the
 SDK's: ``openai.APIConnectionError`` (no connection, or a reply that is not HTTP), ``openai.APITimeoutError``, and
@@ -42,6 +45,7 @@ try:  # the HTTP library of the openai SDK: httpx2 from openai 3, httpx before
     import httpx2 as _http
 except ImportError:  # pragma: no cover - depends on the installed SDK
     import httpx as _http
+
 
 def keep_alive_possible(base_url: str | None) -> bool:
     """Whether :class:`KeepAliveTransport` can serve this endpoint: http(s), and no proxy configured for it."""

@@ -32,7 +32,8 @@ The Batch API: ``POST /v1/files`` (multipart upload), ``POST /v1/batches``, ``GE
 (``validating`` / ``in_progress`` for ``batch_polls`` polls, then ``completed``), ``GET
 /v1/files/{id}/content``. Each line is answered like a chat request (without latency or limits; its stage is the
 part of its ``custom_id`` before the last ``:``); lines for which ``batch_error(body)`` gives an HTTP status go to
-the error file instead.
+the error file instead. ``batch_script`` replies, in order, to the Batch API's own requests (uploads, batch creations,
+polls, downloads) before they are served: a 429 with ``Retry-After``, a 500, an ``x-should-retry`` header.
 
 ``latency`` seconds are slept before every accepted reply (requests are served concurrently), so a
 client's parallelism shows in wall time. ``hold_until`` holds every reply until that many requests are in flight
@@ -234,6 +235,9 @@ class TestEndpoint:
     :param invalid_when: ``invalid_when(body)``: which conversations (default all).
     :param batch_polls: polls of a batch before it completes.
     :param batch_error: ``batch_error(body)``: an HTTP status for a batch line that fails, or None.
+    :param batch_script: replies given in order to the Batch API's requests (``POST /v1/files``, ``POST /v1/batches``,
+        ``GET /v1/batches/{id}``, ``GET /v1/files/{id}/content``) instead of serving them: HTTP errors (a
+        :class:`Reply` with ``status`` and ``headers``), counted in ``stats["batch_scripted"]``.
     :param hold_until: hold every accepted reply until that many requests are in flight at once, then release them
         all; a sequence of levels: barriers one after the other (requests after the last are not held).
         ``stats["hold_timeouts"]`` counts replies let go after ``hold_timeout`` seconds without their barrier being
@@ -260,7 +264,8 @@ class TestEndpoint:
                  quota: int | None = None, quota_window: float = 60.0, ratelimit_headers: bool = False,
                  fail_every: int | None = None, fail_status: int = 500, invalid_first: int = 0,
                  invalid_when: Callable[[dict], bool] | None = None, batch_polls: int = 2,
-                 batch_error: Callable[[dict], int | None] | None = None, hold_until: int | Sequence[int] = (),
+                 batch_error: Callable[[dict], int | None] | None = None, batch_script: list[Reply] | None = None,
+                 hold_until: int | Sequence[int] = (),
                  hold_timeout: float = 60.0, port: int = 0, profile: str | ServerProfile | None = None,
                  models: Sequence[str] | None = None):
         _check_options(latency=latency, retry_after=retry_after, quota_window=quota_window, port=port,
@@ -283,6 +288,7 @@ class TestEndpoint:
         self.fail_every, self.fail_status = fail_every, fail_status
         self.invalid_first, self.invalid_when = invalid_first, invalid_when
         self.batch_polls, self.batch_error = batch_polls, batch_error
+        self.batch_script: deque[Reply] = deque(batch_script or [])
         self.hold_until = (hold_until,) if isinstance(hold_until, int) else tuple(hold_until)
         self.hold_timeout = hold_timeout
         self._barriers = [threading.Event() for _ in self.hold_until]  # set when its level of hold_until is reached
@@ -293,7 +299,7 @@ class TestEndpoint:
         self.in_flight_seen: list[int] = []  # requests in flight when each chat request arrived
         self.stats = dict(chat_requests=0, accepted=0, rejected=0, quota_rejected=0, injected_errors=0,
                           invalid_replies=0, peak_in_flight=0, uploads=0, batches=0, polls=0, batch_requests=0,
-                          batch_errors=0, hold_timeouts=0, unknown_model=0)
+                          batch_errors=0, batch_scripted=0, hold_timeouts=0, unknown_model=0)
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict] = {}
         self._in_flight = 0
@@ -328,6 +334,8 @@ class TestEndpoint:
                 path = self.path.split("?")[0]
                 if path.endswith(API_PREFIX + "/chat/completions"):
                     server._chat(self, json.loads(data or b"{}"), headers, path)
+                elif path.endswith((API_PREFIX + "/files", API_PREFIX + "/batches")) and self._scripted():
+                    pass
                 elif path.endswith(API_PREFIX + "/files"):
                     self._json(200, server._upload(headers.get("content-type", ""), data))
                 elif path.endswith(API_PREFIX + "/batches"):
@@ -339,7 +347,9 @@ class TestEndpoint:
                 path = self.path.split("?")[0]
                 m = re.search(r"/batches/([^/]+)$", path)
                 f = re.search(r"/files/([^/]+)/content$", path)
-                if m and m.group(1) in server.batches:
+                if (m or f) and self._scripted():
+                    pass
+                elif m and m.group(1) in server.batches:
                     self._json(200, server._poll(m.group(1)))
                 elif f and f.group(1) in server.files:
                     self._send(200, server.files[f.group(1)], {"content-type": "application/octet-stream"})
@@ -352,6 +362,19 @@ class TestEndpoint:
                                                                 for m in server.models or ()]})
                 else:
                     self._json(404, invalid_url("GET", path))
+
+            def _scripted(self) -> bool:
+                """The next reply of ``batch_script`` sent to this Batch API request, if there is one."""
+                with server._lock:
+                    reply = server.batch_script.popleft() if server.batch_script else None
+                    if reply is not None:
+                        server.stats["batch_scripted"] += 1
+                if reply is None:
+                    return False
+                self._json(reply.status, {"error": {"message": reply.message or f"test endpoint error {reply.status}",
+                                                    "type": "server_error" if reply.status >= 500 else "invalid_request"}},
+                           reply.headers)
+                return True
 
             def _json(self, status: int, payload: dict, headers: dict | None = None) -> None:
                 self._send(status, json.dumps(payload).encode(), {"content-type": "application/json",
