@@ -30,7 +30,7 @@ from tests.report_folders import (
 BROWSER, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 try:
     from selenium import webdriver
-    from selenium.common.exceptions import WebDriverException
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
@@ -368,7 +368,9 @@ def test_keyboard_navigation(browser, main_job):
     assert browser.current_url == href
     first = browser.find_element(By.ID, "topic-title").text
     browser.find_element(By.TAG_NAME, "body").send_keys("n")  # the next topic
-    WebDriverWait(browser, 20).until(lambda d: d.find_element(By.ID, "topic-title").text != first)
+    # the page redraws the title: an element found just before it is replaced is looked up again
+    WebDriverWait(browser, 20, ignored_exceptions=(StaleElementReferenceException,)).until(
+        lambda d: d.find_element(By.ID, "topic-title").text != first)
     _no_console_errors(browser)
     # the leaderboard sorts from the keyboard: Enter on a column's button orders the systems by it
     _open(browser, (report / "index.html").as_uri(), "#heatmap table")
@@ -519,7 +521,8 @@ def test_no_page_overflows_sideways(browser, main_job, trec_rag, width, tmp_path
                 if page.startswith("index"):
                     WebDriverWait(browser, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#difficulty table"))
                 else:
-                    WebDriverWait(browser, 20).until(lambda d: "Loading" not in d.find_element(By.ID, "main").text)
+                    WebDriverWait(browser, 20, ignored_exceptions=(StaleElementReferenceException,)).until(
+                        lambda d: "Loading" not in d.find_element(By.ID, "main").text)
                 assert browser.execute_script(OVERFLOW) == [], (width, report.parent.name, page)
                 if width == 400 and page.startswith("index"):
                     _shot(browser, tmp_path, f"{report.parent.name}-400")
@@ -676,7 +679,8 @@ def test_search_the_answers(browser, main_job):
     _open(browser, (report / "index.html").as_uri(), "#search-form")
     browser.find_element(By.ID, "search-text").send_keys("waggle")
     browser.find_element(By.CSS_SELECTOR, "#search-form button").click()
-    WebDriverWait(browser, 20).until(lambda d: "contain" in d.find_element(By.ID, "search-results").text)
+    WebDriverWait(browser, 20, ignored_exceptions=(StaleElementReferenceException,)).until(
+        lambda d: "contain" in d.find_element(By.ID, "search-results").text)
     from pyterrier_nuggets import formats
     expected = sum("waggle" in a.text.lower() for p in out.glob("*.answers.jsonl") for a in formats.read_answers(str(p)))
     assert browser.find_element(By.ID, "search-results").text.startswith(f"{expected} answer(s) contain")
