@@ -5,11 +5,20 @@ A test module scripts the endpoint by overriding the ``responder`` fixture (a fu
 the endpoint's own: the reply each judge declares for its stage, see ``pyterrier_nuggets.testing.stage_reply``).
 """
 import os
+import signal
 
 import pytest
 
 from pyterrier_nuggets.llm import ClientOptions, LLMClient, RetryPolicy
 from pyterrier_nuggets.testing import TestEndpoint
+
+
+def pytest_configure(config):
+    """Ctrl-C reaches the commands the tests start, however the test run was started: a run started as a background
+    job of a shell without job control inherits SIGINT ignored, and the commands it starts would ignore the tests'
+    Ctrl-C too (an ignored signal stays ignored across exec; a handled one is reset to the default)."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def quick_retry(**policy) -> RetryPolicy:
