@@ -20,40 +20,20 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import ssl
 import sys
-import threading
-from urllib.parse import urlsplit
 
 import openai
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from pyterrier_nuggets.llm.retry import status_error  # noqa: E402
-
-try:  # the HTTP library of the openai SDK: httpx2 from openai 3, httpx before
-    import httpx2 as _http
-except ImportError:  # pragma: no cover - depends on the installed SDK
-    import httpx as _http
+from pyterrier_nuggets.llm.transport import KeepAliveTransport  # noqa: E402
 
 
-class HttpClientTransport:
+class HttpClientTransport(KeepAliveTransport):
     """The job of the package's ``KeepAliveTransport`` done by the standard library's ``http.client``: one keep-alive
-    connection per thread. A 1xx reply other than 100 Continue (which ``http.client`` does not skip) is a connection
+    connection per thread (its address, headers, timeout and the SDK's error of each status are the package's). A 1xx reply other than 100 Continue (which ``http.client`` does not skip) is a connection
     error, the connection dropped, so that no reply is ever read as another request's."""
-
-    def __init__(self, base_url: str, api_key: str, timeout: float, headers: dict[str, str] | None = None):
-        parts = urlsplit(base_url)
-        self.https = parts.scheme == "https"
-        self.host, self.port = parts.hostname, parts.port or (443 if self.https else 80)
-        self.prefix = parts.path.rstrip("/")
-        self.timeout = timeout
-        self.headers = {"Content-Type": "application/json", "Accept": "application/json",
-                        "Authorization": f"Bearer {api_key}", "User-Agent": "pyterrier-nuggets", **(headers or {})}
-        self._ssl = ssl.create_default_context() if self.https else None
-        self._local = threading.local()
-        self._request = _http.Request("POST", base_url)  # what the SDK's error classes carry
 
     def _connection(self) -> http.client.HTTPConnection:
         con = getattr(self._local, "con", None)
@@ -112,18 +92,6 @@ class HttpClientTransport:
         if reply.status >= 300:
             raise self._status_error(reply.status, headers, raw)
         return json.loads(raw), reply.status, headers
-
-    def _status_error(self, status: int, headers: dict[str, str], raw: bytes) -> openai.APIStatusError:
-        """The SDK's error of this status, carrying the reply's headers (``Retry-After``) and its ``error`` body."""
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            body = None
-        error = body.get("error") if isinstance(body, dict) else None
-        message = (error.get("message") if isinstance(error, dict) else None) or raw[:200].decode("utf-8", "replace")
-        response = _http.Response(status, headers=headers, content=raw, request=self._request)
-        return status_error(status, f"Error code: {status} - {message}", response,
-                            error if error is not None else body)
 
     def close(self) -> None:
         self._drop()
