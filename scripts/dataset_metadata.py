@@ -15,7 +15,6 @@ does). An entity whose file is not under DATA_DIR keeps the count already in ``m
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import sys
@@ -36,22 +35,15 @@ PUBLISHED = {
 }
 
 
-def md5(path: Path) -> str:
-    digest = hashlib.md5()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def place_files(data: Path, home: Path) -> list[str]:
     """Link every dataset file found under ``data`` into ``home`` where the handlers look for it; returns the files
     not found."""
     from datasets_ext import ikat, trec_rag
+    from datasets_ext.files import file_md5
     found = [p for p in data.rglob("*") if p.is_file()]
     by_md5: dict[str, Path] = {}
     for p in found:
-        by_md5.setdefault(md5(p), p)
+        by_md5.setdefault(file_md5(p), p)
     missing = []
     for file in {**trec_rag.FILES, **ikat.FILES}.values():
         source = by_md5.get(file.md5) if file.md5 else next((p for p in found if p.name == file.name), None)
