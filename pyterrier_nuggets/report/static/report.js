@@ -571,6 +571,12 @@ var PNReport = (function () {
     var index = data.index;
     var systems = index.systems.filter(function (s) { return topic.systems[s]; });
     var parts = [];
+    function systemHeads(list) {  // the column heads of a matrix's systems, the chosen ones marked
+      return list.map(function (s) {
+        return el("th", {scope: "col", "class": "sys" + (chosen.indexOf(s) >= 0 ? " chosen" : ""), title: s},
+          el("span", {}, s));
+      });
+    }
     var nuggetSystems = systems.filter(function (s) { return topic.systems[s].assignment || topic.systems[s].unanswered; });
     if (topic.nuggets.length && nuggetSystems.length) {
       var rank = {vital: 0, okay: 1};
@@ -599,10 +605,8 @@ var PNReport = (function () {
       parts.push(scroller("nuggets against every system", el("table", {"class": "matrix nuggets-matrix"},
         el("caption", {}, "Nuggets (vital first) against every system: ✓ supported, ½ partially, ✗ not, × not " +
           "answered; a row no system got is marked"),
-        el("thead", {}, el("tr", {}, el("th", {scope: "col"}, "nugget"), nuggetSystems.map(function (s) {
-          return el("th", {scope: "col", "class": "sys" + (chosen.indexOf(s) >= 0 ? " chosen" : ""), title: s},
-            el("span", {}, s));
-        }), el("th", {scope: "col"}, "systems"))), el("tbody", {}, rows))));
+        el("thead", {}, el("tr", {}, el("th", {scope: "col"}, "nugget"), systemHeads(nuggetSystems),
+          el("th", {scope: "col"}, "systems"))), el("tbody", {}, rows))));
     }
     var rubricSystems = systems.filter(function (s) { return topic.systems[s].verdicts || topic.systems[s].unanswered; });
     if (topic.rubric.length && rubricSystems.length) {
@@ -625,10 +629,8 @@ var PNReport = (function () {
       parts.push(scroller("rubric criteria against every system", el("table", {"class": "matrix rubric-matrix"},
         el("caption", {}, "Rubric criteria against every system: the points each gained (+) or lost (−); a flaw " +
           "(negative weight) present loses its weight"),
-        el("thead", {}, el("tr", {}, el("th", {scope: "col"}, "criterion (weight)"), rubricSystems.map(function (s) {
-          return el("th", {scope: "col", "class": "sys" + (chosen.indexOf(s) >= 0 ? " chosen" : ""), title: s},
-            el("span", {}, s));
-        }))), el("tbody", {}, crows))));
+        el("thead", {}, el("tr", {}, el("th", {scope: "col"}, "criterion (weight)"), systemHeads(rubricSystems))),
+        el("tbody", {}, crows))));
     }
     if (!parts.length) {
       return null;
